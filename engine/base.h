@@ -1,0 +1,122 @@
+/*
+ * base.h - small utilities shared by every rotor module.
+ *
+ * Errors: functions that can fail take an `rt_error *` and return a negative
+ * value after filling it with one human-readable line.  Callers either add
+ * context and pass the error up, or print it and exit with `err->code`
+ * (RT_EXIT_INPUT = 2 for bad input or usage, RT_EXIT_RUNTIME = 1 otherwise).
+ *
+ * Also here: logging, monotonic time, aligned allocation, a seeded RNG with
+ * independent streams, checksums (xxHash), atomic file output and .npy output.
+ */
+#ifndef ROTOR_BASE_H
+#define ROTOR_BASE_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define RT_EXIT_OK 0
+#define RT_EXIT_RUNTIME 1
+#define RT_EXIT_INPUT 2
+
+#define RT_ALIGN 64 /* cache line; also enough for any SIMD width we use */
+
+typedef struct rt_error {
+    int code;       /* RT_EXIT_INPUT or RT_EXIT_RUNTIME */
+    char msg[1024]; /* one line, no trailing newline */
+} rt_error;
+
+/* Fill `err` (may be NULL) and return -1.  Usage: `return rt_fail(err, RT_EXIT_INPUT, ...)`. */
+int rt_fail(rt_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Like rt_fail, appending ": strerror(errnum)". */
+int rt_fail_errno(rt_error *err, int code, int errnum, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Prefix an existing message with more context: "context: old message". */
+int rt_error_prefix(rt_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Print "rotor: <msg>" to stderr and exit(err->code). */
+void rt_die(const rt_error *err) __attribute__((noreturn));
+
+/* ---- logging (stderr, one line per call, prefixed with the log tag) ---- */
+enum { RT_LOG_ERROR = 0, RT_LOG_WARN = 1, RT_LOG_INFO = 2, RT_LOG_DEBUG = 3 };
+extern int rt_log_level; /* default RT_LOG_INFO; ROTOR_LOG=debug|info|warn|error */
+void rt_log_init_from_env(void);
+void rt_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define rt_info(...) rt_log(RT_LOG_INFO, __VA_ARGS__)
+#define rt_warn(...) rt_log(RT_LOG_WARN, __VA_ARGS__)
+#define rt_debug(...) rt_log(RT_LOG_DEBUG, __VA_ARGS__)
+
+/* ---- time ---- */
+double rt_now(void); /* monotonic seconds */
+long rt_peak_rss_kib(void);
+
+/* ---- memory ---- */
+/* Zeroed, RT_ALIGN-aligned, size rounded up to RT_ALIGN.  NULL on failure. */
+void *rt_alloc(size_t bytes);
+void rt_free(void *p);
+static inline size_t rt_round_up(size_t n, size_t a)
+{
+    return (n + a - 1) / a * a;
+}
+
+/* ---- deterministic random numbers ----
+ * xoshiro256** seeded by splitmix64.  rt_rng_seed(rng, seed, stream) gives
+ * independent streams for e.g. (seed, worker) or (seed, column id), so the
+ * numbers a piece of the model sees never depend on thread or node layout. */
+typedef struct rt_rng {
+    uint64_t s[4];
+} rt_rng;
+void rt_rng_seed(rt_rng *rng, uint64_t seed, uint64_t stream);
+uint64_t rt_rng_next(rt_rng *rng);
+static inline double rt_rng_uniform(rt_rng *rng) /* [0, 1) */
+{
+    return (double)(rt_rng_next(rng) >> 11) * 0x1.0p-53;
+}
+static inline float rt_rng_uniformf(rt_rng *rng) /* [0, 1) */
+{
+    return (float)(rt_rng_next(rng) >> 40) * 0x1.0p-24f;
+}
+uint64_t rt_rng_below(rt_rng *rng, uint64_t n); /* uniform in [0, n), unbiased */
+double rt_rng_normal(rt_rng *rng);              /* standard normal (Box-Muller) */
+double rt_rng_gamma(rt_rng *rng, double shape); /* Gamma(shape, 1), Marsaglia-Tsang */
+void rt_rng_shuffle_u32(rt_rng *rng, uint32_t *a, size_t n);
+uint64_t rt_hash64(uint64_t x); /* splitmix64 finaliser: a good integer mix */
+
+/* ---- checksums ---- */
+uint64_t rt_checksum(const void *data, size_t len); /* XXH3-64 */
+
+/* ---- files ---- */
+/* Create `path` via a temporary sibling and rename on commit, so a crash or
+ * error never leaves a partial file under the final name. */
+typedef struct rt_outfile {
+    FILE *fp;
+    char path[4096];
+    char tmp[4096];
+} rt_outfile;
+int rt_outfile_open(rt_outfile *of, const char *path, rt_error *err);
+int rt_outfile_commit(rt_outfile *of, rt_error *err); /* flush, fsync, rename */
+void rt_outfile_abort(rt_outfile *of);                /* remove the temporary */
+int rt_write_all(FILE *fp, const void *buf, size_t len, const char *path, rt_error *err);
+
+/* Remove a directory tree (used to discard partial outputs). */
+int rt_remove_tree(const char *path);
+int rt_mkdir_p(const char *path, rt_error *err);
+/* snprintf into a path buffer; fails cleanly when the result would not fit. */
+int rt_path_join(char *out, size_t cap, const char *dir, const char *name, rt_error *err);
+
+/* Write a C-order float32 (dtype '<f4') or int32 ('<i4') matrix as .npy. */
+int rt_npy_write_f32(const char *path, const float *data, uint64_t rows, uint64_t cols,
+                     size_t row_stride_floats, rt_error *err);
+int rt_npy_write_i32(const char *path, const int32_t *data, uint64_t rows, uint64_t cols,
+                     rt_error *err);
+/* Read a C-order '<f4' 2-D .npy written by rt_npy_write_f32 (malloc'd, dense). */
+int rt_npy_read_f32(const char *path, float **data, uint64_t *rows, uint64_t *cols,
+                    rt_error *err);
+
+/* ---- parsing helpers for command lines ---- */
+int rt_parse_u64(const char *s, uint64_t *out);   /* 0 on success; accepts 1k, 2M, 3G */
+int rt_parse_double(const char *s, double *out);  /* 0 on success; rejects nan/inf */
+int rt_parse_int(const char *s, int *out);        /* 0 on success */
+
+#endif

@@ -1,0 +1,128 @@
+/*
+ * engine.h - the schedule executor.
+ *
+ * The engine owns: this node's place in the group (rank, size, peers), the
+ * transport, `threads` worker threads (pinned with hwloc), and the conveyor
+ * of parameter blocks described in partition/partition.h.  An app gives it a
+ * vtable; the engine runs *rotations*.  One rotation = one epoch = B steps in
+ * which every block visits every worker exactly once and returns home.
+ *
+ * Per rotation, on each node:
+ *   1. block_home() for every block whose home is this node (blocks are at
+ *      home now): the app may (re)write the payload and set its length.
+ *   2. B steps.  In step s every local worker thread t calls visit() on the
+ *      block the schedule gives it; blocks move along the ring between steps,
+ *      the outgoing transfer overlapped with the next step's compute.
+ *      After each step (all local threads done) step_end() runs on the
+ *      orchestrating thread; it may use collectives (all ranks call them in
+ *      the same order).
+ *   3. When every block is home again: rotation_end() on the orchestrating
+ *      thread, which may use collectives, log metrics and ask to stop.
+ *
+ * Within a step, workers touch disjoint rows (their own row block) and
+ * disjoint column blocks, and each block's visits happen in schedule order,
+ * so the result equals a single-threaded replay of the schedule, bit for bit,
+ * for any split of the W workers over nodes and threads.
+ */
+#ifndef ROTOR_ENGINE_H
+#define ROTOR_ENGINE_H
+
+#include "../partition/partition.h"
+#include "../verbs/transport.h"
+#include "base.h"
+
+typedef struct rt_engine rt_engine;
+
+/* Who we are: from flags, or from the environment of rotor launch
+ * (ROTOR_RANK/ROTOR_SIZE/ROTOR_HOSTFILE), mpirun (OMPI_COMM_WORLD_RANK/SIZE),
+ * PMI (PMI_RANK/PMI_SIZE) or Slurm (SLURM_PROCID/SLURM_NTASKS). */
+typedef struct rt_group_config {
+    int rank, size;      /* -1 = from the environment (else 0 / 1) */
+    int local_rank;      /* rank among processes on this host (-1 = from env, else rank) */
+    const char *hostfile; /* one line per rank: "host[:port]" or "host [port]" */
+    int base_port;        /* port for hostfile lines without one: base_port + rank */
+} rt_group_config;
+
+typedef struct rt_group {
+    int rank, size, local_rank;
+    rt_peer *peers; /* size entries (NULL when size == 1) */
+    char source[64]; /* where rank/size came from: "flags", "rotor launch", "mpirun", ... */
+} rt_group;
+
+int rt_group_resolve(const rt_group_config *cfg, rt_group *group, rt_error *err);
+void rt_group_free(rt_group *group);
+/* Read a hostfile into peers (exactly `size` usable lines expected). */
+int rt_hostfile_read(const char *path, int size, int base_port, rt_peer **peers, rt_error *err);
+
+typedef enum rt_pin_mode { RT_PIN_AUTO = 0, RT_PIN_YES = 1, RT_PIN_NO = 2 } rt_pin_mode;
+
+typedef struct rt_engine_config {
+    const rt_plan *plan;
+    const rt_group *group;
+    int threads;                    /* worker threads on this node (= plan->threads
+                                       unless the plan is replayed with other splits) */
+    rt_transport_config transport;  /* kind and ib knobs; the engine fills the rest */
+    rt_pin_mode pin;
+    size_t slot_bytes;              /* largest payload the app will put in a block */
+    int serial;                     /* 1: run all W workers of the plan on one thread
+                                       in schedule order (reference replay; size 1 only) */
+} rt_engine_config;
+
+typedef struct rt_visit {
+    uint32_t worker;   /* global worker id (row block) */
+    uint32_t thread;   /* local thread index 0..threads-1 (per-thread scratch) */
+    uint32_t block;    /* column block */
+    uint64_t rotation; /* 0-based */
+    uint32_t step;     /* 0..B-1 */
+    void *payload;     /* the block's bytes, RT_ALIGN aligned */
+    size_t len;        /* payload length set by block_home */
+} rt_visit;
+
+typedef struct rt_rotation_stats {
+    double seconds;       /* wall time of the rotation on this rank */
+    double compute_s;     /* sum over local threads of time inside visit() / threads */
+    double stall_s;       /* orchestrator time waiting for blocks to arrive */
+    double stall_frac_max; /* max over ranks of stall_s / seconds */
+    uint64_t bytes_moved; /* sum over ranks of payload bytes passed this rotation */
+} rt_rotation_stats;
+
+typedef struct rt_app_ops {
+    const char *name;
+    /* Orchestrating thread, block at home.  Write/refresh the payload (at most
+     * slot_bytes) and set *len.  Required. */
+    int (*block_home)(void *app, uint32_t block, uint64_t rotation, void *payload, size_t *len,
+                      rt_error *err);
+    /* Worker thread.  Required. */
+    int (*visit)(void *app, const rt_visit *v, rt_error *err);
+    /* Orchestrating thread, after every local thread finished step `step`.  Optional. */
+    int (*step_end)(void *app, rt_engine *eng, uint64_t rotation, uint32_t step, rt_error *err);
+    /* Orchestrating thread, all blocks home again.  Set *stop = 1 to finish.  Required. */
+    int (*rotation_end)(void *app, rt_engine *eng, uint64_t rotation,
+                        const rt_rotation_stats *stats, int *stop, rt_error *err);
+} rt_app_ops;
+
+int rt_engine_create(const rt_engine_config *cfg, rt_engine **out, rt_error *err);
+/* Run rotations until rotation_end sets *stop.  Any error on any rank makes
+ * this return -1 (the message names the failing peer when it was the network). */
+int rt_engine_run(rt_engine *e, const rt_app_ops *ops, void *app, rt_error *err);
+void rt_engine_destroy(rt_engine *e);
+
+int rt_engine_rank(const rt_engine *e);
+int rt_engine_size(const rt_engine *e);
+int rt_engine_threads(const rt_engine *e);
+/* Global ids of the workers this node runs: first .. first + threads - 1. */
+uint32_t rt_engine_first_worker(const rt_engine *e);
+const char *rt_engine_transport_name(const rt_engine *e);
+/* Payload of home block b between rotations (after run returned, too): valid
+ * only for blocks whose home is this node. */
+void *rt_engine_home_payload(rt_engine *e, uint32_t block, size_t *len);
+
+/* Collectives for apps (orchestrating thread only, same order on all ranks). */
+int rt_engine_barrier(rt_engine *e, rt_error *err);
+int rt_engine_allreduce_f64(rt_engine *e, double *v, size_t n, rt_error *err);
+int rt_engine_allreduce_i64(rt_engine *e, int64_t *v, size_t n, rt_error *err);
+int rt_engine_gatherv(rt_engine *e, const void *buf, size_t len, void **out_at_root,
+                      size_t *lens_at_root, rt_error *err);
+int rt_engine_bcast(rt_engine *e, void *buf, size_t len, rt_error *err);
+
+#endif

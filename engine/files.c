@@ -1,0 +1,165 @@
+/* files.c - atomic output files, directory helpers, aligned memory, checksums,
+ * and the strict number parsers the command line uses. */
+#define _GNU_SOURCE
+#include "base.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+void *rt_alloc(size_t bytes)
+{
+    void *p = NULL;
+    size_t n = rt_round_up(bytes ? bytes : 1, RT_ALIGN);
+    if (posix_memalign(&p, RT_ALIGN, n) != 0)
+        return NULL;
+    memset(p, 0, n);
+    return p;
+}
+
+void rt_free(void *p)
+{
+    free(p);
+}
+
+uint64_t rt_checksum(const void *data, size_t len)
+{
+    return XXH3_64bits(data, len);
+}
+
+int rt_outfile_open(rt_outfile *of, const char *path, rt_error *err)
+{
+    memset(of, 0, sizeof(*of));
+    if (snprintf(of->path, sizeof(of->path), "%s", path) >= (int)sizeof(of->path) ||
+        snprintf(of->tmp, sizeof(of->tmp), "%s.tmp.%d", path, (int)getpid()) >=
+            (int)sizeof(of->tmp))
+        return rt_fail(err, RT_EXIT_INPUT, "%s: path too long", path);
+    of->fp = fopen(of->tmp, "wb");
+    if (!of->fp)
+        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot create", of->tmp);
+    return 0;
+}
+
+int rt_outfile_commit(rt_outfile *of, rt_error *err)
+{
+    int rc = 0;
+    if (fflush(of->fp) != 0 || fsync(fileno(of->fp)) != 0)
+        rc = rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: write failed", of->path);
+    if (fclose(of->fp) != 0 && rc == 0)
+        rc = rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: close failed", of->path);
+    of->fp = NULL;
+    if (rc == 0 && rename(of->tmp, of->path) != 0)
+        rc = rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: rename failed", of->path);
+    if (rc != 0)
+        unlink(of->tmp);
+    return rc;
+}
+
+void rt_outfile_abort(rt_outfile *of)
+{
+    if (of->fp)
+        fclose(of->fp);
+    of->fp = NULL;
+    if (of->tmp[0])
+        unlink(of->tmp);
+}
+
+int rt_write_all(FILE *fp, const void *buf, size_t len, const char *path, rt_error *err)
+{
+    if (len && fwrite(buf, 1, len, fp) != len)
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: write failed", path);
+    return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+int rt_remove_tree(const char *path)
+{
+    return nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int rt_mkdir_p(const char *path, rt_error *err)
+{
+    char buf[4096];
+    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+        return rt_fail(err, RT_EXIT_INPUT, "%s: path too long", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot create directory", buf);
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot create directory", buf);
+    return 0;
+}
+
+int rt_path_join(char *out, size_t cap, const char *dir, const char *name, rt_error *err)
+{
+    if (snprintf(out, cap, "%s/%s", dir, name) >= (int)cap)
+        return rt_fail(err, RT_EXIT_INPUT, "%s/%s: path too long", dir, name);
+    return 0;
+}
+
+int rt_parse_u64(const char *s, uint64_t *out)
+{
+    if (!s || !*s || *s == '-')
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s)
+        return -1;
+    uint64_t mul = 1;
+    if (*end == 'k' || *end == 'K')
+        mul = 1000, end++;
+    else if (*end == 'M')
+        mul = 1000000, end++;
+    else if (*end == 'G')
+        mul = 1000000000, end++;
+    if (*end)
+        return -1;
+    if (v > UINT64_MAX / mul)
+        return -1;
+    *out = (uint64_t)v * mul;
+    return 0;
+}
+
+int rt_parse_double(const char *s, double *out)
+{
+    if (!s || !*s)
+        return -1;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int rt_parse_int(const char *s, int *out)
+{
+    if (!s || !*s)
+        return -1;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < -2147483647L || v > 2147483647L)
+        return -1;
+    *out = (int)v;
+    return 0;
+}

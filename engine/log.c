@@ -1,0 +1,57 @@
+/* log.c - leveled one-line logging to stderr, and time/RSS helpers. */
+#define _GNU_SOURCE
+#include "base.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+int rt_log_level = RT_LOG_INFO;
+
+void rt_log_init_from_env(void)
+{
+    const char *s = getenv("ROTOR_LOG");
+    if (!s)
+        return;
+    if (!strcmp(s, "debug"))
+        rt_log_level = RT_LOG_DEBUG;
+    else if (!strcmp(s, "info"))
+        rt_log_level = RT_LOG_INFO;
+    else if (!strcmp(s, "warn"))
+        rt_log_level = RT_LOG_WARN;
+    else if (!strcmp(s, "error"))
+        rt_log_level = RT_LOG_ERROR;
+}
+
+void rt_log(int level, const char *fmt, ...)
+{
+    static const char *const tags[] = {"error", "warning", "", "debug"};
+    if (level > rt_log_level)
+        return;
+    char line[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    /* One fprintf per line so lines from threads never interleave mid-line. */
+    if (level == RT_LOG_INFO)
+        fprintf(stderr, "rotor: %s\n", line);
+    else
+        fprintf(stderr, "rotor: %s: %s\n", tags[level], line);
+}
+
+double rt_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+long rt_peak_rss_kib(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return -1;
+    return ru.ru_maxrss;
+}

@@ -1,0 +1,95 @@
+/* npy.c - NumPy .npy (format 1.0) output and input for dense 2-D matrices. */
+#define _GNU_SOURCE
+#include "base.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Header: magic, version 1.0, little-endian u16 header length, then a Python
+ * dict literal padded with spaces to a multiple of 64 bytes, ending in '\n'. */
+static int npy_header(FILE *fp, const char *descr, uint64_t rows, uint64_t cols,
+                      const char *path, rt_error *err)
+{
+    char dict[256];
+    int n = snprintf(dict, sizeof(dict),
+                     "{'descr': '%s', 'fortran_order': False, 'shape': (%llu, %llu), }", descr,
+                     (unsigned long long)rows, (unsigned long long)cols);
+    size_t total = rt_round_up(10 + (size_t)n + 1, 64);
+    size_t hlen = total - 10;
+    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+                             (unsigned char)(hlen & 0xff), (unsigned char)(hlen >> 8)};
+    char pad[256];
+    memset(pad, ' ', sizeof(pad));
+    if (rt_write_all(fp, pre, sizeof(pre), path, err) ||
+        rt_write_all(fp, dict, (size_t)n, path, err) ||
+        rt_write_all(fp, pad, hlen - (size_t)n - 1, path, err) ||
+        rt_write_all(fp, "\n", 1, path, err))
+        return -1;
+    return 0;
+}
+
+int rt_npy_write_f32(const char *path, const float *data, uint64_t rows, uint64_t cols,
+                     size_t row_stride_floats, rt_error *err)
+{
+    rt_outfile of;
+    if (rt_outfile_open(&of, path, err))
+        return -1;
+    if (npy_header(of.fp, "<f4", rows, cols, path, err))
+        goto fail;
+    for (uint64_t r = 0; r < rows; r++)
+        if (rt_write_all(of.fp, data + r * row_stride_floats, cols * sizeof(float), path, err))
+            goto fail;
+    return rt_outfile_commit(&of, err);
+fail:
+    rt_outfile_abort(&of);
+    return -1;
+}
+
+int rt_npy_write_i32(const char *path, const int32_t *data, uint64_t rows, uint64_t cols,
+                     rt_error *err)
+{
+    rt_outfile of;
+    if (rt_outfile_open(&of, path, err))
+        return -1;
+    if (npy_header(of.fp, "<i4", rows, cols, path, err) ||
+        rt_write_all(of.fp, data, rows * cols * sizeof(int32_t), path, err)) {
+        rt_outfile_abort(&of);
+        return -1;
+    }
+    return rt_outfile_commit(&of, err);
+}
+
+int rt_npy_read_f32(const char *path, float **data, uint64_t *rows, uint64_t *cols,
+                    rt_error *err)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot open", path);
+    unsigned char pre[10];
+    char dict[4096];
+    unsigned long long r = 0, c = 0;
+    if (fread(pre, 1, 10, fp) != 10 || memcmp(pre, "\x93NUMPY", 6) != 0)
+        goto bad;
+    size_t hlen = pre[8] | (size_t)pre[9] << 8;
+    if (hlen >= sizeof(dict) || fread(dict, 1, hlen, fp) != hlen)
+        goto bad;
+    dict[hlen] = '\0';
+    const char *shape = strstr(dict, "'shape': (");
+    if (!strstr(dict, "'<f4'") || strstr(dict, "True") || !shape ||
+        sscanf(shape, "'shape': (%llu, %llu)", &r, &c) != 2)
+        goto bad;
+    *data = malloc((size_t)(r * c) * sizeof(float) + 1);
+    if (!*data || fread(*data, sizeof(float), r * c, fp) != r * c) {
+        free(*data);
+        *data = NULL;
+        goto bad;
+    }
+    fclose(fp);
+    *rows = r;
+    *cols = c;
+    return 0;
+bad:
+    fclose(fp);
+    return rt_fail(err, RT_EXIT_INPUT, "%s: not a 2-D float32 .npy file", path);
+}

@@ -1,0 +1,188 @@
+/*
+ * partition.h - plans: what the offline partitioner writes and the runtime reads.
+ *
+ * A *plan* is a directory:
+ *
+ *   plan.json      human-readable manifest (see below)
+ *   layout.bin     which global rows each worker owns and which global
+ *                  columns each column block holds (a sectioned file)
+ *   shard-NNNNN.bin one per worker: its ratings/tokens grouped by column
+ *                  block (a sectioned file), read back with mmap
+ *   rows.ids       original id of dense row i on line i+1 (users / documents)
+ *   cols.ids       original id of dense column j on line j+1 (items / words)
+ *
+ * The matrix has n_rows x n_cols with dense 0-based ids.  W = workers =
+ * nodes x threads.  Rows are cut into W row blocks (row block w belongs to
+ * worker w); columns into B = pipeline x W column blocks.  Data block (w, b)
+ * holds the entries whose row is in row block w and column in column block b.
+ *
+ * Schedule: schedule[s * W + w] is the column block worker w works on at step
+ * s of an epoch (B steps).  Worker w = node * threads + t.  The runtime moves
+ * blocks along a conveyor of B positions: worker w covers positions
+ * [c*w, c*w + c) and works on the block at position c*w + c - 1; every step
+ * each block advances one position, so block b is at position (b + s) mod B at
+ * step s, and
+ *     schedule[s][w] = (c*w + c - 1 - s) mod B.
+ * This gives: (i) no two workers share a block in a step, (ii) each worker
+ * meets each block once per epoch, (iii) a block leaving a node goes to the
+ * next node, (iv) with c >= 2 a block has c-1 whole steps between leaving a
+ * node and being needed by the next.  Block b starts (and ends each epoch)
+ * on node  (b / (c*threads)), which is its *home*.
+ *
+ * Sectioned files (layout.bin and shards) share one container:
+ *   rt_file_header, then n_sections x rt_section_entry, then the sections,
+ *   each starting at an offset aligned to RT_ALIGN.  Every section carries an
+ *   XXH3-64 checksum of its bytes; the header carries one of itself.
+ * All integers are little-endian.
+ */
+#ifndef ROTOR_PARTITION_H
+#define ROTOR_PARTITION_H
+
+#include "../engine/base.h"
+
+#include <stdint.h>
+
+#define RT_PLAN_FORMAT_VERSION 1
+#define RT_FILE_MAGIC "ROTORPL1" /* 8 bytes, no NUL stored */
+#define RT_MAX_SECTIONS 16
+
+typedef enum rt_plan_app {
+    RT_PLAN_MF = 1,  /* ratings: sgd-mf and cd-mf */
+    RT_PLAN_LDA = 2, /* documents x words, value = count */
+} rt_plan_app;
+
+typedef enum rt_file_kind {
+    RT_FILE_LAYOUT = 1,
+    RT_FILE_SHARD = 2,
+} rt_file_kind;
+
+/* Section ids. */
+enum {
+    /* layout.bin */
+    RT_SEC_WORKER_ROW_OFFSETS = 1, /* u64[W+1] into WORKER_ROW_IDS */
+    RT_SEC_WORKER_ROW_IDS = 2,     /* u32[n_rows]: global row ids, worker-major */
+    RT_SEC_BLOCK_COL_OFFSETS = 3,  /* u64[B+1] into BLOCK_COL_IDS */
+    RT_SEC_BLOCK_COL_IDS = 4,      /* u32[n_cols]: global col ids, block-major */
+    /* shard-NNNNN.bin (worker w) */
+    RT_SEC_TRAIN_OFFSETS = 10, /* u64[B+1]: entries of data block (w, b) */
+    RT_SEC_TRAIN_ENTRIES = 11, /* rt_entry[] */
+    RT_SEC_TEST_OFFSETS = 12,  /* u64[B+1] */
+    RT_SEC_TEST_ENTRIES = 13,  /* rt_entry[] */
+    RT_SEC_TEST_ROW_IDS = 14,  /* LDA only: u32[]: global ids of held-out docs */
+};
+
+typedef struct rt_file_header {
+    char magic[8];         /* RT_FILE_MAGIC */
+    uint32_t version;      /* RT_PLAN_FORMAT_VERSION */
+    uint32_t kind;         /* rt_file_kind */
+    uint32_t app;          /* rt_plan_app */
+    uint32_t worker;       /* shard: its worker; layout: 0 */
+    uint32_t workers;      /* W */
+    uint32_t blocks;       /* B */
+    uint64_t n_rows;       /* global dense rows */
+    uint64_t n_cols;       /* global dense columns */
+    uint64_t plan_id;      /* random id shared by all files of one plan */
+    uint32_t n_sections;   /* <= RT_MAX_SECTIONS */
+    uint32_t reserved;     /* 0 */
+    uint64_t header_check; /* rt_checksum of this header with header_check = 0 and
+                              of the section table that follows */
+} rt_file_header;
+
+typedef struct rt_section_entry {
+    uint32_t id;       /* RT_SEC_* */
+    uint32_t reserved; /* 0 */
+    uint64_t offset;   /* from file start, multiple of RT_ALIGN */
+    uint64_t bytes;
+    uint64_t checksum; /* rt_checksum of the section's bytes */
+} rt_section_entry;
+
+/* One rating or one (doc, word, count).  Inside data block (w, b):
+ *   row = worker-local row index (position in the worker's row list),
+ *   col = block-local column index (position in the block's column list),
+ *   val = rating (MF) or count >= 1 (LDA).
+ * MF entries are sorted by (row, col) inside a block; LDA entries by
+ * (col, row), so a word's tokens are contiguous ("word-major"). */
+typedef struct rt_entry {
+    uint32_t row;
+    uint32_t col;
+    float val;
+} rt_entry;
+
+/* The manifest plus layout.bin, in memory. */
+typedef struct rt_plan {
+    char dir[4096];
+    rt_plan_app app;
+    uint64_t plan_id;
+    uint64_t n_rows, n_cols;
+    uint64_t nnz_train, nnz_test; /* MF: ratings; LDA: (doc, word) pairs */
+    uint64_t tokens_train;        /* LDA: sum of counts; MF: = nnz_train */
+    uint32_t nodes, threads, workers, blocks, pipeline;
+    uint64_t seed;
+    uint32_t *schedule;          /* blocks x workers, see the header comment */
+    uint64_t *worker_row_offset; /* W+1 */
+    uint32_t *worker_row_ids;    /* n_rows */
+    uint64_t *block_col_offset;  /* B+1 */
+    uint32_t *block_col_ids;     /* n_cols */
+    void *layout_map;            /* internal: mmap of layout.bin */
+    size_t layout_len;
+} rt_plan;
+
+/* One worker's shard, mmap'ed read-only. */
+typedef struct rt_shard {
+    uint32_t worker;
+    uint32_t n_rows;           /* rows this worker owns */
+    const uint32_t *row_ids;   /* = plan->worker_row_ids + plan->worker_row_offset[w] */
+    const uint64_t *train_off; /* B+1 */
+    const rt_entry *train;
+    const uint64_t *test_off; /* B+1 */
+    const rt_entry *test;
+    uint32_t n_test_rows;          /* LDA: held-out docs owned by this worker */
+    const uint32_t *test_row_ids;  /* LDA: their global ids (NULL for MF) */
+    void *map;
+    size_t map_len;
+} rt_shard;
+
+/* Load plan.json and layout.bin from `dir`, checking format, checksums and
+ * consistency.  Errors name the file and what was wrong (exit code 2). */
+int rt_plan_open(const char *dir, rt_plan *plan, rt_error *err);
+void rt_plan_close(rt_plan *plan);
+const char *rt_plan_app_name(rt_plan_app app); /* "mf" or "lda" */
+
+/* Block b's columns and worker w's rows. */
+static inline uint32_t rt_plan_block_cols(const rt_plan *p, uint32_t b)
+{
+    return (uint32_t)(p->block_col_offset[b + 1] - p->block_col_offset[b]);
+}
+static inline uint32_t rt_plan_worker_rows(const rt_plan *p, uint32_t w)
+{
+    return (uint32_t)(p->worker_row_offset[w + 1] - p->worker_row_offset[w]);
+}
+/* Node that holds block b at the start of every epoch. */
+static inline uint32_t rt_plan_block_home(const rt_plan *p, uint32_t b)
+{
+    return b / (p->pipeline * p->threads);
+}
+
+/* mmap shard-NNNNN.bin of worker w and verify header and section checksums
+ * (a truncated or corrupted shard fails with exit code 2). */
+int rt_shard_open(const rt_plan *plan, uint32_t worker, rt_shard *shard, rt_error *err);
+void rt_shard_close(rt_shard *shard);
+
+/* Read rows.ids / cols.ids: ids[i] = original id string of dense id i.
+ * Returns a malloc'd array of n strings (one allocation; free with free()). */
+int rt_plan_read_ids(const rt_plan *plan, const char *which /* "rows" or "cols" */,
+                     char ***ids, uint64_t *n, rt_error *err);
+
+/* The ring schedule formula above; the partitioner writes it into plan.json
+ * and rt_plan_open checks the manifest's schedule against it. */
+static inline uint32_t rt_schedule_block(uint32_t workers, uint32_t pipeline, uint32_t step,
+                                         uint32_t worker)
+{
+    uint32_t B = workers * pipeline;
+    return (uint32_t)(((uint64_t)pipeline * worker + pipeline - 1 + B - (step % B)) % B);
+}
+
+/* ---- the writer side (rotor partition, rotor gen) ----
+ * (declared by the partition module's implementation below this line) */
+
+#endif

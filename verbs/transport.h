@@ -1,0 +1,143 @@
+/*
+ * transport.h - the engine's only view of the network.
+ *
+ * Ranks 0..size-1 form a ring.  Each rank owns a *window* of `n_slots`
+ * equally sized parameter-block slots, allocated (and, for RDMA, registered)
+ * once by rt_transport_open.  The one bulk operation is the ring pass:
+ *
+ *   rt_transport_pass(t, src_slot, len, block, epoch)
+ *
+ * copies `len` bytes from this rank's slot `src_slot` into the *next* rank's
+ * window, one-sided: the next rank's engine does nothing to receive it.  It
+ * only learns of it through rt_transport_wait_arrival, which reports the
+ * (slot, block, epoch, len) of arrivals in the order they were passed.
+ *
+ * Slot discipline (the same in every backend):
+ *  - Slots form a FIFO ring per rank.  Slots 0 .. initial_occupied-1 hold the
+ *    rank's starting blocks; the k-th arrival (k = 0, 1, ...) lands in slot
+ *    (initial_occupied + k) % n_slots.
+ *  - A block leaves a rank in the order it arrived (initial blocks first, in
+ *    slot order).  After rt_transport_pass(src_slot) returns, the engine must
+ *    not touch src_slot again: once the outgoing transfer has completed, the
+ *    transport itself returns that slot to the previous rank as a credit.
+ *  - The sender never overwrites a slot before its credit came back:
+ *    rt_transport_pass waits for a credit when none is available.  So the
+ *    previous rank may hold at most n_slots - initial_occupied passes in
+ *    flight to us at start.
+ *
+ * Collectives (barrier, all-reduce, gather) are small and synchronous, and
+ * every rank must call them in the same order.  All-reduce sums are
+ * deterministic: contributions are added in rank order on every rank, so
+ * results are bit-identical whatever the timing.
+ *
+ * Failure: a lost peer (closed connection, completion error, timeout while a
+ * peer is known dead) makes the current and every later call fail with an
+ * rt_error naming the peer rank; no call ever blocks forever on a dead peer.
+ * size == 1 is valid: no connections, passes are not allowed, collectives
+ * are local no-ops.
+ */
+#ifndef ROTOR_TRANSPORT_H
+#define ROTOR_TRANSPORT_H
+
+#include "../engine/base.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum rt_transport_kind {
+    RT_TRANSPORT_AUTO = 0, /* ib when a device with an active port is usable, else tcp */
+    RT_TRANSPORT_TCP = 1,
+    RT_TRANSPORT_IB = 2,
+} rt_transport_kind;
+
+typedef struct rt_peer {
+    char host[256]; /* IPv4/IPv6 literal or host name */
+    int port;       /* TCP port the rank listens on (rdma_cm uses the same number) */
+} rt_peer;
+
+typedef struct rt_transport_config {
+    rt_transport_kind kind;
+    int rank, size;
+    const rt_peer *peers;      /* size entries: where each rank listens */
+    size_t slot_bytes;         /* capacity of one slot (rounded up to RT_ALIGN) */
+    uint32_t n_slots;          /* slots in each rank's window (>= 2) */
+    uint32_t initial_occupied; /* slots 0..initial_occupied-1 start full */
+    int connect_timeout_ms;    /* time allowed to reach every peer (default 30000) */
+    int peer_timeout_ms;       /* a call waiting this long on a silent peer fails (0 = never) */
+    /* RDMA only (ignored by tcp): */
+    const char *ib_dev; /* NULL = first device with an active port */
+    int ib_port;        /* 0 = first active port */
+    int gid_index;      /* -1 = auto: the RoCE v2 GID of the interface's IPv4 address */
+    int event_mode;     /* 0 = busy-poll completions, 1 = completion channel */
+} rt_transport_config;
+
+typedef struct rt_arrival {
+    uint32_t slot;  /* where the bytes are now */
+    uint32_t block; /* tag given to rt_transport_pass */
+    uint32_t epoch; /* tag given to rt_transport_pass */
+    size_t len;     /* bytes written */
+} rt_arrival;
+
+typedef struct rt_transport_stats {
+    uint64_t bytes_sent, bytes_received;
+    uint64_t passes_sent, passes_received;
+    double credit_wait_s; /* time rt_transport_pass spent waiting for a credit */
+} rt_transport_stats;
+
+typedef struct rt_transport rt_transport;
+
+/* Fill `cfg` with defaults (kind AUTO, timeouts, gid_index -1). */
+void rt_transport_config_init(rt_transport_config *cfg);
+
+/* Connect to the ring neighbours (and all peers for collectives), allocate
+ * and register the window.  Returns 0, or -1 with `err` set. */
+int rt_transport_open(const rt_transport_config *cfg, rt_transport **out, rt_error *err);
+void rt_transport_close(rt_transport *t);
+
+const char *rt_transport_name(const rt_transport *t); /* "tcp" or "ib" */
+int rt_transport_rank(const rt_transport *t);
+int rt_transport_size(const rt_transport *t);
+uint32_t rt_transport_n_slots(const rt_transport *t);
+size_t rt_transport_slot_bytes(const rt_transport *t);
+
+/* Base address of slot `slot` in this rank's window (RT_ALIGN aligned). */
+void *rt_transport_slot(rt_transport *t, uint32_t slot);
+
+/* Pass the block in `src_slot` to the next rank (see the header comment).
+ * Returns once the transfer is queued; may wait for a credit first. */
+int rt_transport_pass(rt_transport *t, uint32_t src_slot, size_t len, uint32_t block,
+                      uint32_t epoch, rt_error *err);
+
+/* Wait for the next arrival from the previous rank.  timeout_ms < 0 waits
+ * forever (still failing when the peer is lost).  Returns 1 with *out set,
+ * 0 on timeout, -1 on error. */
+int rt_transport_wait_arrival(rt_transport *t, rt_arrival *out, int timeout_ms, rt_error *err);
+
+/* Wait until every pass issued so far has completed locally (all credits for
+ * them returned to the previous rank).  Used before close and at the end of
+ * a run so no transfer is cut off. */
+int rt_transport_flush(rt_transport *t, rt_error *err);
+
+int rt_transport_barrier(rt_transport *t, rt_error *err);
+/* In-place sum over ranks, added in rank order (bit-identical everywhere). */
+int rt_transport_allreduce_f64(rt_transport *t, double *v, size_t n, rt_error *err);
+int rt_transport_allreduce_i64(rt_transport *t, int64_t *v, size_t n, rt_error *err);
+/* Every rank contributes `len` bytes (lengths may differ).  On rank 0,
+ * *out_at_root receives a malloc'd buffer with all contributions concatenated
+ * in rank order and lens_at_root[r] their lengths (lens_at_root has `size`
+ * entries).  Other ranks may pass NULL for both. */
+int rt_transport_gatherv(rt_transport *t, const void *buf, size_t len, void **out_at_root,
+                         size_t *lens_at_root, rt_error *err);
+/* Rank 0's `len` bytes copied into `buf` on every rank (len equal on all). */
+int rt_transport_bcast(rt_transport *t, void *buf, size_t len, rt_error *err);
+
+void rt_transport_get_stats(const rt_transport *t, rt_transport_stats *out);
+
+/* Parse "auto", "tcp" or "ib". */
+int rt_transport_kind_parse(const char *s, rt_transport_kind *out);
+
+/* True when an RDMA device with an active port is usable on this machine
+ * (used by AUTO; writes a one-line reason into why when it is not). */
+int rt_transport_ib_available(char *why, size_t why_len);
+
+#endif
