@@ -118,5 +118,10 @@ int rt_npy_read_f32(const char *path, float **data, uint64_t *rows, uint64_t *co
 int rt_parse_u64(const char *s, uint64_t *out);   /* 0 on success; accepts 1k, 2M, 3G */
 int rt_parse_double(const char *s, double *out);  /* 0 on success; rejects nan/inf */
 int rt_parse_int(const char *s, int *out);        /* 0 on success */
+/* True when arg is "--name" or starts with "--name=". */
+int rt_opt_is(const char *arg, const char *name);
+/* The value of option argv[*i]: after '=' in "--x=v", else argv[++*i].
+ * NULL with err set (exit code 2) when it is missing. */
+const char *rt_opt_value(int argc, char **argv, int *i, rt_error *err);
 
 #endif

@@ -41,13 +41,20 @@ int rt_error_prefix(rt_error *err, const char *fmt, ...)
 {
     if (!err)
         return -1;
-    char prefix[512], old[sizeof(err->msg)];
+    char line[sizeof(err->msg)];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(prefix, sizeof(prefix), fmt, ap);
+    int n = vsnprintf(line, sizeof(line), fmt, ap);
     va_end(ap);
-    memcpy(old, err->msg, sizeof(old));
-    snprintf(err->msg, sizeof(err->msg), "%s: %s", prefix, old);
+    if (n < 0)
+        return -1;
+    size_t used = (size_t)n < sizeof(line) - 3 ? (size_t)n : sizeof(line) - 3;
+    memcpy(line + used, ": ", 2);
+    size_t room = sizeof(line) - used - 3;
+    size_t old = strnlen(err->msg, room);
+    memcpy(line + used + 2, err->msg, old);
+    line[used + 2 + old] = '\0';
+    memcpy(err->msg, line, sizeof(line));
     return -1;
 }
 

@@ -185,4 +185,185 @@ static inline uint32_t rt_schedule_block(uint32_t workers, uint32_t pipeline, ui
 /* ---- the writer side (rotor partition, rotor gen) ----
  * (declared by the partition module's implementation below this line) */
 
+/* Original ids.  An rt_idmap interns id strings and hands out dense ids
+ * 0, 1, 2, ... in order of first appearance; rows.ids / cols.ids are written
+ * from it (string of dense id i on line i+1).  Ids must not contain '\n'. */
+typedef struct rt_idmap {
+    char *chars;       /* all strings, each NUL-terminated */
+    uint64_t chars_len, chars_cap;
+    uint64_t *off;     /* off[i]: start of dense id i's string in chars */
+    uint64_t n, cap;   /* ids so far */
+    uint32_t *slots;   /* open-addressing hash: dense id + 1, 0 = empty */
+    uint64_t n_slots;  /* power of two */
+} rt_idmap;
+
+void rt_idmap_init(rt_idmap *m);
+void rt_idmap_free(rt_idmap *m);
+/* Dense id of the string s[0..len), adding it when new.  Fails (exit code 1)
+ * only when out of memory or past 2^32-1 ids. */
+int rt_idmap_intern(rt_idmap *m, const char *s, size_t len, uint32_t *id, rt_error *err);
+/* Dense id of s[0..len), or -1 when it was never interned. */
+int64_t rt_idmap_find(const rt_idmap *m, const char *s, size_t len);
+static inline const char *rt_idmap_str(const rt_idmap *m, uint64_t id)
+{
+    return m->chars + m->off[id];
+}
+
+/* A growable list of (row, col, val) with dense ids: MF ratings or LDA
+ * (doc, word, count).  Stored as rt_entry (here row/col are *global* dense ids). */
+typedef struct rt_triplets {
+    rt_entry *e;
+    uint64_t n, cap;
+} rt_triplets;
+
+void rt_triplets_init(rt_triplets *t);
+void rt_triplets_free(rt_triplets *t);
+int rt_triplets_reserve(rt_triplets *t, uint64_t n, rt_error *err);
+int rt_triplets_grow_(rt_triplets *t, rt_error *err); /* internal */
+static inline int rt_triplets_push(rt_triplets *t, uint32_t row, uint32_t col, float val,
+                                   rt_error *err)
+{
+    if (t->n == t->cap && rt_triplets_grow_(t, err) < 0)
+        return -1;
+    t->e[t->n].row = row;
+    t->e[t->n].col = col;
+    t->e[t->n].val = val;
+    t->n++;
+    return 0;
+}
+
+/* Move a seeded random fraction of `all` into `test` (all keeps the rest, in
+ * file order), then renumber rows and columns densely by first appearance in
+ * what is left for training; rows/cols maps are rebuilt to match.  Test
+ * entries whose row or column no longer occurs in training are dropped and
+ * counted in *dropped.  Deterministic given seed. */
+int rt_triplets_split(rt_triplets *all, rt_idmap *rows, rt_idmap *cols, double fraction,
+                      uint64_t seed, rt_triplets *test, uint64_t *dropped, rt_error *err);
+
+/* ---- building a plan ---- */
+
+typedef enum rt_balance {
+    RT_BALANCE_GREEDY = 0, /* LPT rows, grid-aware greedy columns (default) */
+    RT_BALANCE_RANDOM = 1, /* seeded shuffle, equal-count cuts (the STRADS/DSGD way) */
+} rt_balance;
+
+/* An input file as recorded in plan.json ("inputs"). */
+typedef struct rt_plan_source {
+    const char *role;   /* "train", "test", "vocab", ... */
+    const char *path;
+    const char *format; /* the format actually used (after --format auto) */
+    uint64_t lines;     /* lines read (0 = unknown) */
+    uint64_t entries;   /* entries kept from it */
+} rt_plan_source;
+
+/* A named counter recorded in plan.json ("dropped"), e.g. test ratings
+ * whose user never occurs in training. */
+typedef struct rt_plan_count {
+    const char *name;
+    uint64_t value;
+} rt_plan_count;
+
+typedef struct rt_plan_input {
+    rt_plan_app app;
+    /* Training entries, global dense ids: row < rows->n, col < cols->n.
+     * MF: val = rating (finite).  LDA: val = count, an integer >= 1. */
+    const rt_triplets *train;
+    const rt_idmap *rows, *cols; /* original ids; n_rows = rows->n, n_cols = cols->n */
+    /* Optional test entries (NULL = none), same column ids.  Without
+     * test_rows their rows are training rows (MF held-out ratings, LDA
+     * document completion).  With test_rows (LDA held-out documents) a test
+     * entry's row is a held-out document id < test_rows->n: held-out documents
+     * are dealt to workers balanced by tokens, listed in each shard's
+     * RT_SEC_TEST_ROW_IDS, and written to test_rows.ids. */
+    const rt_triplets *test;
+    const rt_idmap *test_rows;
+} rt_plan_input;
+
+typedef struct rt_plan_options {
+    uint32_t nodes, threads; /* W = nodes x threads */
+    uint32_t pipeline;       /* c (0 = 2); B = c x W */
+    uint64_t seed;
+    rt_balance balance;
+    int force;                /* replace an existing output directory */
+    const char *command_line; /* recorded in plan.json (NULL = none) */
+    const rt_plan_source *sources;
+    int n_sources;
+    const rt_plan_count *counts; /* recorded under "dropped" */
+    int n_counts;
+} rt_plan_options;
+
+/* Imbalance = max / mean load (MF: ratings; LDA: tokens); 1.0 is perfect. */
+typedef struct rt_imbalance {
+    double row_blocks, col_blocks, cells;
+} rt_imbalance;
+
+typedef struct rt_plan_summary {
+    uint64_t plan_id;
+    uint32_t workers, blocks;
+    uint64_t nnz_train, nnz_test, tokens_train, duplicates;
+    rt_imbalance imbalance;        /* of the plan */
+    rt_imbalance random_imbalance; /* what a seeded random assignment would give */
+    double seconds;                /* time spent in rt_plan_write */
+} rt_plan_summary;
+
+/* Balance rows and columns, build every shard and write the plan directory
+ * `dir` atomically (a temporary sibling directory renamed at the end; on
+ * error nothing is left behind).  Refuses an existing `dir` unless
+ * opt->force.  Logs progress and imbalance on stderr.  `sum` may be NULL. */
+int rt_plan_write(const char *dir, const rt_plan_input *in, const rt_plan_options *opt,
+                  rt_plan_summary *sum, rt_error *err);
+
+/* ---- reading MF ratings files ---- */
+
+typedef enum rt_rating_format {
+    RT_FMT_AUTO = 0,
+    RT_FMT_TRIPLETS, /* "user item rating [timestamp]", spaces or tabs (u.data) */
+    RT_FMT_CSV,      /* comma-separated, optional header line (ratings.csv) */
+    RT_FMT_DAT,      /* "user::item::rating[::timestamp]" (MovieLens ratings.dat) */
+    RT_FMT_MM,       /* MatrixMarket coordinate, 1-based, header sizes enforced */
+    RT_FMT_LIBMF,    /* "u v r", 0-based integer ids */
+} rt_rating_format;
+
+const char *rt_rating_format_name(rt_rating_format f); /* "triplets", "csv", ... */
+int rt_rating_format_parse(const char *s, rt_rating_format *f); /* 0 ok, -1 unknown */
+/* Guess a file's format from its first lines (MatrixMarket banner, "::",
+ * commas, whitespace); *why is a short explanation for the log. */
+int rt_rating_format_sniff(const char *path, rt_rating_format *f, const char **why,
+                           rt_error *err);
+
+typedef struct rt_ratings_stats {
+    rt_rating_format format; /* as used */
+    uint64_t lines;          /* lines read, including headers and comments */
+    uint64_t ratings;        /* ratings appended */
+    uint64_t dropped;        /* add_ids == 0: ratings with an unknown user or item */
+    int header;              /* a CSV header line was skipped */
+} rt_ratings_stats;
+
+/* Read a ratings file and append its ratings to `out`.  add_ids = 1 (the
+ * training file): new users / items get dense ids in order of first
+ * appearance.  add_ids = 0 (a test file): ratings whose user or item is not
+ * in the maps are dropped and counted.  Bad input fails with exit code 2 and
+ * "FILE:LINE: what was wrong". */
+int rt_read_ratings(const char *path, rt_rating_format fmt, rt_idmap *rows, rt_idmap *cols,
+                    int add_ids, rt_triplets *out, rt_ratings_stats *st, rt_error *err);
+
+/* Buffered reading of big text files line by line (used by the readers;
+ * handy for corpus readers too).  Lines are returned NUL-terminated without
+ * their '\n' (and '\r'); the pointer is valid until the next call. */
+typedef struct rt_linereader {
+    int fd;
+    char *buf;
+    size_t cap, start, end; /* unread bytes are buf[start..end) */
+    int eof;
+    uint64_t line_no; /* 1-based number of the line last returned */
+    const char *path;
+    double t0, last_report; /* progress logging */
+    uint64_t bytes_read;
+} rt_linereader;
+
+int rt_linereader_open(rt_linereader *lr, const char *path, rt_error *err);
+/* 1 = a line, 0 = end of file, -1 = read error (err set). */
+int rt_linereader_next(rt_linereader *lr, char **line, size_t *len, rt_error *err);
+void rt_linereader_close(rt_linereader *lr);
+
 #endif

@@ -1,0 +1,316 @@
+/*
+ * cd_mf.c - the cd-mf app: CCD++ coordinate descent matrix factorisation on
+ * the rotation engine.  The algorithm and its phase sequence are described
+ * in cd_mf.h and run by cd_mf_core.c; this file is the glue to
+ * `rotor train`: options, shards, the engine callbacks, the per-outer-
+ * iteration log and the saved model.
+ *
+ * One log line on rank 0 per outer iteration:
+ *   outer N  S.SSSs  objective X  train_rmse Y  test_rmse Z  stall P%  moved M MB
+ * with objective = squared training error + lambda (|W|^2 + |H|^2).
+ */
+#include "cd_mf.h"
+#include "metrics.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct cd_app {
+    cd_opts o;
+    const rt_plan *plan;
+    rt_mf_local m; /* shards; its W rows receive the model at save time */
+    cd_core core;
+    double *sums; /* cd_core_sums_len() */
+    cd_metrics last;
+    double mark;       /* rt_now() at the start of the current outer iteration */
+    double seconds;    /* total training time */
+    double stall_frac; /* max over the outer iteration's rotations */
+    uint64_t bytes;    /* moved during the outer iteration */
+    rt_metrics metrics;
+} cd_app;
+
+static const char cd_usage[] =
+    "  --rank K          factor rank (default 32)\n"
+    "  --outer N         outer iterations: passes over all K ranks (default 10)\n"
+    "  --inner T         u/v alternations per rank and outer iteration (default 3)\n"
+    "  --lambda L        L2 regularisation: lambda (|W|^2 + |H|^2) (default 0.05)\n"
+    "  --init-scale S    initial H ~ N(0, S/sqrt(K)); W starts at 0 (default 0.1)\n"
+    "  --seed S          random seed (default 1)\n"
+    "  --out DIR         write W.npy, H.npy, rows.ids, cols.ids, model.json\n"
+    "  --metrics FILE    per-outer-iteration metrics as JSON, rewritten each time\n";
+
+/* ---------------------------------------------------------------- options */
+
+static int parse_count(const char *name, const char *v, uint32_t *out, rt_error *err)
+{
+    int n;
+    if (rt_parse_int(v, &n) || n <= 0)
+        return rt_fail(err, RT_EXIT_INPUT, "%s must be a positive integer, got '%s'", name, v);
+    *out = (uint32_t)n;
+    return 0;
+}
+
+static int parse_one(cd_opts *o, int argc, char **argv, int *i, rt_error *err)
+{
+    const char *arg = argv[*i], *v;
+    int rc = rt_mf_parse_common(&o->mf, argc, argv, i, err);
+    if (rc)
+        return rc < 0 ? -1 : 0;
+    if (!rt_opt_is(arg, "--outer") && !rt_opt_is(arg, "--inner"))
+        return rt_fail(err, RT_EXIT_INPUT, "cd-mf: unknown option %s", arg);
+    if (!(v = rt_opt_value(argc, argv, i, err)))
+        return -1;
+    if (rt_opt_is(arg, "--outer"))
+        return parse_count("--outer", v, &o->outer, err);
+    return parse_count("--inner", v, &o->inner, err);
+}
+
+static int cd_parse(int argc, char **argv, void **out, rt_error *err)
+{
+    cd_opts *o = calloc(1, sizeof(*o));
+    if (!o)
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    rt_mf_common_defaults(&o->mf);
+    o->outer = 10;
+    o->inner = 3;
+    for (int i = 1; i < argc; i++)
+        if (parse_one(o, argc, argv, &i, err)) {
+            free(o);
+            return -1;
+        }
+    *out = o;
+    return 0;
+}
+
+static int cd_check(const void *opts, const rt_plan *plan, rt_error *err)
+{
+    const cd_opts *o = opts;
+    return rt_mf_check_common(&o->mf, plan, "cd-mf", err);
+}
+
+/* The u-phase and v-phase payloads, and at the end the home blocks' H rows
+ * in the MF layout rt_mf_save reads (see cd_save). */
+static size_t cd_slot_bytes(const void *opts, const rt_plan *plan)
+{
+    const cd_opts *o = opts;
+    uint32_t max_cols = 0;
+    for (uint32_t b = 0; b < plan->blocks; b++)
+        if (rt_plan_block_cols(plan, b) > max_cols)
+            max_cols = rt_plan_block_cols(plan, b);
+    size_t phases = cd_payload_max_bytes(max_cols);
+    size_t model = rt_mf_slot_bytes(plan, rt_mf_padded_rank(o->mf.k));
+    return phases > model ? phases : model;
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+static void cd_destroy(void *p)
+{
+    cd_app *a = p;
+    if (!a)
+        return;
+    cd_core_free(&a->core);
+    rt_mf_local_close(&a->m);
+    rt_metrics_free(&a->metrics);
+    free(a->sums);
+    free(a);
+}
+
+static void start_metrics(cd_app *a, rt_engine *eng)
+{
+    const rt_plan *plan = a->plan;
+    rt_metrics_init(&a->metrics, a->o.mf.metrics, "cd-mf",
+                    json_pack("{s:i, s:i, s:i, s:f, s:i, s:i, s:i, s:s, s:I, s:I}", "k",
+                              (int)a->o.mf.k, "outer", (int)a->o.outer, "inner",
+                              (int)a->o.inner, "lambda", a->o.mf.lambda, "workers",
+                              (int)plan->workers, "blocks", (int)plan->blocks, "processes",
+                              rt_engine_size(eng), "transport", rt_engine_transport_name(eng),
+                              "nnz_train", (json_int_t)plan->nnz_train, "nnz_test",
+                              (json_int_t)plan->nnz_test));
+}
+
+static int cd_create(const void *opts, const rt_plan *plan, rt_engine *eng, void **out,
+                     rt_error *err)
+{
+    cd_app *a = calloc(1, sizeof(*a));
+    if (!a)
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    a->o = *(const cd_opts *)opts;
+    a->plan = plan;
+    a->sums = calloc(cd_core_sums_len(plan), sizeof(double));
+    if (!a->sums) {
+        cd_destroy(a);
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    }
+    if (rt_mf_local_open(&a->m, plan, eng, &a->o.mf, err) ||
+        cd_core_init(&a->core, &a->o, plan, a->m.shards, a->m.first_worker, a->m.n_workers,
+                     err)) {
+        cd_destroy(a);
+        return -1;
+    }
+    if (rt_engine_rank(eng) == 0) {
+        start_metrics(a, eng);
+        rt_info("cd-mf: %llu x %llu, %llu train / %llu test ratings, k=%u, %u outer x %u inner, "
+                "lambda %g, %u workers x %u blocks over %s, %llu rotations per outer iteration",
+                (unsigned long long)plan->n_rows, (unsigned long long)plan->n_cols,
+                (unsigned long long)plan->nnz_train, (unsigned long long)plan->nnz_test,
+                a->o.mf.k, a->o.outer, a->o.inner, a->o.mf.lambda, plan->workers, plan->blocks,
+                rt_engine_transport_name(eng),
+                (unsigned long long)cd_rotations_per_outer(a->o.mf.k, a->o.inner));
+    }
+    a->mark = rt_now();
+    *out = a;
+    return 0;
+}
+
+/* ------------------------------------------------------------ engine ops */
+
+static int cd_block_home(void *p, uint32_t block, uint64_t rotation, void *payload, size_t *len,
+                         rt_error *err)
+{
+    cd_app *a = p;
+    return cd_core_block_home(&a->core, block, rotation, payload, len, err);
+}
+
+static int cd_visit(void *p, const rt_visit *v, rt_error *err)
+{
+    cd_app *a = p;
+    return cd_core_visit(&a->core, v->worker, v->block, v->rotation, v->payload, v->len, err);
+}
+
+/* The column blocks whose home is this node (partition.h). */
+static void home_blocks(const cd_app *a, rt_engine *eng, uint32_t *first, uint32_t *count)
+{
+    *count = a->plan->pipeline * (uint32_t)rt_engine_threads(eng);
+    *first = *count * (uint32_t)rt_engine_rank(eng);
+}
+
+static int report(cd_app *a, rt_engine *eng, uint64_t rot, rt_error *err)
+{
+    cd_metrics *m = &a->last;
+    if (rt_engine_allreduce_f64(eng, a->sums, cd_core_sums_len(a->plan), err))
+        return -1;
+    cd_core_metrics(&a->core, rot, a->sums, m);
+    double now = rt_now(), secs = now - a->mark;
+    a->mark = now;
+    a->seconds += secs;
+    if (!isfinite(m->objective))
+        return rt_fail(err, RT_EXIT_RUNTIME,
+                       "cd-mf: objective is not finite after outer iteration %llu; "
+                       "raise --lambda",
+                       (unsigned long long)m->outer);
+    if (rt_engine_rank(eng) == 0) {
+        rt_info("outer %3llu  %7.3fs  objective %.9e  train_rmse %.6f  test_rmse %.6f  "
+                "stall %5.1f%%  moved %.1f MB",
+                (unsigned long long)m->outer, secs, m->objective, m->train_rmse, m->test_rmse,
+                100.0 * a->stall_frac, (double)a->bytes / 1e6);
+        json_t *rec = json_pack(
+            "{s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I}", "outer", (json_int_t)m->outer,
+            "seconds", secs, "objective", m->objective, "loss", m->loss, "regulariser", m->reg,
+            "train_rmse", m->train_rmse, "test_rmse",
+            isfinite(m->test_rmse) ? m->test_rmse : -1.0, "stall_frac", a->stall_frac,
+            "bytes_moved", (json_int_t)a->bytes);
+        if (rt_metrics_epoch(&a->metrics, rec, err))
+            return -1;
+    }
+    a->stall_frac = 0;
+    a->bytes = 0;
+    return 0;
+}
+
+static int cd_rotation_end(void *p, rt_engine *eng, uint64_t rot, const rt_rotation_stats *st,
+                           int *stop, rt_error *err)
+{
+    cd_app *a = p;
+    uint32_t first, count;
+    home_blocks(a, eng, &first, &count);
+    for (uint32_t b = first; b < first + count; b++) {
+        size_t len = 0;
+        const void *payload = rt_engine_home_payload(eng, b, &len);
+        if (!payload)
+            return rt_fail(err, RT_EXIT_RUNTIME, "cd-mf: block %u is not home after rotation %llu",
+                           b, (unsigned long long)rot);
+        if (cd_core_block_end(&a->core, b, rot, payload, len, err))
+            return -1;
+    }
+    if (st->stall_frac_max > a->stall_frac)
+        a->stall_frac = st->stall_frac_max;
+    a->bytes += st->bytes_moved;
+    if (cd_core_rotation_end(&a->core, rot, a->sums) && report(a, eng, rot, err))
+        return -1;
+    *stop = cd_core_done(&a->core, rot);
+    return 0;
+}
+
+/* ------------------------------------------------------------ model */
+
+/* rt_mf_save gathers W from the local W rows (row-major, kp floats a row)
+ * and H from the home payloads in the same layout, so the rank-major factors
+ * of the core are copied there first.  The slots are large enough for that
+ * (cd_slot_bytes), and the payloads are no longer needed after the run. */
+static int export_model(cd_app *a, rt_engine *eng, rt_error *err)
+{
+    uint32_t k = a->o.mf.k, kp = a->m.kp, first, count;
+    for (uint32_t t = 0; t < a->m.n_workers; t++) {
+        const cd_worker *w = &a->core.workers[t];
+        for (uint32_t i = 0; i < w->n_rows; i++)
+            for (uint32_t r = 0; r < kp; r++)
+                a->m.W[t][(size_t)i * kp + r] = r < k ? w->U[(size_t)r * w->n_rows + i] : 0.0f;
+    }
+    home_blocks(a, eng, &first, &count);
+    for (uint32_t b = first; b < first + count; b++) {
+        const cd_block *bl = &a->core.blocks[b];
+        float *H = rt_engine_home_payload(eng, b, NULL);
+        if (!H || !bl->V)
+            return rt_fail(err, RT_EXIT_RUNTIME, "cd-mf: block %u is not home at the end", b);
+        for (uint32_t j = 0; j < bl->n_cols; j++)
+            for (uint32_t r = 0; r < kp; r++)
+                H[(size_t)j * kp + r] = r < k ? bl->V[(size_t)r * bl->n_cols + j] : 0.0f;
+    }
+    return 0;
+}
+
+static int cd_save(void *p, rt_engine *eng, rt_error *err)
+{
+    cd_app *a = p;
+    if (!a->o.mf.out[0])
+        return 0;
+    if (export_model(a, eng, err))
+        return -1;
+    json_t *meta = json_object();
+    json_object_set_new(meta, "app", json_string("cd-mf"));
+    json_object_set_new(meta, "mu", json_real(0.0)); /* predictions are w_i . h_j */
+    json_object_set_new(meta, "outer", json_integer((json_int_t)a->last.outer));
+    json_object_set_new(meta, "inner", json_integer((json_int_t)a->o.inner));
+    json_object_set_new(meta, "objective", json_real(a->last.objective));
+    json_object_set_new(meta, "train_rmse", json_real(a->last.train_rmse));
+    if (isfinite(a->last.test_rmse))
+        json_object_set_new(meta, "test_rmse", json_real(a->last.test_rmse));
+    json_object_set_new(meta, "seconds", json_real(a->seconds));
+    int rc = rt_mf_save(&a->m, eng, &a->o.mf, meta, err);
+    if (rc == 0 && rt_engine_rank(eng) == 0)
+        rt_info("cd-mf: model written to %s", a->o.mf.out);
+    return rc;
+}
+
+static const rt_app_ops cd_ops = {
+    .name = "cd-mf",
+    .block_home = cd_block_home,
+    .visit = cd_visit,
+    .step_end = NULL,
+    .rotation_end = cd_rotation_end,
+};
+
+const rt_app_desc rt_app_cd_mf = {
+    .name = "cd-mf",
+    .plan_app = RT_PLAN_MF,
+    .usage = cd_usage,
+    .parse = cd_parse,
+    .check = cd_check,
+    .slot_bytes = cd_slot_bytes,
+    .create = cd_create,
+    .ops = &cd_ops,
+    .save = cd_save,
+    .destroy = cd_destroy,
+};

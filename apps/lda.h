@@ -1,0 +1,197 @@
+/*
+ * lda.h - collapsed Gibbs sampling LDA on the rotation engine (internal).
+ *
+ * Model: documents are plan rows, words are plan columns.  Word-topic counts
+ * n_wk live in the parameter blocks that rotate around the ring; doc-topic
+ * counts n_dk and the topic assignments z stay with the worker that owns the
+ * documents; topic totals n_k are kept per worker as (global snapshot + own
+ * changes) and all-reduced as deltas after every step, so a worker samples
+ * with totals at most one step stale.
+ *
+ * Randomness is drawn from a stream per (seed, worker, rotation, block), so
+ * any split of the plan's W workers over nodes and threads samples the same
+ * chain, bit for bit.
+ *
+ * Block payload (lda_layout.c): a 16-byte header, then one slice per word
+ * of the block in block order.  A word with fewer than K/2 training tokens
+ * gets a *sparse* slice: u32 nnz, then capacity = its token count entries
+ * (topic << 16 | count).  A more frequent word gets a *dense* slice of K
+ * int32 counts.  Slices never overflow: a word's counts always sum to its
+ * token count.
+ *
+ * Rotation 0 only adds every token's initial topic to its block (the
+ * initial assignment is drawn at create from per-(worker, block) streams);
+ * rotation r >= 1 is sampling iteration r.
+ */
+#ifndef ROTOR_APPS_LDA_H
+#define ROTOR_APPS_LDA_H
+
+#include "apps.h"
+
+#include <stdint.h>
+
+#define RT_LDA_WORDS_FILE "lda.words" /* training tokens per word, beside the plan */
+#define RT_LDA_MAX_TOPICS 65535
+#define RT_LDA_PAYLOAD_MAGIC 0x4c444131u /* "LDA1" */
+#define RT_LDA_HEADER_U32 4
+
+/* lda.words: "ROTORLW1", u64 plan_id, u64 n, u64 checksum of the counts, u64 counts[n]. */
+int rt_lda_words_write(const char *path, uint64_t plan_id, const uint64_t *tokens, uint64_t n,
+                       rt_error *err);
+int rt_lda_words_read(const char *path, uint64_t plan_id, uint64_t n, uint64_t **tokens,
+                      rt_error *err);
+
+typedef enum lda_sampler { LDA_SAMPLER_SPARSE = 0, LDA_SAMPLER_MH = 1 } lda_sampler;
+
+typedef struct lda_layout lda_layout;
+
+typedef struct lda_opts {
+    uint32_t K;
+    double alpha, beta;
+    uint32_t iters;
+    lda_sampler sampler;
+    uint32_t mh_steps; /* MH: proposals per token (alternating doc / word) */
+    uint32_t eval_every;
+    uint64_t seed;
+    uint32_t top; /* words per topic in topics.txt */
+    const char *out;     /* NULL = do not save */
+    const char *metrics; /* --metrics FILE or NULL */
+    lda_layout *layout; /* filled by check() */
+} lda_opts;
+
+/* ---- payload layout (lda_layout.c) ---- */
+struct lda_layout {
+    uint32_t K, blocks;
+    uint64_t *tokens;     /* per global word: training tokens */
+    uint64_t *slice_off;  /* per block-order position (as plan->block_col_ids): u32 offset */
+    uint32_t *slice_cap;  /* 0 = dense, else sparse capacity */
+    uint64_t *block_u32;  /* per block: payload size in u32 */
+    size_t max_bytes;
+};
+
+int lda_layout_build(lda_layout *l, const rt_plan *plan, uint32_t K, rt_error *err);
+void lda_layout_free(lda_layout *l);
+/* Write an empty (all-zero counts) payload for block b; returns its bytes. */
+size_t lda_payload_init(const lda_layout *l, const rt_plan *plan, uint32_t b, uint32_t *payload);
+int lda_payload_check(const lda_layout *l, uint32_t b, const uint32_t *payload, size_t len,
+                      rt_error *err);
+
+/* The current word's counts, expanded into thread scratch. */
+typedef struct lda_word {
+    int32_t *nwk;   /* K: dense counts of the loaded word (all zero when idle) */
+    uint16_t *nz;   /* topics with (possibly once) nonzero counts */
+    uint32_t *pos;  /* K: index in nz, UINT32_MAX = absent */
+    uint32_t n_nz;
+    uint32_t *slice; /* where the word lives in the payload */
+    uint32_t cap;    /* 0 = dense */
+} lda_word;
+
+void lda_word_load(lda_word *w, uint32_t K, uint32_t *slice, uint32_t cap);
+/* Write back and reset the scratch; -1 if a sparse slice would overflow. */
+int lda_word_store(lda_word *w, uint32_t K);
+
+static inline void lda_word_nz_add(lda_word *w, uint32_t k)
+{
+    if (w->pos[k] == UINT32_MAX) {
+        w->pos[k] = w->n_nz;
+        w->nz[w->n_nz++] = (uint16_t)k;
+    }
+}
+static inline void lda_word_nz_remove(lda_word *w, uint32_t k)
+{
+    uint32_t i = w->pos[k], last = w->nz[--w->n_nz];
+    w->nz[i] = (uint16_t)last;
+    w->pos[last] = i;
+    w->pos[k] = UINT32_MAX;
+}
+
+/* ---- per-worker token state (lda_state.c) ---- */
+typedef struct lda_tokens {
+    uint32_t n_docs;
+    uint64_t n_tokens;
+    uint64_t *doc_off; /* n_docs + 1 into z: each document's tokens (doc-major) */
+    uint16_t *z;       /* topic of every token, doc-major */
+    int32_t *ndk;      /* n_docs x K */
+    /* the same tokens word-major, per data block, cut into runs of one word */
+    uint64_t *blk_run; /* B + 1 into run_word / run_end */
+    uint32_t *run_word; /* block-local word of the run */
+    uint64_t *run_end;  /* one past the run's last token */
+    uint64_t *blk_tok;  /* B + 1 into tok_doc / tok_pos */
+    uint32_t *tok_doc;  /* document (worker-local) */
+    uint32_t *tok_pos;  /* index into z */
+    /* training docs: nonzero topics per document (capacity min(K, length)) */
+    uint16_t *dnz;
+    uint64_t *dnz_off; /* n_docs + 1 */
+    uint32_t *dnz_n;
+    /* held-out docs: the completion half, per block, word-major */
+    uint64_t *blk_held; /* B + 1 into held_* */
+    uint32_t *held_word, *held_doc, *held_cnt;
+    uint64_t n_held;
+} lda_tokens;
+
+typedef struct lda_worker {
+    uint32_t id;
+    lda_tokens train, test;
+    int64_t *nk;   /* K: global snapshot + this worker's changes this step */
+    double held_ll; /* this rotation's held-out log-likelihood (eval rotations) */
+} lda_worker;
+
+int lda_worker_init(lda_worker *w, const rt_plan *plan, const rt_shard *sh, const lda_opts *o,
+                    rt_error *err);
+void lda_worker_free(lda_worker *w);
+
+/* ---- kernels (lda_sample.c) ---- */
+typedef struct lda_scratch {
+    lda_word word;
+    double *inv;   /* K: 1 / (n_k + V beta) (sparse sampler) */
+    double *buf;   /* K: bucket terms */
+    float *aprob;  /* alias table (MH) */
+    uint16_t *alias;
+    uint16_t *atopic;
+    uint32_t *small, *large;
+    int32_t *stale; /* K: word counts when the alias table was built (MH) */
+} lda_scratch;
+
+int lda_scratch_init(lda_scratch *s, uint32_t K);
+void lda_scratch_free(lda_scratch *s);
+
+typedef struct lda_ctx {
+    const lda_opts *o;
+    const rt_plan *plan;
+    const lda_layout *layout;
+    double vbeta; /* V * beta */
+} lda_ctx;
+
+/* Rotation 0: add the tokens' topics of block b into its payload and nk. */
+int lda_visit_init(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload,
+                   lda_scratch *s, rt_error *err);
+/* One sweep over the worker's tokens of block b. */
+int lda_visit_sparse(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload,
+                     lda_scratch *s, rt_rng *rng, rt_error *err);
+int lda_visit_mh(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
+                 rt_rng *rng, rt_error *err);
+/* Held-out documents: resample the observed half against the block's words
+ * (counts untouched); with eval, add the completion half's log-likelihood. */
+int lda_visit_test(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload,
+                   lda_scratch *s, rt_rng *rng, int eval, rt_error *err);
+
+/* Fast uniform integer in [0, n) (multiply-shift; n < 2^32). */
+static inline uint32_t lda_below(rt_rng *r, uint32_t n)
+{
+    return (uint32_t)(((rt_rng_next(r) >> 32) * (uint64_t)n) >> 32);
+}
+
+/* Random stream for (seed, worker, rotation, block, purpose). */
+uint64_t lda_stream(uint32_t worker, uint64_t rotation, uint32_t block, uint32_t purpose);
+
+/* ---- evaluation (lda_eval.c) ---- */
+/* sum_{w in block, k} lgamma(n_wk + beta) */
+double lda_block_word_lgamma(const lda_layout *l, const rt_plan *plan, uint32_t b,
+                             const uint32_t *payload, double beta);
+/* sum_{d} [sum_k lgamma(n_dk + alpha) - lgamma(n_d + K alpha)] */
+double lda_worker_doc_lgamma(const lda_tokens *t, uint32_t K, double alpha);
+/* Griffiths & Steyvers log p(w, z) from its parts. */
+double lda_log_joint(uint32_t K, uint64_t V, uint64_t D, double alpha, double beta,
+                     const int64_t *nk, double word_part, double doc_part);
+
+#endif

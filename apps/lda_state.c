@@ -1,0 +1,212 @@
+/* lda_state.c - a worker's tokens: expanded from its shard's (doc, word,
+ * count) entries, stored twice over one topic array: doc-major (z, so a
+ * document's topics are contiguous for the doc proposal and the counts) and
+ * word-major per data block (tok_doc / tok_pos, cut into runs of one word,
+ * so a word's counts stay hot while its tokens are sampled).
+ *
+ * Held-out documents are split token by token, by a hash of (seed, global
+ * document id, global word id, copy), into an observed half (sampled like
+ * training tokens, but never counted in the word-topic counts) and a
+ * completion half whose likelihood is the held-out metric. */
+#include "lda.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define PURPOSE_INIT 1u
+#define PURPOSE_TEST_INIT 2u
+
+uint64_t lda_stream(uint32_t worker, uint64_t rotation, uint32_t block, uint32_t purpose)
+{
+    return rt_hash64(rt_hash64(rt_hash64((uint64_t)worker * 0x100000001b3ULL + purpose) ^
+                               rotation) ^
+                     block);
+}
+
+static void *xcalloc(size_t n, size_t size, int *fail)
+{
+    void *p = calloc(n ? n : 1, size);
+    if (!p)
+        *fail = 1;
+    return p;
+}
+
+void lda_worker_free(lda_worker *w)
+{
+    lda_tokens *ts[2] = {&w->train, &w->test};
+    for (int i = 0; i < 2; i++) {
+        lda_tokens *t = ts[i];
+        free(t->doc_off);
+        free(t->z);
+        free(t->ndk);
+        free(t->blk_run);
+        free(t->run_word);
+        free(t->run_end);
+        free(t->blk_tok);
+        free(t->tok_doc);
+        free(t->tok_pos);
+        free(t->dnz);
+        free(t->dnz_off);
+        free(t->dnz_n);
+        free(t->blk_held);
+        free(t->held_word);
+        free(t->held_doc);
+        free(t->held_cnt);
+    }
+    free(w->nk);
+    memset(w, 0, sizeof(*w));
+}
+
+/* Is copy `i` of (doc, word) in a held-out document part of the completion half? */
+static int is_held(uint64_t seed, uint32_t gdoc, uint32_t gword, uint32_t i)
+{
+    return rt_hash64(rt_hash64(seed ^ 0x4e1dULL) ^ ((uint64_t)gdoc << 32 | gword) ^
+                     ((uint64_t)i << 20)) &
+           1;
+}
+
+/* Build one token set from the entries of the shard (train or test). */
+static int tokens_build(lda_tokens *t, const rt_plan *plan, const uint64_t *off,
+                        const rt_entry *e, uint32_t n_docs, const uint32_t *test_ids,
+                        const lda_opts *o, uint32_t worker, rt_error *err)
+{
+    uint32_t B = plan->blocks, K = o->K;
+    int fail = 0;
+    uint64_t n_entries = off[B];
+    t->n_docs = n_docs;
+    t->doc_off = xcalloc(n_docs + 1, sizeof(uint64_t), &fail);
+    t->blk_run = xcalloc(B + 1, sizeof(uint64_t), &fail);
+    t->blk_tok = xcalloc(B + 1, sizeof(uint64_t), &fail);
+    t->blk_held = xcalloc(B + 1, sizeof(uint64_t), &fail);
+    uint64_t *cursor = xcalloc(n_docs + 1, sizeof(uint64_t), &fail);
+    if (fail) {
+        free(cursor);
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (LDA tokens)");
+    }
+    /* Pass 1: observed tokens per document, runs, held-out entries. */
+    uint64_t runs = 0, held_entries = 0;
+    for (uint32_t b = 0; b < B; b++) {
+        uint64_t gbase = plan->block_col_offset[b];
+        for (uint64_t i = off[b]; i < off[b + 1]; i++) {
+            uint32_t cnt = (uint32_t)e[i].val, obs = cnt;
+            if (i == off[b] || e[i].col != e[i - 1].col)
+                runs++;
+            if (test_ids) {
+                uint32_t gword = plan->block_col_ids[gbase + e[i].col], h = 0;
+                for (uint32_t c = 0; c < cnt; c++)
+                    h += (uint32_t)is_held(o->seed, test_ids[e[i].row], gword, c);
+                obs = cnt - h;
+                held_entries += h > 0;
+            }
+            t->doc_off[e[i].row + 1] += obs;
+            t->n_tokens += obs;
+        }
+    }
+    for (uint32_t d = 0; d < n_docs; d++)
+        t->doc_off[d + 1] += t->doc_off[d];
+    t->z = xcalloc(t->n_tokens, sizeof(uint16_t), &fail);
+    t->tok_doc = xcalloc(t->n_tokens, sizeof(uint32_t), &fail);
+    t->tok_pos = xcalloc(t->n_tokens, sizeof(uint32_t), &fail);
+    t->run_word = xcalloc(runs, sizeof(uint32_t), &fail);
+    t->run_end = xcalloc(runs, sizeof(uint64_t), &fail);
+    t->ndk = xcalloc((size_t)n_docs * K, sizeof(int32_t), &fail);
+    if (test_ids) {
+        t->held_word = xcalloc(held_entries, sizeof(uint32_t), &fail);
+        t->held_doc = xcalloc(held_entries, sizeof(uint32_t), &fail);
+        t->held_cnt = xcalloc(held_entries, sizeof(uint32_t), &fail);
+    }
+    if (fail) {
+        free(cursor);
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (LDA tokens: %llu)",
+                       (unsigned long long)t->n_tokens);
+    }
+    memcpy(cursor, t->doc_off, (n_docs + 1) * sizeof(uint64_t));
+    /* Pass 2: lay the tokens out word-major; draw the initial topics. */
+    uint64_t tok = 0, run = 0, held = 0;
+    for (uint32_t b = 0; b < B; b++) {
+        rt_rng rng;
+        rt_rng_seed(&rng, o->seed,
+                    lda_stream(worker, 0, b, test_ids ? PURPOSE_TEST_INIT : PURPOSE_INIT));
+        uint64_t gbase = plan->block_col_offset[b];
+        t->blk_run[b] = run;
+        t->blk_tok[b] = tok;
+        t->blk_held[b] = held;
+        for (uint64_t i = off[b]; i < off[b + 1]; i++) {
+            uint32_t d = e[i].row, cnt = (uint32_t)e[i].val, h = 0;
+            uint32_t gword = plan->block_col_ids[gbase + e[i].col];
+            if (i == off[b] || e[i].col != e[i - 1].col) {
+                t->run_word[run++] = e[i].col;
+            }
+            for (uint32_t c = 0; c < cnt; c++) {
+                if (test_ids && is_held(o->seed, test_ids[d], gword, c)) {
+                    h++;
+                    continue;
+                }
+                uint64_t p = cursor[d]++;
+                uint16_t k = (uint16_t)lda_below(&rng, K);
+                t->tok_doc[tok] = d;
+                t->tok_pos[tok] = (uint32_t)p;
+                t->z[p] = k;
+                t->ndk[(size_t)d * K + k]++;
+                tok++;
+            }
+            t->run_end[run - 1] = tok;
+            if (h) {
+                t->held_word[held] = e[i].col;
+                t->held_doc[held] = d;
+                t->held_cnt[held] = h;
+                held++;
+            }
+        }
+    }
+    t->blk_run[B] = run;
+    t->blk_tok[B] = tok;
+    t->blk_held[B] = held;
+    t->n_held = 0;
+    for (uint64_t i = 0; i < held; i++)
+        t->n_held += t->held_cnt[i];
+    free(cursor);
+    return 0;
+}
+
+/* Nonzero topics per training document, for the sparse sampler's doc bucket. */
+static int doc_nz_build(lda_tokens *t, uint32_t K, rt_error *err)
+{
+    int fail = 0;
+    t->dnz_off = xcalloc(t->n_docs + 1, sizeof(uint64_t), &fail);
+    t->dnz_n = xcalloc(t->n_docs, sizeof(uint32_t), &fail);
+    if (fail)
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (LDA doc topics)");
+    for (uint32_t d = 0; d < t->n_docs; d++) {
+        uint64_t len = t->doc_off[d + 1] - t->doc_off[d];
+        t->dnz_off[d + 1] = t->dnz_off[d] + (len < K ? len : K);
+    }
+    t->dnz = xcalloc(t->dnz_off[t->n_docs], sizeof(uint16_t), &fail);
+    if (fail)
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (LDA doc topics)");
+    for (uint32_t d = 0; d < t->n_docs; d++) {
+        const int32_t *row = t->ndk + (size_t)d * K;
+        for (uint32_t k = 0; k < K; k++)
+            if (row[k])
+                t->dnz[t->dnz_off[d] + t->dnz_n[d]++] = (uint16_t)k;
+    }
+    return 0;
+}
+
+int lda_worker_init(lda_worker *w, const rt_plan *plan, const rt_shard *sh, const lda_opts *o,
+                    rt_error *err)
+{
+    memset(w, 0, sizeof(*w));
+    w->id = sh->worker;
+    w->nk = calloc(o->K, sizeof(int64_t));
+    if (!w->nk)
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    if (tokens_build(&w->train, plan, sh->train_off, sh->train, sh->n_rows, NULL, o, sh->worker,
+                     err) ||
+        doc_nz_build(&w->train, o->K, err))
+        return -1;
+    if (sh->test_row_ids && tokens_build(&w->test, plan, sh->test_off, sh->test, sh->n_test_rows,
+                                         sh->test_row_ids, o, sh->worker, err))
+        return -1;
+    return 0;
+}

@@ -1,0 +1,103 @@
+/*
+ * mf_common.h - what SGD-MF and CD-MF share (internal to apps/).
+ *
+ * Factor rows are float32, padded from k to kp = round_up(k, 8) floats so
+ * every row starts 32-byte aligned and SIMD loops need no remainder; the
+ * padding stays exactly zero through every update.  W rows live with their
+ * row block's worker; H rows travel in the column-block payloads
+ * (block-local column j at payload + j * kp floats).
+ *
+ * Initial values depend only on (seed, global row/column id), never on the
+ * plan's layout, so any nodes x threads split starts from the same model.
+ */
+#ifndef ROTOR_APPS_MF_COMMON_H
+#define ROTOR_APPS_MF_COMMON_H
+
+#include "apps.h"
+
+#include <jansson.h>
+
+#define RT_MF_LANES 8 /* floats per SIMD chunk; kp is a multiple of this */
+
+static inline uint32_t rt_mf_padded_rank(uint32_t k)
+{
+    return (uint32_t)rt_round_up(k, RT_MF_LANES);
+}
+
+/* Options both MF apps accept: --rank --lambda --seed --init-scale --out --metrics. */
+typedef struct rt_mf_common_opts {
+    uint32_t k;
+    double lambda;
+    uint64_t seed;
+    double init_scale; /* initial entries ~ N(0, init_scale / sqrt(k)) */
+    char out[4096];    /* "" = do not save */
+    char metrics[4096]; /* --metrics FILE: per-epoch JSON (apps/metrics.h) */
+} rt_mf_common_opts;
+
+/* This node's MF state: one shard and one W row block per local worker. */
+typedef struct rt_mf_local {
+    const rt_plan *plan;
+    uint32_t first_worker, n_workers;
+    uint32_t k, kp;
+    rt_shard *shards; /* n_workers */
+    float **W;        /* n_workers blocks of rows x kp */
+} rt_mf_local;
+
+/* The column-block payload size for rank kp: the largest block's H rows. */
+size_t rt_mf_slot_bytes(const rt_plan *plan, uint32_t kp);
+
+/* Open the local workers' shards, allocate and initialise their W rows. */
+int rt_mf_local_open(rt_mf_local *m, const rt_plan *plan, rt_engine *eng,
+                     const rt_mf_common_opts *o, rt_error *err);
+void rt_mf_local_close(rt_mf_local *m);
+
+/* Deterministic initial factor row for a global row (is_col = 0) or column. */
+void rt_mf_init_vector(float *v, uint32_t k, uint32_t kp, const rt_mf_common_opts *o, int is_col,
+                       uint64_t global_id);
+/* Fill a home block payload with initial H rows; returns its length in bytes. */
+size_t rt_mf_init_block(const rt_plan *plan, uint32_t block, float *payload, uint32_t kp,
+                        const rt_mf_common_opts *o);
+
+/* Mean of the training ratings over the whole plan (all-reduced, exact and
+ * identical on every rank and for every split). */
+int rt_mf_train_mean(rt_mf_local *m, rt_engine *eng, double *mean, rt_error *err);
+
+/* Sum over workers of per-worker values: v has plan->workers entries, only
+ * this node's are non-zero; after the call every rank has all of them, and
+ * the returned total is added in worker order (deterministic). */
+int rt_mf_allreduce_workers(rt_engine *eng, double *v, uint32_t workers, double *total,
+                            rt_error *err);
+
+/* Gather W and H to rank 0 and write, under `o->out`: W.npy (n_rows x k),
+ * H.npy (n_cols x k), rows.ids, cols.ids (original ids, line i = row i) and
+ * model.json (`meta` plus dimensions; the function takes the reference).
+ * Every rank must call it; only rank 0 writes. */
+int rt_mf_save(rt_mf_local *m, rt_engine *eng, const rt_mf_common_opts *o, json_t *meta,
+               rt_error *err);
+
+/* Parse one common MF option at argv[*i] ("--name value" or "--name=value").
+ * Returns 1 when consumed (advancing *i), 0 when not an MF option, -1 on a
+ * bad value. */
+int rt_mf_parse_common(rt_mf_common_opts *o, int argc, char **argv, int *i, rt_error *err);
+void rt_mf_common_defaults(rt_mf_common_opts *o);
+int rt_mf_check_common(const rt_mf_common_opts *o, const rt_plan *plan, const char *app,
+                       rt_error *err);
+
+
+/* ---- kernels (apps/mf_kernels.c): exact same floating-point results on
+ * every x86-64 (AVX2+FMA path or portable fmaf path). ---- */
+typedef struct rt_sgd_params {
+    float lr, lambda, mu;
+    uint32_t kp;
+} rt_sgd_params;
+/* One SGD pass over entries (row/col index W and H rows); returns the sum of
+ * squared errors measured before each update. */
+double rt_sgd_block(const rt_entry *e, size_t n, float *W, float *H, const rt_sgd_params *p);
+/* Sum of squared errors (val - mu - w.h) over entries; no update. */
+double rt_mf_block_sse(const rt_entry *e, size_t n, const float *W, const float *H, uint32_t kp,
+                       float mu);
+/* Dot product of two kp-float rows with the kernels' fixed summation order. */
+float rt_mf_dot(const float *a, const float *b, uint32_t kp);
+const char *rt_mf_kernel_name(void); /* "avx2-fma" or "portable" */
+
+#endif

@@ -1,0 +1,205 @@
+/*
+ * mf_kernels.c - the SGD-MF inner loop and the squared-error evaluator.
+ *
+ * Determinism across machines: the result of every kernel is defined by one
+ * fixed sequence of IEEE float operations, and both code paths perform
+ * exactly that sequence, so a model is bit-identical whether a node runs the
+ * AVX2+FMA path (host, VM guest) or the portable one:
+ *
+ *   dot(a, b):  four 8-lane accumulators; chunk c (floats 8c..8c+7) is
+ *               fused-multiply-added into accumulator c % 4; then
+ *               s = (acc0 + acc1) + (acc2 + acc3) lane-wise, and lanes are
+ *               folded (l, l+4), then (l, l+2), then (0, 1).
+ *   update:     err = (r - mu) - dot(u, h)
+ *               u' = fma(lr, fma(err, h, -(lambda * u)), u)
+ *               h' = fma(lr, fma(err, u, -(lambda * h)), h)     (old u)
+ *
+ * There is deliberately no AVX-512 path: 16-lane accumulation would change
+ * the summation order (and so the bits), and at the ranks MF uses (k <= 128)
+ * the kernel is bound by memory latency, not by vector width.
+ */
+#include "mf_common.h"
+
+#include <immintrin.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------- portable path */
+
+static float dot_portable(const float *a, const float *b, uint32_t kp)
+{
+    float acc[4][RT_MF_LANES] = {{0}};
+    for (uint32_t c = 0; c < kp / RT_MF_LANES; c++)
+        for (int l = 0; l < RT_MF_LANES; l++)
+            acc[c % 4][l] = fmaf(a[c * RT_MF_LANES + l], b[c * RT_MF_LANES + l], acc[c % 4][l]);
+    float s[RT_MF_LANES];
+    for (int l = 0; l < RT_MF_LANES; l++)
+        s[l] = (acc[0][l] + acc[1][l]) + (acc[2][l] + acc[3][l]);
+    float h4[4], h2[2];
+    for (int l = 0; l < 4; l++)
+        h4[l] = s[l] + s[l + 4];
+    for (int l = 0; l < 2; l++)
+        h2[l] = h4[l] + h4[l + 2];
+    return h2[0] + h2[1];
+}
+
+static double sgd_portable(const rt_entry *e, size_t n, float *W, float *H, const rt_sgd_params *p)
+{
+    const uint32_t kp = p->kp;
+    double sse = 0;
+    for (size_t i = 0; i < n; i++) {
+        float *u = W + (size_t)e[i].row * kp;
+        float *h = H + (size_t)e[i].col * kp;
+        float err = (e[i].val - p->mu) - dot_portable(u, h, kp);
+        sse += (double)err * err;
+        for (uint32_t d = 0; d < kp; d++) {
+            float ud = u[d], hd = h[d];
+            u[d] = fmaf(p->lr, fmaf(err, hd, -(p->lambda * ud)), ud);
+            h[d] = fmaf(p->lr, fmaf(err, ud, -(p->lambda * hd)), hd);
+        }
+    }
+    return sse;
+}
+
+static double sse_portable(const rt_entry *e, size_t n, const float *W, const float *H,
+                           uint32_t kp, float mu)
+{
+    double sse = 0;
+    for (size_t i = 0; i < n; i++) {
+        float err =
+            (e[i].val - mu) - dot_portable(W + (size_t)e[i].row * kp, H + (size_t)e[i].col * kp, kp);
+        sse += (double)err * err;
+    }
+    return sse;
+}
+
+/* ----------------------------------------------------------- AVX2 path */
+
+#define AVX2 __attribute__((target("avx2,fma")))
+
+AVX2 static inline float hsum_avx2(__m256 acc0, __m256 acc1, __m256 acc2, __m256 acc3)
+{
+    __m256 s = _mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3));
+    __m128 v4 = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    __m128 v2 = _mm_add_ps(v4, _mm_movehl_ps(v4, v4));
+    __m128 v1 = _mm_add_ss(v2, _mm_shuffle_ps(v2, v2, 1));
+    return _mm_cvtss_f32(v1);
+}
+
+AVX2 static inline float dot_avx2(const float *a, const float *b, uint32_t kp)
+{
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                     _mm256_setzero_ps()};
+    for (uint32_t c = 0; c < kp / RT_MF_LANES; c++)
+        acc[c % 4] = _mm256_fmadd_ps(_mm256_load_ps(a + c * RT_MF_LANES),
+                                     _mm256_load_ps(b + c * RT_MF_LANES), acc[c % 4]);
+    return hsum_avx2(acc[0], acc[1], acc[2], acc[3]);
+}
+
+/* One update; `kp` is a compile-time constant in the specialised loops below. */
+AVX2 static inline float update_avx2(float *u, float *h, float r, __m256 lr, __m256 lam,
+                                     uint32_t kp)
+{
+    float err = r - dot_avx2(u, h, kp);
+    __m256 ev = _mm256_set1_ps(err);
+    for (uint32_t d = 0; d < kp; d += RT_MF_LANES) {
+        __m256 uo = _mm256_load_ps(u + d), ho = _mm256_load_ps(h + d);
+        __m256 gu = _mm256_fmsub_ps(ev, ho, _mm256_mul_ps(lam, uo));
+        __m256 gh = _mm256_fmsub_ps(ev, uo, _mm256_mul_ps(lam, ho));
+        _mm256_store_ps(u + d, _mm256_fmadd_ps(lr, gu, uo));
+        _mm256_store_ps(h + d, _mm256_fmadd_ps(lr, gh, ho));
+    }
+    return err;
+}
+
+#define PREFETCH_AHEAD 8
+
+AVX2 static inline double sgd_avx2_k(const rt_entry *e, size_t n, float *W, float *H,
+                                     const rt_sgd_params *p, const uint32_t kp)
+{
+    const __m256 lr = _mm256_set1_ps(p->lr), lam = _mm256_set1_ps(p->lambda);
+    double sse = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i + PREFETCH_AHEAD < n) {
+            const float *hn = H + (size_t)e[i + PREFETCH_AHEAD].col * kp;
+            for (uint32_t d = 0; d < kp; d += 16)
+                _mm_prefetch((const char *)(hn + d), _MM_HINT_T0);
+        }
+        float err = update_avx2(W + (size_t)e[i].row * kp, H + (size_t)e[i].col * kp,
+                                e[i].val - p->mu, lr, lam, kp);
+        sse += (double)err * err;
+    }
+    return sse;
+}
+
+AVX2 static double sgd_avx2(const rt_entry *e, size_t n, float *W, float *H, const rt_sgd_params *p)
+{
+    switch (p->kp) { /* constant kp lets the compiler unroll the row loops */
+    case 8:
+        return sgd_avx2_k(e, n, W, H, p, 8);
+    case 16:
+        return sgd_avx2_k(e, n, W, H, p, 16);
+    case 32:
+        return sgd_avx2_k(e, n, W, H, p, 32);
+    case 64:
+        return sgd_avx2_k(e, n, W, H, p, 64);
+    case 128:
+        return sgd_avx2_k(e, n, W, H, p, 128);
+    default:
+        return sgd_avx2_k(e, n, W, H, p, p->kp);
+    }
+}
+
+AVX2 static double sse_avx2(const rt_entry *e, size_t n, const float *W, const float *H,
+                            uint32_t kp, float mu)
+{
+    double sse = 0;
+    for (size_t i = 0; i < n; i++) {
+        float err =
+            (e[i].val - mu) - dot_avx2(W + (size_t)e[i].row * kp, H + (size_t)e[i].col * kp, kp);
+        sse += (double)err * err;
+    }
+    return sse;
+}
+
+/* ------------------------------------------------------------- dispatch */
+
+static int use_avx2(void)
+{
+    static int cached = -1;
+    if (cached < 0) {
+        /* ROTOR_KERNEL=portable forces the portable path (tests compare both). */
+        const char *force = getenv("ROTOR_KERNEL");
+        __builtin_cpu_init();
+        cached = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                 !(force && !strcmp(force, "portable"));
+    }
+    return cached;
+}
+
+const char *rt_mf_kernel_name(void)
+{
+    return use_avx2() ? "avx2-fma" : "portable";
+}
+
+double rt_sgd_block(const rt_entry *e, size_t n, float *W, float *H, const rt_sgd_params *p)
+{
+    return use_avx2() ? sgd_avx2(e, n, W, H, p) : sgd_portable(e, n, W, H, p);
+}
+
+double rt_mf_block_sse(const rt_entry *e, size_t n, const float *W, const float *H, uint32_t kp,
+                       float mu)
+{
+    return use_avx2() ? sse_avx2(e, n, W, H, kp, mu) : sse_portable(e, n, W, H, kp, mu);
+}
+
+AVX2 static float dot_avx2_entry(const float *a, const float *b, uint32_t kp)
+{
+    return dot_avx2(a, b, kp);
+}
+
+float rt_mf_dot(const float *a, const float *b, uint32_t kp)
+{
+    return use_avx2() ? dot_avx2_entry(a, b, kp) : dot_portable(a, b, kp);
+}

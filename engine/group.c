@@ -1,0 +1,265 @@
+/*
+ * group.c - who we are in the group: rank, size, local rank and where every
+ * rank listens.
+ *
+ * Rank and size come from the first source that is present:
+ *   1. flags (cfg->rank / cfg->size >= 0)
+ *   2. rotor launch: ROTOR_RANK, ROTOR_SIZE, ROTOR_LOCAL_RANK, ROTOR_HOSTFILE
+ *   3. Open MPI's mpirun: OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK
+ *   4. PMI (MPICH, Intel MPI, srun --mpi=pmi2): PMI_RANK, PMI_SIZE
+ *   5. Slurm: SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID
+ *   6. otherwise a single process (rank 0 of 1).
+ * More than one rank needs a hostfile (cfg->hostfile, else ROTOR_HOSTFILE)
+ * with one line per rank, in rank order:
+ *   host            port = base_port + rank
+ *   host:port
+ *   host port
+ *   [ipv6]:port     (a bare IPv6 literal without brackets takes base_port + rank)
+ * '#' starts a comment; blank lines are ignored.
+ */
+#define _GNU_SOURCE
+#include "engine.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_BASE_PORT 18515
+
+typedef struct env_source {
+    const char *name; /* for group->source and messages */
+    const char *rank, *size, *local;
+} env_source;
+
+static const env_source sources[] = {
+    {"rotor launch", "ROTOR_RANK", "ROTOR_SIZE", "ROTOR_LOCAL_RANK"},
+    {"mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
+    {"pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"},
+    {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
+};
+
+/* Parse environment variable `var` as a non-negative int into *out.
+ * Returns 1 if set and valid, 0 if unset or empty, -1 (err set) if invalid. */
+static int env_int(const char *var, int *out, rt_error *err)
+{
+    const char *s = getenv(var);
+    if (!s || !*s)
+        return 0;
+    if (rt_parse_int(s, out) || *out < 0)
+        return rt_fail(err, RT_EXIT_INPUT, "%s='%s' is not a non-negative integer", var, s);
+    return 1;
+}
+
+/* Fill rank/size/local_rank from flags or the environment. */
+static int resolve_identity(const rt_group_config *cfg, rt_group *g, rt_error *err)
+{
+    if (cfg->rank >= 0 || cfg->size >= 0) {
+        if (cfg->size < 0 || (cfg->rank < 0 && cfg->size != 1))
+            return rt_fail(err, RT_EXIT_INPUT, "--rank and --size must be given together");
+        g->rank = cfg->rank < 0 ? 0 : cfg->rank;
+        g->size = cfg->size;
+        g->local_rank = -1;
+        snprintf(g->source, sizeof(g->source), "flags");
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof(sources) / sizeof(sources[0]); i++) {
+        const env_source *s = &sources[i];
+        int rc = env_int(s->rank, &g->rank, err);
+        if (rc < 0)
+            return -1;
+        if (rc == 0)
+            continue;
+        rc = env_int(s->size, &g->size, err);
+        if (rc < 0)
+            return -1;
+        if (rc == 0)
+            return rt_fail(err, RT_EXIT_INPUT, "%s is set but %s is not", s->rank, s->size);
+        g->local_rank = -1;
+        if (env_int(s->local, &g->local_rank, err) < 0)
+            return -1;
+        snprintf(g->source, sizeof(g->source), "%s", s->name);
+        return 0;
+    }
+    g->rank = 0;
+    g->size = 1;
+    g->local_rank = 0;
+    snprintf(g->source, sizeof(g->source), "single process");
+    return 0;
+}
+
+int rt_group_resolve(const rt_group_config *cfg, rt_group *group, rt_error *err)
+{
+    memset(group, 0, sizeof(*group));
+    if (resolve_identity(cfg, group, err))
+        return -1;
+    if (group->size < 1)
+        return rt_fail(err, RT_EXIT_INPUT, "group size must be at least 1 (got %d from %s)",
+                       group->size, group->source);
+    if (group->rank >= group->size)
+        return rt_fail(err, RT_EXIT_INPUT, "rank %d is not below the group size %d (from %s)",
+                       group->rank, group->size, group->source);
+    if (cfg->local_rank >= 0)
+        group->local_rank = cfg->local_rank;
+    if (group->local_rank < 0)
+        group->local_rank = group->rank;
+    if (group->size == 1)
+        return 0;
+
+    const char *hostfile = cfg->hostfile;
+    if (!hostfile || !*hostfile)
+        hostfile = getenv("ROTOR_HOSTFILE");
+    if (!hostfile || !*hostfile)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%d ranks (from %s) need a hostfile: pass --hostfile or set "
+                       "ROTOR_HOSTFILE",
+                       group->size, group->source);
+    int base = cfg->base_port > 0 ? cfg->base_port : DEFAULT_BASE_PORT;
+    return rt_hostfile_read(hostfile, group->size, base, &group->peers, err);
+}
+
+void rt_group_free(rt_group *group)
+{
+    free(group->peers);
+    group->peers = NULL;
+}
+
+/* ---- hostfile ---- */
+
+static int parse_port(const char *s, int *port)
+{
+    int p;
+    if (rt_parse_int(s, &p) || p < 1 || p > 65535)
+        return -1;
+    *port = p;
+    return 0;
+}
+
+/* Parse one non-blank line (comments already stripped, trimmed).  port is
+ * left at 0 when the line has none. */
+static int parse_line(char *line, rt_peer *peer, const char **why)
+{
+    char *host = line, *port = NULL;
+    char *sp = line + strcspn(line, " \t");
+    if (*sp) { /* "host port" */
+        *sp++ = '\0';
+        port = sp + strspn(sp, " \t");
+        if (port[strcspn(port, " \t")]) {
+            *why = "expected \"host\", \"host:port\" or \"host port\"";
+            return -1;
+        }
+    }
+    if (host[0] == '[') { /* [v6] or [v6]:port */
+        char *rb = strchr(host, ']');
+        if (!rb) {
+            *why = "missing ']' after an IPv6 address";
+            return -1;
+        }
+        *rb = '\0';
+        if (rb[1] == ':' && !port)
+            port = rb + 2;
+        else if (rb[1]) {
+            *why = "unexpected text after ']'";
+            return -1;
+        }
+        host++;
+    } else {
+        char *colon = strchr(host, ':');
+        if (colon && colon == strrchr(host, ':') && !port) { /* host:port */
+            *colon = '\0';
+            port = colon + 1;
+        }
+        /* more than one ':' is a bare IPv6 literal without a port */
+    }
+    if (!*host) {
+        *why = "empty host name";
+        return -1;
+    }
+    if (strlen(host) >= sizeof(peer->host)) {
+        *why = "host name too long";
+        return -1;
+    }
+    snprintf(peer->host, sizeof(peer->host), "%s", host);
+    peer->port = 0;
+    if (port && parse_port(port, &peer->port)) {
+        *why = "port must be a number in 1..65535";
+        return -1;
+    }
+    return 0;
+}
+
+/* Strip a comment and surrounding whitespace in place. */
+static char *trim(char *s)
+{
+    s[strcspn(s, "#\r\n")] = '\0';
+    while (isspace((unsigned char)*s))
+        s++;
+    size_t n = strlen(s);
+    while (n > 0 && isspace((unsigned char)s[n - 1]))
+        s[--n] = '\0';
+    return s;
+}
+
+int rt_hostfile_read(const char *path, int size, int base_port, rt_peer **peers, rt_error *err)
+{
+    *peers = NULL;
+    if (size < 1)
+        return rt_fail(err, RT_EXIT_INPUT, "hostfile %s: group size %d", path, size);
+    FILE *fp = fopen(path, "r");
+    if (!fp)
+        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "cannot open hostfile %s", path);
+    rt_peer *p = calloc((size_t)size, sizeof(*p));
+    if (!p) {
+        fclose(fp);
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    }
+    char buf[1024];
+    int n = 0, lineno = 0, rc = 0;
+    while (rc == 0 && fgets(buf, sizeof(buf), fp)) {
+        lineno++;
+        if (!strchr(buf, '\n') && !feof(fp)) {
+            rc = rt_fail(err, RT_EXIT_INPUT, "hostfile %s line %d: line too long", path, lineno);
+            break;
+        }
+        char *line = trim(buf);
+        if (!*line)
+            continue;
+        if (n == size) {
+            rc = rt_fail(err, RT_EXIT_INPUT,
+                         "hostfile %s line %d: more than %d entries (one per rank expected)",
+                         path, lineno, size);
+            break;
+        }
+        const char *why = NULL;
+        char copy[1024];
+        snprintf(copy, sizeof(copy), "%s", line);
+        if (parse_line(line, &p[n], &why)) {
+            rc = rt_fail(err, RT_EXIT_INPUT, "hostfile %s line %d: '%s': %s", path, lineno, copy,
+                         why);
+            break;
+        }
+        if (p[n].port == 0) {
+            if (base_port + n > 65535 || base_port + n < 1) {
+                rc = rt_fail(err, RT_EXIT_INPUT,
+                             "hostfile %s line %d: no port, and base port %d + rank %d is not "
+                             "a valid port",
+                             path, lineno, base_port, n);
+                break;
+            }
+            p[n].port = base_port + n;
+        }
+        n++;
+    }
+    if (rc == 0 && ferror(fp))
+        rc = rt_fail_errno(err, RT_EXIT_INPUT, errno, "cannot read hostfile %s", path);
+    if (rc == 0 && n < size)
+        rc = rt_fail(err, RT_EXIT_INPUT, "hostfile %s has %d entr%s (%d lines), need %d (one per rank)",
+                     path, n, n == 1 ? "y" : "ies", lineno, size);
+    fclose(fp);
+    if (rc) {
+        free(p);
+        return -1;
+    }
+    *peers = p;
+    return 0;
+}

@@ -1,0 +1,418 @@
+/* corpus.c - the in-memory corpus: builder, string pool and map, file
+ * loading, minimum counts and reader dispatch. */
+#define _GNU_SOURCE
+#include "corpus.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* Readers (corpus_uci.c, corpus_lines.c, corpus_text.c). */
+int rt_corpus_read_uci(const char *path, const rt_corpus_options *opt, rt_corpus *c,
+                       rt_error *err);
+int rt_corpus_read_lines(const char *path, const rt_corpus_options *opt, rt_corpus *c,
+                         rt_error *err);
+int rt_corpus_read_text(const char *path, const rt_corpus_options *opt, rt_corpus *c,
+                        rt_error *err);
+
+static const char *const format_names[] = {"auto", "uci", "lines", "libsvm", "ldac", "text"};
+
+rt_corpus_format rt_corpus_format_parse(const char *name)
+{
+    for (int i = 0; i < (int)(sizeof(format_names) / sizeof(format_names[0])); i++)
+        if (!strcmp(name, format_names[i]))
+            return (rt_corpus_format)i;
+    return (rt_corpus_format)-1;
+}
+
+const char *rt_corpus_format_name(rt_corpus_format f)
+{
+    return (unsigned)f < sizeof(format_names) / sizeof(format_names[0]) ? format_names[f] : "?";
+}
+
+/* ------------------------------------------------------------ growth */
+
+static int grow(void **p, uint64_t *cap, uint64_t need, size_t elem, rt_error *err)
+{
+    if (need <= *cap)
+        return 0;
+    uint64_t n = *cap ? *cap : 64;
+    while (n < need)
+        n *= 2;
+    void *q = realloc(*p, n * elem);
+    if (!q)
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (%llu items)", (unsigned long long)n);
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+/* ------------------------------------------------------------ strings */
+
+void rt_strpool_free(rt_strpool *p)
+{
+    free(p->buf);
+    free(p->off);
+    memset(p, 0, sizeof(*p));
+}
+
+int rt_strpool_add(rt_strpool *p, const char *s, size_t len, rt_error *err)
+{
+    uint64_t cap = p->cap;
+    if (grow((void **)&p->buf, &cap, p->len + len + 1, 1, err) ||
+        grow((void **)&p->off, &p->ncap, p->n + 1, sizeof(uint64_t), err))
+        return -1;
+    p->cap = (size_t)cap;
+    memcpy(p->buf + p->len, s, len);
+    p->buf[p->len + len] = '\0';
+    p->off[p->n++] = p->len;
+    p->len += len + 1;
+    return 0;
+}
+
+void rt_strmap_init(rt_strmap *m)
+{
+    memset(m, 0, sizeof(*m));
+}
+
+void rt_strmap_free(rt_strmap *m)
+{
+    rt_strpool_free(&m->names);
+    free(m->slots);
+    memset(m, 0, sizeof(*m));
+}
+
+static uint64_t str_hash(const char *s, size_t len)
+{
+    return rt_checksum(s, len);
+}
+
+static int64_t map_probe(const rt_strmap *m, const char *s, size_t len, uint64_t *slot)
+{
+    uint64_t i = str_hash(s, len) & m->mask;
+    for (;; i = (i + 1) & m->mask) {
+        uint32_t v = m->slots[i];
+        if (!v) {
+            *slot = i;
+            return -1;
+        }
+        const char *t = rt_strpool_get(&m->names, v - 1);
+        if (!strncmp(t, s, len) && t[len] == '\0') {
+            *slot = i;
+            return v - 1;
+        }
+    }
+}
+
+static int map_rehash(rt_strmap *m, rt_error *err)
+{
+    uint64_t n = m->mask ? (m->mask + 1) * 2 : 1024;
+    uint32_t *slots = calloc(n, sizeof(uint32_t));
+    if (!slots)
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (word map)");
+    free(m->slots);
+    m->slots = slots;
+    m->mask = n - 1;
+    for (uint64_t id = 0; id < m->names.n; id++) {
+        const char *s = rt_strpool_get(&m->names, id);
+        uint64_t slot;
+        map_probe(m, s, strlen(s), &slot);
+        m->slots[slot] = (uint32_t)(id + 1);
+    }
+    return 0;
+}
+
+int64_t rt_strmap_find(const rt_strmap *m, const char *s, size_t len)
+{
+    uint64_t slot;
+    return m->mask ? map_probe(m, s, len, &slot) : -1;
+}
+
+int64_t rt_strmap_intern(rt_strmap *m, const char *s, size_t len, rt_error *err)
+{
+    if ((m->names.n + 1) * 2 > m->mask + 1 && map_rehash(m, err))
+        return -1;
+    uint64_t slot;
+    int64_t id = map_probe(m, s, len, &slot);
+    if (id >= 0)
+        return id;
+    if (m->names.n >= UINT32_MAX - 1)
+        return rt_fail(err, RT_EXIT_INPUT, "more than 2^32 distinct words");
+    if (rt_strpool_add(&m->names, s, len, err))
+        return -1;
+    m->slots[slot] = (uint32_t)m->names.n;
+    return (int64_t)m->names.n - 1;
+}
+
+/* ------------------------------------------------------------ files */
+
+int rt_text_load(const char *path, rt_text *t, rt_error *err)
+{
+    memset(t, 0, sizeof(*t));
+    t->path = path;
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot open", path);
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (!buf) {
+            fclose(fp);
+            return rt_fail(err, RT_EXIT_RUNTIME, "%s: out of memory", path);
+        }
+        len += fread(buf + len, 1, cap - len - 1, fp);
+        if (len < cap - 1)
+            break;
+        cap *= 2;
+        char *nb = realloc(buf, cap);
+        if (!nb)
+            free(buf);
+        buf = nb;
+    }
+    int bad = ferror(fp);
+    fclose(fp);
+    if (bad) {
+        free(buf);
+        return rt_fail(err, RT_EXIT_INPUT, "%s: read error", path);
+    }
+    buf[len] = '\0';
+    if (memchr(buf, '\0', len)) {
+        free(buf);
+        return rt_fail(err, RT_EXIT_INPUT, "%s: binary data (NUL byte) in a text file", path);
+    }
+    t->data = buf;
+    t->len = len;
+    return 0;
+}
+
+void rt_text_free(rt_text *t)
+{
+    free(t->data);
+    t->data = NULL;
+}
+
+/* ------------------------------------------------------------ builder */
+
+void rt_corpus_init(rt_corpus *c)
+{
+    memset(c, 0, sizeof(*c));
+    rt_strmap_init(&c->words);
+}
+
+void rt_corpus_free(rt_corpus *c)
+{
+    free(c->doc_off);
+    free(c->word);
+    free(c->count);
+    rt_strpool_free(&c->doc_names);
+    rt_strmap_free(&c->words);
+    memset(c, 0, sizeof(*c));
+}
+
+int rt_corpus_begin_doc(rt_corpus *c, const char *name, size_t name_len, rt_error *err)
+{
+    if (grow((void **)&c->doc_off, &c->doc_cap, c->n_docs + 2, sizeof(uint64_t), err))
+        return -1;
+    if (rt_strpool_add(&c->doc_names, name, name_len, err))
+        return -1;
+    c->doc_off[c->n_docs] = c->n_entries;
+    c->n_docs++;
+    c->doc_off[c->n_docs] = c->n_entries;
+    return 0;
+}
+
+int rt_corpus_add(rt_corpus *c, uint32_t word, uint32_t count, rt_error *err)
+{
+    uint64_t cap = c->cap;
+    if (grow((void **)&c->word, &cap, c->n_entries + 1, sizeof(uint32_t), err) ||
+        grow((void **)&c->count, &c->cap, c->n_entries + 1, sizeof(uint32_t), err))
+        return -1;
+    c->word[c->n_entries] = word;
+    c->count[c->n_entries] = count;
+    c->n_entries++;
+    c->doc_off[c->n_docs] = c->n_entries;
+    return 0;
+}
+
+/* Insertion sort is fine for short documents; long ones use a radix-free
+ * merge via qsort on packed (word << 32 | count) keys. */
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int rt_corpus_finish(rt_corpus *c, rt_error *err)
+{
+    if (!c->doc_off) {
+        c->doc_off = calloc(1, sizeof(uint64_t));
+        if (!c->doc_off)
+            return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    }
+    uint64_t *tmp = NULL, tcap = 0, out = 0, tokens = 0;
+    for (uint64_t d = 0; d < c->n_docs; d++) {
+        uint64_t a = c->doc_off[d], b = c->doc_off[d + 1], n = b - a;
+        if (grow((void **)&tmp, &tcap, n + 1, sizeof(uint64_t), err)) {
+            free(tmp);
+            return -1;
+        }
+        for (uint64_t i = 0; i < n; i++)
+            tmp[i] = (uint64_t)c->word[a + i] << 32 | c->count[a + i];
+        qsort(tmp, n, sizeof(uint64_t), cmp_u64);
+        c->doc_off[d] = out;
+        for (uint64_t i = 0; i < n; i++) {
+            uint32_t w = (uint32_t)(tmp[i] >> 32), k = (uint32_t)tmp[i];
+            if (out > c->doc_off[d] && c->word[out - 1] == w) {
+                if ((uint64_t)c->count[out - 1] + k > UINT32_MAX) {
+                    free(tmp);
+                    return rt_fail(err, RT_EXIT_INPUT, "document %s: count overflow",
+                                   rt_strpool_get(&c->doc_names, d));
+                }
+                c->count[out - 1] += k;
+            } else {
+                c->word[out] = w;
+                c->count[out] = k;
+                out++;
+            }
+            tokens += k;
+        }
+    }
+    free(tmp);
+    c->doc_off[c->n_docs] = out;
+    c->n_entries = out;
+    c->n_tokens = tokens;
+    c->n_words = c->words.names.n;
+    return 0;
+}
+
+int rt_corpus_min_count(rt_corpus *c, uint64_t min_count, rt_error *err)
+{
+    if (min_count <= 1)
+        return 0;
+    uint64_t *tot = calloc(c->n_words + 1, sizeof(uint64_t));
+    uint32_t *remap = malloc((c->n_words + 1) * sizeof(uint32_t));
+    rt_strmap kept;
+    rt_strmap_init(&kept);
+    if (!tot || !remap) {
+        free(tot);
+        free(remap);
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    }
+    for (uint64_t i = 0; i < c->n_entries; i++)
+        tot[c->word[i]] += c->count[i];
+    for (uint64_t w = 0; w < c->n_words; w++) {
+        remap[w] = UINT32_MAX;
+        if (tot[w] >= min_count) {
+            const char *s = rt_strpool_get(&c->words.names, w);
+            int64_t id = rt_strmap_intern(&kept, s, strlen(s), err);
+            if (id < 0) {
+                free(tot);
+                free(remap);
+                rt_strmap_free(&kept);
+                return -1;
+            }
+            remap[w] = (uint32_t)id;
+        }
+    }
+    uint64_t out = 0, tokens = 0;
+    for (uint64_t d = 0; d < c->n_docs; d++) {
+        uint64_t a = c->doc_off[d], b = c->doc_off[d + 1];
+        c->doc_off[d] = out;
+        for (uint64_t i = a; i < b; i++) {
+            if (remap[c->word[i]] == UINT32_MAX)
+                continue;
+            c->word[out] = remap[c->word[i]];
+            c->count[out] = c->count[i];
+            tokens += c->count[i];
+            out++;
+        }
+    }
+    c->doc_off[c->n_docs] = out;
+    c->n_entries = out;
+    c->n_tokens = tokens;
+    rt_strmap_free(&c->words);
+    c->words = kept;
+    c->n_words = kept.names.n;
+    free(tot);
+    free(remap);
+    return 0;
+}
+
+/* ------------------------------------------------------------ dispatch */
+
+/* Guess the format from the first non-blank line. */
+static rt_corpus_format sniff(const char *path, rt_error *err)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot open", path),
+               (rt_corpus_format)-1;
+    if (S_ISDIR(st.st_mode))
+        return RT_CORPUS_TEXT;
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    if (!strncmp(base, "docword", 7))
+        return RT_CORPUS_UCI;
+    FILE *fp = fopen(path, "r");
+    if (!fp)
+        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot open", path),
+               (rt_corpus_format)-1;
+    char line[4096];
+    rt_corpus_format f = RT_CORPUS_TEXT;
+    while (fgets(line, sizeof(line), fp)) {
+        char a[256], b[256];
+        int n = sscanf(line, "%255s %255s", a, b);
+        if (n <= 0)
+            continue;
+        if (n == 2 && strchr(b, ':'))
+            f = strspn(a, "0123456789") == strlen(a) ? RT_CORPUS_LDAC : RT_CORPUS_LIBSVM;
+        else if (n == 2 && !strcmp(a, b))
+            f = RT_CORPUS_LINES;
+        break;
+    }
+    fclose(fp);
+    return f;
+}
+
+int rt_corpus_read(const char *path, const rt_corpus_options *opt, rt_corpus *c, rt_error *err)
+{
+    rt_corpus_init(c);
+    rt_corpus_format f = opt->format;
+    if (f == RT_CORPUS_AUTO) {
+        f = sniff(path, err);
+        if ((int)f < 0)
+            return -1;
+        rt_info("corpus %s: format %s (use --format to override)", path,
+                rt_corpus_format_name(f));
+    }
+    int rc;
+    c->format = f;
+    switch (f) {
+    case RT_CORPUS_UCI:
+        rc = rt_corpus_read_uci(path, opt, c, err);
+        break;
+    case RT_CORPUS_LINES:
+    case RT_CORPUS_LIBSVM:
+    case RT_CORPUS_LDAC: {
+        rt_corpus_options o = *opt;
+        o.format = f;
+        rc = rt_corpus_read_lines(path, &o, c, err);
+        break;
+    }
+    case RT_CORPUS_TEXT:
+        rc = rt_corpus_read_text(path, opt, c, err);
+        break;
+    default:
+        rc = rt_fail(err, RT_EXIT_INPUT, "unknown corpus format");
+    }
+    if (rc == 0)
+        rc = rt_corpus_finish(c, err);
+    if (rc == 0)
+        rc = rt_corpus_min_count(c, opt->min_count, err);
+    if (rc != 0)
+        rt_corpus_free(c);
+    else
+        c->format = f;
+    return rc;
+}

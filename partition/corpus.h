@@ -1,0 +1,119 @@
+/*
+ * corpus.h - bag-of-words corpora for LDA: readers and the in-memory form.
+ *
+ * Every reader produces the same thing: documents with dense ids 0..D-1 in
+ * input order, each a list of (word, count) entries sorted by word with no
+ * duplicates, words with dense ids 0..V-1, and the original id (name) of
+ * every document and word.  Empty documents are kept.
+ *
+ * Formats (rt_corpus_format):
+ *   uci     UCI bag of words: docword.*.txt (D, W, NNZ header lines, then
+ *           "doc word count" 1-based), optional --vocab vocab.*.txt
+ *   lines   Yahoo!LDA / WarpLDA / STRADS: "docid docid w1 w2 ..." with string
+ *           or integer words, one document per line
+ *   libsvm  "doc w:count w:count ..." (words are strings or integers; with a
+ *           vocabulary, 0-based integer indices into it)
+ *   ldac    Blei's lda-c: "N w:count ..." with N = number of pairs, 0-based
+ *           word ids into --vocab
+ *   text    raw text, one document per line, or one file per document when
+ *           the input is a directory; lower-cased, split on non-letters,
+ *           stop words removed
+ *
+ * Errors name the file and line: "FILE:LINE: what was wrong" (exit code 2).
+ */
+#ifndef ROTOR_CORPUS_H
+#define ROTOR_CORPUS_H
+
+#include "../engine/base.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum rt_corpus_format {
+    RT_CORPUS_AUTO = 0,
+    RT_CORPUS_UCI,
+    RT_CORPUS_LINES,
+    RT_CORPUS_LIBSVM,
+    RT_CORPUS_LDAC,
+    RT_CORPUS_TEXT,
+} rt_corpus_format;
+
+/* A growable pool of NUL-terminated strings addressed by index. */
+typedef struct rt_strpool {
+    char *buf;
+    size_t len, cap;
+    uint64_t *off; /* start of string i */
+    uint64_t n, ncap;
+} rt_strpool;
+
+/* Open-addressing map string -> dense id over a strpool. */
+typedef struct rt_strmap {
+    rt_strpool names;
+    uint32_t *slots; /* id + 1, 0 = empty */
+    uint64_t mask;
+} rt_strmap;
+
+typedef struct rt_corpus {
+    uint64_t n_docs;
+    uint64_t n_words;
+    uint64_t n_entries; /* distinct (doc, word) pairs */
+    uint64_t n_tokens;  /* sum of counts */
+    uint64_t *doc_off;  /* n_docs + 1 offsets into word/count */
+    uint32_t *word;     /* dense word id of each entry */
+    uint32_t *count;    /* >= 1 */
+    rt_strpool doc_names;
+    rt_strmap words; /* word names; ids are dense word ids */
+    rt_corpus_format format; /* the format actually read (after auto) */
+    /* builder state */
+    uint64_t cap;
+    uint64_t doc_cap;
+} rt_corpus;
+
+typedef struct rt_corpus_options {
+    rt_corpus_format format;
+    const char *vocab;     /* vocabulary file (uci, libsvm, ldac), or NULL */
+    const char *stopwords; /* text: replaces the built-in list, or NULL */
+    uint64_t min_count;    /* drop words with fewer tokens (0 = keep all) */
+} rt_corpus_options;
+
+/* Read `path` (a file, or a directory of text files) into `c`. */
+int rt_corpus_read(const char *path, const rt_corpus_options *opt, rt_corpus *c, rt_error *err);
+void rt_corpus_free(rt_corpus *c);
+rt_corpus_format rt_corpus_format_parse(const char *name); /* -1 when unknown */
+const char *rt_corpus_format_name(rt_corpus_format f);
+
+/* ---- builder, used by the readers (and by tests and the generator) ---- */
+void rt_corpus_init(rt_corpus *c);
+int rt_corpus_begin_doc(rt_corpus *c, const char *name, size_t name_len, rt_error *err);
+int rt_corpus_add(rt_corpus *c, uint32_t word, uint32_t count, rt_error *err);
+/* Sort and merge each document's entries, count tokens. */
+int rt_corpus_finish(rt_corpus *c, rt_error *err);
+/* Drop words with fewer than min_count tokens, renumbering the rest in order. */
+int rt_corpus_min_count(rt_corpus *c, uint64_t min_count, rt_error *err);
+
+/* ---- strings ---- */
+void rt_strpool_free(rt_strpool *p);
+int rt_strpool_add(rt_strpool *p, const char *s, size_t len, rt_error *err);
+static inline const char *rt_strpool_get(const rt_strpool *p, uint64_t i)
+{
+    return p->buf + p->off[i];
+}
+void rt_strmap_init(rt_strmap *m);
+void rt_strmap_free(rt_strmap *m);
+/* Id of `s`, inserting it with the next dense id when new. -1 on OOM. */
+int64_t rt_strmap_intern(rt_strmap *m, const char *s, size_t len, rt_error *err);
+int64_t rt_strmap_find(const rt_strmap *m, const char *s, size_t len); /* -1 if absent */
+
+/* ---- whole-file input with line tracking ---- */
+typedef struct rt_text {
+    char *data; /* NUL-terminated copy of the file */
+    size_t len;
+    const char *path;
+} rt_text;
+int rt_text_load(const char *path, rt_text *t, rt_error *err);
+void rt_text_free(rt_text *t);
+
+/* Built-in English stop words (NULL-terminated). */
+extern const char *const rt_english_stopwords[];
+
+#endif

@@ -1,0 +1,105 @@
+/* linereader.c - big buffered reads, one NUL-terminated line at a time. */
+#include "partition.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define LR_CHUNK (16u << 20)      /* bytes per read() */
+#define LR_REPORT_EVERY 4000000ULL /* lines between progress lines */
+
+int rt_linereader_open(rt_linereader *lr, const char *path, rt_error *err)
+{
+    memset(lr, 0, sizeof(*lr));
+    lr->path = path;
+    lr->fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : dup(0);
+    if (lr->fd < 0)
+        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot open", path);
+    lr->cap = LR_CHUNK;
+    lr->buf = malloc(lr->cap + 1); /* +1: room for a NUL after an unterminated last line */
+    if (!lr->buf) {
+        close(lr->fd);
+        lr->fd = -1;
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (line buffer)");
+    }
+    lr->t0 = rt_now();
+    return 0;
+}
+
+void rt_linereader_close(rt_linereader *lr)
+{
+    if (lr->fd >= 0)
+        close(lr->fd);
+    free(lr->buf);
+    lr->buf = NULL;
+    lr->fd = -1;
+}
+
+/* Move unread bytes to the front, grow when a line fills the buffer, read more. */
+static int refill(rt_linereader *lr, rt_error *err)
+{
+    size_t left = lr->end - lr->start;
+    if (lr->start > 0) {
+        memmove(lr->buf, lr->buf + lr->start, left);
+        lr->start = 0;
+        lr->end = left;
+    }
+    if (lr->end == lr->cap) {
+        char *b = realloc(lr->buf, lr->cap * 2 + 1);
+        if (!b)
+            return rt_fail(err, RT_EXIT_RUNTIME, "%s: out of memory (a line longer than %zu bytes)",
+                           lr->path, lr->cap);
+        lr->buf = b;
+        lr->cap *= 2;
+    }
+    ssize_t n;
+    do
+        n = read(lr->fd, lr->buf + lr->end, lr->cap - lr->end);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: read failed", lr->path);
+    if (n == 0)
+        lr->eof = 1;
+    lr->end += (size_t)n;
+    lr->bytes_read += (uint64_t)n;
+    return 0;
+}
+
+static void progress(rt_linereader *lr)
+{
+    double now = rt_now(), dt = now - lr->t0;
+    rt_info("%s: %.1fM lines, %.0f MB (%.1fM lines/s)", lr->path, (double)lr->line_no / 1e6,
+            (double)lr->bytes_read / 1e6, dt > 0 ? (double)lr->line_no / 1e6 / dt : 0.0);
+}
+
+int rt_linereader_next(rt_linereader *lr, char **line, size_t *len, rt_error *err)
+{
+    for (;;) {
+        char *s = lr->buf + lr->start;
+        char *nl = memchr(s, '\n', lr->end - lr->start);
+        size_t n;
+        if (nl) {
+            n = (size_t)(nl - s);
+            lr->start += n + 1;
+        } else if (lr->eof) {
+            if (lr->start == lr->end)
+                return 0;
+            n = lr->end - lr->start; /* last line without '\n' */
+            lr->start = lr->end;
+        } else {
+            if (refill(lr, err) < 0)
+                return -1;
+            continue;
+        }
+        if (n && s[n - 1] == '\r')
+            n--;
+        s[n] = '\0';
+        *line = s;
+        *len = n;
+        if (++lr->line_no % LR_REPORT_EVERY == 0)
+            progress(lr);
+        return 1;
+    }
+}

@@ -1,0 +1,241 @@
+/* plan_read.c - rt_plan_open: plan.json + layout.bin, fully checked. */
+#include "secfile.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+const char *rt_plan_app_name(rt_plan_app app)
+{
+    switch (app) {
+    case RT_PLAN_MF:
+        return "mf";
+    case RT_PLAN_LDA:
+        return "lda";
+    }
+    return "unknown";
+}
+
+/* Read a non-negative integer member of the manifest. */
+static int get_u64(json_t *root, const char *key, uint64_t *out, const char *path, rt_error *err)
+{
+    json_t *v = json_object_get(root, key);
+    if (!json_is_integer(v) || json_integer_value(v) < 0)
+        return rt_fail(err, RT_EXIT_INPUT, "%s: missing or invalid \"%s\"", path, key);
+    *out = (uint64_t)json_integer_value(v);
+    return 0;
+}
+
+static int get_u32(json_t *root, const char *key, uint32_t *out, const char *path, rt_error *err)
+{
+    uint64_t v;
+    if (get_u64(root, key, &v, path, err) < 0)
+        return -1;
+    if (v > UINT32_MAX)
+        return rt_fail(err, RT_EXIT_INPUT, "%s: \"%s\" out of range", path, key);
+    *out = (uint32_t)v;
+    return 0;
+}
+
+/* The manifest's schedule must be exactly rt_schedule_block. */
+static int read_schedule(json_t *root, rt_plan *p, const char *path, rt_error *err)
+{
+    json_t *s = json_object_get(root, "schedule");
+    if (!json_is_array(s) || json_array_size(s) != p->blocks)
+        return rt_fail(err, RT_EXIT_INPUT, "%s: \"schedule\" must have %u steps", path,
+                       p->blocks);
+    p->schedule = malloc(sizeof(uint32_t) * p->blocks * (size_t)p->workers);
+    if (!p->schedule)
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    for (uint32_t step = 0; step < p->blocks; step++) {
+        json_t *row = json_array_get(s, step);
+        if (!json_is_array(row) || json_array_size(row) != p->workers)
+            return rt_fail(err, RT_EXIT_INPUT, "%s: schedule step %u must list %u workers", path,
+                           step, p->workers);
+        for (uint32_t w = 0; w < p->workers; w++) {
+            json_t *v = json_array_get(row, w);
+            uint32_t want = rt_schedule_block(p->workers, p->pipeline, step, w);
+            if (!json_is_integer(v) || json_integer_value(v) != (json_int_t)want)
+                return rt_fail(err, RT_EXIT_INPUT,
+                               "%s: schedule[%u][%u] differs from the ring formula (want %u)",
+                               path, step, w, want);
+            p->schedule[(size_t)step * p->workers + w] = want;
+        }
+    }
+    return 0;
+}
+
+static int read_manifest(rt_plan *p, rt_error *err)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/plan.json", p->dir);
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    if (!root)
+        return rt_fail(err, RT_EXIT_INPUT, "%s:%d: %s", path, je.line, je.text);
+    int rc = -1;
+    uint64_t version = 0, dims_r = 0, dims_c = 0;
+    json_t *dims = json_object_get(root, "dims");
+    const char *app = json_string_value(json_object_get(root, "app"));
+    const char *id = json_string_value(json_object_get(root, "plan_id"));
+    json_t *seed = json_object_get(root, "seed");
+    char *end = NULL;
+    if (get_u64(root, "format_version", &version, path, err) < 0)
+        goto out;
+    if (version != RT_PLAN_FORMAT_VERSION) {
+        rt_fail(err, RT_EXIT_INPUT, "%s: format_version %" PRIu64 " is not supported (want %d)",
+                path, version, RT_PLAN_FORMAT_VERSION);
+        goto out;
+    }
+    if (!app || (strcmp(app, "mf") && strcmp(app, "lda"))) {
+        rt_fail(err, RT_EXIT_INPUT, "%s: \"app\" must be \"mf\" or \"lda\"", path);
+        goto out;
+    }
+    p->app = !strcmp(app, "mf") ? RT_PLAN_MF : RT_PLAN_LDA;
+    if (id)
+        p->plan_id = strtoull(id, &end, 16);
+    if (!id || !*id || *end) {
+        rt_fail(err, RT_EXIT_INPUT, "%s: missing or invalid \"plan_id\"", path);
+        goto out;
+    }
+    if (!json_is_integer(seed)) {
+        rt_fail(err, RT_EXIT_INPUT, "%s: missing or invalid \"seed\"", path);
+        goto out;
+    }
+    p->seed = (uint64_t)json_integer_value(seed);
+    if (!json_is_object(dims) || get_u64(dims, "rows", &dims_r, path, err) < 0 ||
+        get_u64(dims, "cols", &dims_c, path, err) < 0)
+        goto out;
+    p->n_rows = dims_r;
+    p->n_cols = dims_c;
+    if (get_u64(root, "nnz_train", &p->nnz_train, path, err) < 0 ||
+        get_u64(root, "nnz_test", &p->nnz_test, path, err) < 0 ||
+        get_u64(root, "tokens_train", &p->tokens_train, path, err) < 0 ||
+        get_u32(root, "nodes", &p->nodes, path, err) < 0 ||
+        get_u32(root, "threads", &p->threads, path, err) < 0 ||
+        get_u32(root, "workers", &p->workers, path, err) < 0 ||
+        get_u32(root, "blocks", &p->blocks, path, err) < 0 ||
+        get_u32(root, "pipeline", &p->pipeline, path, err) < 0)
+        goto out;
+    if (p->nodes == 0 || p->threads == 0 || p->pipeline == 0 ||
+        (uint64_t)p->nodes * p->threads != p->workers ||
+        (uint64_t)p->pipeline * p->workers != p->blocks) {
+        rt_fail(err, RT_EXIT_INPUT,
+                "%s: inconsistent sizes (nodes x threads must be workers, pipeline x workers "
+                "must be blocks)",
+                path);
+        goto out;
+    }
+    rc = read_schedule(root, p, path, err);
+out:
+    json_decref(root);
+    return rc;
+}
+
+/* Offsets must start at 0, never decrease and end at `total`. */
+static int check_offsets(const uint64_t *off, uint64_t n, uint64_t total)
+{
+    if (off[0] != 0 || off[n] != total)
+        return -1;
+    for (uint64_t i = 0; i < n; i++)
+        if (off[i] > off[i + 1])
+            return -1;
+    return 0;
+}
+
+/* ids must be a permutation of 0..n-1. */
+static int check_permutation(const uint32_t *ids, uint64_t n)
+{
+    uint8_t *seen = calloc(n ? n : 1, 1);
+    if (!seen)
+        return -2;
+    int rc = 0;
+    for (uint64_t i = 0; i < n && rc == 0; i++) {
+        if (ids[i] >= n || seen[ids[i]])
+            rc = -1;
+        else
+            seen[ids[i]] = 1;
+    }
+    free(seen);
+    return rc;
+}
+
+/* Fetch a section of exactly `want` bytes. */
+static const void *section(const rt_secfile *f, uint32_t id, uint64_t want, const char *path,
+                           rt_error *err)
+{
+    uint64_t bytes;
+    const void *p = rt_secfile_find(f, id, &bytes);
+    if (!p) {
+        rt_fail(err, RT_EXIT_INPUT, "%s: section %u is missing", path, id);
+        return NULL;
+    }
+    if (bytes != want) {
+        rt_fail(err, RT_EXIT_INPUT, "%s: section %u has %" PRIu64 " bytes, expected %" PRIu64,
+                path, id, bytes, want);
+        return NULL;
+    }
+    return p;
+}
+
+static int read_layout(rt_plan *p, rt_error *err)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/layout.bin", p->dir);
+    rt_secfile f;
+    if (rt_secfile_open(path, RT_FILE_LAYOUT, &f, err) < 0)
+        return -1;
+    p->layout_map = f.map;
+    p->layout_len = f.len;
+    const rt_file_header *h = f.hdr;
+    if (h->app != (uint32_t)p->app || h->workers != p->workers || h->blocks != p->blocks ||
+        h->n_rows != p->n_rows || h->n_cols != p->n_cols || h->plan_id != p->plan_id)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s: does not belong to this plan.json (plan id, app or sizes differ)",
+                       path);
+    p->worker_row_offset = (uint64_t *)section(&f, RT_SEC_WORKER_ROW_OFFSETS,
+                                               8 * ((uint64_t)p->workers + 1), path, err);
+    p->worker_row_ids = (uint32_t *)section(&f, RT_SEC_WORKER_ROW_IDS, 4 * p->n_rows, path, err);
+    p->block_col_offset = (uint64_t *)section(&f, RT_SEC_BLOCK_COL_OFFSETS,
+                                              8 * ((uint64_t)p->blocks + 1), path, err);
+    p->block_col_ids = (uint32_t *)section(&f, RT_SEC_BLOCK_COL_IDS, 4 * p->n_cols, path, err);
+    if (!p->worker_row_offset || !p->worker_row_ids || !p->block_col_offset || !p->block_col_ids)
+        return -1;
+    if (check_offsets(p->worker_row_offset, p->workers, p->n_rows) < 0 ||
+        check_offsets(p->block_col_offset, p->blocks, p->n_cols) < 0)
+        return rt_fail(err, RT_EXIT_INPUT, "%s: inconsistent row or column block offsets", path);
+    int r = check_permutation(p->worker_row_ids, p->n_rows);
+    int c = r ? r : check_permutation(p->block_col_ids, p->n_cols);
+    if (r == -2 || c == -2)
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    if (r || c)
+        return rt_fail(err, RT_EXIT_INPUT, "%s: %s ids are not a permutation", path,
+                       r ? "row" : "column");
+    return 0;
+}
+
+int rt_plan_open(const char *dir, rt_plan *plan, rt_error *err)
+{
+    memset(plan, 0, sizeof(*plan));
+    if (snprintf(plan->dir, sizeof(plan->dir), "%s", dir) >= (int)sizeof(plan->dir))
+        return rt_fail(err, RT_EXIT_INPUT, "%s: path too long", dir);
+    if (read_manifest(plan, err) < 0 || read_layout(plan, err) < 0) {
+        rt_plan_close(plan);
+        return -1;
+    }
+    return 0;
+}
+
+void rt_plan_close(rt_plan *plan)
+{
+    if (plan->layout_map)
+        munmap(plan->layout_map, plan->layout_len);
+    free(plan->schedule);
+    char dir[sizeof(plan->dir)];
+    memcpy(dir, plan->dir, sizeof(dir));
+    memset(plan, 0, sizeof(*plan));
+    memcpy(plan->dir, dir, sizeof(dir));
+}

@@ -1,0 +1,409 @@
+/*
+ * plan_write.c - rt_plan_write: balance, sort into blocks, write every file
+ * of a plan into a temporary directory and rename it into place.
+ */
+#include "balance.h"
+#include "plan_write.h"
+#include "secfile.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
+#include <xxhash.h>
+
+/* ---- input checks ---- */
+
+static int check_entries(const rt_triplets *t, const char *what, rt_plan_app app, uint64_t n_rows,
+                         uint64_t n_cols, rt_error *err)
+{
+    for (uint64_t i = 0; i < t->n; i++) {
+        const rt_entry *e = &t->e[i];
+        if (e->row >= n_rows || e->col >= n_cols)
+            return rt_fail(err, RT_EXIT_INPUT,
+                           "%s entry %" PRIu64 ": id (%u, %u) outside %" PRIu64 " x %" PRIu64, what,
+                           i, e->row, e->col, n_rows, n_cols);
+        if (!isfinite(e->val))
+            return rt_fail(err, RT_EXIT_INPUT, "%s entry %" PRIu64 ": value is not finite", what,
+                           i);
+        if (app == RT_PLAN_LDA && (e->val < 1 || e->val != floorf(e->val) || e->val > 16777216.f))
+            return rt_fail(err, RT_EXIT_INPUT,
+                           "%s entry %" PRIu64 ": count %g is not an integer >= 1", what, i,
+                           (double)e->val);
+    }
+    return 0;
+}
+
+static int check_input(rt_plan_builder *pb, rt_error *err)
+{
+    const rt_plan_input *in = pb->in;
+    const rt_plan_options *opt = pb->opt;
+    if (in->app != RT_PLAN_MF && in->app != RT_PLAN_LDA)
+        return rt_fail(err, RT_EXIT_INPUT, "plan: unknown app %d", (int)in->app);
+    if (!in->train || !in->rows || !in->cols)
+        return rt_fail(err, RT_EXIT_INPUT, "plan: training entries and id maps are required");
+    if (in->test_rows && !in->test)
+        return rt_fail(err, RT_EXIT_INPUT, "plan: held-out documents without test entries");
+    if (opt->nodes < 1 || opt->threads < 1)
+        return rt_fail(err, RT_EXIT_INPUT, "plan: --nodes and --threads must be at least 1");
+    pb->c = opt->pipeline ? opt->pipeline : 2;
+    uint64_t W = (uint64_t)opt->nodes * opt->threads, B = W * pb->c;
+    if (W > 65536 || B > 1048576)
+        return rt_fail(err, RT_EXIT_INPUT, "plan: too many workers (%" PRIu64 ") or blocks", W);
+    pb->W = (uint32_t)W;
+    pb->B = (uint32_t)B;
+    pb->n_rows = in->rows->n;
+    pb->n_cols = in->cols->n;
+    pb->n_test_rows = in->test_rows ? in->test_rows->n : 0;
+    if (in->train->n == 0)
+        return rt_fail(err, RT_EXIT_INPUT, "plan: no training entries");
+    if (check_entries(in->train, "train", in->app, pb->n_rows, pb->n_cols, err) < 0)
+        return -1;
+    if (in->test && check_entries(in->test, "test", in->app,
+                                  in->test_rows ? pb->n_test_rows : pb->n_rows, pb->n_cols,
+                                  err) < 0)
+        return -1;
+    if (pb->n_rows < W)
+        rt_warn("only %" PRIu64 " rows for %" PRIu64 " workers: some workers get no rows",
+                pb->n_rows, W);
+    if (pb->n_cols < B)
+        rt_warn("only %" PRIu64 " columns for %" PRIu64 " blocks: some blocks are empty",
+                pb->n_cols, B);
+    return 0;
+}
+
+/* An existing output directory is replaced only with force, and only when it
+ * looks like a plan (or is empty): never wipe an unrelated directory. */
+static int check_target(const char *dir, int force, rt_error *err)
+{
+    struct stat sb;
+    if (stat(dir, &sb) != 0)
+        return 0;
+    if (!force)
+        return rt_fail(err, RT_EXIT_INPUT, "%s: already exists (use --force to replace it)", dir);
+    if (!S_ISDIR(sb.st_mode))
+        return rt_fail(err, RT_EXIT_INPUT, "%s: exists and is not a directory", dir);
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/plan.json", dir);
+    if (access(path, F_OK) == 0)
+        return 0;
+    DIR *d = opendir(dir);
+    int empty = 1;
+    for (struct dirent *de; d && (de = readdir(d));)
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+            empty = 0;
+    if (d)
+        closedir(d);
+    if (!empty)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s: exists and is not a plan directory; refusing to replace it", dir);
+    return 0;
+}
+
+/* ---- balancing ---- */
+
+static int balance(rt_plan_builder *pb, rt_error *err)
+{
+    const rt_plan_input *in = pb->in;
+    const rt_plan_options *opt = pb->opt;
+    const rt_triplets *t = in->train;
+    uint64_t n_w = pb->n_rows > pb->n_test_rows ? pb->n_rows : pb->n_test_rows;
+    uint64_t *rw = calloc(n_w ? n_w : 1, sizeof(uint64_t));
+    uint64_t *cw = calloc(pb->n_cols ? pb->n_cols : 1, sizeof(uint64_t));
+    uint32_t *rr = malloc(sizeof(uint32_t) * (pb->n_rows ? pb->n_rows : 1));
+    uint32_t *rc_ = malloc(sizeof(uint32_t) * (pb->n_cols ? pb->n_cols : 1));
+    pb->row_worker = malloc(sizeof(uint32_t) * (pb->n_rows ? pb->n_rows : 1));
+    pb->col_block = malloc(sizeof(uint32_t) * (pb->n_cols ? pb->n_cols : 1));
+    pb->test_row_worker = malloc(sizeof(uint32_t) * (pb->n_test_rows ? pb->n_test_rows : 1));
+    int rc = -1;
+    if (!rw || !cw || !rr || !rc_ || !pb->row_worker || !pb->col_block || !pb->test_row_worker) {
+        rt_fail(err, RT_EXIT_RUNTIME, "out of memory (balancing)");
+        goto out;
+    }
+    for (uint64_t i = 0; i < t->n; i++) {
+        uint64_t x = rt_entry_weight(in->app, &t->e[i]);
+        rw[t->e[i].row] += x;
+        cw[t->e[i].col] += x;
+        pb->sum.tokens_train += x;
+    }
+    double t0 = rt_now();
+    if (rt_balance_items(rw, pb->n_rows, pb->W, opt->balance, opt->seed, pb->row_worker, err) <
+            0 ||
+        rt_balance_cols(t, in->app, pb->row_worker, pb->W, pb->n_cols, cw, pb->B, opt->balance,
+                        opt->seed, pb->col_block, err) < 0)
+        goto out;
+    if (rt_imbalance_of(t, in->app, pb->row_worker, pb->col_block, pb->W, pb->B,
+                        &pb->sum.imbalance, err) < 0)
+        goto out;
+    double t1 = rt_now();
+    /* What a seeded random assignment would give, for comparison. */
+    if (rt_balance_items(rw, pb->n_rows, pb->W, RT_BALANCE_RANDOM, opt->seed, rr, err) < 0 ||
+        rt_balance_cols(t, in->app, rr, pb->W, pb->n_cols, cw, pb->B, RT_BALANCE_RANDOM,
+                        opt->seed, rc_, err) < 0 ||
+        rt_imbalance_of(t, in->app, rr, rc_, pb->W, pb->B, &pb->sum.random_imbalance, err) < 0)
+        goto out;
+    /* Held-out documents: dealt to workers balanced by their tokens. */
+    if (in->test_rows) {
+        memset(rw, 0, sizeof(uint64_t) * n_w);
+        for (uint64_t i = 0; i < in->test->n; i++)
+            rw[in->test->e[i].row] += rt_entry_weight(in->app, &in->test->e[i]);
+        if (rt_balance_items(rw, pb->n_test_rows, pb->W, opt->balance, opt->seed ^ 0x7e57,
+                             pb->test_row_worker, err) < 0)
+            goto out;
+    }
+    const rt_imbalance *a = &pb->sum.imbalance, *r = &pb->sum.random_imbalance;
+    rt_info("balance (%s, %.2f s): imbalance max/mean %s: row blocks %.4f, column blocks %.4f, "
+            "cells %.4f (random assignment: %.4f, %.4f, %.4f)",
+            opt->balance == RT_BALANCE_RANDOM ? "random" : "greedy", t1 - t0,
+            in->app == RT_PLAN_LDA ? "tokens" : "ratings", a->row_blocks, a->col_blocks, a->cells,
+            r->row_blocks, r->col_blocks, r->cells);
+    rc = 0;
+out:
+    free(rw), free(cw), free(rr), free(rc_);
+    return rc;
+}
+
+/* ---- files ---- */
+
+static void header_init(const rt_plan_builder *pb, rt_file_header *h, uint32_t kind,
+                        uint32_t worker)
+{
+    memset(h, 0, sizeof(*h));
+    memcpy(h->magic, RT_FILE_MAGIC, 8);
+    h->version = RT_PLAN_FORMAT_VERSION;
+    h->kind = kind;
+    h->app = (uint32_t)pb->in->app;
+    h->worker = worker;
+    h->workers = pb->W;
+    h->blocks = pb->B;
+    h->n_rows = pb->n_rows;
+    h->n_cols = pb->n_cols;
+    h->plan_id = pb->sum.plan_id;
+}
+
+static int write_sectioned(rt_plan_builder *pb, const char *name, const rt_file_header *h,
+                           const rt_secdata *secs, uint32_t n, rt_error *err)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/%s", pb->tmp, name);
+    uint64_t check, bytes;
+    if (rt_secfile_write(path, h, secs, n, &check, &bytes, err) < 0)
+        return -1;
+    return rt_plan_note_file(pb, name, bytes, check, err);
+}
+
+static int write_layout(rt_plan_builder *pb, rt_error *err)
+{
+    rt_file_header h;
+    header_init(pb, &h, RT_FILE_LAYOUT, 0);
+    rt_secdata secs[] = {
+        {RT_SEC_WORKER_ROW_OFFSETS, pb->rows.off, 8 * ((uint64_t)pb->W + 1)},
+        {RT_SEC_WORKER_ROW_IDS, pb->rows.ids, 4 * pb->n_rows},
+        {RT_SEC_BLOCK_COL_OFFSETS, pb->cols.off, 8 * ((uint64_t)pb->B + 1)},
+        {RT_SEC_BLOCK_COL_IDS, pb->cols.ids, 4 * pb->n_cols},
+    };
+    return write_sectioned(pb, "layout.bin", &h, secs, 4, err);
+}
+
+/* Offsets of worker w's B data blocks, relative to its first entry. */
+static void block_offsets(const rt_cells *c, uint32_t w, uint32_t B, uint64_t *off)
+{
+    const uint64_t *co = c->cell_off + (uint64_t)w * B;
+    for (uint32_t b = 0; b <= B; b++)
+        off[b] = co[b] - co[0];
+}
+
+static int write_shard(rt_plan_builder *pb, uint32_t w, uint64_t *off_train, uint64_t *off_test,
+                       rt_error *err)
+{
+    rt_file_header h;
+    header_init(pb, &h, RT_FILE_SHARD, w);
+    uint32_t B = pb->B;
+    block_offsets(&pb->train, w, B, off_train);
+    block_offsets(&pb->test, w, B, off_test);
+    uint64_t tr0 = pb->train.cell_off[(uint64_t)w * B], te0 = pb->test.cell_off[(uint64_t)w * B];
+    rt_secdata secs[5] = {
+        {RT_SEC_TRAIN_OFFSETS, off_train, 8 * ((uint64_t)B + 1)},
+        {RT_SEC_TRAIN_ENTRIES, pb->train.e + tr0, sizeof(rt_entry) * off_train[B]},
+        {RT_SEC_TEST_OFFSETS, off_test, 8 * ((uint64_t)B + 1)},
+        {RT_SEC_TEST_ENTRIES, pb->test.e + te0, sizeof(rt_entry) * off_test[B]},
+    };
+    uint32_t n = 4;
+    if (pb->in->test_rows) {
+        uint64_t a = pb->test_rows.off[w], z = pb->test_rows.off[w + 1];
+        secs[n++] = (rt_secdata){RT_SEC_TEST_ROW_IDS, pb->test_rows.ids + a, 4 * (z - a)};
+    }
+    char name[64];
+    snprintf(name, sizeof(name), "shard-%05u.bin", w);
+    return write_sectioned(pb, name, &h, secs, n, err);
+}
+
+static int write_shards(rt_plan_builder *pb, rt_error *err)
+{
+    uint64_t *a = malloc(8 * ((uint64_t)pb->B + 1)), *b = malloc(8 * ((uint64_t)pb->B + 1));
+    int rc = a && b ? 0 : rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    for (uint32_t w = 0; rc == 0 && w < pb->W; w++)
+        rc = write_shard(pb, w, a, b, err);
+    free(a), free(b);
+    return rc;
+}
+
+/* rows.ids / cols.ids / test_rows.ids: one original id per line. */
+static int write_ids(rt_plan_builder *pb, const char *name, const rt_idmap *m, rt_error *err)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/%s", pb->tmp, name);
+    FILE *fp = fopen(path, "wb");
+    if (!fp)
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot create", path);
+    setvbuf(fp, NULL, _IOFBF, 1 << 20);
+    XXH3_state_t st;
+    XXH3_64bits_reset(&st);
+    uint64_t bytes = 0;
+    int bad = 0;
+    for (uint64_t i = 0; i < m->n && !bad; i++) {
+        const char *s = rt_idmap_str(m, i);
+        size_t len = strlen(s);
+        /* The string is followed by its NUL; hash and write it with a '\n'. */
+        XXH3_64bits_update(&st, s, len);
+        XXH3_64bits_update(&st, "\n", 1);
+        bad = fwrite(s, 1, len, fp) != len || fputc('\n', fp) == EOF;
+        bytes += len + 1;
+    }
+    bad |= fclose(fp) != 0;
+    if (bad)
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: write failed", path);
+    return rt_plan_note_file(pb, name, bytes, XXH3_64bits_digest(&st), err);
+}
+
+/* ---- putting it together ---- */
+
+/* A plan id derived from everything that shapes the plan: rerunning the
+ * partitioner on the same input with the same options gives the same plan. */
+static uint64_t plan_id_of(const rt_plan_builder *pb)
+{
+    const rt_plan_input *in = pb->in;
+    uint64_t x = rt_hash64(pb->opt->seed) ^ rt_hash64(((uint64_t)pb->W << 32) | pb->B);
+    x = rt_hash64(x ^ ((uint64_t)in->app << 40) ^ pb->n_rows) ^ rt_hash64(pb->n_cols + 1);
+    x ^= rt_checksum(in->train->e, sizeof(rt_entry) * in->train->n);
+    if (in->test)
+        x = rt_hash64(x) ^ rt_checksum(in->test->e, sizeof(rt_entry) * in->test->n);
+    x = rt_hash64(x ^ (uint64_t)pb->opt->balance ^ (uint64_t)pb->c << 20);
+    return x ? x : 1;
+}
+
+static int build_layout(rt_plan_builder *pb, rt_error *err)
+{
+    const rt_plan_input *in = pb->in;
+    static const rt_triplets none;
+    if (rt_groups_build(pb->row_worker, pb->n_rows, pb->W, &pb->rows, err) < 0 ||
+        rt_groups_build(pb->col_block, pb->n_cols, pb->B, &pb->cols, err) < 0 ||
+        rt_groups_build(pb->test_row_worker, pb->n_test_rows, pb->W, &pb->test_rows, err) < 0)
+        return -1;
+    if (rt_cells_build(in->train, in->app, pb->n_rows, pb->row_worker, &pb->rows, pb->n_cols,
+                       pb->col_block, &pb->cols, pb->W, pb->B, &pb->train, err) < 0)
+        return -1;
+    const rt_triplets *test = in->test ? in->test : &none;
+    int held = in->test_rows != NULL;
+    if (rt_cells_build(test, in->app, held ? pb->n_test_rows : pb->n_rows,
+                       held ? pb->test_row_worker : pb->row_worker,
+                       held ? &pb->test_rows : &pb->rows, pb->n_cols, pb->col_block, &pb->cols,
+                       pb->W, pb->B, &pb->test, err) < 0)
+        return -1;
+    pb->sum.nnz_train = in->train->n;
+    pb->sum.nnz_test = test->n;
+    pb->sum.duplicates = pb->train.dups;
+    if (pb->train.dups)
+        rt_warn("%" PRIu64 " duplicate (row, column) training entries kept", pb->train.dups);
+    return 0;
+}
+
+static int write_all(rt_plan_builder *pb, rt_error *err)
+{
+    pb->files = json_object();
+    if (!pb->files)
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    if (write_layout(pb, err) < 0 || write_shards(pb, err) < 0 ||
+        write_ids(pb, "rows.ids", pb->in->rows, err) < 0 ||
+        write_ids(pb, "cols.ids", pb->in->cols, err) < 0)
+        return -1;
+    if (pb->in->test_rows && write_ids(pb, "test_rows.ids", pb->in->test_rows, err) < 0)
+        return -1;
+    return rt_plan_write_manifest(pb, err);
+}
+
+/* Move the finished temporary directory to `dir`, replacing an old plan. */
+static int commit_dir(const rt_plan_builder *pb, const char *dir, rt_error *err)
+{
+    char old[4200];
+    struct stat sb;
+    int replace = stat(dir, &sb) == 0;
+    snprintf(old, sizeof(old), "%s.old.%d", dir, (int)getpid());
+    if (replace && rename(dir, old) != 0)
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot move the old plan aside",
+                             dir);
+    if (rename(pb->tmp, dir) != 0) {
+        int e = errno;
+        if (replace)
+            rename(old, dir);
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, e, "%s: cannot rename %s", dir, pb->tmp);
+    }
+    if (replace)
+        rt_remove_tree(old);
+    return 0;
+}
+
+static void builder_free(rt_plan_builder *pb)
+{
+    free(pb->row_worker), free(pb->col_block), free(pb->test_row_worker);
+    rt_groups_free(&pb->rows), rt_groups_free(&pb->cols), rt_groups_free(&pb->test_rows);
+    rt_cells_free(&pb->train), rt_cells_free(&pb->test);
+    json_decref(pb->files);
+}
+
+int rt_plan_write(const char *dir, const rt_plan_input *in, const rt_plan_options *opt,
+                  rt_plan_summary *sum, rt_error *err)
+{
+    double t0 = rt_now();
+    rt_plan_builder pb;
+    memset(&pb, 0, sizeof(pb));
+    pb.in = in;
+    pb.opt = opt;
+    int rc = -1;
+    if (check_input(&pb, err) < 0 || check_target(dir, opt->force, err) < 0)
+        goto out;
+    pb.sum.plan_id = plan_id_of(&pb);
+    pb.sum.workers = pb.W;
+    pb.sum.blocks = pb.B;
+    if (balance(&pb, err) < 0 || build_layout(&pb, err) < 0)
+        goto out;
+    if (snprintf(pb.tmp, sizeof(pb.tmp), "%s.tmp-XXXXXX", dir) >= (int)sizeof(pb.tmp)) {
+        rt_fail(err, RT_EXIT_INPUT, "%s: path too long", dir);
+        goto out;
+    }
+    if (!mkdtemp(pb.tmp)) {
+        rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot create a temporary directory",
+                      pb.tmp);
+        pb.tmp[0] = '\0';
+        goto out;
+    }
+    if (write_all(&pb, err) < 0 || commit_dir(&pb, dir, err) < 0) {
+        rt_remove_tree(pb.tmp);
+        goto out;
+    }
+    pb.sum.seconds = rt_now() - t0;
+    rt_info("plan %016" PRIx64 " written to %s: %u workers, %u blocks, %" PRIu64
+            " train / %" PRIu64 " test entries (%.2f s)",
+            pb.sum.plan_id, dir, pb.W, pb.B, pb.sum.nnz_train, pb.sum.nnz_test, pb.sum.seconds);
+    if (sum)
+        *sum = pb.sum;
+    rc = 0;
+out:
+    builder_free(&pb);
+    return rc;
+}

@@ -1,0 +1,393 @@
+/*
+ * read_ratings.c - MF ratings readers: whitespace triplets (u.data), CSV
+ * with a header (ratings.csv), MovieLens "::" (ratings.dat), MatrixMarket
+ * coordinate, LIBMF.  Hand-rolled field splitting and number parsing: these
+ * files run to tens of millions of lines.
+ */
+#include "partition.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_FIELDS 5 /* we need at most 4; the 5th only shows "too many" */
+
+typedef struct field {
+    char *s;
+    size_t len;
+} field;
+
+static const char *const format_names[] = {"auto", "triplets", "csv", "movielens-dat", "mm",
+                                           "libmf"};
+
+const char *rt_rating_format_name(rt_rating_format f)
+{
+    return (unsigned)f < sizeof(format_names) / sizeof(format_names[0]) ? format_names[f] : "?";
+}
+
+int rt_rating_format_parse(const char *s, rt_rating_format *f)
+{
+    for (unsigned i = 0; i < sizeof(format_names) / sizeof(format_names[0]); i++)
+        if (!strcmp(s, format_names[i])) {
+            *f = (rt_rating_format)i;
+            return 0;
+        }
+    if (!strcmp(s, "dat") || !strcmp(s, "movielens")) {
+        *f = RT_FMT_DAT;
+        return 0;
+    }
+    if (!strcmp(s, "matrixmarket")) {
+        *f = RT_FMT_MM;
+        return 0;
+    }
+    return -1;
+}
+
+static inline int is_space(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+/* Split on runs of spaces/tabs.  Fields are NUL-terminated in place. */
+static int split_ws(char *s, field *f)
+{
+    int n = 0;
+    for (;;) {
+        while (is_space(*s))
+            s++;
+        if (!*s)
+            return n;
+        char *start = s;
+        while (*s && !is_space(*s))
+            s++;
+        if (n < MAX_FIELDS)
+            f[n] = (field){start, (size_t)(s - start)};
+        n++;
+        if (!*s)
+            return n;
+        *s++ = '\0';
+    }
+}
+
+/* Split on a one-character (',') or two-character ("::") separator; CSV
+ * fields are trimmed of surrounding spaces. */
+static int split_sep(char *s, const char *sep, field *f)
+{
+    size_t sl = strlen(sep);
+    int n = 0;
+    for (;;) {
+        char *end = sl == 1 ? strchr(s, sep[0]) : strstr(s, sep);
+        char *stop = end ? end : s + strlen(s);
+        char *a = s, *z = stop;
+        while (a < z && is_space(*a))
+            a++;
+        while (z > a && is_space(z[-1]))
+            z--;
+        *z = '\0';
+        if (n < MAX_FIELDS)
+            f[n] = (field){a, (size_t)(z - a)};
+        n++;
+        if (!end)
+            return n;
+        s = end + sl;
+    }
+}
+
+/* A decimal number: fast exact path for plain "ddd.ddd", strtod otherwise.
+ * (mantissa < 2^53 and at most 22 fraction digits make the division exact
+ * up to one correct rounding.)  Returns -1 when not a number. */
+static int parse_number(const char *s, size_t len, double *out)
+{
+    static const double p10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                 1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    const char *p = s, *end = s + len;
+    int neg = 0;
+    if (p < end && (*p == '-' || *p == '+'))
+        neg = *p++ == '-';
+    uint64_t m = 0;
+    int digits = 0, frac = -1;
+    for (; p < end; p++) {
+        if (*p >= '0' && *p <= '9') {
+            m = m * 10 + (uint64_t)(*p - '0');
+            digits++;
+            if (frac >= 0)
+                frac++;
+        } else if (*p == '.' && frac < 0) {
+            frac = 0;
+        } else {
+            break;
+        }
+    }
+    if (p == end && digits > 0 && digits <= 15 && frac <= 22) {
+        double v = (double)m / p10[frac > 0 ? frac : 0];
+        *out = neg ? -v : v;
+        return 0;
+    }
+    if (len == 0)
+        return -1;
+    char *e;
+    errno = 0;
+    double v = strtod(s, &e); /* s is NUL-terminated at `end` */
+    if (e != end || e == s)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* A non-negative integer id; canon / clen: the id without leading zeros. */
+static int parse_uint_id(const field *f, uint64_t *v, const char **canon, size_t *clen)
+{
+    if (f->len == 0 || f->len > 19)
+        return -1;
+    uint64_t x = 0;
+    for (size_t i = 0; i < f->len; i++) {
+        if (f->s[i] < '0' || f->s[i] > '9')
+            return -1;
+        x = x * 10 + (uint64_t)(f->s[i] - '0');
+    }
+    size_t z = 0;
+    while (z + 1 < f->len && f->s[z] == '0')
+        z++;
+    *v = x;
+    *canon = f->s + z;
+    *clen = f->len - z;
+    return 0;
+}
+
+/* ---- one reading pass ---- */
+
+typedef struct reader {
+    const char *path;
+    rt_rating_format fmt;
+    rt_linereader lr;
+    rt_idmap *rows, *cols;
+    int add_ids;
+    rt_triplets *out;
+    rt_ratings_stats *st;
+    /* MatrixMarket */
+    int mm_pattern, mm_have_size;
+    uint64_t mm_rows, mm_cols, mm_nnz, mm_size_line, mm_entries;
+} reader;
+
+static int line_error(reader *r, rt_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int line_error(reader *r, rt_error *err, const char *fmt, ...)
+{
+    char what[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    return rt_fail(err, RT_EXIT_INPUT, "%s:%" PRIu64 ": %s", r->path, r->lr.line_no, what);
+}
+
+/* Show at most 40 characters of a bad field. */
+static const char *clip(const field *f, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%.*s%s", (int)(f->len > 40 ? 40 : f->len), f->s, f->len > 40 ? "..." : "");
+    return buf;
+}
+
+/* "%%MatrixMarket matrix coordinate <field> <symmetry>" */
+static int mm_banner(reader *r, char *line, rt_error *err)
+{
+    field f[MAX_FIELDS];
+    int n = split_ws(line, f);
+    if (n != 5 || strcasecmp(f[1].s, "matrix") || strcasecmp(f[2].s, "coordinate"))
+        return line_error(r, err, "expected '%%%%MatrixMarket matrix coordinate real general'");
+    if (strcasecmp(f[4].s, "general"))
+        return line_error(r, err, "MatrixMarket symmetry '%s' is not supported (only general)",
+                          f[4].s);
+    if (!strcasecmp(f[3].s, "pattern"))
+        r->mm_pattern = 1;
+    else if (strcasecmp(f[3].s, "real") && strcasecmp(f[3].s, "integer"))
+        return line_error(r, err, "MatrixMarket field '%s' is not supported", f[3].s);
+    return 0;
+}
+
+static int mm_size(reader *r, field *f, int n, rt_error *err)
+{
+    const char *c;
+    size_t cl;
+    if (n != 3 || parse_uint_id(&f[0], &r->mm_rows, &c, &cl) < 0 ||
+        parse_uint_id(&f[1], &r->mm_cols, &c, &cl) < 0 ||
+        parse_uint_id(&f[2], &r->mm_nnz, &c, &cl) < 0)
+        return line_error(r, err, "expected the MatrixMarket size line 'rows cols entries'");
+    r->mm_have_size = 1;
+    r->mm_size_line = r->lr.line_no;
+    return 0;
+}
+
+/* Look up or add the ids of one rating; *keep = 0 when a test id is unknown. */
+static int map_ids(reader *r, const char *u, size_t ul, const char *i, size_t il, uint32_t *row,
+                   uint32_t *col, int *keep, rt_error *err)
+{
+    if (r->add_ids) {
+        *keep = 1;
+        if (rt_idmap_intern(r->rows, u, ul, row, err) < 0 ||
+            rt_idmap_intern(r->cols, i, il, col, err) < 0)
+            return rt_error_prefix(err, "%s:%" PRIu64, r->path, r->lr.line_no);
+        return 0;
+    }
+    int64_t a = rt_idmap_find(r->rows, u, ul), b = rt_idmap_find(r->cols, i, il);
+    *keep = a >= 0 && b >= 0;
+    *row = (uint32_t)a;
+    *col = (uint32_t)b;
+    return 0;
+}
+
+static int rating_line(reader *r, field *f, int n, rt_error *err)
+{
+    char buf[64];
+    int want_max = r->fmt == RT_FMT_MM ? (r->mm_pattern ? 2 : 3) : r->fmt == RT_FMT_LIBMF ? 3 : 4;
+    int want_min = r->fmt == RT_FMT_MM && r->mm_pattern ? 2 : 3;
+    if (n < want_min || n > want_max) {
+        if (want_min == want_max)
+            return line_error(r, err, "expected %d fields, found %d", want_min, n);
+        return line_error(r, err, "expected 3 or 4 fields (user item rating [timestamp]), found %d",
+                          n);
+    }
+    const char *u = f[0].s, *i = f[1].s;
+    size_t ul = f[0].len, il = f[1].len;
+    if (r->fmt == RT_FMT_MM || r->fmt == RT_FMT_LIBMF) {
+        uint64_t a, b;
+        if (parse_uint_id(&f[0], &a, &u, &ul) < 0)
+            return line_error(r, err, "row id '%s' is not a non-negative integer",
+                              clip(&f[0], buf, sizeof(buf)));
+        if (parse_uint_id(&f[1], &b, &i, &il) < 0)
+            return line_error(r, err, "column id '%s' is not a non-negative integer",
+                              clip(&f[1], buf, sizeof(buf)));
+        if (r->fmt == RT_FMT_MM) {
+            if (a < 1 || a > r->mm_rows)
+                return line_error(r, err, "row id %" PRIu64 " outside the header's 1..%" PRIu64,
+                                  a, r->mm_rows);
+            if (b < 1 || b > r->mm_cols)
+                return line_error(r, err, "column id %" PRIu64 " outside the header's 1..%" PRIu64,
+                                  b, r->mm_cols);
+            if (++r->mm_entries > r->mm_nnz)
+                return line_error(r, err, "more entries than the %" PRIu64 " the header declares",
+                                  r->mm_nnz);
+        }
+    }
+    double v = 1.0;
+    if (n >= 3) {
+        if (parse_number(f[2].s, f[2].len, &v) < 0)
+            return line_error(r, err, "rating '%s' is not a number", clip(&f[2], buf, sizeof(buf)));
+        if (!isfinite(v) || !isfinite((float)v))
+            return line_error(r, err, "rating '%s' is NaN or infinite",
+                              clip(&f[2], buf, sizeof(buf)));
+    }
+    uint32_t row, col;
+    int keep;
+    if (map_ids(r, u, ul, i, il, &row, &col, &keep, err) < 0)
+        return -1;
+    if (!keep) {
+        r->st->dropped++;
+        return 0;
+    }
+    r->st->ratings++;
+    return rt_triplets_push(r->out, row, col, (float)v, err);
+}
+
+/* Is this a CSV header ("userId,movieId,rating,timestamp")? */
+static int csv_header(field *f, int n)
+{
+    double v;
+    return n >= 3 && parse_number(f[2].s, f[2].len, &v) < 0;
+}
+
+static int one_line(reader *r, char *line, int *first_data, rt_error *err)
+{
+    field f[MAX_FIELDS];
+    char *s = line;
+    while (is_space(*s))
+        s++;
+    if (!*s)
+        return 0; /* blank */
+    if (r->fmt == RT_FMT_MM) {
+        if (r->lr.line_no == 1) {
+            if (strncmp(s, "%%MatrixMarket", 14) != 0)
+                return line_error(r, err, "missing the '%%%%MatrixMarket' banner");
+            return mm_banner(r, s, err);
+        }
+        if (*s == '%')
+            return 0;
+        int n = split_ws(s, f);
+        return r->mm_have_size ? rating_line(r, f, n, err) : mm_size(r, f, n, err);
+    }
+    if (*s == '#' || *s == '%')
+        return 0; /* comment */
+    int n = r->fmt == RT_FMT_CSV   ? split_sep(s, ",", f)
+            : r->fmt == RT_FMT_DAT ? split_sep(s, "::", f)
+                                   : split_ws(s, f);
+    if (*first_data) {
+        *first_data = 0;
+        if (r->fmt == RT_FMT_CSV && csv_header(f, n)) {
+            r->st->header = 1;
+            return 0;
+        }
+    }
+    return rating_line(r, f, n, err);
+}
+
+static int read_all(reader *r, rt_error *err)
+{
+    char *line;
+    size_t len;
+    int rc, first_data = 1;
+    while ((rc = rt_linereader_next(&r->lr, &line, &len, err)) == 1)
+        if (one_line(r, line, &first_data, err) < 0)
+            return -1;
+    if (rc < 0)
+        return -1;
+    r->st->lines = r->lr.line_no;
+    if (r->fmt == RT_FMT_MM) {
+        if (!r->mm_have_size)
+            return rt_fail(err, RT_EXIT_INPUT, "%s:%" PRIu64 ": no MatrixMarket size line",
+                           r->path, r->lr.line_no);
+        if (r->mm_entries != r->mm_nnz)
+            return rt_fail(err, RT_EXIT_INPUT,
+                           "%s:%" PRIu64 ": the header declares %" PRIu64
+                           " entries but the file has %" PRIu64,
+                           r->path, r->mm_size_line, r->mm_nnz, r->mm_entries);
+    }
+    if (r->add_ids && r->st->ratings == 0)
+        return rt_fail(err, RT_EXIT_INPUT, "%s:%" PRIu64 ": empty input: no ratings", r->path,
+                       r->lr.line_no);
+    return 0;
+}
+
+int rt_read_ratings(const char *path, rt_rating_format fmt, rt_idmap *rows, rt_idmap *cols,
+                    int add_ids, rt_triplets *out, rt_ratings_stats *st, rt_error *err)
+{
+    memset(st, 0, sizeof(*st));
+    if (fmt == RT_FMT_AUTO) {
+        const char *why;
+        if (rt_rating_format_sniff(path, &fmt, &why, err) < 0)
+            return -1;
+        rt_info("%s: format %s (%s)", path, rt_rating_format_name(fmt), why);
+    }
+    st->format = fmt;
+    reader r;
+    memset(&r, 0, sizeof(r));
+    r.path = path;
+    r.fmt = fmt;
+    r.rows = rows;
+    r.cols = cols;
+    r.add_ids = add_ids;
+    r.out = out;
+    r.st = st;
+    if (rt_linereader_open(&r.lr, path, err) < 0)
+        return -1;
+    double t0 = rt_now();
+    int rc = read_all(&r, err);
+    double dt = rt_now() - t0;
+    rt_linereader_close(&r.lr);
+    if (rc == 0 && st->lines >= 1000000)
+        rt_info("%s: %" PRIu64 " ratings in %.2f s (%.1fM lines/s)", path, st->ratings, dt,
+                dt > 0 ? (double)st->lines / dt / 1e6 : 0.0);
+    return rc;
+}

@@ -1,0 +1,154 @@
+/* secfile.c - write and verify sectioned files (layout.bin, shard-NNNNN.bin). */
+#include "secfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
+#include <xxhash.h>
+
+/* Checksum of the header (with header_check = 0) followed by the table. */
+static uint64_t header_checksum(const rt_file_header *hdr, const rt_section_entry *sec)
+{
+    rt_file_header h = *hdr;
+    h.header_check = 0;
+    XXH3_state_t st;
+    XXH3_64bits_reset(&st);
+    XXH3_64bits_update(&st, &h, sizeof(h));
+    XXH3_64bits_update(&st, sec, sizeof(*sec) * h.n_sections);
+    return XXH3_64bits_digest(&st);
+}
+
+/* Write `len` bytes and fold them into the whole-file hash. */
+static int put(FILE *fp, XXH3_state_t *st, const void *p, size_t len, const char *path,
+               rt_error *err)
+{
+    XXH3_64bits_update(st, p, len);
+    return rt_write_all(fp, p, len, path, err);
+}
+
+int rt_secfile_write(const char *path, const rt_file_header *hdr, const rt_secdata *secs,
+                     uint32_t n, uint64_t *file_check, uint64_t *file_bytes, rt_error *err)
+{
+    static const char zeros[RT_ALIGN];
+    rt_file_header h = *hdr;
+    rt_section_entry table[RT_MAX_SECTIONS];
+    if (n > RT_MAX_SECTIONS)
+        return rt_fail(err, RT_EXIT_RUNTIME, "%s: too many sections", path);
+    memset(table, 0, sizeof(table));
+    uint64_t at = rt_round_up(sizeof(h) + sizeof(table[0]) * n, RT_ALIGN);
+    for (uint32_t i = 0; i < n; i++) {
+        table[i].id = secs[i].id;
+        table[i].offset = at;
+        table[i].bytes = secs[i].bytes;
+        table[i].checksum = rt_checksum(secs[i].data, secs[i].bytes);
+        at = rt_round_up(at + secs[i].bytes, RT_ALIGN);
+    }
+    h.n_sections = n;
+    h.reserved = 0;
+    h.header_check = header_checksum(&h, table);
+
+    FILE *fp = fopen(path, "wb");
+    if (!fp)
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot create", path);
+    setvbuf(fp, NULL, _IOFBF, 1 << 20);
+    XXH3_state_t st;
+    XXH3_64bits_reset(&st);
+    int rc = put(fp, &st, &h, sizeof(h), path, err);
+    if (rc == 0)
+        rc = put(fp, &st, table, sizeof(table[0]) * n, path, err);
+    uint64_t pos = sizeof(h) + sizeof(table[0]) * n;
+    for (uint32_t i = 0; rc == 0 && i < n; i++) {
+        rc = put(fp, &st, zeros, table[i].offset - pos, path, err);
+        if (rc == 0)
+            rc = put(fp, &st, secs[i].data, secs[i].bytes, path, err);
+        pos = table[i].offset + secs[i].bytes;
+    }
+    if (fclose(fp) != 0 && rc == 0)
+        rc = rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: write failed", path);
+    if (rc == 0) {
+        *file_check = XXH3_64bits_digest(&st);
+        *file_bytes = pos;
+    }
+    return rc;
+}
+
+int rt_secfile_open(const char *path, uint32_t kind, rt_secfile *f, rt_error *err)
+{
+    memset(f, 0, sizeof(*f));
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot open", path);
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        close(fd);
+        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot stat", path);
+    }
+    size_t len = (size_t)sb.st_size;
+    if (len < sizeof(rt_file_header)) {
+        close(fd);
+        return rt_fail(err, RT_EXIT_INPUT, "%s: truncated (%zu bytes, shorter than a header)",
+                       path, len);
+    }
+    void *map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED)
+        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot mmap", path);
+    f->map = map;
+    f->len = len;
+    f->hdr = map;
+    f->sec = (const rt_section_entry *)((const char *)map + sizeof(rt_file_header));
+    const rt_file_header *h = f->hdr;
+    const char *why = NULL;
+    if (memcmp(h->magic, RT_FILE_MAGIC, 8) != 0)
+        why = "not a rotor plan file (bad magic)";
+    else if (h->version != RT_PLAN_FORMAT_VERSION)
+        why = "unsupported format version";
+    else if (h->kind != kind)
+        why = kind == RT_FILE_LAYOUT ? "not a layout file" : "not a shard file";
+    else if (h->n_sections > RT_MAX_SECTIONS)
+        why = "corrupted header (section count)";
+    else if (sizeof(*h) + sizeof(rt_section_entry) * h->n_sections > len)
+        why = "truncated (section table)";
+    else if (header_checksum(h, f->sec) != h->header_check)
+        why = "header checksum mismatch (corrupted)";
+    for (uint32_t i = 0; !why && i < h->n_sections; i++) {
+        const rt_section_entry *s = &f->sec[i];
+        if (s->offset % RT_ALIGN || s->offset > len || s->bytes > len - s->offset)
+            why = "truncated (a section extends past the end of the file)";
+        else if (rt_checksum((const char *)map + s->offset, s->bytes) != s->checksum)
+            why = "section checksum mismatch (corrupted)";
+        if (why) {
+            rt_fail(err, RT_EXIT_INPUT, "%s: section %u: %s", path, s->id, why);
+            rt_secfile_close(f);
+            return -1;
+        }
+    }
+    if (why) {
+        rt_fail(err, RT_EXIT_INPUT, "%s: %s", path, why);
+        rt_secfile_close(f);
+        return -1;
+    }
+    return 0;
+}
+
+void rt_secfile_close(rt_secfile *f)
+{
+    if (f->map)
+        munmap(f->map, f->len);
+    memset(f, 0, sizeof(*f));
+}
+
+const void *rt_secfile_find(const rt_secfile *f, uint32_t id, uint64_t *bytes)
+{
+    for (uint32_t i = 0; i < f->hdr->n_sections; i++)
+        if (f->sec[i].id == id) {
+            *bytes = f->sec[i].bytes;
+            return (const char *)f->map + f->sec[i].offset;
+        }
+    *bytes = 0;
+    return NULL;
+}

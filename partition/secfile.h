@@ -1,0 +1,39 @@
+/*
+ * secfile.h - the sectioned container shared by layout.bin and the shards
+ * (internal to the partition module; the format is described in partition.h).
+ */
+#ifndef ROTOR_SECFILE_H
+#define ROTOR_SECFILE_H
+
+#include "partition.h"
+
+/* One section to write: `bytes` bytes at `data`. */
+typedef struct rt_secdata {
+    uint32_t id;
+    const void *data;
+    uint64_t bytes;
+} rt_secdata;
+
+/* Write a complete sectioned file at `path` (the caller writes into a
+ * temporary plan directory, so no per-file rename is needed).  `hdr` has
+ * every field but n_sections and header_check filled in.  On success the
+ * XXH3 of the whole file is returned in *file_check and its size in *file_bytes. */
+int rt_secfile_write(const char *path, const rt_file_header *hdr, const rt_secdata *secs,
+                     uint32_t n, uint64_t *file_check, uint64_t *file_bytes, rt_error *err);
+
+/* A mapped and verified sectioned file. */
+typedef struct rt_secfile {
+    void *map;
+    size_t len;
+    const rt_file_header *hdr;
+    const rt_section_entry *sec;
+} rt_secfile;
+
+/* mmap `path` and check magic, version, kind, header checksum, that every
+ * section lies inside the file (else "truncated") and every section checksum. */
+int rt_secfile_open(const char *path, uint32_t kind, rt_secfile *f, rt_error *err);
+void rt_secfile_close(rt_secfile *f);
+/* Section `id` (NULL with *bytes = 0 when absent). */
+const void *rt_secfile_find(const rt_secfile *f, uint32_t id, uint64_t *bytes);
+
+#endif

@@ -1,0 +1,471 @@
+/* cd_mf_test.c - unit tests of cd-mf: the phase sequence, the kernels, and the
+ * solver core replayed through the ring schedule in memory (no engine, no
+ * network), checked against the serial reference CCD++ (cd_mf_ref.c). */
+#include "apps/cd_mf.h"
+#include "cd_mf_ref.h"
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+/* ---- a small planted problem, cut like a plan ---- */
+
+typedef struct toy {
+    rt_plan plan;
+    rt_shard *shards;     /* W */
+    rt_entry **train;     /* per worker */
+    rt_entry **test;      /* per worker */
+    cd_ref_data ref;      /* the same ratings with global ids */
+} toy;
+
+/* Rows go to worker g % W (local index g / W), columns to block g % B. */
+static void toy_make(toy *t, uint32_t n_rows, uint32_t n_cols, uint32_t W, uint32_t c,
+                     uint32_t threads, double density, uint64_t seed)
+{
+    uint32_t B = W * c, planted = 3;
+    memset(t, 0, sizeof(*t));
+    rt_plan *p = &t->plan;
+    p->app = RT_PLAN_MF;
+    p->n_rows = n_rows;
+    p->n_cols = n_cols;
+    p->workers = W;
+    p->blocks = B;
+    p->pipeline = c;
+    p->threads = threads;
+    p->nodes = W / threads;
+    p->worker_row_offset = calloc(W + 1, sizeof(uint64_t));
+    p->worker_row_ids = calloc(n_rows, sizeof(uint32_t));
+    p->block_col_offset = calloc(B + 1, sizeof(uint64_t));
+    p->block_col_ids = calloc(n_cols, sizeof(uint32_t));
+    for (uint32_t w = 0, at = 0; w < W; w++) {
+        p->worker_row_offset[w] = at;
+        for (uint32_t g = w; g < n_rows; g += W)
+            p->worker_row_ids[at++] = g;
+        p->worker_row_offset[w + 1] = at;
+    }
+    for (uint32_t b = 0, at = 0; b < B; b++) {
+        p->block_col_offset[b] = at;
+        for (uint32_t g = b; g < n_cols; g += B)
+            p->block_col_ids[at++] = g;
+        p->block_col_offset[b + 1] = at;
+    }
+
+    /* Planted factors and the observed entries, in (row, col) order. */
+    rt_rng rng;
+    rt_rng_seed(&rng, seed, 0);
+    double *A = malloc(sizeof(double) * n_rows * planted), *Bm = malloc(sizeof(double) * n_cols * planted);
+    for (size_t x = 0; x < (size_t)n_rows * planted; x++)
+        A[x] = rt_rng_normal(&rng);
+    for (size_t x = 0; x < (size_t)n_cols * planted; x++)
+        Bm[x] = rt_rng_normal(&rng);
+    size_t cap = (size_t)n_rows * n_cols;
+    cd_ref_data *d = &t->ref;
+    d->n_rows = n_rows;
+    d->n_cols = n_cols;
+    d->row = malloc(cap * 4), d->col = malloc(cap * 4), d->val = malloc(cap * 4);
+    d->trow = malloc(cap * 4), d->tcol = malloc(cap * 4), d->tval = malloc(cap * 4);
+    int *is_test = malloc(cap * sizeof(int));
+    float *val = malloc(cap * sizeof(float));
+    for (uint32_t i = 0; i < n_rows; i++)
+        for (uint32_t j = 0; j < n_cols; j++) {
+            size_t x = (size_t)i * n_cols + j;
+            is_test[x] = -1;
+            if (rt_rng_uniform(&rng) >= density)
+                continue;
+            double v = 3 + 0.1 * rt_rng_normal(&rng);
+            for (uint32_t r = 0; r < planted; r++)
+                v += A[i * planted + r] * Bm[j * planted + r];
+            val[x] = (float)v;
+            is_test[x] = rt_rng_uniform(&rng) < 0.2;
+            if (is_test[x]) {
+                d->trow[d->nt] = i, d->tcol[d->nt] = j, d->tval[d->nt++] = val[x];
+            } else {
+                d->row[d->n] = i, d->col[d->n] = j, d->val[d->n++] = val[x];
+            }
+        }
+    p->nnz_train = d->n;
+    p->nnz_test = d->nt;
+
+    /* Shards: entries of block (w, b), sorted by (local row, local col). */
+    t->shards = calloc(W, sizeof(rt_shard));
+    t->train = calloc(W, sizeof(rt_entry *));
+    t->test = calloc(W, sizeof(rt_entry *));
+    for (uint32_t w = 0; w < W; w++) {
+        rt_shard *sh = &t->shards[w];
+        uint64_t *toff = calloc(B + 1, sizeof(uint64_t)), *soff = calloc(B + 1, sizeof(uint64_t));
+        t->train[w] = malloc(cap * sizeof(rt_entry));
+        t->test[w] = malloc(cap * sizeof(rt_entry));
+        size_t nt = 0, ns = 0;
+        for (uint32_t b = 0; b < B; b++) {
+            toff[b] = nt;
+            soff[b] = ns;
+            for (uint32_t i = w; i < n_rows; i += W)
+                for (uint32_t j = b; j < n_cols; j += B) {
+                    size_t x = (size_t)i * n_cols + j;
+                    if (is_test[x] < 0)
+                        continue;
+                    rt_entry e = {i / W, j / B, val[x]};
+                    if (is_test[x])
+                        t->test[w][ns++] = e;
+                    else
+                        t->train[w][nt++] = e;
+                }
+        }
+        toff[B] = nt;
+        soff[B] = ns;
+        sh->worker = w;
+        sh->n_rows = rt_plan_worker_rows(p, w);
+        sh->row_ids = p->worker_row_ids + p->worker_row_offset[w];
+        sh->train_off = toff;
+        sh->train = t->train[w];
+        sh->test_off = soff;
+        sh->test = t->test[w];
+    }
+    free(A);
+    free(Bm);
+    free(is_test);
+    free(val);
+}
+
+static void toy_free(toy *t)
+{
+    for (uint32_t w = 0; w < t->plan.workers; w++) {
+        free((void *)t->shards[w].train_off);
+        free((void *)t->shards[w].test_off);
+        free(t->train[w]);
+        free(t->test[w]);
+    }
+    free(t->shards);
+    free(t->train);
+    free(t->test);
+    free(t->plan.worker_row_offset);
+    free(t->plan.worker_row_ids);
+    free(t->plan.block_col_offset);
+    free(t->plan.block_col_ids);
+    cd_ref_data *d = &t->ref;
+    free(d->row), free(d->col), free(d->val), free(d->trow), free(d->tcol), free(d->tval);
+}
+
+static cd_opts opts(uint32_t k, uint32_t outer, uint32_t inner, double lambda, uint64_t seed)
+{
+    cd_opts o;
+    memset(&o, 0, sizeof(o));
+    rt_mf_common_defaults(&o.mf);
+    o.mf.k = k;
+    o.mf.lambda = lambda;
+    o.mf.seed = seed;
+    o.mf.init_scale = 1.0;
+    o.outer = outer;
+    o.inner = inner;
+    return o;
+}
+
+/* ---- replay: the engine's rotation loop, nodes emulated in one process ---- */
+
+typedef struct run_out {
+    cd_metrics m[16];
+    float *W; /* n_rows x k, global row order */
+    float *H; /* n_cols x k */
+} run_out;
+
+static void replay(toy *t, const cd_opts *o, uint32_t nodes, run_out *out)
+{
+    rt_plan *p = &t->plan;
+    uint32_t W = p->workers, B = p->blocks, per_node = W / nodes;
+    rt_error err = {0};
+    cd_core *cores = calloc(nodes, sizeof(cd_core));
+    for (uint32_t n = 0; n < nodes; n++)
+        assert_int_equal(cd_core_init(&cores[n], o, p, t->shards + n * per_node, n * per_node,
+                                      per_node, &err),
+                         0);
+    /* Block homes as in partition.h, for the emulated split. */
+    uint32_t *home = calloc(B, sizeof(uint32_t));
+    for (uint32_t b = 0; b < B; b++)
+        home[b] = b / (p->pipeline * per_node);
+    uint32_t max_cols = 0;
+    for (uint32_t b = 0; b < B; b++)
+        if (rt_plan_block_cols(p, b) > max_cols)
+            max_cols = rt_plan_block_cols(p, b);
+    size_t slot = cd_payload_max_bytes(max_cols);
+    void **pay = calloc(B, sizeof(void *));
+    size_t *len = calloc(B, sizeof(size_t));
+    for (uint32_t b = 0; b < B; b++)
+        pay[b] = rt_alloc(slot);
+    size_t ns = cd_core_sums_len(p);
+    double *sums = calloc(ns, sizeof(double)), *part = calloc(ns, sizeof(double));
+
+    int done = 0;
+    for (uint64_t rot = 0; !done; rot++) {
+        for (uint32_t b = 0; b < B; b++) {
+            assert_int_equal(cd_core_block_home(&cores[home[b]], b, rot, pay[b], &len[b], &err),
+                             0);
+            assert_true(len[b] <= slot);
+        }
+        for (uint32_t s = 0; s < B; s++)
+            for (uint32_t w = 0; w < W; w++) {
+                uint32_t b = rt_schedule_block(W, p->pipeline, s, w);
+                assert_int_equal(
+                    cd_core_visit(&cores[w / per_node], w, b, rot, pay[b], len[b], &err), 0);
+            }
+        for (uint32_t b = 0; b < B; b++)
+            assert_int_equal(cd_core_block_end(&cores[home[b]], b, rot, pay[b], len[b], &err), 0);
+        int eval = 0;
+        memset(sums, 0, ns * sizeof(double));
+        for (uint32_t n = 0; n < nodes; n++) {
+            eval = cd_core_rotation_end(&cores[n], rot, part);
+            for (size_t x = 0; eval && x < ns; x++)
+                sums[x] += part[x]; /* the all-reduce */
+        }
+        if (eval) {
+            cd_metrics m;
+            cd_core_metrics(&cores[0], rot, sums, &m);
+            assert_true(m.outer >= 1 && m.outer <= 16);
+            out->m[m.outer - 1] = m;
+        }
+        done = cd_core_done(&cores[0], rot);
+    }
+
+    uint32_t k = o->mf.k;
+    out->W = calloc((size_t)p->n_rows * k, sizeof(float));
+    out->H = calloc((size_t)p->n_cols * k, sizeof(float));
+    for (uint32_t w = 0; w < W; w++) {
+        cd_worker *cw = &cores[w / per_node].workers[w % per_node];
+        for (uint32_t i = 0; i < cw->n_rows; i++)
+            for (uint32_t r = 0; r < k; r++)
+                out->W[(size_t)cw->shard->row_ids[i] * k + r] = cw->U[(size_t)r * cw->n_rows + i];
+    }
+    for (uint32_t b = 0; b < B; b++) {
+        cd_block *bl = &cores[home[b]].blocks[b];
+        const uint32_t *cols = p->block_col_ids + p->block_col_offset[b];
+        for (uint32_t j = 0; j < bl->n_cols; j++)
+            for (uint32_t r = 0; r < k; r++)
+                out->H[(size_t)cols[j] * k + r] = bl->V[(size_t)r * bl->n_cols + j];
+    }
+    for (uint32_t n = 0; n < nodes; n++)
+        cd_core_free(&cores[n]);
+    for (uint32_t b = 0; b < B; b++)
+        rt_free(pay[b]);
+    free(cores), free(home), free(pay), free(len), free(sums), free(part);
+}
+
+static void run_out_free(run_out *r)
+{
+    free(r->W);
+    free(r->H);
+}
+
+static double rel(double a, double b)
+{
+    return fabs(a - b) / fmax(fabs(b), 1e-12);
+}
+
+/* ---- tests ---- */
+
+static void test_phase_sequence(void **state)
+{
+    (void)state;
+    cd_phase ph;
+    assert_int_equal(cd_rotations_per_outer(3, 2), 12);
+    cd_phase_of(0, 3, 2, &ph); /* U(0,0) of outer 0: nothing to adjust */
+    assert_true(ph.kind == CD_PHASE_U && ph.rank == 0 && ph.inner == 0);
+    assert_false(ph.subtract || ph.add_back || ph.eval);
+    cd_phase_of(3, 3, 2, &ph); /* V(0,1) */
+    assert_true(ph.kind == CD_PHASE_V && ph.rank == 0 && ph.inner == 1 && !ph.eval);
+    cd_phase_of(4, 3, 2, &ph); /* U(1,0): rank 0 out, no add-back in outer 0 */
+    assert_true(ph.kind == CD_PHASE_U && ph.rank == 1 && ph.subtract && ph.sub_rank == 0);
+    assert_false(ph.add_back);
+    cd_phase_of(6, 3, 2, &ph); /* U(1,1): no adjustment after t = 0 */
+    assert_false(ph.subtract || ph.add_back);
+    cd_phase_of(11, 3, 2, &ph); /* V(2,1): closes outer 0 */
+    assert_true(ph.kind == CD_PHASE_V && ph.rank == 2 && ph.eval && ph.outer == 0);
+    cd_phase_of(12, 3, 2, &ph); /* U(0,0) of outer 1: rank 2 out, rank 0 back */
+    assert_true(ph.outer == 1 && ph.rank == 0 && ph.subtract && ph.sub_rank == 2 && ph.add_back);
+    for (uint64_t r = 0; r < 20; r++) { /* k = 1: the two would cancel */
+        cd_phase_of(r, 1, 3, &ph);
+        assert_false(ph.subtract || ph.add_back);
+        assert_int_equal(ph.eval, r % 6 == 5);
+    }
+}
+
+static void test_kernels(void **state)
+{
+    (void)state;
+    /* rows 0,0,1,2,2,2; cols in a 3-column block */
+    rt_entry ent[6] = {{0, 0, 1}, {0, 2, 2}, {1, 1, 3}, {2, 0, 4}, {2, 1, 5}, {2, 2, 6}};
+    float res[6] = {1, 2, 3, 4, 5, 6};
+    float u_sub[3] = {0.5f, -1, 2}, v_sub[3] = {1, 2, -0.5f};
+    float u_add[3] = {1, 0.25f, -1}, v[3] = {0.5f, 1.5f, -2};
+    double num[3] = {0}, den[3] = {0};
+    cd_adjust adj = {u_sub, v_sub, u_add, v};
+    cd_kernel_u(ent, 6, res, &adj, v, num, den);
+    double enum_[3] = {0}, eden[3] = {0};
+    for (int e = 0; e < 6; e++) {
+        uint32_t i = ent[e].row, j = ent[e].col;
+        float r = ent[e].val - u_sub[i] * v_sub[j] + u_add[i] * v[j];
+        assert_true(fabsf(res[e] - r) < 1e-6f);
+        enum_[i] += (double)r * v[j];
+        eden[i] += (double)v[j] * v[j];
+    }
+    for (int i = 0; i < 3; i++) {
+        assert_true(fabs(num[i] - enum_[i]) < 1e-9);
+        assert_true(fabs(den[i] - eden[i]) < 1e-12);
+    }
+    /* Test residuals get exactly the same adjustment. */
+    float tres[6] = {1, 2, 3, 4, 5, 6};
+    cd_kernel_adjust(ent, 6, tres, &adj);
+    assert_memory_equal(tres, res, sizeof(res));
+    /* V phase sums over columns; ssq only when asked. */
+    double vn[3] = {0}, vd[3] = {0};
+    assert_true(cd_kernel_v(ent, 6, res, u_add, vn, vd, 0) == 0);
+    double ssq = cd_kernel_v(ent, 6, res, u_add, vn, vd, 1), essq = 0;
+    for (int e = 0; e < 6; e++)
+        essq += (double)res[e] * res[e];
+    assert_true(fabs(ssq - essq) < 1e-9);
+    double cn = 0, cd = 0; /* column 1: entries 2 and 4 */
+    cn = (double)res[2] * u_add[1] + (double)res[4] * u_add[2];
+    cd = (double)u_add[1] * u_add[1] + (double)u_add[2] * u_add[2];
+    assert_true(fabs(vn[1] - 2 * cn) < 1e-9 && fabs(vd[1] - 2 * cd) < 1e-12);
+    /* Solve; an empty row with lambda = 0 gives 0, not NaN. */
+    double sn[2] = {3, 0}, sd[2] = {1, 0};
+    float out[2];
+    cd_solve(sn, sd, 2, 0.5, out);
+    assert_true(fabsf(out[0] - 2.0f) < 1e-7f);
+    cd_solve(sn, sd, 2, 0.0, out);
+    assert_true(out[0] == 3.0f && out[1] == 0.0f);
+    /* Loss delta: v^2 den - 2 v num. */
+    float lv[2] = {2, -1};
+    double ln[2] = {1, 3}, ld[2] = {4, 5};
+    assert_true(fabs(cd_loss_delta(lv, ln, ld, 2) - (16 - 4 + 5 + 6)) < 1e-12);
+}
+
+static void check_against_reference(uint32_t k, uint32_t inner, double lambda, uint32_t outer)
+{
+    toy t;
+    toy_make(&t, 48, 40, 4, 2, 2, 0.35, 7);
+    cd_opts o = opts(k, outer, inner, lambda, 11);
+    run_out got;
+    replay(&t, &o, 1, &got);
+    cd_ref_point ref[16];
+    double *RW = calloc((size_t)t.plan.n_rows * k, sizeof(double));
+    double *RH = calloc((size_t)t.plan.n_cols * k, sizeof(double));
+    double *H0 = cd_ref_initial_H(t.plan.n_cols, (int)k, 11, o.mf.init_scale);
+    assert_non_null(H0);
+    assert_int_equal(cd_ref_run(&t.ref, (int)k, (int)outer, (int)inner, lambda, H0, ref, RW, RH),
+                     0);
+    free(H0);
+    for (uint32_t x = 0; x < outer; x++) {
+        assert_int_equal(got.m[x].outer, x + 1);
+        if (rel(got.m[x].objective, ref[x].objective) > 1e-4 ||
+            rel(got.m[x].test_rmse, ref[x].test_rmse) > 1e-4 ||
+            rel(got.m[x].train_rmse, ref[x].train_rmse) > 1e-4)
+            fail_msg("outer %u: objective %.9g vs %.9g, train %.9g vs %.9g, test %.9g vs %.9g",
+                     x + 1, got.m[x].objective, ref[x].objective, got.m[x].train_rmse,
+                     ref[x].train_rmse, got.m[x].test_rmse, ref[x].test_rmse);
+        if (x > 0) /* CCD++ never increases the objective */
+            assert_true(got.m[x].objective <= got.m[x - 1].objective * (1 + 1e-6));
+    }
+    double maxdiff = 0;
+    for (size_t x = 0; x < (size_t)t.plan.n_rows * k; x++)
+        maxdiff = fmax(maxdiff, fabs(got.W[x] - RW[x]));
+    for (size_t x = 0; x < (size_t)t.plan.n_cols * k; x++)
+        maxdiff = fmax(maxdiff, fabs(got.H[x] - RH[x]));
+    if (maxdiff > 1e-3)
+        fail_msg("factors differ from the reference by %g", maxdiff);
+    /* The planted rank-3 signal is learnt. */
+    if (k >= 3 && outer >= 5)
+        assert_true(got.m[outer - 1].train_rmse < 0.5);
+    run_out_free(&got);
+    free(RW);
+    free(RH);
+    toy_free(&t);
+}
+
+static void test_matches_reference(void **state)
+{
+    (void)state;
+    check_against_reference(4, 2, 0.1, 6);
+}
+
+static void test_matches_reference_rank1(void **state)
+{
+    (void)state;
+    check_against_reference(1, 3, 0.5, 4);
+}
+
+static void test_matches_reference_no_lambda(void **state)
+{
+    (void)state;
+    check_against_reference(3, 1, 0.0, 5);
+}
+
+/* Two emulated nodes of two workers give the same bits as one of four. */
+static void test_split_is_bit_identical(void **state)
+{
+    (void)state;
+    toy t;
+    toy_make(&t, 37, 29, 4, 2, 2, 0.4, 3);
+    cd_opts o = opts(3, 3, 2, 0.05, 5);
+    run_out a, b, c;
+    replay(&t, &o, 1, &a);
+    replay(&t, &o, 2, &b);
+    replay(&t, &o, 4, &c);
+    size_t wb = (size_t)t.plan.n_rows * 3 * sizeof(float), hb = (size_t)t.plan.n_cols * 3 * sizeof(float);
+    assert_memory_equal(a.W, b.W, wb);
+    assert_memory_equal(a.H, b.H, hb);
+    assert_memory_equal(a.W, c.W, wb);
+    assert_memory_equal(a.H, c.H, hb);
+    for (int x = 0; x < 3; x++) {
+        assert_memory_equal(&a.m[x], &b.m[x], sizeof(cd_metrics));
+        assert_memory_equal(&a.m[x], &c.m[x], sizeof(cd_metrics));
+    }
+    /* ... and a different seed gives a different model. */
+    o.mf.seed = 6;
+    run_out d;
+    replay(&t, &o, 1, &d);
+    assert_true(memcmp(a.H, d.H, hb) != 0);
+    run_out_free(&a), run_out_free(&b), run_out_free(&c), run_out_free(&d);
+    toy_free(&t);
+}
+
+/* A block arriving with another phase's payload is an error, not garbage. */
+static void test_rejects_foreign_payload(void **state)
+{
+    (void)state;
+    toy t;
+    toy_make(&t, 16, 16, 2, 2, 2, 0.5, 1);
+    cd_opts o = opts(2, 1, 1, 0.1, 1);
+    cd_core c;
+    rt_error err = {0};
+    assert_int_equal(cd_core_init(&c, &o, &t.plan, t.shards, 0, 2, &err), 0);
+    void *pay = rt_alloc(cd_payload_max_bytes(16));
+    size_t len = 0;
+    assert_int_equal(cd_core_block_home(&c, 1, 0, pay, &len, &err), 0);
+    assert_int_equal(cd_core_visit(&c, 0, 1, 0, pay, len, &err), 0);
+    assert_int_equal(cd_core_visit(&c, 0, 1, 1, pay, len, &err), -1); /* wrong rotation */
+    assert_non_null(strstr(err.msg, "block 1"));
+    assert_int_equal(cd_core_visit(&c, 0, 2, 0, pay, len, &err), -1); /* wrong block */
+    assert_int_equal(cd_core_visit(&c, 0, 1, 0, pay, len - 64, &err), -1); /* truncated */
+    assert_int_equal(cd_core_visit(&c, 5, 1, 0, pay, len, &err), -1); /* not our worker */
+    rt_free(pay);
+    cd_core_free(&c);
+    toy_free(&t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_phase_sequence),
+        cmocka_unit_test(test_kernels),
+        cmocka_unit_test(test_matches_reference),
+        cmocka_unit_test(test_matches_reference_rank1),
+        cmocka_unit_test(test_matches_reference_no_lambda),
+        cmocka_unit_test(test_split_is_bit_identical),
+        cmocka_unit_test(test_rejects_foreign_payload),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

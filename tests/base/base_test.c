@@ -1,0 +1,141 @@
+/* base_test.c - the shared utilities: RNG streams, number parsing, errors,
+ * atomic output files and .npy round trips. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine/base.h"
+
+static void test_rng_streams_are_reproducible_and_distinct(void **state)
+{
+    (void)state;
+    rt_rng a, b, c;
+    rt_rng_seed(&a, 7, 3);
+    rt_rng_seed(&b, 7, 3);
+    rt_rng_seed(&c, 7, 4);
+    int same_as_c = 0;
+    for (int i = 0; i < 1000; i++) {
+        uint64_t x = rt_rng_next(&a);
+        assert_true(x == rt_rng_next(&b));
+        same_as_c += x == rt_rng_next(&c);
+    }
+    assert_true(same_as_c < 2);
+}
+
+static void test_rng_distributions(void **state)
+{
+    (void)state;
+    rt_rng r;
+    rt_rng_seed(&r, 1, 0);
+    double sum = 0, sq = 0, gsum = 0;
+    int n = 200000, below[10] = {0};
+    for (int i = 0; i < n; i++) {
+        double x = rt_rng_normal(&r);
+        sum += x;
+        sq += x * x;
+        below[rt_rng_below(&r, 10)]++;
+        gsum += rt_rng_gamma(&r, 0.5);
+    }
+    assert_true(fabs(sum / n) < 0.01);
+    assert_true(fabs(sq / n - 1.0) < 0.02);
+    assert_true(fabs(gsum / n - 0.5) < 0.01);
+    for (int k = 0; k < 10; k++)
+        assert_true(abs(below[k] - n / 10) < n / 100);
+}
+
+static void test_parsers(void **state)
+{
+    (void)state;
+    uint64_t u;
+    double d;
+    int i;
+    assert_int_equal(rt_parse_u64("2M", &u), 0);
+    assert_true(u == 2000000);
+    assert_int_equal(rt_parse_u64("-1", &u), -1);
+    assert_int_equal(rt_parse_u64("12x", &u), -1);
+    assert_int_equal(rt_parse_double("0.25", &d), 0);
+    assert_true(d == 0.25);
+    assert_int_equal(rt_parse_double("nan", &d), -1);
+    assert_int_equal(rt_parse_double("inf", &d), -1);
+    assert_int_equal(rt_parse_double("", &d), -1);
+    assert_int_equal(rt_parse_int("-5", &i), 0);
+    assert_int_equal(i, -5);
+    assert_int_equal(rt_parse_int("5.5", &i), -1);
+}
+
+static void test_error_prefix(void **state)
+{
+    (void)state;
+    rt_error err;
+    assert_int_equal(rt_fail(&err, RT_EXIT_INPUT, "line %d bad", 3), -1);
+    rt_error_prefix(&err, "file.txt");
+    assert_string_equal(err.msg, "file.txt: line 3 bad");
+    assert_int_equal(err.code, RT_EXIT_INPUT);
+}
+
+static void test_outfile_abort_leaves_nothing(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/rotor-base-XXXXXX", path[256];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/out.bin", dir);
+    rt_outfile of;
+    rt_error err;
+    assert_int_equal(rt_outfile_open(&of, path, &err), 0);
+    fputs("partial", of.fp);
+    rt_outfile_abort(&of);
+    assert_int_equal(access(path, F_OK), -1);
+    assert_int_equal(access(of.tmp, F_OK), -1);
+    assert_int_equal(rt_outfile_open(&of, path, &err), 0);
+    fputs("whole", of.fp);
+    assert_int_equal(rt_outfile_commit(&of, &err), 0);
+    assert_int_equal(access(path, F_OK), 0);
+    rt_remove_tree(dir);
+}
+
+static void test_npy_round_trip(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/rotor-npy-XXXXXX", path[256];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/m.npy", dir);
+    float m[3 * 8];
+    for (int i = 0; i < 24; i++)
+        m[i] = (float)i * 0.5f - 3.0f;
+    rt_error err;
+    /* rows of 5 floats taken from a stride of 8 */
+    assert_int_equal(rt_npy_write_f32(path, m, 3, 5, 8, &err), 0);
+    float *back;
+    uint64_t rows, cols;
+    assert_int_equal(rt_npy_read_f32(path, &back, &rows, &cols, &err), 0);
+    assert_true(rows == 3 && cols == 5);
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 5; c++)
+            assert_true(back[r * 5 + c] == m[r * 8 + c]);
+    free(back);
+    FILE *fp = fopen(path, "rb");
+    char head[128];
+    assert_int_equal(fread(head, 1, 128, fp), 128);
+    fclose(fp);
+    assert_true(head[127] == '\n'); /* header padded to 64-byte alignment */
+    rt_remove_tree(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rng_streams_are_reproducible_and_distinct),
+        cmocka_unit_test(test_rng_distributions),
+        cmocka_unit_test(test_parsers),
+        cmocka_unit_test(test_error_prefix),
+        cmocka_unit_test(test_outfile_abort_leaves_nothing),
+        cmocka_unit_test(test_npy_round_trip),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# run.sh - set up, build and run rotor.  The README's two commands:
+#
+#   tools/run.sh demo   install Debian packages, build, then train SGD-MF on
+#                       generated planted data with 2 local processes x 2 threads
+#   tools/run.sh test   install Debian packages, build (plus an ASan/UBSan
+#                       build), run the whole test suite
+#
+# Also: tools/run.sh build (install + build only).  Idempotent: packages are
+# installed only when missing, builds are incremental.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+JOBS=$(nproc 2>/dev/null || echo 2)
+
+PACKAGES=(build-essential cmake pkg-config libibverbs-dev librdmacm-dev libhwloc-dev
+          libopenblas-dev libjansson-dev libxxhash-dev libcmocka-dev)
+
+say() { printf '\n==> %s\n' "$*" >&2; }
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then "$@"
+    elif command -v sudo >/dev/null; then sudo "$@"
+    else echo "run.sh: need root (or sudo) to run: $*" >&2; return 1; fi
+}
+
+install_packages() {
+    local missing=()
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+            missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    say "installing Debian packages: ${missing[*]}"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        "${missing[@]}" >/dev/null
+}
+
+build() { # build DIR [cmake args...]
+    local dir=$1; shift
+    say "building in $dir"
+    cmake -S "$ROOT" -B "$ROOT/$dir" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+    cmake --build "$ROOT/$dir" -j"$JOBS"
+}
+
+demo() {
+    local out="$ROOT/demo" rotor="$ROOT/build/tools/rotor"
+    rm -rf "$out" && mkdir -p "$out"
+    say "generating planted data: 20000 x 5000, 1M ratings, true rank 8, noise 0.1"
+    "$rotor" gen mf --rows 20000 --cols 5000 --nnz 1000000 --rank 8 --noise 0.1 --seed 7 \
+        --out "$out/ratings.txt" --test-out "$out/test.txt" --test-fraction 0.1
+    say "partitioning for 2 nodes x 2 threads"
+    "$rotor" partition --input "$out/ratings.txt" --test "$out/test.txt" --nodes 2 --threads 2 \
+        --seed 7 --out "$out/plan"
+    say "training SGD-MF: 2 processes x 2 threads over loopback"
+    "$rotor" launch -n 2 -- "$rotor" train --plan "$out/plan" --app sgd-mf --rank 16 \
+        --lr 0.02 --lambda 0.02 --epochs 20 --seed 7 --out "$out/model"
+    say "done: model in $out/model (W.npy, H.npy, rows.ids, cols.ids, model.json)"
+    cat "$out/model/model.json"
+}
+
+run_tests() {
+    # rxe tests boot a soft-RoCE VM; their harness installs qemu when it can.
+    say "test suite (release build)"
+    local rc=0
+    ctest --test-dir "$ROOT/build" --output-on-failure -j"$JOBS" || rc=1
+    say "test suite (ASan + UBSan build; slow and VM tests run in the release build only)"
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+        ctest --test-dir "$ROOT/build-asan" --output-on-failure -j"$JOBS" -LE 'slow|rxe|data' ||
+        rc=1
+    return $rc
+}
+
+main() {
+    local what=${1:-}
+    case "$what" in
+    demo)
+        install_packages "${PACKAGES[@]}"
+        build build
+        demo
+        ;;
+    test)
+        install_packages "${PACKAGES[@]}" xz-utils
+        build build
+        build build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DROTOR_SANITIZE=ON
+        run_tests
+        ;;
+    build)
+        install_packages "${PACKAGES[@]}"
+        build build
+        ;;
+    *)
+        echo "usage: tools/run.sh demo|test|build" >&2
+        exit 2
+        ;;
+    esac
+}
+
+main "$@"
