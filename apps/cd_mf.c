@@ -99,7 +99,7 @@ static size_t cd_slot_bytes(const void *opts, const rt_plan *plan)
         if (rt_plan_block_cols(plan, b) > max_cols)
             max_cols = rt_plan_block_cols(plan, b);
     size_t phases = cd_payload_max_bytes(max_cols);
-    size_t model = rt_mf_slot_bytes(plan, rt_mf_padded_rank(o->mf.k));
+    size_t model = rt_mf_slot_bytes(plan, rt_mf_padded_rank(o->mf.k), 0);
     return phases > model ? phases : model;
 }
 
@@ -122,12 +122,11 @@ static void start_metrics(cd_app *a, rt_engine *eng)
     const rt_plan *plan = a->plan;
     rt_metrics_init(&a->metrics, a->o.mf.metrics, "cd-mf",
                     json_pack("{s:i, s:i, s:i, s:f, s:i, s:i, s:i, s:s, s:I, s:I}", "k",
-                              (int)a->o.mf.k, "outer", (int)a->o.outer, "inner",
-                              (int)a->o.inner, "lambda", a->o.mf.lambda, "workers",
-                              (int)plan->workers, "blocks", (int)plan->blocks, "processes",
-                              rt_engine_size(eng), "transport", rt_engine_transport_name(eng),
-                              "nnz_train", (json_int_t)plan->nnz_train, "nnz_test",
-                              (json_int_t)plan->nnz_test));
+                              (int)a->o.mf.k, "outer", (int)a->o.outer, "inner", (int)a->o.inner,
+                              "lambda", a->o.mf.lambda, "workers", (int)plan->workers, "blocks",
+                              (int)plan->blocks, "processes", rt_engine_size(eng), "transport",
+                              rt_engine_transport_name(eng), "nnz_train",
+                              (json_int_t)plan->nnz_train, "nnz_test", (json_int_t)plan->nnz_test));
 }
 
 static int cd_create(const void *opts, const rt_plan *plan, rt_engine *eng, void **out,
@@ -144,8 +143,7 @@ static int cd_create(const void *opts, const rt_plan *plan, rt_engine *eng, void
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
     }
     if (rt_mf_local_open(&a->m, plan, eng, &a->o.mf, err) ||
-        cd_core_init(&a->core, &a->o, plan, a->m.shards, a->m.first_worker, a->m.n_workers,
-                     err)) {
+        cd_core_init(&a->core, &a->o, plan, a->m.shards, a->m.first_worker, a->m.n_workers, err)) {
         cd_destroy(a);
         return -1;
     }
@@ -154,8 +152,8 @@ static int cd_create(const void *opts, const rt_plan *plan, rt_engine *eng, void
         rt_info("cd-mf: %llu x %llu, %llu train / %llu test ratings, k=%u, %u outer x %u inner, "
                 "lambda %g, %u workers x %u blocks over %s, %llu rotations per outer iteration",
                 (unsigned long long)plan->n_rows, (unsigned long long)plan->n_cols,
-                (unsigned long long)plan->nnz_train, (unsigned long long)plan->nnz_test,
-                a->o.mf.k, a->o.outer, a->o.inner, a->o.mf.lambda, plan->workers, plan->blocks,
+                (unsigned long long)plan->nnz_train, (unsigned long long)plan->nnz_test, a->o.mf.k,
+                a->o.outer, a->o.inner, a->o.mf.lambda, plan->workers, plan->blocks,
                 rt_engine_transport_name(eng),
                 (unsigned long long)cd_rotations_per_outer(a->o.mf.k, a->o.inner));
     }
@@ -205,12 +203,11 @@ static int report(cd_app *a, rt_engine *eng, uint64_t rot, rt_error *err)
                 "stall %5.1f%%  moved %.1f MB",
                 (unsigned long long)m->outer, secs, m->objective, m->train_rmse, m->test_rmse,
                 100.0 * a->stall_frac, (double)a->bytes / 1e6);
-        json_t *rec = json_pack(
-            "{s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I}", "outer", (json_int_t)m->outer,
-            "seconds", secs, "objective", m->objective, "loss", m->loss, "regulariser", m->reg,
-            "train_rmse", m->train_rmse, "test_rmse",
-            isfinite(m->test_rmse) ? m->test_rmse : -1.0, "stall_frac", a->stall_frac,
-            "bytes_moved", (json_int_t)a->bytes);
+        json_t *rec = json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I}", "outer",
+                                (json_int_t)m->outer, "seconds", secs, "objective", m->objective,
+                                "loss", m->loss, "regulariser", m->reg, "train_rmse", m->train_rmse,
+                                "test_rmse", isfinite(m->test_rmse) ? m->test_rmse : -1.0,
+                                "stall_frac", a->stall_frac, "bytes_moved", (json_int_t)a->bytes);
         if (rt_metrics_epoch(&a->metrics, rec, err))
             return -1;
     }

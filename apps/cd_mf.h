@@ -116,11 +116,41 @@ enum { CD_PF_SUBTRACT = 1, CD_PF_ADD_BACK = 2, CD_PF_EVAL = 4 };
 /* Largest payload for a block of `max_cols` columns. */
 size_t cd_payload_max_bytes(uint32_t max_cols);
 
-/* ---- kernels (cd_mf_kernels.c): one data block, entries sorted by row ---- */
+/* ---- a worker's ratings regrouped for the kernels (cd_mf_cells.c) ----
+ * Entry e keeps its index in the shard (so `res` is parallel to the shard's
+ * entries, same order), but the kernels read only 8 bytes per entry: the
+ * block-local column and the residual.  The rows of MF data blocks are
+ * sorted, so each block is a list of row runs (row, length). */
+typedef struct cd_cells {
+    uint32_t blocks;
+    uint64_t *entry_off; /* blocks + 1: entries of block b */
+    uint64_t *run_off;   /* blocks + 1: runs of block b */
+    uint32_t *run_row;   /* worker-local row of each run */
+    uint32_t *run_len;   /* entries in each run (>= 1) */
+    uint32_t *col;       /* block-local column of each entry */
+    float *res;          /* residual of each entry; starts as the rating */
+} cd_cells;
+
+/* One data block of a cd_cells, as the kernels take it. */
+typedef struct cd_span {
+    size_t n_runs;
+    const uint32_t *run_row, *run_len;
+    const uint32_t *col;
+    float *res;
+} cd_span;
+
+/* Build from a shard's entries (`off`: blocks + 1 offsets, each block sorted
+ * by row).  Fails (exit code 2) on entries that are not grouped by row. */
+int cd_cells_build(cd_cells *c, const rt_entry *ent, const uint64_t *off, uint32_t blocks,
+                   rt_error *err);
+void cd_cells_free(cd_cells *c);
+cd_span cd_cells_block(const cd_cells *c, uint32_t block);
+
+/* ---- kernels (cd_mf_kernels.c): one data block ---- */
 
 /* Optional change of the residuals before use: E -= u_sub v_sub^T (when
  * u_sub != NULL) then E += u_add v_add^T (when u_add != NULL).  u indexed by
- * the entry's local row, v by its block-local column. */
+ * worker-local row, v by block-local column. */
 typedef struct cd_adjust {
     const float *u_sub, *v_sub;
     const float *u_add, *v_add;
@@ -128,14 +158,12 @@ typedef struct cd_adjust {
 
 /* U phase: adjust (when adj != NULL) and store the residuals, then
  * num[row] += E^ v[col], den[row] += v[col]^2. */
-void cd_kernel_u(const rt_entry *ent, size_t n, float *res, const cd_adjust *adj, const float *v,
-                 double *num, double *den);
+void cd_kernel_u(const cd_span *s, const cd_adjust *adj, const float *v, double *num, double *den);
 /* Residual adjustment only (the test entries in a U phase). */
-void cd_kernel_adjust(const rt_entry *ent, size_t n, float *res, const cd_adjust *adj);
+void cd_kernel_adjust(const cd_span *s, const cd_adjust *adj);
 /* V phase: num[col] += E^ u[row], den[col] += u[row]^2; returns sum E^^2
  * when want_ssq (else 0). */
-double cd_kernel_v(const rt_entry *ent, size_t n, const float *res, const float *u, double *num,
-                   double *den, int want_ssq);
+double cd_kernel_v(const cd_span *s, const float *u, double *num, double *den, int want_ssq);
 /* out[i] = num[i] / (lambda + den[i]) (0 when the denominator is 0). */
 void cd_solve(const double *num, const double *den, size_t n, double lambda, float *out);
 /* sum over i of v[i]^2 * den[i] - 2 v[i] num[i]: the change of the squared
@@ -148,8 +176,8 @@ typedef struct cd_worker { /* one row block; only its thread touches it in a vis
     uint32_t id;           /* global worker id */
     uint32_t n_rows;
     const rt_shard *shard;
-    float *res;        /* train residuals, parallel to shard->train */
-    float *tres;       /* test residuals, parallel to shard->test */
+    cd_cells train;    /* training ratings and their residuals */
+    cd_cells test;     /* test ratings and their residuals */
     float *U;          /* k x n_rows, rank-major */
     double *num, *den; /* u-update accumulators, n_rows each */
     double ssq, tssq;  /* eval phase: sum of squared residuals seen */
@@ -157,7 +185,7 @@ typedef struct cd_worker { /* one row block; only its thread touches it in a vis
 
 typedef struct cd_block { /* a column block whose home is this node */
     uint32_t n_cols;
-    float *V; /* k x n_cols, rank-major; NULL when the block lives elsewhere */
+    float *V;       /* k x n_cols, rank-major; NULL when the block lives elsewhere */
     double part[2]; /* eval phase: cd_loss_delta of train and test accumulators */
 } cd_block;
 
@@ -182,10 +210,10 @@ int cd_core_init(cd_core *c, const cd_opts *opt, const rt_plan *plan, const rt_s
                  uint32_t first_worker, uint32_t n_workers, rt_error *err);
 void cd_core_free(cd_core *c);
 
-int cd_core_block_home(cd_core *c, uint32_t block, uint64_t rotation, void *payload,
-                       size_t *len, rt_error *err);
-int cd_core_visit(cd_core *c, uint32_t worker, uint32_t block, uint64_t rotation,
-                  void *payload, size_t len, rt_error *err);
+int cd_core_block_home(cd_core *c, uint32_t block, uint64_t rotation, void *payload, size_t *len,
+                       rt_error *err);
+int cd_core_visit(cd_core *c, uint32_t worker, uint32_t block, uint64_t rotation, void *payload,
+                  size_t len, rt_error *err);
 /* All blocks home: absorb home block b's payload (V phase: solve v_r). */
 int cd_core_block_end(cd_core *c, uint32_t block, uint64_t rotation, const void *payload,
                       size_t len, rt_error *err);

@@ -75,26 +75,21 @@ static uint32_t phase_flags(const cd_phase *ph)
 static int worker_init(cd_core *c, cd_worker *w, uint32_t id, const rt_shard *sh, rt_error *err)
 {
     uint32_t B = c->plan->blocks, k = c->opt.mf.k;
-    size_t ntrain = sh->train_off[B], ntest = sh->test_off[B];
     w->id = id;
     w->n_rows = sh->n_rows;
     w->shard = sh;
     if (sh->worker != id || sh->n_rows != rt_plan_worker_rows(c->plan, id))
-        return rt_fail(err, RT_EXIT_INPUT, "cd-mf: shard of worker %u does not match the plan",
-                       id);
-    w->res = rt_alloc(ntrain * sizeof(float));
-    w->tres = rt_alloc(ntest * sizeof(float));
+        return rt_fail(err, RT_EXIT_INPUT, "cd-mf: shard of worker %u does not match the plan", id);
+    /* E = R - W H^T = R, since W starts at zero. */
+    if (cd_cells_build(&w->train, sh->train, sh->train_off, B, err) ||
+        cd_cells_build(&w->test, sh->test, sh->test_off, B, err))
+        return rt_error_prefix(err, "worker %u", id);
     w->U = rt_alloc((size_t)k * w->n_rows * sizeof(float));
     w->num = rt_alloc((size_t)w->n_rows * sizeof(double));
     w->den = rt_alloc((size_t)w->n_rows * sizeof(double));
-    if (!w->res || !w->tres || !w->U || !w->num || !w->den)
-        return rt_fail(err, RT_EXIT_RUNTIME, "cd-mf: out of memory for worker %u (%zu ratings)",
-                       id, ntrain);
-    /* E = R - W H^T = R, since W starts at zero. */
-    for (size_t e = 0; e < ntrain; e++)
-        w->res[e] = sh->train[e].val;
-    for (size_t e = 0; e < ntest; e++)
-        w->tres[e] = sh->test[e].val;
+    if (!w->U || !w->num || !w->den)
+        return rt_fail(err, RT_EXIT_RUNTIME, "cd-mf: out of memory for worker %u (%u rows)", id,
+                       w->n_rows);
     return 0;
 }
 
@@ -121,8 +116,8 @@ void cd_core_free(cd_core *c)
     if (c->workers)
         for (uint32_t l = 0; l < c->n_workers; l++) {
             cd_worker *w = &c->workers[l];
-            rt_free(w->res);
-            rt_free(w->tres);
+            cd_cells_free(&w->train);
+            cd_cells_free(&w->test);
             rt_free(w->U);
             rt_free(w->num);
             rt_free(w->den);
@@ -217,9 +212,7 @@ int cd_core_visit(cd_core *c, uint32_t worker, uint32_t b, uint64_t rotation, vo
     if (check_payload(&ph, b, rotation, payload, len, n, err))
         return -1;
     cd_worker *w = &c->workers[worker - c->first_worker];
-    const rt_shard *sh = w->shard;
-    uint64_t t0 = sh->train_off[b], t1 = sh->train_off[b + 1];
-    uint64_t s0 = sh->test_off[b], s1 = sh->test_off[b + 1];
+    cd_span train = cd_cells_block(&w->train, b), test = cd_cells_block(&w->test, b);
     const float *u = w->U + (size_t)ph.rank * w->n_rows;
 
     if (ph.kind == CD_PHASE_U) {
@@ -233,18 +226,18 @@ int cd_core_visit(cd_core *c, uint32_t worker, uint32_t b, uint64_t rotation, vo
             adj.u_add = u;
             adj.v_add = v;
         }
-        cd_kernel_u(sh->train + t0, t1 - t0, w->res + t0, &adj, v, w->num, w->den);
+        cd_kernel_u(&train, &adj, v, w->num, w->den);
         if (ph.subtract || ph.add_back)
-            cd_kernel_adjust(sh->test + s0, s1 - s0, w->tres + s0, &adj);
+            cd_kernel_adjust(&test, &adj);
         return 0;
     }
     double *num = payload_array(payload, n, sizeof(double), 0);
     double *den = payload_array(payload, n, sizeof(double), 1);
-    w->ssq += cd_kernel_v(sh->train + t0, t1 - t0, w->res + t0, u, num, den, ph.eval);
+    w->ssq += cd_kernel_v(&train, u, num, den, ph.eval);
     if (ph.eval) {
         double *tnum = payload_array(payload, n, sizeof(double), 2);
         double *tden = payload_array(payload, n, sizeof(double), 3);
-        w->tssq += cd_kernel_v(sh->test + s0, s1 - s0, w->tres + s0, u, tnum, tden, 1);
+        w->tssq += cd_kernel_v(&test, u, tnum, tden, 1);
     }
     return 0;
 }
@@ -296,7 +289,8 @@ int cd_core_rotation_end(cd_core *c, uint64_t rotation, double *sums)
     if (ph.kind == CD_PHASE_U) {
         for (uint32_t l = 0; l < c->n_workers; l++) {
             cd_worker *w = &c->workers[l];
-            cd_solve(w->num, w->den, w->n_rows, c->opt.mf.lambda, w->U + (size_t)ph.rank * w->n_rows);
+            cd_solve(w->num, w->den, w->n_rows, c->opt.mf.lambda,
+                     w->U + (size_t)ph.rank * w->n_rows);
             memset(w->num, 0, w->n_rows * sizeof(double));
             memset(w->den, 0, w->n_rows * sizeof(double));
         }

@@ -12,11 +12,13 @@
  * sampled; r is summed over the document's nonzero topics.
  *
  * MH sampler (LightLDA / WarpLDA style): per token, `mh_steps` proposals
- * alternating between the doc proposal  q_d(k) ∝ n_dk + alpha  (a random
- * token of the document, or a uniform topic) and the word proposal
- * q_w(k) ∝ n_wk + beta  (an alias table over the word's nonzero topics,
- * built when the word's run starts, or a uniform topic), each accepted with
- * the Metropolis-Hastings ratio.  Per-token cost does not depend on K. */
+ * alternating between the doc proposal  q_d(k) ∝ n_dk + alpha  (the topic of
+ * a random token of the document, the current token counted at its current
+ * state, or a uniform topic) and the word proposal  q_w(k) ∝ n_wk + beta
+ * (an alias table over the word's nonzero topics, built from the counts when
+ * the word's run starts and fixed during it, or a uniform topic), each
+ * accepted with the Metropolis-Hastings ratio.  Per-token cost does not
+ * depend on K. */
 #include "lda.h"
 
 #include <math.h>
@@ -84,7 +86,8 @@ int lda_visit_init(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payloa
     lda_word *wd = &s->word;
     for (uint64_t r = t->blk_run[b]; r < t->blk_run[b + 1]; r++) {
         uint32_t cap, j = t->run_word[r];
-        lda_word_load(wd, K, word_slice(c, b, j, payload, &cap), cap);
+        uint32_t *slice = word_slice(c, b, j, payload, &cap);
+        lda_word_load(wd, K, slice, cap);
         for (uint64_t i = r == t->blk_run[b] ? t->blk_tok[b] : t->run_end[r - 1];
              i < t->run_end[r]; i++) {
             uint32_t k = t->z[t->tok_pos[i]];
@@ -128,7 +131,8 @@ int lda_visit_sparse(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payl
     }
     for (uint64_t r = t->blk_run[b]; r < t->blk_run[b + 1]; r++) {
         uint32_t cap, j = t->run_word[r];
-        lda_word_load(wd, K, word_slice(c, b, j, payload, &cap), cap);
+        uint32_t *slice = word_slice(c, b, j, payload, &cap);
+        lda_word_load(wd, K, slice, cap);
         int32_t *nwk = wd->nwk;
         double qb = 0;
         for (uint32_t i = 0; i < wd->n_nz; i++)
@@ -252,7 +256,8 @@ int lda_visit_mh(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload,
     int32_t *stale = s->stale;
     for (uint64_t r = t->blk_run[b]; r < t->blk_run[b + 1]; r++) {
         uint32_t cap, j = t->run_word[r];
-        lda_word_load(wd, K, word_slice(c, b, j, payload, &cap), cap);
+        uint32_t *slice = word_slice(c, b, j, payload, &cap);
+        lda_word_load(wd, K, slice, cap);
         int32_t *nwk = wd->nwk;
         uint32_t n_alias = wd->n_nz;
         double nw = 0;
@@ -265,6 +270,7 @@ int lda_visit_mh(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload,
         for (uint64_t i = r == t->blk_run[b] ? t->blk_tok[b] : t->run_end[r - 1];
              i < t->run_end[r]; i++) {
             uint32_t d = t->tok_doc[i], p = t->tok_pos[i], k0 = t->z[p], sk = k0;
+            /* z[p] keeps k0 during the chain; the doc proposal reads sk for it */
             int32_t *ndk = t->ndk + (size_t)d * K;
             uint64_t dbeg = t->doc_off[d];
             uint32_t len = (uint32_t)(t->doc_off[d + 1] - dbeg);
@@ -290,17 +296,21 @@ int lda_visit_mh(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload,
                         sk = tk;
                         pis = pit;
                     }
-                } else { /* doc proposal: n_dk (with token i as k0) + alpha */
-                    if (rt_rng_uniform(rng) * (len + Kalpha) < len)
-                        tk = t->z[dbeg + lda_below(rng, len)];
-                    else
+                } else { /* doc proposal: n_dk (token i at its current sk) + alpha */
+                    if (rt_rng_uniform(rng) * (len + Kalpha) < len) {
+                        uint64_t at = dbeg + lda_below(rng, len);
+                        tk = at == p ? sk : t->z[at];
+                    } else {
                         tk = lda_below(rng, K);
+                    }
                     if (tk == sk)
                         continue;
+                    /* q(t|s) / q(s|t) = (n_dt + alpha) / (n_ds + alpha) cancels the
+                     * document factor of pi(t) / pi(s) */
                     double pit =
                         (ndk[tk] + alpha) * (nwk[tk] + beta) / ((double)nk[tk] + vbeta);
-                    double qs = ndk[sk] + (sk == k0) + alpha, qt = ndk[tk] + (tk == k0) + alpha;
-                    ratio = pit * qs / (pis * qt);
+                    ratio = (nwk[tk] + beta) * ((double)nk[sk] + vbeta) /
+                            ((nwk[sk] + beta) * ((double)nk[tk] + vbeta));
                     if (ratio >= 1 || rt_rng_uniform(rng) < ratio) {
                         sk = tk;
                         pis = pit;
@@ -344,7 +354,8 @@ int lda_visit_test(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payloa
             r--; /* no observed tokens of this word: revisit run r next time */
         }
         uint32_t cap;
-        lda_word_load(&s->word, K, word_slice(c, b, j, payload, &cap), cap);
+        uint32_t *slice = word_slice(c, b, j, payload, &cap);
+        lda_word_load(&s->word, K, slice, cap);
         for (uint32_t k = 0; k < K; k++)
             phi[k] = (nwk[k] + beta) / ((double)w->nk[k] + vbeta);
         if (r < t->blk_run[b + 1] && t->run_word[r] == j) {

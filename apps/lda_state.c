@@ -72,7 +72,6 @@ static int tokens_build(lda_tokens *t, const rt_plan *plan, const uint64_t *off,
 {
     uint32_t B = plan->blocks, K = o->K;
     int fail = 0;
-    uint64_t n_entries = off[B];
     t->n_docs = n_docs;
     t->doc_off = xcalloc(n_docs + 1, sizeof(uint64_t), &fail);
     t->blk_run = xcalloc(B + 1, sizeof(uint64_t), &fail);

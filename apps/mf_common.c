@@ -9,8 +9,9 @@
 /* Stream ids for the RNG: rows and columns never share a stream. */
 #define COLUMN_STREAM_BASE (1ULL << 40)
 
-size_t rt_mf_slot_bytes(const rt_plan *plan, uint32_t kp)
+size_t rt_mf_slot_bytes(const rt_plan *plan, uint32_t kp, int biases)
 {
+    kp += biases ? 1 : 0;
     uint32_t max_cols = 0;
     for (uint32_t b = 0; b < plan->blocks; b++)
         if (rt_plan_block_cols(plan, b) > max_cols)
@@ -37,6 +38,10 @@ size_t rt_mf_init_block(const rt_plan *plan, uint32_t block, float *payload, uin
     const uint32_t *ids = plan->block_col_ids + plan->block_col_offset[block];
     for (uint32_t j = 0; j < n; j++)
         rt_mf_init_vector(payload + (size_t)j * kp, o->k, kp, o, 1, ids[j]);
+    if (o->biases) {
+        memset(rt_mf_payload_biases(payload, n, kp), 0, n * sizeof(float));
+        return (size_t)n * (kp + 1) * sizeof(float);
+    }
     return (size_t)n * kp * sizeof(float);
 }
 
@@ -51,7 +56,9 @@ int rt_mf_local_open(rt_mf_local *m, const rt_plan *plan, rt_engine *eng,
     m->kp = rt_mf_padded_rank(o->k);
     m->shards = calloc(m->n_workers, sizeof(rt_shard));
     m->W = calloc(m->n_workers, sizeof(float *));
-    if (!m->shards || !m->W)
+    if (o->biases)
+        m->bu = calloc(m->n_workers, sizeof(float *));
+    if (!m->shards || !m->W || (o->biases && !m->bu))
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
     for (uint32_t t = 0; t < m->n_workers; t++) {
         uint32_t w = m->first_worker + t;
@@ -59,6 +66,8 @@ int rt_mf_local_open(rt_mf_local *m, const rt_plan *plan, rt_engine *eng,
             return -1;
         uint32_t rows = rt_plan_worker_rows(plan, w);
         m->W[t] = rt_alloc((size_t)rows * m->kp * sizeof(float));
+        if (m->bu && !(m->bu[t] = rt_alloc((size_t)rows * sizeof(float))))
+            return rt_fail(err, RT_EXIT_RUNTIME, "out of memory for %u row biases", rows);
         if (!m->W[t])
             return rt_fail(err, RT_EXIT_RUNTIME, "out of memory for %u x %u factors", rows,
                            m->kp);
@@ -76,9 +85,12 @@ void rt_mf_local_close(rt_mf_local *m)
             rt_shard_close(&m->shards[t]);
         if (m->W)
             rt_free(m->W[t]);
+        if (m->bu)
+            rt_free(m->bu[t]);
     }
     free(m->shards);
     free(m->W);
+    free(m->bu);
     memset(m, 0, sizeof(*m));
 }
 
@@ -158,6 +170,40 @@ static float *pack_home_H(const rt_mf_local *m, rt_engine *eng, size_t *bytes)
     return out;
 }
 
+/* Row biases of the local workers (in order) and column biases of the home
+ * blocks (in block order), one float each, for the gather. */
+static float *pack_biases(const rt_mf_local *m, rt_engine *eng, int cols, size_t *bytes)
+{
+    const rt_plan *plan = m->plan;
+    uint32_t span = plan->pipeline * (uint32_t)rt_engine_threads(eng);
+    uint32_t first = span * (uint32_t)rt_engine_rank(eng);
+    uint64_t n = 0;
+    if (cols)
+        n = plan->block_col_offset[first + span] - plan->block_col_offset[first];
+    else
+        for (uint32_t t = 0; t < m->n_workers; t++)
+            n += rt_plan_worker_rows(plan, m->first_worker + t);
+    float *out = malloc(n * sizeof(float) + 1), *p = out;
+    if (!out)
+        return NULL;
+    if (cols) {
+        for (uint32_t b = first; b < first + span; b++) {
+            uint32_t nb = rt_plan_block_cols(plan, b);
+            memcpy(p, rt_mf_payload_biases(rt_engine_home_payload(eng, b, NULL), nb, m->kp),
+                   nb * sizeof(float));
+            p += nb;
+        }
+    } else {
+        for (uint32_t t = 0; t < m->n_workers; t++) {
+            uint32_t nr = rt_plan_worker_rows(plan, m->first_worker + t);
+            memcpy(p, m->bu[t], nr * sizeof(float));
+            p += nr;
+        }
+    }
+    *bytes = n * sizeof(float);
+    return out;
+}
+
 /* Scatter gathered rows (in list order) to their global ids. */
 static float *scatter_rows(const float *gathered, const uint32_t *ids, uint64_t n, uint32_t k)
 {
@@ -210,6 +256,41 @@ static int write_json(const char *path, json_t *obj, rt_error *err)
     return rc;
 }
 
+/* Gather one bias vector (rows or columns) and, on rank 0, write it. */
+static int save_biases(rt_mf_local *m, rt_engine *eng, const rt_mf_common_opts *o, int cols,
+                       rt_error *err)
+{
+    const rt_plan *plan = m->plan;
+    size_t bytes = 0, *lens = calloc((size_t)rt_engine_size(eng), sizeof(size_t));
+    float *local = pack_biases(m, eng, cols, &bytes), *all = NULL, *dense = NULL;
+    int rc = -1;
+    if (!lens || !local) {
+        rt_fail(err, RT_EXIT_RUNTIME, "out of memory while saving biases");
+        goto out;
+    }
+    if (rt_engine_gatherv(eng, local, bytes, (void **)&all, lens, err))
+        goto out;
+    rc = 0;
+    if (rt_engine_rank(eng) == 0) {
+        uint64_t n = cols ? plan->n_cols : plan->n_rows;
+        char path[4096];
+        dense = scatter_rows(all, cols ? plan->block_col_ids : plan->worker_row_ids, n, 1);
+        if (!dense)
+            rc = rt_fail(err, RT_EXIT_RUNTIME, "out of memory while saving biases");
+        else if (rt_mkdir_p(o->out, err) ||
+                 rt_path_join(path, sizeof(path), o->out, cols ? "col_bias.npy" : "row_bias.npy",
+                              err) ||
+                 rt_npy_write_f32(path, dense, n, 1, 1, err))
+            rc = -1;
+    }
+out:
+    free(lens);
+    free(local);
+    free(all);
+    free(dense);
+    return rc;
+}
+
 static int write_outputs(const rt_mf_local *m, const rt_mf_common_opts *o, const float *W,
                          const float *H, json_t *meta, rt_error *err)
 {
@@ -240,6 +321,10 @@ static int write_outputs(const rt_mf_local *m, const rt_mf_common_opts *o, const
     json_object_set_new(meta, "lambda", json_real(o->lambda));
     json_object_set_new(meta, "W", json_string("W.npy"));
     json_object_set_new(meta, "H", json_string("H.npy"));
+    if (m->bu) {
+        json_object_set_new(meta, "row_bias", json_string("row_bias.npy"));
+        json_object_set_new(meta, "col_bias", json_string("col_bias.npy"));
+    }
     if (rt_path_join(path, sizeof(path), o->out, "model.json", err))
         return -1;
     return write_json(path, meta, err);
@@ -262,6 +347,8 @@ int rt_mf_save(rt_mf_local *m, rt_engine *eng, const rt_mf_common_opts *o, json_
     }
     if (rt_engine_gatherv(eng, w_local, w_bytes, &w_all, lens, err) ||
         rt_engine_gatherv(eng, h_local, h_bytes, &h_all, lens, err))
+        goto out;
+    if (m->bu && (save_biases(m, eng, o, 0, err) || save_biases(m, eng, o, 1, err)))
         goto out;
     rc = 0;
     if (rt_engine_rank(eng) == 0) {

@@ -32,6 +32,7 @@ typedef struct rt_mf_common_opts {
     double init_scale; /* initial entries ~ N(0, init_scale / sqrt(k)) */
     char out[4096];    /* "" = do not save */
     char metrics[4096]; /* --metrics FILE: per-epoch JSON (apps/metrics.h) */
+    int biases;         /* model row and column biases (SGD-MF) */
 } rt_mf_common_opts;
 
 /* This node's MF state: one shard and one W row block per local worker. */
@@ -41,10 +42,17 @@ typedef struct rt_mf_local {
     uint32_t k, kp;
     rt_shard *shards; /* n_workers */
     float **W;        /* n_workers blocks of rows x kp */
+    float **bu;       /* with biases: n_workers arrays of row biases (else NULL) */
 } rt_mf_local;
 
-/* The column-block payload size for rank kp: the largest block's H rows. */
-size_t rt_mf_slot_bytes(const rt_plan *plan, uint32_t kp);
+/* The column-block payload size for rank kp: the largest block's H rows, and
+ * with biases one more float per column.  Payload layout: cols x kp floats of
+ * H rows, then (with biases) cols floats of column biases. */
+size_t rt_mf_slot_bytes(const rt_plan *plan, uint32_t kp, int biases);
+static inline float *rt_mf_payload_biases(float *payload, uint32_t cols, uint32_t kp)
+{
+    return payload + (size_t)cols * kp;
+}
 
 /* Open the local workers' shards, allocate and initialise their W rows. */
 int rt_mf_local_open(rt_mf_local *m, const rt_plan *plan, rt_engine *eng,
@@ -54,7 +62,8 @@ void rt_mf_local_close(rt_mf_local *m);
 /* Deterministic initial factor row for a global row (is_col = 0) or column. */
 void rt_mf_init_vector(float *v, uint32_t k, uint32_t kp, const rt_mf_common_opts *o, int is_col,
                        uint64_t global_id);
-/* Fill a home block payload with initial H rows; returns its length in bytes. */
+/* Fill a home block payload with initial H rows (and zero column biases when
+ * o->biases); returns its length in bytes. */
 size_t rt_mf_init_block(const rt_plan *plan, uint32_t block, float *payload, uint32_t kp,
                         const rt_mf_common_opts *o);
 
@@ -69,7 +78,8 @@ int rt_mf_allreduce_workers(rt_engine *eng, double *v, uint32_t workers, double 
                             rt_error *err);
 
 /* Gather W and H to rank 0 and write, under `o->out`: W.npy (n_rows x k),
- * H.npy (n_cols x k), rows.ids, cols.ids (original ids, line i = row i) and
+ * H.npy (n_cols x k), with biases row_bias.npy (n_rows x 1) and col_bias.npy
+ * (n_cols x 1), rows.ids, cols.ids (original ids, line i = row i) and
  * model.json (`meta` plus dimensions; the function takes the reference).
  * Every rank must call it; only rank 0 writes. */
 int rt_mf_save(rt_mf_local *m, rt_engine *eng, const rt_mf_common_opts *o, json_t *meta,
@@ -89,13 +99,16 @@ int rt_mf_check_common(const rt_mf_common_opts *o, const rt_plan *plan, const ch
 typedef struct rt_sgd_params {
     float lr, lambda, mu;
     uint32_t kp;
+    float *bu, *bi;    /* row / column biases indexed like W / H rows; NULL = none */
+    float lambda_bias; /* L2 on the biases */
 } rt_sgd_params;
 /* One SGD pass over entries (row/col index W and H rows); returns the sum of
  * squared errors measured before each update. */
 double rt_sgd_block(const rt_entry *e, size_t n, float *W, float *H, const rt_sgd_params *p);
-/* Sum of squared errors (val - mu - w.h) over entries; no update. */
-double rt_mf_block_sse(const rt_entry *e, size_t n, const float *W, const float *H, uint32_t kp,
-                       float mu);
+/* Sum of squared errors (val - mu - b_u - b_i - w.h) over entries; no update
+ * (lr and lambda unused). */
+double rt_mf_block_sse(const rt_entry *e, size_t n, const float *W, const float *H,
+                       const rt_sgd_params *p);
 /* Dot product of two kp-float rows with the kernels' fixed summation order. */
 float rt_mf_dot(const float *a, const float *b, uint32_t kp);
 const char *rt_mf_kernel_name(void); /* "avx2-fma" or "portable" */

@@ -10,9 +10,10 @@
  *               fused-multiply-added into accumulator c % 4; then
  *               s = (acc0 + acc1) + (acc2 + acc3) lane-wise, and lanes are
  *               folded (l, l+4), then (l, l+2), then (0, 1).
- *   update:     err = (r - mu) - dot(u, h)
+ *   update:     err = (((r - mu) - b_u) - b_i) - dot(u, h)   (biases optional)
  *               u' = fma(lr, fma(err, h, -(lambda * u)), u)
  *               h' = fma(lr, fma(err, u, -(lambda * h)), h)     (old u)
+ *               b' = fma(lr, err - lambda_b * b, b)             (b_u and b_i)
  *
  * There is deliberately no AVX-512 path: 16-lane accumulation would change
  * the summation order (and so the bits), and at the ranks MF uses (k <= 128)
@@ -44,6 +45,24 @@ static float dot_portable(const float *a, const float *b, uint32_t kp)
     return h2[0] + h2[1];
 }
 
+/* err = ((r - mu) - b_u - b_i) - dot, then b += lr * (err - lambda_b * b). */
+static inline float bias_error(const rt_entry *e, const rt_sgd_params *p)
+{
+    float base = e->val - p->mu;
+    if (p->bu)
+        base = (base - p->bu[e->row]) - p->bi[e->col];
+    return base;
+}
+
+static inline void bias_update(const rt_entry *e, const rt_sgd_params *p, float err)
+{
+    if (!p->bu)
+        return;
+    float bu = p->bu[e->row], bi = p->bi[e->col];
+    p->bu[e->row] = fmaf(p->lr, err - p->lambda_bias * bu, bu);
+    p->bi[e->col] = fmaf(p->lr, err - p->lambda_bias * bi, bi);
+}
+
 static double sgd_portable(const rt_entry *e, size_t n, float *W, float *H, const rt_sgd_params *p)
 {
     const uint32_t kp = p->kp;
@@ -51,8 +70,9 @@ static double sgd_portable(const rt_entry *e, size_t n, float *W, float *H, cons
     for (size_t i = 0; i < n; i++) {
         float *u = W + (size_t)e[i].row * kp;
         float *h = H + (size_t)e[i].col * kp;
-        float err = (e[i].val - p->mu) - dot_portable(u, h, kp);
+        float err = bias_error(&e[i], p) - dot_portable(u, h, kp);
         sse += (double)err * err;
+        bias_update(&e[i], p, err);
         for (uint32_t d = 0; d < kp; d++) {
             float ud = u[d], hd = h[d];
             u[d] = fmaf(p->lr, fmaf(err, hd, -(p->lambda * ud)), ud);
@@ -63,12 +83,13 @@ static double sgd_portable(const rt_entry *e, size_t n, float *W, float *H, cons
 }
 
 static double sse_portable(const rt_entry *e, size_t n, const float *W, const float *H,
-                           uint32_t kp, float mu)
+                           const rt_sgd_params *p)
 {
+    const uint32_t kp = p->kp;
     double sse = 0;
     for (size_t i = 0; i < n; i++) {
-        float err =
-            (e[i].val - mu) - dot_portable(W + (size_t)e[i].row * kp, H + (size_t)e[i].col * kp, kp);
+        float err = bias_error(&e[i], p) -
+                    dot_portable(W + (size_t)e[i].row * kp, H + (size_t)e[i].col * kp, kp);
         sse += (double)err * err;
     }
     return sse;
@@ -127,8 +148,9 @@ AVX2 static inline double sgd_avx2_k(const rt_entry *e, size_t n, float *W, floa
                 _mm_prefetch((const char *)(hn + d), _MM_HINT_T0);
         }
         float err = update_avx2(W + (size_t)e[i].row * kp, H + (size_t)e[i].col * kp,
-                                e[i].val - p->mu, lr, lam, kp);
+                                bias_error(&e[i], p), lr, lam, kp);
         sse += (double)err * err;
+        bias_update(&e[i], p, err);
     }
     return sse;
 }
@@ -152,12 +174,13 @@ AVX2 static double sgd_avx2(const rt_entry *e, size_t n, float *W, float *H, con
 }
 
 AVX2 static double sse_avx2(const rt_entry *e, size_t n, const float *W, const float *H,
-                            uint32_t kp, float mu)
+                            const rt_sgd_params *p)
 {
+    const uint32_t kp = p->kp;
     double sse = 0;
     for (size_t i = 0; i < n; i++) {
-        float err =
-            (e[i].val - mu) - dot_avx2(W + (size_t)e[i].row * kp, H + (size_t)e[i].col * kp, kp);
+        float err = bias_error(&e[i], p) -
+                    dot_avx2(W + (size_t)e[i].row * kp, H + (size_t)e[i].col * kp, kp);
         sse += (double)err * err;
     }
     return sse;
@@ -188,10 +211,10 @@ double rt_sgd_block(const rt_entry *e, size_t n, float *W, float *H, const rt_sg
     return use_avx2() ? sgd_avx2(e, n, W, H, p) : sgd_portable(e, n, W, H, p);
 }
 
-double rt_mf_block_sse(const rt_entry *e, size_t n, const float *W, const float *H, uint32_t kp,
-                       float mu)
+double rt_mf_block_sse(const rt_entry *e, size_t n, const float *W, const float *H,
+                       const rt_sgd_params *p)
 {
-    return use_avx2() ? sse_avx2(e, n, W, H, kp, mu) : sse_portable(e, n, W, H, kp, mu);
+    return use_avx2() ? sse_avx2(e, n, W, H, p) : sse_portable(e, n, W, H, p);
 }
 
 AVX2 static float dot_avx2_entry(const float *a, const float *b, uint32_t kp)

@@ -5,8 +5,16 @@
 #include <string.h>
 
 /* Work budget (cell visits) for the grid-aware column pass; past it the
- * remaining (light) columns go by LPT on block totals. */
+ * remaining (light) columns go by LPT on block totals.  ROTOR_BALANCE_BUDGET
+ * overrides it (tests use a tiny budget to exercise the fallback). */
 #define GRID_BUDGET 1000000000ULL
+
+static uint64_t grid_budget(void)
+{
+    uint64_t v;
+    const char *s = getenv("ROTOR_BALANCE_BUDGET");
+    return s && rt_parse_u64(s, &v) == 0 ? v : GRID_BUDGET;
+}
 
 typedef struct item {
     uint64_t w;   /* weight */
@@ -208,8 +216,8 @@ int rt_balance_cols(const rt_triplets *train, rt_plan_app app, const uint32_t *r
         rc = it ? rt_fail(err, RT_EXIT_RUNTIME, "out of memory (balancing)") : -1;
         goto out;
     }
-    uint64_t spent = 0, i = 0;
-    for (; i < n_cols && spent < GRID_BUDGET; i++) {
+    uint64_t spent = 0, i = 0, budget = grid_budget();
+    for (; i < n_cols && spent < budget; i++) {
         uint32_t j = it[i].id, nt = 0;
         for (uint64_t p = c.off[j]; p < c.off[j + 1]; p++) {
             if (!acc[c.rb[p]])

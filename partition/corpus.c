@@ -9,8 +9,7 @@
 #include <sys/stat.h>
 
 /* Readers (corpus_uci.c, corpus_lines.c, corpus_text.c). */
-int rt_corpus_read_uci(const char *path, const rt_corpus_options *opt, rt_corpus *c,
-                       rt_error *err);
+int rt_corpus_read_uci(const char *path, const rt_corpus_options *opt, rt_corpus *c, rt_error *err);
 int rt_corpus_read_lines(const char *path, const rt_corpus_options *opt, rt_corpus *c,
                          rt_error *err);
 int rt_corpus_read_text(const char *path, const rt_corpus_options *opt, rt_corpus *c,
@@ -360,11 +359,21 @@ static rt_corpus_format sniff(const char *path, rt_error *err)
                (rt_corpus_format)-1;
     char line[4096];
     rt_corpus_format f = RT_CORPUS_TEXT;
+    int single_ints = 0; /* leading lines holding one integer: a UCI header */
     while (fgets(line, sizeof(line), fp)) {
         char a[256], b[256];
         int n = sscanf(line, "%255s %255s", a, b);
         if (n <= 0)
             continue;
+        if (n == 1 && strspn(a, "0123456789") == strlen(a)) {
+            if (++single_ints == 3) {
+                f = RT_CORPUS_UCI;
+                break;
+            }
+            continue;
+        }
+        if (single_ints)
+            break;
         if (n == 2 && strchr(b, ':'))
             f = strspn(a, "0123456789") == strlen(a) ? RT_CORPUS_LDAC : RT_CORPUS_LIBSVM;
         else if (n == 2 && !strcmp(a, b))
@@ -383,8 +392,6 @@ int rt_corpus_read(const char *path, const rt_corpus_options *opt, rt_corpus *c,
         f = sniff(path, err);
         if ((int)f < 0)
             return -1;
-        rt_info("corpus %s: format %s (use --format to override)", path,
-                rt_corpus_format_name(f));
     }
     int rc;
     c->format = f;
@@ -412,7 +419,11 @@ int rt_corpus_read(const char *path, const rt_corpus_options *opt, rt_corpus *c,
         rc = rt_corpus_min_count(c, opt->min_count, err);
     if (rc != 0)
         rt_corpus_free(c);
-    else
+    else {
         c->format = f;
+        if (opt->format == RT_CORPUS_AUTO)
+            rt_info("corpus %s: format %s (guessed; --format overrides)", path,
+                    rt_corpus_format_name(f));
+    }
     return rc;
 }

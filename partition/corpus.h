@@ -62,7 +62,7 @@ typedef struct rt_corpus {
     uint32_t *word;     /* dense word id of each entry */
     uint32_t *count;    /* >= 1 */
     rt_strpool doc_names;
-    rt_strmap words; /* word names; ids are dense word ids */
+    rt_strmap words;         /* word names; ids are dense word ids */
     rt_corpus_format format; /* the format actually read (after auto) */
     /* builder state */
     uint64_t cap;

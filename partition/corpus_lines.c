@@ -101,8 +101,8 @@ static int64_t read_pairs(line_ctx *x, cursor *cur, rt_error *err)
         if (!parse_dec(colon + 1, (size_t)(b + n - colon - 1), &k) || k <= 0 ||
             k > (int64_t)UINT32_MAX)
             return rt_fail(err, RT_EXIT_INPUT,
-                           "%s:%llu: count in '%.*s' must be a positive integer", x->path,
-                           x->line, (int)n, b);
+                           "%s:%llu: count in '%.*s' must be a positive integer", x->path, x->line,
+                           (int)n, b);
         int64_t w = word_id(x, b, (size_t)(colon - b), err);
         if (w < 0 || rt_corpus_add(x->c, (uint32_t)w, (uint32_t)k, err))
             return -1;
@@ -120,8 +120,8 @@ static int read_line(line_ctx *x, rt_corpus_format f, cursor *cur, rt_error *err
     case RT_CORPUS_LINES:
         n2 = field(cur, &b2);
         if (!n2)
-            return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: expected 'docid docid word ...'",
-                           x->path, x->line);
+            return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: expected 'docid docid word ...'", x->path,
+                           x->line);
         if (rt_corpus_begin_doc(x->c, b, n, err))
             return -1;
         while ((n = field(cur, &b)) > 0) {
@@ -132,8 +132,8 @@ static int read_line(line_ctx *x, rt_corpus_format f, cursor *cur, rt_error *err
         return 0;
     case RT_CORPUS_LIBSVM:
         if (memchr(b, ':', n))
-            return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: expected 'docid word:count ...'",
-                           x->path, x->line);
+            return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: expected 'docid word:count ...'", x->path,
+                           x->line);
         if (rt_corpus_begin_doc(x->c, b, n, err))
             return -1;
         return read_pairs(x, cur, err) < 0 ? -1 : 0;

@@ -14,21 +14,27 @@
 #include <sys/stat.h>
 
 const char *const rt_english_stopwords[] = {
-    "a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any",
-    "are", "aren", "as", "at", "be", "because", "been", "before", "being", "below", "between",
-    "both", "but", "by", "can", "cannot", "could", "couldn", "did", "didn", "do", "does",
-    "doesn", "doing", "don", "down", "during", "each", "few", "for", "from", "further", "had",
-    "hadn", "has", "hasn", "have", "haven", "having", "he", "her", "here", "hers", "herself",
-    "him", "himself", "his", "how", "however", "i", "if", "in", "into", "is", "isn", "it", "its",
-    "itself", "just", "ll", "me", "more", "most", "mustn", "my", "myself", "no", "nor", "not",
-    "now", "of", "off", "on", "once", "only", "or", "other", "ought", "our", "ours",
-    "ourselves", "out", "over", "own", "re", "same", "say", "said", "says", "shan", "she",
-    "should", "shouldn", "so", "some", "such", "than", "that", "the", "their", "theirs", "them",
-    "themselves", "then", "there", "these", "they", "this", "those", "through", "to", "too",
-    "under", "until", "up", "ve", "very", "was", "wasn", "we", "were", "weren", "what", "when",
-    "where", "which", "while", "who", "whom", "why", "will", "with", "won", "would", "wouldn",
-    "you", "your", "yours", "yourself", "yourselves", "one", "two", "may", "might", "must",
-    "shall", "us", "many", "much", "every", "even", "yet", "still", "upon", "get", "got",
+    "a",       "about",   "above",      "after",   "again",     "against", "all",      "also",
+    "am",      "an",      "and",        "any",     "are",       "aren",    "as",       "at",
+    "be",      "because", "been",       "before",  "being",     "below",   "between",  "both",
+    "but",     "by",      "can",        "cannot",  "could",     "couldn",  "did",      "didn",
+    "do",      "does",    "doesn",      "doing",   "don",       "down",    "during",   "each",
+    "few",     "for",     "from",       "further", "had",       "hadn",    "has",      "hasn",
+    "have",    "haven",   "having",     "he",      "her",       "here",    "hers",     "herself",
+    "him",     "himself", "his",        "how",     "however",   "i",       "if",       "in",
+    "into",    "is",      "isn",        "it",      "its",       "itself",  "just",     "ll",
+    "me",      "more",    "most",       "mustn",   "my",        "myself",  "no",       "nor",
+    "not",     "now",     "of",         "off",     "on",        "once",    "only",     "or",
+    "other",   "ought",   "our",        "ours",    "ourselves", "out",     "over",     "own",
+    "re",      "same",    "say",        "said",    "says",      "shan",    "she",      "should",
+    "shouldn", "so",      "some",       "such",    "than",      "that",    "the",      "their",
+    "theirs",  "them",    "themselves", "then",    "there",     "these",   "they",     "this",
+    "those",   "through", "to",         "too",     "under",     "until",   "up",       "ve",
+    "very",    "was",     "wasn",       "we",      "were",      "weren",   "what",     "when",
+    "where",   "which",   "while",      "who",     "whom",      "why",     "will",     "with",
+    "won",     "would",   "wouldn",     "you",     "your",      "yours",   "yourself", "yourselves",
+    "one",     "two",     "may",        "might",   "must",      "shall",   "us",       "many",
+    "much",    "every",   "even",       "yet",     "still",     "upon",    "get",      "got",
     NULL};
 
 static int is_letter(unsigned char ch)
@@ -47,8 +53,8 @@ static int load_stopwords(text_ctx *x, const char *path, rt_error *err)
 {
     if (!path) {
         for (size_t i = 0; rt_english_stopwords[i]; i++)
-            if (rt_strmap_intern(&x->stop, rt_english_stopwords[i],
-                                 strlen(rt_english_stopwords[i]), err) < 0)
+            if (rt_strmap_intern(&x->stop, rt_english_stopwords[i], strlen(rt_english_stopwords[i]),
+                                 err) < 0)
                 return -1;
         return 0;
     }
@@ -181,8 +187,7 @@ static int read_file_lines(text_ctx *x, const char *path, rt_error *err)
     return rc;
 }
 
-int rt_corpus_read_text(const char *path, const rt_corpus_options *opt, rt_corpus *c,
-                        rt_error *err)
+int rt_corpus_read_text(const char *path, const rt_corpus_options *opt, rt_corpus *c, rt_error *err)
 {
     text_ctx x = {.c = c};
     rt_strmap_init(&x.stop);

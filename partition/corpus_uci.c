@@ -77,8 +77,7 @@ int rt_corpus_read_vocab(const char *path, rt_corpus *c, rt_error *err)
         if (c->words.names.n == before) {
             rt_text_free(&t);
             return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: duplicate word '%.*s' (also line %lld)",
-                           path, (unsigned long long)line, (int)(end - b), b,
-                           (long long)id + 1);
+                           path, (unsigned long long)line, (int)(end - b), b, (long long)id + 1);
         }
         s = next;
     }
@@ -90,8 +89,8 @@ typedef struct triple {
     uint32_t doc, word, count;
 } triple;
 
-static int read_header(const char *path, char **s, uint64_t *line, const char *what,
-                       uint64_t *v, rt_error *err)
+static int read_header(const char *path, char **s, uint64_t *line, const char *what, uint64_t *v,
+                       rt_error *err)
 {
     int neg;
     const char *p = *s;
@@ -104,8 +103,7 @@ static int read_header(const char *path, char **s, uint64_t *line, const char *w
     return 0;
 }
 
-int rt_corpus_read_uci(const char *path, const rt_corpus_options *opt, rt_corpus *c,
-                       rt_error *err)
+int rt_corpus_read_uci(const char *path, const rt_corpus_options *opt, rt_corpus *c, rt_error *err)
 {
     rt_text t;
     if (rt_text_load(path, &t, err))
@@ -166,8 +164,8 @@ int rt_corpus_read_uci(const char *path, const rt_corpus_options *opt, rt_corpus
             goto out;
         }
         if (n == NNZ) {
-            rt_fail(err, RT_EXIT_INPUT, "%s:%llu: more triples than the header's NNZ=%llu",
-                    path, (unsigned long long)line, (unsigned long long)NNZ);
+            rt_fail(err, RT_EXIT_INPUT, "%s:%llu: more triples than the header's NNZ=%llu", path,
+                    (unsigned long long)line, (unsigned long long)NNZ);
             goto out;
         }
         tr[n].doc = (uint32_t)(d - 1);
@@ -178,8 +176,8 @@ int rt_corpus_read_uci(const char *path, const rt_corpus_options *opt, rt_corpus
         s = next;
     }
     if (n != NNZ) {
-        rt_fail(err, RT_EXIT_INPUT, "%s:%llu: file ends after %llu triples, header NNZ=%llu",
-                path, (unsigned long long)line, (unsigned long long)n, (unsigned long long)NNZ);
+        rt_fail(err, RT_EXIT_INPUT, "%s:%llu: file ends after %llu triples, header NNZ=%llu", path,
+                (unsigned long long)line, (unsigned long long)n, (unsigned long long)NNZ);
         goto out;
     }
     /* Words: from the vocabulary file, or the numbers 1..W. */

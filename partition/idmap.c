@@ -1,4 +1,9 @@
-/* idmap.c - interning original id strings into dense ids (first appearance). */
+/* idmap.c - interning original id strings into dense ids (first appearance).
+ *
+ * Two open-addressing tables share one dense id space: canonical decimal ids
+ * (the usual case: MovieLens, LIBMF, MatrixMarket) are keyed by their value,
+ * anything else by the string, with 32 hash bits kept in the slot so that a
+ * probe rarely needs a string compare. */
 #include "partition.h"
 
 #include <stdlib.h>
@@ -15,7 +20,25 @@ void rt_idmap_free(rt_idmap *m)
     free(m->chars);
     free(m->off);
     free(m->slots);
+    free(m->ikeys);
+    free(m->ivals);
     memset(m, 0, sizeof(*m));
+}
+
+/* "0" or [1-9][0-9]{0,17}: string equality is then value equality. */
+static inline int canon_uint(const char *s, size_t len, uint64_t *v)
+{
+    if (len == 0 || len > 18 || (s[0] == '0' && len > 1))
+        return 0;
+    uint64_t x = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned d = (unsigned)(s[i] - '0');
+        if (d > 9)
+            return 0;
+        x = x * 10 + d;
+    }
+    *v = x;
+    return 1;
 }
 
 static inline uint64_t hash_str(const char *s, size_t len)
@@ -31,38 +54,85 @@ static inline int same(const rt_idmap *m, uint32_t id, const char *s, size_t len
     return memcmp(t, s, len) == 0 && t[len] == '\0';
 }
 
-int64_t rt_idmap_find(const rt_idmap *m, const char *s, size_t len)
+/* Slot of integer key v (value + 1) or of the empty slot where it belongs. */
+static inline uint64_t int_slot(const rt_idmap *m, uint64_t key)
 {
-    if (!m->n_slots)
-        return -1;
-    uint64_t mask = m->n_slots - 1;
-    for (uint64_t i = hash_str(s, len) & mask;; i = (i + 1) & mask) {
-        uint32_t v = m->slots[i];
-        if (!v)
-            return -1;
-        if (same(m, v - 1, s, len))
-            return v - 1;
+    uint64_t mask = m->n_islots - 1;
+    uint64_t i = rt_hash64(key) & mask;
+    while (m->ikeys[i] && m->ikeys[i] != key)
+        i = (i + 1) & mask;
+    return i;
+}
+
+/* Slot holding string s, or the empty slot where it belongs. */
+static inline uint64_t str_slot(const rt_idmap *m, const char *s, size_t len, uint64_t h)
+{
+    uint64_t mask = m->n_slots - 1, tag = h & 0xffffffff00000000ULL;
+    uint64_t i = h & mask;
+    for (;; i = (i + 1) & mask) {
+        uint64_t v = m->slots[i];
+        if (!v || ((v & 0xffffffff00000000ULL) == tag && same(m, (uint32_t)v - 1, s, len)))
+            return i;
     }
 }
 
-/* Double the hash table (kept at most half full). */
-static int rehash(rt_idmap *m, rt_error *err)
+int64_t rt_idmap_find(const rt_idmap *m, const char *s, size_t len)
 {
-    uint64_t n_slots = m->n_slots ? m->n_slots * 2 : 1024;
-    uint32_t *slots = calloc(n_slots, sizeof(uint32_t));
+    uint64_t v;
+    if (canon_uint(s, len, &v)) {
+        if (!m->n_islots)
+            return -1;
+        uint64_t i = int_slot(m, v + 1);
+        return m->ikeys[i] ? (int64_t)m->ivals[i] : -1;
+    }
+    if (!m->n_slots)
+        return -1;
+    uint64_t x = m->slots[str_slot(m, s, len, hash_str(s, len))];
+    return x ? (int64_t)((uint32_t)x - 1) : -1;
+}
+
+static int grow_int(rt_idmap *m, rt_error *err)
+{
+    uint64_t n = m->n_islots ? m->n_islots * 2 : 1024;
+    uint64_t *keys = calloc(n, sizeof(uint64_t));
+    uint32_t *vals = malloc(sizeof(uint32_t) * n);
+    if (!keys || !vals) {
+        free(keys), free(vals);
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (id table)");
+    }
+    rt_idmap old = *m;
+    m->ikeys = keys;
+    m->ivals = vals;
+    m->n_islots = n;
+    for (uint64_t i = 0; i < old.n_islots; i++)
+        if (old.ikeys[i]) {
+            uint64_t j = int_slot(m, old.ikeys[i]);
+            keys[j] = old.ikeys[i];
+            vals[j] = old.ivals[i];
+        }
+    free(old.ikeys), free(old.ivals);
+    return 0;
+}
+
+static int grow_str(rt_idmap *m, rt_error *err)
+{
+    uint64_t n = m->n_slots ? m->n_slots * 2 : 1024;
+    uint64_t *slots = calloc(n, sizeof(uint64_t));
     if (!slots)
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (id table)");
-    uint64_t mask = n_slots - 1;
-    for (uint64_t id = 0; id < m->n; id++) {
-        const char *t = m->chars + m->off[id];
-        uint64_t i = hash_str(t, strlen(t)) & mask;
-        while (slots[i])
-            i = (i + 1) & mask;
-        slots[i] = (uint32_t)id + 1;
+    for (uint64_t i = 0; i < m->n_slots; i++) {
+        uint64_t v = m->slots[i];
+        if (!v)
+            continue;
+        const char *t = m->chars + m->off[(uint32_t)v - 1];
+        uint64_t j = hash_str(t, strlen(t)) & (n - 1);
+        while (slots[j])
+            j = (j + 1) & (n - 1);
+        slots[j] = v;
     }
     free(m->slots);
     m->slots = slots;
-    m->n_slots = n_slots;
+    m->n_slots = n;
     return 0;
 }
 
@@ -81,21 +151,11 @@ static int grow(void **p, uint64_t *cap, uint64_t need, size_t unit, rt_error *e
     return 0;
 }
 
-int rt_idmap_intern(rt_idmap *m, const char *s, size_t len, uint32_t *id, rt_error *err)
+/* Append string s as the next dense id. */
+static int append(rt_idmap *m, const char *s, size_t len, rt_error *err)
 {
-    if (m->n_slots) {
-        uint64_t mask = m->n_slots - 1;
-        uint64_t i = hash_str(s, len) & mask;
-        for (; m->slots[i]; i = (i + 1) & mask)
-            if (same(m, m->slots[i] - 1, s, len)) {
-                *id = m->slots[i] - 1;
-                return 0;
-            }
-    }
     if (m->n >= UINT32_MAX - 1)
         return rt_fail(err, RT_EXIT_INPUT, "more than 2^32-2 distinct ids");
-    if ((m->n + 1) * 2 > m->n_slots && rehash(m, err) < 0)
-        return -1;
     if (grow((void **)&m->off, &m->cap, m->n + 1, sizeof(uint64_t), err) < 0 ||
         grow((void **)&m->chars, &m->chars_cap, m->chars_len + len + 1, 1, err) < 0)
         return -1;
@@ -103,11 +163,40 @@ int rt_idmap_intern(rt_idmap *m, const char *s, size_t len, uint32_t *id, rt_err
     m->chars[m->chars_len + len] = '\0';
     m->off[m->n] = m->chars_len;
     m->chars_len += len + 1;
-    uint64_t mask = m->n_slots - 1;
-    uint64_t i = hash_str(s, len) & mask;
-    while (m->slots[i])
-        i = (i + 1) & mask;
-    m->slots[i] = (uint32_t)m->n + 1;
-    *id = (uint32_t)m->n++;
+    m->n++;
+    return 0;
+}
+
+int rt_idmap_intern(rt_idmap *m, const char *s, size_t len, uint32_t *id, rt_error *err)
+{
+    uint64_t v;
+    if (canon_uint(s, len, &v)) {
+        if ((m->n_int + 1) * 2 > m->n_islots && grow_int(m, err) < 0)
+            return -1;
+        uint64_t i = int_slot(m, v + 1);
+        if (m->ikeys[i]) {
+            *id = m->ivals[i];
+            return 0;
+        }
+        if (append(m, s, len, err) < 0)
+            return -1;
+        m->ikeys[i] = v + 1;
+        m->ivals[i] = *id = (uint32_t)(m->n - 1);
+        m->n_int++;
+        return 0;
+    }
+    if ((m->n_str + 1) * 2 > m->n_slots && grow_str(m, err) < 0)
+        return -1;
+    uint64_t h = hash_str(s, len);
+    uint64_t i = str_slot(m, s, len, h);
+    if (m->slots[i]) {
+        *id = (uint32_t)m->slots[i] - 1;
+        return 0;
+    }
+    if (append(m, s, len, err) < 0)
+        return -1;
+    *id = (uint32_t)(m->n - 1);
+    m->slots[i] = (h & 0xffffffff00000000ULL) | ((uint64_t)*id + 1);
+    m->n_str++;
     return 0;
 }

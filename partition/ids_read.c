@@ -2,11 +2,37 @@
 #include "partition.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+/* The file's XXH3 must be the one plan.json records under "files". */
+static int check_manifest(const rt_plan *plan, const char *which, const char *text, size_t len,
+                          const char *path, rt_error *err)
+{
+    char mpath[4200], name[64];
+    snprintf(mpath, sizeof(mpath), "%s/plan.json", plan->dir);
+    snprintf(name, sizeof(name), "%s.ids", which);
+    json_error_t je;
+    json_t *root = json_load_file(mpath, 0, &je);
+    if (!root)
+        return rt_fail(err, RT_EXIT_INPUT, "%s:%d: %s", mpath, je.line, je.text);
+    const char *want =
+        json_string_value(json_object_get(json_object_get(json_object_get(root, "files"), name),
+                                          "xxh3"));
+    char got[17];
+    snprintf(got, sizeof(got), "%016" PRIx64, rt_checksum(text, len));
+    int rc = 0;
+    if (!want)
+        rc = rt_fail(err, RT_EXIT_INPUT, "%s: no checksum for %s", mpath, name);
+    else if (strcmp(want, got))
+        rc = rt_fail(err, RT_EXIT_INPUT, "%s: checksum mismatch (corrupted)", path);
+    json_decref(root);
+    return rc;
+}
 
 int rt_plan_read_ids(const rt_plan *plan, const char *which, char ***ids, uint64_t *n,
                      rt_error *err)
@@ -46,6 +72,10 @@ int rt_plan_read_ids(const rt_plan *plan, const char *which, char ***ids, uint64
     if (len && text[len - 1] != '\n') {
         free(text);
         return rt_fail(err, RT_EXIT_INPUT, "%s: truncated (no final newline)", path);
+    }
+    if (check_manifest(plan, which, text, len, path, err) < 0) {
+        free(text);
+        return -1;
     }
     uint64_t lines = 0;
     for (size_t i = 0; i < len; i++)

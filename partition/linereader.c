@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define LR_CHUNK (16u << 20)      /* bytes per read() */
+#define LR_CHUNK (16u << 20)       /* bytes per read() */
 #define LR_REPORT_EVERY 4000000ULL /* lines between progress lines */
 
 int rt_linereader_open(rt_linereader *lr, const char *path, rt_error *err)

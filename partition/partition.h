@@ -136,8 +136,8 @@ typedef struct rt_shard {
     const rt_entry *train;
     const uint64_t *test_off; /* B+1 */
     const rt_entry *test;
-    uint32_t n_test_rows;          /* LDA: held-out docs owned by this worker */
-    const uint32_t *test_row_ids;  /* LDA: their global ids (NULL for MF) */
+    uint32_t n_test_rows;         /* LDA: held-out docs owned by this worker */
+    const uint32_t *test_row_ids; /* LDA: their global ids (NULL for MF) */
     void *map;
     size_t map_len;
 } rt_shard;
@@ -170,8 +170,8 @@ void rt_shard_close(rt_shard *shard);
 
 /* Read rows.ids / cols.ids: ids[i] = original id string of dense id i.
  * Returns a malloc'd array of n strings (one allocation; free with free()). */
-int rt_plan_read_ids(const rt_plan *plan, const char *which /* "rows" or "cols" */,
-                     char ***ids, uint64_t *n, rt_error *err);
+int rt_plan_read_ids(const rt_plan *plan, const char *which /* "rows" or "cols" */, char ***ids,
+                     uint64_t *n, rt_error *err);
 
 /* The ring schedule formula above; the partitioner writes it into plan.json
  * and rt_plan_open checks the manifest's schedule against it. */
@@ -189,12 +189,18 @@ static inline uint32_t rt_schedule_block(uint32_t workers, uint32_t pipeline, ui
  * 0, 1, 2, ... in order of first appearance; rows.ids / cols.ids are written
  * from it (string of dense id i on line i+1).  Ids must not contain '\n'. */
 typedef struct rt_idmap {
-    char *chars;       /* all strings, each NUL-terminated */
+    char *chars; /* all strings, each NUL-terminated */
     uint64_t chars_len, chars_cap;
-    uint64_t *off;     /* off[i]: start of dense id i's string in chars */
-    uint64_t n, cap;   /* ids so far */
-    uint32_t *slots;   /* open-addressing hash: dense id + 1, 0 = empty */
-    uint64_t n_slots;  /* power of two */
+    uint64_t *off;   /* off[i]: start of dense id i's string in chars */
+    uint64_t n, cap; /* ids so far */
+    /* Open-addressing hash of the strings: (hash >> 32) << 32 | (dense id + 1),
+     * 0 = empty.  Canonical decimal ids ("0", "17", not "017") live in a
+     * second table keyed by their value: no string compares on the hot path. */
+    uint64_t *slots;
+    uint64_t n_slots, n_str; /* power of two; strings in it */
+    uint64_t *ikeys;         /* integer table: value + 1 (0 = empty) */
+    uint32_t *ivals;         /* dense id */
+    uint64_t n_islots, n_int;
 } rt_idmap;
 
 void rt_idmap_init(rt_idmap *m);
@@ -249,7 +255,7 @@ typedef enum rt_balance {
 
 /* An input file as recorded in plan.json ("inputs"). */
 typedef struct rt_plan_source {
-    const char *role;   /* "train", "test", "vocab", ... */
+    const char *role; /* "train", "test", "vocab", ... */
     const char *path;
     const char *format; /* the format actually used (after --format auto) */
     uint64_t lines;     /* lines read (0 = unknown) */
@@ -324,12 +330,11 @@ typedef enum rt_rating_format {
     RT_FMT_LIBMF,    /* "u v r", 0-based integer ids */
 } rt_rating_format;
 
-const char *rt_rating_format_name(rt_rating_format f); /* "triplets", "csv", ... */
+const char *rt_rating_format_name(rt_rating_format f);          /* "triplets", "csv", ... */
 int rt_rating_format_parse(const char *s, rt_rating_format *f); /* 0 ok, -1 unknown */
 /* Guess a file's format from its first lines (MatrixMarket banner, "::",
  * commas, whitespace); *why is a short explanation for the log. */
-int rt_rating_format_sniff(const char *path, rt_rating_format *f, const char **why,
-                           rt_error *err);
+int rt_rating_format_sniff(const char *path, rt_rating_format *f, const char **why, rt_error *err);
 
 typedef struct rt_ratings_stats {
     rt_rating_format format; /* as used */

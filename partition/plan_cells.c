@@ -4,8 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int rt_groups_build(const uint32_t *bin, uint64_t n, uint32_t n_bins, rt_groups *g,
-                    rt_error *err)
+int rt_groups_build(const uint32_t *bin, uint64_t n, uint32_t n_bins, rt_groups *g, rt_error *err)
 {
     g->off = calloc((uint64_t)n_bins + 1, sizeof(uint64_t));
     g->ids = malloc(sizeof(uint32_t) * (n ? n : 1));

@@ -15,8 +15,7 @@ typedef struct rt_groups {
     uint32_t *local;
 } rt_groups;
 
-int rt_groups_build(const uint32_t *bin, uint64_t n, uint32_t n_bins, rt_groups *g,
-                    rt_error *err);
+int rt_groups_build(const uint32_t *bin, uint64_t n, uint32_t n_bins, rt_groups *g, rt_error *err);
 void rt_groups_free(rt_groups *g);
 
 /* Entries of `t` sorted into cells w * B + b (w = row_bin[row], b = col_bin[col]),

@@ -30,11 +30,10 @@ static json_t *inputs_json(const rt_plan_options *opt)
     json_t *a = json_array();
     for (int i = 0; a && i < opt->n_sources; i++) {
         const rt_plan_source *s = &opt->sources[i];
-        json_array_append_new(a, json_pack("{s:s,s:s,s:s,s:I,s:I}", "role", s->role ? s->role : "",
-                                           "path", s->path ? s->path : "", "format",
-                                           s->format ? s->format : "", "lines",
-                                           (json_int_t)s->lines, "entries",
-                                           (json_int_t)s->entries));
+        json_array_append_new(
+            a, json_pack("{s:s,s:s,s:s,s:I,s:I}", "role", s->role ? s->role : "", "path",
+                         s->path ? s->path : "", "format", s->format ? s->format : "", "lines",
+                         (json_int_t)s->lines, "entries", (json_int_t)s->entries));
     }
     return a;
 }
@@ -54,8 +53,8 @@ static json_t *manifest(rt_plan_builder *pb)
     char id[19];
     snprintf(id, sizeof(id), "%016" PRIx64, pb->sum.plan_id);
     json_t *root = json_object();
-    json_t *dims = json_pack("{s:I,s:I}", "rows", (json_int_t)pb->n_rows, "cols",
-                             (json_int_t)pb->n_cols);
+    json_t *dims =
+        json_pack("{s:I,s:I}", "rows", (json_int_t)pb->n_rows, "cols", (json_int_t)pb->n_cols);
     if (!root || !dims)
         return NULL;
     if (in->test_rows)

@@ -45,8 +45,7 @@ static int read_schedule(json_t *root, rt_plan *p, const char *path, rt_error *e
 {
     json_t *s = json_object_get(root, "schedule");
     if (!json_is_array(s) || json_array_size(s) != p->blocks)
-        return rt_fail(err, RT_EXIT_INPUT, "%s: \"schedule\" must have %u steps", path,
-                       p->blocks);
+        return rt_fail(err, RT_EXIT_INPUT, "%s: \"schedule\" must have %u steps", path, p->blocks);
     p->schedule = malloc(sizeof(uint32_t) * p->blocks * (size_t)p->workers);
     if (!p->schedule)
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
@@ -60,8 +59,8 @@ static int read_schedule(json_t *root, rt_plan *p, const char *path, rt_error *e
             uint32_t want = rt_schedule_block(p->workers, p->pipeline, step, w);
             if (!json_is_integer(v) || json_integer_value(v) != (json_int_t)want)
                 return rt_fail(err, RT_EXIT_INPUT,
-                               "%s: schedule[%u][%u] differs from the ring formula (want %u)",
-                               path, step, w, want);
+                               "%s: schedule[%u][%u] differs from the ring formula (want %u)", path,
+                               step, w, want);
             p->schedule[(size_t)step * p->workers + w] = want;
         }
     }
@@ -174,8 +173,8 @@ static const void *section(const rt_secfile *f, uint32_t id, uint64_t want, cons
         return NULL;
     }
     if (bytes != want) {
-        rt_fail(err, RT_EXIT_INPUT, "%s: section %u has %" PRIu64 " bytes, expected %" PRIu64,
-                path, id, bytes, want);
+        rt_fail(err, RT_EXIT_INPUT, "%s: section %u has %" PRIu64 " bytes, expected %" PRIu64, path,
+                id, bytes, want);
         return NULL;
     }
     return p;
@@ -199,8 +198,8 @@ static int read_layout(rt_plan *p, rt_error *err)
     p->worker_row_offset = (uint64_t *)section(&f, RT_SEC_WORKER_ROW_OFFSETS,
                                                8 * ((uint64_t)p->workers + 1), path, err);
     p->worker_row_ids = (uint32_t *)section(&f, RT_SEC_WORKER_ROW_IDS, 4 * p->n_rows, path, err);
-    p->block_col_offset = (uint64_t *)section(&f, RT_SEC_BLOCK_COL_OFFSETS,
-                                              8 * ((uint64_t)p->blocks + 1), path, err);
+    p->block_col_offset =
+        (uint64_t *)section(&f, RT_SEC_BLOCK_COL_OFFSETS, 8 * ((uint64_t)p->blocks + 1), path, err);
     p->block_col_ids = (uint32_t *)section(&f, RT_SEC_BLOCK_COL_IDS, 4 * p->n_cols, path, err);
     if (!p->worker_row_offset || !p->worker_row_ids || !p->block_col_offset || !p->block_col_ids)
         return -1;

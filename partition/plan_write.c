@@ -64,9 +64,9 @@ static int check_input(rt_plan_builder *pb, rt_error *err)
         return rt_fail(err, RT_EXIT_INPUT, "plan: no training entries");
     if (check_entries(in->train, "train", in->app, pb->n_rows, pb->n_cols, err) < 0)
         return -1;
-    if (in->test && check_entries(in->test, "test", in->app,
-                                  in->test_rows ? pb->n_test_rows : pb->n_rows, pb->n_cols,
-                                  err) < 0)
+    if (in->test &&
+        check_entries(in->test, "test", in->app, in->test_rows ? pb->n_test_rows : pb->n_rows,
+                      pb->n_cols, err) < 0)
         return -1;
     if (pb->n_rows < W)
         rt_warn("only %" PRIu64 " rows for %" PRIu64 " workers: some workers get no rows",
@@ -132,19 +132,18 @@ static int balance(rt_plan_builder *pb, rt_error *err)
         pb->sum.tokens_train += x;
     }
     double t0 = rt_now();
-    if (rt_balance_items(rw, pb->n_rows, pb->W, opt->balance, opt->seed, pb->row_worker, err) <
-            0 ||
+    if (rt_balance_items(rw, pb->n_rows, pb->W, opt->balance, opt->seed, pb->row_worker, err) < 0 ||
         rt_balance_cols(t, in->app, pb->row_worker, pb->W, pb->n_cols, cw, pb->B, opt->balance,
                         opt->seed, pb->col_block, err) < 0)
         goto out;
-    if (rt_imbalance_of(t, in->app, pb->row_worker, pb->col_block, pb->W, pb->B,
-                        &pb->sum.imbalance, err) < 0)
+    if (rt_imbalance_of(t, in->app, pb->row_worker, pb->col_block, pb->W, pb->B, &pb->sum.imbalance,
+                        err) < 0)
         goto out;
     double t1 = rt_now();
     /* What a seeded random assignment would give, for comparison. */
     if (rt_balance_items(rw, pb->n_rows, pb->W, RT_BALANCE_RANDOM, opt->seed, rr, err) < 0 ||
-        rt_balance_cols(t, in->app, rr, pb->W, pb->n_cols, cw, pb->B, RT_BALANCE_RANDOM,
-                        opt->seed, rc_, err) < 0 ||
+        rt_balance_cols(t, in->app, rr, pb->W, pb->n_cols, cw, pb->B, RT_BALANCE_RANDOM, opt->seed,
+                        rc_, err) < 0 ||
         rt_imbalance_of(t, in->app, rr, rc_, pb->W, pb->B, &pb->sum.random_imbalance, err) < 0)
         goto out;
     /* Held-out documents: dealt to workers balanced by their tokens. */
@@ -366,10 +365,17 @@ static void builder_free(rt_plan_builder *pb)
     json_decref(pb->files);
 }
 
-int rt_plan_write(const char *dir, const rt_plan_input *in, const rt_plan_options *opt,
+int rt_plan_write(const char *dir_arg, const rt_plan_input *in, const rt_plan_options *opt,
                   rt_plan_summary *sum, rt_error *err)
 {
     double t0 = rt_now();
+    /* "out/" and "out" are the same target: the temporary sibling must not
+     * end up inside it. */
+    char dir[4096];
+    if (snprintf(dir, sizeof(dir), "%s", dir_arg) >= (int)sizeof(dir) || !dir[0])
+        return rt_fail(err, RT_EXIT_INPUT, "%s: bad output path", dir_arg);
+    for (size_t n = strlen(dir); n > 1 && dir[n - 1] == '/'; n--)
+        dir[n - 1] = '\0';
     rt_plan_builder pb;
     memset(&pb, 0, sizeof(pb));
     pb.in = in;
@@ -387,18 +393,18 @@ int rt_plan_write(const char *dir, const rt_plan_input *in, const rt_plan_option
         goto out;
     }
     if (!mkdtemp(pb.tmp)) {
-        rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot create a temporary directory",
-                      pb.tmp);
+        rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot create a temporary directory", pb.tmp);
         pb.tmp[0] = '\0';
         goto out;
     }
+    chmod(pb.tmp, 0755); /* mkdtemp makes it 0700 */
     if (write_all(&pb, err) < 0 || commit_dir(&pb, dir, err) < 0) {
         rt_remove_tree(pb.tmp);
         goto out;
     }
     pb.sum.seconds = rt_now() - t0;
-    rt_info("plan %016" PRIx64 " written to %s: %u workers, %u blocks, %" PRIu64
-            " train / %" PRIu64 " test entries (%.2f s)",
+    rt_info("plan %016" PRIx64 " written to %s: %u workers, %u blocks, %" PRIu64 " train / %" PRIu64
+            " test entries (%.2f s)",
             pb.sum.plan_id, dir, pb.W, pb.B, pb.sum.nnz_train, pb.sum.nnz_test, pb.sum.seconds);
     if (sum)
         *sum = pb.sum;

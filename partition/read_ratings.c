@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define MAX_FIELDS 5 /* we need at most 4; the 5th only shows "too many" */
 
@@ -19,8 +20,8 @@ typedef struct field {
     size_t len;
 } field;
 
-static const char *const format_names[] = {"auto", "triplets", "csv", "movielens-dat", "mm",
-                                           "libmf"};
+static const char *const format_names[] = {"auto",          "triplets", "csv",
+                                           "movielens-dat", "mm",       "libmf"};
 
 const char *rt_rating_format_name(rt_rating_format f)
 {
@@ -262,8 +263,8 @@ static int rating_line(reader *r, field *f, int n, rt_error *err)
                               clip(&f[1], buf, sizeof(buf)));
         if (r->fmt == RT_FMT_MM) {
             if (a < 1 || a > r->mm_rows)
-                return line_error(r, err, "row id %" PRIu64 " outside the header's 1..%" PRIu64,
-                                  a, r->mm_rows);
+                return line_error(r, err, "row id %" PRIu64 " outside the header's 1..%" PRIu64, a,
+                                  r->mm_rows);
             if (b < 1 || b > r->mm_cols)
                 return line_error(r, err, "column id %" PRIu64 " outside the header's 1..%" PRIu64,
                                   b, r->mm_cols);
@@ -333,21 +334,37 @@ static int one_line(reader *r, char *line, int *first_data, rt_error *err)
     return rating_line(r, f, n, err);
 }
 
+/* Size the output once from the file size and the first lines' length, so a
+ * big file is not copied again and again by growing arrays. */
+static int reserve_estimate(reader *r, rt_error *err)
+{
+    struct stat sb;
+    uint64_t used = r->lr.bytes_read - (r->lr.end - r->lr.start);
+    if (fstat(r->lr.fd, &sb) != 0 || !S_ISREG(sb.st_mode) || used == 0)
+        return 0;
+    double per_line = (double)used / (double)r->lr.line_no;
+    uint64_t more = (uint64_t)((double)sb.st_size / per_line * 1.02) + 1024;
+    return rt_triplets_reserve(r->out, r->out->n + more, err);
+}
+
 static int read_all(reader *r, rt_error *err)
 {
     char *line;
     size_t len;
     int rc, first_data = 1;
-    while ((rc = rt_linereader_next(&r->lr, &line, &len, err)) == 1)
+    while ((rc = rt_linereader_next(&r->lr, &line, &len, err)) == 1) {
         if (one_line(r, line, &first_data, err) < 0)
             return -1;
+        if (r->lr.line_no == 20000 && reserve_estimate(r, err) < 0)
+            return -1;
+    }
     if (rc < 0)
         return -1;
     r->st->lines = r->lr.line_no;
     if (r->fmt == RT_FMT_MM) {
         if (!r->mm_have_size)
-            return rt_fail(err, RT_EXIT_INPUT, "%s:%" PRIu64 ": no MatrixMarket size line",
-                           r->path, r->lr.line_no);
+            return rt_fail(err, RT_EXIT_INPUT, "%s:%" PRIu64 ": no MatrixMarket size line", r->path,
+                           r->lr.line_no);
         if (r->mm_entries != r->mm_nnz)
             return rt_fail(err, RT_EXIT_INPUT,
                            "%s:%" PRIu64 ": the header declares %" PRIu64
@@ -356,7 +373,7 @@ static int read_all(reader *r, rt_error *err)
     }
     if (r->add_ids && r->st->ratings == 0)
         return rt_fail(err, RT_EXIT_INPUT, "%s:%" PRIu64 ": empty input: no ratings", r->path,
-                       r->lr.line_no);
+                       r->lr.line_no ? r->lr.line_no : 1);
     return 0;
 }
 

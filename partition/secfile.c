@@ -76,6 +76,14 @@ int rt_secfile_write(const char *path, const rt_file_header *hdr, const rt_secda
     return rc;
 }
 
+static int all_zero(const char *p, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++)
+        if (p[i])
+            return 0;
+    return 1;
+}
+
 int rt_secfile_open(const char *path, uint32_t kind, rt_secfile *f, rt_error *err)
 {
     memset(f, 0, sizeof(*f));
@@ -90,8 +98,8 @@ int rt_secfile_open(const char *path, uint32_t kind, rt_secfile *f, rt_error *er
     size_t len = (size_t)sb.st_size;
     if (len < sizeof(rt_file_header)) {
         close(fd);
-        return rt_fail(err, RT_EXIT_INPUT, "%s: truncated (%zu bytes, shorter than a header)",
-                       path, len);
+        return rt_fail(err, RT_EXIT_INPUT, "%s: truncated (%zu bytes, shorter than a header)", path,
+                       len);
     }
     void *map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
@@ -115,18 +123,29 @@ int rt_secfile_open(const char *path, uint32_t kind, rt_secfile *f, rt_error *er
         why = "truncated (section table)";
     else if (header_checksum(h, f->sec) != h->header_check)
         why = "header checksum mismatch (corrupted)";
+    /* Sections follow each other in table order, each at the next aligned
+     * offset; the padding between them is zero and the file ends with the
+     * last section, so every byte of the file is checked. */
+    uint64_t at = sizeof(*h) + sizeof(rt_section_entry) * (why ? 0 : h->n_sections);
     for (uint32_t i = 0; !why && i < h->n_sections; i++) {
         const rt_section_entry *s = &f->sec[i];
-        if (s->offset % RT_ALIGN || s->offset > len || s->bytes > len - s->offset)
+        if (s->offset != rt_round_up(at, RT_ALIGN))
+            why = "corrupted section table (bad offset)";
+        else if (s->offset > len || s->bytes > len - s->offset)
             why = "truncated (a section extends past the end of the file)";
+        else if (!all_zero((const char *)map + at, s->offset - at))
+            why = "corrupted padding before the section";
         else if (rt_checksum((const char *)map + s->offset, s->bytes) != s->checksum)
             why = "section checksum mismatch (corrupted)";
+        at = s->offset + s->bytes;
         if (why) {
             rt_fail(err, RT_EXIT_INPUT, "%s: section %u: %s", path, s->id, why);
             rt_secfile_close(f);
             return -1;
         }
     }
+    if (!why && at != len)
+        why = at < len ? "unexpected bytes after the last section" : "truncated";
     if (why) {
         rt_fail(err, RT_EXIT_INPUT, "%s: %s", path, why);
         rt_secfile_close(f);

@@ -21,8 +21,7 @@ int rt_triplets_reserve(rt_triplets *t, uint64_t n, rt_error *err)
         return 0;
     rt_entry *e = realloc(t->e, n * sizeof(rt_entry));
     if (!e)
-        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (%llu entries)",
-                       (unsigned long long)n);
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (%llu entries)", (unsigned long long)n);
     t->e = e;
     t->cap = n;
     return 0;

@@ -13,6 +13,7 @@
 #include "partition/partition.h"
 
 #include <getopt.h>
+#include <stdarg.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,27 +23,28 @@ int cmd_partition_lda(int argc, char **argv) __attribute__((weak));
 
 static void usage(FILE *fp)
 {
-    fprintf(fp,
-            "usage: rotor partition --input FILE [--test FILE | --test-fraction F]\n"
-            "                       [--format FMT] --nodes P --threads T [--pipeline C]\n"
-            "                       [--seed S] [--balance greedy|random] --out DIR [--force]\n"
-            "                       [--app mf|lda]\n"
-            "       rotor partition --verify DIR\n\n"
-            "Cut a ratings matrix into P*T row blocks and C*P*T column blocks, balance\n"
-            "them and precompute the rotation schedule; write the plan directory DIR.\n\n"
-            "  --input FILE        training ratings (user item rating [timestamp])\n"
-            "  --test FILE         test ratings (users/items unseen in training are dropped)\n"
-            "  --test-fraction F   hold out a seeded random fraction F of --input instead\n"
-            "  --format FMT        auto (default), triplets, csv, movielens-dat, mm, libmf\n"
-            "  --nodes P           nodes (processes)\n"
-            "  --threads T         worker threads per node\n"
-            "  --pipeline C        column blocks per worker (default 2; >= 2 hides transfers)\n"
-            "  --seed S            seed for the split and tie-breaking (default 1)\n"
-            "  --balance METHOD    greedy (default: LPT rows, grid-aware columns) or random\n"
-            "  --out DIR           plan directory to create\n"
-            "  --force             replace DIR if it already holds a plan\n"
-            "  --app mf|lda        lda: documents x words (see 'rotor partition --app lda --help')\n"
-            "  --verify DIR        check an existing plan (manifest, layout, every shard)\n");
+    fprintf(
+        fp,
+        "usage: rotor partition --input FILE [--test FILE | --test-fraction F]\n"
+        "                       [--format FMT] --nodes P --threads T [--pipeline C]\n"
+        "                       [--seed S] [--balance greedy|random] --out DIR [--force]\n"
+        "                       [--app mf|lda]\n"
+        "       rotor partition --verify DIR\n\n"
+        "Cut a ratings matrix into P*T row blocks and C*P*T column blocks, balance\n"
+        "them and precompute the rotation schedule; write the plan directory DIR.\n\n"
+        "  --input FILE        training ratings (user item rating [timestamp])\n"
+        "  --test FILE         test ratings (users/items unseen in training are dropped)\n"
+        "  --test-fraction F   hold out a seeded random fraction F of --input instead\n"
+        "  --format FMT        auto (default), triplets, csv, movielens-dat, mm, libmf\n"
+        "  --nodes P           nodes (processes)\n"
+        "  --threads T         worker threads per node\n"
+        "  --pipeline C        column blocks per worker (default 2; >= 2 hides transfers)\n"
+        "  --seed S            seed for the split and tie-breaking (default 1)\n"
+        "  --balance METHOD    greedy (default: LPT rows, grid-aware columns) or random\n"
+        "  --out DIR           plan directory to create\n"
+        "  --force             replace DIR if it already holds a plan\n"
+        "  --app mf|lda        lda: documents x words (see 'rotor partition --app lda --help')\n"
+        "  --verify DIR        check an existing plan (manifest, layout, every shard)\n");
 }
 
 typedef struct opts {
@@ -55,11 +57,15 @@ typedef struct opts {
     uint64_t seed;
 } opts;
 
-static int bad_usage(const char *fmt, const char *arg)
+static int bad_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int bad_usage(const char *fmt, ...)
 {
-    fprintf(stderr, "rotor: error: partition: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, " (see 'rotor partition --help')\n");
+    char what[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "rotor: error: partition: %s (see 'rotor partition --help')\n", what);
     return RT_EXIT_INPUT;
 }
 
@@ -75,15 +81,21 @@ static int parse_u32(const char *s, uint32_t *out)
 /* 0 = parsed, 1 = --help printed, else an exit status. */
 static int parse(int argc, char **argv, opts *o)
 {
-    static const struct option longopts[] = {
-        {"input", required_argument, 0, 'i'},   {"test", required_argument, 0, 't'},
-        {"test-fraction", required_argument, 0, 'F'}, {"format", required_argument, 0, 'f'},
-        {"nodes", required_argument, 0, 'P'},   {"threads", required_argument, 0, 'T'},
-        {"pipeline", required_argument, 0, 'c'}, {"seed", required_argument, 0, 's'},
-        {"out", required_argument, 0, 'o'},     {"force", no_argument, 0, 'x'},
-        {"app", required_argument, 0, 'a'},     {"balance", required_argument, 0, 'b'},
-        {"verify", required_argument, 0, 'v'},  {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+    static const struct option longopts[] = {{"input", required_argument, 0, 'i'},
+                                             {"test", required_argument, 0, 't'},
+                                             {"test-fraction", required_argument, 0, 'F'},
+                                             {"format", required_argument, 0, 'f'},
+                                             {"nodes", required_argument, 0, 'P'},
+                                             {"threads", required_argument, 0, 'T'},
+                                             {"pipeline", required_argument, 0, 'c'},
+                                             {"seed", required_argument, 0, 's'},
+                                             {"out", required_argument, 0, 'o'},
+                                             {"force", no_argument, 0, 'x'},
+                                             {"app", required_argument, 0, 'a'},
+                                             {"balance", required_argument, 0, 'b'},
+                                             {"verify", required_argument, 0, 'v'},
+                                             {"help", no_argument, 0, 'h'},
+                                             {0, 0, 0, 0}};
     memset(o, 0, sizeof(*o));
     o->seed = 1;
     optind = 1;
@@ -91,12 +103,24 @@ static int parse(int argc, char **argv, opts *o)
     int ch;
     while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         switch (ch) {
-        case 'i': o->input = optarg; break;
-        case 't': o->test = optarg; break;
-        case 'o': o->out = optarg; break;
-        case 'v': o->verify = optarg; break;
-        case 'x': o->force = 1; break;
-        case 'h': usage(stdout); return 1;
+        case 'i':
+            o->input = optarg;
+            break;
+        case 't':
+            o->test = optarg;
+            break;
+        case 'o':
+            o->out = optarg;
+            break;
+        case 'v':
+            o->verify = optarg;
+            break;
+        case 'x':
+            o->force = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            return 1;
         case 'F':
             if (rt_parse_double(optarg, &o->test_fraction) < 0 || o->test_fraction < 0 ||
                 o->test_fraction >= 1)
@@ -214,8 +238,7 @@ static int verify(const char *dir, rt_error *err)
     }
     if (rc == 0)
         printf("plan %016" PRIx64 " ok: app %s, %" PRIu64 " x %" PRIu64 ", %u workers "
-               "(%u nodes x %u threads), %u blocks, %" PRIu64 " train / %" PRIu64
-               " test entries\n",
+               "(%u nodes x %u threads), %u blocks, %" PRIu64 " train / %" PRIu64 " test entries\n",
                plan.plan_id, rt_plan_app_name(plan.app), plan.n_rows, plan.n_cols, plan.workers,
                plan.nodes, plan.threads, plan.blocks, train, test);
     rt_plan_close(&plan);
@@ -237,12 +260,12 @@ static void data_free(data *d)
 
 static int load(const opts *o, data *d, rt_error *err)
 {
-    if (rt_read_ratings(o->input, o->format, &d->rows, &d->cols, 1, &d->train, &d->st_train,
-                        err) < 0)
+    if (rt_read_ratings(o->input, o->format, &d->rows, &d->cols, 1, &d->train, &d->st_train, err) <
+        0)
         return -1;
     if (o->test) {
-        if (rt_read_ratings(o->test, o->format, &d->rows, &d->cols, 0, &d->test, &d->st_test,
-                            err) < 0)
+        if (rt_read_ratings(o->test, o->format, &d->rows, &d->cols, 0, &d->test, &d->st_test, err) <
+            0)
             return -1;
         if (d->st_test.dropped)
             rt_warn("%s: dropped %" PRIu64 " test ratings whose user or item never occurs in "

@@ -217,13 +217,13 @@ static int train(const train_opts *o, train_run *r, rt_error *err)
     ec.pin = o->pin;
     ec.serial = o->serial;
     ec.slot_bytes = r->app->slot_bytes(r->app_opts, &r->plan);
+    if (rt_engine_create(&ec, &r->engine, err))
+        return -1;
     if (r->group.rank == 0)
         rt_info("train: %s on %s: %d process%s (%s) x %d thread%s, plan %u workers x %u blocks",
                 r->app->name, r->plan.dir, r->group.size, r->group.size == 1 ? "" : "es",
                 r->group.source, o->serial ? 1 : ec.threads,
                 (o->serial ? 1 : ec.threads) == 1 ? "" : "s", r->plan.workers, r->plan.blocks);
-    if (rt_engine_create(&ec, &r->engine, err))
-        return -1;
     if (r->app->create(r->app_opts, &r->plan, r->engine, &r->app_state, err))
         return -1;
     if (rt_engine_run(r->engine, r->app->ops, r->app_state, err))

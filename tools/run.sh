@@ -48,15 +48,18 @@ build() { # build DIR [cmake args...]
 demo() {
     local out="$ROOT/demo" rotor="$ROOT/build/tools/rotor"
     rm -rf "$out" && mkdir -p "$out"
-    say "generating planted data: 20000 x 5000, 1M ratings, true rank 8, noise 0.1"
-    "$rotor" gen mf --rows 20000 --cols 5000 --nnz 1000000 --rank 8 --noise 0.1 --seed 7 \
-        --out "$out/ratings.txt" --test-out "$out/test.txt" --test-fraction 0.1
+    say "generating planted data: 16000 x 4000, 1M training ratings, true rank 8, noise 0.1"
+    "$rotor" gen mf --rows 16000 --cols 4000 --nnz 1100000 --rank 8 --noise 0.1 --seed 7 \
+        --out "$out/ratings.txt" --test-out "$out/test.txt" --test-fraction 0.0909
     say "partitioning for 2 nodes x 2 threads"
     "$rotor" partition --input "$out/ratings.txt" --test "$out/test.txt" --nodes 2 --threads 2 \
         --seed 7 --out "$out/plan"
     say "training SGD-MF: 2 processes x 2 threads over loopback"
-    "$rotor" launch -n 2 -- "$rotor" train --plan "$out/plan" --app sgd-mf --rank 16 \
-        --lr 0.02 --lambda 0.02 --epochs 20 --seed 7 --out "$out/model"
+    "$rotor" launch -n 2 -- "$rotor" train --plan "$out/plan" --app sgd-mf --rank 8 \
+        --lr 0.05 --lambda 0.001 --schedule bold --no-biases --epochs 25 --seed 7 \
+        --out "$out/model"
+    say "scoring the saved model on the held-out ratings (noise floor: 0.1)"
+    "$rotor" eval --model "$out/model" --input "$out/test.txt"
     say "done: model in $out/model (W.npy, H.npy, rows.ids, cols.ids, model.json)"
     cat "$out/model/model.json"
 }

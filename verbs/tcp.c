@@ -83,9 +83,17 @@ typedef struct frame_hdr {
 #define FAIL_MSG_MAX 1000
 #define SOCK_BUF_BYTES (4 << 20)
 
+/* Blocks up to this size are written by the calling thread when the sender
+ * thread is idle and the socket has room (no thread hand-off, which costs
+ * more than the copy); larger ones always go to the sender thread so the
+ * caller's compute overlaps the copy into the kernel. */
+#define INLINE_MAX (64 << 10)
+
 typedef struct pass_item {
     uint32_t slot, block, epoch;
+    int inline_owned; /* the caller is writing it; the sender thread waits */
     size_t len;
+    size_t off; /* bytes of header + payload already written */
 } pass_item;
 
 typedef struct tcp_transport {
@@ -192,8 +200,13 @@ static void tune_socket(int fd, int ring)
 {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    if (ring) {
-        int bytes = SOCK_BUF_BYTES;
+    /* ROTOR_TCP_SOCKBUF=bytes overrides the ring buffer size (0 = leave it
+     * to kernel autotuning); meant for benchmarking. */
+    const char *env = getenv("ROTOR_TCP_SOCKBUF");
+    int bytes = SOCK_BUF_BYTES;
+    if (env && rt_parse_int(env, &bytes))
+        bytes = SOCK_BUF_BYTES;
+    if (ring && bytes > 0) {
         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
     }
@@ -446,58 +459,109 @@ static void *creditor_main(void *arg)
     }
 }
 
+/* Write (the rest of) a pass's frame: header, then payload.  0 or errno. */
+static int write_frame(tcp_transport *t, pass_item *it, int flags)
+{
+    frame_hdr h = {.type = FRAME_BLOCK, .block = it->block, .epoch = it->epoch, .len = it->len};
+    uint8_t *payload = t->window + (size_t)it->slot * t->slot_bytes;
+    struct iovec iov[2] = {{&h, sizeof(h)}, {payload, it->len}};
+    int n = 2, e = 0;
+    size_t skip = it->off;
+    struct iovec *v = iov;
+    while (n > 0 && skip >= v->iov_len) {
+        skip -= v->iov_len;
+        v++;
+        n--;
+    }
+    if (n > 0) {
+        v->iov_base = (uint8_t *)v->iov_base + skip;
+        v->iov_len -= skip;
+    }
+    while (n > 0) {
+        struct msghdr mh = {.msg_iov = v, .msg_iovlen = (size_t)n};
+        ssize_t w = sendmsg(t->next_fd, &mh, MSG_NOSIGNAL | flags);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            e = errno;
+            break;
+        }
+        it->off += (size_t)w;
+        size_t left = (size_t)w;
+        while (n > 0 && left >= v->iov_len) {
+            left -= v->iov_len;
+            v++;
+            n--;
+        }
+        if (n > 0) {
+            v->iov_base = (uint8_t *)v->iov_base + left;
+            v->iov_len -= left;
+        }
+    }
+    return e;
+}
+
+/* The head pass's bytes are all written.  Its source slot is free again and
+ * will be refilled by the previous rank: return a credit there.  A failed
+ * credit write is judged by the receiver thread, which reads the same
+ * connection (BYE then EOF is a normal close).  Called and returns with
+ * t->mu held; drops it while writing. */
+static void complete_head_locked(tcp_transport *t)
+{
+    pass_item *it = &t->q[t->q_head];
+    t->stats.passes_sent++;
+    t->stats.bytes_sent += it->len;
+    t->q_head = (t->q_head + 1) % t->n_slots;
+    t->q_count--;
+    t->passes_freed++;
+    int broken = t->prev_credit_broken, e = 0;
+    pthread_mutex_unlock(&t->mu);
+    if (!broken) {
+        uint32_t one = 1;
+        pthread_mutex_lock(&t->prev_wmu);
+        e = write_full(t->prev_fd, &one, sizeof(one), 0);
+        pthread_mutex_unlock(&t->prev_wmu);
+    }
+    pthread_mutex_lock(&t->mu);
+    if (e)
+        t->prev_credit_broken = 1;
+    t->passes_done++;
+    pthread_cond_broadcast(&t->cv_main);
+}
+
+/* Writing to the next rank failed with errno e.  Caller holds t->mu. */
+static void send_failed_locked(tcp_transport *t, const pass_item *it, int e)
+{
+    if (t->next_closed) {
+        char who[320];
+        fail_locked(t, "%s closed its transport while block %u was passed to it",
+                    peer_str(t, t->next, who, sizeof(who)), it->block);
+    }
+    lost_locked(t, t->next, e);
+}
+
 static void *sender_main(void *arg)
 {
     tcp_transport *t = arg;
     pthread_mutex_lock(&t->mu);
     for (;;) {
-        while (t->q_count == 0 && !t->closing && !t->failed)
+        while ((t->q_count == 0 || t->q[t->q_head].inline_owned) && !t->closing && !t->failed)
             pthread_cond_wait(&t->cv_send, &t->mu);
-        if (t->failed || t->q_count == 0)
+        if (t->failed || t->q_count == 0 || t->q[t->q_head].inline_owned)
             break; /* failed, or closing with nothing left to send */
         pass_item it = t->q[t->q_head];
         pthread_mutex_unlock(&t->mu);
 
-        frame_hdr h = {.type = FRAME_BLOCK, .block = it.block, .epoch = it.epoch, .len = it.len};
-        struct iovec iov[2] = {{&h, sizeof(h)},
-                               {t->window + (size_t)it.slot * t->slot_bytes, it.len}};
         pthread_mutex_lock(&t->next_wmu);
-        int e = writev_full(t->next_fd, iov, it.len ? 2 : 1, 0);
+        int e = write_frame(t, &it, 0);
         pthread_mutex_unlock(&t->next_wmu);
 
         pthread_mutex_lock(&t->mu);
         if (e) {
-            if (t->next_closed && !t->failed) {
-                char who[320];
-                fail_locked(t, "%s closed its transport while block %u was passed to it",
-                            peer_str(t, t->next, who, sizeof(who)), it.block);
-            }
-            lost_locked(t, t->next, e);
+            send_failed_locked(t, &it, e);
             break;
         }
-        t->q_head = (t->q_head + 1) % t->n_slots;
-        t->q_count--;
-        t->passes_freed++;
-        t->stats.passes_sent++;
-        t->stats.bytes_sent += it.len;
-        int broken = t->prev_credit_broken;
-        pthread_mutex_unlock(&t->mu);
-
-        /* The source slot is free again: it will be refilled by the previous
-         * rank.  A failed credit write is judged by the receiver thread, which
-         * reads the same connection: BYE then EOF is a normal close. */
-        if (!broken) {
-            uint32_t one = 1;
-            pthread_mutex_lock(&t->prev_wmu);
-            e = write_full(t->prev_fd, &one, sizeof(one), 0);
-            pthread_mutex_unlock(&t->prev_wmu);
-        }
-
-        pthread_mutex_lock(&t->mu);
-        if (!broken && e)
-            t->prev_credit_broken = 1;
-        t->passes_done++;
-        pthread_cond_broadcast(&t->cv_main);
+        complete_head_locked(t);
     }
     pthread_mutex_unlock(&t->mu);
     return NULL;
@@ -955,11 +1019,30 @@ static int tcp_pass(rt_transport *base, uint32_t src_slot, size_t len, uint32_t 
             goto failed;
     }
     t->credits--;
-    t->q[(t->q_head + t->q_count) % t->n_slots] =
-        (pass_item){.slot = src_slot, .block = block, .epoch = epoch, .len = len};
+    int try_inline = t->q_count == 0 && len <= INLINE_MAX;
+    pass_item *it = &t->q[(t->q_head + t->q_count) % t->n_slots];
+    *it = (pass_item){.slot = src_slot, .block = block, .epoch = epoch, .len = len,
+                      .inline_owned = try_inline};
     t->q_count++;
     t->passes_queued++;
-    pthread_cond_signal(&t->cv_send);
+    if (!try_inline) {
+        pthread_cond_signal(&t->cv_send);
+        pthread_mutex_unlock(&t->mu);
+        return 0;
+    }
+    /* Nothing queued ahead of it: write what the socket takes right now. */
+    pthread_mutex_unlock(&t->mu);
+    pthread_mutex_lock(&t->next_wmu);
+    int e = write_frame(t, it, MSG_DONTWAIT);
+    pthread_mutex_unlock(&t->next_wmu);
+    pthread_mutex_lock(&t->mu);
+    it->inline_owned = 0;
+    if (e && e != EAGAIN && e != EWOULDBLOCK)
+        send_failed_locked(t, it, e);
+    else if (it->off == sizeof(frame_hdr) + it->len)
+        complete_head_locked(t);
+    else
+        pthread_cond_signal(&t->cv_send); /* the sender thread writes the rest */
     pthread_mutex_unlock(&t->mu);
     return 0;
 failed:

@@ -54,8 +54,8 @@ double *cd_ref_initial_H(uint32_t n_cols, int k, uint64_t seed, double init_scal
     return H;
 }
 
-int cd_ref_run(const cd_ref_data *d, int k, int outer, int inner, double lambda,
-               const double *H0, cd_ref_point *per_outer, double *W_out, double *H_out)
+int cd_ref_run(const cd_ref_data *d, int k, int outer, int inner, double lambda, const double *H0,
+               cd_ref_point *per_outer, double *W_out, double *H_out)
 {
     size_t *rs = NULL, *ri = NULL, *cs = NULL, *ci = NULL;
     double *W = calloc((size_t)d->n_rows * k, sizeof(double));

@@ -25,8 +25,8 @@ typedef struct cd_ref_point { /* after one outer iteration */
  * row-major); per_outer[o] receives the numbers after iteration o.  W
  * (n_rows x k) and H (n_cols x k) may be NULL or receive the final factors.
  * Returns 0, or -1 when out of memory. */
-int cd_ref_run(const cd_ref_data *d, int k, int outer, int inner, double lambda,
-               const double *H0, cd_ref_point *per_outer, double *W, double *H);
+int cd_ref_run(const cd_ref_data *d, int k, int outer, int inner, double lambda, const double *H0,
+               cd_ref_point *per_outer, double *W, double *H);
 
 /* H0 as cd-mf draws it (rt_mf_init_vector for each global column). */
 double *cd_ref_initial_H(uint32_t n_cols, int k, uint64_t seed, double init_scale);

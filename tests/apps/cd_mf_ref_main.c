@@ -56,7 +56,8 @@ int main(int argc, char **argv)
     double lambda;
     uint64_t seed;
     double init_scale = 0.1;
-    if ((argc != 7 && argc != 8) || (argc == 8 && rt_parse_double(argv[7], &init_scale)) || rt_parse_int(argv[2], &k) || rt_parse_int(argv[3], &outer) ||
+    if ((argc != 7 && argc != 8) || (argc == 8 && rt_parse_double(argv[7], &init_scale)) ||
+        rt_parse_int(argv[2], &k) || rt_parse_int(argv[3], &outer) ||
         rt_parse_int(argv[4], &inner) || rt_parse_double(argv[5], &lambda) ||
         rt_parse_u64(argv[6], &seed) || k < 1 || outer < 1 || inner < 1 || lambda < 0) {
         fprintf(stderr, "usage: cd_mf_ref PLAN_DIR RANK OUTER INNER LAMBDA SEED [INIT_SCALE]\n");

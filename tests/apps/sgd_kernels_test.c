@@ -21,6 +21,7 @@ typedef struct problem {
     size_t n;
     rt_entry *e;
     float *W, *H;
+    float *bu, *bi; /* NULL unless the problem trains biases */
 } problem;
 
 static void make_problem(problem *p, uint32_t k, uint64_t seed)
@@ -32,6 +33,7 @@ static void make_problem(problem *p, uint32_t k, uint64_t seed)
     p->k = k;
     p->kp = rt_mf_padded_rank(k);
     p->n = 6000;
+    p->bu = p->bi = NULL;
     p->e = malloc(p->n * sizeof(rt_entry));
     p->W = rt_alloc((size_t)p->rows * p->kp * sizeof(float));
     p->H = rt_alloc((size_t)p->cols * p->kp * sizeof(float));
@@ -58,8 +60,18 @@ static void make_problem(problem *p, uint32_t k, uint64_t seed)
     free(ht);
 }
 
+static void add_biases(problem *p)
+{
+    p->bu = calloc(p->rows, sizeof(float));
+    p->bi = calloc(p->cols, sizeof(float));
+    for (size_t i = 0; i < p->n; i++)
+        p->e[i].val += 0.3f * (float)(p->e[i].row % 5) - 0.2f * (float)(p->e[i].col % 3);
+}
+
 static void free_problem(problem *p)
 {
+    free(p->bu);
+    free(p->bi);
     free(p->e);
     rt_free(p->W);
     rt_free(p->H);
@@ -67,10 +79,16 @@ static void free_problem(problem *p)
 
 static double train(problem *p, int epochs)
 {
-    rt_sgd_params params = {.lr = 0.02f, .lambda = 0.001f, .mu = 0.0f, .kp = p->kp};
+    rt_sgd_params params = {.lr = 0.02f,
+                            .lambda = 0.001f,
+                            .mu = 0.0f,
+                            .kp = p->kp,
+                            .bu = p->bu,
+                            .bi = p->bi,
+                            .lambda_bias = 0.002f};
     for (int ep = 0; ep < epochs; ep++)
         rt_sgd_block(p->e, p->n, p->W, p->H, &params);
-    return sqrt(rt_mf_block_sse(p->e, p->n, p->W, p->H, p->kp, 0.0f) / (double)p->n);
+    return sqrt(rt_mf_block_sse(p->e, p->n, p->W, p->H, &params) / (double)p->n);
 }
 
 static void test_sgd_fits_planted_rank4(void **state)
@@ -78,10 +96,28 @@ static void test_sgd_fits_planted_rank4(void **state)
     (void)state;
     problem p;
     make_problem(&p, 8, 42);
-    double before = sqrt(rt_mf_block_sse(p.e, p.n, p.W, p.H, p.kp, 0.0f) / (double)p.n);
+    rt_sgd_params params = {.kp = p.kp};
+    double before = sqrt(rt_mf_block_sse(p.e, p.n, p.W, p.H, &params) / (double)p.n);
     double after = train(&p, 200);
     assert_true(before > 0.5);
     assert_true(after < 0.1 * before);
+    free_problem(&p);
+}
+
+static void test_biases_fit_offsets(void **state)
+{
+    (void)state;
+    problem p;
+    make_problem(&p, 8, 43);
+    add_biases(&p);
+    double after = train(&p, 200);
+    assert_true(after < 0.1);
+    /* rows with row % 5 == 4 carry +1.2 more than rows with row % 5 == 0 */
+    double d = 0;
+    int n = 0;
+    for (uint32_t u = 0; u + 4 < p.rows; u += 5, n++)
+        d += p.bu[u + 4] - p.bu[u];
+    assert_true(fabs(d / n - 1.2) < 0.3);
     free_problem(&p);
 }
 
@@ -105,16 +141,20 @@ static void test_padding_stays_zero(void **state)
 static void print_fingerprints(void)
 {
     static const uint32_t ks[] = {3, 8, 16, 24, 32, 40, 64, 128};
-    for (size_t i = 0; i < sizeof(ks) / sizeof(ks[0]); i++) {
-        problem p;
-        make_problem(&p, ks[i], 1000 + i);
-        double rmse = train(&p, 3);
-        uint64_t hw = rt_checksum(p.W, (size_t)p.rows * p.kp * sizeof(float));
-        uint64_t hh = rt_checksum(p.H, (size_t)p.cols * p.kp * sizeof(float));
-        printf("k=%u %016llx %016llx %.17g\n", ks[i], (unsigned long long)hw,
-               (unsigned long long)hh, rmse);
-        free_problem(&p);
-    }
+    for (int bias = 0; bias < 2; bias++)
+        for (size_t i = 0; i < sizeof(ks) / sizeof(ks[0]); i++) {
+            problem p;
+            make_problem(&p, ks[i], 1000 + i);
+            if (bias)
+                add_biases(&p);
+            double rmse = train(&p, 3);
+            uint64_t hw = rt_checksum(p.W, (size_t)p.rows * p.kp * sizeof(float));
+            uint64_t hh = rt_checksum(p.H, (size_t)p.cols * p.kp * sizeof(float));
+            uint64_t hb = bias ? rt_checksum(p.bi, p.cols * sizeof(float)) : 0;
+            printf("k=%u bias=%d %016llx %016llx %016llx %.17g\n", ks[i], bias,
+                   (unsigned long long)hw, (unsigned long long)hh, (unsigned long long)hb, rmse);
+            free_problem(&p);
+        }
 }
 
 static char *run_fingerprints(const char *self, const char *kernel)
@@ -152,6 +192,7 @@ int main(int argc, char **argv)
     printf("kernel: %s\n", rt_mf_kernel_name());
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sgd_fits_planted_rank4),
+        cmocka_unit_test(test_biases_fit_offsets),
         cmocka_unit_test(test_padding_stays_zero),
         cmocka_unit_test(test_paths_bit_identical),
     };

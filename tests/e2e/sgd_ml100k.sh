@@ -8,7 +8,7 @@ test=$(shared_data ml-100k/u1.test)
 "$ROTOR" partition --input "$base" --test "$test" --nodes 2 --threads 2 --seed 1 \
     --out "$TMP/plan"
 "$ROTOR" launch -n 2 -- "$ROTOR" train --plan "$TMP/plan" --app sgd-mf --rank 32 --lr 0.01 \
-    --lambda 0.05 --epochs 50 --seed 1 --out "$TMP/model" 2>&1 | tee "$TMP/log"
+    --lambda 0.1 --schedule fixed --epochs 50 --seed 1 --out "$TMP/model" 2>&1 | tee "$TMP/log"
 rmse=$(last_test_rmse "$TMP/log")
 note "ml-100k u1 test RMSE $rmse (target <= 0.94)"
 float_le "$rmse" 0.94 || fail "test RMSE $rmse > 0.94"

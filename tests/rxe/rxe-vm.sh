@@ -212,15 +212,18 @@ trap cleanup EXIT
 want=\$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${GUEST_ADDR//./ })
 P=/sys/class/infiniband/rxe0/ports/1 GIDX=
 for t in \$(seq 100); do
-    for g in \$P/gids/*; do [ "\$(cat \$g 2>/dev/null)" = "\$want" ] && GIDX=\${g##*/}; done
+    g=\$(grep -lsx "\$want" \$P/gids/* | head -n 1); GIDX=\${g##*/}
     grep -qs ACTIVE \$P/state && [ -n "\$GIDX" ] && break
     sleep 0.1
 done
 [ -n "\$GIDX" ] || { echo "rxe0 did not come up:"; rdma link; ls /sys/class/infiniband; dmesg | tail -5; fin 125; }
 export ROTOR_RXE_VM=1 ROTOR_RXE_DEV=rxe0 ROTOR_RXE_ADDR=$GUEST_ADDR ROTOR_RXE_GID_INDEX=\$GIDX
 ulimit -l unlimited
+echo "ready \$(cut -d' ' -f1 /proc/uptime)" > \$C/times
 bash \$C/cmd.sh </dev/null >>\$C/stdout 2>>\$C/stderr
-fin \$?
+rc=\$?
+echo "done \$(cut -d' ' -f1 /proc/uptime)" >> \$C/times
+fin \$rc
 EOF
 } >"$RUN/guest.sh"
 
@@ -250,7 +253,7 @@ QRC=$?
 set -e
 QEMU_PID=
 wait
-((VERBOSE)) && msg "VM ran $(($(date +%s) - T0)) s"
+((VERBOSE)) && msg "VM ran $(($(date +%s) - T0)) s; guest uptime at: $(tr '\n' ' ' <"$RUN/times" 2>/dev/null)"
 if [[ -f $RUN/rc ]]; then
     exit "$(cat "$RUN/rc")"
 fi

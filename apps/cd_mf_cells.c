@@ -1,0 +1,82 @@
+/* cd_mf_cells.c - a worker's ratings regrouped into row runs (see cd_mf.h).
+ *
+ * Built once at start-up from the mmap'ed shard; afterwards the kernels
+ * stream 8 bytes per rating (column, residual) instead of the shard's 12 plus
+ * a separate residual, which is what bounds CCD++ on large data. */
+#include "cd_mf.h"
+
+#include <string.h>
+
+void cd_cells_free(cd_cells *c)
+{
+    rt_free(c->entry_off);
+    rt_free(c->run_off);
+    rt_free(c->run_row);
+    rt_free(c->run_len);
+    rt_free(c->col);
+    rt_free(c->res);
+    memset(c, 0, sizeof(*c));
+}
+
+static uint64_t count_runs(const rt_entry *ent, uint64_t from, uint64_t to)
+{
+    uint64_t runs = 0;
+    for (uint64_t e = from; e < to; e++)
+        runs += e == from || ent[e].row != ent[e - 1].row;
+    return runs;
+}
+
+int cd_cells_build(cd_cells *c, const rt_entry *ent, const uint64_t *off, uint32_t blocks,
+                   rt_error *err)
+{
+    memset(c, 0, sizeof(*c));
+    c->blocks = blocks;
+    uint64_t n = off[blocks], runs = 0;
+    for (uint32_t b = 0; b < blocks; b++) {
+        for (uint64_t e = off[b] + 1; e < off[b + 1]; e++)
+            if (ent[e].row < ent[e - 1].row)
+                return rt_fail(err, RT_EXIT_INPUT,
+                               "cd-mf: shard entries of block %u are not sorted by row", b);
+        runs += count_runs(ent, off[b], off[b + 1]);
+    }
+    c->entry_off = rt_alloc((blocks + 1) * sizeof(uint64_t));
+    c->run_off = rt_alloc((blocks + 1) * sizeof(uint64_t));
+    c->run_row = rt_alloc(runs * sizeof(uint32_t));
+    c->run_len = rt_alloc(runs * sizeof(uint32_t));
+    c->col = rt_alloc(n * sizeof(uint32_t));
+    c->res = rt_alloc(n * sizeof(float));
+    if (!c->entry_off || !c->run_off || !c->run_row || !c->run_len || !c->col || !c->res) {
+        cd_cells_free(c);
+        return rt_fail(err, RT_EXIT_RUNTIME, "cd-mf: out of memory for %llu ratings",
+                       (unsigned long long)n);
+    }
+    uint64_t r = 0;
+    for (uint32_t b = 0; b < blocks; b++) {
+        c->entry_off[b] = off[b];
+        c->run_off[b] = r;
+        for (uint64_t e = off[b]; e < off[b + 1]; e++) {
+            if (e == off[b] || ent[e].row != ent[e - 1].row) {
+                c->run_row[r] = ent[e].row;
+                c->run_len[r++] = 0;
+            }
+            c->run_len[r - 1]++;
+            c->col[e] = ent[e].col;
+            c->res[e] = ent[e].val;
+        }
+    }
+    c->entry_off[blocks] = n;
+    c->run_off[blocks] = r;
+    return 0;
+}
+
+cd_span cd_cells_block(const cd_cells *c, uint32_t b)
+{
+    cd_span s;
+    uint64_t e0 = c->entry_off[b], r0 = c->run_off[b];
+    s.n_runs = c->run_off[b + 1] - r0;
+    s.run_row = c->run_row + r0;
+    s.run_len = c->run_len + r0;
+    s.col = c->col + e0;
+    s.res = c->res + e0;
+    return s;
+}

@@ -1,0 +1,12 @@
+# LDA tests.  Paths are relative to tests/apps/.
+rotor_unit_test(lda_corpus_test lda_corpus_test.c)
+
+# The serial reference sampler and the topic-matching tool (tests/e2e/lda_*.sh).
+add_executable(lda_ref lda_ref.c)
+target_link_libraries(lda_ref PRIVATE rotor_partition rotor_base m)
+
+# End-to-end (tests/e2e/lda_*.sh; lda_lib.sh holds their helpers).
+rotor_script_test(e2e_lda_bad_input e2e/lda_bad_input.sh e2e 120)
+rotor_script_test(e2e_lda_reference e2e/lda_reference.sh e2e 300)
+rotor_script_test(e2e_lda_generated e2e/lda_generated.sh e2e 300)
+rotor_script_test(e2e_lda_kos e2e/lda_kos.sh "e2e;slow;data" 600)

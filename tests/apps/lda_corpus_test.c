@@ -1,0 +1,212 @@
+/* lda_corpus_test.c - the LDA corpus readers: every format, and every kind
+ * of bad input failing with exit code 2 and "FILE:LINE: ..." in the message. */
+#include "partition/corpus.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+static char dir[256];
+
+static const char *write_file(const char *name, const char *text)
+{
+    static char path[8][512];
+    static int next;
+    char *p = path[next++ % 8];
+    snprintf(p, 512, "%s/%s", dir, name);
+    FILE *fp = fopen(p, "w");
+    assert_non_null(fp);
+    fputs(text, fp);
+    fclose(fp);
+    return p;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof(dir), "/tmp/lda-corpus-test.XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    rt_remove_tree(dir);
+    return 0;
+}
+
+static uint32_t count_of(const rt_corpus *c, uint64_t d, const char *word)
+{
+    int64_t w = rt_strmap_find(&c->words, word, strlen(word));
+    if (w < 0)
+        return 0;
+    for (uint64_t i = c->doc_off[d]; i < c->doc_off[d + 1]; i++)
+        if (c->word[i] == (uint32_t)w)
+            return c->count[i];
+    return 0;
+}
+
+/* Reading must fail with exit 2 and a message containing `want`. */
+static void expect_bad(const char *path, rt_corpus_format f, const char *vocab, const char *want)
+{
+    rt_corpus c;
+    rt_error err = {0};
+    rt_corpus_options o = {.format = f, .vocab = vocab};
+    assert_int_equal(rt_corpus_read(path, &o, &c, &err), -1);
+    assert_int_equal(err.code, RT_EXIT_INPUT);
+    if (!strstr(err.msg, want))
+        fail_msg("message '%s' lacks '%s'", err.msg, want);
+}
+
+static void test_uci(void **state)
+{
+    (void)state;
+    const char *dw = write_file("docword.t.txt", "3\n4\n4\n1 1 2\n1 3 1\n3 4 5\n3 1 1\n");
+    const char *vo = write_file("vocab.t.txt", "apple\nbanana\ncherry\ndate\n");
+    rt_corpus c;
+    rt_error err = {0};
+    rt_corpus_options o = {.vocab = vo};
+    assert_int_equal(rt_corpus_read(dw, &o, &c, &err), 0);
+    assert_int_equal(c.format, RT_CORPUS_UCI);
+    assert_int_equal(c.n_docs, 3);
+    assert_int_equal(c.n_words, 4);
+    assert_int_equal(c.n_tokens, 9);
+    assert_int_equal(c.doc_off[2] - c.doc_off[1], 0); /* doc 2 is empty, kept */
+    assert_int_equal(count_of(&c, 0, "apple"), 2);
+    assert_int_equal(count_of(&c, 2, "date"), 5);
+    assert_string_equal(rt_strpool_get(&c.doc_names, 2), "3");
+    rt_corpus_free(&c);
+}
+
+static void test_uci_bad(void **state)
+{
+    (void)state;
+    const char *vo = write_file("vocab.b.txt", "a\nb\nc\n");
+    expect_bad(write_file("docword.b1.txt", "2\n3\n2\n1 1 1\n2 4 1\n"), RT_CORPUS_UCI, NULL,
+               "docword.b1.txt:5: word id 4 outside");
+    expect_bad(write_file("docword.b2.txt", "2\n3\n2\n1 1 0\n2 2 1\n"), RT_CORPUS_UCI, NULL,
+               "docword.b2.txt:4: count 0");
+    expect_bad(write_file("docword.b3.txt", "2\n3\n2\n1 1 1\n2 2 -3\n"), RT_CORPUS_UCI, NULL,
+               "docword.b3.txt:5: count -3");
+    expect_bad(write_file("docword.b4.txt", "2\n3\n3\n1 1 1\n2 2 1\n"), RT_CORPUS_UCI, NULL,
+               "docword.b4.txt:5: file ends after 2 triples, header NNZ=3");
+    expect_bad(write_file("docword.b5.txt", "2\n3\n1\n1 1 1\n2 2 1\n"), RT_CORPUS_UCI, NULL,
+               "docword.b5.txt:5: more triples");
+    expect_bad(write_file("docword.b6.txt", "2\n3\n1\n3 1 1\n"), RT_CORPUS_UCI, NULL,
+               "docword.b6.txt:4: document id 3 outside");
+    expect_bad(write_file("docword.b7.txt", "2\n4\n1\n1 1 1\n"), RT_CORPUS_UCI, vo,
+               "vocab.b.txt:4: vocabulary has 3 words");
+    expect_bad(write_file("docword.b8.txt", "2\nx\n1\n1 1 1\n"), RT_CORPUS_UCI, NULL,
+               "docword.b8.txt:2: expected the vocabulary count");
+    expect_bad(write_file("docword.b9.txt", "1\n3\n1\n1 1\n"), RT_CORPUS_UCI, NULL,
+               "docword.b9.txt:4: expected 'docID wordID count'");
+}
+
+static void test_lines(void **state)
+{
+    (void)state;
+    const char *p = write_file("lines.txt", "d1 d1 cat dog cat\n\nd2 d2\nd3 d3 7 dog\n");
+    rt_corpus c;
+    rt_error err = {0};
+    rt_corpus_options o = {.format = RT_CORPUS_AUTO};
+    assert_int_equal(rt_corpus_read(p, &o, &c, &err), 0);
+    assert_int_equal(c.format, RT_CORPUS_LINES);
+    assert_int_equal(c.n_docs, 3);
+    assert_int_equal(c.n_words, 3); /* cat dog 7 */
+    assert_int_equal(count_of(&c, 0, "cat"), 2);
+    assert_int_equal(count_of(&c, 2, "7"), 1);
+    assert_int_equal(c.doc_off[2] - c.doc_off[1], 0);
+    rt_corpus_free(&c);
+}
+
+static void test_libsvm_ldac(void **state)
+{
+    (void)state;
+    const char *p = write_file("s.libsvm", "a x:2 y:1\nb y:3 x:1 y:1\n");
+    rt_corpus c;
+    rt_error err = {0};
+    rt_corpus_options o = {.format = RT_CORPUS_AUTO};
+    assert_int_equal(rt_corpus_read(p, &o, &c, &err), 0);
+    assert_int_equal(c.format, RT_CORPUS_LIBSVM);
+    assert_int_equal(count_of(&c, 1, "y"), 4); /* duplicates merged */
+    assert_int_equal(c.n_tokens, 8);
+    rt_corpus_free(&c);
+
+    const char *vo = write_file("ap.vocab", "zero\none\ntwo\n");
+    p = write_file("ap.dat", "2 0:1 2:4 \n1 1:2 \n");
+    o.vocab = vo;
+    assert_int_equal(rt_corpus_read(p, &o, &c, &err), 0);
+    assert_int_equal(c.format, RT_CORPUS_LDAC);
+    assert_int_equal(count_of(&c, 0, "two"), 4);
+    assert_int_equal(count_of(&c, 1, "one"), 2);
+    rt_corpus_free(&c);
+
+    expect_bad(write_file("bad1.dat", "2 0:1 1:1\n2 0:1\n"), RT_CORPUS_LDAC, vo,
+               "bad1.dat:2: line says 2 pairs but has 1");
+    expect_bad(write_file("bad2.dat", "1 0:1\n1 3:1\n"), RT_CORPUS_LDAC, vo,
+               "bad2.dat:2: word id 3 outside the vocabulary");
+    expect_bad(write_file("bad3.svm", "a x:1\nb y:0\n"), RT_CORPUS_LIBSVM, NULL,
+               "bad3.svm:2: count in 'y:0' must be a positive integer");
+    expect_bad(write_file("bad4.svm", "a x:1\nb y:-2\n"), RT_CORPUS_LIBSVM, NULL,
+               "bad4.svm:2: count");
+}
+
+static void test_text(void **state)
+{
+    (void)state;
+    const char *p = write_file("raw.txt", "The Cat sat on the mat; the cat!\n"
+                                          "\n"
+                                          "A dog, a DOG and 3 cats.\n");
+    rt_corpus c;
+    rt_error err = {0};
+    rt_corpus_options o = {.format = RT_CORPUS_TEXT};
+    assert_int_equal(rt_corpus_read(p, &o, &c, &err), 0);
+    assert_int_equal(c.n_docs, 3); /* the empty line is an (empty) document */
+    assert_int_equal(count_of(&c, 0, "cat"), 2);
+    assert_int_equal(count_of(&c, 0, "the"), 0); /* stop word */
+    assert_int_equal(count_of(&c, 2, "dog"), 2);
+    assert_int_equal(c.doc_off[2] - c.doc_off[1], 0);
+    rt_corpus_free(&c);
+
+    /* own stop words and a minimum count */
+    o.stopwords = write_file("stop.txt", "cat\n");
+    o.min_count = 2;
+    assert_int_equal(rt_corpus_read(p, &o, &c, &err), 0);
+    assert_int_equal(count_of(&c, 0, "cat"), 0);
+    assert_int_equal(count_of(&c, 0, "the"), 3);
+    assert_true(rt_strmap_find(&c.words, "mat", 3) < 0); /* once only: dropped */
+    assert_int_equal(c.n_words, 2);                      /* the, dog */
+    rt_corpus_free(&c);
+
+    /* a directory: one document per file, in name order */
+    char sub[512];
+    snprintf(sub, sizeof(sub), "%s/docs", dir);
+    assert_int_equal(mkdir(sub, 0755), 0);
+    write_file("docs/b.txt", "zebra zebra");
+    write_file("docs/a.txt", "apple");
+    o = (rt_corpus_options){.format = RT_CORPUS_AUTO};
+    assert_int_equal(rt_corpus_read(sub, &o, &c, &err), 0);
+    assert_int_equal(c.n_docs, 2);
+    assert_string_equal(rt_strpool_get(&c.doc_names, 0), "a.txt");
+    assert_int_equal(count_of(&c, 1, "zebra"), 2);
+    rt_corpus_free(&c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_uci),
+        cmocka_unit_test(test_uci_bad),
+        cmocka_unit_test(test_lines),
+        cmocka_unit_test(test_libsvm_ldac),
+        cmocka_unit_test(test_text),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Bad LDA input: each case exits 2 with ONE line "rotor: error: FILE:LINE: ..."
+# and leaves no output directory behind.
+source "$(dirname "$0")/lib.sh"
+
+# bad NAME EXPECTED-MESSAGE-REGEX PARTITION-ARGS...
+bad() {
+    local name=$1 want=$2; shift 2
+    expect_status 2 "$ROTOR" partition --app lda --nodes 1 --threads 2 --out "$TMP/out-$name" "$@"
+    [ "$(wc -l <"$TMP/last.err")" = 1 ] || { cat "$TMP/last.err" >&2; fail "$name: expected one line"; }
+    grep -Eq "^rotor: error: $want" "$TMP/last.err" || { cat "$TMP/last.err" >&2; fail "$name: message"; }
+    [ ! -e "$TMP/out-$name" ] || fail "$name: left an output directory"
+    note "$name: $(cat "$TMP/last.err")"
+}
+w() { printf "$2" >"$TMP/$1"; echo "$TMP/$1"; }
+
+vocab3=$(w vocab.txt 'a\nb\nc\n')
+bad word-range ".*/docword.1.txt:5: word id 4 outside the vocabulary" \
+    --input "$(w docword.1.txt '2\n3\n2\n1 1 1\n2 4 1\n')"
+bad zero-count ".*/docword.2.txt:4: count 0 must be a positive integer" \
+    --input "$(w docword.2.txt '2\n3\n2\n1 1 0\n2 2 1\n')"
+bad negative-count ".*/docword.3.txt:5: count -2 must be a positive integer" \
+    --input "$(w docword.3.txt '2\n3\n2\n1 1 1\n2 2 -2\n')"
+bad header-nnz ".*/docword.4.txt:5: file ends after 2 triples, header NNZ=5" \
+    --input "$(w docword.4.txt '2\n3\n5\n1 1 1\n2 2 1\n')"
+bad header-docs ".*/docword.5.txt:4: document id 7 outside 1..2" \
+    --input "$(w docword.5.txt '2\n3\n1\n7 1 1\n')"
+bad vocab-length ".*/vocab.txt:4: vocabulary has 3 words, .*header W=4" \
+    --input "$(w docword.6.txt '2\n4\n1\n1 1 1\n')" --vocab "$vocab3"
+bad ldac-pairs ".*/ap.dat:2: line says 3 pairs but has 1" \
+    --input "$(w ap.dat '1 0:2\n3 1:1\n')" --vocab "$vocab3" --format ldac
+bad ldac-range ".*/ap2.dat:1: word id 3 outside the vocabulary" \
+    --input "$(w ap2.dat '1 3:2\n')" --vocab "$vocab3" --format ldac
+bad libsvm-count ".*/s.svm:2: count in 'y:0' must be a positive integer" \
+    --input "$(w s.svm 'd1 x:1\nd2 y:0\n')"
+bad missing-file ".*/nope.txt: cannot open" --input "$TMP/nope.txt"
+bad no-nodes "--input, --out, --nodes and --threads are required" --input "$vocab3" --nodes 0
+
+# Empty documents are kept and counted, not fatal.
+"$ROTOR" partition --app lda --nodes 1 --threads 2 --out "$TMP/plan" \
+    --input "$(w docword.ok.txt '3\n3\n2\n1 1 2\n3 2 1\n')" >"$TMP/ok.out" 2>"$TMP/ok.err" ||
+    { cat "$TMP/ok.err"; fail "a corpus with an empty document was refused"; }
+grep -q "3 documents (1 empty" "$TMP/ok.err" || { cat "$TMP/ok.err"; fail "empty document not counted"; }
+
+# Bad training options.
+expect_status 2 "$ROTOR" train --app lda --plan "$TMP/plan" --topics 1
+grep -q "^rotor: error: --topics must be an integer in 2..65535" "$TMP/last.err" || fail "--topics 1"
+expect_status 2 "$ROTOR" train --app lda --plan "$TMP/plan" --sampler gibbs
+grep -q "^rotor: error: --sampler must be sparse or mh" "$TMP/last.err" || fail "--sampler"
+expect_status 2 "$ROTOR" train --app lda --plan "$TMP/plan" --alpha -1
+grep -q "^rotor: error: --alpha must be a number > 0" "$TMP/last.err" || fail "--alpha"
+rm "$TMP/plan/lda.words"
+expect_status 2 "$ROTOR" train --app lda --plan "$TMP/plan"
+grep -q "lda.words: cannot open" "$TMP/last.err" || fail "missing lda.words"
+expect_status 2 "$ROTOR" gen lda --docs 10 --vocab 5 --topics 1 --doc-len 3 --out "$TMP/g.txt"
+expect_status 2 "$ROTOR" topics --model "$TMP/nothing"
+echo "PASS"

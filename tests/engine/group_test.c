@@ -1,0 +1,243 @@
+/* group_test.c - rt_group_resolve (flags > rotor launch > mpirun > PMI > Slurm)
+ * and rt_hostfile_read (formats, errors naming file and line). */
+#define _GNU_SOURCE
+#include "engine/engine.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+static const char *const all_vars[] = {
+    "ROTOR_RANK",    "ROTOR_SIZE",          "ROTOR_LOCAL_RANK",
+    "ROTOR_HOSTFILE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+    "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK", "PMI_SIZE",
+    "MPI_LOCALRANKID", "SLURM_PROCID",    "SLURM_NTASKS",
+    "SLURM_LOCALID",
+};
+
+static char tmpdir[256];
+
+static int setup(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(all_vars) / sizeof(all_vars[0]); i++)
+        unsetenv(all_vars[i]);
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/rotor-group-test.XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    rt_remove_tree(tmpdir);
+    return 0;
+}
+
+/* Write `text` to a fresh file in tmpdir; returns its path (static buffer). */
+static const char *write_file(const char *name, const char *text)
+{
+    static char path[512];
+    snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs(text, fp);
+    fclose(fp);
+    return path;
+}
+
+static rt_group_config cfg_env(void)
+{
+    rt_group_config c = {.rank = -1, .size = -1, .local_rank = -1, .hostfile = NULL,
+                         .base_port = 0};
+    return c;
+}
+
+static void test_single_process(void **state)
+{
+    (void)state;
+    rt_group g;
+    rt_error err;
+    rt_group_config c = cfg_env();
+    assert_int_equal(rt_group_resolve(&c, &g, &err), 0);
+    assert_int_equal(g.rank, 0);
+    assert_int_equal(g.size, 1);
+    assert_int_equal(g.local_rank, 0);
+    assert_null(g.peers);
+    assert_string_equal(g.source, "single process");
+    rt_group_free(&g);
+}
+
+static void test_precedence(void **state)
+{
+    (void)state;
+    const char *hf = write_file("hosts4", "127.0.0.1\n127.0.0.1\n127.0.0.1\n127.0.0.1\n");
+    setenv("ROTOR_HOSTFILE", hf, 1);
+    setenv("SLURM_PROCID", "3", 1);
+    setenv("SLURM_NTASKS", "4", 1);
+    setenv("SLURM_LOCALID", "1", 1);
+    rt_group g;
+    rt_error err;
+    rt_group_config c = cfg_env();
+    assert_int_equal(rt_group_resolve(&c, &g, &err), 0);
+    assert_string_equal(g.source, "slurm");
+    assert_int_equal(g.rank, 3);
+    assert_int_equal(g.local_rank, 1);
+    rt_group_free(&g);
+
+    setenv("PMI_RANK", "2", 1);
+    setenv("PMI_SIZE", "4", 1);
+    assert_int_equal(rt_group_resolve(&c, &g, &err), 0);
+    assert_string_equal(g.source, "pmi");
+    assert_int_equal(g.rank, 2);
+    assert_int_equal(g.local_rank, 2); /* no MPI_LOCALRANKID: the rank */
+    rt_group_free(&g);
+
+    setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+    setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
+    setenv("OMPI_COMM_WORLD_LOCAL_RANK", "0", 1);
+    assert_int_equal(rt_group_resolve(&c, &g, &err), 0);
+    assert_string_equal(g.source, "mpirun");
+    assert_int_equal(g.rank, 1);
+    assert_int_equal(g.local_rank, 0);
+    rt_group_free(&g);
+
+    setenv("ROTOR_RANK", "0", 1);
+    setenv("ROTOR_SIZE", "4", 1);
+    assert_int_equal(rt_group_resolve(&c, &g, &err), 0);
+    assert_string_equal(g.source, "rotor launch");
+    assert_int_equal(g.rank, 0);
+    assert_int_equal(g.size, 4);
+    assert_non_null(g.peers);
+    assert_string_equal(g.peers[3].host, "127.0.0.1");
+    assert_int_equal(g.peers[3].port, 18515 + 3);
+    rt_group_free(&g);
+
+    /* Flags beat everything; an explicit hostfile beats ROTOR_HOSTFILE. */
+    const char *hf2 = write_file("hosts2", "::1 7000\n[::1]:7001\n");
+    c.rank = 1;
+    c.size = 2;
+    c.hostfile = hf2;
+    assert_int_equal(rt_group_resolve(&c, &g, &err), 0);
+    assert_string_equal(g.source, "flags");
+    assert_int_equal(g.rank, 1);
+    assert_string_equal(g.peers[0].host, "::1");
+    assert_int_equal(g.peers[0].port, 7000);
+    assert_int_equal(g.peers[1].port, 7001);
+    rt_group_free(&g);
+}
+
+static void test_bad_identity(void **state)
+{
+    (void)state;
+    rt_group g;
+    rt_error err;
+    rt_group_config c = cfg_env();
+
+    setenv("ROTOR_RANK", "3", 1);
+    setenv("ROTOR_SIZE", "3", 1);
+    assert_int_equal(rt_group_resolve(&c, &g, &err), -1);
+    assert_int_equal(err.code, RT_EXIT_INPUT);
+    assert_non_null(strstr(err.msg, "rank 3"));
+
+    setenv("ROTOR_RANK", "x1", 1);
+    assert_int_equal(rt_group_resolve(&c, &g, &err), -1);
+    assert_non_null(strstr(err.msg, "ROTOR_RANK"));
+
+    unsetenv("ROTOR_SIZE");
+    setenv("ROTOR_RANK", "0", 1);
+    assert_int_equal(rt_group_resolve(&c, &g, &err), -1);
+    assert_non_null(strstr(err.msg, "ROTOR_SIZE"));
+
+    /* size > 1 without any hostfile */
+    setenv("ROTOR_SIZE", "2", 1);
+    assert_int_equal(rt_group_resolve(&c, &g, &err), -1);
+    assert_int_equal(err.code, RT_EXIT_INPUT);
+    assert_non_null(strstr(err.msg, "hostfile"));
+
+    /* rank flag without size */
+    c.rank = 1;
+    assert_int_equal(rt_group_resolve(&c, &g, &err), -1);
+    assert_int_equal(err.code, RT_EXIT_INPUT);
+}
+
+static void test_hostfile_formats(void **state)
+{
+    (void)state;
+    const char *hf = write_file("formats", "# cluster\n"
+                                           "\n"
+                                           "node-a            # rank 0, base port\n"
+                                           "10.0.0.2:9000\n"
+                                           "  10.0.0.3   9001  \n"
+                                           "[fe80::1]:9002\n"
+                                           "[::1]\n"
+                                           "fe80::2\n");
+    rt_peer *p;
+    rt_error err;
+    assert_int_equal(rt_hostfile_read(hf, 6, 20000, &p, &err), 0);
+    assert_string_equal(p[0].host, "node-a");
+    assert_int_equal(p[0].port, 20000);
+    assert_string_equal(p[1].host, "10.0.0.2");
+    assert_int_equal(p[1].port, 9000);
+    assert_string_equal(p[2].host, "10.0.0.3");
+    assert_int_equal(p[2].port, 9001);
+    assert_string_equal(p[3].host, "fe80::1");
+    assert_int_equal(p[3].port, 9002);
+    assert_string_equal(p[4].host, "::1");
+    assert_int_equal(p[4].port, 20004);
+    assert_string_equal(p[5].host, "fe80::2");
+    assert_int_equal(p[5].port, 20005);
+    free(p);
+}
+
+/* Each bad hostfile must fail with the file name, the line and the problem. */
+static void expect_bad(const char *text, int size, const char *line, const char *what)
+{
+    const char *hf = write_file("bad", text);
+    rt_peer *p = (rt_peer *)1;
+    rt_error err;
+    assert_int_equal(rt_hostfile_read(hf, size, 18515, &p, &err), -1);
+    assert_null(p);
+    assert_int_equal(err.code, RT_EXIT_INPUT);
+    assert_non_null(strstr(err.msg, hf));
+    if (line && !strstr(err.msg, line))
+        fail_msg("'%s' does not mention '%s'", err.msg, line);
+    if (!strstr(err.msg, what))
+        fail_msg("'%s' does not mention '%s'", err.msg, what);
+}
+
+static void test_hostfile_errors(void **state)
+{
+    (void)state;
+    expect_bad("a\nb:99999\n", 2, "line 2", "port");
+    expect_bad("a\n# x\nb:http\n", 2, "line 3", "port");
+    expect_bad("a 1 2\nb\n", 2, "line 1", "expected");
+    expect_bad("[::1:5\nb\n", 2, "line 1", "]");
+    expect_bad("a\nb\nc\n", 2, "line 3", "more than 2");
+    expect_bad("a\n\n# only one\n", 2, NULL, "1 entry");
+    expect_bad(":5\nb\n", 2, "line 1", "empty host");
+    rt_peer *p;
+    rt_error err;
+    assert_int_equal(rt_hostfile_read("/nonexistent/hosts", 2, 18515, &p, &err), -1);
+    assert_non_null(strstr(err.msg, "/nonexistent/hosts"));
+    /* base port + rank past 65535 */
+    const char *hf = write_file("high", "a\nb\n");
+    assert_int_equal(rt_hostfile_read(hf, 2, 65535, &p, &err), -1);
+    assert_non_null(strstr(err.msg, "line 2"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_single_process, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_precedence, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_identity, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hostfile_formats, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hostfile_errors, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

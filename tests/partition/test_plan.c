@@ -1,0 +1,454 @@
+/* test_plan.c - rt_plan_write -> rt_plan_open / rt_shard_open round trips,
+ * the train/test split, determinism and the reader side's error checks. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "partition/partition.h"
+
+static char tmpdir[256];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/rotor-test-plan-XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    rt_remove_tree(tmpdir);
+    return 0;
+}
+
+/* A small random problem with string ids: n entries over about rows x cols,
+ * skewed so balancing has work to do.  LDA values are counts 1..5. */
+typedef struct problem {
+    rt_idmap rows, cols, test_rows;
+    rt_triplets train, test;
+} problem;
+
+static void problem_make(problem *p, rt_plan_app app, uint32_t rows, uint32_t cols, uint64_t n,
+                         int heldout, uint64_t seed)
+{
+    rt_error err;
+    memset(p, 0, sizeof(*p));
+    rt_rng rng;
+    rt_rng_seed(&rng, seed, 0);
+    char s[64];
+    for (uint64_t k = 0; k < n; k++) {
+        uint64_t r = rt_rng_below(&rng, rows), c = rt_rng_below(&rng, cols);
+        r = r * r / rows; /* skew: low ids are heavy */
+        c = c * c / cols;
+        uint32_t ri, ci;
+        snprintf(s, sizeof(s), "user-%llu", (unsigned long long)r * 7);
+        assert_int_equal(rt_idmap_intern(&p->rows, s, strlen(s), &ri, &err), 0);
+        snprintf(s, sizeof(s), "i%llu", (unsigned long long)c);
+        assert_int_equal(rt_idmap_intern(&p->cols, s, strlen(s), &ci, &err), 0);
+        float v = app == RT_PLAN_LDA ? (float)(1 + rt_rng_below(&rng, 5))
+                                     : (float)rt_rng_uniform(&rng) * 5.0f;
+        assert_int_equal(rt_triplets_push(&p->train, ri, ci, v, &err), 0);
+    }
+    /* Test entries: some over training rows, or (heldout) over new documents. */
+    for (uint64_t k = 0; k < n / 5; k++) {
+        uint32_t ri, ci = (uint32_t)rt_rng_below(&rng, p->cols.n);
+        if (heldout) {
+            snprintf(s, sizeof(s), "doc-%llu", (unsigned long long)rt_rng_below(&rng, 40));
+            assert_int_equal(rt_idmap_intern(&p->test_rows, s, strlen(s), &ri, &err), 0);
+        } else {
+            ri = (uint32_t)rt_rng_below(&rng, p->rows.n);
+        }
+        float v = app == RT_PLAN_LDA ? (float)(1 + rt_rng_below(&rng, 3)) : -1.5f;
+        assert_int_equal(rt_triplets_push(&p->test, ri, ci, v, &err), 0);
+    }
+}
+
+static void problem_free(problem *p)
+{
+    rt_idmap_free(&p->rows), rt_idmap_free(&p->cols), rt_idmap_free(&p->test_rows);
+    rt_triplets_free(&p->train), rt_triplets_free(&p->test);
+}
+
+static int write_plan(const problem *p, rt_plan_app app, int heldout, const char *dir,
+                      uint32_t nodes, uint32_t threads, uint32_t c, int force, rt_error *err)
+{
+    rt_plan_input in = {.app = app,
+                        .train = &p->train,
+                        .rows = &p->rows,
+                        .cols = &p->cols,
+                        .test = &p->test,
+                        .test_rows = heldout ? &p->test_rows : NULL};
+    rt_plan_options opt = {.nodes = nodes,
+                           .threads = threads,
+                           .pipeline = c,
+                           .seed = 7,
+                           .force = force,
+                           .command_line = "test"};
+    return rt_plan_write(dir, &in, &opt, NULL, err);
+}
+
+/* "row\tcol\tval" strings of entries, sorted: compare as multisets. */
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static char *fmt_entry(const char *r, const char *c, float v)
+{
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%s\t%s\t%.9g", r, c, (double)v);
+    return strdup(buf);
+}
+
+static void free_strs(char **s, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++)
+        free(s[i]);
+    free(s);
+}
+
+/* Open the plan, read every shard and map every entry back to original ids. */
+static void check_roundtrip(const problem *p, rt_plan_app app, int heldout, const char *dir)
+{
+    rt_error err;
+    rt_plan plan;
+    assert_int_equal(rt_plan_open(dir, &plan, &err), 0);
+    assert_int_equal(plan.app, app);
+    assert_int_equal(plan.n_rows, p->rows.n);
+    assert_int_equal(plan.n_cols, p->cols.n);
+    assert_int_equal(plan.nnz_train, p->train.n);
+    assert_int_equal(plan.nnz_test, p->test.n);
+    char **rid, **cid, **tid = NULL;
+    uint64_t nr, nc, nt = 0;
+    assert_int_equal(rt_plan_read_ids(&plan, "rows", &rid, &nr, &err), 0);
+    assert_int_equal(rt_plan_read_ids(&plan, "cols", &cid, &nc, &err), 0);
+    if (heldout) {
+        assert_int_equal(rt_plan_read_ids(&plan, "test_rows", &tid, &nt, &err), 0);
+        assert_int_equal(nt, p->test_rows.n);
+    }
+    for (uint64_t i = 0; i < nr; i++) /* dense ids keep their original ids */
+        assert_string_equal(rid[i], rt_idmap_str(&p->rows, i));
+    char **got = calloc(p->train.n + 1, sizeof(char *)),
+         **want = calloc(p->train.n + 1, sizeof(char *));
+    char **got_t = calloc(p->test.n + 1, sizeof(char *)),
+         **want_t = calloc(p->test.n + 1, sizeof(char *));
+    uint64_t k = 0, kt = 0, heldout_seen = 0;
+    for (uint32_t w = 0; w < plan.workers; w++) {
+        rt_shard sh;
+        assert_int_equal(rt_shard_open(&plan, w, &sh, &err), 0);
+        assert_int_equal(sh.n_rows, rt_plan_worker_rows(&plan, w));
+        assert_true((sh.test_row_ids != NULL) == heldout);
+        heldout_seen += sh.n_test_rows;
+        for (uint32_t b = 0; b < plan.blocks; b++) {
+            const uint32_t *cols = plan.block_col_ids + plan.block_col_offset[b];
+            for (uint64_t i = sh.train_off[b]; i < sh.train_off[b + 1]; i++) {
+                const rt_entry *e = &sh.train[i];
+                if (i > sh.train_off[b]) { /* sorted: MF (row, col), LDA (col, row) */
+                    const rt_entry *q = e - 1;
+                    if (app == RT_PLAN_MF)
+                        assert_true(q->row < e->row || (q->row == e->row && q->col <= e->col));
+                    else
+                        assert_true(q->col < e->col || (q->col == e->col && q->row <= e->row));
+                }
+                got[k++] = fmt_entry(rid[sh.row_ids[e->row]], cid[cols[e->col]], e->val);
+            }
+            for (uint64_t i = sh.test_off[b]; i < sh.test_off[b + 1]; i++) {
+                const rt_entry *e = &sh.test[i];
+                const char *r = heldout ? tid[sh.test_row_ids[e->row]] : rid[sh.row_ids[e->row]];
+                got_t[kt++] = fmt_entry(r, cid[cols[e->col]], e->val);
+            }
+        }
+        rt_shard_close(&sh);
+    }
+    assert_int_equal(k, p->train.n);
+    assert_int_equal(kt, p->test.n);
+    if (heldout)
+        assert_int_equal(heldout_seen, p->test_rows.n);
+    for (uint64_t i = 0; i < p->train.n; i++) {
+        const rt_entry *e = &p->train.e[i];
+        want[i] = fmt_entry(rt_idmap_str(&p->rows, e->row), rt_idmap_str(&p->cols, e->col), e->val);
+    }
+    for (uint64_t i = 0; i < p->test.n; i++) {
+        const rt_entry *e = &p->test.e[i];
+        const rt_idmap *rm = heldout ? &p->test_rows : &p->rows;
+        want_t[i] = fmt_entry(rt_idmap_str(rm, e->row), rt_idmap_str(&p->cols, e->col), e->val);
+    }
+    qsort(got, k, sizeof(char *), cmp_str);
+    qsort(want, k, sizeof(char *), cmp_str);
+    qsort(got_t, kt, sizeof(char *), cmp_str);
+    qsort(want_t, kt, sizeof(char *), cmp_str);
+    for (uint64_t i = 0; i < k; i++)
+        assert_string_equal(got[i], want[i]);
+    for (uint64_t i = 0; i < kt; i++)
+        assert_string_equal(got_t[i], want_t[i]);
+    free_strs(got, k), free_strs(want, k), free_strs(got_t, kt), free_strs(want_t, kt);
+    free(rid), free(cid), free(tid);
+    rt_plan_close(&plan);
+}
+
+static void test_roundtrip_mf(void **state)
+{
+    (void)state;
+    static const uint32_t shapes[][3] = {{1, 1, 1}, {2, 2, 2}, {3, 1, 2}, {1, 3, 3}};
+    problem p;
+    problem_make(&p, RT_PLAN_MF, 300, 120, 5000, 0, 1);
+    for (size_t i = 0; i < 4; i++) {
+        char dir[512];
+        snprintf(dir, sizeof(dir), "%s/mf%zu", tmpdir, i);
+        rt_error err;
+        assert_int_equal(
+            write_plan(&p, RT_PLAN_MF, 0, dir, shapes[i][0], shapes[i][1], shapes[i][2], 0, &err),
+            0);
+        check_roundtrip(&p, RT_PLAN_MF, 0, dir);
+    }
+    problem_free(&p);
+}
+
+static void test_roundtrip_lda_heldout(void **state)
+{
+    (void)state;
+    problem p;
+    problem_make(&p, RT_PLAN_LDA, 200, 500, 6000, 1, 2);
+    char dir[512];
+    snprintf(dir, sizeof(dir), "%s/lda", tmpdir);
+    rt_error err;
+    assert_int_equal(write_plan(&p, RT_PLAN_LDA, 1, dir, 2, 2, 2, 0, &err), 0);
+    check_roundtrip(&p, RT_PLAN_LDA, 1, dir);
+    rt_plan plan;
+    assert_int_equal(rt_plan_open(dir, &plan, &err), 0);
+    uint64_t tokens = 0;
+    for (uint64_t i = 0; i < p.train.n; i++)
+        tokens += (uint64_t)p.train.e[i].val;
+    assert_int_equal(plan.tokens_train, tokens);
+    rt_plan_close(&plan);
+    problem_free(&p);
+}
+
+/* Bad LDA counts are refused. */
+static void test_lda_bad_count(void **state)
+{
+    (void)state;
+    problem p;
+    problem_make(&p, RT_PLAN_LDA, 50, 50, 500, 0, 3);
+    p.train.e[17].val = 0.5f;
+    char dir[512];
+    snprintf(dir, sizeof(dir), "%s/ldabad", tmpdir);
+    rt_error err;
+    assert_int_equal(write_plan(&p, RT_PLAN_LDA, 0, dir, 1, 2, 2, 0, &err), -1);
+    assert_int_equal(err.code, RT_EXIT_INPUT);
+    assert_non_null(strstr(err.msg, "train entry 17"));
+    assert_int_equal(access(dir, F_OK), -1);
+    problem_free(&p);
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *fp = fopen(path, "rb");
+    assert_non_null(fp);
+    fseek(fp, 0, SEEK_END);
+    *len = (size_t)ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *b = malloc(*len + 1);
+    assert_int_equal(fread(b, 1, *len, fp), *len);
+    fclose(fp);
+    return b;
+}
+
+/* Same input and options: byte-identical plans; an existing dir needs force. */
+static void test_deterministic_and_force(void **state)
+{
+    (void)state;
+    problem p;
+    problem_make(&p, RT_PLAN_MF, 100, 80, 2000, 0, 4);
+    char a[512], b[512];
+    snprintf(a, sizeof(a), "%s/det-a", tmpdir);
+    snprintf(b, sizeof(b), "%s/det-b", tmpdir);
+    rt_error err;
+    assert_int_equal(write_plan(&p, RT_PLAN_MF, 0, a, 2, 1, 2, 0, &err), 0);
+    assert_int_equal(write_plan(&p, RT_PLAN_MF, 0, b, 2, 1, 2, 0, &err), 0);
+    static const char *files[] = {"plan.json",       "layout.bin", "shard-00000.bin",
+                                  "shard-00001.bin", "rows.ids",   "cols.ids"};
+    for (size_t i = 0; i < 6; i++) {
+        char pa[600], pb[600];
+        snprintf(pa, sizeof(pa), "%s/%s", a, files[i]);
+        snprintf(pb, sizeof(pb), "%s/%s", b, files[i]);
+        size_t la, lb;
+        char *x = slurp(pa, &la), *y = slurp(pb, &lb);
+        assert_int_equal(la, lb);
+        assert_memory_equal(x, y, la);
+        free(x), free(y);
+    }
+    /* Refuse to overwrite without force; replace with force. */
+    assert_int_equal(write_plan(&p, RT_PLAN_MF, 0, a, 1, 1, 2, 0, &err), -1);
+    assert_int_equal(err.code, RT_EXIT_INPUT);
+    assert_non_null(strstr(err.msg, "already exists"));
+    assert_int_equal(write_plan(&p, RT_PLAN_MF, 0, a, 1, 1, 2, 1, &err), 0);
+    rt_plan plan;
+    assert_int_equal(rt_plan_open(a, &plan, &err), 0);
+    assert_int_equal(plan.workers, 1);
+    rt_plan_close(&plan);
+    /* force never wipes a directory that is not a plan */
+    char other[512], f[600];
+    snprintf(other, sizeof(other), "%s/notaplan", tmpdir);
+    mkdir(other, 0755);
+    snprintf(f, sizeof(f), "%s/precious", other);
+    fclose(fopen(f, "w"));
+    assert_int_equal(write_plan(&p, RT_PLAN_MF, 0, other, 1, 1, 2, 1, &err), -1);
+    assert_int_equal(access(f, F_OK), 0);
+    problem_free(&p);
+}
+
+/* Flip one byte / truncate a shard: rt_shard_open fails with code 2 naming the file. */
+static void test_corrupt_shard(void **state)
+{
+    (void)state;
+    problem p;
+    problem_make(&p, RT_PLAN_MF, 100, 80, 3000, 0, 5);
+    char dir[512], shard[600];
+    snprintf(dir, sizeof(dir), "%s/corrupt", tmpdir);
+    rt_error err;
+    assert_int_equal(write_plan(&p, RT_PLAN_MF, 0, dir, 1, 2, 2, 0, &err), 0);
+    rt_plan plan;
+    assert_int_equal(rt_plan_open(dir, &plan, &err), 0);
+    snprintf(shard, sizeof(shard), "%s/shard-00001.bin", dir);
+    size_t len;
+    char *orig = slurp(shard, &len);
+    /* one flipped byte anywhere: header, table, or data */
+    size_t where[] = {3, 40, 80, len / 2, len - 1};
+    for (size_t i = 0; i < 5; i++) {
+        char *b = malloc(len);
+        memcpy(b, orig, len);
+        b[where[i]] ^= 0x10;
+        FILE *fp = fopen(shard, "wb");
+        fwrite(b, 1, len, fp);
+        fclose(fp);
+        free(b);
+        rt_shard sh;
+        assert_int_equal(rt_shard_open(&plan, 1, &sh, &err), -1);
+        assert_int_equal(err.code, RT_EXIT_INPUT);
+        assert_non_null(strstr(err.msg, "shard-00001.bin"));
+    }
+    /* truncated */
+    FILE *fp = fopen(shard, "wb");
+    fwrite(orig, 1, len - 100, fp);
+    fclose(fp);
+    rt_shard sh;
+    assert_int_equal(rt_shard_open(&plan, 1, &sh, &err), -1);
+    assert_non_null(strstr(err.msg, "truncated"));
+    /* the intact shard still opens */
+    assert_int_equal(rt_shard_open(&plan, 0, &sh, &err), 0);
+    rt_shard_close(&sh);
+    rt_plan_close(&plan);
+    free(orig);
+    problem_free(&p);
+}
+
+/* A manifest whose schedule was edited is refused; so is a foreign layout. */
+static void test_bad_manifest(void **state)
+{
+    (void)state;
+    problem p;
+    problem_make(&p, RT_PLAN_MF, 60, 60, 1000, 0, 6);
+    char dir[512], other[512], path[600], path2[600];
+    snprintf(dir, sizeof(dir), "%s/manifest", tmpdir);
+    snprintf(other, sizeof(other), "%s/manifest2", tmpdir);
+    rt_error err;
+    assert_int_equal(write_plan(&p, RT_PLAN_MF, 0, dir, 1, 2, 2, 0, &err), 0);
+    p.train.e[0].val += 1; /* a different plan id */
+    assert_int_equal(write_plan(&p, RT_PLAN_MF, 0, other, 1, 2, 2, 0, &err), 0);
+    snprintf(path, sizeof(path), "%s/plan.json", dir);
+    size_t len;
+    char *text = slurp(path, &len);
+    char *s = strstr(text, "\"schedule\": [\n    [1, 3]");
+    assert_non_null(s);
+    s[strlen("\"schedule\": [\n    [")] = '3';
+    s[strlen("\"schedule\": [\n    [3, ")] = '1';
+    FILE *fp = fopen(path, "wb");
+    fwrite(text, 1, len, fp);
+    fclose(fp);
+    rt_plan plan;
+    assert_int_equal(rt_plan_open(dir, &plan, &err), -1);
+    assert_int_equal(err.code, RT_EXIT_INPUT);
+    assert_non_null(strstr(err.msg, "schedule"));
+    /* restore, then swap in the other plan's layout */
+    s[strlen("\"schedule\": [\n    [")] = '1';
+    s[strlen("\"schedule\": [\n    [3, ")] = '3';
+    fp = fopen(path, "wb");
+    fwrite(text, 1, len, fp);
+    fclose(fp);
+    assert_int_equal(rt_plan_open(dir, &plan, &err), 0);
+    rt_plan_close(&plan);
+    snprintf(path, sizeof(path), "%s/layout.bin", dir);
+    snprintf(path2, sizeof(path2), "%s/layout.bin", other);
+    assert_int_equal(rename(path2, path), 0);
+    assert_int_equal(rt_plan_open(dir, &plan, &err), -1);
+    assert_non_null(strstr(err.msg, "layout.bin"));
+    free(text);
+    problem_free(&p);
+}
+
+/* Seeded split: fraction held out, dense renumbering, unknown test ids dropped. */
+static void test_split(void **state)
+{
+    (void)state;
+    rt_error err;
+    rt_idmap rows, cols;
+    rt_idmap_init(&rows), rt_idmap_init(&cols);
+    rt_triplets all, test;
+    rt_triplets_init(&all), rt_triplets_init(&test);
+    char s[32];
+    for (int k = 0; k < 10000; k++) {
+        uint32_t r, c;
+        snprintf(s, sizeof(s), "%d", (k * 7919) % 1000);
+        rt_idmap_intern(&rows, s, strlen(s), &r, &err);
+        snprintf(s, sizeof(s), "%d", (k * 104729) % 3001);
+        rt_idmap_intern(&cols, s, strlen(s), &c, &err);
+        rt_triplets_push(&all, r, c, (float)k, &err);
+    }
+    uint64_t dropped;
+    assert_int_equal(rt_triplets_split(&all, &rows, &cols, 0.2, 9, &test, &dropped, &err), 0);
+    assert_int_equal(all.n + test.n + dropped, 10000);
+    assert_true(test.n + dropped > 1800 && test.n + dropped < 2200);
+    assert_true(dropped > 0); /* many columns have ~3 ratings: some lose them all */
+    /* renumbered densely by first appearance in what was kept */
+    uint32_t next_r = 0, next_c = 0;
+    for (uint64_t i = 0; i < all.n; i++) {
+        assert_true(all.e[i].row <= next_r);
+        assert_true(all.e[i].col <= next_c);
+        next_r += all.e[i].row == next_r;
+        next_c += all.e[i].col == next_c;
+    }
+    assert_int_equal(next_r, rows.n);
+    assert_int_equal(next_c, cols.n);
+    for (uint64_t i = 0; i < test.n; i++)
+        assert_true(test.e[i].row < rows.n && test.e[i].col < cols.n);
+    /* values carry over: the kept entry's original ids still match its value */
+    for (uint64_t i = 0; i < all.n; i++) {
+        int k = (int)all.e[i].val;
+        snprintf(s, sizeof(s), "%d", (k * 7919) % 1000);
+        assert_string_equal(rt_idmap_str(&rows, all.e[i].row), s);
+    }
+    rt_idmap_free(&rows), rt_idmap_free(&cols);
+    rt_triplets_free(&all), rt_triplets_free(&test);
+}
+
+int main(void)
+{
+    rt_log_level = RT_LOG_ERROR;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_roundtrip_mf),  cmocka_unit_test(test_roundtrip_lda_heldout),
+        cmocka_unit_test(test_lda_bad_count), cmocka_unit_test(test_deterministic_and_force),
+        cmocka_unit_test(test_corrupt_shard), cmocka_unit_test(test_bad_manifest),
+        cmocka_unit_test(test_split),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,238 @@
+/* test_readers.c - MF ratings readers: formats, sniffing, id mapping, and
+ * every bad-input case failing with "FILE:LINE: what" (exit code 2). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "partition/partition.h"
+
+static char tmpdir[256];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/rotor-test-readers-XXXXXX");
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    rt_remove_tree(tmpdir);
+    return 0;
+}
+
+static const char *put(const char *name, const char *text)
+{
+    static char path[8][512];
+    static int k;
+    char *p = path[k++ % 8];
+    snprintf(p, 512, "%s/%s", tmpdir, name);
+    FILE *fp = fopen(p, "wb");
+    assert_non_null(fp);
+    fputs(text, fp);
+    fclose(fp);
+    return p;
+}
+
+typedef struct parsed {
+    rt_idmap rows, cols;
+    rt_triplets t;
+    rt_ratings_stats st;
+    rt_error err;
+    int rc;
+} parsed;
+
+static void parse(parsed *p, const char *path, rt_rating_format fmt)
+{
+    memset(p, 0, sizeof(*p));
+    p->rc = rt_read_ratings(path, fmt, &p->rows, &p->cols, 1, &p->t, &p->st, &p->err);
+}
+
+static void parsed_free(parsed *p)
+{
+    rt_idmap_free(&p->rows), rt_idmap_free(&p->cols);
+    rt_triplets_free(&p->t);
+}
+
+/* Entry i maps back to (user, item, rating). */
+static void expect(const parsed *p, uint64_t i, const char *u, const char *it, float r)
+{
+    assert_true(i < p->t.n);
+    assert_string_equal(rt_idmap_str(&p->rows, p->t.e[i].row), u);
+    assert_string_equal(rt_idmap_str(&p->cols, p->t.e[i].col), it);
+    assert_true(p->t.e[i].val == r);
+}
+
+static void test_formats(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *text;
+        rt_rating_format sniffed;
+    } cases[] = {
+        {"u.data", "196\t242\t3\t881250949\n186\t302\t3.5\t891717742\n196\t302\t1\t1\n",
+         RT_FMT_TRIPLETS},
+        {"ratings.csv",
+         "userId,movieId,rating,timestamp\n196,242,3,1\n186,302,3.5,2\n"
+         "196,302,1,3\n",
+         RT_FMT_CSV},
+        {"ratings.dat", "196::242::3::881250949\n186::302::3.5::1\r\n196::302::1::0", RT_FMT_DAT},
+        {"m.mtx",
+         "%%MatrixMarket matrix coordinate real general\n% comment\n200 400 3\n"
+         "196 242 3\n186 302 3.5\n196 302 1\n",
+         RT_FMT_MM},
+        {"spaces.txt", "# comment\n  196   242 3\n\n186 302   3.5e0\n196 302 +1.000\n",
+         RT_FMT_TRIPLETS},
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        const char *path = put(cases[k].name, cases[k].text);
+        rt_rating_format f;
+        const char *why;
+        rt_error err;
+        assert_int_equal(rt_rating_format_sniff(path, &f, &why, &err), 0);
+        assert_int_equal(f, cases[k].sniffed);
+        parsed p;
+        parse(&p, path, RT_FMT_AUTO);
+        if (p.rc)
+            fail_msg("%s: %s", cases[k].name, p.err.msg);
+        assert_int_equal(p.st.format, cases[k].sniffed);
+        assert_int_equal(p.t.n, 3);
+        assert_int_equal(p.rows.n, 2);
+        assert_int_equal(p.cols.n, 2);
+        expect(&p, 0, "196", "242", 3.0f);
+        expect(&p, 1, "186", "302", 3.5f);
+        expect(&p, 2, "196", "302", 1.0f);
+        assert_int_equal(p.t.e[2].row, 0); /* first appearance order */
+        assert_int_equal(p.t.e[2].col, 1);
+        if (f == RT_FMT_CSV)
+            assert_int_equal(p.st.header, 1);
+        parsed_free(&p);
+    }
+}
+
+static void test_libmf_and_string_ids(void **state)
+{
+    (void)state;
+    parsed p;
+    parse(&p, put("libmf.txt", "0 0 1.5\n007 3 2\n0 3 -0.25\n"), RT_FMT_LIBMF);
+    assert_int_equal(p.rc, 0);
+    expect(&p, 1, "7", "3", 2.0f); /* canonical integer ids */
+    expect(&p, 2, "0", "3", -0.25f);
+    parsed_free(&p);
+    parse(&p, put("libmf-bad.txt", "0 0 1.5\nu1 3 2\n"), RT_FMT_LIBMF);
+    assert_int_equal(p.rc, -1);
+    assert_non_null(strstr(p.err.msg, "libmf-bad.txt:2:"));
+    parsed_free(&p);
+    parse(&p, put("str.txt", "alice  The-Matrix 5\nbob Alien 4\nalice Alien 3.25\n"),
+          RT_FMT_TRIPLETS);
+    assert_int_equal(p.rc, 0);
+    expect(&p, 2, "alice", "Alien", 3.25f);
+    parsed_free(&p);
+}
+
+/* Test files: unknown users/items are dropped and counted, ids never added. */
+static void test_test_file_drops(void **state)
+{
+    (void)state;
+    parsed p;
+    parse(&p, put("train.txt", "1 10 5\n2 20 4\n"), RT_FMT_AUTO);
+    assert_int_equal(p.rc, 0);
+    rt_triplets test;
+    rt_triplets_init(&test);
+    rt_ratings_stats st;
+    assert_int_equal(rt_read_ratings(put("test.txt", "1 20 3\n3 10 1\n2 30 2\n2 10 1\n"),
+                                     RT_FMT_AUTO, &p.rows, &p.cols, 0, &test, &st, &p.err),
+                     0);
+    assert_int_equal(test.n, 2);
+    assert_int_equal(st.dropped, 2);
+    assert_int_equal(p.rows.n, 2);
+    assert_int_equal(p.cols.n, 2);
+    rt_triplets_free(&test);
+    parsed_free(&p);
+}
+
+/* Every bad input: exit code 2 and "FILE:LINE: what was wrong". */
+static void test_bad_inputs(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *text;
+        rt_rating_format fmt;
+        const char *where, *what;
+    } cases[] = {
+        {"fields.txt", "1 2 3\n1 2\n", RT_FMT_AUTO, "fields.txt:2:", "fields"},
+        {"fields5.txt", "1 2 3 4 5\n", RT_FMT_AUTO, "fields5.txt:1:", "found 5"},
+        {"rating.txt", "1 2 3\n4 5 6\n7 8 good\n", RT_FMT_AUTO, "rating.txt:3:", "not a number"},
+        {"nan.txt", "1 2 nan\n", RT_FMT_AUTO, "nan.txt:1:", "NaN or infinite"},
+        {"inf.csv", "u,i,r\n1,2,3\n1,3,-inf\n", RT_FMT_AUTO, "inf.csv:3:", "NaN or infinite"},
+        {"huge.txt", "1 2 1e300\n", RT_FMT_AUTO, "huge.txt:1:", "NaN or infinite"},
+        {"mm-row.mtx", "%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 1\n4 1 2\n",
+         RT_FMT_AUTO, "mm-row.mtx:4:", "row id 4"},
+        {"mm-col.mtx", "%%MatrixMarket matrix coordinate real general\n3 3 2\n1 0 1\n", RT_FMT_AUTO,
+         "mm-col.mtx:3:", "column id 0"},
+        {"mm-count.mtx", "%%MatrixMarket matrix coordinate real general\n3 3 3\n1 1 1\n2 2 2\n",
+         RT_FMT_AUTO, "mm-count.mtx:2:", "declares 3"},
+        {"mm-more.mtx", "%%MatrixMarket matrix coordinate real general\n3 3 1\n1 1 1\n2 2 2\n",
+         RT_FMT_AUTO, "mm-more.mtx:4:", "more entries"},
+        {"mm-sym.mtx", "%%MatrixMarket matrix coordinate real symmetric\n3 3 1\n1 1 1\n",
+         RT_FMT_AUTO, "mm-sym.mtx:1:", "symmetric"},
+        {"mm-nobanner.mtx", "3 3 1\n1 1 1\n", RT_FMT_MM, "mm-nobanner.mtx:1:", "banner"},
+        {"empty.txt", "", RT_FMT_AUTO, "empty.txt:1:", "no ratings"},
+        {"comments.txt", "# nothing\n\n", RT_FMT_AUTO, "comments.txt:2:", "no ratings"},
+        {"dat.dat", "1::2::3\n1::2\n", RT_FMT_AUTO, "dat.dat:2:", "fields"},
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        parsed p;
+        parse(&p, put(cases[k].name, cases[k].text), cases[k].fmt);
+        if (p.rc != -1 || p.err.code != RT_EXIT_INPUT || !strstr(p.err.msg, cases[k].where) ||
+            !strstr(p.err.msg, cases[k].what))
+            fail_msg("%s: rc %d code %d msg '%s'", cases[k].name, p.rc, p.err.code, p.err.msg);
+        assert_null(strchr(p.err.msg, '\n'));
+        parsed_free(&p);
+    }
+}
+
+/* Long inputs cross the reader's buffer boundaries intact. */
+static void test_many_lines(void **state)
+{
+    (void)state;
+    char path[512];
+    snprintf(path, sizeof(path), "%s/many.txt", tmpdir);
+    FILE *fp = fopen(path, "w");
+    const int n = 300000;
+    for (int i = 0; i < n; i++)
+        fprintf(fp, "user%d\titem%d\t%d.%d\t%d\n", i % 977, i % 1013, i % 5, i % 10, i);
+    fclose(fp);
+    parsed p;
+    parse(&p, path, RT_FMT_AUTO);
+    assert_int_equal(p.rc, 0);
+    assert_int_equal(p.t.n, (uint64_t)n);
+    assert_int_equal(p.rows.n, 977);
+    assert_int_equal(p.cols.n, 1013);
+    for (int i = 0; i < n; i += 997) {
+        char u[32], it[32];
+        snprintf(u, sizeof(u), "user%d", i % 977);
+        snprintf(it, sizeof(it), "item%d", i % 1013);
+        expect(&p, (uint64_t)i, u, it, (float)((i % 5) + (i % 10) / 10.0));
+    }
+    parsed_free(&p);
+}
+
+int main(void)
+{
+    rt_log_level = RT_LOG_ERROR;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_formats),         cmocka_unit_test(test_libmf_and_string_ids),
+        cmocka_unit_test(test_test_file_drops), cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_many_lines),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

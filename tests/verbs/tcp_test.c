@@ -1,0 +1,328 @@
+/* tcp_test.c - TCP backend edge cases, with ranks as threads of one process:
+ * handshake mismatches, connect and peer timeouts, a peer's normal close,
+ * control-message length mismatches, out-of-order passes.  (The multi-process
+ * scenarios live in transport_test.c.) */
+#define _GNU_SOURCE
+#include "verbs/backend.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#define MAXR 4
+
+typedef struct rank_ctx {
+    int rank, size;
+    rt_peer *peers;
+    size_t slot_bytes;
+    int connect_timeout_ms, peer_timeout_ms;
+    int rc;          /* result of the scenario body */
+    rt_error err;    /* its error */
+    double seconds;  /* how long the body took */
+    void (*body)(struct rank_ctx *c);
+} rank_ctx;
+
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static int open_rank(rank_ctx *c, rt_transport **t)
+{
+    rt_transport_config cfg;
+    rt_transport_config_init(&cfg);
+    cfg.kind = RT_TRANSPORT_TCP;
+    cfg.rank = c->rank;
+    cfg.size = c->size;
+    cfg.peers = c->peers;
+    cfg.slot_bytes = c->slot_bytes ? c->slot_bytes : 256;
+    cfg.n_slots = 3;
+    cfg.initial_occupied = 1;
+    cfg.connect_timeout_ms = c->connect_timeout_ms ? c->connect_timeout_ms : 5000;
+    cfg.peer_timeout_ms = c->peer_timeout_ms;
+    return rt_transport_open(&cfg, t, &c->err);
+}
+
+static void *rank_main(void *arg)
+{
+    rank_ctx *c = arg;
+    double t0 = rt_now();
+    c->body(c);
+    c->seconds = rt_now() - t0;
+    return NULL;
+}
+
+/* Run body on `size` ranks (threads); `tweak` may adjust each rank first. */
+static void run_ranks(rank_ctx *ctx, int size, void (*body)(rank_ctx *),
+                      void (*tweak)(rank_ctx *))
+{
+    static rt_peer peers[MAXR];
+    for (int r = 0; r < size; r++) {
+        snprintf(peers[r].host, sizeof(peers[r].host), "127.0.0.1");
+        peers[r].port = free_port();
+    }
+    pthread_t th[MAXR];
+    for (int r = 0; r < size; r++) {
+        memset(&ctx[r], 0, sizeof(ctx[r]));
+        ctx[r].rank = r;
+        ctx[r].size = size;
+        ctx[r].peers = peers;
+        ctx[r].body = body;
+        if (tweak)
+            tweak(&ctx[r]);
+        assert_int_equal(pthread_create(&th[r], NULL, rank_main, &ctx[r]), 0);
+    }
+    for (int r = 0; r < size; r++)
+        pthread_join(th[r], NULL);
+}
+
+static void expect_msg(const rank_ctx *c, const char *a, const char *b)
+{
+    if (c->rc == 0)
+        fail_msg("rank %d: expected an error mentioning '%s'", c->rank, a);
+    if (!strstr(c->err.msg, a) || (b && !strstr(c->err.msg, b)))
+        fail_msg("rank %d: error '%s' does not mention '%s'%s%s", c->rank, c->err.msg, a,
+                 b ? " and " : "", b ? b : "");
+}
+
+/* ---- open and close only ---- */
+
+static void body_open_close(rank_ctx *c)
+{
+    rt_transport *t;
+    c->rc = open_rank(c, &t);
+    if (c->rc == 0)
+        rt_transport_close(t);
+}
+
+static void tweak_slot_mismatch(rank_ctx *c)
+{
+    c->slot_bytes = c->rank == 0 ? 1024 : 2048;
+}
+
+static void test_window_mismatch(void **state)
+{
+    (void)state;
+    rank_ctx c[2];
+    run_ranks(c, 2, body_open_close, tweak_slot_mismatch);
+    for (int r = 0; r < 2; r++) {
+        expect_msg(&c[r], "window", NULL);
+        assert_true(c[r].seconds < 10.0);
+    }
+}
+
+static void body_alone(rank_ctx *c)
+{
+    if (c->rank == 1)
+        return; /* never starts */
+    c->connect_timeout_ms = 400;
+    body_open_close(c);
+}
+
+static void test_connect_timeout(void **state)
+{
+    (void)state;
+    rank_ctx c[2];
+    run_ranks(c, 2, body_alone, NULL);
+    expect_msg(&c[0], "rank 1", "127.0.0.1");
+    assert_true(c[0].seconds < 10.0);
+}
+
+/* ---- peer timeout: a silent but connected peer ---- */
+
+static pthread_barrier_t done_bar;
+
+static void body_silent(rank_ctx *c)
+{
+    rt_transport *t;
+    c->peer_timeout_ms = c->rank == 0 ? 300 : 0;
+    if ((c->rc = open_rank(c, &t)) != 0) {
+        pthread_barrier_wait(&done_bar);
+        return;
+    }
+    if (c->rank == 0) {
+        rt_arrival a;
+        c->rc = rt_transport_wait_arrival(t, &a, -1, &c->err);
+        /* A later call fails the same way. */
+        rt_error again;
+        if (rt_transport_barrier(t, &again) == 0 || !strstr(again.msg, "rank 1"))
+            c->rc = 99;
+    }
+    pthread_barrier_wait(&done_bar); /* rank 1 stays silent until rank 0 is done */
+    rt_transport_close(t);
+}
+
+static void test_peer_timeout(void **state)
+{
+    (void)state;
+    rank_ctx c[2];
+    pthread_barrier_init(&done_bar, NULL, 2);
+    run_ranks(c, 2, body_silent, NULL);
+    pthread_barrier_destroy(&done_bar);
+    assert_int_equal(c[0].rc, -1);
+    expect_msg(&c[0], "rank 1", "peer timeout");
+    assert_true(c[0].seconds < 10.0);
+}
+
+/* ---- a neighbour's normal close is not a failure for unrelated traffic ---- */
+
+static void body_early_close(rank_ctx *c)
+{
+    rt_transport *t;
+    if ((c->rc = open_rank(c, &t)) != 0)
+        return;
+    /* One pass around the ring, then a barrier. */
+    rt_arrival a;
+    memset(rt_transport_slot(t, 0), c->rank, 100);
+    if ((c->rc = rt_transport_pass(t, 0, 100, (uint32_t)c->rank, 7, &c->err)) ||
+        (c->rc = rt_transport_wait_arrival(t, &a, 5000, &c->err)) != 1 ||
+        (c->rc = rt_transport_flush(t, &c->err)) ||
+        (c->rc = rt_transport_barrier(t, &c->err))) {
+        c->rc = c->rc ? c->rc : -1;
+        rt_transport_close(t);
+        return;
+    }
+    c->rc = 0;
+    if (a.block != (uint32_t)((c->rank + c->size - 1) % c->size) || a.epoch != 7 ||
+        a.len != 100 || ((uint8_t *)rt_transport_slot(t, a.slot))[99] != a.block)
+        c->rc = 98;
+    if (c->rank == 2) {
+        rt_transport_close(t); /* leaves early */
+        return;
+    }
+    struct timespec ts = {0, 200 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    /* Ranks 0 and 1 still talk; the closed rank must not poison that. */
+    uint64_t v = 1234;
+    int peer = 1 - c->rank;
+    int rc = c->rank == 0 ? t->ops->send_msg(t, peer, &v, sizeof(v), &c->err)
+                          : t->ops->recv_msg(t, peer, &v, sizeof(v), &c->err);
+    if (rc || v != 1234)
+        c->rc = rc ? rc : 97;
+    /* Rank 0 waits on rank 2 (its previous rank), which has left. */
+    if (c->rc == 0 && c->rank == 0) {
+        rc = rt_transport_wait_arrival(t, &a, -1, &c->err);
+        if (rc != -1 || !strstr(c->err.msg, "rank 2") || !strstr(c->err.msg, "closed"))
+            c->rc = 96;
+    }
+    rt_transport_close(t);
+}
+
+static void test_peer_closes_normally(void **state)
+{
+    (void)state;
+    rank_ctx c[3];
+    run_ranks(c, 3, body_early_close, NULL);
+    for (int r = 0; r < 3; r++)
+        if (c[r].rc)
+            fail_msg("rank %d: rc %d: %s", r, c[r].rc, c[r].err.msg);
+}
+
+/* ---- collectives called with different lengths ---- */
+
+static void body_len_mismatch(rank_ctx *c)
+{
+    rt_transport *t;
+    if ((c->rc = open_rank(c, &t)) != 0)
+        return;
+    int64_t v[2] = {1, 2};
+    c->rc = rt_transport_allreduce_i64(t, v, c->rank == 0 ? 2 : 1, &c->err);
+    rt_transport_close(t);
+}
+
+static void test_length_mismatch(void **state)
+{
+    (void)state;
+    rank_ctx c[2];
+    run_ranks(c, 2, body_len_mismatch, NULL);
+    expect_msg(&c[0], "16", "8");
+    assert_int_equal(c[1].rc, -1); /* rank 1 is told, too */
+    assert_true(c[1].seconds < 10.0);
+}
+
+/* ---- passes must leave in arrival order ---- */
+
+static void body_order(rank_ctx *c)
+{
+    rt_transport *t;
+    if ((c->rc = open_rank(c, &t)) != 0)
+        return;
+    rt_error e;
+    if (rt_transport_pass(t, 1, 10, 0, 0, &e) == 0 || !strstr(e.msg, "order")) {
+        c->rc = 95;
+        snprintf(c->err.msg, sizeof(c->err.msg), "out-of-order pass accepted: %.900s", e.msg);
+    } else {
+        rt_arrival a;
+        if (rt_transport_pass(t, 0, 10, 0, 0, &c->err) ||
+            rt_transport_wait_arrival(t, &a, 5000, &c->err) != 1 ||
+            rt_transport_barrier(t, &c->err))
+            c->rc = -1;
+        else if (a.slot != 1 || a.len != 10)
+            c->rc = 94;
+    }
+    rt_transport_close(t);
+}
+
+static void test_pass_order(void **state)
+{
+    (void)state;
+    rank_ctx c[2];
+    run_ranks(c, 2, body_order, NULL);
+    for (int r = 0; r < 2; r++)
+        if (c[r].rc)
+            fail_msg("rank %d: rc %d: %s", r, c[r].rc, c[r].err.msg);
+}
+
+static void test_single_rank(void **state)
+{
+    (void)state;
+    rt_transport_config cfg;
+    rt_transport_config_init(&cfg);
+    cfg.kind = RT_TRANSPORT_TCP;
+    cfg.rank = 0;
+    cfg.size = 1;
+    cfg.slot_bytes = 100;
+    cfg.n_slots = 2;
+    rt_transport *t;
+    rt_error err;
+    assert_int_equal(rt_transport_open(&cfg, &t, &err), 0);
+    assert_string_equal(rt_transport_name(t), "tcp");
+    assert_int_equal(rt_transport_slot_bytes(t), 128);
+    int64_t v = 5;
+    assert_int_equal(rt_transport_allreduce_i64(t, &v, 1, &err), 0);
+    assert_int_equal(v, 5);
+    assert_int_equal(rt_transport_barrier(t, &err), 0);
+    assert_int_equal(rt_transport_flush(t, &err), 0);
+    assert_int_equal(rt_transport_pass(t, 0, 1, 0, 0, &err), -1);
+    rt_transport_close(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_single_rank),
+        cmocka_unit_test(test_window_mismatch),
+        cmocka_unit_test(test_connect_timeout),
+        cmocka_unit_test(test_peer_timeout),
+        cmocka_unit_test(test_peer_closes_normally),
+        cmocka_unit_test(test_length_mismatch),
+        cmocka_unit_test(test_pass_order),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

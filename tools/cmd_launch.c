@@ -1,0 +1,495 @@
+/*
+ * cmd_launch.c - `rotor launch -n P [--base-port N] -- CMD [ARGS...]`
+ *
+ * Starts P copies of CMD on this machine as ranks 0..P-1 of one group on
+ * loopback: picks P free ports on 127.0.0.1 (or N..N+P-1), writes a hostfile
+ * in a private temporary directory, and runs every child with ROTOR_RANK,
+ * ROTOR_SIZE, ROTOR_LOCAL_RANK and ROTOR_HOSTFILE set (engine/group.c reads
+ * them) and stdin from /dev/null.
+ *
+ * Output: each child's stdout and stderr lines are re-emitted on the same
+ * stream prefixed with "[r] ", whole lines only (a partial last line is
+ * completed at exit).
+ *
+ * Failure: when a child exits non-zero or by a signal, the launcher says so,
+ * gives the others GRACE_S seconds to notice the lost peer and exit on their
+ * own, then sends SIGTERM and, KILL_S seconds later, SIGKILL.  The exit
+ * status is the first failure's (1 when it was a signal); 0 only when every
+ * rank exited 0.  SIGINT and SIGTERM are forwarded to the children.
+ */
+#define _GNU_SOURCE
+#include "commands.h"
+#include "engine/base.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_RANKS 1024
+#define LINE_MAX_BYTES 65536
+#define GRACE_S 5.0
+#define KILL_S 3.0
+
+typedef struct out_stream {
+    int fd;     /* read end of the child's pipe, -1 at EOF */
+    int dest;   /* 1 or 2 */
+    char *buf;  /* partial line */
+    size_t len;
+} out_stream;
+
+typedef struct child {
+    pid_t pid;
+    int running;
+    int status;
+    out_stream out[2];
+} child;
+
+static int sig_pipe[2] = {-1, -1};
+
+static void on_signal(int sig)
+{
+    int saved = errno;
+    unsigned char b = (unsigned char)sig;
+    if (write(sig_pipe[1], &b, 1) < 0) {
+        /* nothing useful to do in a handler */
+    }
+    errno = saved;
+}
+
+static void usage(FILE *fp)
+{
+    fprintf(fp,
+            "usage: rotor launch -n P [--base-port N] -- CMD [ARGS...]\n\n"
+            "Run P local copies of CMD as ranks 0..P-1 of one group on loopback.\n"
+            "Each gets ROTOR_RANK, ROTOR_SIZE, ROTOR_LOCAL_RANK and ROTOR_HOSTFILE;\n"
+            "their output lines are prefixed with \"[rank] \".  When one rank fails,\n"
+            "the others get %.0f s to exit, then are terminated.\n\n"
+            "options:\n"
+            "  -n, --np P        number of ranks (1..%d)\n"
+            "  --base-port N     use ports N..N+P-1 instead of free ones\n"
+            "  -h, --help        this help\n",
+            GRACE_S, MAX_RANKS);
+}
+
+/* Write all of buf to fd (our stdout/stderr). */
+static void emit(int fd, const char *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, buf, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return;
+        buf += n;
+        len -= (size_t)n;
+    }
+}
+
+/* Emit one line (without its newline) as "[r] line\n" in a single write. */
+static void emit_line(int dest, int rank, const char *line, size_t len)
+{
+    static char out[LINE_MAX_BYTES + 32];
+    int n = snprintf(out, sizeof(out), "[%d] ", rank);
+    memcpy(out + n, line, len);
+    out[(size_t)n + len] = '\n';
+    emit(dest, out, (size_t)n + len + 1);
+}
+
+/* Read what is available from a child's pipe and emit complete lines.
+ * At EOF, a partial last line is emitted with a newline added. */
+static void pump(out_stream *s, int rank)
+{
+    char tmp[16384];
+    ssize_t n = read(s->fd, tmp, sizeof(tmp));
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        return;
+    if (n <= 0) {
+        if (s->len)
+            emit_line(s->dest, rank, s->buf, s->len);
+        s->len = 0;
+        close(s->fd);
+        s->fd = -1;
+        return;
+    }
+    for (ssize_t i = 0; i < n; i++) {
+        if (tmp[i] == '\n') {
+            emit_line(s->dest, rank, s->buf, s->len);
+            s->len = 0;
+        } else {
+            if (s->len == LINE_MAX_BYTES) { /* absurdly long line: split it */
+                emit_line(s->dest, rank, s->buf, s->len);
+                s->len = 0;
+            }
+            s->buf[s->len++] = tmp[i];
+        }
+    }
+}
+
+/* A free TCP port on 127.0.0.1 (bind port 0, read it back). */
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    int port = -1;
+    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+}
+
+/* Write the hostfile; ports distinct from each other. */
+static int write_hostfile(const char *path, int np, int base_port, rt_error *err)
+{
+    FILE *fp = fopen(path, "w");
+    if (!fp)
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "cannot create %s", path);
+    int ports[MAX_RANKS];
+    for (int r = 0; r < np; r++) {
+        int port = base_port > 0 ? base_port + r : -1;
+        for (int tries = 0; port < 0 && tries < 100; tries++) {
+            port = free_port();
+            for (int q = 0; q < r && port > 0; q++)
+                if (ports[q] == port)
+                    port = -1;
+        }
+        if (port <= 0 || port > 65535) {
+            fclose(fp);
+            return rt_fail(err, RT_EXIT_RUNTIME, "cannot find a free port on 127.0.0.1");
+        }
+        ports[r] = port;
+        fprintf(fp, "127.0.0.1:%d\n", port);
+    }
+    if (fclose(fp) != 0)
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "cannot write %s", path);
+    return 0;
+}
+
+/* In the child: wire up stdio and the environment, then exec. */
+static void exec_child(int rank, int np, const char *hostfile, int out_w, int err_w, char **cmd)
+{
+    setpgid(0, 0); /* our own group: terminal signals reach the launcher only */
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) {
+        dup2(devnull, 0);
+        close(devnull);
+    }
+    dup2(out_w, 1);
+    dup2(err_w, 2);
+    char v[32];
+    snprintf(v, sizeof(v), "%d", rank);
+    setenv("ROTOR_RANK", v, 1);
+    setenv("ROTOR_LOCAL_RANK", v, 1);
+    snprintf(v, sizeof(v), "%d", np);
+    setenv("ROTOR_SIZE", v, 1);
+    setenv("ROTOR_HOSTFILE", hostfile, 1);
+    execvp(cmd[0], cmd);
+    fprintf(stderr, "rotor launch: cannot run '%s': %s\n", cmd[0], strerror(errno));
+    _exit(127);
+}
+
+static int start_child(child *c, int rank, int np, const char *hostfile, char **cmd,
+                       rt_error *err)
+{
+    int p[2][2];
+    for (int i = 0; i < 2; i++)
+        if (pipe2(p[i], O_CLOEXEC))
+            return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "pipe");
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0)
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "fork");
+    if (pid == 0)
+        exec_child(rank, np, hostfile, p[0][1], p[1][1], cmd);
+    setpgid(pid, pid); /* also here, so a signal right after fork reaches its group */
+    c->pid = pid;
+    c->running = 1;
+    for (int i = 0; i < 2; i++) {
+        close(p[i][1]);
+        c->out[i].fd = p[i][0];
+        c->out[i].dest = i + 1;
+        c->out[i].len = 0;
+        c->out[i].buf = malloc(LINE_MAX_BYTES);
+        if (!c->out[i].buf)
+            return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+        fcntl(c->out[i].fd, F_SETFL, O_NONBLOCK);
+    }
+    return 0;
+}
+
+static void signal_all(child *ch, int np, int sig)
+{
+    for (int r = 0; r < np; r++)
+        if (ch[r].running) {
+            kill(-ch[r].pid, sig); /* the child's process group */
+            kill(ch[r].pid, sig);
+        }
+}
+
+typedef struct launch_state {
+    child *ch;
+    int np;
+    int running;
+    int first_fail;   /* rank of the first failure, -1 none */
+    int exit_code;    /* of the first failure */
+    double term_at;   /* when to send SIGTERM (0 = not scheduled) */
+    double kill_at;   /* when to send SIGKILL */
+    int termed;
+} launch_state;
+
+/* Reap finished children; note the first failure. */
+static void reap(launch_state *st)
+{
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        for (int r = 0; r < st->np; r++) {
+            child *c = &st->ch[r];
+            if (c->pid != pid || !c->running)
+                continue;
+            c->running = 0;
+            c->status = status;
+            st->running--;
+            int bad = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+            if (bad && st->first_fail < 0) {
+                st->first_fail = r;
+                if (WIFEXITED(status)) {
+                    st->exit_code = WEXITSTATUS(status);
+                    fprintf(stderr, "rotor launch: rank %d exited with status %d\n", r,
+                            st->exit_code);
+                } else {
+                    st->exit_code = 1;
+                    fprintf(stderr, "rotor launch: rank %d killed by signal %d\n", r,
+                            WTERMSIG(status));
+                }
+                if (st->running > 0) {
+                    st->term_at = rt_now() + GRACE_S;
+                    st->kill_at = st->term_at + KILL_S;
+                }
+            }
+        }
+    }
+}
+
+/* The event loop: output, signals, children, deadlines. */
+static void supervise(launch_state *st)
+{
+    int np = st->np;
+    struct pollfd *pfd = calloc((size_t)(2 * np + 1), sizeof(*pfd));
+    int *owner = calloc((size_t)(2 * np + 1), sizeof(int));
+    double drain_until = 0;
+    if (!pfd || !owner) {
+        fprintf(stderr, "rotor launch: out of memory\n");
+        signal_all(st->ch, np, SIGKILL);
+    }
+    for (;;) {
+        int open_fds = 0, n = 0;
+        if (pfd) {
+            pfd[n] = (struct pollfd){.fd = sig_pipe[0], .events = POLLIN};
+            owner[n++] = -1;
+            for (int r = 0; r < np; r++)
+                for (int i = 0; i < 2; i++)
+                    if (st->ch[r].out[i].fd >= 0) {
+                        pfd[n] = (struct pollfd){.fd = st->ch[r].out[i].fd, .events = POLLIN};
+                        owner[n++] = 2 * r + i;
+                        open_fds++;
+                    }
+        }
+        if (st->running == 0) {
+            /* Children are gone; a grandchild might still hold a pipe open. */
+            if (open_fds == 0)
+                break;
+            if (drain_until == 0)
+                drain_until = rt_now() + 1.0;
+            else if (rt_now() > drain_until)
+                break;
+        }
+        double now = rt_now(), next = now + 1.0;
+        if (st->term_at > 0 && !st->termed)
+            next = st->term_at < next ? st->term_at : next;
+        else if (st->termed && st->kill_at > 0)
+            next = st->kill_at < next ? st->kill_at : next;
+        int ms = next > now ? (int)((next - now) * 1000) + 1 : 0;
+        if (!pfd) {
+            reap(st);
+            if (st->running == 0)
+                break;
+            usleep(10000);
+            continue;
+        }
+        int rc = poll(pfd, (nfds_t)n, ms);
+        if (rc < 0 && errno != EINTR)
+            break;
+        for (int k = 0; rc > 0 && k < n; k++) {
+            if (!pfd[k].revents)
+                continue;
+            if (owner[k] < 0) {
+                unsigned char sigs[64];
+                ssize_t got = read(sig_pipe[0], sigs, sizeof(sigs));
+                for (ssize_t j = 0; j < got; j++)
+                    if (sigs[j] == SIGINT || sigs[j] == SIGTERM) {
+                        signal_all(st->ch, np, sigs[j]);
+                        st->termed = 1; /* escalate to SIGKILL if ignored */
+                        if (st->kill_at == 0)
+                            st->kill_at = rt_now() + GRACE_S;
+                    }
+            } else {
+                pump(&st->ch[owner[k] / 2].out[owner[k] % 2], owner[k] / 2);
+            }
+        }
+        reap(st);
+        now = rt_now();
+        if (st->term_at > 0 && !st->termed && now >= st->term_at) {
+            fprintf(stderr, "rotor launch: terminating the remaining ranks\n");
+            signal_all(st->ch, np, SIGTERM);
+            st->termed = 1;
+        }
+        if (st->termed && st->kill_at > 0 && now >= st->kill_at) {
+            signal_all(st->ch, np, SIGKILL);
+            st->kill_at = 0;
+        }
+    }
+    /* Flush whatever partial lines remain. */
+    for (int r = 0; r < np; r++)
+        for (int i = 0; i < 2; i++)
+            if (st->ch[r].out[i].fd >= 0) {
+                out_stream *s = &st->ch[r].out[i];
+                if (s->len)
+                    emit_line(s->dest, r, s->buf, s->len);
+                close(s->fd);
+                s->fd = -1;
+            }
+    free(pfd);
+    free(owner);
+}
+
+int cmd_launch(int argc, char **argv)
+{
+    int np = 0, base_port = 0, i = 1;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--")) {
+            i++;
+            break;
+        }
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return RT_EXIT_OK;
+        }
+        if ((!strcmp(a, "-n") || !strcmp(a, "--np")) && i + 1 < argc) {
+            if (rt_parse_int(argv[++i], &np) || np < 1 || np > MAX_RANKS) {
+                fprintf(stderr, "rotor launch: -n must be 1..%d\n", MAX_RANKS);
+                return RT_EXIT_INPUT;
+            }
+        } else if (!strcmp(a, "--base-port") && i + 1 < argc) {
+            if (rt_parse_int(argv[++i], &base_port) || base_port < 1 || base_port > 65535) {
+                fprintf(stderr, "rotor launch: --base-port must be 1..65535\n");
+                return RT_EXIT_INPUT;
+            }
+        } else if (a[0] == '-') {
+            fprintf(stderr, "rotor launch: unknown option '%s'\n", a);
+            usage(stderr);
+            return RT_EXIT_INPUT;
+        } else {
+            break; /* the command, without "--" */
+        }
+    }
+    if (np < 1 || i >= argc) {
+        fprintf(stderr, "rotor launch: %s\n", np < 1 ? "-n P is required" : "no command given");
+        usage(stderr);
+        return RT_EXIT_INPUT;
+    }
+    if (base_port > 0 && base_port + np - 1 > 65535) {
+        fprintf(stderr, "rotor launch: ports %d..%d are out of range\n", base_port,
+                base_port + np - 1);
+        return RT_EXIT_INPUT;
+    }
+    char **cmd = argv + i;
+
+    rt_error err;
+    const char *tmp = getenv("TMPDIR");
+    char dir[4096], hostfile[4200];
+    snprintf(dir, sizeof(dir), "%s/rotor-launch.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) {
+        fprintf(stderr, "rotor launch: cannot create a directory in %s: %s\n",
+                tmp && *tmp ? tmp : "/tmp", strerror(errno));
+        return RT_EXIT_RUNTIME;
+    }
+    snprintf(hostfile, sizeof(hostfile), "%s/hostfile", dir);
+    if (write_hostfile(hostfile, np, base_port, &err)) {
+        fprintf(stderr, "rotor launch: %s\n", err.msg);
+        rt_remove_tree(dir);
+        return err.code;
+    }
+
+    /* Signals arrive through a pipe so the event loop handles them. */
+    if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK)) {
+        fprintf(stderr, "rotor launch: pipe: %s\n", strerror(errno));
+        rt_remove_tree(dir);
+        return RT_EXIT_RUNTIME;
+    }
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    struct sigaction old_int, old_term, old_chld;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    sigaction(SIGCHLD, &sa, &old_chld);
+    signal(SIGPIPE, SIG_IGN);
+
+    child *ch = calloc((size_t)np, sizeof(*ch));
+    launch_state st = {.ch = ch, .np = np, .first_fail = -1};
+    int rc = RT_EXIT_OK;
+    if (!ch) {
+        fprintf(stderr, "rotor launch: out of memory\n");
+        rc = RT_EXIT_RUNTIME;
+    }
+    for (int r = 0; ch && r < np; r++) {
+        ch[r].out[0].fd = ch[r].out[1].fd = -1;
+        if (start_child(&ch[r], r, np, hostfile, cmd, &err)) {
+            fprintf(stderr, "rotor launch: rank %d: %s\n", r, err.msg);
+            rc = RT_EXIT_RUNTIME;
+            st.first_fail = r;
+            st.exit_code = rc;
+            st.term_at = rt_now();
+            st.kill_at = st.term_at + KILL_S;
+            break;
+        }
+        st.running++;
+    }
+    if (ch) {
+        supervise(&st);
+        if (st.first_fail >= 0)
+            rc = st.exit_code ? st.exit_code : RT_EXIT_RUNTIME;
+        for (int r = 0; r < np; r++) {
+            free(ch[r].out[0].buf);
+            free(ch[r].out[1].buf);
+        }
+    }
+    free(ch);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGCHLD, &old_chld, NULL);
+    close(sig_pipe[0]);
+    close(sig_pipe[1]);
+    rt_remove_tree(dir);
+    return rc;
+}

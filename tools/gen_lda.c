@@ -1,0 +1,247 @@
+/* gen_lda.c - `rotor gen lda`: a corpus drawn from the LDA generative
+ * process, with the true topics written beside it.
+ *
+ *   phi_k ~ Dirichlet(beta) over V words         (k = 1..K)
+ *   theta_d ~ Dirichlet(alpha) over K topics     (d = 1..D)
+ *   N_d = L (fixed) or ~ Poisson(L)
+ *   each token: z ~ theta_d, w ~ phi_z
+ *
+ * Output: FILE in UCI docword format (rotor partition --app lda reads it),
+ * FILE.topics.npy (float32 K x V: the true phi; column j = word id j + 1)
+ * and FILE.vocab.txt (word names w1 .. wV).  Everything depends only on
+ * the seed. */
+#include "engine/base.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int gen_lda_main(int argc, char **argv);
+
+static const char usage_text[] =
+    "usage: rotor gen lda --docs D --vocab V --topics K --doc-len L --out FILE\n"
+    "                     [--alpha A] [--beta B] [--len-dist poisson|fixed] [--seed S]\n"
+    "Writes FILE (UCI docword), FILE.topics.npy (true K x V topic-word matrix)\n"
+    "and FILE.vocab.txt.  Defaults: alpha 0.1, beta 0.01, poisson lengths, seed 1.\n";
+
+typedef struct gen_args {
+    uint64_t docs, vocab, topics, len, seed;
+    double alpha, beta;
+    int fixed;
+    const char *out;
+} gen_args;
+
+static int parse(int argc, char **argv, gen_args *g, rt_error *err)
+{
+    static const struct option lo[] = {
+        {"docs", required_argument, 0, 'D'},   {"vocab", required_argument, 0, 'V'},
+        {"topics", required_argument, 0, 'K'}, {"doc-len", required_argument, 0, 'L'},
+        {"alpha", required_argument, 0, 'a'},  {"beta", required_argument, 0, 'b'},
+        {"len-dist", required_argument, 0, 'l'}, {"seed", required_argument, 0, 's'},
+        {"out", required_argument, 0, 'o'},    {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    memset(g, 0, sizeof(*g));
+    g->alpha = 0.1;
+    g->beta = 0.01;
+    g->seed = 1;
+    optind = 1;
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+        uint64_t *u = NULL;
+        double *d = NULL;
+        switch (ch) {
+        case 'D': u = &g->docs; break;
+        case 'V': u = &g->vocab; break;
+        case 'K': u = &g->topics; break;
+        case 'L': u = &g->len; break;
+        case 's': u = &g->seed; break;
+        case 'a': d = &g->alpha; break;
+        case 'b': d = &g->beta; break;
+        case 'o': g->out = optarg; break;
+        case 'l':
+            if (strcmp(optarg, "poisson") && strcmp(optarg, "fixed"))
+                return rt_fail(err, RT_EXIT_INPUT, "--len-dist must be poisson or fixed");
+            g->fixed = !strcmp(optarg, "fixed");
+            break;
+        case 'h':
+            fputs(usage_text, stdout);
+            exit(RT_EXIT_OK);
+        default:
+            return rt_fail(err, RT_EXIT_INPUT, "gen lda: unknown or incomplete option '%s'",
+                           argv[optind - 1]);
+        }
+        if (u && rt_parse_u64(optarg, u))
+            return rt_fail(err, RT_EXIT_INPUT, "%s: expected an integer, got '%s'",
+                           argv[optind - 2], optarg);
+        if (d && (rt_parse_double(optarg, d) || !(*d > 0)))
+            return rt_fail(err, RT_EXIT_INPUT, "%s: expected a number > 0, got '%s'",
+                           argv[optind - 2], optarg);
+    }
+    if (optind < argc)
+        return rt_fail(err, RT_EXIT_INPUT, "gen lda: unexpected argument '%s'", argv[optind]);
+    if (!g->docs || !g->vocab || g->topics < 2 || !g->len || !g->out)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "gen lda: --docs, --vocab, --topics (>= 2), --doc-len and --out are "
+                       "required");
+    if (g->vocab >= UINT32_MAX || g->docs >= UINT32_MAX || g->topics > 65535)
+        return rt_fail(err, RT_EXIT_INPUT, "gen lda: sizes too large");
+    return 0;
+}
+
+/* Dirichlet(a) of dimension n into p (double), via normalised gammas. */
+static void dirichlet(rt_rng *rng, double a, double *p, uint64_t n)
+{
+    double sum = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        p[i] = rt_rng_gamma(rng, a);
+        /* tiny shapes can underflow to 0 everywhere: keep a floor */
+        if (p[i] < 1e-300)
+            p[i] = 1e-300;
+        sum += p[i];
+    }
+    for (uint64_t i = 0; i < n; i++)
+        p[i] /= sum;
+}
+
+static uint64_t poisson(rt_rng *rng, double mean)
+{
+    if (mean > 60) { /* normal approximation, rounded */
+        double x = mean + sqrt(mean) * rt_rng_normal(rng);
+        return x < 0 ? 0 : (uint64_t)(x + 0.5);
+    }
+    double l = exp(-mean), p = 1;
+    uint64_t k = 0;
+    do {
+        k++;
+        p *= rt_rng_uniform(rng);
+    } while (p > l);
+    return k - 1;
+}
+
+/* Index of the first cumulative value > u (cum[n-1] = 1). */
+static uint64_t search(const double *cum, uint64_t n, double u)
+{
+    uint64_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        uint64_t mid = (lo + hi) / 2;
+        if (cum[mid] > u)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+static int generate(const gen_args *g, rt_error *err)
+{
+    const uint64_t K = g->topics, V = g->vocab;
+    double *phi = malloc(K * V * sizeof(double)), *cum = malloc(K * V * sizeof(double));
+    double *theta = malloc(K * sizeof(double)), *tcum = malloc(K * sizeof(double));
+    uint32_t *counts = calloc(V, sizeof(uint32_t)), *seen = malloc(V * sizeof(uint32_t));
+    uint64_t *lens = malloc(g->docs * sizeof(uint64_t));
+    float *phif = malloc(K * V * sizeof(float));
+    char path[4200];
+    rt_outfile of = {0};
+    int rc = -1;
+    if (!phi || !cum || !theta || !tcum || !counts || !seen || !lens || !phif) {
+        rt_fail(err, RT_EXIT_RUNTIME, "gen lda: out of memory");
+        goto out;
+    }
+    rt_rng rng;
+    rt_rng_seed(&rng, g->seed, 0x70b1c5);
+    for (uint64_t k = 0; k < K; k++) {
+        dirichlet(&rng, g->beta, phi + k * V, V);
+        double acc = 0;
+        for (uint64_t w = 0; w < V; w++) {
+            acc += phi[k * V + w];
+            cum[k * V + w] = acc;
+            phif[k * V + w] = (float)phi[k * V + w];
+        }
+        cum[k * V + V - 1] = 1.0;
+    }
+    /* Two passes over the same per-document streams: first the number of
+     * distinct (doc, word) pairs for the header, then the triples. */
+    uint64_t nnz = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) {
+            if (rt_outfile_open(&of, g->out, err))
+                goto out;
+            fprintf(of.fp, "%llu\n%llu\n%llu\n", (unsigned long long)g->docs,
+                    (unsigned long long)V, (unsigned long long)nnz);
+        }
+        for (uint64_t d = 0; d < g->docs; d++) {
+            rt_rng_seed(&rng, g->seed, 0x1da0000000ULL + d);
+            dirichlet(&rng, g->alpha, theta, K);
+            double acc = 0;
+            for (uint64_t k = 0; k < K; k++)
+                tcum[k] = (acc += theta[k]);
+            tcum[K - 1] = 1.0;
+            uint64_t len = g->fixed ? g->len : poisson(&rng, (double)g->len), n = 0;
+            for (uint64_t i = 0; i < len; i++) {
+                uint64_t k = search(tcum, K, rt_rng_uniform(&rng));
+                uint64_t w = search(cum + k * V, V, rt_rng_uniform(&rng));
+                if (counts[w]++ == 0)
+                    seen[n++] = (uint32_t)w;
+            }
+            /* words in increasing order (insertion sort: n is small) */
+            for (uint64_t i = 1; i < n; i++)
+                for (uint64_t j = i; j > 0 && seen[j - 1] > seen[j]; j--) {
+                    uint32_t t = seen[j];
+                    seen[j] = seen[j - 1];
+                    seen[j - 1] = t;
+                }
+            for (uint64_t i = 0; i < n; i++) {
+                if (pass == 1)
+                    fprintf(of.fp, "%llu %u %u\n", (unsigned long long)d + 1, seen[i] + 1,
+                            counts[seen[i]]);
+                counts[seen[i]] = 0;
+            }
+            nnz += pass == 0 ? n : 0;
+        }
+    }
+    if (ferror(of.fp)) {
+        rt_fail(err, RT_EXIT_RUNTIME, "%s: write failed", g->out);
+        goto out;
+    }
+    if (rt_outfile_commit(&of, err))
+        goto out;
+    of.fp = NULL;
+    snprintf(path, sizeof(path), "%s.topics.npy", g->out);
+    if (rt_npy_write_f32(path, phif, K, V, V, err))
+        goto out;
+    snprintf(path, sizeof(path), "%s.vocab.txt", g->out);
+    if (rt_outfile_open(&of, path, err))
+        goto out;
+    for (uint64_t w = 0; w < V; w++)
+        fprintf(of.fp, "w%llu\n", (unsigned long long)w + 1);
+    if (rt_outfile_commit(&of, err))
+        goto out;
+    of.fp = NULL;
+    printf("gen lda: %llu documents, %llu words, %llu topics, %llu (doc, word) pairs -> %s\n",
+           (unsigned long long)g->docs, (unsigned long long)V, (unsigned long long)K,
+           (unsigned long long)nnz, g->out);
+    rc = 0;
+out:
+    if (of.fp)
+        rt_outfile_abort(&of);
+    free(phi);
+    free(cum);
+    free(theta);
+    free(tcum);
+    free(counts);
+    free(seen);
+    free(lens);
+    free(phif);
+    return rc;
+}
+
+int gen_lda_main(int argc, char **argv)
+{
+    rt_error err = {0};
+    gen_args g;
+    if (parse(argc, argv, &g, &err) || generate(&g, &err))
+        rt_die(&err);
+    return RT_EXIT_OK;
+}
