@@ -16,9 +16,9 @@
 #include "../engine/engine.h"
 
 typedef struct rt_app_desc {
-    const char *name;       /* value of --app */
-    rt_plan_app plan_app;   /* plans it accepts */
-    const char *usage;      /* app options for `rotor train --help`, one per line */
+    const char *name;     /* value of --app */
+    rt_plan_app plan_app; /* plans it accepts */
+    const char *usage;    /* app options for `rotor train --help`, one per line */
     /* Parse the app's options (argv[0] is the app name; getopt_long-style
      * "--name value").  Returns malloc'd options in *opts, or -1 with err
      * (exit code 2) naming the bad option. */
@@ -28,8 +28,7 @@ typedef struct rt_app_desc {
     /* Largest payload any block will carry (bytes). */
     size_t (*slot_bytes)(const void *opts, const rt_plan *plan);
     /* Load this node's shards and state; the engine is created but not run. */
-    int (*create)(const void *opts, const rt_plan *plan, rt_engine *eng, void **app,
-                  rt_error *err);
+    int (*create)(const void *opts, const rt_plan *plan, rt_engine *eng, void **app, rt_error *err);
     const rt_app_ops *ops;
     /* After the run: write the model under the output directory (rank 0
      * writes; every rank calls, for the collectives). */

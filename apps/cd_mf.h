@@ -100,7 +100,7 @@ static inline uint64_t cd_rotations_per_outer(uint32_t k, uint32_t inner)
 /* ---- the block payload ----
  * A 64-byte header, then arrays each starting at a multiple of RT_ALIGN:
  *   U phase: float v[n], float v_sub[n] (only when subtracting)
- *   V phase: double num[n], den[n] [, tnum[n], tden[n] when eval] */
+ *   V phase: double acc[2n] (num, den pairs) [, test acc[2n] when eval] */
 #define CD_PAYLOAD_MAGIC 0x43444d46u /* "CDMF" */
 typedef struct cd_payload_hdr {
     uint32_t magic;
@@ -156,19 +156,22 @@ typedef struct cd_adjust {
     const float *u_add, *v_add;
 } cd_adjust;
 
+/* Accumulators are interleaved pairs, acc[2x] = numerator and acc[2x + 1] =
+ * denominator of x's update, so one cache line serves both. */
+
 /* U phase: adjust (when adj != NULL) and store the residuals, then
- * num[row] += E^ v[col], den[row] += v[col]^2. */
-void cd_kernel_u(const cd_span *s, const cd_adjust *adj, const float *v, double *num, double *den);
+ * acc[2 row] += E^ v[col], acc[2 row + 1] += v[col]^2. */
+void cd_kernel_u(const cd_span *s, const cd_adjust *adj, const float *v, double *acc);
 /* Residual adjustment only (the test entries in a U phase). */
 void cd_kernel_adjust(const cd_span *s, const cd_adjust *adj);
-/* V phase: num[col] += E^ u[row], den[col] += u[row]^2; returns sum E^^2
- * when want_ssq (else 0). */
-double cd_kernel_v(const cd_span *s, const float *u, double *num, double *den, int want_ssq);
-/* out[i] = num[i] / (lambda + den[i]) (0 when the denominator is 0). */
-void cd_solve(const double *num, const double *den, size_t n, double lambda, float *out);
-/* sum over i of v[i]^2 * den[i] - 2 v[i] num[i]: the change of the squared
- * loss of the columns when the new rank-one term is subtracted. */
-double cd_loss_delta(const float *v, const double *num, const double *den, size_t n);
+/* V phase: acc[2 col] += E^ u[row], acc[2 col + 1] += u[row]^2; returns
+ * sum E^^2 when want_ssq (else 0). */
+double cd_kernel_v(const cd_span *s, const float *u, double *acc, int want_ssq);
+/* out[i] = num_i / (lambda + den_i) (0 when the denominator is 0). */
+void cd_solve(const double *acc, size_t n, double lambda, float *out);
+/* sum over i of v[i]^2 den_i - 2 v[i] num_i: the change of the squared loss
+ * of the columns when the new rank-one term is subtracted. */
+double cd_loss_delta(const float *v, const double *acc, size_t n);
 
 /* ---- the solver core (cd_mf_core.c), independent of the engine ---- */
 
@@ -176,11 +179,11 @@ typedef struct cd_worker { /* one row block; only its thread touches it in a vis
     uint32_t id;           /* global worker id */
     uint32_t n_rows;
     const rt_shard *shard;
-    cd_cells train;    /* training ratings and their residuals */
-    cd_cells test;     /* test ratings and their residuals */
-    float *U;          /* k x n_rows, rank-major */
-    double *num, *den; /* u-update accumulators, n_rows each */
-    double ssq, tssq;  /* eval phase: sum of squared residuals seen */
+    cd_cells train;   /* training ratings and their residuals */
+    cd_cells test;    /* test ratings and their residuals */
+    float *U;         /* k x n_rows, rank-major */
+    double *acc;      /* u-update accumulators, 2 n_rows (num, den pairs) */
+    double ssq, tssq; /* eval phase: sum of squared residuals seen */
 } cd_worker;
 
 typedef struct cd_block { /* a column block whose home is this node */

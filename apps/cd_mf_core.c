@@ -46,22 +46,26 @@ static size_t f64_bytes(uint32_t n)
 size_t cd_payload_max_bytes(uint32_t max_cols)
 {
     size_t u = hdr_bytes() + 2 * f32_bytes(max_cols);
-    size_t v = hdr_bytes() + 4 * f64_bytes(max_cols);
+    size_t v = hdr_bytes() + 2 * f64_bytes(2 * max_cols);
     return u > v ? u : v;
 }
 
-/* The i-th array of a payload of `n` columns, arrays of `elem` bytes. */
-static void *payload_array(void *payload, uint32_t n, size_t elem, int i)
+/* The i-th array of a payload of `n` columns: floats v[n] in the U phase,
+ * accumulator pairs acc[2n] in the V phase. */
+static float *payload_v(void *payload, uint32_t n, int i)
 {
-    size_t stride = elem == sizeof(float) ? f32_bytes(n) : f64_bytes(n);
-    return (char *)payload + hdr_bytes() + (size_t)i * stride;
+    return (float *)((char *)payload + hdr_bytes() + (size_t)i * f32_bytes(n));
+}
+static double *payload_acc(void *payload, uint32_t n, int i)
+{
+    return (double *)((char *)payload + hdr_bytes() + (size_t)i * f64_bytes(2 * n));
 }
 
 static size_t payload_len(const cd_phase *ph, uint32_t n)
 {
     if (ph->kind == CD_PHASE_U)
         return hdr_bytes() + (ph->subtract ? 2 : 1) * f32_bytes(n);
-    return hdr_bytes() + (ph->eval ? 4 : 2) * f64_bytes(n);
+    return hdr_bytes() + (ph->eval ? 2 : 1) * f64_bytes(2 * n);
 }
 
 static uint32_t phase_flags(const cd_phase *ph)
@@ -85,9 +89,8 @@ static int worker_init(cd_core *c, cd_worker *w, uint32_t id, const rt_shard *sh
         cd_cells_build(&w->test, sh->test, sh->test_off, B, err))
         return rt_error_prefix(err, "worker %u", id);
     w->U = rt_alloc((size_t)k * w->n_rows * sizeof(float));
-    w->num = rt_alloc((size_t)w->n_rows * sizeof(double));
-    w->den = rt_alloc((size_t)w->n_rows * sizeof(double));
-    if (!w->U || !w->num || !w->den)
+    w->acc = rt_alloc(2 * (size_t)w->n_rows * sizeof(double));
+    if (!w->U || !w->acc)
         return rt_fail(err, RT_EXIT_RUNTIME, "cd-mf: out of memory for worker %u (%u rows)", id,
                        w->n_rows);
     return 0;
@@ -119,8 +122,7 @@ void cd_core_free(cd_core *c)
             cd_cells_free(&w->train);
             cd_cells_free(&w->test);
             rt_free(w->U);
-            rt_free(w->num);
-            rt_free(w->den);
+            rt_free(w->acc);
         }
     if (c->blocks)
         for (uint32_t b = 0; b < c->plan->blocks; b++)
@@ -176,13 +178,11 @@ int cd_core_block_home(cd_core *c, uint32_t b, uint64_t rotation, void *payload,
     h->flags = phase_flags(&ph);
     *len = payload_len(&ph, n);
     if (ph.kind == CD_PHASE_U) {
-        memcpy(payload_array(payload, n, sizeof(float), 0), bl->V + (size_t)ph.rank * n,
-               n * sizeof(float));
+        memcpy(payload_v(payload, n, 0), bl->V + (size_t)ph.rank * n, n * sizeof(float));
         if (ph.subtract)
-            memcpy(payload_array(payload, n, sizeof(float), 1), bl->V + (size_t)ph.sub_rank * n,
-                   n * sizeof(float));
+            memcpy(payload_v(payload, n, 1), bl->V + (size_t)ph.sub_rank * n, n * sizeof(float));
     } else {
-        memset(payload_array(payload, n, sizeof(double), 0), 0, *len - hdr_bytes());
+        memset(payload_acc(payload, n, 0), 0, *len - hdr_bytes());
     }
     return 0;
 }
@@ -216,29 +216,24 @@ int cd_core_visit(cd_core *c, uint32_t worker, uint32_t b, uint64_t rotation, vo
     const float *u = w->U + (size_t)ph.rank * w->n_rows;
 
     if (ph.kind == CD_PHASE_U) {
-        const float *v = payload_array(payload, n, sizeof(float), 0);
+        const float *v = payload_v(payload, n, 0);
         cd_adjust adj = {0};
         if (ph.subtract) {
             adj.u_sub = w->U + (size_t)ph.sub_rank * w->n_rows;
-            adj.v_sub = payload_array(payload, n, sizeof(float), 1);
+            adj.v_sub = payload_v(payload, n, 1);
         }
         if (ph.add_back) {
             adj.u_add = u;
             adj.v_add = v;
         }
-        cd_kernel_u(&train, &adj, v, w->num, w->den);
+        cd_kernel_u(&train, &adj, v, w->acc);
         if (ph.subtract || ph.add_back)
             cd_kernel_adjust(&test, &adj);
         return 0;
     }
-    double *num = payload_array(payload, n, sizeof(double), 0);
-    double *den = payload_array(payload, n, sizeof(double), 1);
-    w->ssq += cd_kernel_v(&train, u, num, den, ph.eval);
-    if (ph.eval) {
-        double *tnum = payload_array(payload, n, sizeof(double), 2);
-        double *tden = payload_array(payload, n, sizeof(double), 3);
-        w->tssq += cd_kernel_v(&test, u, tnum, tden, 1);
-    }
+    w->ssq += cd_kernel_v(&train, u, payload_acc(payload, n, 0), ph.eval);
+    if (ph.eval)
+        w->tssq += cd_kernel_v(&test, u, payload_acc(payload, n, 1), 1);
     return 0;
 }
 
@@ -255,15 +250,12 @@ int cd_core_block_end(cd_core *c, uint32_t b, uint64_t rotation, const void *pay
         return -1;
     if (ph.kind != CD_PHASE_V)
         return 0;
-    void *p = (void *)payload; /* payload_array is shared with the writers */
-    const double *num = payload_array(p, n, sizeof(double), 0);
-    const double *den = payload_array(p, n, sizeof(double), 1);
+    void *p = (void *)payload; /* payload_acc serves the writers too */
     float *v = bl->V + (size_t)ph.rank * n;
-    cd_solve(num, den, n, c->opt.mf.lambda, v);
+    cd_solve(payload_acc(p, n, 0), n, c->opt.mf.lambda, v);
     if (ph.eval) {
-        bl->part[0] = cd_loss_delta(v, num, den, n);
-        bl->part[1] = cd_loss_delta(v, payload_array(p, n, sizeof(double), 2),
-                                    payload_array(p, n, sizeof(double), 3), n);
+        bl->part[0] = cd_loss_delta(v, payload_acc(p, n, 0), n);
+        bl->part[1] = cd_loss_delta(v, payload_acc(p, n, 1), n);
     }
     return 0;
 }
@@ -289,10 +281,8 @@ int cd_core_rotation_end(cd_core *c, uint64_t rotation, double *sums)
     if (ph.kind == CD_PHASE_U) {
         for (uint32_t l = 0; l < c->n_workers; l++) {
             cd_worker *w = &c->workers[l];
-            cd_solve(w->num, w->den, w->n_rows, c->opt.mf.lambda,
-                     w->U + (size_t)ph.rank * w->n_rows);
-            memset(w->num, 0, w->n_rows * sizeof(double));
-            memset(w->den, 0, w->n_rows * sizeof(double));
+            cd_solve(w->acc, w->n_rows, c->opt.mf.lambda, w->U + (size_t)ph.rank * w->n_rows);
+            memset(w->acc, 0, 2 * (size_t)w->n_rows * sizeof(double));
         }
         return 0;
     }

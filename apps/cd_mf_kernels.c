@@ -7,48 +7,58 @@
  * residuals and factors in float. */
 #include "cd_mf.h"
 
-/* `sub`/`add` are constants at each call site, so the compiler drops the
- * unused arithmetic from each copy of the loop. */
+/* One rating of the u-phase: adjust and store its residual when asked, then
+ * add its terms to the partial sums (a, b).  `sub`/`add` are constants at
+ * each call site, so the compiler drops the unused arithmetic. */
+static inline void u_step(const cd_adjust *adj, int sub, int add, float us, float ua, uint32_t j,
+                          float *res, const float *v, double *a, double *b)
+{
+    float x = *res;
+    if (sub)
+        x -= us * adj->v_sub[j];
+    if (add)
+        x += ua * adj->v_add[j];
+    if (sub || add)
+        *res = x;
+    double vj = v[j];
+    *a += (double)x * vj;
+    *b += vj * vj;
+}
+
+/* Four independent partial sums per row run, so the loop is not bound by
+ * the latency of one chain of additions. */
 static inline void kernel_u(const cd_span *s, const cd_adjust *adj, int sub, int add,
-                            const float *v, double *num, double *den)
+                            const float *v, double *acc)
 {
     const uint32_t *col = s->col;
     float *res = s->res;
     for (size_t r = 0; r < s->n_runs; r++) {
-        uint32_t i = s->run_row[r], n = s->run_len[r];
+        uint32_t i = s->run_row[r], n = s->run_len[r], e = 0;
         float us = sub ? adj->u_sub[i] : 0.0f, ua = add ? adj->u_add[i] : 0.0f;
-        double a = 0, b = 0;
-        for (uint32_t e = 0; e < n; e++) {
-            uint32_t j = col[e];
-            float x = res[e];
-            if (sub)
-                x -= us * adj->v_sub[j];
-            if (add)
-                x += ua * adj->v_add[j];
-            if (sub || add)
-                res[e] = x;
-            double vj = v[j];
-            a += (double)x * vj;
-            b += vj * vj;
-        }
-        num[i] += a;
-        den[i] += b;
+        double a[4] = {0, 0, 0, 0}, b[4] = {0, 0, 0, 0};
+        for (; e + 4 <= n; e += 4)
+            for (int q = 0; q < 4; q++)
+                u_step(adj, sub, add, us, ua, col[e + q], res + e + q, v, &a[q], &b[q]);
+        for (; e < n; e++)
+            u_step(adj, sub, add, us, ua, col[e], res + e, v, &a[0], &b[0]);
+        acc[2 * (size_t)i] += (a[0] + a[1]) + (a[2] + a[3]);
+        acc[2 * (size_t)i + 1] += (b[0] + b[1]) + (b[2] + b[3]);
         col += n;
         res += n;
     }
 }
 
-void cd_kernel_u(const cd_span *s, const cd_adjust *adj, const float *v, double *num, double *den)
+void cd_kernel_u(const cd_span *s, const cd_adjust *adj, const float *v, double *acc)
 {
     int sub = adj && adj->u_sub, add = adj && adj->u_add;
     if (sub && add)
-        kernel_u(s, adj, 1, 1, v, num, den);
+        kernel_u(s, adj, 1, 1, v, acc);
     else if (sub)
-        kernel_u(s, adj, 1, 0, v, num, den);
+        kernel_u(s, adj, 1, 0, v, acc);
     else if (add)
-        kernel_u(s, adj, 0, 1, v, num, den);
+        kernel_u(s, adj, 0, 1, v, acc);
     else
-        kernel_u(s, adj, 0, 0, v, num, den);
+        kernel_u(s, adj, 0, 0, v, acc);
 }
 
 static inline void kernel_adjust(const cd_span *s, const cd_adjust *adj, int sub, int add)
@@ -82,8 +92,7 @@ void cd_kernel_adjust(const cd_span *s, const cd_adjust *adj)
         kernel_adjust(s, adj, 0, 1);
 }
 
-static inline double kernel_v(const cd_span *s, const float *u, double *num, double *den,
-                              int want_ssq)
+static inline double kernel_v(const cd_span *s, const float *u, double *acc, int want_ssq)
 {
     const uint32_t *col = s->col;
     const float *res = s->res;
@@ -92,9 +101,9 @@ static inline double kernel_v(const cd_span *s, const float *u, double *num, dou
         uint32_t n = s->run_len[r];
         double ui = u[s->run_row[r]], uu = ui * ui;
         for (uint32_t e = 0; e < n; e++) {
-            double x = res[e];
-            num[col[e]] += x * ui;
-            den[col[e]] += uu;
+            double x = res[e], *a = acc + 2 * (size_t)col[e];
+            a[0] += x * ui;
+            a[1] += uu;
             if (want_ssq)
                 ssq += x * x;
         }
@@ -104,25 +113,25 @@ static inline double kernel_v(const cd_span *s, const float *u, double *num, dou
     return ssq;
 }
 
-double cd_kernel_v(const cd_span *s, const float *u, double *num, double *den, int want_ssq)
+double cd_kernel_v(const cd_span *s, const float *u, double *acc, int want_ssq)
 {
-    return want_ssq ? kernel_v(s, u, num, den, 1) : kernel_v(s, u, num, den, 0);
+    return want_ssq ? kernel_v(s, u, acc, 1) : kernel_v(s, u, acc, 0);
 }
 
-void cd_solve(const double *num, const double *den, size_t n, double lambda, float *out)
+void cd_solve(const double *acc, size_t n, double lambda, float *out)
 {
     for (size_t i = 0; i < n; i++) {
-        double d = lambda + den[i];
-        out[i] = d > 0 ? (float)(num[i] / d) : 0.0f;
+        double d = lambda + acc[2 * i + 1];
+        out[i] = d > 0 ? (float)(acc[2 * i] / d) : 0.0f;
     }
 }
 
-double cd_loss_delta(const float *v, const double *num, const double *den, size_t n)
+double cd_loss_delta(const float *v, const double *acc, size_t n)
 {
     double s = 0;
     for (size_t i = 0; i < n; i++) {
         double x = v[i];
-        s += x * x * den[i] - 2 * x * num[i];
+        s += x * x * acc[2 * i + 1] - 2 * x * acc[2 * i];
     }
     return s;
 }

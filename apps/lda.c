@@ -42,9 +42,9 @@ static int parse_u32_opt(const char *name, const char *v, uint32_t lo, uint32_t 
 static int parse_one(lda_opts *o, int argc, char **argv, int *i, rt_error *err)
 {
     const char *arg = argv[*i], *v;
-    static const char *const known[] = {"--topics", "--alpha",   "--beta", "--iters",
+    static const char *const known[] = {"--topics",  "--alpha",    "--beta",       "--iters",
                                         "--sampler", "--mh-steps", "--eval-every", "--seed",
-                                        "--top",     "--out",     "--metrics"};
+                                        "--top",     "--out",      "--metrics"};
     size_t n;
     for (n = 0; n < sizeof(known) / sizeof(known[0]); n++)
         if (rt_opt_is(arg, known[n]))
@@ -243,8 +243,7 @@ static int lda_visit(void *p, const rt_visit *v, rt_error *err)
                  : lda_visit_sparse(&a->ctx, w, v->block, payload, s, &rng, err);
     if (rc)
         return -1;
-    return lda_visit_test(&a->ctx, w, v->block, payload, s, &rng, is_eval(a->o, v->rotation),
-                          err);
+    return lda_visit_test(&a->ctx, w, v->block, payload, s, &rng, is_eval(a->o, v->rotation), err);
 }
 
 /* Topic totals: every local worker's changes this step, summed over all
@@ -283,8 +282,7 @@ static int evaluate(lda_app *a, rt_engine *eng, double *ll, double *held_ll, rt_
             parts[b] = lda_block_word_lgamma(a->ctx.layout, plan, b, payload, a->o->beta);
     }
     for (uint32_t i = 0; i < a->n_local; i++) {
-        parts[B + a->first + i] =
-            lda_worker_doc_lgamma(&a->workers[i].train, a->o->K, a->o->alpha);
+        parts[B + a->first + i] = lda_worker_doc_lgamma(&a->workers[i].train, a->o->K, a->o->alpha);
         parts[B + W + a->first + i] = a->workers[i].held_ll;
     }
     if (rt_engine_allreduce_f64(eng, parts, (size_t)B + 2u * W, err))
@@ -319,6 +317,8 @@ static int lda_rotation_end(void *p, rt_engine *eng, uint64_t rot, const rt_rota
         a->held_tokens = (uint64_t)tot[1];
     } else {
         a->sample_seconds += st->seconds;
+        a->span_seconds += st->seconds;
+        a->span_sweeps++;
     }
     *stop = rot >= o->iters;
     if (!is_eval(o, rot))
@@ -328,7 +328,11 @@ static int lda_rotation_end(void *p, rt_engine *eng, uint64_t rot, const rt_rota
         return -1;
     for (uint32_t i = 0; i < a->n_local; i++)
         a->workers[i].held_ll = 0;
-    double tps = rot && st->seconds > 0 ? (double)a->tokens / st->seconds : 0;
+    /* throughput: mean over the sweeps since the previous evaluation */
+    double tps =
+        a->span_seconds > 0 ? (double)a->tokens * (double)a->span_sweeps / a->span_seconds : 0;
+    a->span_seconds = 0;
+    a->span_sweeps = 0;
     double perplexity = a->held_tokens && rot ? exp(-held / (double)a->held_tokens) : NAN;
     a->ll_per_token = ll / (double)(a->tokens ? a->tokens : 1);
     a->perplexity = perplexity;
@@ -339,7 +343,7 @@ static int lda_rotation_end(void *p, rt_engine *eng, uint64_t rot, const rt_rota
     if (!isnan(perplexity))
         snprintf(ppl, sizeof(ppl), "%.2f", perplexity);
     rt_info("lda iter %llu: ll/token %.6f log p(w,z) %.6e held-out perplexity %s "
-            "tokens/s %.3fM sweep %.3fs stall %.1f%%",
+            "tokens/s %.3fM last sweep %.3fs stall %.1f%%",
             (unsigned long long)rot, a->ll_per_token, ll, ppl, tps / 1e6, st->seconds,
             100.0 * st->stall_frac_max);
     json_t *rec = json_pack("{s:I, s:f, s:f, s:f, s:f, s:f}", "iter", (json_int_t)rot,

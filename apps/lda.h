@@ -53,19 +53,19 @@ typedef struct lda_opts {
     uint32_t mh_steps; /* MH: proposals per token (alternating doc / word) */
     uint32_t eval_every;
     uint64_t seed;
-    uint32_t top; /* words per topic in topics.txt */
+    uint32_t top;        /* words per topic in topics.txt */
     const char *out;     /* NULL = do not save */
     const char *metrics; /* --metrics FILE or NULL */
-    lda_layout *layout; /* filled by check() */
+    lda_layout *layout;  /* filled by check() */
 } lda_opts;
 
 /* ---- payload layout (lda_layout.c) ---- */
 struct lda_layout {
     uint32_t K, blocks;
-    uint64_t *tokens;     /* per global word: training tokens */
-    uint64_t *slice_off;  /* per block-order position (as plan->block_col_ids): u32 offset */
-    uint32_t *slice_cap;  /* 0 = dense, else sparse capacity */
-    uint64_t *block_u32;  /* per block: payload size in u32 */
+    uint64_t *tokens;    /* per global word: training tokens */
+    uint64_t *slice_off; /* per block-order position (as plan->block_col_ids): u32 offset */
+    uint32_t *slice_cap; /* 0 = dense, else sparse capacity */
+    uint64_t *block_u32; /* per block: payload size in u32 */
     size_t max_bytes;
 };
 
@@ -78,9 +78,9 @@ int lda_payload_check(const lda_layout *l, uint32_t b, const uint32_t *payload, 
 
 /* The current word's counts, expanded into thread scratch. */
 typedef struct lda_word {
-    int32_t *nwk;   /* K: dense counts of the loaded word (all zero when idle) */
-    uint16_t *nz;   /* topics with (possibly once) nonzero counts */
-    uint32_t *pos;  /* K: index in nz, UINT32_MAX = absent */
+    int32_t *nwk;  /* K: dense counts of the loaded word (all zero when idle) */
+    uint16_t *nz;  /* topics with (possibly once) nonzero counts */
+    uint32_t *pos; /* K: index in nz, UINT32_MAX = absent */
     uint32_t n_nz;
     uint32_t *slice; /* where the word lives in the payload */
     uint32_t cap;    /* 0 = dense */
@@ -113,7 +113,7 @@ typedef struct lda_tokens {
     uint16_t *z;       /* topic of every token, doc-major */
     int32_t *ndk;      /* n_docs x K */
     /* the same tokens word-major, per data block, cut into runs of one word */
-    uint64_t *blk_run; /* B + 1 into run_word / run_end */
+    uint64_t *blk_run;  /* B + 1 into run_word / run_end */
     uint32_t *run_word; /* block-local word of the run */
     uint64_t *run_end;  /* one past the run's last token */
     uint64_t *blk_tok;  /* B + 1 into tok_doc / tok_pos */
@@ -132,7 +132,7 @@ typedef struct lda_tokens {
 typedef struct lda_worker {
     uint32_t id;
     lda_tokens train, test;
-    int64_t *nk;   /* K: global snapshot + this worker's changes this step */
+    int64_t *nk;    /* K: global snapshot + this worker's changes this step */
     double held_ll; /* this rotation's held-out log-likelihood (eval rotations) */
 } lda_worker;
 
@@ -143,9 +143,10 @@ void lda_worker_free(lda_worker *w);
 /* ---- kernels (lda_sample.c) ---- */
 typedef struct lda_scratch {
     lda_word word;
-    double *inv;   /* K: 1 / (n_k + V beta) (sparse sampler) */
-    double *buf;   /* K: bucket terms */
-    float *aprob;  /* alias table (MH) */
+    double *inv;  /* K: 1 / (n_k + V beta) (sparse sampler) */
+    double *buf;  /* K: bucket terms */
+    double *coef; /* K: (n_wk + beta) / (n_k + V beta) for the loaded word */
+    float *aprob; /* alias table (MH) */
     uint16_t *alias;
     uint16_t *atopic;
     uint32_t *small, *large;
@@ -163,17 +164,17 @@ typedef struct lda_ctx {
 } lda_ctx;
 
 /* Rotation 0: add the tokens' topics of block b into its payload and nk. */
-int lda_visit_init(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload,
-                   lda_scratch *s, rt_error *err);
+int lda_visit_init(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
+                   rt_error *err);
 /* One sweep over the worker's tokens of block b. */
-int lda_visit_sparse(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload,
-                     lda_scratch *s, rt_rng *rng, rt_error *err);
+int lda_visit_sparse(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
+                     rt_rng *rng, rt_error *err);
 int lda_visit_mh(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
                  rt_rng *rng, rt_error *err);
 /* Held-out documents: resample the observed half against the block's words
  * (counts untouched); with eval, add the completion half's log-likelihood. */
-int lda_visit_test(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload,
-                   lda_scratch *s, rt_rng *rng, int eval, rt_error *err);
+int lda_visit_test(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
+                   rt_rng *rng, int eval, rt_error *err);
 
 /* Fast uniform integer in [0, n) (multiply-shift; n < 2^32). */
 static inline uint32_t lda_below(rt_rng *r, uint32_t n)

@@ -19,6 +19,8 @@ typedef struct lda_app {
     double *parts;                      /* B + 2W: evaluation parts */
     uint64_t local_tokens, tokens, held_tokens;
     double sample_seconds;
+    double span_seconds; /* sweeps since the last evaluation */
+    uint64_t span_sweeps;
     double ll_per_token, perplexity;
     uint64_t iters_done;
     rt_metrics metrics;

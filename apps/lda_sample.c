@@ -16,7 +16,8 @@
  * a random token of the document, the current token counted at its current
  * state, or a uniform topic) and the word proposal  q_w(k) ∝ n_wk + beta
  * (an alias table over the word's nonzero topics, built from the counts when
- * the word's run starts and fixed during it, or a uniform topic), each
+ * the word's run starts and fixed during it, with the current token taken
+ * out by rejection, or a uniform topic), each
  * accepted with the Metropolis-Hastings ratio.  Per-token cost does not
  * depend on K. */
 #include "lda.h"
@@ -33,14 +34,15 @@ int lda_scratch_init(lda_scratch *s, uint32_t K)
     s->word.pos = rt_alloc(K * sizeof(uint32_t));
     s->inv = rt_alloc(K * sizeof(double));
     s->buf = rt_alloc(K * sizeof(double));
+    s->coef = rt_alloc(K * sizeof(double));
     s->aprob = rt_alloc(K * sizeof(float));
     s->alias = rt_alloc(K * sizeof(uint16_t));
     s->atopic = rt_alloc(K * sizeof(uint16_t));
     s->small = rt_alloc(K * sizeof(uint32_t));
     s->large = rt_alloc(K * sizeof(uint32_t));
     s->stale = rt_alloc(K * sizeof(int32_t));
-    if (!s->word.nwk || !s->word.nz || !s->word.pos || !s->inv || !s->buf || !s->aprob ||
-        !s->alias || !s->atopic || !s->small || !s->large || !s->stale) {
+    if (!s->word.nwk || !s->word.nz || !s->word.pos || !s->inv || !s->buf || !s->coef ||
+        !s->aprob || !s->alias || !s->atopic || !s->small || !s->large || !s->stale) {
         lda_scratch_free(s);
         return -1;
     }
@@ -55,6 +57,7 @@ void lda_scratch_free(lda_scratch *s)
     rt_free(s->word.pos);
     rt_free(s->inv);
     rt_free(s->buf);
+    rt_free(s->coef);
     rt_free(s->aprob);
     rt_free(s->alias);
     rt_free(s->atopic);
@@ -78,8 +81,8 @@ static int overflow(uint32_t b, uint32_t j, rt_error *err)
                    "lda: word %u of block %u has more topics than tokens (corrupt counts)", j, b);
 }
 
-int lda_visit_init(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload,
-                   lda_scratch *s, rt_error *err)
+int lda_visit_init(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
+                   rt_error *err)
 {
     const lda_tokens *t = &w->train;
     uint32_t K = c->o->K;
@@ -88,8 +91,8 @@ int lda_visit_init(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payloa
         uint32_t cap, j = t->run_word[r];
         uint32_t *slice = word_slice(c, b, j, payload, &cap);
         lda_word_load(wd, K, slice, cap);
-        for (uint64_t i = r == t->blk_run[b] ? t->blk_tok[b] : t->run_end[r - 1];
-             i < t->run_end[r]; i++) {
+        for (uint64_t i = r == t->blk_run[b] ? t->blk_tok[b] : t->run_end[r - 1]; i < t->run_end[r];
+             i++) {
             uint32_t k = t->z[t->tok_pos[i]];
             lda_word_nz_add(wd, k);
             wd->nwk[k]++;
@@ -115,18 +118,21 @@ static inline void doc_nz_remove(lda_tokens *t, uint32_t d, uint32_t k)
     t->dnz_n[d] = n - 1;
 }
 
-int lda_visit_sparse(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload,
-                     lda_scratch *s, rt_rng *rng, rt_error *err)
+int lda_visit_sparse(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
+                     rt_rng *rng, rt_error *err)
 {
     lda_tokens *t = &w->train;
     const uint32_t K = c->o->K;
     const double alpha = c->o->alpha, beta = c->o->beta, ab = alpha * beta, vbeta = c->vbeta;
     int64_t *nk = w->nk;
-    double *inv = s->inv, *rb = s->buf;
+    double *inv = s->inv, *rb = s->buf, *coef = s->coef;
     lda_word *wd = &s->word;
     double sb = 0;
+    /* inv[k] = 1 / (n_k + V beta); coef[k] = (n_wk + beta) inv[k], which is
+     * beta inv[k] outside the loaded word's topics */
     for (uint32_t k = 0; k < K; k++) {
         inv[k] = 1.0 / ((double)nk[k] + vbeta);
+        coef[k] = beta * inv[k];
         sb += ab * inv[k];
     }
     for (uint64_t r = t->blk_run[b]; r < t->blk_run[b + 1]; r++) {
@@ -135,10 +141,13 @@ int lda_visit_sparse(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payl
         lda_word_load(wd, K, slice, cap);
         int32_t *nwk = wd->nwk;
         double qb = 0;
-        for (uint32_t i = 0; i < wd->n_nz; i++)
-            qb += alpha * nwk[wd->nz[i]] * inv[wd->nz[i]];
-        for (uint64_t i = r == t->blk_run[b] ? t->blk_tok[b] : t->run_end[r - 1];
-             i < t->run_end[r]; i++) {
+        for (uint32_t i = 0; i < wd->n_nz; i++) {
+            uint32_t k = wd->nz[i];
+            qb += alpha * nwk[k] * inv[k];
+            coef[k] = (nwk[k] + beta) * inv[k];
+        }
+        for (uint64_t i = r == t->blk_run[b] ? t->blk_tok[b] : t->run_end[r - 1]; i < t->run_end[r];
+             i++) {
             uint32_t d = t->tok_doc[i], p = t->tok_pos[i], k = t->z[p];
             int32_t *ndk = t->ndk + (size_t)d * K;
             /* remove token i */
@@ -147,6 +156,7 @@ int lda_visit_sparse(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payl
             nk[k]--;
             nwk[k]--;
             inv[k] = 1.0 / ((double)nk[k] + vbeta);
+            coef[k] = (nwk[k] + beta) * inv[k];
             sb += ab * inv[k];
             qb += alpha * nwk[k] * inv[k];
             if (--ndk[k] == 0)
@@ -158,8 +168,7 @@ int lda_visit_sparse(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payl
             uint32_t dn = t->dnz_n[d];
             double rsum = 0;
             for (uint32_t x = 0; x < dn; x++) {
-                uint32_t kk = dnz[x];
-                rsum += ndk[kk] * (nwk[kk] + beta) * inv[kk];
+                rsum += ndk[dnz[x]] * coef[dnz[x]];
                 rb[x] = rsum;
             }
             double u = rt_rng_uniform(rng) * (sb + qb + rsum);
@@ -193,12 +202,16 @@ int lda_visit_sparse(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payl
             if (nwk[k]++ == 0)
                 lda_word_nz_add(wd, k);
             inv[k] = 1.0 / ((double)nk[k] + vbeta);
+            coef[k] = (nwk[k] + beta) * inv[k];
             sb += ab * inv[k];
             qb += alpha * nwk[k] * inv[k];
             if (ndk[k]++ == 0)
                 t->dnz[t->dnz_off[d] + t->dnz_n[d]++] = (uint16_t)k;
             t->z[p] = (uint16_t)k;
         }
+        /* back to beta inv[k] for the topics this word touched */
+        for (uint32_t i = 0; i < wd->n_nz; i++)
+            coef[wd->nz[i]] = beta * inv[wd->nz[i]];
         if (lda_word_store(wd, K))
             return overflow(b, j, err);
     }
@@ -267,8 +280,8 @@ int lda_visit_mh(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload,
         }
         if (n_alias)
             alias_build(s, wd, nw);
-        for (uint64_t i = r == t->blk_run[b] ? t->blk_tok[b] : t->run_end[r - 1];
-             i < t->run_end[r]; i++) {
+        for (uint64_t i = r == t->blk_run[b] ? t->blk_tok[b] : t->run_end[r - 1]; i < t->run_end[r];
+             i++) {
             uint32_t d = t->tok_doc[i], p = t->tok_pos[i], k0 = t->z[p], sk = k0;
             /* z[p] keeps k0 during the chain; the doc proposal reads sk for it */
             int32_t *ndk = t->ndk + (size_t)d * K;
@@ -282,16 +295,22 @@ int lda_visit_mh(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload,
             for (uint32_t step = 0; step < steps; step++) {
                 uint32_t tk;
                 double ratio;
-                if (step & 1) { /* word proposal: n_wk (stale) + beta */
-                    if (rt_rng_uniform(rng) * (nw + Kbeta) < nw)
-                        tk = alias_draw(s, n_alias, rng);
-                    else
+                if (step & 1) {
+                    /* word proposal: q(k) ∝ stale n_wk without token i, + beta.
+                     * The alias table holds token i at k0: a draw of k0 is
+                     * token i with probability 1 / stale[k0], and redrawn. */
+                    if (rt_rng_uniform(rng) * (nw - 1 + Kbeta) < nw - 1) {
+                        do
+                            tk = alias_draw(s, n_alias, rng);
+                        while (tk == k0 && lda_below(rng, (uint32_t)stale[k0]) == 0);
+                    } else {
                         tk = lda_below(rng, K);
+                    }
                     if (tk == sk)
                         continue;
-                    double pit =
-                        (ndk[tk] + alpha) * (nwk[tk] + beta) / ((double)nk[tk] + vbeta);
-                    ratio = pit * (stale[sk] + beta) / (pis * (stale[tk] + beta));
+                    double pit = (ndk[tk] + alpha) * (nwk[tk] + beta) / ((double)nk[tk] + vbeta);
+                    double qs = stale[sk] - (sk == k0) + beta, qt = stale[tk] - (tk == k0) + beta;
+                    ratio = pit * qs / (pis * qt);
                     if (ratio >= 1 || rt_rng_uniform(rng) < ratio) {
                         sk = tk;
                         pis = pit;
@@ -307,8 +326,7 @@ int lda_visit_mh(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload,
                         continue;
                     /* q(t|s) / q(s|t) = (n_dt + alpha) / (n_ds + alpha) cancels the
                      * document factor of pi(t) / pi(s) */
-                    double pit =
-                        (ndk[tk] + alpha) * (nwk[tk] + beta) / ((double)nk[tk] + vbeta);
+                    double pit = (ndk[tk] + alpha) * (nwk[tk] + beta) / ((double)nk[tk] + vbeta);
                     ratio = (nwk[tk] + beta) * ((double)nk[sk] + vbeta) /
                             ((nwk[sk] + beta) * ((double)nk[tk] + vbeta));
                     if (ratio >= 1 || rt_rng_uniform(rng) < ratio) {
@@ -333,8 +351,8 @@ int lda_visit_mh(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload,
 
 /* ------------------------------------------------------------ held out */
 
-int lda_visit_test(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload,
-                   lda_scratch *s, rt_rng *rng, int eval, rt_error *err)
+int lda_visit_test(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
+                   rt_rng *rng, int eval, rt_error *err)
 {
     (void)err;
     lda_tokens *t = &w->test;

@@ -145,14 +145,14 @@ static int write_lines(const char *path, char **ids, uint64_t n, rt_error *err)
 static int write_json(const char *path, lda_app *a, rt_error *err)
 {
     const lda_opts *o = a->o;
-    json_t *j = json_pack(
-        "{s:s, s:i, s:f, s:f, s:s, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:s}", "app", "lda",
-        "topics", (int)o->K, "alpha", o->alpha, "beta", o->beta, "sampler",
-        o->sampler == LDA_SAMPLER_MH ? "mh" : "sparse", "seed", (json_int_t)o->seed, "iters",
-        (json_int_t)a->iters_done, "documents", (json_int_t)a->plan->n_rows, "words",
-        (json_int_t)a->plan->n_cols, "tokens", (json_int_t)a->tokens, "ll_per_token",
-        a->ll_per_token, "perplexity", a->perplexity == a->perplexity ? a->perplexity : 0.0,
-        "sample_seconds", a->sample_seconds, "plan", a->plan->dir);
+    json_t *j = json_pack("{s:s, s:i, s:f, s:f, s:s, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:s}",
+                          "app", "lda", "topics", (int)o->K, "alpha", o->alpha, "beta", o->beta,
+                          "sampler", o->sampler == LDA_SAMPLER_MH ? "mh" : "sparse", "seed",
+                          (json_int_t)o->seed, "iters", (json_int_t)a->iters_done, "documents",
+                          (json_int_t)a->plan->n_rows, "words", (json_int_t)a->plan->n_cols,
+                          "tokens", (json_int_t)a->tokens, "ll_per_token", a->ll_per_token,
+                          "perplexity", a->perplexity == a->perplexity ? a->perplexity : 0.0,
+                          "sample_seconds", a->sample_seconds, "plan", a->plan->dir);
     if (!j)
         return rt_fail(err, RT_EXIT_RUNTIME, "%s: cannot build JSON", path);
     char *s = json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS);

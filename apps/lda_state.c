@@ -18,9 +18,8 @@
 
 uint64_t lda_stream(uint32_t worker, uint64_t rotation, uint32_t block, uint32_t purpose)
 {
-    return rt_hash64(rt_hash64(rt_hash64((uint64_t)worker * 0x100000001b3ULL + purpose) ^
-                               rotation) ^
-                     block);
+    return rt_hash64(
+        rt_hash64(rt_hash64((uint64_t)worker * 0x100000001b3ULL + purpose) ^ rotation) ^ block);
 }
 
 static void *xcalloc(size_t n, size_t size, int *fail)
@@ -66,9 +65,9 @@ static int is_held(uint64_t seed, uint32_t gdoc, uint32_t gword, uint32_t i)
 }
 
 /* Build one token set from the entries of the shard (train or test). */
-static int tokens_build(lda_tokens *t, const rt_plan *plan, const uint64_t *off,
-                        const rt_entry *e, uint32_t n_docs, const uint32_t *test_ids,
-                        const lda_opts *o, uint32_t worker, rt_error *err)
+static int tokens_build(lda_tokens *t, const rt_plan *plan, const uint64_t *off, const rt_entry *e,
+                        uint32_t n_docs, const uint32_t *test_ids, const lda_opts *o,
+                        uint32_t worker, rt_error *err)
 {
     uint32_t B = plan->blocks, K = o->K;
     int fail = 0;

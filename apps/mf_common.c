@@ -69,8 +69,7 @@ int rt_mf_local_open(rt_mf_local *m, const rt_plan *plan, rt_engine *eng,
         if (m->bu && !(m->bu[t] = rt_alloc((size_t)rows * sizeof(float))))
             return rt_fail(err, RT_EXIT_RUNTIME, "out of memory for %u row biases", rows);
         if (!m->W[t])
-            return rt_fail(err, RT_EXIT_RUNTIME, "out of memory for %u x %u factors", rows,
-                           m->kp);
+            return rt_fail(err, RT_EXIT_RUNTIME, "out of memory for %u x %u factors", rows, m->kp);
         const uint32_t *ids = plan->worker_row_ids + plan->worker_row_offset[w];
         for (uint32_t i = 0; i < rows; i++)
             rt_mf_init_vector(m->W[t] + (size_t)i * m->kp, m->k, m->kp, o, 0, ids[i]);
@@ -395,8 +394,7 @@ int rt_mf_parse_common(rt_mf_common_opts *o, int argc, char **argv, int *i, rt_e
             return -1;
         int k;
         if (rt_parse_int(v, &k) || k <= 0 || k > 4096)
-            return rt_fail(err, RT_EXIT_INPUT, "--rank must be an integer in 1..4096, got '%s'",
-                           v);
+            return rt_fail(err, RT_EXIT_INPUT, "--rank must be an integer in 1..4096, got '%s'", v);
         o->k = (uint32_t)k;
     } else if (rt_opt_is(arg, "--lambda")) {
         if (!(v = rt_opt_value(argc, argv, i, err)))

@@ -29,8 +29,8 @@ typedef struct rt_mf_common_opts {
     uint32_t k;
     double lambda;
     uint64_t seed;
-    double init_scale; /* initial entries ~ N(0, init_scale / sqrt(k)) */
-    char out[4096];    /* "" = do not save */
+    double init_scale;  /* initial entries ~ N(0, init_scale / sqrt(k)) */
+    char out[4096];     /* "" = do not save */
     char metrics[4096]; /* --metrics FILE: per-epoch JSON (apps/metrics.h) */
     int biases;         /* model row and column biases (SGD-MF) */
 } rt_mf_common_opts;
@@ -92,7 +92,6 @@ int rt_mf_parse_common(rt_mf_common_opts *o, int argc, char **argv, int *i, rt_e
 void rt_mf_common_defaults(rt_mf_common_opts *o);
 int rt_mf_check_common(const rt_mf_common_opts *o, const rt_plan *plan, const char *app,
                        rt_error *err);
-
 
 /* ---- kernels (apps/mf_kernels.c): exact same floating-point results on
  * every x86-64 (AVX2+FMA path or portable fmaf path). ---- */

@@ -85,7 +85,7 @@ static int parse_one(sgd_opts *o, int argc, char **argv, int *i, rt_error *err)
         o->mf.biases = 0;
         return 0;
     }
-    static const char *const with_value[] = {"--epochs",   "--lr",       "--decay",
+    static const char *const with_value[] = {"--epochs",      "--lr",       "--decay",
                                              "--target-rmse", "--schedule", "--lambda-bias"};
     int known = 0;
     for (size_t n = 0; n < sizeof(with_value) / sizeof(with_value[0]); n++)
@@ -97,8 +97,7 @@ static int parse_one(sgd_opts *o, int argc, char **argv, int *i, rt_error *err)
     if (rt_opt_is(arg, "--epochs")) {
         int n;
         if (rt_parse_int(v, &n) || n <= 0)
-            return rt_fail(err, RT_EXIT_INPUT, "--epochs must be a positive integer, got '%s'",
-                           v);
+            return rt_fail(err, RT_EXIT_INPUT, "--epochs must be a positive integer, got '%s'", v);
         o->epochs = (uint32_t)n;
     } else if (rt_opt_is(arg, "--lr")) {
         if (rt_parse_double(v, &d) || d <= 0)
@@ -110,8 +109,7 @@ static int parse_one(sgd_opts *o, int argc, char **argv, int *i, rt_error *err)
         o->decay = d;
     } else if (rt_opt_is(arg, "--lambda-bias")) {
         if (rt_parse_double(v, &d) || d < 0)
-            return rt_fail(err, RT_EXIT_INPUT, "--lambda-bias must be a number >= 0, got '%s'",
-                           v);
+            return rt_fail(err, RT_EXIT_INPUT, "--lambda-bias must be a number >= 0, got '%s'", v);
         o->lambda_bias = d;
     } else if (rt_opt_is(arg, "--target-rmse")) {
         if (rt_parse_double(v, &d) || d < 0)
@@ -125,8 +123,8 @@ static int parse_one(sgd_opts *o, int argc, char **argv, int *i, rt_error *err)
         else if (!strcmp(v, "fixed"))
             o->schedule = LR_FIXED;
         else
-            return rt_fail(err, RT_EXIT_INPUT,
-                           "--schedule must be bold, decay or fixed, got '%s'", v);
+            return rt_fail(err, RT_EXIT_INPUT, "--schedule must be bold, decay or fixed, got '%s'",
+                           v);
     }
     return 0;
 }
@@ -209,29 +207,28 @@ static int sgd_create(const void *opts, const rt_plan *plan, rt_engine *eng, voi
     }
     a->mu = a->o.center ? (float)mean : 0.0f;
     if (rt_engine_rank(eng) == 0)
-        rt_metrics_init(&a->metrics, a->o.mf.metrics, "sgd-mf",
-                        json_pack("{s:i, s:f, s:f, s:i, s:i, s:i, s:s, s:I, s:I}", "k",
-                                  (int)a->o.mf.k, "lr", a->o.lr, "lambda", a->o.mf.lambda,
-                                  "workers", (int)plan->workers, "blocks", (int)plan->blocks,
-                                  "processes", rt_engine_size(eng), "transport",
-                                  rt_engine_transport_name(eng), "nnz_train",
-                                  (json_int_t)plan->nnz_train, "nnz_test",
-                                  (json_int_t)plan->nnz_test));
+        rt_metrics_init(
+            &a->metrics, a->o.mf.metrics, "sgd-mf",
+            json_pack("{s:i, s:f, s:f, s:i, s:i, s:i, s:s, s:I, s:I}", "k", (int)a->o.mf.k, "lr",
+                      a->o.lr, "lambda", a->o.mf.lambda, "workers", (int)plan->workers, "blocks",
+                      (int)plan->blocks, "processes", rt_engine_size(eng), "transport",
+                      rt_engine_transport_name(eng), "nnz_train", (json_int_t)plan->nnz_train,
+                      "nnz_test", (json_int_t)plan->nnz_test));
     if (rt_engine_rank(eng) == 0)
         rt_info("sgd-mf: %llu x %llu, %llu train / %llu test ratings, k=%u, %u workers x %u "
                 "blocks over %s, kernel %s, mean %.4f",
                 (unsigned long long)plan->n_rows, (unsigned long long)plan->n_cols,
-                (unsigned long long)plan->nnz_train, (unsigned long long)plan->nnz_test,
-                a->o.mf.k, plan->workers, plan->blocks, rt_engine_transport_name(eng),
-                rt_mf_kernel_name(), mean);
+                (unsigned long long)plan->nnz_train, (unsigned long long)plan->nnz_test, a->o.mf.k,
+                plan->workers, plan->blocks, rt_engine_transport_name(eng), rt_mf_kernel_name(),
+                mean);
     *out = a;
     return 0;
 }
 
 /* ------------------------------------------------------------ engine ops */
 
-static int sgd_block_home(void *p, uint32_t block, uint64_t rotation, void *payload,
-                          size_t *len, rt_error *err)
+static int sgd_block_home(void *p, uint32_t block, uint64_t rotation, void *payload, size_t *len,
+                          rt_error *err)
 {
     (void)err;
     sgd_app *a = p;
@@ -305,17 +302,17 @@ static int sgd_rotation_end(void *p, rt_engine *eng, uint64_t rot, const rt_rota
     if (rt_engine_rank(eng) == 0 &&
         rt_metrics_epoch(&a->metrics,
                          json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I}", "epoch",
-                                   (json_int_t)rot + 1, "seconds", st->seconds,
-                                   "updates_per_s", (double)a->plan->nnz_train / st->seconds,
-                                   "train_rmse", a->train_rmse, "test_rmse",
+                                   (json_int_t)rot + 1, "seconds", st->seconds, "updates_per_s",
+                                   (double)a->plan->nnz_train / st->seconds, "train_rmse",
+                                   a->train_rmse, "test_rmse",
                                    isfinite(a->test_rmse) ? a->test_rmse : -1.0, "stall_frac",
                                    st->stall_frac_max, "compute_s", st->compute_s, "lr",
                                    (double)a->lr, "bytes_moved", (json_int_t)st->bytes_moved),
                          err))
         return -1;
     next_learning_rate(a, train_sse, rot);
-    *stop = a->epochs_run >= a->o.epochs ||
-            (a->o.target_rmse > 0 && a->test_rmse <= a->o.target_rmse);
+    *stop =
+        a->epochs_run >= a->o.epochs || (a->o.target_rmse > 0 && a->test_rmse <= a->o.target_rmse);
     return 0;
 }
 

@@ -111,13 +111,12 @@ int rt_npy_write_f32(const char *path, const float *data, uint64_t rows, uint64_
 int rt_npy_write_i32(const char *path, const int32_t *data, uint64_t rows, uint64_t cols,
                      rt_error *err);
 /* Read a C-order '<f4' 2-D .npy written by rt_npy_write_f32 (malloc'd, dense). */
-int rt_npy_read_f32(const char *path, float **data, uint64_t *rows, uint64_t *cols,
-                    rt_error *err);
+int rt_npy_read_f32(const char *path, float **data, uint64_t *rows, uint64_t *cols, rt_error *err);
 
 /* ---- parsing helpers for command lines ---- */
-int rt_parse_u64(const char *s, uint64_t *out);   /* 0 on success; accepts 1k, 2M, 3G */
-int rt_parse_double(const char *s, double *out);  /* 0 on success; rejects nan/inf */
-int rt_parse_int(const char *s, int *out);        /* 0 on success */
+int rt_parse_u64(const char *s, uint64_t *out);  /* 0 on success; accepts 1k, 2M, 3G */
+int rt_parse_double(const char *s, double *out); /* 0 on success; rejects nan/inf */
+int rt_parse_int(const char *s, int *out);       /* 0 on success */
 /* True when arg is "--name" or starts with "--name=". */
 int rt_opt_is(const char *arg, const char *name);
 /* The value of option argv[*i]: after '=' in "--x=v", else argv[++*i].

@@ -180,8 +180,7 @@ static int advance_conveyor(rt_engine *e, uint32_t next_step, uint64_t rotation,
         e->res[0] = leaving; /* the ring is this node: the block stays put */
         return 0;
     }
-    if (rt_transport_pass(e->tr, leaving.slot, leaving.len, leaving.block, (uint32_t)rotation,
-                          err))
+    if (rt_transport_pass(e->tr, leaving.slot, leaving.len, leaving.block, (uint32_t)rotation, err))
         return -1;
     /* The block the previous node sent after this step; it is tagged with
      * the rotation of the step it finished. */
@@ -343,8 +342,7 @@ static int check_config(const rt_engine_config *cfg, rt_error *err)
                        "%s: plan is for %u workers (%u nodes x %u threads) but this launch "
                        "has %d process%s x %d thread%s = %lld workers",
                        p->dir, p->workers, p->nodes, p->threads, size, size == 1 ? "" : "es",
-                       cfg->threads, cfg->threads == 1 ? "" : "s",
-                       (long long)size * cfg->threads);
+                       cfg->threads, cfg->threads == 1 ? "" : "s", (long long)size * cfg->threads);
     return 0;
 }
 

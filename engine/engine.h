@@ -37,15 +37,15 @@ typedef struct rt_engine rt_engine;
  * (ROTOR_RANK/ROTOR_SIZE/ROTOR_HOSTFILE), mpirun (OMPI_COMM_WORLD_RANK/SIZE),
  * PMI (PMI_RANK/PMI_SIZE) or Slurm (SLURM_PROCID/SLURM_NTASKS). */
 typedef struct rt_group_config {
-    int rank, size;      /* -1 = from the environment (else 0 / 1) */
-    int local_rank;      /* rank among processes on this host (-1 = from env, else rank) */
+    int rank, size;       /* -1 = from the environment (else 0 / 1) */
+    int local_rank;       /* rank among processes on this host (-1 = from env, else rank) */
     const char *hostfile; /* one line per rank: "host[:port]" or "host [port]" */
     int base_port;        /* port for hostfile lines without one: base_port + rank */
 } rt_group_config;
 
 typedef struct rt_group {
     int rank, size, local_rank;
-    rt_peer *peers; /* size entries (NULL when size == 1) */
+    rt_peer *peers;  /* size entries (NULL when size == 1) */
     char source[64]; /* where rank/size came from: "flags", "rotor launch", "mpirun", ... */
 } rt_group;
 
@@ -59,13 +59,13 @@ typedef enum rt_pin_mode { RT_PIN_AUTO = 0, RT_PIN_YES = 1, RT_PIN_NO = 2 } rt_p
 typedef struct rt_engine_config {
     const rt_plan *plan;
     const rt_group *group;
-    int threads;                    /* worker threads on this node (= plan->threads
-                                       unless the plan is replayed with other splits) */
-    rt_transport_config transport;  /* kind and ib knobs; the engine fills the rest */
+    int threads;                   /* worker threads on this node (= plan->threads
+                                      unless the plan is replayed with other splits) */
+    rt_transport_config transport; /* kind and ib knobs; the engine fills the rest */
     rt_pin_mode pin;
-    size_t slot_bytes;              /* largest payload the app will put in a block */
-    int serial;                     /* 1: run all W workers of the plan on one thread
-                                       in schedule order (reference replay; size 1 only) */
+    size_t slot_bytes; /* largest payload the app will put in a block */
+    int serial;        /* 1: run all W workers of the plan on one thread
+                          in schedule order (reference replay; size 1 only) */
 } rt_engine_config;
 
 typedef struct rt_visit {
@@ -79,11 +79,11 @@ typedef struct rt_visit {
 } rt_visit;
 
 typedef struct rt_rotation_stats {
-    double seconds;       /* wall time of the rotation on this rank */
-    double compute_s;     /* sum over local threads of time inside visit() / threads */
-    double stall_s;       /* orchestrator time waiting for blocks to arrive */
+    double seconds;        /* wall time of the rotation on this rank */
+    double compute_s;      /* sum over local threads of time inside visit() / threads */
+    double stall_s;        /* orchestrator time waiting for blocks to arrive */
     double stall_frac_max; /* max over ranks of stall_s / seconds */
-    uint64_t bytes_moved; /* sum over ranks of payload bytes passed this rotation */
+    uint64_t bytes_moved;  /* sum over ranks of payload bytes passed this rotation */
 } rt_rotation_stats;
 
 typedef struct rt_app_ops {

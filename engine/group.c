@@ -165,7 +165,11 @@ static int parse_line(char *line, rt_peer *peer, const char **why)
         host++;
     } else {
         char *colon = strchr(host, ':');
-        if (colon && colon == strrchr(host, ':') && !port) { /* host:port */
+        if (colon && colon == strrchr(host, ':')) { /* host:port */
+            if (port) {
+                *why = "two ports (host:port and a separate port)";
+                return -1;
+            }
             *colon = '\0';
             port = colon + 1;
         }
@@ -226,8 +230,8 @@ int rt_hostfile_read(const char *path, int size, int base_port, rt_peer **peers,
             continue;
         if (n == size) {
             rc = rt_fail(err, RT_EXIT_INPUT,
-                         "hostfile %s line %d: more than %d entries (one per rank expected)",
-                         path, lineno, size);
+                         "hostfile %s line %d: more than %d entries (one per rank expected)", path,
+                         lineno, size);
             break;
         }
         const char *why = NULL;
@@ -253,8 +257,9 @@ int rt_hostfile_read(const char *path, int size, int base_port, rt_peer **peers,
     if (rc == 0 && ferror(fp))
         rc = rt_fail_errno(err, RT_EXIT_INPUT, errno, "cannot read hostfile %s", path);
     if (rc == 0 && n < size)
-        rc = rt_fail(err, RT_EXIT_INPUT, "hostfile %s has %d entr%s (%d lines), need %d (one per rank)",
-                     path, n, n == 1 ? "y" : "ies", lineno, size);
+        rc = rt_fail(err, RT_EXIT_INPUT,
+                     "hostfile %s has %d entr%s (%d lines), need %d (one per rank)", path, n,
+                     n == 1 ? "y" : "ies", lineno, size);
     fclose(fp);
     if (rc) {
         free(p);

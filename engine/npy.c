@@ -8,8 +8,8 @@
 
 /* Header: magic, version 1.0, little-endian u16 header length, then a Python
  * dict literal padded with spaces to a multiple of 64 bytes, ending in '\n'. */
-static int npy_header(FILE *fp, const char *descr, uint64_t rows, uint64_t cols,
-                      const char *path, rt_error *err)
+static int npy_header(FILE *fp, const char *descr, uint64_t rows, uint64_t cols, const char *path,
+                      rt_error *err)
 {
     char dict[256];
     int n = snprintf(dict, sizeof(dict),
@@ -17,8 +17,16 @@ static int npy_header(FILE *fp, const char *descr, uint64_t rows, uint64_t cols,
                      (unsigned long long)rows, (unsigned long long)cols);
     size_t total = rt_round_up(10 + (size_t)n + 1, 64);
     size_t hlen = total - 10;
-    unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
-                             (unsigned char)(hlen & 0xff), (unsigned char)(hlen >> 8)};
+    unsigned char pre[10] = {0x93,
+                             'N',
+                             'U',
+                             'M',
+                             'P',
+                             'Y',
+                             1,
+                             0,
+                             (unsigned char)(hlen & 0xff),
+                             (unsigned char)(hlen >> 8)};
     char pad[256];
     memset(pad, ' ', sizeof(pad));
     if (rt_write_all(fp, pre, sizeof(pre), path, err) ||
@@ -60,8 +68,7 @@ int rt_npy_write_i32(const char *path, const int32_t *data, uint64_t rows, uint6
     return rt_outfile_commit(&of, err);
 }
 
-int rt_npy_read_f32(const char *path, float **data, uint64_t *rows, uint64_t *cols,
-                    rt_error *err)
+int rt_npy_read_f32(const char *path, float **data, uint64_t *rows, uint64_t *cols, rt_error *err)
 {
     FILE *fp = fopen(path, "rb");
     if (!fp)

@@ -265,8 +265,8 @@ static double ratio(const uint64_t *load, uint64_t n)
 }
 
 int rt_imbalance_of(const rt_triplets *train, rt_plan_app app, const uint32_t *row_worker,
-                    const uint32_t *col_block, uint32_t W, uint32_t B, rt_imbalance *out,
-                    rt_error *err)
+                    uint64_t n_rows, const uint32_t *col_block, uint64_t n_cols, uint32_t W,
+                    uint32_t B, rt_imbalance *out, rt_error *err)
 {
     uint64_t *cell = calloc((uint64_t)W * B, sizeof(uint64_t));
     uint64_t *rows = calloc(W, sizeof(uint64_t)), *cols = calloc(B, sizeof(uint64_t));
@@ -284,6 +284,14 @@ int rt_imbalance_of(const rt_triplets *train, rt_plan_app app, const uint32_t *r
     out->row_blocks = ratio(rows, W);
     out->col_blocks = ratio(cols, B);
     out->cells = ratio(cell, (uint64_t)W * B);
+    memset(rows, 0, sizeof(uint64_t) * W);
+    memset(cols, 0, sizeof(uint64_t) * B);
+    for (uint64_t r = 0; r < n_rows; r++)
+        rows[row_worker[r]]++;
+    for (uint64_t c = 0; c < n_cols; c++)
+        cols[col_block[c]]++;
+    out->worker_rows = ratio(rows, W);
+    out->block_cols = ratio(cols, B);
     free(cell), free(rows), free(cols);
     return 0;
 }

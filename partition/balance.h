@@ -29,9 +29,10 @@ int rt_balance_cols(const rt_triplets *train, rt_plan_app app, const uint32_t *r
                     uint32_t W, uint64_t n_cols, const uint64_t *col_w, uint32_t B,
                     rt_balance method, uint64_t seed, uint32_t *col_block, rt_error *err);
 
-/* max/mean loads of row blocks, column blocks and grid cells. */
+/* max/mean loads of row blocks, column blocks and grid cells, and of the
+ * number of rows per worker and columns per block. */
 int rt_imbalance_of(const rt_triplets *train, rt_plan_app app, const uint32_t *row_worker,
-                    const uint32_t *col_block, uint32_t W, uint32_t B, rt_imbalance *out,
-                    rt_error *err);
+                    uint64_t n_rows, const uint32_t *col_block, uint64_t n_cols, uint32_t W,
+                    uint32_t B, rt_imbalance *out, rt_error *err);
 
 #endif

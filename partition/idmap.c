@@ -3,7 +3,8 @@
  * Two open-addressing tables share one dense id space: canonical decimal ids
  * (the usual case: MovieLens, LIBMF, MatrixMarket) are keyed by their value,
  * anything else by the string, with 32 hash bits kept in the slot so that a
- * probe rarely needs a string compare. */
+ * probe rarely needs a string compare.  Small values (MovieLens-style ids)
+ * skip hashing altogether: a direct array indexed by value. */
 #include "partition.h"
 
 #include <stdlib.h>
@@ -22,6 +23,7 @@ void rt_idmap_free(rt_idmap *m)
     free(m->slots);
     free(m->ikeys);
     free(m->ivals);
+    free(m->direct);
     memset(m, 0, sizeof(*m));
 }
 
@@ -39,6 +41,23 @@ static inline int canon_uint(const char *s, size_t len, uint64_t *v)
     }
     *v = x;
     return 1;
+}
+
+#define DIRECT_MAX (1u << 22)
+
+/* Make direct[v] addressable (v < DIRECT_MAX). */
+static int grow_direct(rt_idmap *m, uint64_t v, rt_error *err)
+{
+    uint64_t n = m->n_direct ? m->n_direct : 4096;
+    while (n <= v)
+        n *= 2;
+    uint32_t *d = realloc(m->direct, sizeof(uint32_t) * n);
+    if (!d)
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (id table)");
+    memset(d + m->n_direct, 0, sizeof(uint32_t) * (n - m->n_direct));
+    m->direct = d;
+    m->n_direct = n;
+    return 0;
 }
 
 static inline uint64_t hash_str(const char *s, size_t len)
@@ -79,6 +98,8 @@ static inline uint64_t str_slot(const rt_idmap *m, const char *s, size_t len, ui
 int64_t rt_idmap_find(const rt_idmap *m, const char *s, size_t len)
 {
     uint64_t v;
+    if (canon_uint(s, len, &v) && v < DIRECT_MAX)
+        return v < m->n_direct && m->direct[v] ? (int64_t)m->direct[v] - 1 : -1;
     if (canon_uint(s, len, &v)) {
         if (!m->n_islots)
             return -1;
@@ -170,7 +191,21 @@ static int append(rt_idmap *m, const char *s, size_t len, rt_error *err)
 int rt_idmap_intern(rt_idmap *m, const char *s, size_t len, uint32_t *id, rt_error *err)
 {
     uint64_t v;
-    if (canon_uint(s, len, &v)) {
+    int is_int = canon_uint(s, len, &v);
+    if (is_int && v < DIRECT_MAX) {
+        if (v >= m->n_direct && grow_direct(m, v, err) < 0)
+            return -1;
+        if (m->direct[v]) {
+            *id = m->direct[v] - 1;
+            return 0;
+        }
+        if (append(m, s, len, err) < 0)
+            return -1;
+        *id = (uint32_t)(m->n - 1);
+        m->direct[v] = *id + 1;
+        return 0;
+    }
+    if (is_int) {
         if ((m->n_int + 1) * 2 > m->n_islots && grow_int(m, err) < 0)
             return -1;
         uint64_t i = int_slot(m, v + 1);

@@ -20,9 +20,8 @@ static int check_manifest(const rt_plan *plan, const char *which, const char *te
     json_t *root = json_load_file(mpath, 0, &je);
     if (!root)
         return rt_fail(err, RT_EXIT_INPUT, "%s:%d: %s", mpath, je.line, je.text);
-    const char *want =
-        json_string_value(json_object_get(json_object_get(json_object_get(root, "files"), name),
-                                          "xxh3"));
+    const char *want = json_string_value(
+        json_object_get(json_object_get(json_object_get(root, "files"), name), "xxh3"));
     char got[17];
     snprintf(got, sizeof(got), "%016" PRIx64, rt_checksum(text, len));
     int rc = 0;

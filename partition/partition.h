@@ -10,6 +10,8 @@
  *                  block (a sectioned file), read back with mmap
  *   rows.ids       original id of dense row i on line i+1 (users / documents)
  *   cols.ids       original id of dense column j on line j+1 (items / words)
+ *   test_rows.ids  LDA with held-out documents only: original id of held-out
+ *                  document k on line k+1 (see RT_SEC_TEST_ROW_IDS)
  *
  * The matrix has n_rows x n_cols with dense 0-based ids.  W = workers =
  * nodes x threads.  Rows are cut into W row blocks (row block w belongs to
@@ -169,9 +171,10 @@ int rt_shard_open(const rt_plan *plan, uint32_t worker, rt_shard *shard, rt_erro
 void rt_shard_close(rt_shard *shard);
 
 /* Read rows.ids / cols.ids: ids[i] = original id string of dense id i.
- * Returns a malloc'd array of n strings (one allocation; free with free()). */
-int rt_plan_read_ids(const rt_plan *plan, const char *which /* "rows" or "cols" */, char ***ids,
-                     uint64_t *n, rt_error *err);
+ * Returns a malloc'd array of n strings (one allocation; free with free()).
+ * The file's checksum is checked against plan.json. */
+int rt_plan_read_ids(const rt_plan *plan, const char *which /* "rows", "cols", "test_rows" */,
+                     char ***ids, uint64_t *n, rt_error *err);
 
 /* The ring schedule formula above; the partitioner writes it into plan.json
  * and rt_plan_open checks the manifest's schedule against it. */
@@ -201,6 +204,8 @@ typedef struct rt_idmap {
     uint64_t *ikeys;         /* integer table: value + 1 (0 = empty) */
     uint32_t *ivals;         /* dense id */
     uint64_t n_islots, n_int;
+    uint32_t *direct; /* values < 2^22: direct[value] = dense id + 1 */
+    uint64_t n_direct;
 } rt_idmap;
 
 void rt_idmap_init(rt_idmap *m);
@@ -301,6 +306,9 @@ typedef struct rt_plan_options {
 /* Imbalance = max / mean load (MF: ratings; LDA: tokens); 1.0 is perfect. */
 typedef struct rt_imbalance {
     double row_blocks, col_blocks, cells;
+    /* Sizes rather than loads: rows per worker and columns per block
+     * (model memory and the bytes a block carries). */
+    double worker_rows, block_cols;
 } rt_imbalance;
 
 typedef struct rt_plan_summary {

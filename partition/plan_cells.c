@@ -65,28 +65,54 @@ static int pass_ids(const rt_entry *src, rt_entry *dst, uint64_t n, int by_col, 
     return 0;
 }
 
+/* How sorted the entries already are: 2 = by (major, minor), 1 = by minor
+ * only, 0 = neither.  minor_is_col: minor key = column (MF), else row (LDA). */
+static int sorted_by(const rt_entry *e, uint64_t n, int minor_is_col)
+{
+    int by_both = 1, by_minor = 1;
+    for (uint64_t i = 1; i < n && (by_both || by_minor); i++) {
+        uint32_t mi0 = minor_is_col ? e[i - 1].col : e[i - 1].row;
+        uint32_t mi1 = minor_is_col ? e[i].col : e[i].row;
+        uint32_t ma0 = minor_is_col ? e[i - 1].row : e[i - 1].col;
+        uint32_t ma1 = minor_is_col ? e[i].row : e[i].col;
+        by_minor &= mi0 <= mi1;
+        by_both &= ma0 < ma1 || (ma0 == ma1 && mi0 <= mi1);
+    }
+    return by_both ? 2 : by_minor ? 1 : 0;
+}
+
 int rt_cells_build(const rt_triplets *t, rt_plan_app app, uint64_t n_rows, const uint32_t *row_bin,
                    const rt_groups *rows, uint64_t n_cols, const uint32_t *col_bin,
                    const rt_groups *cols, uint32_t W, uint32_t B, rt_cells *c, rt_error *err)
 {
     memset(c, 0, sizeof(*c));
     uint64_t n = t->n, n_cells = (uint64_t)W * B;
+    int minor_is_col = app == RT_PLAN_MF;
+    int order = sorted_by(t->e, n, minor_is_col);
     rt_entry *a = malloc(sizeof(rt_entry) * (n ? n : 1));
-    rt_entry *b = malloc(sizeof(rt_entry) * (n ? n : 1));
+    rt_entry *b = order < 2 ? malloc(sizeof(rt_entry) * (n ? n : 1)) : NULL;
     uint64_t *off = calloc(n_cells + 1, sizeof(uint64_t));
     int rc = -1;
-    if (!a || !b || !off) {
+    if (!a || (order < 2 && !b) || !off) {
         rt_fail(err, RT_EXIT_RUNTIME, "out of memory (sorting entries)");
         goto fail;
     }
     /* LSD: least significant key first.  Inside a worker (block) local ids
-     * follow global ids, so sorting on global ids orders the local ones. */
-    int minor_is_col = app == RT_PLAN_MF;
-    if (pass_ids(t->e, a, n, minor_is_col, minor_is_col ? n_cols : n_rows, err) < 0 ||
-        pass_ids(a, b, n, !minor_is_col, minor_is_col ? n_rows : n_cols, err) < 0)
-        goto fail;
+     * follow global ids, so sorting on global ids orders the local ones.
+     * Passes that would not change the order are skipped: inputs sorted by
+     * user or by document (u1.base, UCI docword) are common. */
+    const rt_entry *src = t->e;
+    if (order < 2) {
+        if (order == 0 &&
+            pass_ids(t->e, a, n, minor_is_col, minor_is_col ? n_cols : n_rows, err) < 0)
+            goto fail;
+        if (pass_ids(order == 0 ? a : t->e, b, n, !minor_is_col, minor_is_col ? n_rows : n_cols,
+                     err) < 0)
+            goto fail;
+        src = b;
+    }
     for (uint64_t i = 0; i < n; i++)
-        off[(uint64_t)row_bin[b[i].row] * B + col_bin[b[i].col] + 1]++;
+        off[(uint64_t)row_bin[src[i].row] * B + col_bin[src[i].col] + 1]++;
     for (uint64_t k = 0; k < n_cells; k++)
         off[k + 1] += off[k];
     uint64_t *pos = malloc(sizeof(uint64_t) * (n_cells ? n_cells : 1));
@@ -96,7 +122,7 @@ int rt_cells_build(const rt_triplets *t, rt_plan_app app, uint64_t n_rows, const
     }
     memcpy(pos, off, sizeof(uint64_t) * n_cells);
     for (uint64_t i = 0; i < n; i++) {
-        rt_entry e = b[i];
+        rt_entry e = src[i];
         uint64_t k = (uint64_t)row_bin[e.row] * B + col_bin[e.col];
         a[pos[k]++] = (rt_entry){rows->local[e.row], cols->local[e.col], e.val};
     }

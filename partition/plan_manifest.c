@@ -21,8 +21,9 @@ int rt_plan_note_file(rt_plan_builder *pb, const char *name, uint64_t bytes, uin
 
 static json_t *imbalance_json(const rt_imbalance *im)
 {
-    return json_pack("{s:f,s:f,s:f}", "row_blocks", im->row_blocks, "col_blocks", im->col_blocks,
-                     "cells", im->cells);
+    return json_pack("{s:f,s:f,s:f,s:f,s:f}", "row_blocks", im->row_blocks, "col_blocks",
+                     im->col_blocks, "cells", im->cells, "worker_rows", im->worker_rows,
+                     "block_cols", im->block_cols);
 }
 
 static json_t *inputs_json(const rt_plan_options *opt)

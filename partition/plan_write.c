@@ -136,15 +136,16 @@ static int balance(rt_plan_builder *pb, rt_error *err)
         rt_balance_cols(t, in->app, pb->row_worker, pb->W, pb->n_cols, cw, pb->B, opt->balance,
                         opt->seed, pb->col_block, err) < 0)
         goto out;
-    if (rt_imbalance_of(t, in->app, pb->row_worker, pb->col_block, pb->W, pb->B, &pb->sum.imbalance,
-                        err) < 0)
+    if (rt_imbalance_of(t, in->app, pb->row_worker, pb->n_rows, pb->col_block, pb->n_cols, pb->W,
+                        pb->B, &pb->sum.imbalance, err) < 0)
         goto out;
     double t1 = rt_now();
     /* What a seeded random assignment would give, for comparison. */
     if (rt_balance_items(rw, pb->n_rows, pb->W, RT_BALANCE_RANDOM, opt->seed, rr, err) < 0 ||
         rt_balance_cols(t, in->app, rr, pb->W, pb->n_cols, cw, pb->B, RT_BALANCE_RANDOM, opt->seed,
                         rc_, err) < 0 ||
-        rt_imbalance_of(t, in->app, rr, rc_, pb->W, pb->B, &pb->sum.random_imbalance, err) < 0)
+        rt_imbalance_of(t, in->app, rr, pb->n_rows, rc_, pb->n_cols, pb->W, pb->B,
+                        &pb->sum.random_imbalance, err) < 0)
         goto out;
     /* Held-out documents: dealt to workers balanced by their tokens. */
     if (in->test_rows) {
@@ -157,10 +158,11 @@ static int balance(rt_plan_builder *pb, rt_error *err)
     }
     const rt_imbalance *a = &pb->sum.imbalance, *r = &pb->sum.random_imbalance;
     rt_info("balance (%s, %.2f s): imbalance max/mean %s: row blocks %.4f, column blocks %.4f, "
-            "cells %.4f (random assignment: %.4f, %.4f, %.4f)",
+            "cells %.4f (random assignment: %.4f, %.4f, %.4f); rows per worker %.3f, columns "
+            "per block %.3f",
             opt->balance == RT_BALANCE_RANDOM ? "random" : "greedy", t1 - t0,
             in->app == RT_PLAN_LDA ? "tokens" : "ratings", a->row_blocks, a->col_blocks, a->cells,
-            r->row_blocks, r->col_blocks, r->cells);
+            r->row_blocks, r->col_blocks, r->cells, a->worker_rows, a->block_cols);
     rc = 0;
 out:
     free(rw), free(cw), free(rr), free(rc_);
@@ -386,8 +388,15 @@ int rt_plan_write(const char *dir_arg, const rt_plan_input *in, const rt_plan_op
     pb.sum.plan_id = plan_id_of(&pb);
     pb.sum.workers = pb.W;
     pb.sum.blocks = pb.B;
-    if (balance(&pb, err) < 0 || build_layout(&pb, err) < 0)
+    double t1 = rt_now();
+    if (balance(&pb, err) < 0)
         goto out;
+    double t2 = rt_now();
+    if (build_layout(&pb, err) < 0)
+        goto out;
+    double t3 = rt_now();
+    rt_debug("plan: checks %.3f s, balance %.3f s, sort into blocks %.3f s", t1 - t0, t2 - t1,
+             t3 - t2);
     if (snprintf(pb.tmp, sizeof(pb.tmp), "%s.tmp-XXXXXX", dir) >= (int)sizeof(pb.tmp)) {
         rt_fail(err, RT_EXIT_INPUT, "%s: path too long", dir);
         goto out;
@@ -402,6 +411,7 @@ int rt_plan_write(const char *dir_arg, const rt_plan_input *in, const rt_plan_op
         rt_remove_tree(pb.tmp);
         goto out;
     }
+    rt_debug("plan: files written in %.3f s", rt_now() - t3);
     pb.sum.seconds = rt_now() - t0;
     rt_info("plan %016" PRIx64 " written to %s: %u workers, %u blocks, %" PRIu64 " train / %" PRIu64
             " test entries (%.2f s)",

@@ -306,14 +306,14 @@ static int one_line(reader *r, char *line, int *first_data, rt_error *err)
     char *s = line;
     while (is_space(*s))
         s++;
+    if (r->fmt == RT_FMT_MM && r->lr.line_no == 1) {
+        if (strncmp(line, "%%MatrixMarket", 14) != 0)
+            return line_error(r, err, "missing the '%%%%MatrixMarket' banner");
+        return mm_banner(r, line, err);
+    }
     if (!*s)
         return 0; /* blank */
     if (r->fmt == RT_FMT_MM) {
-        if (r->lr.line_no == 1) {
-            if (strncmp(s, "%%MatrixMarket", 14) != 0)
-                return line_error(r, err, "missing the '%%%%MatrixMarket' banner");
-            return mm_banner(r, s, err);
-        }
         if (*s == '%')
             return 0;
         int n = split_ws(s, f);

@@ -37,8 +37,8 @@ int rt_rating_format_sniff(const char *path, rt_rating_format *f, const char **w
         break;
     }
     fclose(fp);
-    if (!found) /* nothing but blanks / comments: let the reader report it */
-    {
+    /* Nothing but blanks and comments: let the reader report the empty input. */
+    if (!found) {
         *f = RT_FMT_TRIPLETS;
         *why = "no data lines";
     }

@@ -32,8 +32,7 @@ static void usage(FILE *fp)
                 "  --json        print the result as JSON\n");
 }
 
-static int read_ids(const char *dir, const char *name, rt_idmap *map, uint64_t want,
-                    rt_error *err)
+static int read_ids(const char *dir, const char *name, rt_idmap *map, uint64_t want, rt_error *err)
 {
     char path[4096];
     if (rt_path_join(path, sizeof(path), dir, name, err))

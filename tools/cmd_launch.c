@@ -39,9 +39,9 @@
 #define KILL_S 3.0
 
 typedef struct out_stream {
-    int fd;     /* read end of the child's pipe, -1 at EOF */
-    int dest;   /* 1 or 2 */
-    char *buf;  /* partial line */
+    int fd;    /* read end of the child's pipe, -1 at EOF */
+    int dest;  /* 1 or 2 */
+    char *buf; /* partial line */
     size_t len;
 } out_stream;
 
@@ -205,8 +205,7 @@ static void exec_child(int rank, int np, const char *hostfile, int out_w, int er
     _exit(127);
 }
 
-static int start_child(child *c, int rank, int np, const char *hostfile, char **cmd,
-                       rt_error *err)
+static int start_child(child *c, int rank, int np, const char *hostfile, char **cmd, rt_error *err)
 {
     int p[2][2];
     for (int i = 0; i < 2; i++)
@@ -248,10 +247,10 @@ typedef struct launch_state {
     child *ch;
     int np;
     int running;
-    int first_fail;   /* rank of the first failure, -1 none */
-    int exit_code;    /* of the first failure */
-    double term_at;   /* when to send SIGTERM (0 = not scheduled) */
-    double kill_at;   /* when to send SIGKILL */
+    int first_fail; /* rank of the first failure, -1 none */
+    int exit_code;  /* of the first failure */
+    double term_at; /* when to send SIGTERM (0 = not scheduled) */
+    double kill_at; /* when to send SIGKILL */
     int termed;
 } launch_state;
 

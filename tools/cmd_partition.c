@@ -211,7 +211,8 @@ static int verify(const char *dir, rt_error *err)
     rt_plan plan;
     if (rt_plan_open(dir, &plan, err) < 0)
         return -1;
-    uint64_t train = 0, test = 0;
+    uint64_t train = 0, test = 0, heldout = 0;
+    int has_heldout = 0;
     for (uint32_t w = 0; w < plan.workers; w++) {
         rt_shard sh;
         if (rt_shard_open(&plan, w, &sh, err) < 0) {
@@ -220,6 +221,8 @@ static int verify(const char *dir, rt_error *err)
         }
         train += sh.train_off[plan.blocks];
         test += sh.test_off[plan.blocks];
+        heldout += sh.n_test_rows;
+        has_heldout |= sh.test_row_ids != NULL;
         rt_shard_close(&sh);
     }
     int rc = 0;
@@ -228,13 +231,18 @@ static int verify(const char *dir, rt_error *err)
                      "%s: shards hold %" PRIu64 " / %" PRIu64 " entries, plan.json says %" PRIu64
                      " / %" PRIu64,
                      dir, train, test, plan.nnz_train, plan.nnz_test);
-    const char *which[] = {"rows", "cols"};
-    for (int i = 0; rc == 0 && i < 2; i++) {
+    const char *which[] = {"rows", "cols", "test_rows"};
+    for (int i = 0; rc == 0 && i < 2 + has_heldout; i++) {
         char **ids;
         uint64_t n;
         rc = rt_plan_read_ids(&plan, which[i], &ids, &n, err);
         if (rc == 0)
             free(ids);
+        if (rc == 0 && i == 2 && n != heldout)
+            rc = rt_fail(err, RT_EXIT_INPUT,
+                         "%s/test_rows.ids: %" PRIu64 " ids, the shards hold %" PRIu64
+                         " held-out rows",
+                         dir, n, heldout);
     }
     if (rc == 0)
         printf("plan %016" PRIx64 " ok: app %s, %" PRIu64 " x %" PRIu64 ", %u workers "

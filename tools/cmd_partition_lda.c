@@ -50,15 +50,22 @@ static int parse_u32(const char *name, const char *s, uint32_t lo, uint32_t *out
 
 static int parse_args(int argc, char **argv, lda_part_args *a, rt_error *err)
 {
-    static const struct option longopts[] = {
-        {"app", required_argument, 0, 'a'},       {"input", required_argument, 0, 'i'},
-        {"nodes", required_argument, 0, 'P'},     {"threads", required_argument, 0, 'T'},
-        {"pipeline", required_argument, 0, 'c'},  {"out", required_argument, 0, 'o'},
-        {"test-fraction", required_argument, 0, 'f'}, {"seed", required_argument, 0, 's'},
-        {"format", required_argument, 0, 'F'},    {"vocab", required_argument, 0, 'v'},
-        {"stopwords", required_argument, 0, 'S'}, {"min-count", required_argument, 0, 'm'},
-        {"balance", required_argument, 0, 'b'},   {"force", no_argument, 0, 'x'},
-        {"help", no_argument, 0, 'h'},            {0, 0, 0, 0}};
+    static const struct option longopts[] = {{"app", required_argument, 0, 'a'},
+                                             {"input", required_argument, 0, 'i'},
+                                             {"nodes", required_argument, 0, 'P'},
+                                             {"threads", required_argument, 0, 'T'},
+                                             {"pipeline", required_argument, 0, 'c'},
+                                             {"out", required_argument, 0, 'o'},
+                                             {"test-fraction", required_argument, 0, 'f'},
+                                             {"seed", required_argument, 0, 's'},
+                                             {"format", required_argument, 0, 'F'},
+                                             {"vocab", required_argument, 0, 'v'},
+                                             {"stopwords", required_argument, 0, 'S'},
+                                             {"min-count", required_argument, 0, 'm'},
+                                             {"balance", required_argument, 0, 'b'},
+                                             {"force", no_argument, 0, 'x'},
+                                             {"help", no_argument, 0, 'h'},
+                                             {0, 0, 0, 0}};
     memset(a, 0, sizeof(*a));
     a->seed = 1;
     a->pipeline = 2;
@@ -98,14 +105,12 @@ static int parse_args(int argc, char **argv, lda_part_args *a, rt_error *err)
             break;
         case 's':
             if (rt_parse_u64(optarg, &a->seed))
-                return rt_fail(err, RT_EXIT_INPUT, "--seed: expected an integer, got '%s'",
-                               optarg);
+                return rt_fail(err, RT_EXIT_INPUT, "--seed: expected an integer, got '%s'", optarg);
             break;
         case 'F':
             a->copt.format = rt_corpus_format_parse(optarg);
             if ((int)a->copt.format < 0)
-                return rt_fail(err, RT_EXIT_INPUT, "--format: unknown corpus format '%s'",
-                               optarg);
+                return rt_fail(err, RT_EXIT_INPUT, "--format: unknown corpus format '%s'", optarg);
             break;
         case 'v':
             a->copt.vocab = optarg;
@@ -161,8 +166,7 @@ typedef struct lda_part {
     uint64_t empty_docs, test_tokens;
 } lda_part;
 
-static int intern_doc(rt_idmap *m, const char *name, const char *input, uint32_t *id,
-                      rt_error *err)
+static int intern_doc(rt_idmap *m, const char *name, const char *input, uint32_t *id, rt_error *err)
 {
     uint64_t before = m->n;
     if (rt_idmap_intern(m, name, strlen(name), id, err))
@@ -194,12 +198,12 @@ static int build(lda_part *p, const lda_part_args *a, rt_error *err)
             p->empty_docs++;
         for (uint64_t i = c->doc_off[d]; i < c->doc_off[d + 1]; i++) {
             if (c->count[i] > (1u << 24))
-                return rt_fail(err, RT_EXIT_INPUT, "%s: document %s: count %u too large",
-                               a->input, name, c->count[i]);
+                return rt_fail(err, RT_EXIT_INPUT, "%s: document %s: count %u too large", a->input,
+                               name, c->count[i]);
             if (test)
                 p->test_tokens += c->count[i];
-            if (rt_triplets_push(test ? &p->test : &p->train, id, c->word[i],
-                                 (float)c->count[i], err))
+            if (rt_triplets_push(test ? &p->test : &p->train, id, c->word[i], (float)c->count[i],
+                                 err))
                 return -1;
         }
     }
@@ -252,16 +256,17 @@ static int run(lda_part *p, const lda_part_args *a, int argc, char **argv, rt_er
     size_t len = 0;
     cmdline[0] = '\0';
     for (int i = 0; i < argc && len + 1 < sizeof(cmdline); i++)
-        len += (size_t)snprintf(cmdline + len, sizeof(cmdline) - len, "%s%s", i ? " " : "",
-                                argv[i]);
-    rt_plan_source src[2] = {
-        {.role = "train", .path = a->input, .format = rt_corpus_format_name(p->c.format),
-         .entries = p->c.n_entries},
-        {.role = "vocab", .path = a->copt.vocab, .format = "vocab"}};
+        len +=
+            (size_t)snprintf(cmdline + len, sizeof(cmdline) - len, "%s%s", i ? " " : "", argv[i]);
+    rt_plan_source src[2] = {{.role = "train",
+                              .path = a->input,
+                              .format = rt_corpus_format_name(p->c.format),
+                              .entries = p->c.n_entries},
+                             {.role = "vocab", .path = a->copt.vocab, .format = "vocab"}};
     rt_plan_count counts[3] = {{"empty_documents", p->empty_docs},
                                {"held_out_documents", p->test_rows.n},
                                {"held_out_tokens", p->test_tokens}};
-    rt_plan_input in = {.app = RT_PLAN_LDA,
+    rt_plan_input in = {.app = rt_app_lda.plan_app, /* the plans `rotor train --app lda` takes */
                         .train = &p->train,
                         .rows = &p->rows,
                         .cols = &p->cols,

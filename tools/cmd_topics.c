@@ -45,8 +45,8 @@ static int read_vocab(const char *path, uint64_t n, char **buf, char ***words, r
         s = e ? e + 1 : s + strlen(s);
     }
     if (i != n)
-        return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: has %llu words, topic_word.npy has %llu",
-                       path, (unsigned long long)i, (unsigned long long)i, (unsigned long long)n);
+        return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: has %llu words, topic_word.npy has %llu", path,
+                       (unsigned long long)i, (unsigned long long)i, (unsigned long long)n);
     return 0;
 }
 

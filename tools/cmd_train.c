@@ -26,31 +26,30 @@ typedef struct train_opts {
 
 static void usage(FILE *fp)
 {
-    fprintf(fp,
-            "usage: rotor train --plan DIR [--app sgd-mf|cd-mf|lda] [OPTIONS] [APP OPTIONS]\n\n"
-            "Train a model by following a plan made by `rotor partition`.  Run it under\n"
-            "`rotor launch -n P -- rotor train ...`, mpirun or srun for P processes;\n"
-            "the plan's worker count must equal processes x threads.\n\n"
-            "options:\n"
-            "  --plan DIR          plan directory (required)\n"
-            "  --app NAME          sgd-mf (default), cd-mf or lda\n"
-            "  --threads T         worker threads per process (default: the plan's)\n"
-            "  --serial            replay all of the plan's workers on one thread, in\n"
-            "                      schedule order (a reference run; one process only)\n"
-            "  --node R --nodes P  this process's rank and the process count (default:\n"
-            "                      from rotor launch, mpirun, PMI or Slurm, else 0 and 1)\n"
-            "  --hostfile FILE     one line per rank: host[:port] (required for P > 1\n"
-            "                      unless the launcher provides ROTOR_HOSTFILE)\n"
-            "  --base-port N       port for hostfile lines without one: N + rank (18515)\n"
-            "  --transport T       auto (default), tcp or ib\n"
-            "  --ib-dev NAME       RDMA device (default: first with an active port)\n"
-            "  --ib-port N         RDMA port (default: first active)\n"
-            "  --gid-index N       RoCE GID index (default: auto-detect RoCE v2)\n"
-            "  --event-mode        wait for RDMA completions on a channel, not busy-poll\n"
-            "  --peer-timeout S    fail when a peer is silent for S seconds (default: off;\n"
-            "                      a peer that dies is always detected)\n"
-            "  --pin auto|yes|no   pin worker threads to cores (auto: when they fit)\n"
-            "  -h, --help          this text\n");
+    fprintf(fp, "usage: rotor train --plan DIR [--app sgd-mf|cd-mf|lda] [OPTIONS] [APP OPTIONS]\n\n"
+                "Train a model by following a plan made by `rotor partition`.  Run it under\n"
+                "`rotor launch -n P -- rotor train ...`, mpirun or srun for P processes;\n"
+                "the plan's worker count must equal processes x threads.\n\n"
+                "options:\n"
+                "  --plan DIR          plan directory (required)\n"
+                "  --app NAME          sgd-mf (default), cd-mf or lda\n"
+                "  --threads T         worker threads per process (default: the plan's)\n"
+                "  --serial            replay all of the plan's workers on one thread, in\n"
+                "                      schedule order (a reference run; one process only)\n"
+                "  --node R --nodes P  this process's rank and the process count (default:\n"
+                "                      from rotor launch, mpirun, PMI or Slurm, else 0 and 1)\n"
+                "  --hostfile FILE     one line per rank: host[:port] (required for P > 1\n"
+                "                      unless the launcher provides ROTOR_HOSTFILE)\n"
+                "  --base-port N       port for hostfile lines without one: N + rank (18515)\n"
+                "  --transport T       auto (default), tcp or ib\n"
+                "  --ib-dev NAME       RDMA device (default: first with an active port)\n"
+                "  --ib-port N         RDMA port (default: first active)\n"
+                "  --gid-index N       RoCE GID index (default: auto-detect RoCE v2)\n"
+                "  --event-mode        wait for RDMA completions on a channel, not busy-poll\n"
+                "  --peer-timeout S    fail when a peer is silent for S seconds (default: off;\n"
+                "                      a peer that dies is always detected)\n"
+                "  --pin auto|yes|no   pin worker threads to cores (auto: when they fit)\n"
+                "  -h, --help          this text\n");
     for (size_t i = 0; i < 3; i++)
         if (rt_apps[i])
             fprintf(fp, "\n%s options:\n%s", rt_apps[i]->name, rt_apps[i]->usage);
@@ -84,9 +83,9 @@ static int parse_train_opt(train_opts *o, int argc, char **argv, int *i, int *co
         return 0;
     }
     static const char *const with_value[] = {
-        "--plan",   "--app",       "--threads", "--node",   "--nodes",        "--hostfile",
-        "--base-port", "--transport", "--ib-dev", "--ib-port", "--gid-index", "--peer-timeout",
-        "--pin"};
+        "--plan",      "--app",          "--threads",   "--node",   "--nodes",
+        "--hostfile",  "--base-port",    "--transport", "--ib-dev", "--ib-port",
+        "--gid-index", "--peer-timeout", "--pin"};
     int known = 0;
     for (size_t n = 0; n < sizeof(with_value) / sizeof(with_value[0]); n++)
         known |= rt_opt_is(a, with_value[n]);
@@ -112,8 +111,7 @@ static int parse_train_opt(train_opts *o, int argc, char **argv, int *i, int *co
         return int_opt(v, "--base-port", 1, &o->group.base_port, err);
     else if (rt_opt_is(a, "--transport")) {
         if (rt_transport_kind_parse(v, &o->transport.kind))
-            return rt_fail(err, RT_EXIT_INPUT, "--transport must be auto, tcp or ib, got '%s'",
-                           v);
+            return rt_fail(err, RT_EXIT_INPUT, "--transport must be auto, tcp or ib, got '%s'", v);
     } else if (rt_opt_is(a, "--ib-dev"))
         o->transport.ib_dev = v;
     else if (rt_opt_is(a, "--ib-port"))

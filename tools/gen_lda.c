@@ -34,13 +34,17 @@ typedef struct gen_args {
 
 static int parse(int argc, char **argv, gen_args *g, rt_error *err)
 {
-    static const struct option lo[] = {
-        {"docs", required_argument, 0, 'D'},   {"vocab", required_argument, 0, 'V'},
-        {"topics", required_argument, 0, 'K'}, {"doc-len", required_argument, 0, 'L'},
-        {"alpha", required_argument, 0, 'a'},  {"beta", required_argument, 0, 'b'},
-        {"len-dist", required_argument, 0, 'l'}, {"seed", required_argument, 0, 's'},
-        {"out", required_argument, 0, 'o'},    {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+    static const struct option lo[] = {{"docs", required_argument, 0, 'D'},
+                                       {"vocab", required_argument, 0, 'V'},
+                                       {"topics", required_argument, 0, 'K'},
+                                       {"doc-len", required_argument, 0, 'L'},
+                                       {"alpha", required_argument, 0, 'a'},
+                                       {"beta", required_argument, 0, 'b'},
+                                       {"len-dist", required_argument, 0, 'l'},
+                                       {"seed", required_argument, 0, 's'},
+                                       {"out", required_argument, 0, 'o'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
     memset(g, 0, sizeof(*g));
     g->alpha = 0.1;
     g->beta = 0.01;
@@ -52,14 +56,30 @@ static int parse(int argc, char **argv, gen_args *g, rt_error *err)
         uint64_t *u = NULL;
         double *d = NULL;
         switch (ch) {
-        case 'D': u = &g->docs; break;
-        case 'V': u = &g->vocab; break;
-        case 'K': u = &g->topics; break;
-        case 'L': u = &g->len; break;
-        case 's': u = &g->seed; break;
-        case 'a': d = &g->alpha; break;
-        case 'b': d = &g->beta; break;
-        case 'o': g->out = optarg; break;
+        case 'D':
+            u = &g->docs;
+            break;
+        case 'V':
+            u = &g->vocab;
+            break;
+        case 'K':
+            u = &g->topics;
+            break;
+        case 'L':
+            u = &g->len;
+            break;
+        case 's':
+            u = &g->seed;
+            break;
+        case 'a':
+            d = &g->alpha;
+            break;
+        case 'b':
+            d = &g->beta;
+            break;
+        case 'o':
+            g->out = optarg;
+            break;
         case 'l':
             if (strcmp(optarg, "poisson") && strcmp(optarg, "fixed"))
                 return rt_fail(err, RT_EXIT_INPUT, "--len-dist must be poisson or fixed");
@@ -168,8 +188,8 @@ static int generate(const gen_args *g, rt_error *err)
         if (pass == 1) {
             if (rt_outfile_open(&of, g->out, err))
                 goto out;
-            fprintf(of.fp, "%llu\n%llu\n%llu\n", (unsigned long long)g->docs,
-                    (unsigned long long)V, (unsigned long long)nnz);
+            fprintf(of.fp, "%llu\n%llu\n%llu\n", (unsigned long long)g->docs, (unsigned long long)V,
+                    (unsigned long long)nnz);
         }
         for (uint64_t d = 0; d < g->docs; d++) {
             rt_rng_seed(&rng, g->seed, 0x1da0000000ULL + d);

@@ -134,7 +134,7 @@ int rt_transport_bcast(rt_transport *t, void *buf, size_t len, rt_error *err)
 {
     if (t->cfg.size < 2 || len == 0)
         return 0;
-    int rc = t->cfg.rank == 0 ? send_to_all(t, buf, len, err)
-                              : t->ops->recv_msg(t, 0, buf, len, err);
+    int rc =
+        t->cfg.rank == 0 ? send_to_all(t, buf, len, err) : t->ops->recv_msg(t, 0, buf, len, err);
     return rc ? rt_error_prefix(err, "broadcast") : 0;
 }

@@ -85,7 +85,10 @@
 #define IB_RNR_RETRY 7         /* 7 = retry forever (RNR cannot happen, see above) */
 #define RETRY_DELAY_S 0.2      /* between attempts to reach a peer not yet listening */
 
-enum { IMM_SLOT_CREDIT = 1, IMM_CTRL_CREDIT = 2, IMM_CTRL_DATA = 3 };
+enum { IMM_NOTICE = 0, IMM_SLOT_CREDIT = 1, IMM_CTRL_CREDIT = 2, IMM_CTRL_DATA = 3 };
+/* IMM_NOTICE: bits 29..28 = NOTICE_BYE (the sender closes normally) or
+ * NOTICE_LOST (the sender lost rank bits 15..0 and is giving up). */
+enum { NOTICE_BYE = 0, NOTICE_LOST = 1 };
 enum { WR_PASS = 1, WR_CTRL = 2, WR_CREDIT = 3, WR_RECV = 4, WR_DRAIN = 5 };
 enum { PEER_NONE, PEER_CONNECTING, PEER_CONNECTED };
 
@@ -129,12 +132,14 @@ typedef struct ib_peer {
     uint32_t *rx_fifo, *rx_len;
     uint32_t rx_head, rx_count, rx_off;
     uint32_t drains_pending;
+    int gone; /* said bye: closed normally, calls needing it fail */
 } ib_peer;
 
 typedef struct ib_transport {
     rt_transport base;
     pthread_mutex_t mu;
     pthread_cond_t cv;
+    pthread_mutex_t poll_mu; /* one CQ poller at a time keeps completions in order */
     /* rdma_cm and device */
     struct rdma_event_channel *ec;
     struct rdma_cm_id *listen_id;
@@ -165,6 +170,8 @@ typedef struct ib_transport {
     /* failure: set once, never cleared */
     int failed;
     char fail_msg[600];
+    int lost_rank; /* the peer whose loss failed us (-1 = none) */
+    int waiters;   /* caller threads blocked on the network (busy-poll hint) */
     int closing;
     /* comm thread */
     pthread_t thread;
@@ -236,8 +243,11 @@ static int mtu_bytes(enum ibv_mtu m)
 
 /* Wait on the condition variable until woken or `deadline` (rt_now seconds;
  * < 0 = none, but still wake every 200 ms to re-check). */
+static int try_progress(ib_transport *ib);
 static void wait_cv(ib_transport *ib, double deadline)
 {
+    if (try_progress(ib) > 0)
+        return;
     double now = rt_now();
     double until = now + 0.2;
     if (deadline >= 0 && deadline < until)
@@ -250,7 +260,9 @@ static void wait_cv(ib_transport *ib, double deadline)
     long ns = ts.tv_nsec + (long)((d - (double)(long)d) * 1e9);
     ts.tv_sec += (time_t)d + ns / 1000000000L;
     ts.tv_nsec = ns % 1000000000L;
+    __atomic_add_fetch(&ib->waiters, 1, __ATOMIC_RELAXED);
     pthread_cond_timedwait(&ib->cv, &ib->mu, &ts);
+    __atomic_sub_fetch(&ib->waiters, 1, __ATOMIC_RELAXED);
 }
 
 /* A blocking call has waited since t0 on `rank`: fail it once that exceeds
@@ -261,9 +273,19 @@ static int check_silence(ib_transport *ib, double t0, int rank, const char *what
     if (ms <= 0 || rt_now() - t0 < ms / 1000.0)
         return 0;
     char pn[300];
+    if (!ib->failed)
+        ib->lost_rank = rank;
     set_failed(ib, "ib: lost %s: silent for %d ms while waiting for %s",
                peer_name(ib, rank, pn, sizeof(pn)), ms, what);
     return 1;
+}
+
+/* A call needs `rank`, which closed its transport normally. */
+static int gone_fail(ib_transport *ib, int rank, const char *what, rt_error *err)
+{
+    char pn[300];
+    return rt_fail(err, RT_EXIT_RUNTIME, "ib: %s: %s has closed its transport", what,
+                   peer_name(ib, rank, pn, sizeof(pn)));
 }
 
 /* ----------------------------------------------------- posting work requests */
@@ -331,6 +353,8 @@ static int post_recv(ib_transport *ib, ib_peer *p, uint32_t idx)
  * count stays and is retried after the next completion. */
 static void send_credits(ib_transport *ib, ib_peer *p, int kind, uint32_t *owed)
 {
+    if (p->gone)
+        *owed = 0;
     if (*owed == 0 || ib->failed || p->state != PEER_CONNECTED || !sq_room(p, 1))
         return;
     struct ibv_send_wr wr = {
@@ -398,6 +422,23 @@ static void on_arrival(ib_transport *ib, ib_peer *p, uint32_t imm)
     ib->stats.bytes_received += m->len;
 }
 
+/* A peer says bye (normal close) or that it lost another rank. */
+static void on_notice(ib_transport *ib, ib_peer *p, uint32_t imm)
+{
+    char pn[300], qn[300];
+    if (((imm >> 28) & 3) == NOTICE_BYE) {
+        p->gone = 1;
+        return;
+    }
+    int lost = (int)(imm & 0xffff);
+    if (lost >= ib->base.cfg.size)
+        lost = p->rank;
+    if (!ib->failed)
+        ib->lost_rank = lost;
+    set_failed(ib, "ib: lost %s (reported by %s)", peer_name(ib, lost, pn, sizeof(pn)),
+               peer_name(ib, p->rank, qn, sizeof(qn)));
+}
+
 static void on_recv(ib_transport *ib, ib_peer *p, const struct ibv_wc *wc)
 {
     uint32_t idx = wr_aux(wc->wr_id);
@@ -409,7 +450,7 @@ static void on_recv(ib_transport *ib, ib_peer *p, const struct ibv_wc *wc)
     uint32_t imm = ntohl(wc->imm_data);
     uint32_t kind = imm >> 30, n = imm & 0x3fffffffu;
     if (!(wc->wc_flags & IBV_WC_WITH_IMM))
-        kind = 0;
+        kind = 4; /* not ours */
     switch (kind) {
     case IMM_SLOT_CREDIT:
         ib->credits += n;
@@ -426,6 +467,10 @@ static void on_recv(ib_transport *ib, ib_peer *p, const struct ibv_wc *wc)
         p->rx_count++;
         break;
     }
+    case IMM_NOTICE:
+        post_recv(ib, p, idx);
+        on_notice(ib, p, imm);
+        break;
     default: {
         char pn[300];
         set_failed(ib, "ib: protocol error: unexpected message (imm 0x%08x) from %s", imm,
@@ -442,9 +487,11 @@ static void on_completion(ib_transport *ib, const struct ibv_wc *wc)
         return;
     ib_peer *p = &ib->peers[r];
     if (wc->status != IBV_WC_SUCCESS) {
-        if (ib->closing || (ib->failed && wc->status == IBV_WC_WR_FLUSH_ERR))
+        if (ib->closing || p->gone || (ib->failed && wc->status == IBV_WC_WR_FLUSH_ERR))
             return;
         char pn[300];
+        if (!ib->failed)
+            ib->lost_rank = r;
         const char *hint = "";
         if (wc->status == IBV_WC_RETRY_EXC_ERR)
             hint = " (peer dead or unreachable)";
@@ -472,8 +519,9 @@ static void on_completion(ib_transport *ib, const struct ibv_wc *wc)
     }
 }
 
-/* Poll the CQ until empty; returns completions handled or -1. */
-static int drain_cq(ib_transport *ib)
+/* Poll the CQ until empty; returns completions handled or -1.  Caller
+ * holds poll_mu, not mu. */
+static int drain_cq_locked(ib_transport *ib)
 {
     struct ibv_wc wc[32];
     int total = 0;
@@ -497,6 +545,28 @@ static int drain_cq(ib_transport *ib)
     }
 }
 
+static int drain_cq(ib_transport *ib)
+{
+    pthread_mutex_lock(&ib->poll_mu);
+    int n = drain_cq_locked(ib);
+    pthread_mutex_unlock(&ib->poll_mu);
+    return n;
+}
+
+/* Caller-driven progress: a waiting caller polls the CQ itself unless the
+ * comm thread is already at it (saves a thread wake-up per completion).
+ * Caller holds mu; returns completions handled. */
+static int try_progress(ib_transport *ib)
+{
+    if (!ib->thread_started || pthread_mutex_trylock(&ib->poll_mu))
+        return 0;
+    pthread_mutex_unlock(&ib->mu);
+    int n = drain_cq_locked(ib);
+    pthread_mutex_unlock(&ib->poll_mu);
+    pthread_mutex_lock(&ib->mu);
+    return n > 0 ? n : 0;
+}
+
 /* rdma_cm events after setup (comm thread): disconnects and device loss. */
 static void handle_cm_events(ib_transport *ib)
 {
@@ -515,9 +585,14 @@ static void handle_cm_events(ib_transport *ib)
             drain_cq(ib); /* deliver what arrived before the peer left */
             pthread_mutex_lock(&ib->mu);
             char pn[300] = "a peer";
-            if (p && p >= ib->peers && p < ib->peers + ib->base.cfg.size)
+            int known = p && p >= ib->peers && p < ib->peers + ib->base.cfg.size;
+            if (known)
                 peer_name(ib, p->rank, pn, sizeof(pn));
-            if (!ib->closing)
+            if (known && !ib->failed && !p->gone)
+                ib->lost_rank = p->rank;
+            if (known && p->gone) /* it said bye first: a normal close */
+                p->state = PEER_NONE;
+            else if (!ib->closing)
                 set_failed(ib, "ib: lost %s: %s", pn,
                            type == RDMA_CM_EVENT_DISCONNECTED
                                ? "disconnected (the process exited or closed its transport)"
@@ -527,50 +602,70 @@ static void handle_cm_events(ib_transport *ib)
     }
 }
 
+/* Busy-poll is worth its CPU only while a caller waits on the network or
+ * our own transfers are in flight; otherwise the comm thread sleeps on the
+ * completion channel, so an idle or oversubscribed node is not slowed down.
+ * (Waiting callers also poll the CQ once before sleeping: try_progress.) */
+static int want_spin(ib_transport *ib)
+{
+    if (ib->base.cfg.event_mode)
+        return 0;
+    return __atomic_load_n(&ib->waiters, __ATOMIC_RELAXED) > 0 ||
+           __atomic_load_n(&ib->sent, __ATOMIC_RELAXED) !=
+               __atomic_load_n(&ib->completed, __ATOMIC_RELAXED);
+}
+
+/* Sleep until the CQ, the rdma_cm channel or the wake-up fd has news. */
+static int block_for_events(ib_transport *ib)
+{
+    if (ibv_req_notify_cq(ib->cq, 0)) {
+        pthread_mutex_lock(&ib->mu);
+        set_failed(ib, "ib: ibv_req_notify_cq failed");
+        pthread_mutex_unlock(&ib->mu);
+        return -1;
+    }
+    if (drain_cq(ib) > 0) /* completions that raced with arming */
+        return 0;
+    struct pollfd fds[3] = {{.fd = ib->cc->fd, .events = POLLIN},
+                            {.fd = ib->ec->fd, .events = POLLIN},
+                            {.fd = ib->wake_fd, .events = POLLIN}};
+    if (poll(fds, 3, 200) <= 0)
+        return 0;
+    if (fds[0].revents & POLLIN) {
+        struct ibv_cq *cq;
+        void *ctx;
+        if (ibv_get_cq_event(ib->cc, &cq, &ctx) == 0)
+            ibv_ack_cq_events(cq, 1);
+    }
+    if (fds[1].revents & POLLIN)
+        handle_cm_events(ib);
+    if (fds[2].revents & POLLIN) {
+        uint64_t v;
+        if (read(ib->wake_fd, &v, sizeof(v)) < 0) {
+            /* nothing to do: the stop flag is what matters */
+        }
+    }
+    return 0;
+}
+
 static void *comm_thread(void *arg)
 {
     ib_transport *ib = arg;
-    unsigned idle = 0;
+    unsigned spins = 0;
     while (!ib->stop) {
         int n = drain_cq(ib);
         if (n < 0)
             break;
-        if (!ib->base.cfg.event_mode) {
-            /* busy-poll: check rdma_cm now and then, yield when idle */
-            if (n == 0 && (++idle & 255) == 0)
-                handle_cm_events(ib);
-            if (n == 0)
-                sched_yield();
+        if (n > 0)
+            continue;
+        if (want_spin(ib)) {
+            if ((++spins & 1023) == 0)
+                handle_cm_events(ib); /* nonblocking fd: returns at once */
+            sched_yield();
             continue;
         }
-        /* completion channel: arm, re-check (race), then sleep in poll() */
-        if (ibv_req_notify_cq(ib->cq, 0)) {
-            pthread_mutex_lock(&ib->mu);
-            set_failed(ib, "ib: ibv_req_notify_cq failed");
-            pthread_mutex_unlock(&ib->mu);
+        if (block_for_events(ib))
             break;
-        }
-        if (drain_cq(ib) > 0)
-            continue;
-        struct pollfd fds[3] = {{.fd = ib->cc->fd, .events = POLLIN},
-                                {.fd = ib->ec->fd, .events = POLLIN},
-                                {.fd = ib->wake_fd, .events = POLLIN}};
-        if (poll(fds, 3, 500) <= 0)
-            continue;
-        if (fds[0].revents & POLLIN) {
-            struct ibv_cq *cq;
-            void *ctx;
-            if (ibv_get_cq_event(ib->cc, &cq, &ctx) == 0)
-                ibv_ack_cq_events(cq, 1);
-        }
-        if (fds[1].revents & POLLIN)
-            handle_cm_events(ib);
-        if (fds[2].revents & POLLIN) {
-            uint64_t v;
-            if (read(ib->wake_fd, &v, sizeof(v)) < 0) {
-                /* nothing to do: the stop flag is what matters */
-            }
-        }
     }
     return NULL;
 }
@@ -590,15 +685,15 @@ static int ib_pass(rt_transport *t, uint32_t src_slot, size_t len, uint32_t bloc
     ib_peer *p = &ib->peers[ib->next];
     pthread_mutex_lock(&ib->mu);
     double t0 = rt_now();
-    while (!ib->failed && (ib->credits == 0 || !sq_room(p, 2))) {
+    while (!ib->failed && !p->gone && (ib->credits == 0 || !sq_room(p, 2))) {
         if (check_silence(ib, t0, ib->next, "a slot credit"))
             break;
         wait_cv(ib, -1);
     }
     ib->stats.credit_wait_s += rt_now() - t0;
-    if (ib->failed) {
+    if (ib->failed || p->gone) {
         pthread_mutex_unlock(&ib->mu);
-        return fail_from_state(ib, err);
+        return ib->failed ? fail_from_state(ib, err) : gone_fail(ib, ib->next, "pass", err);
     }
     const ib_hello *rw = &p->remote;
     if (len > rw->slot_bytes) {
@@ -647,7 +742,7 @@ static int ib_wait_arrival(rt_transport *t, rt_arrival *out, int timeout_ms, rt_
     ib_transport *ib = (ib_transport *)t;
     double t0 = rt_now();
     double deadline = timeout_ms < 0 ? -1 : t0 + timeout_ms / 1000.0;
-    int got = 0;
+    int got = 0, polled = 0;
     pthread_mutex_lock(&ib->mu);
     for (;;) {
         if (ib->delivered < ib->received) {
@@ -660,11 +755,22 @@ static int ib_wait_arrival(rt_transport *t, rt_arrival *out, int timeout_ms, rt_
             got = -1;
             break;
         }
-        if (deadline >= 0 && rt_now() >= deadline)
+        if (ib->peers[ib->prev].gone) {
+            got = -2;
             break;
+        }
+        if (deadline >= 0 && rt_now() >= deadline) {
+            if (!polled && try_progress(ib) > 0) {
+                polled = 1;
+                continue;
+            }
+            break;
+        }
         wait_cv(ib, deadline);
     }
     pthread_mutex_unlock(&ib->mu);
+    if (got == -2)
+        return gone_fail(ib, ib->prev, "waiting for a block", err);
     return got < 0 ? fail_from_state(ib, err) : got;
 }
 
@@ -672,8 +778,13 @@ static int ib_flush(rt_transport *t, rt_error *err)
 {
     ib_transport *ib = (ib_transport *)t;
     pthread_mutex_lock(&ib->mu);
-    while (!ib->failed && (ib->completed < ib->sent || ib->slot_owed > 0))
+    while (!ib->failed && (ib->completed < ib->sent || ib->slot_owed > 0)) {
+        if (ib->peers[ib->prev].gone)
+            ib->slot_owed = 0; /* nobody to return credits to */
+        if (ib->peers[ib->next].gone && ib->completed < ib->sent)
+            break; /* it acknowledged what it needed before saying bye */
         wait_cv(ib, -1);
+    }
     int failed = ib->failed;
     pthread_mutex_unlock(&ib->mu);
     return failed ? fail_from_state(ib, err) : 0;
@@ -686,7 +797,7 @@ static int ib_send_msg(rt_transport *t, int peer, const void *buf, size_t len, r
     const uint8_t *src = buf;
     pthread_mutex_lock(&ib->mu);
     double t0 = rt_now();
-    while (len > 0 && !ib->failed) {
+    while (len > 0 && !ib->failed && !p->gone) {
         if (p->ctrl_credits == 0 || p->tx_busy == CTRL_CREDITS || !sq_room(p, 1)) {
             if (check_silence(ib, t0, peer, "control credits"))
                 break;
@@ -713,8 +824,10 @@ static int ib_send_msg(rt_transport *t, int peer, const void *buf, size_t len, r
         len -= n;
         t0 = rt_now();
     }
-    int failed = ib->failed;
+    int failed = ib->failed, gone = len > 0 && p->gone;
     pthread_mutex_unlock(&ib->mu);
+    if (gone)
+        return gone_fail(ib, peer, "send", err);
     return failed ? fail_from_state(ib, err) : 0;
 }
 
@@ -730,6 +843,10 @@ static int ib_recv_msg(rt_transport *t, int peer, void *buf, size_t len, rt_erro
         if (p->rx_count == 0) {
             if (ib->failed || check_silence(ib, t0, peer, "a control message")) {
                 rc = -1;
+                break;
+            }
+            if (p->gone) {
+                rc = -2;
                 break;
             }
             wait_cv(ib, -1);
@@ -755,6 +872,8 @@ static int ib_recv_msg(rt_transport *t, int peer, void *buf, size_t len, rt_erro
     }
     send_credits(ib, p, IMM_CTRL_CREDIT, &p->ctrl_owed);
     pthread_mutex_unlock(&ib->mu);
+    if (rc == -2)
+        return gone_fail(ib, peer, "receive", err);
     return rc ? fail_from_state(ib, err) : 0;
 }
 
@@ -772,22 +891,32 @@ static void ib_get_stats(const rt_transport *t, rt_transport_stats *out)
 static void drain_sends(ib_transport *ib)
 {
     pthread_mutex_lock(&ib->mu);
-    for (int r = 0; r < ib->base.cfg.size && !ib->failed; r++) {
+    const rt_transport_config *c = &ib->base.cfg;
+    /* Tell every peer why we go: bye, or which rank we lost (so that ranks
+     * that are not its neighbours can name it). */
+    uint32_t notice = ib->failed ? (uint32_t)NOTICE_LOST << 28 |
+                                       (uint32_t)(ib->lost_rank >= 0 ? ib->lost_rank : c->rank)
+                                 : (uint32_t)NOTICE_BYE << 28;
+    for (int r = 0; r < c->size; r++) {
         ib_peer *p = &ib->peers[r];
-        if (r == ib->base.cfg.rank || p->state != PEER_CONNECTED || !sq_room(p, 1))
+        if (r == c->rank || p->state != PEER_CONNECTED || p->gone || r == ib->lost_rank ||
+            !sq_room(p, 2))
             continue;
+        struct ibv_send_wr note = {.opcode = IBV_WR_SEND_WITH_IMM,
+                                   .imm_data = htonl((uint32_t)IMM_NOTICE << 30 | notice)};
         struct ibv_send_wr wr = {
             .opcode = IBV_WR_RDMA_WRITE,
             .wr.rdma = {.remote_addr = p->remote.addr, .rkey = p->remote.rkey}};
-        if (post_send(ib, p, &wr, 1, WR_DRAIN, 0, 1, "drain") == 0)
+        note.next = &wr;
+        if (post_send(ib, p, &note, 2, WR_DRAIN, 0, 1, "drain") == 0)
             p->drains_pending++;
     }
-    double deadline = rt_now() + 5.0;
+    double deadline = rt_now() + (ib->failed ? 1.0 : 5.0);
     for (;;) {
         int pending = 0;
-        for (int r = 0; r < ib->base.cfg.size; r++)
+        for (int r = 0; r < c->size; r++)
             pending += (int)ib->peers[r].drains_pending;
-        if (!pending || ib->failed || rt_now() >= deadline || !ib->thread_started)
+        if (!pending || rt_now() >= deadline)
             break;
         wait_cv(ib, deadline);
     }
@@ -845,6 +974,7 @@ static void ib_close(rt_transport *t)
     free(ib->arrq);
     pthread_cond_destroy(&ib->cv);
     pthread_mutex_destroy(&ib->mu);
+    pthread_mutex_destroy(&ib->poll_mu);
     rt_transport_base_free(t);
     free(ib);
 }
@@ -1016,7 +1146,7 @@ static int setup_device(ib_transport *ib, rt_error *err)
     uint32_t rq = 2 * c->n_slots + 2 * CTRL_CREDITS + 8;
     uint32_t sq = 3 * c->n_slots + 2 * CTRL_CREDITS + SIGNAL_EVERY + 8;
     int cqe = (int)((rq + sq) * (uint32_t)(c->size > 1 ? c->size - 1 : 1));
-    if (c->event_mode && !(ib->cc = ibv_create_comp_channel(ib->ctx)))
+    if (!(ib->cc = ibv_create_comp_channel(ib->ctx)))
         return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "ib: ibv_create_comp_channel on %s", dev);
     if (!(ib->cq = ibv_create_cq(ib->ctx, cqe, NULL, ib->cc, 0)))
         return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "ib: ibv_create_cq(%d) on %s", cqe, dev);
@@ -1393,12 +1523,14 @@ int rt_ib_open(const rt_transport_config *cfg, rt_transport **out, rt_error *err
     if (!ib)
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
     pthread_mutex_init(&ib->mu, NULL);
+    pthread_mutex_init(&ib->poll_mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&ib->cv, &ca);
     pthread_condattr_destroy(&ca);
     ib->wake_fd = -1;
+    ib->lost_rank = -1;
     if (rt_transport_base_init(&ib->base, &ib_ops, cfg, err)) {
         free(ib);
         return -1;

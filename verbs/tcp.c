@@ -1,7 +1,7 @@
 /*
  * tcp.c - the TCP backend: transport.h's semantics over plain sockets.
  *
- * Connections (all set up by tcp_connect_all, then the listener is closed):
+ * Connections (all set up by connect_all, then the listener is closed):
  *   - ring out: to the next rank.  We write block frames, read credits.
  *   - ring in:  from the previous rank.  We read block frames, write credits.
  *   - control:  one per peer pair, for send_msg/recv_msg (collectives).
@@ -17,7 +17,12 @@
  *     source slot is free again, and slots are refilled by the previous rank).
  *   - creditor: reads credits from the next rank.
  * rt_transport_pass waits for a credit, queues the pass and returns, so the
- * caller computes while the sender thread writes.
+ * caller computes while the sender thread writes.  (Blocks up to INLINE_MAX
+ * bytes are written by the caller itself when the sender is idle and the
+ * socket takes them at once: cheaper than a thread hand-off.)
+ *
+ * Ring sockets get 4 MiB send/receive buffers; ROTOR_TCP_SOCKBUF=bytes
+ * overrides that (0 = kernel autotuning), for benchmarking.
  *
  * Failure: an error, EOF or protocol violation on any connection marks the
  * transport failed with a message naming the peer ("lost rank 1 (host:port):
@@ -38,6 +43,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -113,9 +119,11 @@ typedef struct tcp_transport {
      * failure relays (which only try-lock, so they never block). */
     pthread_mutex_t next_wmu, prev_wmu;
 
-    pthread_mutex_t mu;     /* everything below */
-    pthread_cond_t cv_main; /* callers: credits, arrivals, flush, failure */
-    pthread_cond_t cv_send; /* sender thread: queued passes, close, failure */
+    pthread_mutex_t mu;        /* everything below */
+    pthread_cond_t cv_credit;  /* pass: credits, next rank closed, failure */
+    pthread_cond_t cv_arrival; /* wait_arrival: arrivals, previous rank closed, failure */
+    pthread_cond_t cv_main;    /* flush: passes completed; failure */
+    pthread_cond_t cv_send;    /* sender thread: queued passes, close, failure */
 
     pass_item *q; /* n_slots entries: passes queued for the sender */
     uint32_t q_head, q_count;
@@ -200,6 +208,17 @@ static void tune_socket(int fd, int ring)
 {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    /* A peer host that vanishes without closing (power loss, cable) is found
+     * by keepalive probes when the connection is idle and by the user
+     * timeout when sent data stays unacknowledged, even with
+     * peer_timeout_ms == 0.  A live but busy peer's kernel answers both. */
+    int idle = 10, intvl = 5, cnt = 3;
+    unsigned user_timeout_ms = 30000;
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof(user_timeout_ms));
     /* ROTOR_TCP_SOCKBUF=bytes overrides the ring buffer size (0 = leave it
      * to kernel autotuning); meant for benchmarking. */
     const char *env = getenv("ROTOR_TCP_SOCKBUF");
@@ -313,6 +332,8 @@ static void fail_locked(tcp_transport *t, const char *fmt, ...)
         relay_failure(t, t->fail.msg);
     }
     shutdown_all(t);
+    pthread_cond_broadcast(&t->cv_credit);
+    pthread_cond_broadcast(&t->cv_arrival);
     pthread_cond_broadcast(&t->cv_main);
     pthread_cond_broadcast(&t->cv_send);
 }
@@ -344,13 +365,13 @@ static void *receiver_main(void *arg)
         if (e) {
             if (!t->closing && !t->prev_closed)
                 lost_locked(t, t->prev, e < 0 ? 0 : e);
-            pthread_cond_broadcast(&t->cv_main);
+            pthread_cond_broadcast(&t->cv_arrival);
             pthread_mutex_unlock(&t->mu);
             return NULL;
         }
         if (h.type == FRAME_BYE) {
             t->prev_closed = 1;
-            pthread_cond_broadcast(&t->cv_main);
+            pthread_cond_broadcast(&t->cv_arrival);
             pthread_mutex_unlock(&t->mu);
             continue; /* expect EOF next */
         }
@@ -371,8 +392,7 @@ static void *receiver_main(void *arg)
         char who[320];
         if (h.type != FRAME_BLOCK || h.len > t->slot_bytes) {
             fail_locked(t, "lost %s: protocol error: bad block frame (type %#x, %llu bytes)",
-                        peer_str(t, t->prev, who, sizeof(who)), h.type,
-                        (unsigned long long)h.len);
+                        peer_str(t, t->prev, who, sizeof(who)), h.type, (unsigned long long)h.len);
             pthread_mutex_unlock(&t->mu);
             return NULL;
         }
@@ -397,13 +417,13 @@ static void *receiver_main(void *arg)
             return NULL;
         }
         uint32_t at = (t->a_head + t->a_count) % t->n_slots;
-        t->aq[at] = (rt_arrival){.slot = slot, .block = h.block, .epoch = h.epoch,
-                                 .len = (size_t)h.len};
+        t->aq[at] =
+            (rt_arrival){.slot = slot, .block = h.block, .epoch = h.epoch, .len = (size_t)h.len};
         t->a_count++;
         t->arrivals++;
         t->stats.passes_received++;
         t->stats.bytes_received += h.len;
-        pthread_cond_broadcast(&t->cv_main);
+        pthread_cond_signal(&t->cv_arrival);
         pthread_mutex_unlock(&t->mu);
     }
 }
@@ -418,13 +438,13 @@ static void *creditor_main(void *arg)
         if (e) {
             if (!t->closing && !t->next_closed)
                 lost_locked(t, t->next, e < 0 ? 0 : e);
-            pthread_cond_broadcast(&t->cv_main);
+            pthread_cond_broadcast(&t->cv_credit);
             pthread_mutex_unlock(&t->mu);
             return NULL;
         }
         if (c == CREDIT_BYE) {
             t->next_closed = 1;
-            pthread_cond_broadcast(&t->cv_main);
+            pthread_cond_broadcast(&t->cv_credit);
             pthread_mutex_unlock(&t->mu);
             continue;
         }
@@ -454,7 +474,7 @@ static void *creditor_main(void *arg)
             return NULL;
         }
         t->credits += c;
-        pthread_cond_broadcast(&t->cv_main);
+        pthread_cond_signal(&t->cv_credit);
         pthread_mutex_unlock(&t->mu);
     }
 }
@@ -660,8 +680,27 @@ static int try_connect(const struct addrinfo *ai, double deadline, int *e)
     return fd;
 }
 
-/* Connect to rank r, retrying until the deadline (peers start at different times). */
-static int connect_retry(tcp_transport *t, int r, double deadline, rt_error *err)
+static int read_reply(tcp_transport *t, conn *c, double deadline, uint32_t *their_init,
+                      rt_error *err);
+
+/* Read replies that already arrived on our outgoing connections, so that a
+ * peer which rejected us (and quit) is reported while we still retry others. */
+static int early_replies(tcp_transport *t, conn *out, int n_out, double deadline,
+                         uint32_t *next_init, rt_error *err)
+{
+    for (int i = 0; i < n_out; i++) {
+        struct pollfd pfd = {.fd = out[i].fd, .events = POLLIN};
+        if (!out[i].replied && poll(&pfd, 1, 0) == 1 &&
+            read_reply(t, &out[i], deadline, next_init, err))
+            return -1;
+    }
+    return 0;
+}
+
+/* Connect to rank r, retrying until the deadline (peers start at different
+ * times).  out[0..n_out-1] are the connections made so far. */
+static int connect_retry(tcp_transport *t, int r, double deadline, conn *out, int n_out,
+                         uint32_t *next_init, rt_error *err)
 {
     char who[320];
     struct addrinfo *res;
@@ -678,6 +717,10 @@ static int connect_retry(tcp_transport *t, int r, double deadline, rt_error *err
         }
         if (rt_now() >= deadline)
             break;
+        if (early_replies(t, out, n_out, deadline, next_init, err)) {
+            freeaddrinfo(res);
+            return -1;
+        }
         struct timespec ts = {0, 20 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
@@ -735,19 +778,20 @@ static int check_hello(const tcp_transport *t, const hello *h, conn *in, int n_i
         snprintf(why, cap, "protocol version %u, rank %d speaks %u", h->version, t->rank,
                  TCP_VERSION);
     else if (h->size != t->size)
-        snprintf(why, cap, "group size %d, rank %d has %d (different hostfiles?)", h->size,
-                 t->rank, t->size);
+        snprintf(why, cap, "group size %d, rank %d has %d (different hostfiles?)", h->size, t->rank,
+                 t->size);
     else if (h->to != t->rank)
-        snprintf(why, cap, "connected to rank %d's address believing it rank %d (hostfile "
-                 "mismatch?)", t->rank, h->to);
+        snprintf(why, cap,
+                 "connected to rank %d's address believing it rank %d (hostfile "
+                 "mismatch?)",
+                 t->rank, h->to);
     else if (from < 0 || from >= t->size || from == t->rank)
         snprintf(why, cap, "bad sender rank %d", from);
     else if (h->slot_bytes != t->slot_bytes || h->n_slots != t->n_slots)
         snprintf(why, cap, "window %u x %llu bytes, rank %d has %u x %zu", h->n_slots,
                  (unsigned long long)h->slot_bytes, t->rank, t->n_slots, t->slot_bytes);
     else if (h->purpose == CONN_RING && from != t->prev)
-        snprintf(why, cap, "ring connection from rank %d, expected it from rank %d", from,
-                 t->prev);
+        snprintf(why, cap, "ring connection from rank %d, expected it from rank %d", from, t->prev);
     else if (h->purpose == CONN_CTRL && from < t->rank)
         snprintf(why, cap, "control connection from lower rank %d", from);
     else if (h->purpose != CONN_RING && h->purpose != CONN_CTRL)
@@ -770,8 +814,7 @@ static int accept_one(tcp_transport *t, int lfd, conn *in, int *n_in, double dea
 {
     int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ||
-            errno == ECONNABORTED)
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED)
             return 0;
         return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "rank %d: accept", t->rank);
     }
@@ -871,7 +914,7 @@ static int connect_all(tcp_transport *t, rt_error *err)
     /* Outgoing: ring to next, control to every lower rank. */
     for (int k = 0; k < t->rank + 1; k++) {
         int peer = k == 0 ? t->next : k - 1, purpose = k == 0 ? CONN_RING : CONN_CTRL;
-        int fd = connect_retry(t, peer, deadline, err);
+        int fd = connect_retry(t, peer, deadline, out, n_out, &next_init, err);
         if (fd < 0)
             goto out;
         out[n_out++] = (conn){.fd = fd, .peer = peer, .purpose = purpose};
@@ -921,8 +964,8 @@ static int connect_all(tcp_transport *t, rt_error *err)
                         t->base.cfg.connect_timeout_ms, missing);
             else
                 rt_fail(err, RT_EXIT_RUNTIME,
-                        "rank %d: timed out after %d ms waiting for %d handshake replies",
-                        t->rank, t->base.cfg.connect_timeout_ms, pending_out);
+                        "rank %d: timed out after %d ms waiting for %d handshake replies", t->rank,
+                        t->base.cfg.connect_timeout_ms, pending_out);
             goto out;
         }
         for (int i = 0; i < np; i++) {
@@ -1010,7 +1053,7 @@ static int tcp_pass(rt_transport *base, uint32_t src_slot, size_t len, uint32_t 
                 return rt_fail(err, RT_EXIT_RUNTIME, "pass: %s has closed its transport",
                                peer_str(t, t->next, who, sizeof(who)));
             }
-            if (cond_wait_until(&t->cv_main, &t->mu, deadline) == ETIMEDOUT && !t->credits)
+            if (cond_wait_until(&t->cv_credit, &t->mu, deadline) == ETIMEDOUT && !t->credits)
                 fail_locked(t, "lost %s: no free slot for %d ms (peer timeout)",
                             peer_str(t, t->next, who, sizeof(who)), t->peer_timeout_ms);
         }
@@ -1021,8 +1064,8 @@ static int tcp_pass(rt_transport *base, uint32_t src_slot, size_t len, uint32_t 
     t->credits--;
     int try_inline = t->q_count == 0 && len <= INLINE_MAX;
     pass_item *it = &t->q[(t->q_head + t->q_count) % t->n_slots];
-    *it = (pass_item){.slot = src_slot, .block = block, .epoch = epoch, .len = len,
-                      .inline_owned = try_inline};
+    *it = (pass_item){
+        .slot = src_slot, .block = block, .epoch = epoch, .len = len, .inline_owned = try_inline};
     t->q_count++;
     t->passes_queued++;
     if (!try_inline) {
@@ -1043,6 +1086,8 @@ static int tcp_pass(rt_transport *base, uint32_t src_slot, size_t len, uint32_t 
         complete_head_locked(t);
     else
         pthread_cond_signal(&t->cv_send); /* the sender thread writes the rest */
+    if (t->failed)
+        goto failed;
     pthread_mutex_unlock(&t->mu);
     return 0;
 failed:
@@ -1066,8 +1111,7 @@ static int tcp_wait_arrival(rt_transport *base, rt_arrival *out, int timeout_ms,
         }
         int peer_first = peer > 0 && (user <= 0 || peer < user);
         double deadline = peer_first ? peer : user;
-        if (timeout_ms == 0 ||
-            cond_wait_until(&t->cv_main, &t->mu, deadline) == ETIMEDOUT) {
+        if (timeout_ms == 0 || cond_wait_until(&t->cv_arrival, &t->mu, deadline) == ETIMEDOUT) {
             if (t->a_count || t->failed)
                 break;
             if (!peer_first) {
@@ -1134,8 +1178,7 @@ static int ctl_failed(tcp_transport *t, int peer, int e, rt_error *err)
 static int check_ctl(tcp_transport *t, int peer, rt_error *err)
 {
     if (peer < 0 || peer >= t->size || peer == t->rank)
-        return rt_fail(err, RT_EXIT_RUNTIME, "transport: no control connection to rank %d",
-                       peer);
+        return rt_fail(err, RT_EXIT_RUNTIME, "transport: no control connection to rank %d", peer);
     pthread_mutex_lock(&t->mu);
     int rc = t->failed ? failed_locked(t, err) : 0;
     pthread_mutex_unlock(&t->mu);
@@ -1224,6 +1267,8 @@ static void tcp_free(tcp_transport *t)
                 close(t->ctl_fd[r]);
         free(t->ctl_fd);
     }
+    pthread_cond_destroy(&t->cv_credit);
+    pthread_cond_destroy(&t->cv_arrival);
     pthread_cond_destroy(&t->cv_main);
     pthread_cond_destroy(&t->cv_send);
     pthread_mutex_destroy(&t->mu);
@@ -1255,8 +1300,12 @@ static void tcp_close(rt_transport *base)
         if (!failed) {
             frame_hdr h = {.type = FRAME_BYE};
             uint32_t bye = CREDIT_BYE;
+            pthread_mutex_lock(&t->next_wmu);
             write_full(t->next_fd, &h, sizeof(h), MSG_DONTWAIT);
+            pthread_mutex_unlock(&t->next_wmu);
+            pthread_mutex_lock(&t->prev_wmu);
             write_full(t->prev_fd, &bye, sizeof(bye), MSG_DONTWAIT);
+            pthread_mutex_unlock(&t->prev_wmu);
         }
         pthread_mutex_lock(&t->mu);
         shutdown_all(t);
@@ -1287,29 +1336,42 @@ static int init_sync(tcp_transport *t, rt_error *err)
     pthread_mutex_init(&t->mu, NULL);
     pthread_mutex_init(&t->next_wmu, NULL);
     pthread_mutex_init(&t->prev_wmu, NULL);
+    pthread_cond_init(&t->cv_credit, &ca);
+    pthread_cond_init(&t->cv_arrival, &ca);
     pthread_cond_init(&t->cv_main, &ca);
     pthread_cond_init(&t->cv_send, &ca);
     pthread_condattr_destroy(&ca);
     return 0;
 }
 
+/* Start the receiver, credit and sender threads with every signal blocked,
+ * so the application's signal handlers run on its own threads. */
 static int start_threads(tcp_transport *t, rt_error *err)
 {
-    int e = pthread_create(&t->receiver, NULL, receiver_main, t);
-    if (e)
-        return rt_fail_errno(err, RT_EXIT_RUNTIME, e, "tcp: cannot start receiver thread");
-    e = pthread_create(&t->creditor, NULL, creditor_main, t);
-    if (e) {
-        shutdown_all(t);
-        pthread_join(t->receiver, NULL);
-        return rt_fail_errno(err, RT_EXIT_RUNTIME, e, "tcp: cannot start credit thread");
+    static const char *const names[3] = {"rotor-tcp-recv", "rotor-tcp-cred", "rotor-tcp-send"};
+    void *(*const mains[3])(void *) = {receiver_main, creditor_main, sender_main};
+    pthread_t *ids[3] = {&t->receiver, &t->creditor, &t->sender};
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int started = 0, e = 0;
+    for (; started < 3; started++) {
+        e = pthread_create(ids[started], NULL, mains[started], t);
+        if (e)
+            break;
+        pthread_setname_np(*ids[started], names[started]);
     }
-    e = pthread_create(&t->sender, NULL, sender_main, t);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (e) {
+        pthread_mutex_lock(&t->mu);
+        t->closing = 1; /* quiet exits */
         shutdown_all(t);
-        pthread_join(t->receiver, NULL);
-        pthread_join(t->creditor, NULL);
-        return rt_fail_errno(err, RT_EXIT_RUNTIME, e, "tcp: cannot start sender thread");
+        pthread_cond_broadcast(&t->cv_send);
+        pthread_mutex_unlock(&t->mu);
+        for (int i = 0; i < started; i++)
+            pthread_join(*ids[i], NULL);
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, e, "tcp: cannot start the %s thread",
+                             names[started]);
     }
     t->threads_started = 1;
     return 0;
@@ -1334,6 +1396,8 @@ int rt_tcp_open(const rt_transport_config *cfg, rt_transport **out, rt_error *er
     t->init_occ = cfg->initial_occupied;
     t->slot_bytes = t->base.cfg.slot_bytes; /* rounded up to RT_ALIGN */
     t->peer_timeout_ms = cfg->peer_timeout_ms;
+    if (t->base.cfg.connect_timeout_ms <= 0)
+        t->base.cfg.connect_timeout_ms = 30000;
     if (init_sync(t, err)) {
         rt_transport_base_free(&t->base);
         free(t);

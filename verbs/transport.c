@@ -60,8 +60,7 @@ static int check_config(const rt_transport_config *cfg, rt_error *err)
         return rt_fail(err, RT_EXIT_INPUT, "transport: rank %d is outside 0..%d", cfg->rank,
                        cfg->size - 1);
     if (cfg->size > 1 && !cfg->peers)
-        return rt_fail(err, RT_EXIT_INPUT, "transport: %d ranks but no peer addresses",
-                       cfg->size);
+        return rt_fail(err, RT_EXIT_INPUT, "transport: %d ranks but no peer addresses", cfg->size);
     if (cfg->n_slots < 2 || cfg->initial_occupied >= cfg->n_slots)
         return rt_fail(err, RT_EXIT_INPUT,
                        "transport: need n_slots >= 2 and initial_occupied < n_slots (got %u, %u)",

@@ -76,6 +76,7 @@ int main(int argc, char **argv)
                pts[o].objective, pts[o].train_rmse, pts[o].test_rmse);
     free(pts);
     free(H0);
+    free(d.row), free(d.col), free(d.val), free(d.trow), free(d.tcol), free(d.tval);
     rt_plan_close(&plan);
     return 0;
 }

@@ -308,9 +308,9 @@ static void test_kernels(void **state)
     assert_int_equal(s.n_runs, 3);
     float u_sub[3] = {0.5f, -1, 2}, v_sub[3] = {1, 2, -0.5f};
     float u_add[3] = {1, 0.25f, -1}, v[3] = {0.5f, 1.5f, -2};
-    double num[3] = {0}, den[3] = {0};
+    double acc[6] = {0};
     cd_adjust adj = {u_sub, v_sub, u_add, v};
-    cd_kernel_u(&s, &adj, v, num, den);
+    cd_kernel_u(&s, &adj, v, acc);
     double enum_[3] = {0}, eden[3] = {0};
     for (int e = 0; e < 6; e++) {
         uint32_t i = ent[e].row, j = ent[e].col;
@@ -320,8 +320,8 @@ static void test_kernels(void **state)
         eden[i] += (double)v[j] * v[j];
     }
     for (int i = 0; i < 3; i++) {
-        assert_true(fabs(num[i] - enum_[i]) < 1e-9);
-        assert_true(fabs(den[i] - eden[i]) < 1e-12);
+        assert_true(fabs(acc[2 * i] - enum_[i]) < 1e-9);
+        assert_true(fabs(acc[2 * i + 1] - eden[i]) < 1e-12);
     }
     /* Test residuals get exactly the same adjustment. */
     cd_kernel_adjust(&ts, &adj);
@@ -334,32 +334,50 @@ static void test_kernels(void **state)
                     1e-6f);
     float before[6];
     memcpy(before, cells.res, sizeof(before));
-    double n2[3] = {0}, d2[3] = {0};
-    cd_kernel_u(&s, NULL, v, n2, d2);
+    double acc2[6] = {0};
+    cd_kernel_u(&s, NULL, v, acc2);
     assert_memory_equal(before, cells.res, sizeof(before));
-    assert_true(fabs(n2[2] - enum_[2]) < 1e-9);
+    assert_true(fabs(acc2[4] - enum_[2]) < 1e-9);
+    /* A long run (more than the 4-way unrolling) sums like the plain loop. */
+    rt_entry longrun[11];
+    float lv[11];
+    double lnum = 0, lden = 0;
+    for (uint32_t e = 0; e < 11; e++) {
+        longrun[e] = (rt_entry){0, e, 0.5f * (float)e - 2};
+        lv[e] = 0.25f * (float)(e % 5) - 0.5f;
+        lnum += (double)longrun[e].val * lv[e];
+        lden += (double)lv[e] * lv[e];
+    }
+    uint64_t loff[2] = {0, 11};
+    cd_cells lc;
+    assert_int_equal(cd_cells_build(&lc, longrun, loff, 1, &err), 0);
+    cd_span ls = cd_cells_block(&lc, 0);
+    double lacc[2] = {0};
+    cd_kernel_u(&ls, NULL, lv, lacc);
+    assert_true(fabs(lacc[0] - lnum) < 1e-9 && fabs(lacc[1] - lden) < 1e-9);
+    cd_cells_free(&lc);
     /* V phase sums over columns; ssq only when asked. */
-    double vn[3] = {0}, vd[3] = {0};
-    assert_true(cd_kernel_v(&s, u_add, vn, vd, 0) == 0);
-    double ssq = cd_kernel_v(&s, u_add, vn, vd, 1), essq = 0;
+    double vacc[6] = {0};
+    assert_true(cd_kernel_v(&s, u_add, vacc, 0) == 0);
+    double ssq = cd_kernel_v(&s, u_add, vacc, 1), essq = 0;
     for (int e = 0; e < 6; e++)
         essq += (double)cells.res[e] * cells.res[e];
     assert_true(fabs(ssq - essq) < 1e-9);
     /* column 1: entries 2 (row 1) and 4 (row 2), accumulated twice */
     double cn = (double)cells.res[2] * u_add[1] + (double)cells.res[4] * u_add[2];
     double cd = (double)u_add[1] * u_add[1] + (double)u_add[2] * u_add[2];
-    assert_true(fabs(vn[1] - 2 * cn) < 1e-9 && fabs(vd[1] - 2 * cd) < 1e-12);
+    assert_true(fabs(vacc[2] - 2 * cn) < 1e-9 && fabs(vacc[3] - 2 * cd) < 1e-12);
     /* Solve; an empty row with lambda = 0 gives 0, not NaN. */
-    double sn[2] = {3, 0}, sd[2] = {1, 0};
+    double sacc[4] = {3, 1, 0, 0};
     float out[2];
-    cd_solve(sn, sd, 2, 0.5, out);
+    cd_solve(sacc, 2, 0.5, out);
     assert_true(fabsf(out[0] - 2.0f) < 1e-7f);
-    cd_solve(sn, sd, 2, 0.0, out);
+    cd_solve(sacc, 2, 0.0, out);
     assert_true(out[0] == 3.0f && out[1] == 0.0f);
     /* Loss delta: v^2 den - 2 v num. */
-    float lv[2] = {2, -1};
-    double ln[2] = {1, 3}, ld[2] = {4, 5};
-    assert_true(fabs(cd_loss_delta(lv, ln, ld, 2) - (16 - 4 + 5 + 6)) < 1e-12);
+    float dv[2] = {2, -1};
+    double dacc[4] = {1, 4, 3, 5};
+    assert_true(fabs(cd_loss_delta(dv, dacc, 2) - (16 - 4 + 5 + 6)) < 1e-12);
     /* Entries not grouped by row are refused. */
     rt_entry bad[3] = {{1, 0, 1}, {0, 1, 1}, {1, 2, 1}};
     uint64_t boff[2] = {0, 3};
@@ -489,6 +507,110 @@ static void test_rejects_foreign_payload(void **state)
     toy_free(&t);
 }
 
+/* ---- options: `rotor train --app cd-mf ...` hands these to parse/check ---- */
+
+static int parse(void **o, rt_error *err, int argc, ...)
+{
+    char *argv[16] = {"cd-mf"};
+    va_list ap;
+    va_start(ap, argc);
+    for (int i = 1; i < argc; i++)
+        argv[i] = va_arg(ap, char *);
+    va_end(ap);
+    *o = NULL;
+    memset(err, 0, sizeof(*err));
+    return rt_app_cd_mf.parse(argc, argv, o, err);
+}
+
+static void expect_bad(const char *what, int argc, ...)
+{
+    char *argv[16] = {"cd-mf"};
+    va_list ap;
+    va_start(ap, argc);
+    for (int i = 1; i < argc; i++)
+        argv[i] = va_arg(ap, char *);
+    va_end(ap);
+    void *o = NULL;
+    rt_error err = {0};
+    assert_int_equal(rt_app_cd_mf.parse(argc, argv, &o, &err), -1);
+    assert_null(o);
+    assert_int_equal(err.code, RT_EXIT_INPUT);
+    if (!strstr(err.msg, what) || strchr(err.msg, '\n'))
+        fail_msg("message '%s' should be one line naming %s", err.msg, what);
+}
+
+static void test_options(void **state)
+{
+    (void)state;
+    void *p;
+    rt_error err;
+    assert_int_equal(parse(&p, &err, 11, "--rank", "7", "--outer", "4", "--inner", "2",
+                           "--lambda=0.5", "--seed", "9", "--init-scale"),
+                     -1); /* a value is missing */
+    assert_int_equal(parse(&p, &err, 10, "--rank", "7", "--outer", "4", "--inner", "2",
+                           "--lambda=0.5", "--seed", "9"),
+                     0);
+    const cd_opts *o = p;
+    assert_int_equal(o->mf.k, 7);
+    assert_int_equal(o->outer, 4);
+    assert_int_equal(o->inner, 2);
+    assert_true(o->mf.lambda == 0.5);
+    assert_int_equal(o->mf.seed, 9);
+    free(p);
+    assert_int_equal(parse(&p, &err, 1), 0); /* defaults */
+    o = p;
+    assert_true(o->mf.k >= 1 && o->outer >= 1 && o->inner >= 1 && o->mf.lambda >= 0);
+    free(p);
+    assert_int_equal(parse(&p, &err, 3, "--lambda", "0"), 0); /* lambda = 0 is allowed */
+    free(p);
+}
+
+static void test_rejects_rank(void **state)
+{
+    (void)state;
+    expect_bad("--rank", 3, "--rank", "0");
+    expect_bad("--rank", 3, "--rank", "-2");
+    expect_bad("--rank", 3, "--rank", "x");
+}
+
+static void test_rejects_lambda(void **state)
+{
+    (void)state;
+    expect_bad("--lambda", 3, "--lambda", "-1");
+    expect_bad("--lambda", 2, "--lambda=-0.001");
+    expect_bad("--lambda", 3, "--lambda", "nan");
+}
+
+static void test_rejects_inner_outer(void **state)
+{
+    (void)state;
+    expect_bad("--inner", 3, "--inner", "0");
+    expect_bad("--inner", 3, "--inner", "-1");
+    expect_bad("--outer", 3, "--outer", "0");
+    expect_bad("--frobnicate", 3, "--frobnicate", "1");
+}
+
+static void test_rejects_other_plans(void **state)
+{
+    (void)state;
+    void *p;
+    rt_error err;
+    assert_int_equal(parse(&p, &err, 1), 0);
+    rt_plan plan;
+    memset(&plan, 0, sizeof(plan));
+    snprintf(plan.dir, sizeof(plan.dir), "some/plan");
+    plan.app = RT_PLAN_LDA;
+    assert_int_equal(rt_app_cd_mf.check(p, &plan, &err), -1);
+    assert_int_equal(err.code, RT_EXIT_INPUT);
+    assert_non_null(strstr(err.msg, "lda"));
+    assert_non_null(strstr(err.msg, "cd-mf"));
+    plan.app = RT_PLAN_MF;
+    assert_int_equal(rt_app_cd_mf.check(p, &plan, &err), 0);
+    assert_int_equal(rt_app_cd_mf.plan_app, RT_PLAN_MF);
+    assert_string_equal(rt_app_cd_mf.name, "cd-mf");
+    free(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -499,6 +621,11 @@ int main(void)
         cmocka_unit_test(test_matches_reference_no_lambda),
         cmocka_unit_test(test_split_is_bit_identical),
         cmocka_unit_test(test_rejects_foreign_payload),
+        cmocka_unit_test(test_options),
+        cmocka_unit_test(test_rejects_rank),
+        cmocka_unit_test(test_rejects_lambda),
+        cmocka_unit_test(test_rejects_inner_outer),
+        cmocka_unit_test(test_rejects_other_plans),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

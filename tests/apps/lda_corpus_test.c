@@ -202,10 +202,8 @@ static void test_text(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_uci),
-        cmocka_unit_test(test_uci_bad),
-        cmocka_unit_test(test_lines),
-        cmocka_unit_test(test_libsvm_ldac),
+        cmocka_unit_test(test_uci),   cmocka_unit_test(test_uci_bad),
+        cmocka_unit_test(test_lines), cmocka_unit_test(test_libsvm_ldac),
         cmocka_unit_test(test_text),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -152,6 +152,7 @@ int main(int argc, char **argv)
         return gibbs(argc, argv);
     if (argc >= 2 && !strcmp(argv[1], "cosine"))
         return cosine(argc, argv);
-    fprintf(stderr, "usage: lda_ref gibbs --input FILE ... | lda_ref cosine TRUE.npy LEARNED.npy\n");
+    fprintf(stderr,
+            "usage: lda_ref gibbs --input FILE ... | lda_ref cosine TRUE.npy LEARNED.npy\n");
     return 2;
 }

@@ -44,7 +44,8 @@ static void make_problem(problem *p, uint32_t k, uint64_t seed)
     for (size_t i = 0; i < (size_t)p->cols * 4; i++)
         ht[i] = (float)rt_rng_normal(&rng) * 0.7f;
     for (size_t i = 0; i < p->n; i++) {
-        uint32_t u = (uint32_t)rt_rng_below(&rng, p->rows), v = (uint32_t)rt_rng_below(&rng, p->cols);
+        uint32_t u = (uint32_t)rt_rng_below(&rng, p->rows),
+                 v = (uint32_t)rt_rng_below(&rng, p->cols);
         float r = 0;
         for (int d = 0; d < 4; d++)
             r += wt[u * 4 + d] * ht[v * 4 + d];

@@ -34,7 +34,8 @@ bad ldac-range ".*/ap2.dat:1: word id 3 outside the vocabulary" \
 bad libsvm-count ".*/s.svm:2: count in 'y:0' must be a positive integer" \
     --input "$(w s.svm 'd1 x:1\nd2 y:0\n')"
 bad missing-file ".*/nope.txt: cannot open" --input "$TMP/nope.txt"
-bad no-nodes "--input, --out, --nodes and --threads are required" --input "$vocab3" --nodes 0
+bad no-nodes "--nodes: expected an integer >= 1" --input "$vocab3" --nodes 0
+bad no-input "--input, --out, --nodes and --threads are required"
 
 # Empty documents are kept and counted, not fatal.
 "$ROTOR" partition --app lda --nodes 1 --threads 2 --out "$TMP/plan" \

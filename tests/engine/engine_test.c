@@ -73,8 +73,8 @@ static int rec_step_end(void *app, rt_engine *eng, uint64_t rot, uint32_t step, 
     return 0;
 }
 
-static int rec_rotation_end(void *app, rt_engine *eng, uint64_t rot,
-                            const rt_rotation_stats *st, int *stop, rt_error *err)
+static int rec_rotation_end(void *app, rt_engine *eng, uint64_t rot, const rt_rotation_stats *st,
+                            int *stop, rt_error *err)
 {
     recorder *r = app;
     const rt_plan *p = r->plan;

@@ -13,10 +13,18 @@
 #include <cmocka.h>
 
 static const char *const all_vars[] = {
-    "ROTOR_RANK",    "ROTOR_SIZE",          "ROTOR_LOCAL_RANK",
-    "ROTOR_HOSTFILE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-    "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK", "PMI_SIZE",
-    "MPI_LOCALRANKID", "SLURM_PROCID",    "SLURM_NTASKS",
+    "ROTOR_RANK",
+    "ROTOR_SIZE",
+    "ROTOR_LOCAL_RANK",
+    "ROTOR_HOSTFILE",
+    "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_SIZE",
+    "OMPI_COMM_WORLD_LOCAL_RANK",
+    "PMI_RANK",
+    "PMI_SIZE",
+    "MPI_LOCALRANKID",
+    "SLURM_PROCID",
+    "SLURM_NTASKS",
     "SLURM_LOCALID",
 };
 
@@ -52,8 +60,8 @@ static const char *write_file(const char *name, const char *text)
 
 static rt_group_config cfg_env(void)
 {
-    rt_group_config c = {.rank = -1, .size = -1, .local_rank = -1, .hostfile = NULL,
-                         .base_port = 0};
+    rt_group_config c = {
+        .rank = -1, .size = -1, .local_rank = -1, .hostfile = NULL, .base_port = 0};
     return c;
 }
 
@@ -220,6 +228,7 @@ static void test_hostfile_errors(void **state)
     expect_bad("a\nb\nc\n", 2, "line 3", "more than 2");
     expect_bad("a\n\n# only one\n", 2, NULL, "1 entry");
     expect_bad(":5\nb\n", 2, "line 1", "empty host");
+    expect_bad("a\nb:1 2\n", 2, "line 2", "two ports");
     rt_peer *p;
     rt_error err;
     assert_int_equal(rt_hostfile_read("/nonexistent/hosts", 2, 18515, &p, &err), -1);

@@ -441,14 +441,107 @@ static void test_split(void **state)
     rt_triplets_free(&all), rt_triplets_free(&test);
 }
 
+/* A tiny grid budget forces the LPT fallback for most columns; the plan is
+ * still complete and better balanced than random.  Also: "dir/" works and a
+ * corrupted rows.ids is caught. */
+static void test_budget_fallback_and_ids(void **state)
+{
+    (void)state;
+    problem p;
+    problem_make(&p, RT_PLAN_MF, 400, 300, 8000, 0, 8);
+    char dir[512], slash[520], path[600];
+    snprintf(dir, sizeof(dir), "%s/budget", tmpdir);
+    snprintf(slash, sizeof(slash), "%s/", dir);
+    setenv("ROTOR_BALANCE_BUDGET", "500", 1);
+    rt_plan_input in = {
+        .app = RT_PLAN_MF, .train = &p.train, .rows = &p.rows, .cols = &p.cols, .test = &p.test};
+    rt_plan_options opt = {.nodes = 2, .threads = 2, .seed = 3};
+    rt_plan_summary sum;
+    rt_error err;
+    assert_int_equal(rt_plan_write(slash, &in, &opt, &sum, &err), 0);
+    unsetenv("ROTOR_BALANCE_BUDGET");
+    assert_true(sum.imbalance.col_blocks < sum.random_imbalance.col_blocks);
+    assert_true(sum.imbalance.row_blocks < sum.random_imbalance.row_blocks);
+    assert_int_equal(sum.blocks, 8);
+    check_roundtrip(&p, RT_PLAN_MF, 0, dir);
+    /* corrupt one character of rows.ids */
+    snprintf(path, sizeof(path), "%s/rows.ids", dir);
+    FILE *fp = fopen(path, "r+b");
+    assert_non_null(fp);
+    fseek(fp, 2, SEEK_SET);
+    fputc('#', fp);
+    fclose(fp);
+    rt_plan plan;
+    assert_int_equal(rt_plan_open(dir, &plan, &err), 0);
+    char **ids;
+    uint64_t n;
+    assert_int_equal(rt_plan_read_ids(&plan, "rows", &ids, &n, &err), -1);
+    assert_int_equal(err.code, RT_EXIT_INPUT);
+    assert_non_null(strstr(err.msg, "rows.ids: checksum mismatch"));
+    assert_int_equal(rt_plan_read_ids(&plan, "cols", &ids, &n, &err), 0);
+    assert_int_equal(n, p.cols.n);
+    free(ids);
+    rt_plan_close(&plan);
+    problem_free(&p);
+}
+
+static int by_row_col(const void *x, const void *y)
+{
+    const rt_entry *a = x, *b = y;
+    if (a->row != b->row)
+        return a->row < b->row ? -1 : 1;
+    return a->col < b->col ? -1 : a->col > b->col;
+}
+
+static int by_col_row(const void *x, const void *y)
+{
+    const rt_entry *a = x, *b = y;
+    if (a->col != b->col)
+        return a->col < b->col ? -1 : 1;
+    return a->row < b->row ? -1 : a->row > b->row;
+}
+
+static int by_row(const void *x, const void *y)
+{
+    const rt_entry *a = x, *b = y;
+    return a->row < b->row ? -1 : a->row > b->row;
+}
+
+/* Inputs already sorted (by user / document) take shortcuts in the block
+ * sort: the plans must still be complete and correctly ordered. */
+static void test_presorted_inputs(void **state)
+{
+    (void)state;
+    int (*cmps[])(const void *, const void *) = {by_row_col, by_col_row, by_row};
+    for (int app = RT_PLAN_MF; app <= RT_PLAN_LDA; app++)
+        for (int k = 0; k < 3; k++) {
+            problem p;
+            problem_make(&p, (rt_plan_app)app, 150, 90, 3000, app == RT_PLAN_LDA, 10 + k);
+            qsort(p.train.e, p.train.n, sizeof(rt_entry), cmps[k]);
+            qsort(p.test.e, p.test.n, sizeof(rt_entry), cmps[k]);
+            char dir[512];
+            snprintf(dir, sizeof(dir), "%s/sorted-%d-%d", tmpdir, app, k);
+            rt_error err;
+            assert_int_equal(
+                write_plan(&p, (rt_plan_app)app, app == RT_PLAN_LDA, dir, 2, 2, 2, 0, &err), 0);
+            check_roundtrip(&p, (rt_plan_app)app, app == RT_PLAN_LDA, dir);
+            problem_free(&p);
+        }
+}
+
 int main(void)
 {
     rt_log_level = RT_LOG_ERROR;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_roundtrip_mf),  cmocka_unit_test(test_roundtrip_lda_heldout),
-        cmocka_unit_test(test_lda_bad_count), cmocka_unit_test(test_deterministic_and_force),
-        cmocka_unit_test(test_corrupt_shard), cmocka_unit_test(test_bad_manifest),
+        cmocka_unit_test(test_roundtrip_mf),
+        cmocka_unit_test(test_roundtrip_lda_heldout),
+        cmocka_unit_test(test_lda_bad_count),
+        cmocka_unit_test(test_deterministic_and_force),
+        cmocka_unit_test(test_corrupt_shard),
+        cmocka_unit_test(test_bad_manifest),
         cmocka_unit_test(test_split),
+        cmocka_unit_test(test_budget_fallback_and_ids),
+        cmocka_unit_test(test_presorted_inputs),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -185,6 +185,11 @@ static void test_bad_inputs(void **state)
         {"mm-sym.mtx", "%%MatrixMarket matrix coordinate real symmetric\n3 3 1\n1 1 1\n",
          RT_FMT_AUTO, "mm-sym.mtx:1:", "symmetric"},
         {"mm-nobanner.mtx", "3 3 1\n1 1 1\n", RT_FMT_MM, "mm-nobanner.mtx:1:", "banner"},
+        {"mm-blank1.mtx", "\n3 3 1\n1 1 1\n", RT_FMT_MM, "mm-blank1.mtx:1:", "banner"},
+        {"mm-empty.mtx", "%%MatrixMarket matrix coordinate real general\n", RT_FMT_AUTO,
+         "mm-empty.mtx:1:", "no MatrixMarket size line"},
+        {"mm-zero.mtx", "%%MatrixMarket matrix coordinate real general\n3 3 0\n", RT_FMT_AUTO,
+         "mm-zero.mtx:2:", "no ratings"},
         {"empty.txt", "", RT_FMT_AUTO, "empty.txt:1:", "no ratings"},
         {"comments.txt", "# nothing\n\n", RT_FMT_AUTO, "comments.txt:2:", "no ratings"},
         {"dat.dat", "1::2::3\n1::2\n", RT_FMT_AUTO, "dat.dat:2:", "fields"},
@@ -226,13 +231,54 @@ static void test_many_lines(void **state)
     parsed_free(&p);
 }
 
+/* The id map's three paths (small values, big values, strings) share one
+ * dense id space in first-appearance order; "7" and "007" are different ids. */
+static void test_idmap(void **state)
+{
+    (void)state;
+    static const char *ids[] = {"7",       "007",     "5000000", "12345678901234567",
+                                "x7",      "0",       "",        "99999999999999999999",
+                                "4194303", "4194304", "user7",   "-3"};
+    const size_t n = sizeof(ids) / sizeof(ids[0]);
+    rt_idmap m;
+    rt_idmap_init(&m);
+    rt_error err;
+    for (int round = 0; round < 2; round++)
+        for (size_t i = 0; i < n; i++) {
+            uint32_t id;
+            assert_int_equal(rt_idmap_intern(&m, ids[i], strlen(ids[i]), &id, &err), 0);
+            assert_int_equal(id, i);
+            assert_int_equal(rt_idmap_find(&m, ids[i], strlen(ids[i])), (int64_t)i);
+            assert_string_equal(rt_idmap_str(&m, i), ids[i]);
+        }
+    assert_int_equal(m.n, n);
+    assert_int_equal(rt_idmap_find(&m, "8", 1), -1);
+    assert_int_equal(rt_idmap_find(&m, "70", 2), -1);
+    assert_int_equal(rt_idmap_find(&m, "5000001", 7), -1);
+    assert_int_equal(rt_idmap_find(&m, "user", 4), -1);
+    /* many ids: tables grow and keep every mapping */
+    char s[32];
+    for (uint32_t k = 0; k < 200000; k++) {
+        uint32_t id;
+        int len = snprintf(s, sizeof(s), k % 3 == 0 ? "%u" : k % 3 == 1 ? "%u000000" : "s%u", k);
+        assert_int_equal(rt_idmap_intern(&m, s, (size_t)len, &id, &err), 0);
+    }
+    for (uint32_t k = 0; k < 200000; k += 7) {
+        int len = snprintf(s, sizeof(s), k % 3 == 0 ? "%u" : k % 3 == 1 ? "%u000000" : "s%u", k);
+        int64_t id = rt_idmap_find(&m, s, (size_t)len);
+        assert_true(id >= 0);
+        assert_string_equal(rt_idmap_str(&m, (uint64_t)id), s);
+    }
+    rt_idmap_free(&m);
+}
+
 int main(void)
 {
     rt_log_level = RT_LOG_ERROR;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_formats),         cmocka_unit_test(test_libmf_and_string_ids),
         cmocka_unit_test(test_test_file_drops), cmocka_unit_test(test_bad_inputs),
-        cmocka_unit_test(test_many_lines),
+        cmocka_unit_test(test_many_lines),      cmocka_unit_test(test_idmap),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

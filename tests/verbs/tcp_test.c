@@ -26,9 +26,9 @@ typedef struct rank_ctx {
     rt_peer *peers;
     size_t slot_bytes;
     int connect_timeout_ms, peer_timeout_ms;
-    int rc;          /* result of the scenario body */
-    rt_error err;    /* its error */
-    double seconds;  /* how long the body took */
+    int rc;         /* result of the scenario body */
+    rt_error err;   /* its error */
+    double seconds; /* how long the body took */
     void (*body)(struct rank_ctx *c);
 } rank_ctx;
 
@@ -69,13 +69,19 @@ static void *rank_main(void *arg)
 }
 
 /* Run body on `size` ranks (threads); `tweak` may adjust each rank first. */
-static void run_ranks(rank_ctx *ctx, int size, void (*body)(rank_ctx *),
-                      void (*tweak)(rank_ctx *))
+static void run_ranks(rank_ctx *ctx, int size, void (*body)(rank_ctx *), void (*tweak)(rank_ctx *))
 {
     static rt_peer peers[MAXR];
     for (int r = 0; r < size; r++) {
         snprintf(peers[r].host, sizeof(peers[r].host), "127.0.0.1");
-        peers[r].port = free_port();
+        /* Ports are free when picked, but the kernel may hand one out twice. */
+        int dup;
+        do {
+            peers[r].port = free_port();
+            dup = 0;
+            for (int q = 0; q < r; q++)
+                dup |= peers[q].port == peers[r].port;
+        } while (dup);
     }
     pthread_t th[MAXR];
     for (int r = 0; r < size; r++) {
@@ -192,15 +198,14 @@ static void body_early_close(rank_ctx *c)
     memset(rt_transport_slot(t, 0), c->rank, 100);
     if ((c->rc = rt_transport_pass(t, 0, 100, (uint32_t)c->rank, 7, &c->err)) ||
         (c->rc = rt_transport_wait_arrival(t, &a, 5000, &c->err)) != 1 ||
-        (c->rc = rt_transport_flush(t, &c->err)) ||
-        (c->rc = rt_transport_barrier(t, &c->err))) {
+        (c->rc = rt_transport_flush(t, &c->err)) || (c->rc = rt_transport_barrier(t, &c->err))) {
         c->rc = c->rc ? c->rc : -1;
         rt_transport_close(t);
         return;
     }
     c->rc = 0;
-    if (a.block != (uint32_t)((c->rank + c->size - 1) % c->size) || a.epoch != 7 ||
-        a.len != 100 || ((uint8_t *)rt_transport_slot(t, a.slot))[99] != a.block)
+    if (a.block != (uint32_t)((c->rank + c->size - 1) % c->size) || a.epoch != 7 || a.len != 100 ||
+        ((uint8_t *)rt_transport_slot(t, a.slot))[99] != a.block)
         c->rc = 98;
     if (c->rank == 2) {
         rt_transport_close(t); /* leaves early */
@@ -316,12 +321,9 @@ static void test_single_rank(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_single_rank),
-        cmocka_unit_test(test_window_mismatch),
-        cmocka_unit_test(test_connect_timeout),
-        cmocka_unit_test(test_peer_timeout),
-        cmocka_unit_test(test_peer_closes_normally),
-        cmocka_unit_test(test_length_mismatch),
+        cmocka_unit_test(test_single_rank),          cmocka_unit_test(test_window_mismatch),
+        cmocka_unit_test(test_connect_timeout),      cmocka_unit_test(test_peer_timeout),
+        cmocka_unit_test(test_peer_closes_normally), cmocka_unit_test(test_length_mismatch),
         cmocka_unit_test(test_pass_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -62,6 +62,11 @@ static int fail(const ctx *c, const char *what, const char *fmt, ...)
     return -1;
 }
 
+/* Set when our port was taken between picking and binding it (another
+ * process on this machine got it); the driver then retries with new ports. */
+static int port_clash;
+#define EXIT_PORT_CLASH 75
+
 static int open_transport(const ctx *c, size_t slot_bytes, uint32_t n_slots, uint32_t init,
                           rt_transport **t, rt_error *err)
 {
@@ -75,7 +80,10 @@ static int open_transport(const ctx *c, size_t slot_bytes, uint32_t n_slots, uin
     cfg.n_slots = n_slots;
     cfg.initial_occupied = init;
     cfg.connect_timeout_ms = 20000;
-    return rt_transport_open(&cfg, t, err);
+    int rc = rt_transport_open(&cfg, t, err);
+    if (rc && strstr(err->msg, "cannot listen") && strstr(err->msg, "in use"))
+        port_clash = 1;
+    return rc;
 }
 
 /* ---- block content ---- */
@@ -131,14 +139,14 @@ typedef struct conveyor {
     uint32_t n_slots;
     uint32_t init[MAX_RANKS]; /* initial blocks per rank */
     size_t slot_bytes;
-    uint64_t passes;      /* passes (and arrivals) per rank */
-    int lockstep;         /* 1: pass one, wait one (like the engine); 0: random */
-    int barrier_every;    /* lockstep only: barrier every k steps (0 = never) */
-    int slow_rank;        /* this rank sleeps before consuming (-1 = none) */
-    uint64_t slow_count;  /* ... for its first slow_count arrivals */
-    uint32_t kill_rank;   /* this rank kills itself at step kill_step */
-    uint64_t kill_step;   /* 0 = nobody dies */
-    int kill_in_barrier;  /* die instead of entering the barrier at that step */
+    uint64_t passes;     /* passes (and arrivals) per rank */
+    int lockstep;        /* 1: pass one, wait one (like the engine); 0: random */
+    int barrier_every;   /* lockstep only: barrier every k steps (0 = never) */
+    int slow_rank;       /* this rank sleeps before consuming (-1 = none) */
+    uint64_t slow_count; /* ... for its first slow_count arrivals */
+    uint32_t kill_rank;  /* this rank kills itself at step kill_step */
+    uint64_t kill_step;  /* 0 = nobody dies */
+    int kill_in_barrier; /* die instead of entering the barrier at that step */
 } conveyor;
 
 typedef struct held {
@@ -271,8 +279,7 @@ static int run_conveyor(const ctx *c, const char *name, const conveyor *cv)
                 if (cv->kill_step && step == cv->kill_step && (uint32_t)r == cv->kill_rank)
                     kill(getpid(), SIGKILL);
                 if (rt_transport_barrier(t, &err)) {
-                    fail(c, name, "barrier at step %llu: %s", (unsigned long long)step,
-                         err.msg);
+                    fail(c, name, "barrier at step %llu: %s", (unsigned long long)step, err.msg);
                     goto out;
                 }
             }
@@ -395,8 +402,9 @@ static int sc_collectives(const ctx *c)
         iv[i] = i == 0 ? INT64_MAX : (int64_t)(r + 1) * (i - 2) * 1000003;
         iw[i] = 0;
         for (int q = 0; q < p; q++)
-            iw[i] = (int64_t)((uint64_t)iw[i] +
-                              (uint64_t)(i == 0 ? INT64_MAX : (int64_t)(q + 1) * (i - 2) * 1000003));
+            iw[i] =
+                (int64_t)((uint64_t)iw[i] +
+                          (uint64_t)(i == 0 ? INT64_MAX : (int64_t)(q + 1) * (i - 2) * 1000003));
     }
     if (rt_transport_allreduce_i64(t, iv, 5, &err)) {
         fail(c, name, "allreduce_i64: %s", err.msg);
@@ -522,7 +530,8 @@ static int kill_common(const ctx *c, const char *name, int in_barrier)
     /* Setup plus 50 steps takes well under a second; allow 10 s for noticing. */
     if (elapsed > 12.0)
         return fail(c, name, "took %.1f s to notice the killed rank", elapsed);
-    printf("rank %d: %s: ok, failed after %.2f s with: %s", c->rank, name, elapsed, msg);
+    const char *why = strstr(msg, "FAIL: ");
+    printf("rank %d: %s: ok, failed after %.2f s: %s", c->rank, name, elapsed, why ? why + 6 : msg);
     return 0;
 }
 
@@ -613,6 +622,12 @@ static int sc_bench(const ctx *c)
     if (c->rank == 0)
         printf("bench %s: 4 KiB ping-pong: %.1f us per pass (one way)\n",
                c->o->kind == RT_TRANSPORT_IB ? "ib" : "tcp", s / lat_iters / 2 * 1e6);
+    if (bench_one(c, 1 << 20, 500, 1, &s))
+        return -1;
+    if (c->rank == 0)
+        printf("bench %s: 1 MiB ping-pong: %.1f us per pass (one way), %.2f GB/s\n",
+               c->o->kind == RT_TRANSPORT_IB ? "ib" : "tcp", s / 500 / 2 * 1e6,
+               (double)(1 << 20) * 1000 / s / 1e9);
     struct {
         size_t bytes;
         int iters;
@@ -638,17 +653,18 @@ typedef struct scenario {
 } scenario;
 
 static const scenario scenarios[] = {
-    {"single", sc_single, 1},      {"order", sc_order, 1},
-    {"credits", sc_credits, 1},    {"wrap", sc_wrap, 1},
-    {"stress", sc_stress, 1},      {"collectives", sc_collectives, 1},
-    {"kill", sc_kill, 1},          {"kill-collective", sc_kill_collective, 1},
+    {"single", sc_single, 1},   {"order", sc_order, 1},
+    {"credits", sc_credits, 1}, {"wrap", sc_wrap, 1},
+    {"stress", sc_stress, 1},   {"collectives", sc_collectives, 1},
+    {"kill", sc_kill, 1},       {"kill-collective", sc_kill_collective, 1},
     {"bench", sc_bench, 0},
 };
 
 /* Pick a free TCP port on host (bind port 0; the kernel chooses). */
 static int free_port(const char *host)
 {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
     struct addrinfo *res;
     if (getaddrinfo(host, "0", &hints, &res))
@@ -668,13 +684,21 @@ static int free_port(const char *host)
     return port;
 }
 
-static int run_scenario(const opts *o, const scenario *sc)
+/* Run one scenario on fresh ports: 0 passed, -1 failed, 1 retry (port clash). */
+static int run_once(const opts *o, const scenario *sc)
 {
     ctx c = {.o = o, .size = o->ranks};
     for (int r = 0; r < o->ranks; r++) {
         snprintf(c.peers[r].host, sizeof(c.peers[r].host), "%s", o->host);
-        c.peers[r].port = free_port(o->host);
-        if (c.peers[r].port < 0) {
+        /* Free when picked; the kernel may hand the same one out twice. */
+        int dup, tries = 0;
+        do {
+            c.peers[r].port = free_port(o->host);
+            dup = 0;
+            for (int q = 0; q < r; q++)
+                dup |= c.peers[q].port == c.peers[r].port;
+        } while (dup && ++tries < 100);
+        if (c.peers[r].port < 0 || dup) {
             fprintf(stderr, "transport_test: cannot find a free port on %s\n", o->host);
             return -1;
         }
@@ -690,10 +714,10 @@ static int run_scenario(const opts *o, const scenario *sc)
             alarm(90); /* never outlive a hung parent */
             int rc = sc->run(&c);
             fflush(stdout);
-            _exit(rc ? 1 : 0);
+            _exit(port_clash ? EXIT_PORT_CLASH : rc ? 1 : 0);
         }
     }
-    int ok = 1, left = o->ranks;
+    int ok = 1, left = o->ranks, clash = 0;
     int victim = o->ranks - 1;
     int is_kill = !strncmp(sc->name, "kill", 4);
     while (left > 0) {
@@ -709,23 +733,47 @@ static int run_scenario(const opts *o, const scenario *sc)
         if (r == o->ranks)
             continue;
         left--;
+        pids[r] = -1;
+        if (WIFEXITED(status) && WEXITSTATUS(status) == EXIT_PORT_CLASH) {
+            clash = 1; /* the others would wait for it in vain */
+            for (int q = 0; q < o->ranks; q++)
+                if (pids[q] > 0)
+                    kill(pids[q], SIGKILL);
+        }
+        if (clash)
+            continue;
         int expect_killed = is_kill && r == victim;
         if (expect_killed ? !(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
                           : !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
             if (WIFSIGNALED(status))
-                fprintf(stderr, "transport_test: %s: rank %d killed by signal %d\n", sc->name,
-                        r, WTERMSIG(status));
+                fprintf(stderr, "transport_test: %s: rank %d killed by signal %d\n", sc->name, r,
+                        WTERMSIG(status));
             else
-                fprintf(stderr, "transport_test: %s: rank %d exited with status %d\n",
-                        sc->name, r, WEXITSTATUS(status));
+                fprintf(stderr, "transport_test: %s: rank %d exited with status %d\n", sc->name, r,
+                        WEXITSTATUS(status));
             ok = 0;
         }
+    }
+    if (clash) {
+        printf("transport_test: %s: a port was taken by another process; retrying\n", sc->name);
+        return 1;
     }
     printf("transport_test: %s (%s, %d ranks on %s): %s in %.2f s\n", sc->name,
            o->kind == RT_TRANSPORT_IB ? "ib" : "tcp", o->ranks, o->host, ok ? "ok" : "FAILED",
            rt_now() - t0);
     fflush(stdout);
     return ok ? 0 : -1;
+}
+
+static int run_scenario(const opts *o, const scenario *sc)
+{
+    for (int attempt = 0; attempt < 3; attempt++) {
+        int rc = run_once(o, sc);
+        if (rc <= 0)
+            return rc;
+    }
+    fprintf(stderr, "transport_test: %s: ports kept being taken; giving up\n", sc->name);
+    return -1;
 }
 
 static void usage(FILE *fp)

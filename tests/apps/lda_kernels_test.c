@@ -1,0 +1,195 @@
+/* lda_kernels_test.c - LDA building blocks without the engine: word slices
+ * (sparse and dense) moving between a payload and thread scratch, overflow
+ * detection, and the Griffiths & Steyvers log-likelihood parts against a
+ * direct computation. */
+#include "apps/lda.h"
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#define NK 16
+
+/* One block of three words: tokens 3 (sparse, cap 4), 20 (dense), 1 (sparse). */
+static uint64_t col_off[2] = {0, 3};
+static uint32_t col_ids[3] = {0, 1, 2};
+static uint64_t tokens[3] = {3, 20, 1};
+static uint64_t slice_off[3], block_u32[1];
+static uint32_t slice_cap[3];
+
+static void make(rt_plan *plan, lda_layout *l)
+{
+    memset(plan, 0, sizeof(*plan));
+    plan->blocks = 1;
+    plan->n_cols = 3;
+    plan->block_col_offset = col_off;
+    plan->block_col_ids = col_ids;
+    memset(l, 0, sizeof(*l));
+    l->K = NK;
+    l->blocks = 1;
+    l->tokens = tokens;
+    l->slice_off = slice_off;
+    l->slice_cap = slice_cap;
+    l->block_u32 = block_u32;
+    uint64_t off = RT_LDA_HEADER_U32;
+    for (int i = 0; i < 3; i++) {
+        slice_cap[i] = 2 * (tokens[i] + 1) < NK ? (uint32_t)tokens[i] + 1 : 0;
+        slice_off[i] = off;
+        off += slice_cap[i] ? slice_cap[i] : NK;
+    }
+    block_u32[0] = off;
+}
+
+static void test_slices(void **state)
+{
+    (void)state;
+    rt_plan plan;
+    lda_layout l;
+    make(&plan, &l);
+    assert_int_equal(slice_cap[0], 4);
+    assert_int_equal(slice_cap[1], 0);
+    assert_int_equal(slice_cap[2], 2);
+    uint32_t payload[64];
+    size_t len = lda_payload_init(&l, &plan, 0, payload);
+    assert_int_equal(len, block_u32[0] * 4);
+    rt_error err;
+    assert_int_equal(lda_payload_check(&l, 0, payload, len, &err), 0);
+    assert_int_equal(lda_payload_check(&l, 0, payload, len - 4, &err), -1);
+
+    lda_scratch s;
+    assert_int_equal(lda_scratch_init(&s, NK), 0);
+    /* sparse word 0: put 2 tokens on topic 5, one on topic 1 */
+    lda_word_load(&s.word, NK, payload + slice_off[0], slice_cap[0]);
+    assert_int_equal(s.word.n_nz, 0);
+    int topics0[3] = {5, 1, 5};
+    for (int i = 0; i < 3; i++) {
+        lda_word_nz_add(&s.word, (uint32_t)topics0[i]);
+        s.word.nwk[topics0[i]]++;
+    }
+    assert_int_equal(lda_word_store(&s.word, NK), 0);
+    for (int k = 0; k < NK; k++)
+        assert_int_equal(s.word.nwk[k], 0); /* scratch reset */
+    assert_int_equal(payload[slice_off[0]], 2);
+    /* dense word 1 */
+    lda_word_load(&s.word, NK, payload + slice_off[1], 0);
+    s.word.nwk[7] = 20;
+    lda_word_nz_add(&s.word, 7);
+    assert_int_equal(lda_word_store(&s.word, NK), 0);
+    assert_int_equal(payload[slice_off[1] + 7], 20);
+    /* reload word 0 and move one token from 5 to 2 (the sampler's pattern) */
+    lda_word_load(&s.word, NK, payload + slice_off[0], slice_cap[0]);
+    assert_int_equal(s.word.n_nz, 2);
+    assert_int_equal(s.word.nwk[5], 2);
+    assert_int_equal(s.word.nwk[1], 1);
+    s.word.nwk[5]--;
+    s.word.nwk[2]++;
+    lda_word_nz_add(&s.word, 2);
+    assert_int_equal(lda_word_store(&s.word, NK), 0);
+    lda_word_load(&s.word, NK, payload + slice_off[0], slice_cap[0]);
+    assert_int_equal(s.word.n_nz, 3);
+    assert_int_equal(s.word.nwk[5] + s.word.nwk[1] + s.word.nwk[2], 3);
+    lda_word_nz_remove(&s.word, 1); /* drop topic 1 from the list */
+    s.word.nwk[1] = 0;
+    assert_int_equal(lda_word_store(&s.word, NK), 0);
+    assert_int_equal(payload[slice_off[0]], 2);
+    /* word 2 has one token: two topics would overflow its slice */
+    lda_word_load(&s.word, NK, payload + slice_off[2], slice_cap[2]);
+    s.word.nwk[0] = 1;
+    s.word.nwk[3] = 1;
+    lda_word_nz_add(&s.word, 0);
+    lda_word_nz_add(&s.word, 3);
+    assert_int_equal(lda_word_store(&s.word, NK), -1);
+    lda_scratch_free(&s);
+}
+
+static void test_log_joint(void **state)
+{
+    (void)state;
+    rt_plan plan;
+    lda_layout l;
+    make(&plan, &l);
+    const double alpha = 0.3, beta = 0.05;
+    /* two documents of the three words; random topics */
+    uint32_t doc_words[2][6] = {{0, 0, 1, 1, 1, 2}, {1, 1, 1, 1, 0, 1}};
+    int32_t ndk[2 * NK] = {0}, nwk[3 * NK] = {0};
+    int64_t nk[NK] = {0};
+    rt_rng rng;
+    rt_rng_seed(&rng, 3, 4);
+    for (int d = 0; d < 2; d++)
+        for (int i = 0; i < 6; i++) {
+            uint32_t k = (uint32_t)rt_rng_below(&rng, NK), w = doc_words[d][i];
+            ndk[d * NK + k]++;
+            nwk[w * NK + k]++;
+            nk[k]++;
+        }
+    /* payload from nwk (slices sized for these counts: word 0 has 3 tokens) */
+    tokens[0] = 3, tokens[1] = 8, tokens[2] = 1;
+    make(&plan, &l);
+    uint32_t payload[64];
+    lda_payload_init(&l, &plan, 0, payload);
+    lda_scratch s;
+    assert_int_equal(lda_scratch_init(&s, NK), 0);
+    for (int w = 0; w < 3; w++) {
+        lda_word_load(&s.word, NK, payload + slice_off[w], slice_cap[w]);
+        for (int k = 0; k < NK; k++)
+            if (nwk[w * NK + k]) {
+                s.word.nwk[k] = nwk[w * NK + k];
+                lda_word_nz_add(&s.word, (uint32_t)k);
+            }
+        assert_int_equal(lda_word_store(&s.word, NK), 0);
+    }
+    lda_scratch_free(&s);
+    lda_tokens t = {0};
+    uint64_t doc_off[3] = {0, 6, 12};
+    t.n_docs = 2;
+    t.doc_off = doc_off;
+    t.ndk = ndk;
+    double got =
+        lda_log_joint(NK, 3, 2, alpha, beta, nk, lda_block_word_lgamma(&l, &plan, 0, payload, beta),
+                      lda_worker_doc_lgamma(&t, NK, alpha));
+    /* direct: log p(w|z) + log p(z) as products of Dirichlet-multinomials */
+    double want = 0;
+    for (int k = 0; k < NK; k++) {
+        want += lgamma(3 * beta) - lgamma(nk[k] + 3 * beta);
+        for (int w = 0; w < 3; w++)
+            want += lgamma(nwk[w * NK + k] + beta) - lgamma(beta);
+    }
+    for (int d = 0; d < 2; d++) {
+        want += lgamma(NK * alpha) - lgamma(6 + NK * alpha);
+        for (int k = 0; k < NK; k++)
+            want += lgamma(ndk[d * NK + k] + alpha) - lgamma(alpha);
+    }
+    assert_true(fabs(got - want) < 1e-9 * fabs(want));
+    tokens[0] = 3, tokens[1] = 20, tokens[2] = 1;
+}
+
+static void test_stream(void **state)
+{
+    (void)state;
+    /* streams differ in every coordinate */
+    uint64_t a = lda_stream(1, 2, 3, 0);
+    assert_true(a != lda_stream(2, 2, 3, 0));
+    assert_true(a != lda_stream(1, 3, 3, 0));
+    assert_true(a != lda_stream(1, 2, 4, 0));
+    assert_true(a != lda_stream(1, 2, 3, 1));
+    assert_true(a == lda_stream(1, 2, 3, 0));
+    rt_rng r;
+    rt_rng_seed(&r, 1, 2);
+    for (int i = 0; i < 1000; i++)
+        assert_true(lda_below(&r, 7) < 7);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_slices),
+        cmocka_unit_test(test_log_joint),
+        cmocka_unit_test(test_stream),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

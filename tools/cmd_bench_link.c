@@ -1,0 +1,397 @@
+/*
+ * cmd_bench_link.c - `rotor bench-link`: latency and bandwidth of the ring
+ * pass (rt_transport_pass), printed like perftest's ib_write_lat/ib_write_bw.
+ *
+ * Two ranks (rotor launch -n 2, mpirun, srun, or --rank/--size + hostfile).
+ * Rank 0 starts with 3 blocks in a 4-slot window, rank 1 with none; both
+ * windows have slots of --max-size bytes.  Blocks obey the slot discipline:
+ * each rank passes blocks on in the order they arrived.
+ *   latency:   one block bounces 0 -> 1 -> 0, `size` bytes each way;
+ *              one-way latency = round trip / 2 (as ib_write_lat reports).
+ *   bandwidth: rank 0 keeps all 3 blocks in flight with `size` bytes; rank 1
+ *              returns each at once with 0 bytes.  BW = bytes / elapsed.
+ * Rank 0 prints the tables (or one JSON object with --json).
+ */
+#define _GNU_SOURCE
+#include "commands.h"
+#include "engine/engine.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define N_SLOTS 4
+#define N_BLOCKS 3
+
+typedef struct bench_opts {
+    rt_group_config group;
+    rt_transport_config transport;
+    uint64_t min_size, max_size;
+    int iters; /* 0 = by size */
+    int json, do_lat, do_bw;
+} bench_opts;
+
+typedef struct lat_row {
+    size_t bytes;
+    int iters;
+    double t_min, t_typ, t_avg, t_max; /* usec, one-way */
+} lat_row;
+
+typedef struct bw_row {
+    size_t bytes;
+    int iters;
+    double mb_s, mib_s;
+} bw_row;
+
+/* FIFO of slots holding blocks, in the order they must leave. */
+typedef struct slot_fifo {
+    uint32_t s[N_SLOTS];
+    int head, count;
+} slot_fifo;
+
+static void fifo_push(slot_fifo *f, uint32_t slot)
+{
+    f->s[(f->head + f->count) % N_SLOTS] = slot;
+    f->count++;
+}
+
+static uint32_t fifo_pop(slot_fifo *f)
+{
+    uint32_t s = f->s[f->head];
+    f->head = (f->head + 1) % N_SLOTS;
+    f->count--;
+    return s;
+}
+
+static void usage(FILE *fp)
+{
+    fprintf(fp, "usage: rotor launch -n 2 -- rotor bench-link [OPTIONS]\n\n"
+                "Latency (ping-pong) and one-way bandwidth of the transport's ring pass for\n"
+                "block sizes from --min-size to --max-size (powers of two), printed by rank 0\n"
+                "like perftest's ib_write_lat / ib_write_bw.\n\n"
+                "options:\n"
+                "  --transport T       auto (default), tcp or ib\n"
+                "  --min-size BYTES    smallest block (default 4k)\n"
+                "  --max-size BYTES    largest block (default 64M); each rank registers 4 slots\n"
+                "                      of this size\n"
+                "  --iters N           iterations per size (default: 256 MiB / size, 5..1000)\n"
+                "  --test lat|bw|both  which table(s) (default both)\n"
+                "  --json              one JSON object on stdout instead of the tables\n"
+                "  --hostfile FILE     one 'host[:port]' line per rank (default $ROTOR_HOSTFILE)\n"
+                "  --base-port N       port of rank r = N + r for lines without one (18515)\n"
+                "  --rank R --size P   identity, when not started by rotor launch/mpirun/srun\n"
+                "  --ib-dev NAME       RDMA device (default: the one owning the hostfile address)\n"
+                "  --ib-port N         RDMA port (default: the address's port)\n"
+                "  --gid-index N       RoCE GID index (default: auto, RoCE v2 of the address)\n"
+                "  --event-mode        wait for completions on a channel instead of polling\n"
+                "  --peer-timeout S    fail when a peer is silent for S seconds (default 60)\n");
+}
+
+static int int_arg(const char *v, const char *name, int min, int *out, rt_error *err)
+{
+    if (rt_parse_int(v, out) || *out < min)
+        return rt_fail(err, RT_EXIT_INPUT, "%s needs an integer >= %d, got '%s'", name, min, v);
+    return 0;
+}
+
+static int parse(int argc, char **argv, bench_opts *o, rt_error *err)
+{
+    memset(o, 0, sizeof(*o));
+    o->group.rank = o->group.size = o->group.local_rank = -1;
+    o->group.base_port = 18515;
+    rt_transport_config_init(&o->transport);
+    o->transport.peer_timeout_ms = 60000;
+    o->min_size = 4096;
+    o->max_size = 64u << 20;
+    o->do_lat = o->do_bw = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--json")) {
+            o->json = 1;
+            continue;
+        }
+        if (!strcmp(a, "--event-mode")) {
+            o->transport.event_mode = 1;
+            continue;
+        }
+        static const char *const with_value[] = {
+            "--transport", "--min-size",  "--max-size",    "--iters", "--test",
+            "--hostfile",  "--base-port", "--rank",        "--size",  "--ib-dev",
+            "--ib-port",   "--gid-index", "--peer-timeout"};
+        int known = 0;
+        for (size_t k = 0; k < sizeof(with_value) / sizeof(with_value[0]); k++)
+            known |= rt_opt_is(a, with_value[k]);
+        if (!known)
+            return rt_fail(err, RT_EXIT_INPUT, "bench-link: unknown option '%s' (see --help)", a);
+        const char *v = rt_opt_value(argc, argv, &i, err);
+        if (!v)
+            return -1;
+        int n;
+        if (rt_opt_is(a, "--transport")) {
+            if (rt_transport_kind_parse(v, &o->transport.kind))
+                return rt_fail(err, RT_EXIT_INPUT, "--transport must be auto, tcp or ib");
+        } else if (rt_opt_is(a, "--min-size") || rt_opt_is(a, "--max-size")) {
+            uint64_t *dst = rt_opt_is(a, "--min-size") ? &o->min_size : &o->max_size;
+            if (rt_parse_u64(v, dst) || *dst == 0 || *dst > (1ull << 30))
+                return rt_fail(err, RT_EXIT_INPUT, "%s needs a size in 1..1G, got '%s'", a, v);
+        } else if (rt_opt_is(a, "--iters")) {
+            if (int_arg(v, "--iters", 1, &o->iters, err))
+                return -1;
+        } else if (rt_opt_is(a, "--test")) {
+            o->do_lat = !strcmp(v, "lat") || !strcmp(v, "both");
+            o->do_bw = !strcmp(v, "bw") || !strcmp(v, "both");
+            if (!o->do_lat && !o->do_bw)
+                return rt_fail(err, RT_EXIT_INPUT, "--test must be lat, bw or both");
+        } else if (rt_opt_is(a, "--hostfile")) {
+            o->group.hostfile = v;
+        } else if (rt_opt_is(a, "--base-port")) {
+            if (int_arg(v, "--base-port", 1, &o->group.base_port, err))
+                return -1;
+        } else if (rt_opt_is(a, "--rank")) {
+            if (int_arg(v, "--rank", 0, &o->group.rank, err))
+                return -1;
+        } else if (rt_opt_is(a, "--size")) {
+            if (int_arg(v, "--size", 1, &o->group.size, err))
+                return -1;
+        } else if (rt_opt_is(a, "--ib-dev")) {
+            o->transport.ib_dev = v;
+        } else if (rt_opt_is(a, "--ib-port")) {
+            if (int_arg(v, "--ib-port", 1, &o->transport.ib_port, err))
+                return -1;
+        } else if (rt_opt_is(a, "--gid-index")) {
+            if (int_arg(v, "--gid-index", 0, &o->transport.gid_index, err))
+                return -1;
+        } else if (rt_opt_is(a, "--peer-timeout")) {
+            if (int_arg(v, "--peer-timeout", 0, &n, err))
+                return -1;
+            o->transport.peer_timeout_ms = n * 1000;
+        }
+    }
+    if (o->min_size > o->max_size)
+        return rt_fail(err, RT_EXIT_INPUT, "--min-size is larger than --max-size");
+    return 0;
+}
+
+static int iters_for(const bench_opts *o, size_t bytes)
+{
+    if (o->iters > 0)
+        return o->iters;
+    uint64_t n = (256ull << 20) / bytes;
+    return n < 5 ? 5 : n > 1000 ? 1000 : (int)n;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Pass the oldest block this rank holds; its slot joins the arrivals later. */
+static int pass_front(rt_transport *t, slot_fifo *f, size_t len, uint32_t tag, rt_error *err)
+{
+    if (f->count == 0)
+        return rt_fail(err, RT_EXIT_RUNTIME, "bench-link: no block to pass (internal error)");
+    return rt_transport_pass(t, fifo_pop(f), len, tag, tag, err);
+}
+
+static int await(rt_transport *t, slot_fifo *f, rt_error *err)
+{
+    rt_arrival a;
+    int got = rt_transport_wait_arrival(t, &a, -1, err);
+    if (got <= 0)
+        return got < 0 ? -1 : rt_fail(err, RT_EXIT_RUNTIME, "bench-link: no arrival");
+    fifo_push(f, a.slot);
+    return 0;
+}
+
+/* Ping-pong `iters` round trips of `bytes`; rank 0 fills row. */
+static int run_latency(rt_transport *t, slot_fifo *f, size_t bytes, int iters, lat_row *row,
+                       rt_error *err)
+{
+    int rank = rt_transport_rank(t);
+    double *rtt = rank == 0 ? malloc((size_t)iters * sizeof(double)) : NULL;
+    if (rank == 0 && !rtt)
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    int rc = 0;
+    for (int i = -2; i < iters && rc == 0; i++) { /* two warm-up rounds */
+        double t0 = rt_now();
+        if (rank == 0)
+            rc = pass_front(t, f, bytes, (uint32_t)i, err) || await(t, f, err);
+        else
+            rc = await(t, f, err) || pass_front(t, f, bytes, (uint32_t)i, err);
+        if (rank == 0 && i >= 0)
+            rtt[i] = (rt_now() - t0) * 1e6 / 2;
+    }
+    if (rc == 0 && rank == 0) {
+        double sum = 0;
+        for (int i = 0; i < iters; i++)
+            sum += rtt[i];
+        qsort(rtt, (size_t)iters, sizeof(double), cmp_double);
+        *row = (lat_row){.bytes = bytes,
+                         .iters = iters,
+                         .t_min = rtt[0],
+                         .t_typ = rtt[iters / 2],
+                         .t_avg = sum / iters,
+                         .t_max = rtt[iters - 1]};
+    }
+    free(rtt);
+    return rc ? -1 : 0;
+}
+
+/* Stream `iters` blocks of `bytes` from rank 0 to 1 (returned empty). */
+static int run_bandwidth(rt_transport *t, slot_fifo *f, size_t bytes, int iters, bw_row *row,
+                         rt_error *err)
+{
+    if (rt_transport_barrier(t, err))
+        return -1;
+    double t0 = rt_now();
+    if (rt_transport_rank(t) == 0) {
+        int sent = 0, back = 0;
+        while (back < iters) {
+            while (sent < iters && f->count > 0) {
+                if (pass_front(t, f, bytes, (uint32_t)sent, err))
+                    return -1;
+                sent++;
+            }
+            if (await(t, f, err))
+                return -1;
+            back++;
+        }
+        double s = rt_now() - t0;
+        double total = (double)bytes * iters;
+        *row = (bw_row){.bytes = bytes,
+                        .iters = iters,
+                        .mb_s = total / s / 1e6,
+                        .mib_s = total / s / (1024.0 * 1024.0)};
+    } else {
+        for (int i = 0; i < iters; i++)
+            if (await(t, f, err) || pass_front(t, f, 0, (uint32_t)i, err))
+                return -1;
+    }
+    return 0;
+}
+
+static void print_tables(const bench_opts *o, const rt_transport *t, const lat_row *lat,
+                         const bw_row *bw, int nrows)
+{
+    const char *dash = "-----------------------------------------------------------------------"
+                       "----------------";
+    if (o->json) {
+        printf("{\"transport\": \"%s\", \"ranks\": %d, \"slots\": %d, \"blocks_in_flight\": %d",
+               rt_transport_name(t), rt_transport_size(t), N_SLOTS, N_BLOCKS);
+        if (o->do_lat) {
+            printf(",\n \"latency\": [");
+            for (int i = 0; i < nrows; i++)
+                printf("%s\n  {\"bytes\": %zu, \"iterations\": %d, \"t_min_usec\": %.2f, "
+                       "\"t_typical_usec\": %.2f, \"t_avg_usec\": %.2f, \"t_max_usec\": %.2f}",
+                       i ? "," : "", lat[i].bytes, lat[i].iters, lat[i].t_min, lat[i].t_typ,
+                       lat[i].t_avg, lat[i].t_max);
+            printf("]");
+        }
+        if (o->do_bw) {
+            printf(",\n \"bandwidth\": [");
+            for (int i = 0; i < nrows; i++)
+                printf("%s\n  {\"bytes\": %zu, \"iterations\": %d, \"bw_mb_per_sec\": %.2f, "
+                       "\"bw_mib_per_sec\": %.2f}",
+                       i ? "," : "", bw[i].bytes, bw[i].iters, bw[i].mb_s, bw[i].mib_s);
+            printf("]");
+        }
+        printf("}\n");
+        return;
+    }
+    if (o->do_lat) {
+        printf("%s\n", dash);
+        printf("                    RDMA-style ring pass latency: rotor bench-link\n");
+        printf(" transport: %s   ranks: %d   one-way = round trip / 2\n", rt_transport_name(t),
+               rt_transport_size(t));
+        printf("%s\n", dash);
+        printf(" %-10s %-12s %-12s %-16s %-12s %-12s\n", "#bytes", "#iterations", "t_min[usec]",
+               "t_typical[usec]", "t_avg[usec]", "t_max[usec]");
+        for (int i = 0; i < nrows; i++)
+            printf(" %-10zu %-12d %-12.2f %-16.2f %-12.2f %-12.2f\n", lat[i].bytes, lat[i].iters,
+                   lat[i].t_min, lat[i].t_typ, lat[i].t_avg, lat[i].t_max);
+        printf("%s\n", dash);
+    }
+    if (o->do_bw) {
+        printf("%s\n", dash);
+        printf("                    RDMA-style ring pass bandwidth: rotor bench-link\n");
+        printf(" transport: %s   ranks: %d   %d blocks in flight, one-way\n", rt_transport_name(t),
+               rt_transport_size(t), N_BLOCKS);
+        printf("%s\n", dash);
+        printf(" %-10s %-12s %-20s %-20s\n", "#bytes", "#iterations", "BW average[MB/sec]",
+               "BW average[MiB/sec]");
+        for (int i = 0; i < nrows; i++)
+            printf(" %-10zu %-12d %-20.2f %-20.2f\n", bw[i].bytes, bw[i].iters, bw[i].mb_s,
+                   bw[i].mib_s);
+        printf("%s\n", dash);
+    }
+    fflush(stdout);
+}
+
+static int bench(const bench_opts *o, rt_error *err)
+{
+    rt_group g;
+    if (rt_group_resolve(&o->group, &g, err))
+        return -1;
+    if (g.size != 2) {
+        rt_group_free(&g);
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "bench-link needs exactly 2 ranks (got %d): rotor launch -n 2 -- rotor "
+                       "bench-link",
+                       g.size);
+    }
+    rt_transport_config tc = o->transport;
+    tc.rank = g.rank;
+    tc.size = g.size;
+    tc.peers = g.peers;
+    tc.slot_bytes = (size_t)o->max_size;
+    tc.n_slots = N_SLOTS;
+    tc.initial_occupied = g.rank == 0 ? N_BLOCKS : 0;
+    rt_transport *t = NULL;
+    int rc = rt_transport_open(&tc, &t, err);
+    rt_group_free(&g);
+    if (rc)
+        return -1;
+    slot_fifo f = {.head = 0, .count = 0};
+    for (uint32_t s = 0; s < tc.initial_occupied; s++) {
+        fifo_push(&f, s);
+        memset(rt_transport_slot(t, s), 0xA5, (size_t)o->max_size);
+    }
+    int nrows = 0;
+    for (uint64_t b = o->min_size; b <= o->max_size; b *= 2)
+        nrows++;
+    lat_row *lat = calloc((size_t)nrows, sizeof(lat_row));
+    bw_row *bw = calloc((size_t)nrows, sizeof(bw_row));
+    if (!lat || !bw)
+        rc = rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    int i = 0;
+    for (uint64_t b = o->min_size; rc == 0 && b <= o->max_size; b *= 2, i++) {
+        if (o->do_lat)
+            rc = run_latency(t, &f, (size_t)b, iters_for(o, (size_t)b), &lat[i], err);
+        if (rc == 0 && o->do_bw)
+            rc = run_bandwidth(t, &f, (size_t)b, iters_for(o, (size_t)b), &bw[i], err);
+    }
+    if (rc == 0)
+        rc = rt_transport_flush(t, err) || rt_transport_barrier(t, err);
+    if (rc == 0 && rt_transport_rank(t) == 0)
+        print_tables(o, t, lat, bw, nrows);
+    free(lat);
+    free(bw);
+    rt_transport_close(t);
+    return rc ? -1 : 0;
+}
+
+int cmd_bench_link(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return RT_EXIT_OK;
+        }
+    bench_opts o;
+    rt_error err = {0};
+    if (parse(argc, argv, &o, &err) || bench(&o, &err)) {
+        fprintf(stderr, "rotor bench-link: %s\n", err.msg);
+        return err.code ? err.code : RT_EXIT_RUNTIME;
+    }
+    return RT_EXIT_OK;
+}
