@@ -10,9 +10,10 @@
 # Generates planted data (or uses ../shared/data/ml-100k u1.base/u1.test with
 # --ml100k), partitions it for P processes x T threads, trains with
 # `rotor launch` and prints {"benchmark", "config", "summary", "rotor",
-# "baseline"}: "rotor" is the run's --metrics document (per outer iteration:
-# seconds, objective, train/test RMSE, stall fraction), "baseline" the
-# baseline's per-iteration numbers (OpenMP over min(P*T, nproc) threads).
+# "baseline", "baseline_1t"}: "rotor" is the run's --metrics document (per
+# outer iteration: seconds, objective, train/test RMSE, stall fraction),
+# "baseline" the baseline's per-iteration numbers with OpenMP over
+# min(P*T, nproc) threads, "baseline_1t" with one thread.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ROTOR=${ROTOR:-$ROOT/build/tools/rotor}
@@ -57,11 +58,14 @@ fi
     --metrics "$TMP/metrics.json" >&2
 
 echo null >"$TMP/baseline.json"
+echo null >"$TMP/baseline_1t.json"
 if [ "$baseline" = 1 ] && command -v cc >/dev/null; then
     cc -O3 -fopenmp -std=c11 -D_GNU_SOURCE "$ROOT/bench/cd_mf_baseline.c" -o "$TMP/baseline" -lm
     workers=$((procs * threads)) cores=$(nproc)
     OMP_NUM_THREADS=$((workers < cores ? workers : cores)) "$TMP/baseline" "$TMP/train.txt" \
         "$TMP/test.txt" "$rank" "$outer" "$inner" "$lambda" >"$TMP/baseline.json"
+    OMP_NUM_THREADS=1 "$TMP/baseline" "$TMP/train.txt" "$TMP/test.txt" "$rank" "$outer" \
+        "$inner" "$lambda" >"$TMP/baseline_1t.json"
 fi
 
 # Summary: median seconds per outer iteration (robust to a slow first one)
@@ -71,15 +75,18 @@ field() { grep -o "\"$1\": [-0-9.e+]*" "$2" | awk '{print $2}' || true; }
 last() { local v; v=$(field "$1" "$2" | tail -1); echo "${v:-null}"; }
 rotor_s=$(field seconds "$TMP/metrics.json" | median)
 base_s=$(field seconds "$TMP/baseline.json" | median)
+base1_s=$(field seconds "$TMP/baseline_1t.json" | median)
 printf '{"benchmark": "cd-mf", "config": {"procs": %s, "threads": %s, "rank": %s, "outer": %s, "inner": %s, "lambda": %s, "data": "%s"},\n' \
     "$procs" "$threads" "$rank" "$outer" "$inner" "$lambda" \
     "$([ "$ml100k" = 1 ] && echo ml-100k-u1 || echo "planted ${rows}x${cols} nnz ${nnz} rank ${true_rank}")"
-printf ' "summary": {"rotor_median_seconds_per_outer": %s, "baseline_median_seconds_per_outer": %s, "rotor_final_objective": %s, "baseline_final_objective": %s, "rotor_final_test_rmse": %s, "baseline_final_test_rmse": %s},\n' \
-    "$rotor_s" "$base_s" \
+printf ' "summary": {"rotor_median_seconds_per_outer": %s, "baseline_median_seconds_per_outer": %s, "baseline_1t_median_seconds_per_outer": %s, "rotor_final_objective": %s, "baseline_final_objective": %s, "rotor_final_test_rmse": %s, "baseline_final_test_rmse": %s},\n' \
+    "$rotor_s" "$base_s" "$base1_s" \
     "$(last objective "$TMP/metrics.json")" "$(last objective "$TMP/baseline.json")" \
     "$(last test_rmse "$TMP/metrics.json")" "$(last test_rmse "$TMP/baseline.json")"
 printf ' "rotor": '
 cat "$TMP/metrics.json"
 printf ', "baseline": '
 cat "$TMP/baseline.json"
+printf ', "baseline_1t": '
+cat "$TMP/baseline_1t.json"
 printf '}\n'

@@ -25,13 +25,8 @@ int cmd_gen(int argc, char **argv)
     }
     if (!strcmp(argv[1], "mf"))
         return gen_mf_main(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "lda")) {
-        if (!gen_lda_main) {
-            fprintf(stderr, "rotor: error: gen lda is not built yet (tools/gen_lda.c)\n");
-            return RT_EXIT_RUNTIME;
-        }
+    if (!strcmp(argv[1], "lda"))
         return gen_lda_main(argc - 1, argv + 1);
-    }
     fprintf(stderr, "rotor: error: gen: unknown generator '%s' (mf or lda)\n", argv[1]);
     return RT_EXIT_INPUT;
 }

@@ -18,8 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Written by the LDA side; weak until integration. */
-int cmd_partition_lda(int argc, char **argv) __attribute__((weak));
+int cmd_partition_lda(int argc, char **argv); /* tools/cmd_partition_lda.c */
 
 static void usage(FILE *fp)
 {
@@ -333,14 +332,8 @@ int cmd_partition(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
         if ((!strcmp(argv[i], "--app") && i + 1 < argc && !strcmp(argv[i + 1], "lda")) ||
-            !strcmp(argv[i], "--app=lda")) {
-            if (!cmd_partition_lda) {
-                fprintf(stderr, "rotor: error: partition --app lda is not built yet "
-                                "(tools/cmd_partition_lda.c)\n");
-                return RT_EXIT_RUNTIME;
-            }
+            !strcmp(argv[i], "--app=lda"))
             return cmd_partition_lda(argc, argv);
-        }
     opts o;
     int st = parse(argc, argv, &o);
     if (st)

@@ -50,9 +50,8 @@ static void usage(FILE *fp)
                 "                      a peer that dies is always detected)\n"
                 "  --pin auto|yes|no   pin worker threads to cores (auto: when they fit)\n"
                 "  -h, --help          this text\n");
-    for (size_t i = 0; i < 3; i++)
-        if (rt_apps[i])
-            fprintf(fp, "\n%s options:\n%s", rt_apps[i]->name, rt_apps[i]->usage);
+    for (size_t i = 0; rt_apps[i]; i++)
+        fprintf(fp, "\n%s options:\n%s", rt_apps[i]->name, rt_apps[i]->usage);
     fprintf(fp, "\nOne log line per epoch: epoch, seconds, updates/s, train RMSE, test RMSE,\n"
                 "stall %% (share of the epoch spent waiting for blocks to arrive).\n");
 }

@@ -5,7 +5,6 @@
 #define ROTOR_TOOLS_GEN_H
 
 int gen_mf_main(int argc, char **argv); /* tools/gen_mf.c: planted low-rank ratings */
-/* tools/gen_lda.c: planted topics.  TEMPORARY: weak until integration. */
-int gen_lda_main(int argc, char **argv) __attribute__((weak));
+int gen_lda_main(int argc, char **argv); /* tools/gen_lda.c: planted topics */
 
 #endif

@@ -5,16 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* TEMPORARY during parallel development: subcommands not yet written are
- * weak and reported as missing.  Removed at integration. */
-#pragma weak cmd_partition
-#pragma weak cmd_train
-#pragma weak cmd_launch
-#pragma weak cmd_gen
-#pragma weak cmd_topics
-#pragma weak cmd_bench_link
-#pragma weak cmd_eval
-
 typedef struct command {
     const char *name;
     int (*run)(int argc, char **argv);
@@ -57,13 +47,8 @@ int main(int argc, char **argv)
         return RT_EXIT_OK;
     }
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-        if (!strcmp(argv[1], commands[i].name)) {
-            if (!commands[i].run) {
-                fprintf(stderr, "rotor: '%s' is not built yet\n", argv[1]);
-                return RT_EXIT_RUNTIME;
-            }
+        if (!strcmp(argv[1], commands[i].name))
             return commands[i].run(argc - 1, argv + 1);
-        }
     fprintf(stderr, "rotor: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return RT_EXIT_INPUT;

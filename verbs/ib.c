@@ -244,10 +244,30 @@ static int mtu_bytes(enum ibv_mtu m)
 /* Wait on the condition variable until woken or `deadline` (rt_now seconds;
  * < 0 = none, but still wake every 200 ms to re-check). */
 static int try_progress(ib_transport *ib);
+static int drain_cq_locked(ib_transport *ib);
 static void wait_cv(ib_transport *ib, double deadline)
 {
     if (try_progress(ib) > 0)
         return;
+    if (!ib->base.cfg.event_mode && ib->thread_started && !ib->closing) {
+        /* Busy-poll mode: the waiting caller polls the CQ itself, without a
+         * thread hand-off per completion (the comm thread naps meanwhile). */
+        __atomic_add_fetch(&ib->waiters, 1, __ATOMIC_RELAXED);
+        pthread_mutex_unlock(&ib->mu);
+        for (int i = 0; i < 256; i++) {
+            int n = 0;
+            if (pthread_mutex_trylock(&ib->poll_mu) == 0) {
+                n = drain_cq_locked(ib);
+                pthread_mutex_unlock(&ib->poll_mu);
+            }
+            if (n != 0 || ib->stop)
+                break;
+        }
+        sched_yield(); /* let other threads on an oversubscribed node run */
+        pthread_mutex_lock(&ib->mu);
+        __atomic_sub_fetch(&ib->waiters, 1, __ATOMIC_RELAXED);
+        return;
+    }
     double now = rt_now();
     double until = now + 0.2;
     if (deadline >= 0 && deadline < until)
@@ -610,9 +630,18 @@ static int want_spin(ib_transport *ib)
 {
     if (ib->base.cfg.event_mode)
         return 0;
-    return __atomic_load_n(&ib->waiters, __ATOMIC_RELAXED) > 0 ||
-           __atomic_load_n(&ib->sent, __ATOMIC_RELAXED) !=
-               __atomic_load_n(&ib->completed, __ATOMIC_RELAXED);
+    return __atomic_load_n(&ib->sent, __ATOMIC_RELAXED) !=
+           __atomic_load_n(&ib->completed, __ATOMIC_RELAXED);
+}
+
+/* While callers poll the CQ themselves, nap without arming the CQ (no
+ * interrupt per completion); still watch rdma_cm and the wake-up fd. */
+static void nap(ib_transport *ib)
+{
+    struct pollfd fds[2] = {{.fd = ib->ec->fd, .events = POLLIN},
+                            {.fd = ib->wake_fd, .events = POLLIN}};
+    if (poll(fds, 2, 2) > 0 && (fds[0].revents & POLLIN))
+        handle_cm_events(ib);
 }
 
 /* Sleep until the CQ, the rdma_cm channel or the wake-up fd has news. */
@@ -658,6 +687,10 @@ static void *comm_thread(void *arg)
             break;
         if (n > 0)
             continue;
+        if (!ib->base.cfg.event_mode && __atomic_load_n(&ib->waiters, __ATOMIC_RELAXED) > 0) {
+            nap(ib);
+            continue;
+        }
         if (want_spin(ib)) {
             if ((++spins & 1023) == 0)
                 handle_cm_events(ib); /* nonblocking fd: returns at once */

@@ -209,16 +209,15 @@ static void tune_socket(int fd, int ring)
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     /* A peer host that vanishes without closing (power loss, cable) is found
-     * by keepalive probes when the connection is idle and by the user
-     * timeout when sent data stays unacknowledged, even with
-     * peer_timeout_ms == 0.  A live but busy peer's kernel answers both. */
+     * by keepalive probes within ~25 s while the connection is idle, even
+     * with peer_timeout_ms == 0; a live but busy peer's kernel answers them.
+     * (No TCP_USER_TIMEOUT: it could abort a live peer that is merely slow
+     * to read.  Use peer_timeout_ms to bound waits on a frozen peer.) */
     int idle = 10, intvl = 5, cnt = 3;
-    unsigned user_timeout_ms = 30000;
     setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
-    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout_ms, sizeof(user_timeout_ms));
     /* ROTOR_TCP_SOCKBUF=bytes overrides the ring buffer size (0 = leave it
      * to kernel autotuning); meant for benchmarking. */
     const char *env = getenv("ROTOR_TCP_SOCKBUF");

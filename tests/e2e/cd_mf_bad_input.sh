@@ -2,6 +2,7 @@
 # cd-mf rejects bad hyperparameters and a plan made for another app with one
 # clear line and exit status 2, before training anything.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/cd_mf_lib.sh"
 
 printf '1 1 5\n1 2 3\n2 1 4\n2 2 1\n3 1 2\n3 2 5\n' >"$TMP/r.txt"
 "$ROTOR" partition --input "$TMP/r.txt" --nodes 1 --threads 1 --out "$TMP/mf" 2>/dev/null ||

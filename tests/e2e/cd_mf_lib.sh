@@ -1,5 +1,9 @@
 # cd_mf_lib.sh - helpers for the cd-mf end-to-end tests (sourced after lib.sh).
 
+# The app must be linked into rotor (apps/registry.c lists it).
+"$ROTOR" train --help 2>/dev/null | grep -q '^cd-mf options' ||
+    fail "rotor was built without the cd-mf app (is rt_app_cd_mf still weak in apps/registry.c?)"
+
 # Planted data and a 2-node x 2-thread plan under $TMP (data.txt, test.txt, plan/).
 cd_mf_planted_plan() { # cd_mf_planted_plan ROWS COLS NNZ TRUE_RANK
     "$ROTOR" gen mf --rows "$1" --cols "$2" --nnz "$3" --rank "$4" --noise 0.1 --seed 3 \
