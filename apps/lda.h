@@ -89,6 +89,8 @@ typedef struct lda_word {
 void lda_word_load(lda_word *w, uint32_t K, uint32_t *slice, uint32_t cap);
 /* Write back and reset the scratch; -1 if a sparse slice would overflow. */
 int lda_word_store(lda_word *w, uint32_t K);
+/* Reset the scratch without writing back (the counts were only read). */
+void lda_word_drop(lda_word *w);
 
 static inline void lda_word_nz_add(lda_word *w, uint32_t k)
 {

@@ -97,6 +97,15 @@ void lda_word_load(lda_word *w, uint32_t K, uint32_t *slice, uint32_t cap)
     }
 }
 
+void lda_word_drop(lda_word *w)
+{
+    for (uint32_t i = 0; i < w->n_nz; i++) {
+        w->nwk[w->nz[i]] = 0;
+        w->pos[w->nz[i]] = UINT32_MAX;
+    }
+    w->n_nz = 0;
+}
+
 int lda_word_store(lda_word *w, uint32_t K)
 {
     int rc = 0;
@@ -116,10 +125,6 @@ int lda_word_store(lda_word *w, uint32_t K)
         }
         w->slice[0] = n;
     }
-    for (uint32_t i = 0; i < w->n_nz; i++) {
-        w->nwk[w->nz[i]] = 0;
-        w->pos[w->nz[i]] = UINT32_MAX;
-    }
-    w->n_nz = 0;
+    lda_word_drop(w);
     return rc;
 }

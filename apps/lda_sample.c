@@ -361,22 +361,20 @@ int lda_visit_test(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payloa
     const uint32_t K = c->o->K;
     const double alpha = c->o->alpha, beta = c->o->beta, vbeta = c->vbeta;
     double *phi = s->inv, *cum = s->buf;
-    int32_t *nwk = s->word.nwk;
-    uint64_t h = t->blk_held[b];
-    for (uint64_t r = t->blk_run[b]; r < t->blk_run[b + 1] || (eval && h < t->blk_held[b + 1]);
-         r++) {
-        /* the next word with observed tokens or completion tokens */
-        uint32_t j = r < t->blk_run[b + 1] ? t->run_word[r] : UINT32_MAX;
-        if (eval && h < t->blk_held[b + 1] && t->held_word[h] < j) {
-            j = t->held_word[h];
-            r--; /* no observed tokens of this word: revisit run r next time */
-        }
-        uint32_t cap;
+    const int32_t *nwk = s->word.nwk;
+    uint64_t r = t->blk_run[b], rend = t->blk_run[b + 1];
+    uint64_t h = t->blk_held[b], hend = eval ? t->blk_held[b + 1] : h;
+    /* Words in block order: those with observed tokens (runs) and, when
+     * evaluating, those with completion tokens (held entries). */
+    while (r < rend || h < hend) {
+        uint32_t jr = r < rend ? t->run_word[r] : UINT32_MAX;
+        uint32_t jh = h < hend ? t->held_word[h] : UINT32_MAX;
+        uint32_t cap, j = jr < jh ? jr : jh;
         uint32_t *slice = word_slice(c, b, j, payload, &cap);
         lda_word_load(&s->word, K, slice, cap);
         for (uint32_t k = 0; k < K; k++)
             phi[k] = (nwk[k] + beta) / ((double)w->nk[k] + vbeta);
-        if (r < t->blk_run[b + 1] && t->run_word[r] == j) {
+        if (jr == j) { /* fold in: resample the observed tokens, counts of the word untouched */
             for (uint64_t i = r == t->blk_run[b] ? t->blk_tok[b] : t->run_end[r - 1];
                  i < t->run_end[r]; i++) {
                 uint32_t d = t->tok_doc[i], p = t->tok_pos[i], k = t->z[p];
@@ -394,8 +392,10 @@ int lda_visit_test(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payloa
                 ndk[k]++;
                 t->z[p] = (uint16_t)k;
             }
+            r++;
         }
-        for (; eval && h < t->blk_held[b + 1] && t->held_word[h] == j; h++) {
+        /* completion half: log p(w | d) = log sum_k theta_dk phi_kw */
+        for (; h < hend && t->held_word[h] == j; h++) {
             uint32_t d = t->held_doc[h];
             const int32_t *ndk = t->ndk + (size_t)d * K;
             double len = (double)(t->doc_off[d + 1] - t->doc_off[d]), pw = 0;
@@ -403,14 +403,7 @@ int lda_visit_test(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payloa
                 pw += (ndk[x] + alpha) * phi[x];
             w->held_ll += t->held_cnt[h] * log(pw / (len + K * alpha));
         }
-        /* counts are read only: drop the scratch without writing back */
-        for (uint32_t i = 0; i < s->word.n_nz; i++) {
-            nwk[s->word.nz[i]] = 0;
-            s->word.pos[s->word.nz[i]] = UINT32_MAX;
-        }
-        if (cap == 0)
-            memset(nwk, 0, K * sizeof(int32_t));
-        s->word.n_nz = 0;
+        lda_word_drop(&s->word);
     }
     return 0;
 }

@@ -46,15 +46,26 @@
  * n_slots passes and n_slots slot credits, CTRL_CREDITS data chunks and as
  * many control-credit messages can be outstanding, so RNR never happens.
  *
- * Progress: a comm thread polls the one CQ (busy-poll with sched_yield, or
- * the completion channel when cfg->event_mode) and watches the rdma_cm event
- * channel.  Caller threads post work requests themselves under the mutex and
- * wait on a condition variable.  A completion error or
- * RDMA_CM_EVENT_DISCONNECTED marks the transport failed with a message naming
- * the peer; every later call fails (receives still return what had already
- * arrived).  A killed process's kernel sends a DREQ at once; a silent host is
- * caught by the RC retry limit (ACK timeout 2^IB_ACK_TIMEOUT x 4.096 us,
- * IB_RETRY_CNT retries: about 2 s).
+ * Progress.  Completions are handled under a poll lock (so they are
+ * processed in CQ order) by whichever thread polls: caller threads post
+ * their own work requests and, in busy-poll mode (the default), poll the CQ
+ * themselves while they wait, yielding now and then; a comm thread polls
+ * while passes are in flight and nobody waits (so credits go back at once),
+ * naps while callers poll, and otherwise sleeps on the completion channel.
+ * With cfg->event_mode callers sleep on a condition variable and the comm
+ * thread always waits on the completion channel.  The comm thread also
+ * watches the rdma_cm event channel.
+ *
+ * Failure.  A completion error or RDMA_CM_EVENT_DISCONNECTED marks the
+ * transport failed with "lost rank N (host:port): ..."; every later call
+ * fails (receives still return what had already arrived).  A killed
+ * process's kernel sends a DREQ at once; a silent host is caught by the RC
+ * retry limit (ACK timeout 2^IB_ACK_TIMEOUT x 4.096 us, IB_RETRY_CNT tries:
+ * about 2 s).  On close a rank sends each peer a notice (SEND_WITH_IMM,
+ * kind 0): "bye" for a normal close, so that its disconnect is not a
+ * failure (only calls that need it fail: "rank N has closed its transport"),
+ * or "lost rank N", so that ranks that are not its neighbours name the
+ * rank that really died.
  */
 #define _GNU_SOURCE
 #include "backend.h"

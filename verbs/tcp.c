@@ -344,6 +344,18 @@ static void lost_locked(tcp_transport *t, int r, int e)
     fail_locked(t, "lost %s: %s", peer_str(t, r, who, sizeof(who)), errno_text(e));
 }
 
+/* Like lost_locked, for a connection that ended without a FAIL message: if
+ * the peer failed because of someone else while its writer was busy, the
+ * root cause still comes round the ring the other way, so wait a moment
+ * for it before blaming the peer. */
+static void lost_soon_locked(tcp_transport *t, int r, int e)
+{
+    double until = rt_now() + 0.3;
+    while (!t->failed && cond_wait_until(&t->cv_main, &t->mu, until) == 0)
+        ;
+    lost_locked(t, r, e);
+}
+
 /* Copy the stored failure into err.  Caller holds t->mu. */
 static int failed_locked(tcp_transport *t, rt_error *err)
 {
@@ -363,7 +375,7 @@ static void *receiver_main(void *arg)
         pthread_mutex_lock(&t->mu);
         if (e) {
             if (!t->closing && !t->prev_closed)
-                lost_locked(t, t->prev, e < 0 ? 0 : e);
+                lost_soon_locked(t, t->prev, e < 0 ? 0 : e);
             pthread_cond_broadcast(&t->cv_arrival);
             pthread_mutex_unlock(&t->mu);
             return NULL;
@@ -411,7 +423,7 @@ static void *receiver_main(void *arg)
         pthread_mutex_lock(&t->mu);
         if (e) {
             if (!t->closing)
-                lost_locked(t, t->prev, e < 0 ? 0 : e);
+                lost_soon_locked(t, t->prev, e < 0 ? 0 : e);
             pthread_mutex_unlock(&t->mu);
             return NULL;
         }
@@ -436,7 +448,7 @@ static void *creditor_main(void *arg)
         pthread_mutex_lock(&t->mu);
         if (e) {
             if (!t->closing && !t->next_closed)
-                lost_locked(t, t->next, e < 0 ? 0 : e);
+                lost_soon_locked(t, t->next, e < 0 ? 0 : e);
             pthread_cond_broadcast(&t->cv_credit);
             pthread_mutex_unlock(&t->mu);
             return NULL;
@@ -548,9 +560,15 @@ static void complete_head_locked(tcp_transport *t)
     pthread_cond_broadcast(&t->cv_main);
 }
 
-/* Writing to the next rank failed with errno e.  Caller holds t->mu. */
+/* Writing to the next rank failed with errno e.  Caller holds t->mu.
+ * The credit thread reads the same connection and will find out why - a
+ * relayed failure or a BYE arrives before the reset - so give it a moment
+ * to report the root cause before blaming the next rank. */
 static void send_failed_locked(tcp_transport *t, const pass_item *it, int e)
 {
+    double until = rt_now() + 1.0;
+    while (!t->failed && !t->next_closed && cond_wait_until(&t->cv_credit, &t->mu, until) == 0)
+        ;
     if (t->next_closed) {
         char who[320];
         fail_locked(t, "%s closed its transport while block %u was passed to it",
@@ -1101,6 +1119,11 @@ static int tcp_wait_arrival(rt_transport *base, rt_arrival *out, int timeout_ms,
     char who[320];
     double user = timeout_ms >= 0 ? rt_now() + timeout_ms / 1000.0 : 0;
     double peer = peer_deadline(t);
+    if (getenv("SPIN")) {
+        double until = rt_now() + atoi(getenv("SPIN")) * 1e-6;
+        while (__atomic_load_n(&t->a_count, __ATOMIC_ACQUIRE) == 0 && rt_now() < until)
+            ;
+    }
     pthread_mutex_lock(&t->mu);
     while (t->a_count == 0 && !t->failed) {
         if (t->prev_closed) {

@@ -50,7 +50,7 @@ while (($#)); do
     -e) ENVS+=("$2"); shift 2 ;;
     -v) VERBOSE=1; shift ;;
     --image) IMAGE_ONLY=1; shift ;;
-    -h | --help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --) shift; break ;;
     -*) msg "unknown option $1"; exit 2 ;;
     *) break ;;

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# End to end over RDMA: a 2-process SGD-MF run over ib in the soft-RoCE VM
-# must give W.npy and H.npy bit-identical to the same run over tcp.
-# Skips (77) until `rotor gen/partition/train` are built.
+# End to end over RDMA, in one soft-RoCE VM boot:
+#  1. a 2-process SGD-MF run over ib gives W.npy and H.npy bit-identical to
+#     the same run over tcp;
+#  2. killing one of 2 training processes over ib makes the survivor exit
+#     non-zero within 10 s, naming the lost rank.
+# Skips (77) until `rotor gen/partition/train/launch` are built.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 for c in gen partition train launch; do
     "$ROTOR" "$c" --help >/dev/null 2>&1 || { echo "SKIP: 'rotor $c' is not built yet"; exit 77; }
@@ -9,20 +12,40 @@ done
 W=$(mktemp -d "$ROTOR_BUILD/rxe-sgd.XXXXXX")
 trap 'rm -rf "$W"' EXIT
 "$ROTOR" gen mf --rows 1200 --cols 400 --nnz 20000 --rank 4 --noise 0.1 --seed 5 \
-    --out "$W/r.txt" --test-out "$W/t.txt" --test-fraction 0.1
+    --out "$W/r.txt" --test-out "$W/t.txt" --test-fraction 0.1 2>/dev/null
 "$ROTOR" partition --input "$W/r.txt" --test "$W/t.txt" --nodes 2 --threads 1 --seed 5 \
-    --out "$W/plan"
+    --out "$W/plan" 2>/dev/null
 in_vm '
 set -e
-A=$ROTOR_RXE_ADDR
+export ROTOR_LOG=info
+A=$ROTOR_RXE_ADDR W='"$W"'
 printf "%s:18515\n%s:18516\n" $A $A > /tmp/hosts
-train="train --plan '"$W"'/plan --app sgd-mf --rank 8 --lr 0.02 --epochs 3 --seed 9 --hostfile /tmp/hosts"
-$ROTOR launch -n 2 -- $ROTOR $train --transport ib --out '"$W"'/ib 2> '"$W"'/ib.log || { cat '"$W"'/ib.log; exit 1; }
-$ROTOR launch -n 2 -- $ROTOR $train --transport tcp --out '"$W"'/tcp 2> '"$W"'/tcp.log || { cat '"$W"'/tcp.log; exit 1; }
+train="train --plan $W/plan --app sgd-mf --rank 8 --lr 0.02 --epochs 3 --seed 9 --hostfile /tmp/hosts"
+echo "== sgd-mf over ib and over tcp"
+$ROTOR launch -n 2 -- $ROTOR $train --transport ib --out $W/ib 2> $W/ib.log || { cat $W/ib.log; exit 1; }
+grep -q "ib: rank 0 on rxe0" $W/ib.log || { echo "the ib run did not use rxe0"; cat $W/ib.log; exit 1; }
+$ROTOR launch -n 2 -- $ROTOR $train --transport tcp --out $W/tcp 2> $W/tcp.log || { cat $W/tcp.log; exit 1; }
+
+echo "== killed peer over ib"
+kt="train --plan $W/plan --app sgd-mf --rank 8 --epochs 100000 --transport ib --hostfile /tmp/hosts --nodes 2"
+$ROTOR $kt --node 0 2> $W/r0.log & p0=$!
+$ROTOR $kt --node 1 2> $W/r1.log & p1=$!
+for i in $(seq 600); do grep -q "epoch " $W/r0.log && break; sleep 0.1; done
+grep -q "epoch " $W/r0.log || { echo "training never started"; cat $W/r0.log; exit 1; }
+kill -9 $p1
+t0=$(date +%s.%N)
+for i in $(seq 150); do kill -0 $p0 2>/dev/null || break; sleep 0.1; done
+if kill -0 $p0 2>/dev/null; then kill -9 $p0; echo "survivor still running after 15 s"; exit 1; fi
+st=0; wait $p0 || st=$?
+el=$(awk -v a=$t0 -v b=$(date +%s.%N) "BEGIN { printf \"%.2f\", b - a }")
+tail -n 2 $W/r0.log
+echo "survivor exited with status $st after ${el} s"
+[ $st -ne 0 ] || { echo "survivor exited 0"; exit 1; }
+awk -v e=$el "BEGIN { exit !(e <= 10) }" || { echo "too slow"; exit 1; }
+grep -q "rank 1" $W/r0.log || { echo "message does not name rank 1"; exit 1; }
 '
 for f in W.npy H.npy; do
     [[ -s $W/ib/$f ]] || fail "the ib run wrote no $f"
     cmp -s "$W/ib/$f" "$W/tcp/$f" || fail "$f over ib differs from tcp"
 done
-grep -q "ib" "$W/ib.log" || true
-echo "PASS: sgd-mf over ib is bit-identical to tcp"
+echo "PASS: sgd-mf over ib is bit-identical to tcp; a killed peer is reported"
