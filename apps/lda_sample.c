@@ -351,6 +351,11 @@ int lda_visit_mh(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload,
 
 /* ------------------------------------------------------------ held out */
 
+/* Held-out documents.  With the word's counts fixed, the fold-in conditional
+ *     p(z = k) ∝ (n_dk + alpha) phi_k,   phi_k = (n_wk + beta) / (n_k + V beta)
+ * splits into alpha phi_k (a cumulative table built once per word, searched
+ * by bisection) and n_dk phi_k over the document's nonzero topics, so the
+ * cost per token does not grow with K. */
 int lda_visit_test(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
                    rt_rng *rng, int eval, rt_error *err)
 {
@@ -360,7 +365,7 @@ int lda_visit_test(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payloa
         return 0;
     const uint32_t K = c->o->K;
     const double alpha = c->o->alpha, beta = c->o->beta, vbeta = c->vbeta;
-    double *phi = s->inv, *cum = s->buf;
+    double *phi = s->inv, *cphi = s->coef, *rb = s->buf;
     const int32_t *nwk = s->word.nwk;
     uint64_t r = t->blk_run[b], rend = t->blk_run[b + 1];
     uint64_t h = t->blk_held[b], hend = eval ? t->blk_held[b + 1] : h;
@@ -372,35 +377,58 @@ int lda_visit_test(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payloa
         uint32_t cap, j = jr < jh ? jr : jh;
         uint32_t *slice = word_slice(c, b, j, payload, &cap);
         lda_word_load(&s->word, K, slice, cap);
-        for (uint32_t k = 0; k < K; k++)
+        double acc = 0;
+        for (uint32_t k = 0; k < K; k++) {
             phi[k] = (nwk[k] + beta) / ((double)w->nk[k] + vbeta);
-        if (jr == j) { /* fold in: resample the observed tokens, counts of the word untouched */
+            cphi[k] = (acc += phi[k]);
+        }
+        const double smooth = alpha * acc;
+        if (jr == j) { /* fold in: resample the observed tokens */
             for (uint64_t i = r == t->blk_run[b] ? t->blk_tok[b] : t->run_end[r - 1];
                  i < t->run_end[r]; i++) {
                 uint32_t d = t->tok_doc[i], p = t->tok_pos[i], k = t->z[p];
                 int32_t *ndk = t->ndk + (size_t)d * K;
-                ndk[k]--;
-                double acc = 0;
-                for (uint32_t x = 0; x < K; x++) {
-                    acc += (ndk[x] + alpha) * phi[x];
-                    cum[x] = acc;
+                if (--ndk[k] == 0)
+                    doc_nz_remove(t, d, k);
+                const uint16_t *dnz = t->dnz + t->dnz_off[d];
+                uint32_t dn = t->dnz_n[d];
+                double rsum = 0;
+                for (uint32_t x = 0; x < dn; x++) {
+                    rsum += ndk[dnz[x]] * phi[dnz[x]];
+                    rb[x] = rsum;
                 }
-                double u = rt_rng_uniform(rng) * acc;
-                k = 0;
-                while (k + 1 < K && cum[k] <= u)
-                    k++;
-                ndk[k]++;
+                double u = rt_rng_uniform(rng) * (rsum + smooth);
+                if (u < rsum) {
+                    uint32_t x = 0;
+                    while (x + 1 < dn && rb[x] <= u)
+                        x++;
+                    k = dnz[x];
+                } else { /* first k with cphi[k] > (u - rsum) / alpha */
+                    double v = (u - rsum) / alpha;
+                    uint32_t lo = 0, hi = K - 1;
+                    while (lo < hi) {
+                        uint32_t mid = (lo + hi) / 2;
+                        if (cphi[mid] > v)
+                            hi = mid;
+                        else
+                            lo = mid + 1;
+                    }
+                    k = lo;
+                }
+                if (ndk[k]++ == 0)
+                    t->dnz[t->dnz_off[d] + t->dnz_n[d]++] = (uint16_t)k;
                 t->z[p] = (uint16_t)k;
             }
             r++;
         }
-        /* completion half: log p(w | d) = log sum_k theta_dk phi_kw */
+        /* completion half: log p(w | d) = log sum_k theta_dk phi_k */
         for (; h < hend && t->held_word[h] == j; h++) {
             uint32_t d = t->held_doc[h];
             const int32_t *ndk = t->ndk + (size_t)d * K;
-            double len = (double)(t->doc_off[d + 1] - t->doc_off[d]), pw = 0;
-            for (uint32_t x = 0; x < K; x++)
-                pw += (ndk[x] + alpha) * phi[x];
+            const uint16_t *dnz = t->dnz + t->dnz_off[d];
+            double len = (double)(t->doc_off[d + 1] - t->doc_off[d]), pw = smooth;
+            for (uint32_t x = 0; x < t->dnz_n[d]; x++)
+                pw += ndk[dnz[x]] * phi[dnz[x]];
             w->held_ll += t->held_cnt[h] * log(pw / (len + K * alpha));
         }
         lda_word_drop(&s->word);

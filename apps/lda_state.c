@@ -167,7 +167,8 @@ static int tokens_build(lda_tokens *t, const rt_plan *plan, const uint64_t *off,
     return 0;
 }
 
-/* Nonzero topics per training document, for the sparse sampler's doc bucket. */
+/* Nonzero topics per document, for the sparse sampler's and the fold-in's
+ * document bucket. */
 static int doc_nz_build(lda_tokens *t, uint32_t K, rt_error *err)
 {
     int fail = 0;
@@ -203,8 +204,9 @@ int lda_worker_init(lda_worker *w, const rt_plan *plan, const rt_shard *sh, cons
                      err) ||
         doc_nz_build(&w->train, o->K, err))
         return -1;
-    if (sh->test_row_ids && tokens_build(&w->test, plan, sh->test_off, sh->test, sh->n_test_rows,
-                                         sh->test_row_ids, o, sh->worker, err))
+    if (sh->test_row_ids && (tokens_build(&w->test, plan, sh->test_off, sh->test, sh->n_test_rows,
+                                          sh->test_row_ids, o, sh->worker, err) ||
+                             doc_nz_build(&w->test, o->K, err)))
         return -1;
     return 0;
 }

@@ -1119,11 +1119,6 @@ static int tcp_wait_arrival(rt_transport *base, rt_arrival *out, int timeout_ms,
     char who[320];
     double user = timeout_ms >= 0 ? rt_now() + timeout_ms / 1000.0 : 0;
     double peer = peer_deadline(t);
-    if (getenv("SPIN")) {
-        double until = rt_now() + atoi(getenv("SPIN")) * 1e-6;
-        while (__atomic_load_n(&t->a_count, __ATOMIC_ACQUIRE) == 0 && rt_now() < until)
-            ;
-    }
     pthread_mutex_lock(&t->mu);
     while (t->a_count == 0 && !t->failed) {
         if (t->prev_closed) {

@@ -186,6 +186,33 @@ static void test_peer_timeout(void **state)
     assert_true(c[0].seconds < 10.0);
 }
 
+/* The same for a collective: rank 1 never joins the barrier. */
+static void body_silent_ctl(rank_ctx *c)
+{
+    rt_transport *t;
+    c->peer_timeout_ms = c->rank == 0 ? 300 : 0;
+    if ((c->rc = open_rank(c, &t)) != 0) {
+        pthread_barrier_wait(&done_bar);
+        return;
+    }
+    if (c->rank == 0)
+        c->rc = rt_transport_barrier(t, &c->err);
+    pthread_barrier_wait(&done_bar);
+    rt_transport_close(t);
+}
+
+static void test_peer_timeout_collective(void **state)
+{
+    (void)state;
+    rank_ctx c[2];
+    pthread_barrier_init(&done_bar, NULL, 2);
+    run_ranks(c, 2, body_silent_ctl, NULL);
+    pthread_barrier_destroy(&done_bar);
+    assert_int_equal(c[0].rc, -1);
+    expect_msg(&c[0], "rank 1", "peer timeout");
+    assert_true(c[0].seconds < 10.0);
+}
+
 /* ---- a neighbour's normal close is not a failure for unrelated traffic ---- */
 
 static void body_early_close(rank_ctx *c)
@@ -324,7 +351,7 @@ int main(void)
         cmocka_unit_test(test_single_rank),          cmocka_unit_test(test_window_mismatch),
         cmocka_unit_test(test_connect_timeout),      cmocka_unit_test(test_peer_timeout),
         cmocka_unit_test(test_peer_closes_normally), cmocka_unit_test(test_length_mismatch),
-        cmocka_unit_test(test_pass_order),
+        cmocka_unit_test(test_pass_order),           cmocka_unit_test(test_peer_timeout_collective),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
