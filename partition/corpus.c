@@ -70,80 +70,6 @@ int rt_strpool_add(rt_strpool *p, const char *s, size_t len, rt_error *err)
     return 0;
 }
 
-void rt_strmap_init(rt_strmap *m)
-{
-    memset(m, 0, sizeof(*m));
-}
-
-void rt_strmap_free(rt_strmap *m)
-{
-    rt_strpool_free(&m->names);
-    free(m->slots);
-    memset(m, 0, sizeof(*m));
-}
-
-static uint64_t str_hash(const char *s, size_t len)
-{
-    return rt_checksum(s, len);
-}
-
-static int64_t map_probe(const rt_strmap *m, const char *s, size_t len, uint64_t *slot)
-{
-    uint64_t i = str_hash(s, len) & m->mask;
-    for (;; i = (i + 1) & m->mask) {
-        uint32_t v = m->slots[i];
-        if (!v) {
-            *slot = i;
-            return -1;
-        }
-        const char *t = rt_strpool_get(&m->names, v - 1);
-        if (!strncmp(t, s, len) && t[len] == '\0') {
-            *slot = i;
-            return v - 1;
-        }
-    }
-}
-
-static int map_rehash(rt_strmap *m, rt_error *err)
-{
-    uint64_t n = m->mask ? (m->mask + 1) * 2 : 1024;
-    uint32_t *slots = calloc(n, sizeof(uint32_t));
-    if (!slots)
-        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (word map)");
-    free(m->slots);
-    m->slots = slots;
-    m->mask = n - 1;
-    for (uint64_t id = 0; id < m->names.n; id++) {
-        const char *s = rt_strpool_get(&m->names, id);
-        uint64_t slot;
-        map_probe(m, s, strlen(s), &slot);
-        m->slots[slot] = (uint32_t)(id + 1);
-    }
-    return 0;
-}
-
-int64_t rt_strmap_find(const rt_strmap *m, const char *s, size_t len)
-{
-    uint64_t slot;
-    return m->mask ? map_probe(m, s, len, &slot) : -1;
-}
-
-int64_t rt_strmap_intern(rt_strmap *m, const char *s, size_t len, rt_error *err)
-{
-    if ((m->names.n + 1) * 2 > m->mask + 1 && map_rehash(m, err))
-        return -1;
-    uint64_t slot;
-    int64_t id = map_probe(m, s, len, &slot);
-    if (id >= 0)
-        return id;
-    if (m->names.n >= UINT32_MAX - 1)
-        return rt_fail(err, RT_EXIT_INPUT, "more than 2^32 distinct words");
-    if (rt_strpool_add(&m->names, s, len, err))
-        return -1;
-    m->slots[slot] = (uint32_t)m->names.n;
-    return (int64_t)m->names.n - 1;
-}
-
 /* ------------------------------------------------------------ files */
 
 int rt_text_load(const char *path, rt_text *t, rt_error *err)
@@ -196,7 +122,7 @@ void rt_text_free(rt_text *t)
 void rt_corpus_init(rt_corpus *c)
 {
     memset(c, 0, sizeof(*c));
-    rt_strmap_init(&c->words);
+    rt_idmap_init(&c->words);
 }
 
 void rt_corpus_free(rt_corpus *c)
@@ -205,7 +131,7 @@ void rt_corpus_free(rt_corpus *c)
     free(c->word);
     free(c->count);
     rt_strpool_free(&c->doc_names);
-    rt_strmap_free(&c->words);
+    rt_idmap_free(&c->words);
     memset(c, 0, sizeof(*c));
 }
 
@@ -281,7 +207,7 @@ int rt_corpus_finish(rt_corpus *c, rt_error *err)
     c->doc_off[c->n_docs] = out;
     c->n_entries = out;
     c->n_tokens = tokens;
-    c->n_words = c->words.names.n;
+    c->n_words = c->words.n;
     return 0;
 }
 
@@ -291,8 +217,8 @@ int rt_corpus_min_count(rt_corpus *c, uint64_t min_count, rt_error *err)
         return 0;
     uint64_t *tot = calloc(c->n_words + 1, sizeof(uint64_t));
     uint32_t *remap = malloc((c->n_words + 1) * sizeof(uint32_t));
-    rt_strmap kept;
-    rt_strmap_init(&kept);
+    rt_idmap kept;
+    rt_idmap_init(&kept);
     if (!tot || !remap) {
         free(tot);
         free(remap);
@@ -303,12 +229,12 @@ int rt_corpus_min_count(rt_corpus *c, uint64_t min_count, rt_error *err)
     for (uint64_t w = 0; w < c->n_words; w++) {
         remap[w] = UINT32_MAX;
         if (tot[w] >= min_count) {
-            const char *s = rt_strpool_get(&c->words.names, w);
-            int64_t id = rt_strmap_intern(&kept, s, strlen(s), err);
+            const char *s = rt_idmap_str(&c->words, w);
+            int64_t id = rt_corpus_intern(&kept, s, strlen(s), err);
             if (id < 0) {
                 free(tot);
                 free(remap);
-                rt_strmap_free(&kept);
+                rt_idmap_free(&kept);
                 return -1;
             }
             remap[w] = (uint32_t)id;
@@ -330,9 +256,9 @@ int rt_corpus_min_count(rt_corpus *c, uint64_t min_count, rt_error *err)
     c->doc_off[c->n_docs] = out;
     c->n_entries = out;
     c->n_tokens = tokens;
-    rt_strmap_free(&c->words);
+    rt_idmap_free(&c->words);
     c->words = kept;
-    c->n_words = kept.names.n;
+    c->n_words = kept.n;
     free(tot);
     free(remap);
     return 0;

@@ -25,6 +25,7 @@
 #define ROTOR_CORPUS_H
 
 #include "../engine/base.h"
+#include "partition.h" /* rt_idmap */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -46,13 +47,6 @@ typedef struct rt_strpool {
     uint64_t n, ncap;
 } rt_strpool;
 
-/* Open-addressing map string -> dense id over a strpool. */
-typedef struct rt_strmap {
-    rt_strpool names;
-    uint32_t *slots; /* id + 1, 0 = empty */
-    uint64_t mask;
-} rt_strmap;
-
 typedef struct rt_corpus {
     uint64_t n_docs;
     uint64_t n_words;
@@ -62,7 +56,7 @@ typedef struct rt_corpus {
     uint32_t *word;     /* dense word id of each entry */
     uint32_t *count;    /* >= 1 */
     rt_strpool doc_names;
-    rt_strmap words;         /* word names; ids are dense word ids */
+    rt_idmap words;          /* word names; ids are dense word ids */
     rt_corpus_format format; /* the format actually read (after auto) */
     /* builder state */
     uint64_t cap;
@@ -98,11 +92,12 @@ static inline const char *rt_strpool_get(const rt_strpool *p, uint64_t i)
 {
     return p->buf + p->off[i];
 }
-void rt_strmap_init(rt_strmap *m);
-void rt_strmap_free(rt_strmap *m);
-/* Id of `s`, inserting it with the next dense id when new. -1 on OOM. */
-int64_t rt_strmap_intern(rt_strmap *m, const char *s, size_t len, rt_error *err);
-int64_t rt_strmap_find(const rt_strmap *m, const char *s, size_t len); /* -1 if absent */
+/* Dense id of a word, adding it when new; -1 (err set) on failure. */
+static inline int64_t rt_corpus_intern(rt_idmap *m, const char *s, size_t len, rt_error *err)
+{
+    uint32_t id;
+    return rt_idmap_intern(m, s, len, &id, err) ? -1 : (int64_t)id;
+}
 
 /* ---- whole-file input with line tracking ---- */
 typedef struct rt_text {

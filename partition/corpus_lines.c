@@ -70,7 +70,7 @@ typedef struct line_ctx {
 static int64_t word_id(line_ctx *x, const char *b, size_t n, rt_error *err)
 {
     if (!x->have_vocab) {
-        int64_t id = rt_strmap_intern(&x->c->words, b, n, err);
+        int64_t id = rt_corpus_intern(&x->c->words, b, n, err);
         if (id < 0)
             rt_error_prefix(err, "%s:%llu", x->path, x->line);
         return id;
@@ -164,7 +164,7 @@ int rt_corpus_read_lines(const char *path, const rt_corpus_options *opt, rt_corp
         if (rt_corpus_read_vocab(opt->vocab, c, err))
             return -1;
         x.have_vocab = 1;
-        x.vocab_n = c->words.names.n;
+        x.vocab_n = c->words.n;
         x.vocab_path = opt->vocab;
     }
     rt_text t;

@@ -44,7 +44,7 @@ static int is_letter(unsigned char ch)
 
 typedef struct text_ctx {
     rt_corpus *c;
-    rt_strmap stop;
+    rt_idmap stop;
     char *word; /* lower-cased scratch */
     size_t word_cap;
 } text_ctx;
@@ -53,7 +53,7 @@ static int load_stopwords(text_ctx *x, const char *path, rt_error *err)
 {
     if (!path) {
         for (size_t i = 0; rt_english_stopwords[i]; i++)
-            if (rt_strmap_intern(&x->stop, rt_english_stopwords[i], strlen(rt_english_stopwords[i]),
+            if (rt_corpus_intern(&x->stop, rt_english_stopwords[i], strlen(rt_english_stopwords[i]),
                                  err) < 0)
                 return -1;
         return 0;
@@ -66,7 +66,7 @@ static int load_stopwords(text_ctx *x, const char *path, rt_error *err)
         for (char *p = w; *p; p++)
             if (*p >= 'A' && *p <= 'Z')
                 *p = (char)(*p | 0x20);
-        if (rt_strmap_intern(&x->stop, w, strlen(w), err) < 0) {
+        if (rt_corpus_intern(&x->stop, w, strlen(w), err) < 0) {
             rt_text_free(&t);
             return -1;
         }
@@ -96,9 +96,9 @@ static int add_text(text_ctx *x, const char *s, const char *end, rt_error *err)
         }
         for (size_t i = 0; i < n; i++)
             x->word[i] = (char)(b[i] | 0x20);
-        if (rt_strmap_find(&x->stop, x->word, n) >= 0)
+        if (rt_idmap_find(&x->stop, x->word, n) >= 0)
             continue;
-        int64_t id = rt_strmap_intern(&x->c->words, x->word, n, err);
+        int64_t id = rt_corpus_intern(&x->c->words, x->word, n, err);
         if (id < 0 || rt_corpus_add(x->c, (uint32_t)id, 1, err))
             return -1;
     }
@@ -190,7 +190,7 @@ static int read_file_lines(text_ctx *x, const char *path, rt_error *err)
 int rt_corpus_read_text(const char *path, const rt_corpus_options *opt, rt_corpus *c, rt_error *err)
 {
     text_ctx x = {.c = c};
-    rt_strmap_init(&x.stop);
+    rt_idmap_init(&x.stop);
     struct stat st;
     int rc;
     if (load_stopwords(&x, opt->stopwords, err))
@@ -201,7 +201,7 @@ int rt_corpus_read_text(const char *path, const rt_corpus_options *opt, rt_corpu
         rc = read_dir(&x, path, err);
     else
         rc = read_file_lines(&x, path, err);
-    rt_strmap_free(&x.stop);
+    rt_idmap_free(&x.stop);
     free(x.word);
     return rc;
 }

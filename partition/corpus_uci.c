@@ -68,13 +68,13 @@ int rt_corpus_read_vocab(const char *path, rt_corpus *c, rt_error *err)
             return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: empty line in vocabulary", path,
                            (unsigned long long)line);
         }
-        uint64_t before = c->words.names.n;
-        int64_t id = rt_strmap_intern(&c->words, b, (size_t)(end - b), err);
+        uint64_t before = c->words.n;
+        int64_t id = rt_corpus_intern(&c->words, b, (size_t)(end - b), err);
         if (id < 0) {
             rt_text_free(&t);
             return rt_error_prefix(err, "%s:%llu", path, (unsigned long long)line);
         }
-        if (c->words.names.n == before) {
+        if (c->words.n == before) {
             rt_text_free(&t);
             return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: duplicate word '%.*s' (also line %lld)",
                            path, (unsigned long long)line, (int)(end - b), b, (long long)id + 1);
@@ -184,17 +184,17 @@ int rt_corpus_read_uci(const char *path, const rt_corpus_options *opt, rt_corpus
     if (opt->vocab) {
         if (rt_corpus_read_vocab(opt->vocab, c, err))
             goto out;
-        if (c->words.names.n != W) {
+        if (c->words.n != W) {
             rt_fail(err, RT_EXIT_INPUT, "%s:%llu: vocabulary has %llu words, %s header W=%llu",
-                    opt->vocab, (unsigned long long)(c->words.names.n + 1),
-                    (unsigned long long)c->words.names.n, path, (unsigned long long)W);
+                    opt->vocab, (unsigned long long)(c->words.n + 1),
+                    (unsigned long long)c->words.n, path, (unsigned long long)W);
             goto out;
         }
     } else {
         for (uint64_t w = 1; w <= W; w++) {
             char buf[32];
             int len = snprintf(buf, sizeof(buf), "%llu", (unsigned long long)w);
-            if (rt_strmap_intern(&c->words, buf, (size_t)len, err) < 0)
+            if (rt_corpus_intern(&c->words, buf, (size_t)len, err) < 0)
                 goto out;
         }
     }

@@ -161,7 +161,7 @@ static int held_out(uint64_t seed, uint64_t d, double fraction)
 
 typedef struct lda_part {
     rt_corpus c;
-    rt_idmap rows, test_rows, cols;
+    rt_idmap rows, test_rows; /* columns: the corpus's word map */
     rt_triplets train, test;
     uint64_t empty_docs, test_tokens;
 } lda_part;
@@ -176,18 +176,10 @@ static int intern_doc(rt_idmap *m, const char *name, const char *input, uint32_t
     return 0;
 }
 
-/* Split documents, build id maps and triplets. */
+/* Split documents, build the document id maps and the triplets. */
 static int build(lda_part *p, const lda_part_args *a, rt_error *err)
 {
     rt_corpus *c = &p->c;
-    for (uint64_t w = 0; w < c->n_words; w++) {
-        const char *s = rt_strpool_get(&c->words.names, w);
-        uint32_t id;
-        if (rt_idmap_intern(&p->cols, s, strlen(s), &id, err))
-            return -1;
-    }
-    if (p->cols.n != c->n_words)
-        return rt_fail(err, RT_EXIT_INPUT, "%s: duplicate words in the vocabulary", a->input);
     for (uint64_t d = 0; d < c->n_docs; d++) {
         const char *name = rt_strpool_get(&c->doc_names, d);
         int test = held_out(a->seed, d, a->test_fraction);
@@ -232,7 +224,7 @@ static int write_side_files(const lda_part *p, const lda_part_args *a, uint64_t 
         rt_outfile_open(&of, path, err))
         return -1;
     for (uint64_t w = 0; w < p->c.n_words; w++)
-        if (fprintf(of.fp, "%s\n", rt_strpool_get(&p->c.words.names, w)) < 0) {
+        if (fprintf(of.fp, "%s\n", rt_idmap_str(&p->c.words, w)) < 0) {
             rt_outfile_abort(&of);
             return rt_fail(err, RT_EXIT_RUNTIME, "%s: write failed", path);
         }
@@ -269,7 +261,7 @@ static int run(lda_part *p, const lda_part_args *a, int argc, char **argv, rt_er
     rt_plan_input in = {.app = rt_app_lda.plan_app, /* the plans `rotor train --app lda` takes */
                         .train = &p->train,
                         .rows = &p->rows,
-                        .cols = &p->cols,
+                        .cols = &p->c.words,
                         .test = p->test.n ? &p->test : NULL,
                         .test_rows = p->test.n ? &p->test_rows : NULL};
     rt_plan_options po = {.nodes = a->nodes,
@@ -294,7 +286,7 @@ static int run(lda_part *p, const lda_part_args *a, int argc, char **argv, rt_er
            "token imbalance (max/mean) docs %.3f words %.3f cells %.3f "
            "(random would give %.3f %.3f %.3f)\n",
            a->out, sum.workers, sum.blocks, (unsigned long long)p->rows.n,
-           (unsigned long long)p->cols.n, (unsigned long long)sum.tokens_train,
+           (unsigned long long)p->c.n_words, (unsigned long long)sum.tokens_train,
            sum.imbalance.row_blocks, sum.imbalance.col_blocks, sum.imbalance.cells,
            sum.random_imbalance.row_blocks, sum.random_imbalance.col_blocks,
            sum.random_imbalance.cells);
@@ -311,14 +303,12 @@ int cmd_partition_lda(int argc, char **argv)
     memset(&p, 0, sizeof(p));
     rt_idmap_init(&p.rows);
     rt_idmap_init(&p.test_rows);
-    rt_idmap_init(&p.cols);
     rt_triplets_init(&p.train);
     rt_triplets_init(&p.test);
     int rc = run(&p, &a, argc, argv, &err);
     rt_corpus_free(&p.c);
     rt_idmap_free(&p.rows);
     rt_idmap_free(&p.test_rows);
-    rt_idmap_free(&p.cols);
     rt_triplets_free(&p.train);
     rt_triplets_free(&p.test);
     if (rc)

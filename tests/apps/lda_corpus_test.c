@@ -44,7 +44,7 @@ static int teardown(void **state)
 
 static uint32_t count_of(const rt_corpus *c, uint64_t d, const char *word)
 {
-    int64_t w = rt_strmap_find(&c->words, word, strlen(word));
+    int64_t w = rt_idmap_find(&c->words, word, strlen(word));
     if (w < 0)
         return 0;
     for (uint64_t i = c->doc_off[d]; i < c->doc_off[d + 1]; i++)
@@ -181,8 +181,8 @@ static void test_text(void **state)
     assert_int_equal(rt_corpus_read(p, &o, &c, &err), 0);
     assert_int_equal(count_of(&c, 0, "cat"), 0);
     assert_int_equal(count_of(&c, 0, "the"), 3);
-    assert_true(rt_strmap_find(&c.words, "mat", 3) < 0); /* once only: dropped */
-    assert_int_equal(c.n_words, 2);                      /* the, dog */
+    assert_true(rt_idmap_find(&c.words, "mat", 3) < 0); /* once only: dropped */
+    assert_int_equal(c.n_words, 2);                     /* the, dog */
     rt_corpus_free(&c);
 
     /* a directory: one document per file, in name order */

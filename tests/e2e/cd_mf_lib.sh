@@ -1,7 +1,10 @@
 # cd_mf_lib.sh - helpers for the cd-mf end-to-end tests (sourced after lib.sh).
 
 # The app must be linked into rotor (apps/registry.c lists it).
-"$ROTOR" train --help 2>/dev/null | grep -q '^cd-mf options' ||
+# (Read the whole help first: grep -q exiting early would SIGPIPE rotor,
+# which pipefail turns into a failure.)
+help_text=$("$ROTOR" train --help 2>/dev/null)
+grep -q '^cd-mf options' <<<"$help_text" ||
     fail "rotor was built without the cd-mf app (is rt_app_cd_mf still weak in apps/registry.c?)"
 
 # Planted data and a 2-node x 2-thread plan under $TMP (data.txt, test.txt, plan/).

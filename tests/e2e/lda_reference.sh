@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # LDA against a plain serial collapsed Gibbs sampler (tests/apps/lda_ref.c):
-# same corpus, K, alpha, beta; ll/token after 50 sweeps within 1%.
+# same corpus, K, alpha, beta; ll/token after 50 sweeps within 1%.  Then a
+# stationarity check on a tiny corpus: the mean ll/token over many sweeps
+# of every sampler matches the reference's within 0.6% (a wrong MH
+# acceptance ratio shifts it by 1-5%).
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lda_lib.sh"
 gen_small_corpus
@@ -16,5 +19,21 @@ for s in "sparse" "mh --mh-steps 8"; do
     got=$(ll_at 50 "$TMP/train.log")
     note "ll/token after 50 sweeps: $s $got, serial reference $ref"
     rel_within "$got" "$ref" 0.01 || fail "$s: ll/token $got not within 1% of the reference $ref"
+done
+
+note "stationary mean ll/token on a tiny corpus (K=3, 4000 sweeps)"
+"$ROTOR" gen lda --docs 60 --vocab 30 --topics 3 --alpha 0.5 --beta 0.1 --doc-len 20 --seed 5 \
+    --out "$TMP/tiny.txt" >/dev/null
+"$ROTOR" partition --app lda --input "$TMP/tiny.txt" --nodes 1 --threads 2 --seed 1 \
+    --out "$TMP/tiny" >/dev/null 2>&1 || fail "partition tiny"
+mean_after() { awk '{ if ($1 + 0 > 500) { s += $2; n++ } } END { printf "%.6f", s / n }'; }
+ref=$("$LDA_REF" gibbs --input "$TMP/tiny.txt" --topics 3 --alpha 0.5 --beta 0.1 --iters 4000 \
+    --eval-every 10 2>/dev/null | awk '{ print $2, $4 }' | mean_after)
+for s in "sparse" "mh --mh-steps 1" "mh --mh-steps 2"; do
+    got=$("$ROTOR" train --plan "$TMP/tiny" --app lda --topics 3 --alpha 0.5 --beta 0.1 --serial \
+        --sampler $s --iters 4000 --eval-every 10 2>&1 |
+        grep -o 'lda iter [0-9]*: ll/token [-0-9.]*' | awk '{ print $3 + 0, $5 }' | mean_after)
+    note "$s: mean ll/token $got, reference $ref"
+    rel_within "$got" "$ref" 0.006 || fail "$s: stationary ll/token $got vs reference $ref"
 done
 echo "PASS"

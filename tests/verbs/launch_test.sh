@@ -9,7 +9,7 @@ fails=0
 fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
 
 # 1. Usage.
-"$ROTOR" launch --help | grep -q "usage: rotor launch" || fail "--help"
+grep -q "usage: rotor launch" <<<"$("$ROTOR" launch --help)" || fail "--help"
 "$ROTOR" launch >/dev/null 2>&1; [ $? -eq 2 ] || fail "no arguments should exit 2"
 "$ROTOR" launch -n 0 -- true >/dev/null 2>&1; [ $? -eq 2 ] || fail "-n 0 should exit 2"
 
