@@ -31,7 +31,7 @@ static int get_u64(json_t *root, const char *key, uint64_t *out, const char *pat
 
 static int get_u32(json_t *root, const char *key, uint32_t *out, const char *path, rt_error *err)
 {
-    uint64_t v;
+    uint64_t v = 0;
     if (get_u64(root, key, &v, path, err) < 0)
         return -1;
     if (v > UINT32_MAX)

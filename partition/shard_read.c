@@ -56,7 +56,8 @@ static int shard_check(const rt_plan *plan, uint32_t worker, const rt_secfile *f
     if (h->worker != worker)
         return rt_fail(err, RT_EXIT_INPUT, "%s: is the shard of worker %u, not %u", path, h->worker,
                        worker);
-    uint64_t off_bytes = 8 * ((uint64_t)plan->blocks + 1), n_off, n_train, n_test, n_ids = 0;
+    uint64_t off_bytes = 8 * ((uint64_t)plan->blocks + 1), n_off = 0, n_train = 0, n_test = 0,
+             n_ids = 0;
     s->train_off = get(f, RT_SEC_TRAIN_OFFSETS, 8, off_bytes, &n_off, path, err);
     s->train = get(f, RT_SEC_TRAIN_ENTRIES, sizeof(rt_entry), 0, &n_train, path, err);
     s->test_off = get(f, RT_SEC_TEST_OFFSETS, 8, off_bytes, &n_off, path, err);

@@ -4,7 +4,7 @@
 #ifndef ROTOR_TOOLS_GEN_H
 #define ROTOR_TOOLS_GEN_H
 
-int gen_mf_main(int argc, char **argv); /* tools/gen_mf.c: planted low-rank ratings */
+int gen_mf_main(int argc, char **argv);  /* tools/gen_mf.c: planted low-rank ratings */
 int gen_lda_main(int argc, char **argv); /* tools/gen_lda.c: planted topics */
 
 #endif
