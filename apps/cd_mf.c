@@ -177,13 +177,6 @@ static int cd_visit(void *p, const rt_visit *v, rt_error *err)
     return cd_core_visit(&a->core, v->worker, v->block, v->rotation, v->payload, v->len, err);
 }
 
-/* The column blocks whose home is this node (partition.h). */
-static void home_blocks(const cd_app *a, rt_engine *eng, uint32_t *first, uint32_t *count)
-{
-    *count = a->plan->pipeline * (uint32_t)rt_engine_threads(eng);
-    *first = *count * (uint32_t)rt_engine_rank(eng);
-}
-
 static int report(cd_app *a, rt_engine *eng, uint64_t rot, rt_error *err)
 {
     cd_metrics *m = &a->last;
@@ -221,7 +214,7 @@ static int cd_rotation_end(void *p, rt_engine *eng, uint64_t rot, const rt_rotat
 {
     cd_app *a = p;
     uint32_t first, count;
-    home_blocks(a, eng, &first, &count);
+    rt_engine_home_blocks(eng, &first, &count);
     for (uint32_t b = first; b < first + count; b++) {
         size_t len = 0;
         const void *payload = rt_engine_home_payload(eng, b, &len);
@@ -255,7 +248,7 @@ static int export_model(cd_app *a, rt_engine *eng, rt_error *err)
             for (uint32_t r = 0; r < kp; r++)
                 a->m.W[t][(size_t)i * kp + r] = r < k ? w->U[(size_t)r * w->n_rows + i] : 0.0f;
     }
-    home_blocks(a, eng, &first, &count);
+    rt_engine_home_blocks(eng, &first, &count);
     for (uint32_t b = first; b < first + count; b++) {
         const cd_block *bl = &a->core.blocks[b];
         float *H = rt_engine_home_payload(eng, b, NULL);

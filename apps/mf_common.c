@@ -2,9 +2,11 @@
  * shared by the MF apps. */
 #include "mf_common.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Stream ids for the RNG: rows and columns never share a stream. */
 #define COLUMN_STREAM_BASE (1ULL << 40)
@@ -152,8 +154,8 @@ static float *pack_local_W(const rt_mf_local *m, size_t *bytes)
 static float *pack_home_H(const rt_mf_local *m, rt_engine *eng, size_t *bytes)
 {
     const rt_plan *plan = m->plan;
-    uint32_t span = plan->pipeline * (uint32_t)rt_engine_threads(eng);
-    uint32_t first = span * (uint32_t)rt_engine_rank(eng);
+    uint32_t first, span;
+    rt_engine_home_blocks(eng, &first, &span);
     uint64_t cols = plan->block_col_offset[first + span] - plan->block_col_offset[first];
     float *out = malloc(cols * m->k * sizeof(float) + 1);
     if (!out)
@@ -174,8 +176,8 @@ static float *pack_home_H(const rt_mf_local *m, rt_engine *eng, size_t *bytes)
 static float *pack_biases(const rt_mf_local *m, rt_engine *eng, int cols, size_t *bytes)
 {
     const rt_plan *plan = m->plan;
-    uint32_t span = plan->pipeline * (uint32_t)rt_engine_threads(eng);
-    uint32_t first = span * (uint32_t)rt_engine_rank(eng);
+    uint32_t first, span;
+    rt_engine_home_blocks(eng, &first, &span);
     uint64_t n = 0;
     if (cols)
         n = plan->block_col_offset[first + span] - plan->block_col_offset[first];
@@ -434,7 +436,13 @@ int rt_mf_parse_common(rt_mf_common_opts *o, int argc, char **argv, int *i, rt_e
 int rt_mf_check_common(const rt_mf_common_opts *o, const rt_plan *plan, const char *app,
                        rt_error *err)
 {
-    (void)o;
+    /* An unusable output directory fails now, not after the whole run. */
+    if (o->out[0]) {
+        if (rt_mkdir_p(o->out, err))
+            return rt_error_prefix(err, "--out");
+        if (access(o->out, W_OK) != 0)
+            return rt_fail_errno(err, RT_EXIT_INPUT, errno, "--out %s: not writable", o->out);
+    }
     if (plan->app != RT_PLAN_MF)
         return rt_fail(err, RT_EXIT_INPUT,
                        "%s: plan was made for '%s', but --app %s needs a plan made with "

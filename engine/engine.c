@@ -50,6 +50,13 @@ struct rt_engine {
     worker_slot *workers;
     uint32_t n_threads_started;
     pthread_barrier_t step_start, step_done;
+    int barriers_ready;
+    /* Start gate: threads wait here until every one of them exists (go = 1)
+     * or one could not be created (go = -1, they exit without touching the
+     * step barriers). */
+    pthread_mutex_t gate_mu;
+    pthread_cond_t gate_cv;
+    int go;
     int quit;
     const rt_app_ops *ops;
     void *app;
@@ -70,6 +77,13 @@ static void *worker_main(void *arg)
 {
     worker_slot *w = arg;
     rt_engine *e = w->eng;
+    pthread_mutex_lock(&e->gate_mu);
+    while (e->go == 0)
+        pthread_cond_wait(&e->gate_cv, &e->gate_mu);
+    int go = e->go;
+    pthread_mutex_unlock(&e->gate_mu);
+    if (go < 0)
+        return NULL;
     rt_pin_current_thread(e->group, (int)e->T, (int)w->thread, e->pin);
     for (;;) {
         pthread_barrier_wait(&e->step_start);
@@ -93,30 +107,37 @@ static int start_threads(rt_engine *e, rt_error *err)
     }
     if (e->serial)
         return 0;
-    if (pthread_barrier_init(&e->step_start, NULL, e->T + 1) ||
-        pthread_barrier_init(&e->step_done, NULL, e->T + 1))
+    if (pthread_barrier_init(&e->step_start, NULL, e->T + 1))
         return rt_fail(err, RT_EXIT_RUNTIME, "engine: cannot create barriers");
-    for (uint32_t t = 0; t < e->T; t++) {
-        if (pthread_create(&e->workers[t].tid, NULL, worker_main, &e->workers[t]) != 0) {
-            /* The threads already started wait at step_start forever; the
-             * caller exits the process on this error. */
-            return rt_fail(err, RT_EXIT_RUNTIME, "engine: cannot start worker thread %u", t);
-        }
-        e->n_threads_started++;
+    if (pthread_barrier_init(&e->step_done, NULL, e->T + 1)) {
+        pthread_barrier_destroy(&e->step_start);
+        return rt_fail(err, RT_EXIT_RUNTIME, "engine: cannot create barriers");
     }
-    return 0;
+    e->barriers_ready = 1;
+    int rc = 0;
+    for (uint32_t t = 0; t < e->T && rc == 0; t++) {
+        if (pthread_create(&e->workers[t].tid, NULL, worker_main, &e->workers[t]) != 0)
+            rc = rt_fail(err, RT_EXIT_RUNTIME, "engine: cannot start worker thread %u", t);
+        else
+            e->n_threads_started++;
+    }
+    pthread_mutex_lock(&e->gate_mu);
+    e->go = rc ? -1 : 1;
+    pthread_cond_broadcast(&e->gate_cv);
+    pthread_mutex_unlock(&e->gate_mu);
+    return rc;
 }
 
 static void stop_threads(rt_engine *e)
 {
-    if (e->serial || !e->workers)
+    if (e->serial || !e->workers || !e->barriers_ready)
         return;
-    if (e->n_threads_started == e->T) {
+    if (e->go > 0) { /* all threads run the step loop: release them from it */
         e->quit = 1;
         pthread_barrier_wait(&e->step_start);
-        for (uint32_t t = 0; t < e->T; t++)
-            pthread_join(e->workers[t].tid, NULL);
     }
+    for (uint32_t t = 0; t < e->n_threads_started; t++)
+        pthread_join(e->workers[t].tid, NULL);
     pthread_barrier_destroy(&e->step_start);
     pthread_barrier_destroy(&e->step_done);
 }
@@ -367,6 +388,8 @@ int rt_engine_create(const rt_engine_config *cfg, rt_engine **out, rt_error *err
     e->T = e->serial ? e->W : (uint32_t)cfg->threads;
     e->span = e->c * e->T;
     e->first_worker = e->rank * e->T;
+    pthread_mutex_init(&e->gate_mu, NULL);
+    pthread_cond_init(&e->gate_cv, NULL);
     e->res = calloc(e->span, sizeof(resident));
     if (!e->res) {
         free(e);
@@ -406,6 +429,8 @@ void rt_engine_destroy(rt_engine *e)
         return;
     stop_threads(e);
     rt_transport_close(e->tr);
+    pthread_mutex_destroy(&e->gate_mu);
+    pthread_cond_destroy(&e->gate_cv);
     free(e->workers);
     free(e->res);
     free(e);
@@ -434,6 +459,12 @@ uint32_t rt_engine_first_worker(const rt_engine *e)
 const char *rt_engine_transport_name(const rt_engine *e)
 {
     return rt_transport_name(e->tr);
+}
+
+void rt_engine_home_blocks(const rt_engine *e, uint32_t *first, uint32_t *count)
+{
+    *first = e->span * e->rank;
+    *count = e->span;
 }
 
 void *rt_engine_home_payload(rt_engine *e, uint32_t block, size_t *len)

@@ -113,6 +113,9 @@ int rt_engine_threads(const rt_engine *e);
 /* Global ids of the workers this node runs: first .. first + threads - 1. */
 uint32_t rt_engine_first_worker(const rt_engine *e);
 const char *rt_engine_transport_name(const rt_engine *e);
+/* The blocks whose home is this node: first .. first + count - 1 (they sit
+ * here between rotations and after the run). */
+void rt_engine_home_blocks(const rt_engine *e, uint32_t *first, uint32_t *count);
 /* Payload of home block b between rotations (after run returned, too): valid
  * only for blocks whose home is this node. */
 void *rt_engine_home_payload(rt_engine *e, uint32_t block, size_t *len);

@@ -15,7 +15,8 @@
  *   host:port
  *   host port
  *   [ipv6]:port     (a bare IPv6 literal without brackets takes base_port + rank)
- * '#' starts a comment; blank lines are ignored.
+ * '#' starts a comment; blank lines are ignored.  Errors name the file and
+ * line: "FILE:LINE: what was wrong" (exit code 2).
  */
 #define _GNU_SOURCE
 #include "engine.h"
@@ -56,7 +57,10 @@ static int resolve_identity(const rt_group_config *cfg, rt_group *g, rt_error *e
 {
     if (cfg->rank >= 0 || cfg->size >= 0) {
         if (cfg->size < 0 || (cfg->rank < 0 && cfg->size != 1))
-            return rt_fail(err, RT_EXIT_INPUT, "--rank and --size must be given together");
+            return rt_fail(err, RT_EXIT_INPUT,
+                           "the rank and the group size must be given together (got only the "
+                           "%s)",
+                           cfg->size < 0 ? "rank" : "group size");
         g->rank = cfg->rank < 0 ? 0 : cfg->rank;
         g->size = cfg->size;
         g->local_rank = -1;
@@ -208,7 +212,7 @@ int rt_hostfile_read(const char *path, int size, int base_port, rt_peer **peers,
 {
     *peers = NULL;
     if (size < 1)
-        return rt_fail(err, RT_EXIT_INPUT, "hostfile %s: group size %d", path, size);
+        return rt_fail(err, RT_EXIT_INPUT, "%s: group size %d, need at least 1", path, size);
     FILE *fp = fopen(path, "r");
     if (!fp)
         return rt_fail_errno(err, RT_EXIT_INPUT, errno, "cannot open hostfile %s", path);
@@ -222,7 +226,7 @@ int rt_hostfile_read(const char *path, int size, int base_port, rt_peer **peers,
     while (rc == 0 && fgets(buf, sizeof(buf), fp)) {
         lineno++;
         if (!strchr(buf, '\n') && !feof(fp)) {
-            rc = rt_fail(err, RT_EXIT_INPUT, "hostfile %s line %d: line too long", path, lineno);
+            rc = rt_fail(err, RT_EXIT_INPUT, "%s:%d: line too long", path, lineno);
             break;
         }
         char *line = trim(buf);
@@ -230,7 +234,7 @@ int rt_hostfile_read(const char *path, int size, int base_port, rt_peer **peers,
             continue;
         if (n == size) {
             rc = rt_fail(err, RT_EXIT_INPUT,
-                         "hostfile %s line %d: more than %d entries (one per rank expected)", path,
+                         "%s:%d: more than %d hostfile entries (one per rank expected)", path,
                          lineno, size);
             break;
         }
@@ -238,16 +242,15 @@ int rt_hostfile_read(const char *path, int size, int base_port, rt_peer **peers,
         char copy[1024];
         snprintf(copy, sizeof(copy), "%s", line);
         if (parse_line(line, &p[n], &why)) {
-            rc = rt_fail(err, RT_EXIT_INPUT, "hostfile %s line %d: '%s': %s", path, lineno, copy,
-                         why);
+            rc = rt_fail(err, RT_EXIT_INPUT, "%s:%d: bad hostfile entry '%s': %s", path, lineno,
+                         copy, why);
             break;
         }
         if (p[n].port == 0) {
             if (base_port + n > 65535 || base_port + n < 1) {
                 rc = rt_fail(err, RT_EXIT_INPUT,
-                             "hostfile %s line %d: no port, and base port %d + rank %d is not "
-                             "a valid port",
-                             path, lineno, base_port, n);
+                             "%s:%d: no port, and base port %d + rank %d is not a valid port", path,
+                             lineno, base_port, n);
                 break;
             }
             p[n].port = base_port + n;
@@ -258,7 +261,7 @@ int rt_hostfile_read(const char *path, int size, int base_port, rt_peer **peers,
         rc = rt_fail_errno(err, RT_EXIT_INPUT, errno, "cannot read hostfile %s", path);
     if (rc == 0 && n < size)
         rc = rt_fail(err, RT_EXIT_INPUT,
-                     "hostfile %s has %d entr%s (%d lines), need %d (one per rank)", path, n,
+                     "%s: hostfile has %d entr%s (%d lines), need %d (one per rank)", path, n,
                      n == 1 ? "y" : "ies", lineno, size);
     fclose(fp);
     if (rc) {

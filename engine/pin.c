@@ -2,9 +2,13 @@
  * pin.c - bind worker threads to cores with hwloc.
  *
  * Worker t of the process with local rank L (processes on one host) goes to
- * core (L * threads + t).  RT_PIN_AUTO pins only when every worker thread on
- * the host gets a core of its own; oversubscribed runs (e.g. 2 processes x 2
- * threads on a 2-core laptop) are left to the OS scheduler.
+ * core (L * threads + t).  RT_PIN_AUTO pins only when every worker thread of
+ * every process on the host gets a core of its own, which needs the number
+ * of processes on the host: ROTOR_LOCAL_SIZE (rotor launch), or the MPI /
+ * Slurm equivalents.  When that number is unknown and there are several
+ * ranks, AUTO does not pin: pinning one process's workers to cores the
+ * others also run on would only make them compete.  Oversubscribed runs
+ * (e.g. 2 processes x 2 threads on a 2-core laptop) are left to the OS.
  */
 #include "engine.h"
 
@@ -13,6 +17,21 @@
 #include <stdlib.h>
 
 void rt_pin_current_thread(const rt_group *group, int threads, int t, rt_pin_mode mode);
+
+static hwloc_topology_t topology;
+static int topology_ok;
+static pthread_once_t topology_once = PTHREAD_ONCE_INIT;
+
+static void load_topology(void)
+{
+    if (hwloc_topology_init(&topology) != 0)
+        return;
+    if (hwloc_topology_load(topology) != 0) {
+        hwloc_topology_destroy(topology);
+        return;
+    }
+    topology_ok = 1;
+}
 
 static int local_size_from_env(void)
 {
@@ -27,42 +46,44 @@ static int local_size_from_env(void)
     return 0;
 }
 
+static int should_pin(const rt_group *group, int threads, int cores, rt_pin_mode mode)
+{
+    if (mode == RT_PIN_YES)
+        return 1;
+    int local_size = local_size_from_env();
+    if (local_size == 0 && group->size == 1)
+        local_size = 1;
+    return local_size > 0 && local_size * threads <= cores;
+}
+
 void rt_pin_current_thread(const rt_group *group, int threads, int t, rt_pin_mode mode)
 {
     if (mode == RT_PIN_NO)
         return;
-    hwloc_topology_t topo;
-    if (hwloc_topology_init(&topo) != 0)
+    pthread_once(&topology_once, load_topology);
+    if (!topology_ok)
         return;
-    if (hwloc_topology_load(topo) != 0) {
-        hwloc_topology_destroy(topo);
+    hwloc_obj_type_t type = HWLOC_OBJ_CORE;
+    int cores = hwloc_get_nbobjs_by_type(topology, type);
+    if (cores <= 0) {
+        type = HWLOC_OBJ_PU;
+        cores = hwloc_get_nbobjs_by_type(topology, type);
+    }
+    if (cores <= 0 || !should_pin(group, threads, cores, mode)) {
+        if (t == 0)
+            rt_debug("pin: %d worker threads per process on %d cores: not pinning", threads, cores);
         return;
     }
-    int cores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
-    if (cores <= 0)
-        cores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
     int local = group->local_rank >= 0 ? group->local_rank : 0;
-    int local_size = local_size_from_env();
-    if (local_size == 0)
-        local_size = group->size == 1 ? 1 : local + 1;
-    int index = local * threads + t;
-    int fits = local_size * threads <= cores;
-    if (cores > 0 && (mode == RT_PIN_YES || fits)) {
-        hwloc_obj_t core = hwloc_get_obj_by_type(topo, HWLOC_OBJ_CORE, (unsigned)(index % cores));
-        if (!core)
-            core = hwloc_get_obj_by_type(topo, HWLOC_OBJ_PU, (unsigned)(index % cores));
-        if (core && core->cpuset) {
-            hwloc_bitmap_t set = hwloc_bitmap_dup(core->cpuset);
-            hwloc_bitmap_singlify(set);
-            if (hwloc_set_cpubind(topo, set, HWLOC_CPUBIND_THREAD) != 0)
-                rt_debug("pin: could not bind worker %d to core %d", t, index % cores);
-            else
-                rt_debug("pin: worker %d on core %d", t, index % cores);
-            hwloc_bitmap_free(set);
-        }
-    } else if (t == 0) {
-        rt_debug("pin: %d x %d worker threads on %d cores: not pinning", local_size, threads,
-                 cores);
-    }
-    hwloc_topology_destroy(topo);
+    int index = (local * threads + t) % cores;
+    hwloc_obj_t obj = hwloc_get_obj_by_type(topology, type, (unsigned)index);
+    if (!obj || !obj->cpuset)
+        return;
+    hwloc_bitmap_t set = hwloc_bitmap_dup(obj->cpuset);
+    hwloc_bitmap_singlify(set);
+    if (hwloc_set_cpubind(topology, set, HWLOC_CPUBIND_THREAD) != 0)
+        rt_debug("pin: could not bind worker %d to core %d", t, index);
+    else
+        rt_debug("pin: worker %d on core %d", t, index);
+    hwloc_bitmap_free(set);
 }

@@ -19,7 +19,7 @@ static int check_manifest(const rt_plan *plan, const char *which, const char *te
     json_error_t je;
     json_t *root = json_load_file(mpath, 0, &je);
     if (!root)
-        return rt_fail(err, RT_EXIT_INPUT, "%s:%d: %s", mpath, je.line, je.text);
+        return rt_fail_parse(err, mpath, je.line, je.text);
     const char *want = json_string_value(
         json_object_get(json_object_get(json_object_get(root, "files"), name), "xxh3"));
     char got[17];

@@ -159,7 +159,9 @@ static inline uint32_t rt_plan_worker_rows(const rt_plan *p, uint32_t w)
 {
     return (uint32_t)(p->worker_row_offset[w + 1] - p->worker_row_offset[w]);
 }
-/* Node that holds block b at the start of every epoch. */
+/* Node that holds block b at the start of every epoch, for a run with the
+ * plan's own nodes x threads split (a run that re-splits the workers, e.g.
+ * --serial or --threads, asks the engine: rt_engine_home_blocks). */
 static inline uint32_t rt_plan_block_home(const rt_plan *p, uint32_t b)
 {
     return b / (p->pipeline * p->threads);
@@ -301,6 +303,15 @@ typedef struct rt_plan_options {
     int n_sources;
     const rt_plan_count *counts; /* recorded under "dropped" */
     int n_counts;
+    /* Optional (NULL = none): called once every data file of the plan is in
+     * the temporary directory `tmp_dir`, before plan.json is written and the
+     * directory is renamed into place.  It may add files of its own directly
+     * under tmp_dir (e.g. the LDA app's lda.words); every regular file it
+     * adds is recorded in plan.json's "files" with its size and XXH3, like
+     * the plan's own files.  Returning -1 (err set) aborts rt_plan_write:
+     * the temporary directory is removed and nothing is left at `dir`. */
+    int (*before_commit)(const char *tmp_dir, uint64_t plan_id, void *ctx, rt_error *err);
+    void *before_commit_ctx;
 } rt_plan_options;
 
 /* Imbalance = max / mean load (MF: ratings; LDA: tokens); 1.0 is perfect. */
@@ -322,8 +333,9 @@ typedef struct rt_plan_summary {
 
 /* Balance rows and columns, build every shard and write the plan directory
  * `dir` atomically (a temporary sibling directory renamed at the end; on
- * error nothing is left behind).  Refuses an existing `dir` unless
- * opt->force.  Logs progress and imbalance on stderr.  `sum` may be NULL. */
+ * error, including a failing opt->before_commit, nothing is left behind).
+ * Refuses an existing `dir` unless opt->force.  Logs progress and imbalance
+ * on stderr.  `sum` may be NULL. */
 int rt_plan_write(const char *dir, const rt_plan_input *in, const rt_plan_options *opt,
                   rt_plan_summary *sum, rt_error *err);
 

@@ -74,7 +74,7 @@ static int read_manifest(rt_plan *p, rt_error *err)
     json_error_t je;
     json_t *root = json_load_file(path, 0, &je);
     if (!root)
-        return rt_fail(err, RT_EXIT_INPUT, "%s:%d: %s", path, je.line, je.text);
+        return rt_fail_parse(err, path, je.line, je.text);
     int rc = -1;
     uint64_t version = 0, dims_r = 0, dims_c = 0;
     json_t *dims = json_object_get(root, "dims");

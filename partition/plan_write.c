@@ -282,6 +282,79 @@ static int write_ids(rt_plan_builder *pb, const char *name, const rt_idmap *m, r
     return rt_plan_note_file(pb, name, bytes, XXH3_64bits_digest(&st), err);
 }
 
+/* Size and XXH3 of a file the before_commit hook wrote. */
+static int hash_file(const char *path, uint64_t *bytes, uint64_t *check, rt_error *err)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot open", path);
+    enum { CHUNK = 1 << 20 };
+    char *buf = malloc(CHUNK);
+    if (!buf) {
+        fclose(fp);
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    }
+    XXH3_state_t st;
+    XXH3_64bits_reset(&st);
+    *bytes = 0;
+    for (size_t n; (n = fread(buf, 1, CHUNK, fp)) > 0;) {
+        XXH3_64bits_update(&st, buf, n);
+        *bytes += n;
+    }
+    int bad = ferror(fp);
+    fclose(fp);
+    free(buf);
+    if (bad)
+        return rt_fail(err, RT_EXIT_RUNTIME, "%s: read failed", path);
+    *check = XXH3_64bits_digest(&st);
+    return 0;
+}
+
+static int by_name(const struct dirent **a, const struct dirent **b)
+{
+    return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+/* Run opt->before_commit and record the regular files it added (in name
+ * order, so plan.json stays deterministic). */
+static int run_before_commit(rt_plan_builder *pb, rt_error *err)
+{
+    const rt_plan_options *opt = pb->opt;
+    if (!opt->before_commit)
+        return 0;
+    if (opt->before_commit(pb->tmp, pb->sum.plan_id, opt->before_commit_ctx, err) < 0) {
+        if (err && !err->code)
+            rt_fail(err, RT_EXIT_RUNTIME, "%s: writing the plan's extra files failed", pb->tmp);
+        return -1;
+    }
+    struct dirent **list;
+    int n = scandir(pb->tmp, &list, NULL, by_name);
+    if (n < 0)
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot list", pb->tmp);
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        const char *name = list[i]->d_name;
+        char path[4200];
+        struct stat sb;
+        uint64_t bytes = 0, check = 0;
+        if (!strcmp(name, ".") || !strcmp(name, "..") || json_object_get(pb->files, name))
+            continue;
+        if (rt_path_join(path, sizeof(path), pb->tmp, name, err) < 0)
+            rc = -1;
+        else if (!strcmp(name, "plan.json"))
+            rc = rt_fail(err, RT_EXIT_RUNTIME, "%s: plan.json is the plan writer's", path);
+        else if (lstat(path, &sb) != 0)
+            rc = rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot stat", path);
+        else if (S_ISREG(sb.st_mode) && (hash_file(path, &bytes, &check, err) < 0 ||
+                                         rt_plan_note_file(pb, name, bytes, check, err) < 0))
+            rc = -1;
+    }
+    for (int i = 0; i < n; i++)
+        free(list[i]);
+    free(list);
+    return rc;
+}
+
 /* ---- putting it together ---- */
 
 /* A plan id derived from everything that shapes the plan: rerunning the
@@ -334,6 +407,8 @@ static int write_all(rt_plan_builder *pb, rt_error *err)
         write_ids(pb, "cols.ids", pb->in->cols, err) < 0)
         return -1;
     if (pb->in->test_rows && write_ids(pb, "test_rows.ids", pb->in->test_rows, err) < 0)
+        return -1;
+    if (run_before_commit(pb, err) < 0)
         return -1;
     return rt_plan_write_manifest(pb, err);
 }

@@ -1,14 +1,16 @@
 /*
  * cmd_eval.c - `rotor eval`: score a saved MF model on a ratings file.
  *
- * Reads MODEL/model.json (mu, k), W.npy, H.npy and the id tables rows.ids /
- * cols.ids, maps the file's original user and item ids through them, and
- * prints RMSE and MAE of mu + w_u . h_i.  Ratings whose user or item the
- * model never saw are skipped and counted.
+ * Reads MODEL/model.json (mu, k), W.npy, H.npy, the biases row_bias.npy and
+ * col_bias.npy when the model has them, and the id tables rows.ids /
+ * cols.ids; maps the file's original user and item ids through them, and
+ * prints RMSE and MAE of mu + b_u + b_i + w_u . h_i (dot products by BLAS).
+ * Ratings whose user or item the model never saw are skipped and counted.
  */
 #include "commands.h"
 #include "partition/partition.h"
 
+#include <cblas.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -17,6 +19,7 @@
 typedef struct mf_model {
     double mu;
     float *W, *H;
+    float *bu, *bi; /* NULL when the model has no biases */
     uint64_t n_rows, n_cols, k;
     rt_idmap rows, cols;
 } mf_model;
@@ -67,9 +70,10 @@ static int load_model(const char *dir, mf_model *m, rt_error *err)
         return -1;
     json_t *meta = json_load_file(path, 0, &jerr);
     if (!meta)
-        return rt_fail(err, RT_EXIT_INPUT, "%s:%d: %s", path, jerr.line, jerr.text);
+        return rt_fail_parse(err, path, jerr.line, jerr.text);
     json_t *mu = json_object_get(meta, "mu");
     m->mu = json_is_number(mu) ? json_number_value(mu) : 0.0;
+    int biases = json_is_true(json_object_get(meta, "biases"));
     json_decref(meta);
     uint64_t hk;
     if (rt_path_join(path, sizeof(path), dir, "W.npy", err) ||
@@ -80,6 +84,21 @@ static int load_model(const char *dir, mf_model *m, rt_error *err)
     if (hk != m->k)
         return rt_fail(err, RT_EXIT_INPUT, "%s: W has rank %llu but H has %llu", dir,
                        (unsigned long long)m->k, (unsigned long long)hk);
+    if (biases) {
+        uint64_t r, c;
+        if (rt_path_join(path, sizeof(path), dir, "row_bias.npy", err) ||
+            rt_npy_read_f32(path, &m->bu, &r, &c, err))
+            return -1;
+        if (r != m->n_rows || c != 1)
+            return rt_fail(err, RT_EXIT_INPUT, "%s: expected %llu x 1", path,
+                           (unsigned long long)m->n_rows);
+        if (rt_path_join(path, sizeof(path), dir, "col_bias.npy", err) ||
+            rt_npy_read_f32(path, &m->bi, &r, &c, err))
+            return -1;
+        if (r != m->n_cols || c != 1)
+            return rt_fail(err, RT_EXIT_INPUT, "%s: expected %llu x 1", path,
+                           (unsigned long long)m->n_cols);
+    }
     rt_idmap_init(&m->rows);
     rt_idmap_init(&m->cols);
     return read_ids(dir, "rows.ids", &m->rows, m->n_rows, err) ||
@@ -92,6 +111,8 @@ static void free_model(mf_model *m)
 {
     free(m->W);
     free(m->H);
+    free(m->bu);
+    free(m->bi);
     rt_idmap_free(&m->rows);
     rt_idmap_free(&m->cols);
 }
@@ -142,10 +163,11 @@ int cmd_eval(int argc, char **argv)
     }
     double sse = 0, sae = 0;
     for (uint64_t i = 0; i < t.n; i++) {
-        const float *w = m.W + (size_t)t.e[i].row * m.k, *h = m.H + (size_t)t.e[i].col * m.k;
-        double pred = m.mu;
-        for (uint64_t d = 0; d < m.k; d++)
-            pred += (double)w[d] * h[d];
+        uint32_t u = t.e[i].row, v = t.e[i].col;
+        double pred =
+            m.mu + cblas_sdot((int)m.k, m.W + (size_t)u * m.k, 1, m.H + (size_t)v * m.k, 1);
+        if (m.bu)
+            pred += (double)m.bu[u] + m.bi[v];
         double e = t.e[i].val - pred;
         sse += e * e;
         sae += fabs(e);

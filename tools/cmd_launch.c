@@ -4,7 +4,7 @@
  * Starts P copies of CMD on this machine as ranks 0..P-1 of one group on
  * loopback: picks P free ports on 127.0.0.1 (or N..N+P-1), writes a hostfile
  * in a private temporary directory, and runs every child with ROTOR_RANK,
- * ROTOR_SIZE, ROTOR_LOCAL_RANK and ROTOR_HOSTFILE set (engine/group.c reads
+ * ROTOR_SIZE, ROTOR_LOCAL_RANK, ROTOR_LOCAL_SIZE and ROTOR_HOSTFILE set (engine/group.c reads
  * them) and stdin from /dev/null.
  *
  * Output: each child's stdout and stderr lines are re-emitted on the same
@@ -69,7 +69,8 @@ static void usage(FILE *fp)
     fprintf(fp,
             "usage: rotor launch -n P [--base-port N] -- CMD [ARGS...]\n\n"
             "Run P local copies of CMD as ranks 0..P-1 of one group on loopback.\n"
-            "Each gets ROTOR_RANK, ROTOR_SIZE, ROTOR_LOCAL_RANK and ROTOR_HOSTFILE;\n"
+            "Each gets ROTOR_RANK, ROTOR_SIZE, ROTOR_LOCAL_RANK, ROTOR_LOCAL_SIZE and\n"
+            "ROTOR_HOSTFILE;\n"
             "their output lines are prefixed with \"[rank] \".  When one rank fails,\n"
             "the others get %.0f s to exit, then are terminated.\n\n"
             "options:\n"
@@ -199,6 +200,7 @@ static void exec_child(int rank, int np, const char *hostfile, int out_w, int er
     setenv("ROTOR_LOCAL_RANK", v, 1);
     snprintf(v, sizeof(v), "%d", np);
     setenv("ROTOR_SIZE", v, 1);
+    setenv("ROTOR_LOCAL_SIZE", v, 1); /* every rank is on this host (engine/pin.c) */
     setenv("ROTOR_HOSTFILE", hostfile, 1);
     execvp(cmd[0], cmd);
     fprintf(stderr, "rotor launch: cannot run '%s': %s\n", cmd[0], strerror(errno));

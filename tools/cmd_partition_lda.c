@@ -3,9 +3,12 @@
  * whose rows are documents and columns are words (value = count).
  *
  * The plan writer deals documents to workers and words to word blocks
- * balanced by tokens.  Beside the plan we write lda.words (training tokens
- * per word: the LDA app sizes each word's slice of a block from it) and
- * vocab.txt (the vocabulary, one word per line = cols.ids). */
+ * balanced by tokens.  Into the plan we also write lda.words (training
+ * tokens per word: the LDA app sizes each word's slice of a block from it)
+ * and vocab.txt (the vocabulary, one word per line = cols.ids).  They go into
+ * the writer's temporary directory before it is renamed into place (see
+ * rt_plan_options.before_commit), so they are covered by plan.json's "files"
+ * and a failure leaves no plan behind. */
 #include "apps/lda.h"
 #include "partition/corpus.h"
 #include "partition/partition.h"
@@ -204,24 +207,25 @@ static int build(lda_part *p, const lda_part_args *a, rt_error *err)
     return 0;
 }
 
-static int write_side_files(const lda_part *p, const lda_part_args *a, uint64_t plan_id,
-                            rt_error *err)
+/* rt_plan_options.before_commit: lda.words and vocab.txt into the plan's
+ * temporary directory. */
+static int write_side_files(const char *dir, uint64_t plan_id, void *ctx, rt_error *err)
 {
+    const lda_part *p = ctx;
     uint64_t *tok = calloc(p->c.n_words + 1, sizeof(uint64_t));
     if (!tok)
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
     for (uint64_t i = 0; i < p->train.n; i++)
         tok[p->train.e[i].col] += (uint64_t)p->train.e[i].val;
     char path[4200];
-    int rc = rt_path_join(path, sizeof(path), a->out, RT_LDA_WORDS_FILE, err);
+    int rc = rt_path_join(path, sizeof(path), dir, RT_LDA_WORDS_FILE, err);
     if (rc == 0)
         rc = rt_lda_words_write(path, plan_id, tok, p->c.n_words, err);
     free(tok);
     if (rc)
         return -1;
     rt_outfile of;
-    if (rt_path_join(path, sizeof(path), a->out, "vocab.txt", err) ||
-        rt_outfile_open(&of, path, err))
+    if (rt_path_join(path, sizeof(path), dir, "vocab.txt", err) || rt_outfile_open(&of, path, err))
         return -1;
     for (uint64_t w = 0; w < p->c.n_words; w++)
         if (fprintf(of.fp, "%s\n", rt_idmap_str(&p->c.words, w)) < 0) {
@@ -274,14 +278,12 @@ static int run(lda_part *p, const lda_part_args *a, int argc, char **argv, rt_er
                           .sources = src,
                           .n_sources = a->copt.vocab ? 2 : 1,
                           .counts = counts,
-                          .n_counts = 3};
+                          .n_counts = 3,
+                          .before_commit = write_side_files,
+                          .before_commit_ctx = p};
     rt_plan_summary sum;
     if (rt_plan_write(a->out, &in, &po, &sum, err))
         return -1;
-    if (write_side_files(p, a, sum.plan_id, err)) {
-        rt_remove_tree(a->out);
-        return -1;
-    }
     printf("plan %s: %u workers, %u blocks, %llu documents, %llu words, %llu tokens; "
            "token imbalance (max/mean) docs %.3f words %.3f cells %.3f "
            "(random would give %.3f %.3f %.3f)\n",

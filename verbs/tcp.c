@@ -366,6 +366,37 @@ static int failed_locked(tcp_transport *t, rt_error *err)
 
 /* ---- background threads ---- */
 
+/* A ring neighbour relayed a failure: read its message from fd and fail with
+ * it, so every rank reports the same root cause.  For FRAME_FAIL (receiver)
+ * the header gave the length: `len` bytes follow, of which at most
+ * FAIL_MSG_MAX are read.  For CREDIT_FAIL (creditor, len_follows) a uint32
+ * length comes first, and one over FAIL_MSG_MAX is a protocol error.  A
+ * message that cannot be read or is empty blames `peer` instead.  Called
+ * and returns with t->mu held; drops it while reading. */
+static void read_fail_msg_locked(tcp_transport *t, int fd, int peer, int len_follows, uint64_t len)
+{
+    pthread_mutex_unlock(&t->mu);
+    char msg[FAIL_MSG_MAX + 1];
+    int e = 0;
+    if (len_follows) {
+        uint32_t n = 0;
+        e = read_full(fd, &n, sizeof(n));
+        if (!e && n > FAIL_MSG_MAX)
+            e = EPROTO;
+        len = n;
+    } else if (len > FAIL_MSG_MAX) {
+        len = FAIL_MSG_MAX;
+    }
+    if (!e)
+        e = read_full(fd, msg, (size_t)len);
+    msg[e ? 0 : len] = '\0';
+    pthread_mutex_lock(&t->mu);
+    if (e || !msg[0])
+        lost_locked(t, peer, 0);
+    else
+        fail_locked(t, "%s", msg);
+}
+
 static void *receiver_main(void *arg)
 {
     tcp_transport *t = arg;
@@ -387,16 +418,7 @@ static void *receiver_main(void *arg)
             continue; /* expect EOF next */
         }
         if (h.type == FRAME_FAIL) {
-            pthread_mutex_unlock(&t->mu);
-            char msg[FAIL_MSG_MAX + 1];
-            size_t len = h.len > FAIL_MSG_MAX ? FAIL_MSG_MAX : (size_t)h.len;
-            e = read_full(t->prev_fd, msg, len);
-            msg[e ? 0 : len] = '\0';
-            pthread_mutex_lock(&t->mu);
-            if (e || !msg[0])
-                lost_locked(t, t->prev, 0);
-            else
-                fail_locked(t, "%s", msg);
+            read_fail_msg_locked(t, t->prev_fd, t->prev, 0, h.len);
             pthread_mutex_unlock(&t->mu);
             return NULL;
         }
@@ -460,20 +482,7 @@ static void *creditor_main(void *arg)
             continue;
         }
         if (c == CREDIT_FAIL) {
-            pthread_mutex_unlock(&t->mu);
-            uint32_t len = 0;
-            char msg[FAIL_MSG_MAX + 1];
-            e = read_full(t->next_fd, &len, sizeof(len));
-            if (!e && len > FAIL_MSG_MAX)
-                e = EPROTO;
-            if (!e)
-                e = read_full(t->next_fd, msg, len);
-            msg[e ? 0 : len] = '\0';
-            pthread_mutex_lock(&t->mu);
-            if (e || !msg[0])
-                lost_locked(t, t->next, 0);
-            else
-                fail_locked(t, "%s", msg);
+            read_fail_msg_locked(t, t->next_fd, t->next, 1, 0);
             pthread_mutex_unlock(&t->mu);
             return NULL;
         }
@@ -1348,8 +1357,12 @@ static const struct rt_transport_ops tcp_ops = {
 static int init_sync(tcp_transport *t, rt_error *err)
 {
     pthread_condattr_t ca;
-    if (pthread_condattr_init(&ca) || pthread_condattr_setclock(&ca, CLOCK_MONOTONIC))
+    if (pthread_condattr_init(&ca))
         return rt_fail(err, RT_EXIT_RUNTIME, "tcp: cannot set up condition variables");
+    if (pthread_condattr_setclock(&ca, CLOCK_MONOTONIC)) {
+        pthread_condattr_destroy(&ca);
+        return rt_fail(err, RT_EXIT_RUNTIME, "tcp: cannot set up condition variables");
+    }
     pthread_mutex_init(&t->mu, NULL);
     pthread_mutex_init(&t->next_wmu, NULL);
     pthread_mutex_init(&t->prev_wmu, NULL);
@@ -1420,13 +1433,20 @@ int rt_tcp_open(const rt_transport_config *cfg, rt_transport **out, rt_error *er
         free(t);
         return -1;
     }
-    t->ctl_fd = malloc((size_t)t->size * sizeof(int));
+    /* Every fd must read -1 ("none") before the first tcp_free(), which
+     * closes each fd >= 0: 0 (calloc) or leftover heap bytes would be real
+     * descriptors of the process, such as stdin. */
+    t->ctl_fd = calloc((size_t)t->size, sizeof(*t->ctl_fd));
+    if (t->ctl_fd)
+        for (int r = 0; r < t->size; r++)
+            t->ctl_fd[r] = -1;
     t->q = calloc(t->n_slots, sizeof(*t->q));
     t->aq = calloc(t->n_slots, sizeof(*t->aq));
-    if (t->n_slots > SIZE_MAX / t->slot_bytes) {
+    /* slot_bytes is 0 when rounding a slot size near SIZE_MAX up wrapped. */
+    if (t->slot_bytes == 0 || t->n_slots > SIZE_MAX / t->slot_bytes) {
         tcp_free(t);
         return rt_fail(err, RT_EXIT_INPUT, "tcp: window of %u x %zu bytes is too large",
-                       cfg->n_slots, t->slot_bytes);
+                       cfg->n_slots, t->slot_bytes ? t->slot_bytes : cfg->slot_bytes);
     }
     t->window = rt_alloc((size_t)t->n_slots * t->slot_bytes);
     if (!t->ctl_fd || !t->q || !t->aq || !t->window) {
@@ -1434,8 +1454,6 @@ int rt_tcp_open(const rt_transport_config *cfg, rt_transport **out, rt_error *er
         return rt_fail(err, RT_EXIT_RUNTIME, "tcp: out of memory for a window of %u x %zu bytes",
                        cfg->n_slots, t->slot_bytes);
     }
-    for (int r = 0; r < t->size; r++)
-        t->ctl_fd[r] = -1;
     if (t->size > 1 && (connect_all(t, err) || start_threads(t, err))) {
         tcp_free(t);
         return rt_error_prefix(err, "tcp transport");

@@ -68,6 +68,19 @@ static int check_config(const rt_transport_config *cfg, rt_error *err)
     return 0;
 }
 
+/* True when some peer address is on loopback, where rdma_cm cannot route
+ * (rotor launch's hostfiles are 127.0.0.1).  Every rank reads the same
+ * hostfile, so every rank reaches the same answer. */
+static int peers_on_loopback(const rt_transport_config *cfg)
+{
+    for (int r = 0; cfg->peers && r < cfg->size; r++) {
+        const char *h = cfg->peers[r].host;
+        if (!strncmp(h, "127.", 4) || !strcmp(h, "localhost") || !strcmp(h, "::1"))
+            return 1;
+    }
+    return 0;
+}
+
 int rt_transport_open(const rt_transport_config *cfg, rt_transport **out, rt_error *err)
 {
     *out = NULL;
@@ -81,6 +94,11 @@ int rt_transport_open(const rt_transport_config *cfg, rt_transport **out, rt_err
     case RT_TRANSPORT_AUTO:
     default: {
         char why[256] = "";
+        if (cfg->size > 1 && peers_on_loopback(cfg)) {
+            rt_info("transport: auto chose tcp (peer addresses are on loopback, which RDMA "
+                    "cannot route)");
+            return rt_tcp_open(cfg, out, err);
+        }
         if (rt_ib_probe(why, sizeof(why))) {
             rt_info("transport: auto chose ib");
             return rt_ib_open(cfg, out, err);

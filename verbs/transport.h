@@ -65,8 +65,9 @@ typedef struct rt_transport_config {
     int connect_timeout_ms;    /* time allowed to reach every peer (default 30000) */
     int peer_timeout_ms;       /* a call waiting this long on a silent peer fails (0 = never) */
     /* RDMA only (ignored by tcp): */
-    const char *ib_dev; /* NULL = first device with an active port */
-    int ib_port;        /* 0 = first active port */
+    const char *ib_dev; /* rdma_cm picks the device from this rank's address; when
+                           set, the transport checks it is this one (NULL = any) */
+    int ib_port;        /* likewise for the port (0 = any) */
     int gid_index;      /* -1 = auto: the RoCE v2 GID of the interface's IPv4 address */
     int event_mode;     /* 0 = busy-poll completions, 1 = completion channel */
 } rt_transport_config;

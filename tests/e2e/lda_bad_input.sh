@@ -50,6 +50,14 @@ expect_status 2 "$ROTOR" train --app lda --plan "$TMP/plan" --sampler gibbs
 grep -q "^rotor: error: --sampler must be sparse or mh" "$TMP/last.err" || fail "--sampler"
 expect_status 2 "$ROTOR" train --app lda --plan "$TMP/plan" --alpha -1
 grep -q "^rotor: error: --alpha must be a number > 0" "$TMP/last.err" || fail "--alpha"
+# An unusable --out fails before training starts (/proc: not writable even for root).
+expect_status 2 "$ROTOR" train --app lda --plan "$TMP/plan" --iters 1 --out /proc/rotor-nope
+grep -q "^rotor: error: /proc/rotor-nope: cannot create directory" "$TMP/last.err" || fail "--out /proc/rotor-nope"
+grep -q "lda iter" "$TMP/last.err" && fail "--out /proc/rotor-nope: training started"
+# The plan's side files are inside it and covered by plan.json's checksums.
+grep -q '"lda.words"' "$TMP/plan/plan.json" || fail "lda.words not in plan.json files"
+grep -q '"vocab.txt"' "$TMP/plan/plan.json" || fail "vocab.txt not in plan.json files"
+ls -a "$TMP" | grep -q "plan.tmp-" && fail "a temporary plan directory was left behind"
 rm "$TMP/plan/lda.words"
 expect_status 2 "$ROTOR" train --app lda --plan "$TMP/plan"
 grep -q "lda.words: cannot open" "$TMP/last.err" || fail "missing lda.words"

@@ -27,4 +27,10 @@ for f in W.npy H.npy rows.ids cols.ids; do [ -s "$TMP/model/$f" ] || fail "missi
 # Every epoch line carries the documented fields.
 grep -E 'epoch +[0-9]+ +[0-9.]+s +[0-9.]+M upd/s +train_rmse [0-9.]+ +test_rmse [0-9.]+ +stall +[0-9.]+%' \
     "$TMP/log" >/dev/null || fail "epoch line format"
+# The saved model, scored by `rotor eval` from the original ids, agrees with
+# the RMSE the last epoch logged (that one scores each block mid-epoch).
+scored=$("$ROTOR" eval --model "$TMP/model" --input "$TMP/t.txt" 2>/dev/null | grep -o 'rmse [0-9.]*' | awk '{print $2}')
+note "rotor eval: $scored"
+awk -v a="$scored" -v b="$rmse" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.01 * b) }' ||
+    fail "rotor eval RMSE $scored differs from the logged $rmse by more than 1%"
 echo PASS

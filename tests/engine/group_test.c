@@ -1,5 +1,5 @@
 /* group_test.c - rt_group_resolve (flags > rotor launch > mpirun > PMI > Slurm)
- * and rt_hostfile_read (formats, errors naming file and line). */
+ * and rt_hostfile_read (formats, errors as "FILE:LINE: what was wrong"). */
 #define _GNU_SOURCE
 #include "engine/engine.h"
 
@@ -167,10 +167,20 @@ static void test_bad_identity(void **state)
     assert_int_equal(err.code, RT_EXIT_INPUT);
     assert_non_null(strstr(err.msg, "hostfile"));
 
-    /* rank flag without size */
+    /* rank flag without size; the message names no particular tool's flags
+     * (rotor train says --node/--nodes, bench-link --rank/--size) */
     c.rank = 1;
     assert_int_equal(rt_group_resolve(&c, &g, &err), -1);
     assert_int_equal(err.code, RT_EXIT_INPUT);
+    assert_non_null(strstr(err.msg, "given together"));
+    assert_null(strstr(err.msg, "--"));
+
+    /* size flag (> 1) without rank */
+    c.rank = -1;
+    c.size = 2;
+    assert_int_equal(rt_group_resolve(&c, &g, &err), -1);
+    assert_int_equal(err.code, RT_EXIT_INPUT);
+    assert_non_null(strstr(err.msg, "given together"));
 }
 
 static void test_hostfile_formats(void **state)
@@ -202,8 +212,20 @@ static void test_hostfile_formats(void **state)
     free(p);
 }
 
-/* Each bad hostfile must fail with the file name, the line and the problem. */
-static void expect_bad(const char *text, int size, const char *line, const char *what)
+/* The message must start "FILE:LINE: " (line > 0) or "FILE: " (line 0). */
+static void expect_where(const rt_error *err, const char *path, int line)
+{
+    char where[600];
+    if (line > 0)
+        snprintf(where, sizeof(where), "%s:%d: ", path, line);
+    else
+        snprintf(where, sizeof(where), "%s: ", path);
+    if (strncmp(err->msg, where, strlen(where)) != 0)
+        fail_msg("'%s' does not start with '%s'", err->msg, where);
+}
+
+/* Each bad hostfile must fail with "FILE:LINE: what was wrong". */
+static void expect_bad(const char *text, int size, int line, const char *what)
 {
     const char *hf = write_file("bad", text);
     rt_peer *p = (rt_peer *)1;
@@ -211,9 +233,7 @@ static void expect_bad(const char *text, int size, const char *line, const char 
     assert_int_equal(rt_hostfile_read(hf, size, 18515, &p, &err), -1);
     assert_null(p);
     assert_int_equal(err.code, RT_EXIT_INPUT);
-    assert_non_null(strstr(err.msg, hf));
-    if (line && !strstr(err.msg, line))
-        fail_msg("'%s' does not mention '%s'", err.msg, line);
+    expect_where(&err, hf, line);
     if (!strstr(err.msg, what))
         fail_msg("'%s' does not mention '%s'", err.msg, what);
 }
@@ -221,14 +241,22 @@ static void expect_bad(const char *text, int size, const char *line, const char 
 static void test_hostfile_errors(void **state)
 {
     (void)state;
-    expect_bad("a\nb:99999\n", 2, "line 2", "port");
-    expect_bad("a\n# x\nb:http\n", 2, "line 3", "port");
-    expect_bad("a 1 2\nb\n", 2, "line 1", "expected");
-    expect_bad("[::1:5\nb\n", 2, "line 1", "]");
-    expect_bad("a\nb\nc\n", 2, "line 3", "more than 2");
-    expect_bad("a\n\n# only one\n", 2, NULL, "1 entry");
-    expect_bad(":5\nb\n", 2, "line 1", "empty host");
-    expect_bad("a\nb:1 2\n", 2, "line 2", "two ports");
+    expect_bad("a\nb:99999\n", 2, 2, "port");
+    expect_bad("a\n# x\nb:http\n", 2, 3, "port");
+    expect_bad("a 1 2\nb\n", 2, 1, "expected");
+    expect_bad("[::1:5\nb\n", 2, 1, "]");
+    expect_bad("a\nb\nc\n", 2, 3, "more than 2");
+    expect_bad("a\n\n# only one\n", 2, 0, "1 entry");
+    expect_bad(":5\nb\n", 2, 1, "empty host");
+    expect_bad("a\nb:1 2\n", 2, 2, "two ports");
+    /* a line longer than the reader's buffer */
+    char longline[2100];
+    memset(longline, 'h', sizeof(longline) - 2);
+    longline[sizeof(longline) - 2] = '\n';
+    longline[sizeof(longline) - 1] = '\0';
+    char text[2200];
+    snprintf(text, sizeof(text), "a\n%s", longline);
+    expect_bad(text, 2, 2, "too long");
     rt_peer *p;
     rt_error err;
     assert_int_equal(rt_hostfile_read("/nonexistent/hosts", 2, 18515, &p, &err), -1);
@@ -236,7 +264,11 @@ static void test_hostfile_errors(void **state)
     /* base port + rank past 65535 */
     const char *hf = write_file("high", "a\nb\n");
     assert_int_equal(rt_hostfile_read(hf, 2, 65535, &p, &err), -1);
-    assert_non_null(strstr(err.msg, "line 2"));
+    expect_where(&err, hf, 2);
+    assert_non_null(strstr(err.msg, "base port"));
+    /* no usable group size */
+    assert_int_equal(rt_hostfile_read(hf, 0, 18515, &p, &err), -1);
+    expect_where(&err, hf, 0);
 }
 
 int main(void)

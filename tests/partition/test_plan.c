@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <dirent.h>
+#include <jansson.h>
 
 #include "partition/partition.h"
 
@@ -529,6 +531,123 @@ static void test_presorted_inputs(void **state)
         }
 }
 
+/* rt_plan_options.before_commit: files the hook writes into the temporary
+ * directory end up in the plan and in plan.json's "files"; a failing hook
+ * leaves nothing behind (and never touches an old plan being replaced). */
+typedef struct hook_ctx {
+    int fail, calls;
+    uint64_t plan_id;
+    char tmp[512];
+} hook_ctx;
+
+static int hook(const char *tmp_dir, uint64_t plan_id, void *ctx, rt_error *err)
+{
+    hook_ctx *h = ctx;
+    h->calls++;
+    h->plan_id = plan_id;
+    snprintf(h->tmp, sizeof(h->tmp), "%s", tmp_dir);
+    /* The plan's own files are already there; plan.json comes later. */
+    char path[600];
+    snprintf(path, sizeof(path), "%s/layout.bin", tmp_dir);
+    assert_int_equal(access(path, F_OK), 0);
+    snprintf(path, sizeof(path), "%s/plan.json", tmp_dir);
+    assert_int_not_equal(access(path, F_OK), 0);
+    snprintf(path, sizeof(path), "%s/extra.txt", tmp_dir);
+    FILE *fp = fopen(path, "wb");
+    assert_non_null(fp);
+    fputs("hello\n", fp);
+    fclose(fp);
+    if (h->fail)
+        return rt_fail(err, RT_EXIT_RUNTIME, "%s: hook failed on purpose", path);
+    return 0;
+}
+
+static int write_plan_hook(const problem *p, const char *dir, int force, hook_ctx *h,
+                           rt_plan_summary *sum, rt_error *err)
+{
+    rt_plan_input in = {.app = RT_PLAN_LDA, .train = &p->train, .rows = &p->rows, .cols = &p->cols};
+    rt_plan_options opt = {.nodes = 1,
+                           .threads = 2,
+                           .seed = 7,
+                           .force = force,
+                           .before_commit = hook,
+                           .before_commit_ctx = h};
+    return rt_plan_write(dir, &in, &opt, sum, err);
+}
+
+/* Entries of tmpdir whose name starts with `prefix`. */
+static int count_prefixed(const char *prefix)
+{
+    DIR *d = opendir(tmpdir);
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *de; (de = readdir(d));)
+        n += strncmp(de->d_name, prefix, strlen(prefix)) == 0;
+    closedir(d);
+    return n;
+}
+
+static void test_before_commit(void **state)
+{
+    (void)state;
+    problem p;
+    problem_make(&p, RT_PLAN_LDA, 60, 50, 800, 0, 11);
+    char dir[512], path[600];
+    snprintf(dir, sizeof(dir), "%s/hook-ok", tmpdir);
+    hook_ctx h = {0};
+    rt_plan_summary sum;
+    rt_error err = {0};
+    assert_int_equal(write_plan_hook(&p, dir, 0, &h, &sum, &err), 0);
+    assert_int_equal(h.calls, 1);
+    assert_true(h.plan_id == sum.plan_id);
+    assert_string_not_equal(h.tmp, dir);
+    assert_int_not_equal(access(h.tmp, F_OK), 0); /* renamed away */
+    snprintf(path, sizeof(path), "%s/extra.txt", dir);
+    size_t len;
+    char *x = slurp(path, &len);
+    assert_int_equal(len, 6);
+    assert_memory_equal(x, "hello\n", 6);
+    free(x);
+    /* recorded with size and checksum, like the plan's own files */
+    snprintf(path, sizeof(path), "%s/plan.json", dir);
+    json_t *root = json_load_file(path, 0, NULL);
+    assert_non_null(root);
+    json_t *f = json_object_get(json_object_get(root, "files"), "extra.txt");
+    assert_non_null(f);
+    assert_int_equal(json_integer_value(json_object_get(f, "bytes")), 6);
+    char hex[17];
+    snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)rt_checksum("hello\n", 6));
+    assert_string_equal(json_string_value(json_object_get(f, "xxh3")), hex);
+    assert_non_null(json_object_get(json_object_get(root, "files"), "layout.bin"));
+    json_decref(root);
+    rt_plan plan;
+    assert_int_equal(rt_plan_open(dir, &plan, &err), 0);
+    rt_plan_close(&plan);
+
+    /* A failing hook: error passed through, no plan and no temporary left. */
+    char bad[512];
+    snprintf(bad, sizeof(bad), "%s/hook-fail", tmpdir);
+    hook_ctx hf = {.fail = 1};
+    memset(&err, 0, sizeof(err));
+    assert_int_equal(write_plan_hook(&p, bad, 0, &hf, NULL, &err), -1);
+    assert_int_equal(hf.calls, 1);
+    assert_int_equal(err.code, RT_EXIT_RUNTIME);
+    assert_non_null(strstr(err.msg, "hook failed on purpose"));
+    assert_int_equal(count_prefixed("hook-fail"), 0);
+
+    /* ... and with --force over an existing plan, the old plan stays. */
+    hook_ctx hr = {.fail = 1};
+    memset(&err, 0, sizeof(err));
+    snprintf(path, sizeof(path), "%s/extra.txt", dir);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(write_plan_hook(&p, dir, 1, &hr, NULL, &err), -1);
+    assert_int_equal(count_prefixed("hook-ok"), 1);
+    assert_int_not_equal(access(path, F_OK), 0);
+    assert_int_equal(rt_plan_open(dir, &plan, &err), 0);
+    rt_plan_close(&plan);
+    problem_free(&p);
+}
+
 int main(void)
 {
     rt_log_level = RT_LOG_ERROR;
@@ -542,6 +661,7 @@ int main(void)
         cmocka_unit_test(test_split),
         cmocka_unit_test(test_budget_fallback_and_ids),
         cmocka_unit_test(test_presorted_inputs),
+        cmocka_unit_test(test_before_commit),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

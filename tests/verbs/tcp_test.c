@@ -1,16 +1,18 @@
 /* tcp_test.c - TCP backend edge cases, with ranks as threads of one process:
  * handshake mismatches, connect and peer timeouts, a peer's normal close,
- * control-message length mismatches, out-of-order passes.  (The multi-process
- * scenarios live in transport_test.c.) */
+ * control-message length mismatches, out-of-order passes, a window that
+ * cannot be allocated.  (The multi-process scenarios live in transport_test.c.) */
 #define _GNU_SOURCE
 #include "verbs/backend.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -345,6 +347,78 @@ static void test_single_rank(void **state)
     rt_transport_close(t);
 }
 
+/* ---- a window that cannot be allocated fails cleanly ---- */
+
+/* Open `size` ranks' rank 0 with an impossible window: fails before any
+ * connection is made.  Returns rt_transport_open's result. */
+static int open_bad_window(int size, size_t slot_bytes, rt_error *err)
+{
+    rt_peer peers[8];
+    assert_true(size <= 8);
+    for (int r = 0; r < size; r++) {
+        snprintf(peers[r].host, sizeof(peers[r].host), "127.0.0.1");
+        peers[r].port = 1; /* never reached */
+    }
+    rt_transport_config cfg;
+    rt_transport_config_init(&cfg);
+    cfg.kind = RT_TRANSPORT_TCP;
+    cfg.rank = 0;
+    cfg.size = size;
+    cfg.peers = peers;
+    cfg.slot_bytes = slot_bytes;
+    cfg.n_slots = 2;
+    cfg.initial_occupied = 1;
+    rt_transport *t = (rt_transport *)1;
+    int rc = rt_transport_open(&cfg, &t, err);
+    assert_null(t);
+    return rc;
+}
+
+/* The error paths free the half-built transport; they must not close
+ * descriptors it never opened.  Leave heap bytes that read as an open fd
+ * where the per-peer fd table is likely to be allocated (a freed chunk of
+ * the same size: glibc reuses it; its first 16 bytes hold allocator links),
+ * so a table not set to -1 before the cleanup would close it. */
+static void test_bad_window_keeps_fds(void **state)
+{
+    (void)state;
+    int stdin_open = fcntl(0, F_GETFD) != -1;
+    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    assert_true(fd > 2);
+    const struct {
+        size_t slot_bytes;
+        int code;
+        const char *what;
+    } cases[] = {
+        /* n_slots x slot_bytes overflows size_t */
+        {(size_t)1 << 63, RT_EXIT_INPUT, "too large"},
+        /* slot_bytes rounded up to RT_ALIGN wraps to 0 */
+        {SIZE_MAX, RT_EXIT_INPUT, "too large"},
+#if !defined(__SANITIZE_ADDRESS__)
+        /* fits size_t, but no allocator gives 2^63 bytes (ASan would abort
+         * instead of returning NULL) */
+        {(size_t)1 << 62, RT_EXIT_RUNTIME, "out of memory"},
+#endif
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int *bait = malloc(8 * sizeof(int));
+        assert_non_null(bait);
+        for (int k = 0; k < 8; k++)
+            bait[k] = fd;
+        free(bait);
+        rt_error err;
+        assert_int_equal(open_bad_window(8, cases[i].slot_bytes, &err), -1);
+        assert_int_equal(err.code, cases[i].code);
+        if (!strstr(err.msg, cases[i].what))
+            fail_msg("case %zu: '%s' does not mention '%s'", i, err.msg, cases[i].what);
+        if (fcntl(fd, F_GETFD) == -1)
+            fail_msg("case %zu: the failed open closed fd %d, which it never opened", i, fd);
+        if (stdin_open && fcntl(0, F_GETFD) == -1)
+            fail_msg("case %zu: the failed open closed stdin", i);
+    }
+    close(fd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -352,6 +426,7 @@ int main(void)
         cmocka_unit_test(test_connect_timeout),      cmocka_unit_test(test_peer_timeout),
         cmocka_unit_test(test_peer_closes_normally), cmocka_unit_test(test_length_mismatch),
         cmocka_unit_test(test_pass_order),           cmocka_unit_test(test_peer_timeout_collective),
+        cmocka_unit_test(test_bad_window_keeps_fds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
