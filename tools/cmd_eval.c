@@ -163,11 +163,11 @@ int cmd_eval(int argc, char **argv)
     }
     double sse = 0, sae = 0;
     for (uint64_t i = 0; i < t.n; i++) {
-        uint32_t u = t.e[i].row, v = t.e[i].col;
+        uint32_t row = t.e[i].row, col = t.e[i].col;
         double pred =
-            m.mu + cblas_sdot((int)m.k, m.W + (size_t)u * m.k, 1, m.H + (size_t)v * m.k, 1);
+            m.mu + cblas_sdot((int)m.k, m.W + (size_t)row * m.k, 1, m.H + (size_t)col * m.k, 1);
         if (m.bu)
-            pred += (double)m.bu[u] + m.bi[v];
+            pred += (double)m.bu[row] + m.bi[col];
         double e = t.e[i].val - pred;
         sse += e * e;
         sae += fabs(e);

@@ -1442,17 +1442,21 @@ int rt_tcp_open(const rt_transport_config *cfg, rt_transport **out, rt_error *er
             t->ctl_fd[r] = -1;
     t->q = calloc(t->n_slots, sizeof(*t->q));
     t->aq = calloc(t->n_slots, sizeof(*t->aq));
-    /* slot_bytes is 0 when rounding a slot size near SIZE_MAX up wrapped. */
+    /* (slot_bytes is 0 when rounding a size near SIZE_MAX up wrapped.)  The
+     * messages are formatted before tcp_free(t), which frees t. */
+    size_t slot_bytes = t->slot_bytes ? t->slot_bytes : cfg->slot_bytes;
     if (t->slot_bytes == 0 || t->n_slots > SIZE_MAX / t->slot_bytes) {
+        rt_fail(err, RT_EXIT_INPUT, "tcp: window of %u x %zu bytes is too large", cfg->n_slots,
+                slot_bytes);
         tcp_free(t);
-        return rt_fail(err, RT_EXIT_INPUT, "tcp: window of %u x %zu bytes is too large",
-                       cfg->n_slots, t->slot_bytes ? t->slot_bytes : cfg->slot_bytes);
+        return -1;
     }
     t->window = rt_alloc((size_t)t->n_slots * t->slot_bytes);
     if (!t->ctl_fd || !t->q || !t->aq || !t->window) {
+        rt_fail(err, RT_EXIT_RUNTIME, "tcp: out of memory for a window of %u x %zu bytes",
+                cfg->n_slots, slot_bytes);
         tcp_free(t);
-        return rt_fail(err, RT_EXIT_RUNTIME, "tcp: out of memory for a window of %u x %zu bytes",
-                       cfg->n_slots, t->slot_bytes);
+        return -1;
     }
     if (t->size > 1 && (connect_all(t, err) || start_threads(t, err))) {
         tcp_free(t);
