@@ -117,31 +117,6 @@ static int lda_parse(int argc, char **argv, void **out, rt_error *err)
     return 0;
 }
 
-/* --out must be usable before training starts, not after hours of it:
- * create it (mkdir -p) and make sure a file can be created in it. */
-static int check_out_dir(const char *dir, rt_error *err)
-{
-    struct stat sb;
-    if (rt_mkdir_p(dir, err))
-        return -1;
-    if (stat(dir, &sb) != 0)
-        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: --out: cannot stat", dir);
-    if (!S_ISDIR(sb.st_mode))
-        return rt_fail(err, RT_EXIT_INPUT, "%s: --out: not a directory", dir);
-    if (access(dir, W_OK | X_OK) != 0)
-        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: --out: not writable", dir);
-    /* access() says yes to root even where nothing can be created. */
-    char probe[4200];
-    if (rt_path_join(probe, sizeof(probe), dir, ".rotor-probe-XXXXXX", err))
-        return -1;
-    int fd = mkstemp(probe);
-    if (fd < 0)
-        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: --out: cannot create files", dir);
-    close(fd);
-    unlink(probe);
-    return 0;
-}
-
 static int lda_check(const void *opts, const rt_plan *plan, rt_error *err)
 {
     lda_opts *o = (lda_opts *)opts;
@@ -149,7 +124,7 @@ static int lda_check(const void *opts, const rt_plan *plan, rt_error *err)
         return rt_fail(err, RT_EXIT_INPUT,
                        "%s: is a %s plan; make one with rotor partition --app lda", plan->dir,
                        rt_plan_app_name(plan->app));
-    if (o->out && check_out_dir(o->out, err))
+    if (o->out && rt_check_out_dir(o->out, err))
         return -1;
     lda_layout_free(&lda_the_layout);
     if (lda_layout_build(&lda_the_layout, plan, o->K, err))

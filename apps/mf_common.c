@@ -436,17 +436,13 @@ int rt_mf_parse_common(rt_mf_common_opts *o, int argc, char **argv, int *i, rt_e
 int rt_mf_check_common(const rt_mf_common_opts *o, const rt_plan *plan, const char *app,
                        rt_error *err)
 {
-    /* An unusable output directory fails now, not after the whole run. */
-    if (o->out[0]) {
-        if (rt_mkdir_p(o->out, err))
-            return rt_error_prefix(err, "--out");
-        if (access(o->out, W_OK) != 0)
-            return rt_fail_errno(err, RT_EXIT_INPUT, errno, "--out %s: not writable", o->out);
-    }
     if (plan->app != RT_PLAN_MF)
         return rt_fail(err, RT_EXIT_INPUT,
                        "%s: plan was made for '%s', but --app %s needs a plan made with "
                        "--app mf",
                        plan->dir, rt_plan_app_name(plan->app), app);
+    /* An unusable output directory fails now, not after the whole run. */
+    if (o->out[0] && rt_check_out_dir(o->out, err))
+        return -1;
     return 0;
 }

@@ -105,6 +105,9 @@ int rt_write_all(FILE *fp, const void *buf, size_t len, const char *path, rt_err
 /* Remove a directory tree (used to discard partial outputs). */
 int rt_remove_tree(const char *path);
 int rt_mkdir_p(const char *path, rt_error *err);
+/* An output directory that must be usable before a long run starts: create
+ * it (mkdir -p) and check that a file can be created in it (exit code 2). */
+int rt_check_out_dir(const char *dir, rt_error *err);
 /* snprintf into a path buffer; fails cleanly when the result would not fit. */
 int rt_path_join(char *out, size_t cap, const char *dir, const char *name, rt_error *err);
 

@@ -163,3 +163,28 @@ int rt_parse_int(const char *s, int *out)
     *out = (int)v;
     return 0;
 }
+
+/* --out must be usable before training starts, not after hours of it:
+ * create it (mkdir -p) and make sure a file can be created in it. */
+int rt_check_out_dir(const char *dir, rt_error *err)
+{
+    struct stat sb;
+    if (rt_mkdir_p(dir, err))
+        return -1;
+    if (stat(dir, &sb) != 0)
+        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: --out: cannot stat", dir);
+    if (!S_ISDIR(sb.st_mode))
+        return rt_fail(err, RT_EXIT_INPUT, "%s: --out: not a directory", dir);
+    if (access(dir, W_OK | X_OK) != 0)
+        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: --out: not writable", dir);
+    /* access() says yes to root even where nothing can be created. */
+    char probe[4200];
+    if (rt_path_join(probe, sizeof(probe), dir, ".rotor-probe-XXXXXX", err))
+        return -1;
+    int fd = mkstemp(probe);
+    if (fd < 0)
+        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: --out: cannot create files", dir);
+    close(fd);
+    unlink(probe);
+    return 0;
+}

@@ -18,6 +18,10 @@ grep -q 'unknown option --bogus' "$TMP/last.err" || fail "unknown option message
 expect_status 2 "$ROTOR" train --plan "$TMP/nonexistent"
 expect_status 2 "$ROTOR" train --threads 4
 expect_status 2 "$ROTOR" train --plan "$TMP/plan" --app nope
+# An unusable --out fails before training, not after it.
+expect_status 2 "$ROTOR" train --plan "$TMP/plan" --threads 4 --out /proc/rotor-nope
+grep -q '/proc/rotor-nope' "$TMP/last.err" || fail "--out message: $(cat "$TMP/last.err")"
+! grep -q 'epoch ' "$TMP/last.err" || fail "trained before checking --out"
 expect_status 0 "$ROTOR" train --help
 grep -q -- '--plan' "$TMP/last.out" || fail "train --help"
 for cmd in gen partition launch; do
