@@ -404,16 +404,7 @@ int lda_visit_test(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payloa
                         x++;
                     k = dnz[x];
                 } else { /* first k with cphi[k] > (u - rsum) / alpha */
-                    double v = (u - rsum) / alpha;
-                    uint32_t lo = 0, hi = K - 1;
-                    while (lo < hi) {
-                        uint32_t mid = (lo + hi) / 2;
-                        if (cphi[mid] > v)
-                            hi = mid;
-                        else
-                            lo = mid + 1;
-                    }
-                    k = lo;
+                    k = (uint32_t)rt_search_cdf(cphi, K, (u - rsum) / alpha);
                 }
                 if (ndk[k]++ == 0)
                     t->dnz[t->dnz_off[d] + t->dnz_n[d]++] = (uint16_t)k;

@@ -84,6 +84,20 @@ uint64_t rt_rng_below(rt_rng *rng, uint64_t n); /* uniform in [0, n), unbiased *
 double rt_rng_normal(rt_rng *rng);              /* standard normal (Box-Muller) */
 double rt_rng_gamma(rt_rng *rng, double shape); /* Gamma(shape, 1), Marsaglia-Tsang */
 void rt_rng_shuffle_u32(rt_rng *rng, uint32_t *a, size_t n);
+/* Index of the first cum[i] > u in a non-decreasing array of n >= 1 values
+ * (n - 1 when none is): inverse-CDF sampling with u in [0, cum[n-1]). */
+static inline uint64_t rt_search_cdf(const double *cum, uint64_t n, double u)
+{
+    uint64_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (cum[mid] > u)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
 uint64_t rt_hash64(uint64_t x); /* splitmix64 finaliser: a good integer mix */
 
 /* ---- checksums ---- */

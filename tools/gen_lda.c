@@ -140,20 +140,6 @@ static uint64_t poisson(rt_rng *rng, double mean)
     return k - 1;
 }
 
-/* Index of the first cumulative value > u (cum[n-1] = 1). */
-static uint64_t search(const double *cum, uint64_t n, double u)
-{
-    uint64_t lo = 0, hi = n - 1;
-    while (lo < hi) {
-        uint64_t mid = (lo + hi) / 2;
-        if (cum[mid] > u)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    return lo;
-}
-
 static int generate(const gen_args *g, rt_error *err)
 {
     const uint64_t K = g->topics, V = g->vocab;
@@ -200,8 +186,8 @@ static int generate(const gen_args *g, rt_error *err)
             tcum[K - 1] = 1.0;
             uint64_t len = g->fixed ? g->len : poisson(&rng, (double)g->len), n = 0;
             for (uint64_t i = 0; i < len; i++) {
-                uint64_t k = search(tcum, K, rt_rng_uniform(&rng));
-                uint64_t w = search(cum + k * V, V, rt_rng_uniform(&rng));
+                uint64_t k = rt_search_cdf(tcum, K, rt_rng_uniform(&rng));
+                uint64_t w = rt_search_cdf(cum + k * V, V, rt_rng_uniform(&rng));
                 if (counts[w]++ == 0)
                     seen[n++] = (uint32_t)w;
             }

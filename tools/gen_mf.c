@@ -153,16 +153,7 @@ static double *degree_cdf(uint64_t n, double alpha, const uint32_t *perm)
 
 static uint32_t draw(const double *cdf, uint64_t n, rt_rng *rng)
 {
-    double u = rt_rng_uniform(rng);
-    uint64_t lo = 0, hi = n - 1;
-    while (lo < hi) {
-        uint64_t mid = (lo + hi) / 2;
-        if (cdf[mid] > u)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    return (uint32_t)lo;
+    return (uint32_t)rt_search_cdf(cdf, n, rt_rng_uniform(rng));
 }
 
 /* ---- an open-addressing set of pair keys (key = u * cols + i + 1) ---- */
