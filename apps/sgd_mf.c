@@ -43,7 +43,10 @@ typedef struct sgd_app {
     rt_engine *eng;
     rt_mf_local m;
     float mu, lr;
-    double *sse_train, *sse_test; /* per global worker, this node's entries only */
+    /* Squared errors per global worker (this node's entries only): train in
+     * [0, W), test in [W, 2W), so one all-reduce carries both. */
+    double *sse;
+    double *sse_train, *sse_test; /* = sse, sse + W */
     double prev_loss;
     double train_rmse, test_rmse;
     uint64_t epochs_run;
@@ -177,8 +180,7 @@ static void sgd_destroy(void *p)
         return;
     rt_mf_local_close(&a->m);
     rt_metrics_free(&a->metrics);
-    free(a->sse_train);
-    free(a->sse_test);
+    free(a->sse);
     free(a);
 }
 
@@ -193,10 +195,11 @@ static int sgd_create(const void *opts, const rt_plan *plan, rt_engine *eng, voi
     a->eng = eng;
     a->lr = (float)a->o.lr;
     a->prev_loss = INFINITY;
-    a->sse_train = calloc(plan->workers, sizeof(double));
-    a->sse_test = calloc(plan->workers, sizeof(double));
+    a->sse = calloc(2 * (size_t)plan->workers, sizeof(double));
+    a->sse_train = a->sse;
+    a->sse_test = a->sse ? a->sse + plan->workers : NULL;
     double mean = 0;
-    if (!a->sse_train || !a->sse_test) {
+    if (!a->sse) {
         sgd_destroy(a);
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
     }
@@ -280,11 +283,15 @@ static int sgd_rotation_end(void *p, rt_engine *eng, uint64_t rot, const rt_rota
 {
     sgd_app *a = p;
     double train_sse, test_sse;
-    if (rt_mf_allreduce_workers(eng, a->sse_train, a->plan->workers, &train_sse, err) ||
-        rt_mf_allreduce_workers(eng, a->sse_test, a->plan->workers, &test_sse, err))
+    uint32_t W = a->plan->workers;
+    if (rt_engine_allreduce_f64(eng, a->sse, 2 * (size_t)W, err))
         return -1;
-    memset(a->sse_train, 0, a->plan->workers * sizeof(double));
-    memset(a->sse_test, 0, a->plan->workers * sizeof(double));
+    train_sse = test_sse = 0; /* added in worker order: the same bits on every rank */
+    for (uint32_t w = 0; w < W; w++) {
+        train_sse += a->sse_train[w];
+        test_sse += a->sse_test[w];
+    }
+    memset(a->sse, 0, 2 * (size_t)W * sizeof(double));
     a->train_rmse = sqrt(train_sse / (double)(a->plan->nnz_train ? a->plan->nnz_train : 1));
     a->test_rmse = a->plan->nnz_test ? sqrt(test_sse / (double)a->plan->nnz_test) : NAN;
     a->epochs_run = rot + 1;
