@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# golden_hashes.sh - the model bytes of fixed runs do not change under
+# refactoring.  Each run below (sgd-mf, cd-mf and lda; one process, and two
+# processes where the run says so) writes a model whose files must hash to the
+# SHA-256 recorded here.  A change that legitimately changes the math updates
+# these hashes in the same commit, saying why.
+#   ROTOR_GOLDEN_PRINT=1 prints the current hashes instead of checking them.
+source "$(dirname "$0")/lib.sh"
+
+"$ROTOR" gen mf --rows 600 --cols 300 --nnz 12000 --rank 4 --noise 0.1 --seed 5 \
+    --out "$TMP/mf.txt" --test-out "$TMP/mf_test.txt" --test-fraction 0.1 2>/dev/null ||
+    fail "gen mf"
+"$ROTOR" partition --input "$TMP/mf.txt" --test "$TMP/mf_test.txt" --nodes 2 --threads 2 \
+    --seed 5 --out "$TMP/mfplan" >/dev/null 2>&1 || fail "partition mf"
+"$ROTOR" gen lda --docs 300 --vocab 400 --topics 8 --alpha 0.1 --beta 0.01 --doc-len 60 \
+    --seed 5 --out "$TMP/corpus.txt" >/dev/null 2>&1 || fail "gen lda"
+"$ROTOR" partition --app lda --input "$TMP/corpus.txt" --nodes 2 --threads 2 --seed 5 \
+    --test-fraction 0.1 --out "$TMP/ldaplan" >/dev/null 2>&1 || fail "partition lda"
+
+sgd=(train --plan "$TMP/mfplan" --app sgd-mf --rank 8 --epochs 4 --seed 3)
+cdmf=(train --plan "$TMP/mfplan" --app cd-mf --rank 6 --outer 2 --inner 2 --seed 3)
+lda=(train --plan "$TMP/ldaplan" --app lda --topics 8 --iters 6 --seed 3)
+
+run() { # run NAME CMD...: model in $TMP/NAME
+    local name=$1; shift
+    "$@" --out "$TMP/$name" 2>"$TMP/$name.log" || { cat "$TMP/$name.log" >&2; fail "run $name"; }
+}
+run sgd1 "$ROTOR" "${sgd[@]}" --threads 4
+run sgd2 "$ROTOR" launch -n 2 -- "$ROTOR" "${sgd[@]}"
+run cd1 "$ROTOR" "${cdmf[@]}" --threads 4
+run cd2 "$ROTOR" launch -n 2 -- "$ROTOR" "${cdmf[@]}"
+run lda1 "$ROTOR" "${lda[@]}" --threads 4
+run lda2 "$ROTOR" launch -n 2 -- "$ROTOR" "${lda[@]}"
+
+actual() {
+    for r in sgd1 sgd2 cd1 cd2; do
+        for f in W.npy H.npy; do echo "$r/$f $(sha256sum <"$TMP/$r/$f" | cut -c1-64)"; done
+    done
+    for r in lda1 lda2; do
+        for f in word_topic.npy doc_topic.npy; do
+            echo "$r/$f $(sha256sum <"$TMP/$r/$f" | cut -c1-64)"
+        done
+    done
+}
+
+if [ -n "${ROTOR_GOLDEN_PRINT:-}" ]; then
+    actual
+    exit 0
+fi
+
+expected() {
+    cat <<'HASHES'
+sgd1/W.npy 3acfc93a2a73a52df165cf8babcbf61a64656bff1f2f35f2e8259b284a7394a6
+sgd1/H.npy 61e5a8189c4a05f4f6b564932dc26a4096f683a76bad4e82542876a2899b5efd
+sgd2/W.npy 3acfc93a2a73a52df165cf8babcbf61a64656bff1f2f35f2e8259b284a7394a6
+sgd2/H.npy 61e5a8189c4a05f4f6b564932dc26a4096f683a76bad4e82542876a2899b5efd
+cd1/W.npy 238378608be47c28c1316c66e6c9963c169852c8696c14fcb8f5dfde6ae37c54
+cd1/H.npy 20413e85b37f2b547bbda1089fbc29453e60dd14e674f1f865b1622d3c09dcbe
+cd2/W.npy 238378608be47c28c1316c66e6c9963c169852c8696c14fcb8f5dfde6ae37c54
+cd2/H.npy 20413e85b37f2b547bbda1089fbc29453e60dd14e674f1f865b1622d3c09dcbe
+lda1/word_topic.npy bcdaa3bb58dbf94dfd237743f055a4aa8baddbf3c0c07e188753886a3c508704
+lda1/doc_topic.npy 73e3fcc046d6e2d2af050e324f3a7e5ee8b0de7c6f5b92b54b7b7e143b282032
+lda2/word_topic.npy bcdaa3bb58dbf94dfd237743f055a4aa8baddbf3c0c07e188753886a3c508704
+lda2/doc_topic.npy 73e3fcc046d6e2d2af050e324f3a7e5ee8b0de7c6f5b92b54b7b7e143b282032
+HASHES
+}
+diff <(expected) <(actual) >&2 || fail "model bytes differ from the recorded golden hashes"
+echo PASS
