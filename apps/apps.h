@@ -13,7 +13,7 @@
 #ifndef ROTOR_APPS_H
 #define ROTOR_APPS_H
 
-#include "../engine/engine.h"
+#include "engine/engine.h"
 
 typedef struct rt_app_desc {
     const char *name;     /* value of --app */

@@ -9,8 +9,8 @@
  *   outer N  S.SSSs  objective X  train_rmse Y  test_rmse Z  stall P%  moved M MB
  * with objective = squared training error + lambda (|W|^2 + |H|^2).
  */
-#include "cd_mf.h"
-#include "metrics.h"
+#include "apps/cd_mf.h"
+#include "apps/metrics.h"
 
 #include <math.h>
 #include <stdlib.h>

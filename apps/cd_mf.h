@@ -66,7 +66,7 @@
 #ifndef ROTOR_APPS_CD_MF_H
 #define ROTOR_APPS_CD_MF_H
 
-#include "mf_common.h"
+#include "apps/mf_common.h"
 
 #include <stdint.h>
 

@@ -3,7 +3,7 @@
  * Built once at start-up from the mmap'ed shard; afterwards the kernels
  * stream 8 bytes per rating (column, residual) instead of the shard's 12 plus
  * a separate residual, which is what bounds CCD++ on large data. */
-#include "cd_mf.h"
+#include "apps/cd_mf.h"
 
 #include <string.h>
 

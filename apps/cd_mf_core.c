@@ -2,7 +2,7 @@
  * sequence).  Nothing here knows about the engine or the network: cd_mf.c
  * forwards the engine's callbacks here and does the all-reduce, and the unit
  * tests drive the same functions through an in-memory schedule. */
-#include "cd_mf.h"
+#include "apps/cd_mf.h"
 
 #include <math.h>
 #include <stdlib.h>

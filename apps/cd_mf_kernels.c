@@ -5,7 +5,7 @@
  * v-phase loads u_i once per run; the block's columns (v and its
  * accumulators) are a small array that stays in cache.  Sums are in double,
  * residuals and factors in float. */
-#include "cd_mf.h"
+#include "apps/cd_mf.h"
 
 /* One rating of the u-phase: adjust and store its residual when asked, then
  * add its terms to the partial sums (a, b).  `sub`/`add` are constants at

@@ -1,7 +1,7 @@
 /* lda.c - the LDA app: options, the engine callbacks and metrics.
  * (Model layout and determinism: lda.h.  Saving the model: lda_save.c.) */
-#include "lda.h"
-#include "lda_app.h"
+#include "apps/lda.h"
+#include "apps/lda_app.h"
 
 #include <errno.h>
 #include <math.h>

@@ -26,7 +26,7 @@
 #ifndef ROTOR_APPS_LDA_H
 #define ROTOR_APPS_LDA_H
 
-#include "apps.h"
+#include "apps/apps.h"
 
 #include <stdint.h>
 

@@ -2,8 +2,8 @@
 #ifndef ROTOR_APPS_LDA_APP_H
 #define ROTOR_APPS_LDA_APP_H
 
-#include "lda.h"
-#include "metrics.h"
+#include "apps/lda.h"
+#include "apps/metrics.h"
 
 typedef struct lda_app {
     const lda_opts *o;

@@ -7,7 +7,7 @@
  *
  * computed from per-block and per-worker parts so that the sum can be
  * formed in a fixed order whatever the split of workers over nodes. */
-#include "lda.h"
+#include "apps/lda.h"
 
 #include <math.h>
 

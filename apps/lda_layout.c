@@ -1,6 +1,6 @@
 /* lda_layout.c - where each word's counts live inside a block payload, and
  * moving one word's counts between the payload and dense thread scratch. */
-#include "lda.h"
+#include "apps/lda.h"
 
 #include <stdlib.h>
 #include <string.h>

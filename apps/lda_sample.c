@@ -20,7 +20,7 @@
  * out by rejection, or a uniform topic), each
  * accepted with the Metropolis-Hastings ratio.  Per-token cost does not
  * depend on K. */
-#include "lda.h"
+#include "apps/lda.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -7,7 +7,7 @@
  *   topics.txt      the top words of every topic
  *   model.json      options, sizes and final metrics
  */
-#include "lda_app.h"
+#include "apps/lda_app.h"
 
 #include <errno.h>
 #include <stdlib.h>

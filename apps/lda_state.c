@@ -8,7 +8,7 @@
  * document id, global word id, copy), into an observed half (sampled like
  * training tokens, but never counted in the word-topic counts) and a
  * completion half whose likelihood is the held-out metric. */
-#include "lda.h"
+#include "apps/lda.h"
 
 #include <stdlib.h>
 #include <string.h>

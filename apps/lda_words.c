@@ -1,7 +1,7 @@
 /* lda_words.c - lda.words: training tokens per word, written into an LDA
  * plan by `rotor partition --app lda` and read by the LDA app to lay out
  * block payloads (a word's sparse slice holds at most its token count). */
-#include "lda.h"
+#include "apps/lda.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* metrics.c - see metrics.h. */
-#include "metrics.h"
+#include "apps/metrics.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -8,7 +8,7 @@
 #ifndef ROTOR_APPS_METRICS_H
 #define ROTOR_APPS_METRICS_H
 
-#include "engine/base.h"
+#include "ground/ground.h"
 
 #include <jansson.h>
 

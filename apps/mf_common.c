@@ -1,6 +1,6 @@
 /* mf_common.c - shards, factor initialisation, metrics and model output
  * shared by the MF apps. */
-#include "mf_common.h"
+#include "apps/mf_common.h"
 
 #include <errno.h>
 #include <math.h>

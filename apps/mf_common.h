@@ -13,7 +13,7 @@
 #ifndef ROTOR_APPS_MF_COMMON_H
 #define ROTOR_APPS_MF_COMMON_H
 
-#include "apps.h"
+#include "apps/apps.h"
 
 #include <jansson.h>
 

@@ -19,7 +19,7 @@
  * the summation order (and so the bits), and at the ranks MF uses (k <= 128)
  * the kernel is bound by memory latency, not by vector width.
  */
-#include "mf_common.h"
+#include "apps/mf_common.h"
 
 #include <immintrin.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 /* registry.c - the apps `rotor train --app` knows. */
-#include "apps.h"
+#include "apps/apps.h"
 
 #include <string.h>
 

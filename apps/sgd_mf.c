@@ -19,8 +19,8 @@
  * where it rose).  The schedule only reads all-reduced totals, so every rank
  * takes the same decision and the run stays deterministic.
  */
-#include "metrics.h"
-#include "mf_common.h"
+#include "apps/metrics.h"
+#include "apps/mf_common.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -11,7 +11,7 @@
  * offset 0.  It is only needed c-1 steps later, so its transfer overlaps
  * compute (with c >= 2).
  */
-#include "engine.h"
+#include "engine/engine.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -27,9 +27,9 @@
 #ifndef ROTOR_ENGINE_H
 #define ROTOR_ENGINE_H
 
-#include "../partition/partition.h"
-#include "../verbs/transport.h"
-#include "base.h"
+#include "partition/partition.h"
+#include "verbs/transport.h"
+#include "ground/ground.h"
 
 typedef struct rt_engine rt_engine;
 

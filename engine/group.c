@@ -19,7 +19,7 @@
  * line: "FILE:LINE: what was wrong" (exit code 2).
  */
 #define _GNU_SOURCE
-#include "engine.h"
+#include "engine/engine.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -10,7 +10,7 @@
  * others also run on would only make them compete.  Oversubscribed runs
  * (e.g. 2 processes x 2 threads on a 2-core laptop) are left to the OS.
  */
-#include "engine.h"
+#include "engine/engine.h"
 
 #include <hwloc.h>
 #include <pthread.h>

@@ -1,5 +1,5 @@
 /* balance.c - LPT rows, grid-aware greedy columns, random baseline, imbalance. */
-#include "balance.h"
+#include "partition/balance.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -12,7 +12,7 @@
 #ifndef ROTOR_BALANCE_H
 #define ROTOR_BALANCE_H
 
-#include "partition.h"
+#include "partition/partition.h"
 
 /* Weight of an entry for balancing. */
 static inline uint64_t rt_entry_weight(rt_plan_app app, const rt_entry *e)

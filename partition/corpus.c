@@ -1,7 +1,7 @@
 /* corpus.c - the in-memory corpus: builder, string pool and map, file
  * loading, minimum counts and reader dispatch. */
 #define _GNU_SOURCE
-#include "corpus.h"
+#include "partition/corpus.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -24,8 +24,8 @@
 #ifndef ROTOR_CORPUS_H
 #define ROTOR_CORPUS_H
 
-#include "../engine/base.h"
-#include "partition.h" /* rt_idmap */
+#include "ground/ground.h"
+#include "partition/partition.h" /* rt_idmap */
 
 #include <stddef.h>
 #include <stdint.h>

@@ -10,7 +10,7 @@
  * indices into it.  Blank lines are skipped; a line with only its ids is an
  * empty document. */
 #define _GNU_SOURCE
-#include "corpus.h"
+#include "partition/corpus.h"
 
 #include <ctype.h>
 #include <stdlib.h>

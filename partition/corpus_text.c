@@ -5,7 +5,7 @@
  * English one (rt_english_stopwords) or, with --stopwords FILE, the words of
  * that file (blank-separated, so one per line works). */
 #define _GNU_SOURCE
-#include "corpus.h"
+#include "partition/corpus.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -6,7 +6,7 @@
  * 1..D, every word id in 1..W, exactly NNZ triples; the vocabulary must have
  * exactly W words.  Documents with no triples are kept (empty). */
 #define _GNU_SOURCE
-#include "corpus.h"
+#include "partition/corpus.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -5,7 +5,7 @@
  * anything else by the string, with 32 hash bits kept in the slot so that a
  * probe rarely needs a string compare.  Small values (MovieLens-style ids)
  * skip hashing altogether: a direct array indexed by value. */
-#include "partition.h"
+#include "partition/partition.h"
 
 #include <stdlib.h>
 #include <string.h>

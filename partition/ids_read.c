@@ -1,5 +1,5 @@
 /* ids_read.c - rt_plan_read_ids: rows.ids / cols.ids / test_rows.ids. */
-#include "partition.h"
+#include "partition/partition.h"
 
 #include <errno.h>
 #include <jansson.h>

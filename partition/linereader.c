@@ -1,5 +1,5 @@
 /* linereader.c - big buffered reads, one NUL-terminated line at a time. */
-#include "partition.h"
+#include "partition/partition.h"
 
 #include <errno.h>
 #include <fcntl.h>

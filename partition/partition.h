@@ -40,7 +40,7 @@
 #ifndef ROTOR_PARTITION_H
 #define ROTOR_PARTITION_H
 
-#include "../engine/base.h"
+#include "ground/ground.h"
 
 #include <stdint.h>
 

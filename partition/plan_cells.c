@@ -1,5 +1,5 @@
 /* plan_cells.c - block membership lists and the counting sort into data blocks. */
-#include "plan_cells.h"
+#include "partition/plan_cells.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -5,7 +5,7 @@
 #ifndef ROTOR_PLAN_CELLS_H
 #define ROTOR_PLAN_CELLS_H
 
-#include "partition.h"
+#include "partition/partition.h"
 
 /* Items 0..n-1 grouped by bin: off[n_bins+1], ids[n] (bin-major, increasing
  * id inside a bin), local[i] = position of item i inside its bin. */

@@ -1,5 +1,5 @@
 /* plan_manifest.c - plan.json: the human-readable manifest. */
-#include "plan_write.h"
+#include "partition/plan_write.h"
 
 #include <errno.h>
 #include <inttypes.h>

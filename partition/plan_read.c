@@ -1,5 +1,5 @@
 /* plan_read.c - rt_plan_open: plan.json + layout.bin, fully checked. */
-#include "secfile.h"
+#include "partition/secfile.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -2,9 +2,9 @@
  * plan_write.c - rt_plan_write: balance, sort into blocks, write every file
  * of a plan into a temporary directory and rename it into place.
  */
-#include "balance.h"
-#include "plan_write.h"
-#include "secfile.h"
+#include "partition/balance.h"
+#include "partition/plan_write.h"
+#include "partition/secfile.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -4,7 +4,7 @@
 #ifndef ROTOR_PLAN_WRITE_H
 #define ROTOR_PLAN_WRITE_H
 
-#include "plan_cells.h"
+#include "partition/plan_cells.h"
 
 #include <jansson.h>
 

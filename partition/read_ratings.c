@@ -4,7 +4,7 @@
  * coordinate, LIBMF.  Hand-rolled field splitting and number parsing: these
  * files run to tens of millions of lines.
  */
-#include "partition.h"
+#include "partition/partition.h"
 
 #include <errno.h>
 #include <inttypes.h>

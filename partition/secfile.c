@@ -1,5 +1,5 @@
 /* secfile.c - write and verify sectioned files (layout.bin, shard-NNNNN.bin). */
-#include "secfile.h"
+#include "partition/secfile.h"
 
 #include <errno.h>
 #include <fcntl.h>

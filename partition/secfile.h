@@ -5,7 +5,7 @@
 #ifndef ROTOR_SECFILE_H
 #define ROTOR_SECFILE_H
 
-#include "partition.h"
+#include "partition/partition.h"
 
 /* One section to write: `bytes` bytes at `data`. */
 typedef struct rt_secdata {

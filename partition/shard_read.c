@@ -1,5 +1,5 @@
 /* shard_read.c - rt_shard_open: mmap one worker's shard and check it all. */
-#include "secfile.h"
+#include "partition/secfile.h"
 
 #include <inttypes.h>
 #include <string.h>

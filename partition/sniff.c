@@ -1,5 +1,5 @@
 /* sniff.c - --format auto: guess a ratings file's format from its first lines. */
-#include "partition.h"
+#include "partition/partition.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* triplets.c - the in-memory (row, col, val) list and the seeded train/test split. */
-#include "partition.h"
+#include "partition/partition.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -13,7 +13,7 @@
  * Rank 0 prints the tables (or one JSON object with --json).
  */
 #define _GNU_SOURCE
-#include "commands.h"
+#include "tools/commands.h"
 #include "engine/engine.h"
 
 #include <stdlib.h>

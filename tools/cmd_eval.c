@@ -7,7 +7,7 @@
  * prints RMSE and MAE of mu + b_u + b_i + w_u . h_i (dot products by BLAS).
  * Ratings whose user or item the model never saw are skipped and counted.
  */
-#include "commands.h"
+#include "tools/commands.h"
 #include "partition/partition.h"
 
 #include <cblas.h>

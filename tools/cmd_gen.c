@@ -1,7 +1,7 @@
 /* cmd_gen.c - `rotor gen mf|lda`: dispatch to the generators in gen_*.c. */
-#include "commands.h"
-#include "engine/base.h"
-#include "gen.h"
+#include "tools/commands.h"
+#include "ground/ground.h"
+#include "tools/gen.h"
 
 #include <stdio.h>
 #include <string.h>

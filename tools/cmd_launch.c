@@ -18,8 +18,8 @@
  * rank exited 0.  SIGINT and SIGTERM are forwarded to the children.
  */
 #define _GNU_SOURCE
-#include "commands.h"
-#include "engine/base.h"
+#include "tools/commands.h"
+#include "ground/ground.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

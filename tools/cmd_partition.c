@@ -9,7 +9,7 @@
  *
  * --app lda hands the whole command to cmd_partition_lda (tools/cmd_partition_lda.c).
  */
-#include "commands.h"
+#include "tools/commands.h"
 #include "partition/partition.h"
 
 #include <getopt.h>

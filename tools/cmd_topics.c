@@ -1,8 +1,8 @@
 /* cmd_topics.c - `rotor topics --model DIR [--top N]`: the top words of each
  * topic of a model saved by `rotor train --app lda --out DIR`
  * (topic_word.npy and vocab.txt). */
-#include "commands.h"
-#include "engine/base.h"
+#include "tools/commands.h"
+#include "ground/ground.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -6,7 +6,7 @@
  * from the launcher's environment (engine/group.c).
  */
 #include "apps/apps.h"
-#include "commands.h"
+#include "tools/commands.h"
 
 #include <stdlib.h>
 #include <string.h>

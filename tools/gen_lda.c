@@ -10,7 +10,7 @@
  * FILE.topics.npy (float32 K x V: the true phi; column j = word id j + 1)
  * and FILE.vocab.txt (word names w1 .. wV).  Everything depends only on
  * the seed. */
-#include "engine/base.h"
+#include "ground/ground.h"
 
 #include <getopt.h>
 #include <math.h>

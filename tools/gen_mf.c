@@ -10,8 +10,8 @@
  * plus FILE.truth.json with the generating parameters.  Deterministic given
  * the seed: independent RNG streams for each purpose.
  */
-#include "engine/base.h"
-#include "gen.h"
+#include "ground/ground.h"
+#include "tools/gen.h"
 
 #include <errno.h>
 #include <getopt.h>

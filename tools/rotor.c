@@ -1,6 +1,6 @@
 /* rotor.c - the `rotor` command: dispatch to subcommands. */
-#include "commands.h"
-#include "engine/base.h"
+#include "tools/commands.h"
+#include "ground/ground.h"
 
 #include <stdio.h>
 #include <string.h>

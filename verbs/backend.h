@@ -9,7 +9,7 @@
 #ifndef ROTOR_VERBS_BACKEND_H
 #define ROTOR_VERBS_BACKEND_H
 
-#include "transport.h"
+#include "verbs/transport.h"
 
 struct rt_transport_ops {
     const char *name;

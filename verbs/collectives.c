@@ -9,7 +9,7 @@
  * not a bottleneck at the scales this targets.
  */
 #define _GNU_SOURCE
-#include "backend.h"
+#include "verbs/backend.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -68,7 +68,7 @@
  * rank that really died.
  */
 #define _GNU_SOURCE
-#include "backend.h"
+#include "verbs/backend.h"
 
 #include <errno.h>
 #include <fcntl.h>

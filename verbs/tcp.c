@@ -33,7 +33,7 @@
  * its later EOF is not a failure unless we still needed something from it.
  */
 #define _GNU_SOURCE
-#include "backend.h"
+#include "verbs/backend.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* transport.c - backend selection and the thin public wrappers. */
 #define _GNU_SOURCE
-#include "backend.h"
+#include "verbs/backend.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -39,7 +39,7 @@
 #ifndef ROTOR_TRANSPORT_H
 #define ROTOR_TRANSPORT_H
 
-#include "../engine/base.h"
+#include "ground/ground.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -4,7 +4,7 @@
  * rank-one term added back and taken out explicitly, the objective computed
  * from the residuals.  Only the initialisation comes from cd-mf's code:
  * W = 0 and H0 from the MF apps' rt_mf_init_vector. */
-#include "cd_mf_ref.h"
+#include "tests/apps/cd_mf_ref.h"
 #include "apps/mf_common.h"
 
 #include <math.h>

@@ -6,7 +6,7 @@
  * global ids from layout.bin) and prints, per outer iteration,
  *   outer N objective X train_rmse Y test_rmse Z
  * The end-to-end tests compare these lines with `rotor train --app cd-mf`. */
-#include "cd_mf_ref.h"
+#include "tests/apps/cd_mf_ref.h"
 #include "partition/partition.h"
 
 #include <stdio.h>

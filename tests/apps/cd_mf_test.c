@@ -2,7 +2,7 @@
  * solver core replayed through the ring schedule in memory (no engine, no
  * network), checked against the serial reference CCD++ (cd_mf_ref.c). */
 #include "apps/cd_mf.h"
-#include "cd_mf_ref.h"
+#include "tests/apps/cd_mf_ref.h"
 
 #include <math.h>
 #include <setjmp.h>

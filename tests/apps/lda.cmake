@@ -3,7 +3,7 @@ rotor_unit_test(lda_corpus_test lda_corpus_test.c)
 
 # The serial reference sampler and the topic-matching tool (tests/e2e/lda_*.sh).
 add_executable(lda_ref lda_ref.c)
-target_link_libraries(lda_ref PRIVATE rotor_partition rotor_base m)
+target_link_libraries(lda_ref PRIVATE rotor_partition rotor_ground m)
 
 # End-to-end (tests/e2e/lda_*.sh; lda_lib.sh holds their helpers).
 rotor_script_test(e2e_lda_bad_input e2e/lda_bad_input.sh e2e 120)

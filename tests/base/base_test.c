@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/base.h"
+#include "ground/ground.h"
 
 static void test_rng_streams_are_reproducible_and_distinct(void **state)
 {

@@ -1,5 +1,7 @@
 /*
- * base.h - small utilities shared by every rotor module.
+ * ground.h - the ground layer: small utilities every rotor module stands on.
+ * It includes nothing of rotor's own; partition/, verbs/, engine/, apps/ and
+ * tools/ all build on it.
  *
  * Errors: functions that can fail take an `rt_error *` and return a negative
  * value after filling it with one human-readable line.  Callers either add
@@ -9,8 +11,8 @@
  * Also here: logging, monotonic time, aligned allocation, a seeded RNG with
  * independent streams, checksums (xxHash), atomic file output and .npy output.
  */
-#ifndef ROTOR_BASE_H
-#define ROTOR_BASE_H
+#ifndef ROTOR_GROUND_H
+#define ROTOR_GROUND_H
 
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
 /* opts.c - the two helpers every command's option loop uses. */
-#include "base.h"
+#include "ground/ground.h"
 
 #include <string.h>
 

@@ -1,6 +1,6 @@
 /* npy.c - NumPy .npy (format 1.0) output and input for dense 2-D matrices. */
 #define _GNU_SOURCE
-#include "base.h"
+#include "ground/ground.h"
 
 #include <errno.h>
 #include <stdlib.h>

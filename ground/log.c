@@ -1,6 +1,6 @@
 /* log.c - leveled one-line logging to stderr, and time/RSS helpers. */
 #define _GNU_SOURCE
-#include "base.h"
+#include "ground/ground.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* error.c - the rt_error convention: one line of context, an exit code. */
 #define _GNU_SOURCE
-#include "base.h"
+#include "ground/ground.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* files.c - atomic output files, directory helpers, aligned memory, checksums,
  * and the strict number parsers the command line uses. */
 #define _GNU_SOURCE
-#include "base.h"
+#include "ground/ground.h"
 
 #include <errno.h>
 #include <ftw.h>

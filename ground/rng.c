@@ -1,5 +1,5 @@
 /* rng.c - xoshiro256** with splitmix64 seeding; distributions on top. */
-#include "base.h"
+#include "ground/ground.h"
 
 #include <math.h>
 
