@@ -26,7 +26,7 @@ typedef struct rt_app_desc {
     /* Check the options against a plan (e.g. a plan made for another app). */
     int (*check)(const void *opts, const rt_plan *plan, rt_error *err);
     /* Largest payload any block will carry (bytes). */
-    size_t (*slot_bytes)(const void *opts, const rt_plan *plan);
+    int (*slot_bytes)(const void *opts, const rt_plan *plan, size_t *bytes, rt_error *err);
     /* Load this node's shards and state; the engine is created but not run. */
     int (*create)(const void *opts, const rt_plan *plan, rt_engine *eng, void **app, rt_error *err);
     const rt_app_ops *ops;

@@ -9,6 +9,7 @@
  *   outer N  S.SSSs  objective X  train_rmse Y  test_rmse Z  stall P%  moved M MB
  * with objective = squared training error + lambda (|W|^2 + |H|^2).
  */
+#include "apps/app_common.h"
 #include "apps/cd_mf.h"
 #include "apps/metrics.h"
 
@@ -19,7 +20,9 @@
 typedef struct cd_app {
     cd_opts o;
     const rt_plan *plan;
-    rt_mf_local m; /* shards; its W rows receive the model at save time */
+    rt_shard *shards; /* the local workers' */
+    uint32_t n_shards;
+    rt_mf_local m; /* its W rows receive the model at save time */
     cd_core core;
     double *sums; /* cd_core_sums_len() */
     cd_metrics last;
@@ -91,8 +94,9 @@ static int cd_check(const void *opts, const rt_plan *plan, rt_error *err)
 
 /* The u-phase and v-phase payloads, and at the end the home blocks' H rows
  * in the MF layout rt_mf_save reads (see cd_save). */
-static size_t cd_slot_bytes(const void *opts, const rt_plan *plan)
+static int cd_slot_bytes(const void *opts, const rt_plan *plan, size_t *bytes, rt_error *err)
 {
+    (void)err;
     const cd_opts *o = opts;
     uint32_t max_cols = 0;
     for (uint32_t b = 0; b < plan->blocks; b++)
@@ -100,7 +104,8 @@ static size_t cd_slot_bytes(const void *opts, const rt_plan *plan)
             max_cols = rt_plan_block_cols(plan, b);
     size_t phases = cd_payload_max_bytes(max_cols);
     size_t model = rt_mf_slot_bytes(plan, rt_mf_padded_rank(o->mf.k), 0);
-    return phases > model ? phases : model;
+    *bytes = phases > model ? phases : model;
+    return 0;
 }
 
 /* ------------------------------------------------------------ lifecycle */
@@ -111,7 +116,8 @@ static void cd_destroy(void *p)
     if (!a)
         return;
     cd_core_free(&a->core);
-    rt_mf_local_close(&a->m);
+    rt_mf_local_free(&a->m);
+    rt_app_shards_close(a->shards, a->n_shards);
     rt_metrics_free(&a->metrics);
     free(a->sums);
     free(a);
@@ -142,8 +148,11 @@ static int cd_create(const void *opts, const rt_plan *plan, rt_engine *eng, void
         cd_destroy(a);
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
     }
-    if (rt_mf_local_open(&a->m, plan, eng, &a->o.mf, err) ||
-        cd_core_init(&a->core, &a->o, plan, a->m.shards, a->m.first_worker, a->m.n_workers, err)) {
+    uint32_t first = rt_engine_first_worker(eng);
+    a->n_shards = (uint32_t)rt_engine_threads(eng);
+    if (rt_app_shards_open(plan, first, a->n_shards, &a->shards, err) ||
+        rt_mf_local_init(&a->m, plan, a->shards, first, a->n_shards, &a->o.mf, err) ||
+        cd_core_init(&a->core, &a->o, plan, a->shards, first, a->n_shards, err)) {
         cd_destroy(a);
         return -1;
     }

@@ -25,10 +25,6 @@ static const char lda_usage[] =
     "                    vocab.txt, docs.txt, model.json\n"
     "  --metrics FILE    per-sweep metrics as JSON, rewritten after every evaluation\n";
 
-/* The layout is shared by check(), slot_bytes() and create(); it lives here
- * (one app per process) so an early failure cannot leak it. */
-static lda_layout lda_the_layout;
-
 /* ---------------------------------------------------------------- options */
 
 static int parse_u32_opt(const char *name, const char *v, uint32_t lo, uint32_t hi, uint32_t *out,
@@ -119,24 +115,28 @@ static int lda_parse(int argc, char **argv, void **out, rt_error *err)
 
 static int lda_check(const void *opts, const rt_plan *plan, rt_error *err)
 {
-    lda_opts *o = (lda_opts *)opts;
+    const lda_opts *o = opts;
     if (plan->app != RT_PLAN_LDA)
         return rt_fail(err, RT_EXIT_INPUT,
                        "%s: is a %s plan; make one with rotor partition --app lda", plan->dir,
                        rt_plan_app_name(plan->app));
     if (o->out && rt_check_out_dir(o->out, err))
         return -1;
-    lda_layout_free(&lda_the_layout);
-    if (lda_layout_build(&lda_the_layout, plan, o->K, err))
-        return -1;
-    o->layout = &lda_the_layout;
     return 0;
 }
 
-static size_t lda_slot_bytes(const void *opts, const rt_plan *plan)
+/* The largest block payload of the layout (built here only to measure it;
+ * the app builds its own in create). */
+static int lda_slot_bytes(const void *opts, const rt_plan *plan, size_t *bytes, rt_error *err)
 {
-    (void)plan;
-    return ((const lda_opts *)opts)->layout->max_bytes;
+    lda_layout l;
+    if (lda_layout_build(&l, plan, ((const lda_opts *)opts)->K, err)) {
+        lda_layout_free(&l);
+        return -1;
+    }
+    *bytes = l.max_bytes;
+    lda_layout_free(&l);
+    return 0;
 }
 
 /* ---------------------------------------------------------------- create */
@@ -159,7 +159,7 @@ static void lda_destroy(void *p)
     free(a->delta);
     free(a->parts);
     rt_metrics_free(&a->metrics);
-    lda_layout_free(&lda_the_layout);
+    lda_layout_free(&a->layout);
     free(a);
 }
 
@@ -185,7 +185,7 @@ static int lda_create(const void *opts, const rt_plan *plan, rt_engine *eng, voi
     a->eng = eng;
     a->ctx.o = o;
     a->ctx.plan = plan;
-    a->ctx.layout = o->layout;
+    a->ctx.layout = &a->layout;
     a->ctx.vbeta = (double)plan->n_cols * o->beta;
     a->first = rt_engine_first_worker(eng);
     a->n_local = a->n_threads = (uint32_t)rt_engine_threads(eng);
@@ -200,6 +200,8 @@ static int lda_create(const void *opts, const rt_plan *plan, rt_engine *eng, voi
     *out = a;
     if (!a->workers || !a->shards || !a->scratch || !a->nk || !a->delta || !a->parts)
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    if (lda_layout_build(&a->layout, plan, o->K, err))
+        return -1;
     for (uint32_t t = 0; t < a->n_threads; t++)
         if (lda_scratch_init(&a->scratch[t], o->K))
             return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (LDA scratch)");

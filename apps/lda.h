@@ -56,7 +56,6 @@ typedef struct lda_opts {
     uint32_t top;        /* words per topic in topics.txt */
     const char *out;     /* NULL = do not save */
     const char *metrics; /* --metrics FILE or NULL */
-    lda_layout *layout;  /* filled by check() */
 } lda_opts;
 
 /* ---- payload layout (lda_layout.c) ---- */

@@ -9,6 +9,7 @@ typedef struct lda_app {
     const lda_opts *o;
     const rt_plan *plan;
     rt_engine *eng;
+    lda_layout layout;
     lda_ctx ctx;
     uint32_t first, n_local, n_threads; /* local workers first .. first + n_local - 1 */
     rt_shard *shards;                   /* n_local */

@@ -47,25 +47,24 @@ size_t rt_mf_init_block(const rt_plan *plan, uint32_t block, float *payload, uin
     return (size_t)n * kp * sizeof(float);
 }
 
-int rt_mf_local_open(rt_mf_local *m, const rt_plan *plan, rt_engine *eng,
-                     const rt_mf_common_opts *o, rt_error *err)
+int rt_mf_local_init(rt_mf_local *m, const rt_plan *plan, const rt_shard *shards,
+                     uint32_t first_worker, uint32_t n_workers, const rt_mf_common_opts *o,
+                     rt_error *err)
 {
     memset(m, 0, sizeof(*m));
     m->plan = plan;
-    m->first_worker = rt_engine_first_worker(eng);
-    m->n_workers = (uint32_t)rt_engine_threads(eng);
+    m->first_worker = first_worker;
+    m->n_workers = n_workers;
     m->k = o->k;
     m->kp = rt_mf_padded_rank(o->k);
-    m->shards = calloc(m->n_workers, sizeof(rt_shard));
+    m->shards = shards;
     m->W = calloc(m->n_workers, sizeof(float *));
     if (o->biases)
         m->bu = calloc(m->n_workers, sizeof(float *));
-    if (!m->shards || !m->W || (o->biases && !m->bu))
+    if (!m->W || (o->biases && !m->bu))
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
     for (uint32_t t = 0; t < m->n_workers; t++) {
         uint32_t w = m->first_worker + t;
-        if (rt_shard_open(plan, w, &m->shards[t], err))
-            return -1;
         uint32_t rows = rt_plan_worker_rows(plan, w);
         m->W[t] = rt_alloc((size_t)rows * m->kp * sizeof(float));
         if (m->bu && !(m->bu[t] = rt_alloc((size_t)rows * sizeof(float))))
@@ -79,17 +78,14 @@ int rt_mf_local_open(rt_mf_local *m, const rt_plan *plan, rt_engine *eng,
     return 0;
 }
 
-void rt_mf_local_close(rt_mf_local *m)
+void rt_mf_local_free(rt_mf_local *m)
 {
     for (uint32_t t = 0; t < m->n_workers; t++) {
-        if (m->shards && m->shards[t].map)
-            rt_shard_close(&m->shards[t]);
         if (m->W)
             rt_free(m->W[t]);
         if (m->bu)
             rt_free(m->bu[t]);
     }
-    free(m->shards);
     free(m->W);
     free(m->bu);
     memset(m, 0, sizeof(*m));
@@ -108,24 +104,25 @@ int rt_mf_allreduce_workers(rt_engine *eng, double *v, uint32_t workers, double 
     return 0;
 }
 
-int rt_mf_train_mean(rt_mf_local *m, rt_engine *eng, double *mean, rt_error *err)
+int rt_mf_train_mean(const rt_plan *plan, const rt_shard *shards, uint32_t first_worker,
+                     uint32_t n_workers, rt_engine *eng, double *mean, rt_error *err)
 {
-    double *sums = calloc(m->plan->workers, sizeof(double));
+    double *sums = calloc(plan->workers, sizeof(double));
     if (!sums)
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
-    for (uint32_t t = 0; t < m->n_workers; t++) {
-        const rt_shard *s = &m->shards[t];
+    for (uint32_t t = 0; t < n_workers; t++) {
+        const rt_shard *s = &shards[t];
         double sum = 0;
-        for (uint64_t i = 0; i < s->train_off[m->plan->blocks]; i++)
+        for (uint64_t i = 0; i < s->train_off[plan->blocks]; i++)
             sum += s->train[i].val;
-        sums[m->first_worker + t] = sum;
+        sums[first_worker + t] = sum;
     }
     double total;
-    int rc = rt_mf_allreduce_workers(eng, sums, m->plan->workers, &total, err);
+    int rc = rt_mf_allreduce_workers(eng, sums, plan->workers, &total, err);
     free(sums);
     if (rc)
         return -1;
-    *mean = m->plan->nnz_train ? total / (double)m->plan->nnz_train : 0.0;
+    *mean = plan->nnz_train ? total / (double)plan->nnz_train : 0.0;
     return 0;
 }
 

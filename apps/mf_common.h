@@ -40,9 +40,9 @@ typedef struct rt_mf_local {
     const rt_plan *plan;
     uint32_t first_worker, n_workers;
     uint32_t k, kp;
-    rt_shard *shards; /* n_workers */
-    float **W;        /* n_workers blocks of rows x kp */
-    float **bu;       /* with biases: n_workers arrays of row biases (else NULL) */
+    const rt_shard *shards; /* n_workers, kept by the caller */
+    float **W;              /* n_workers blocks of rows x kp */
+    float **bu;             /* with biases: n_workers arrays of row biases (else NULL) */
 } rt_mf_local;
 
 /* The column-block payload size for rank kp: the largest block's H rows, and
@@ -54,10 +54,12 @@ static inline float *rt_mf_payload_biases(float *payload, uint32_t cols, uint32_
     return payload + (size_t)cols * kp;
 }
 
-/* Open the local workers' shards, allocate and initialise their W rows. */
-int rt_mf_local_open(rt_mf_local *m, const rt_plan *plan, rt_engine *eng,
-                     const rt_mf_common_opts *o, rt_error *err);
-void rt_mf_local_close(rt_mf_local *m);
+/* Allocate and initialise the W rows (and row biases) of workers
+ * first..first+n-1, whose shards are shards[0..n-1]. */
+int rt_mf_local_init(rt_mf_local *m, const rt_plan *plan, const rt_shard *shards,
+                     uint32_t first_worker, uint32_t n_workers, const rt_mf_common_opts *o,
+                     rt_error *err);
+void rt_mf_local_free(rt_mf_local *m);
 
 /* Deterministic initial factor row for a global row (is_col = 0) or column. */
 void rt_mf_init_vector(float *v, uint32_t k, uint32_t kp, const rt_mf_common_opts *o, int is_col,
@@ -67,9 +69,11 @@ void rt_mf_init_vector(float *v, uint32_t k, uint32_t kp, const rt_mf_common_opt
 size_t rt_mf_init_block(const rt_plan *plan, uint32_t block, float *payload, uint32_t kp,
                         const rt_mf_common_opts *o);
 
-/* Mean of the training ratings over the whole plan (all-reduced, exact and
- * identical on every rank and for every split). */
-int rt_mf_train_mean(rt_mf_local *m, rt_engine *eng, double *mean, rt_error *err);
+/* Mean of the training ratings over the whole plan, from the shards of the
+ * local workers first..first+n-1 (all-reduced, identical on every rank and
+ * for every split). */
+int rt_mf_train_mean(const rt_plan *plan, const rt_shard *shards, uint32_t first_worker,
+                     uint32_t n_workers, rt_engine *eng, double *mean, rt_error *err);
 
 /* Sum over workers of per-worker values: v has plan->workers entries, only
  * this node's are non-zero; after the call every rank has all of them, and

@@ -1,55 +1,24 @@
 /*
- * sgd_mf.c - L2-regularised SGD matrix factorisation on the rotation engine.
- *
- * Model: r_ui ~ mu + b_u + b_i + w_u . h_i (biased MF, Koren 2009), with mu
- * the training mean (--no-center: 0) and biases b (--no-biases: none).  Row
- * biases stay with their worker; column biases travel in the block payload
- * after the H rows.
- * One epoch = one rotation: worker w runs SGD over data block (w, b) when
- * column block b visits it, ratings in (row, col) order.  Then it measures
- * the test ratings of that data block against the freshly updated rows.
- *
- * Reported per epoch (all-reduced, exact):
- *   train RMSE - over the errors measured just before each SGD update, as
- *                LIBMF and NOMAD report it (no extra pass over the data);
- *   test RMSE  - each test rating scored right after its data block's pass.
- *
- * Learning rate schedules: fixed (the default); decay (lr0 * decay^epoch);
- * bold driver (x1.05 after an epoch whose training loss fell, x0.5 after one
- * where it rose).  The schedule only reads all-reduced totals, so every rank
- * takes the same decision and the run stays deterministic.
+ * sgd_mf.c - the sgd-mf app: L2-regularised SGD matrix factorisation on the
+ * rotation engine.  The model, the per-epoch metrics and the learning-rate
+ * schedules are described in sgd_mf.h and computed by sgd_mf_core.c; this
+ * file is the glue to `rotor train`: options, shards, the engine callbacks,
+ * the per-epoch log and the saved model.
  */
+#include "apps/app_common.h"
 #include "apps/metrics.h"
-#include "apps/mf_common.h"
+#include "apps/sgd_mf.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { LR_FIXED, LR_DECAY, LR_BOLD };
-
-typedef struct sgd_opts {
-    rt_mf_common_opts mf;
-    double lr, decay, lambda_bias;
-    int schedule;
-    uint32_t epochs;
-    int center;
-    double target_rmse; /* stop early once test RMSE <= this (0 = never) */
-} sgd_opts;
-
 typedef struct sgd_app {
     sgd_opts o;
     const rt_plan *plan;
-    rt_engine *eng;
-    rt_mf_local m;
-    float mu, lr;
-    /* Squared errors per global worker (this node's entries only): train in
-     * [0, W), test in [W, 2W), so one all-reduce carries both. */
-    double *sse;
-    double *sse_train, *sse_test; /* = sse, sse + W */
-    double prev_loss;
-    double train_rmse, test_rmse;
-    uint64_t epochs_run;
+    rt_shard *shards; /* the local workers' */
+    uint32_t n_shards;
+    sgd_core core;
     double seconds;
     rt_metrics metrics;
 } sgd_app;
@@ -165,10 +134,12 @@ static int sgd_check(const void *opts, const rt_plan *plan, rt_error *err)
     return rt_mf_check_common(&o->mf, plan, "sgd-mf", err);
 }
 
-static size_t sgd_slot_bytes(const void *opts, const rt_plan *plan)
+static int sgd_slot_bytes(const void *opts, const rt_plan *plan, size_t *bytes, rt_error *err)
 {
+    (void)err;
     const sgd_opts *o = opts;
-    return rt_mf_slot_bytes(plan, rt_mf_padded_rank(o->mf.k), o->mf.biases);
+    *bytes = rt_mf_slot_bytes(plan, rt_mf_padded_rank(o->mf.k), o->mf.biases);
+    return 0;
 }
 
 /* ------------------------------------------------------------ lifecycle */
@@ -178,9 +149,9 @@ static void sgd_destroy(void *p)
     sgd_app *a = p;
     if (!a)
         return;
-    rt_mf_local_close(&a->m);
+    sgd_core_free(&a->core);
+    rt_app_shards_close(a->shards, a->n_shards);
     rt_metrics_free(&a->metrics);
-    free(a->sse);
     free(a);
 }
 
@@ -192,23 +163,15 @@ static int sgd_create(const void *opts, const rt_plan *plan, rt_engine *eng, voi
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
     a->o = *(const sgd_opts *)opts;
     a->plan = plan;
-    a->eng = eng;
-    a->lr = (float)a->o.lr;
-    a->prev_loss = INFINITY;
-    a->sse = calloc(2 * (size_t)plan->workers, sizeof(double));
-    a->sse_train = a->sse;
-    a->sse_test = a->sse ? a->sse + plan->workers : NULL;
+    a->n_shards = (uint32_t)rt_engine_threads(eng);
+    uint32_t first = rt_engine_first_worker(eng);
     double mean = 0;
-    if (!a->sse) {
-        sgd_destroy(a);
-        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
-    }
-    if (rt_mf_local_open(&a->m, plan, eng, &a->o.mf, err) ||
-        rt_mf_train_mean(&a->m, eng, &mean, err)) {
+    if (rt_app_shards_open(plan, first, a->n_shards, &a->shards, err) ||
+        rt_mf_train_mean(plan, a->shards, first, a->n_shards, eng, &mean, err) ||
+        sgd_core_init(&a->core, &a->o, plan, a->shards, first, a->n_shards, mean, err)) {
         sgd_destroy(a);
         return -1;
     }
-    a->mu = a->o.center ? (float)mean : 0.0f;
     if (rt_engine_rank(eng) == 0)
         rt_metrics_init(
             &a->metrics, a->o.mf.metrics, "sgd-mf",
@@ -235,8 +198,7 @@ static int sgd_block_home(void *p, uint32_t block, uint64_t rotation, void *payl
 {
     (void)err;
     sgd_app *a = p;
-    if (rotation == 0)
-        *len = rt_mf_init_block(a->plan, block, payload, a->m.kp, &a->o.mf);
+    sgd_core_block_home(&a->core, block, rotation, payload, len);
     return 0;
 }
 
@@ -244,101 +206,54 @@ static int sgd_visit(void *p, const rt_visit *v, rt_error *err)
 {
     (void)err;
     sgd_app *a = p;
-    uint32_t t = v->worker - a->m.first_worker;
-    const rt_shard *s = &a->m.shards[t];
-    float *H = v->payload;
-    rt_sgd_params params = {.lr = a->lr,
-                            .lambda = (float)a->o.mf.lambda,
-                            .mu = a->mu,
-                            .kp = a->m.kp,
-                            .lambda_bias = (float)a->o.lambda_bias};
-    if (a->m.bu) {
-        params.bu = a->m.bu[t];
-        params.bi = rt_mf_payload_biases(H, rt_plan_block_cols(a->plan, v->block), a->m.kp);
-    }
-    uint64_t b0 = s->train_off[v->block], b1 = s->train_off[v->block + 1];
-    a->sse_train[v->worker] += rt_sgd_block(s->train + b0, b1 - b0, a->m.W[t], H, &params);
-    uint64_t t0 = s->test_off[v->block], t1 = s->test_off[v->block + 1];
-    a->sse_test[v->worker] += rt_mf_block_sse(s->test + t0, t1 - t0, a->m.W[t], H, &params);
+    sgd_core_visit(&a->core, v->worker, v->block, v->payload);
     return 0;
-}
-
-static void next_learning_rate(sgd_app *a, double loss, uint64_t epoch)
-{
-    switch (a->o.schedule) {
-    case LR_DECAY:
-        a->lr = (float)(a->o.lr * pow(a->o.decay, (double)(epoch + 1)));
-        break;
-    case LR_BOLD:
-        a->lr *= loss < a->prev_loss ? 1.05f : 0.5f;
-        break;
-    default:
-        break;
-    }
-    a->prev_loss = loss;
 }
 
 static int sgd_rotation_end(void *p, rt_engine *eng, uint64_t rot, const rt_rotation_stats *st,
                             int *stop, rt_error *err)
 {
     sgd_app *a = p;
-    double train_sse, test_sse;
-    uint32_t W = a->plan->workers;
-    if (rt_engine_allreduce_f64(eng, a->sse, 2 * (size_t)W, err))
+    sgd_epoch ep;
+    if (rt_engine_allreduce_f64(eng, sgd_core_sums(&a->core), sgd_core_sums_len(&a->core), err) ||
+        sgd_core_epoch_end(&a->core, rot, &ep, stop, err))
         return -1;
-    train_sse = test_sse = 0; /* added in worker order: the same bits on every rank */
-    for (uint32_t w = 0; w < W; w++) {
-        train_sse += a->sse_train[w];
-        test_sse += a->sse_test[w];
-    }
-    memset(a->sse, 0, 2 * (size_t)W * sizeof(double));
-    a->train_rmse = sqrt(train_sse / (double)(a->plan->nnz_train ? a->plan->nnz_train : 1));
-    a->test_rmse = a->plan->nnz_test ? sqrt(test_sse / (double)a->plan->nnz_test) : NAN;
-    a->epochs_run = rot + 1;
     a->seconds += st->seconds;
-    if (!isfinite(a->train_rmse))
-        return rt_fail(err, RT_EXIT_RUNTIME,
-                       "sgd-mf: training diverged at epoch %llu (lr %.4g); lower --lr",
-                       (unsigned long long)rot + 1, (double)a->lr);
-    if (rt_engine_rank(eng) == 0)
-        rt_info("epoch %3llu  %7.3fs  %7.2fM upd/s  train_rmse %.5f  test_rmse %.5f  "
-                "stall %5.1f%%  lr %.4g  moved %.1f MB",
-                (unsigned long long)rot + 1, st->seconds,
-                (double)a->plan->nnz_train / st->seconds / 1e6, a->train_rmse, a->test_rmse,
-                100.0 * st->stall_frac_max, (double)a->lr, (double)st->bytes_moved / 1e6);
-    if (rt_engine_rank(eng) == 0 &&
-        rt_metrics_epoch(&a->metrics,
-                         json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I}", "epoch",
-                                   (json_int_t)rot + 1, "seconds", st->seconds, "updates_per_s",
-                                   (double)a->plan->nnz_train / st->seconds, "train_rmse",
-                                   a->train_rmse, "test_rmse",
-                                   isfinite(a->test_rmse) ? a->test_rmse : -1.0, "stall_frac",
-                                   st->stall_frac_max, "compute_s", st->compute_s, "lr",
-                                   (double)a->lr, "bytes_moved", (json_int_t)st->bytes_moved),
-                         err))
-        return -1;
-    next_learning_rate(a, train_sse, rot);
-    *stop =
-        a->epochs_run >= a->o.epochs || (a->o.target_rmse > 0 && a->test_rmse <= a->o.target_rmse);
-    return 0;
+    if (rt_engine_rank(eng) != 0)
+        return 0;
+    rt_info("epoch %3llu  %7.3fs  %7.2fM upd/s  train_rmse %.5f  test_rmse %.5f  "
+            "stall %5.1f%%  lr %.4g  moved %.1f MB",
+            (unsigned long long)rot + 1, st->seconds,
+            (double)a->plan->nnz_train / st->seconds / 1e6, ep.train_rmse, ep.test_rmse,
+            100.0 * st->stall_frac_max, (double)ep.lr, (double)st->bytes_moved / 1e6);
+    return rt_metrics_epoch(&a->metrics,
+                            json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I}", "epoch",
+                                      (json_int_t)rot + 1, "seconds", st->seconds, "updates_per_s",
+                                      (double)a->plan->nnz_train / st->seconds, "train_rmse",
+                                      ep.train_rmse, "test_rmse",
+                                      isfinite(ep.test_rmse) ? ep.test_rmse : -1.0, "stall_frac",
+                                      st->stall_frac_max, "compute_s", st->compute_s, "lr",
+                                      (double)ep.lr, "bytes_moved", (json_int_t)st->bytes_moved),
+                            err);
 }
 
 static int sgd_save(void *p, rt_engine *eng, rt_error *err)
 {
     sgd_app *a = p;
+    const sgd_core *c = &a->core;
     if (!a->o.mf.out[0])
         return 0;
     json_t *meta = json_object();
     json_object_set_new(meta, "app", json_string("sgd-mf"));
-    json_object_set_new(meta, "mu", json_real(a->mu));
+    json_object_set_new(meta, "mu", json_real(c->mu));
     json_object_set_new(meta, "biases", json_boolean(a->o.mf.biases));
-    json_object_set_new(meta, "epochs", json_integer((json_int_t)a->epochs_run));
+    json_object_set_new(meta, "epochs", json_integer((json_int_t)c->epochs_run));
     json_object_set_new(meta, "lr", json_real(a->o.lr));
-    json_object_set_new(meta, "train_rmse", json_real(a->train_rmse));
-    if (isfinite(a->test_rmse))
-        json_object_set_new(meta, "test_rmse", json_real(a->test_rmse));
+    json_object_set_new(meta, "train_rmse", json_real(c->train_rmse));
+    if (isfinite(c->test_rmse))
+        json_object_set_new(meta, "test_rmse", json_real(c->test_rmse));
     json_object_set_new(meta, "seconds", json_real(a->seconds));
-    int rc = rt_mf_save(&a->m, eng, &a->o.mf, meta, err);
+    int rc = rt_mf_save(&a->core.m, eng, &a->o.mf, meta, err);
     if (rc == 0 && rt_engine_rank(eng) == 0)
         rt_info("sgd-mf: model written to %s", a->o.mf.out);
     return rc;

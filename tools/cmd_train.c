@@ -213,7 +213,8 @@ static int train(const train_opts *o, train_run *r, rt_error *err)
     ec.transport = o->transport;
     ec.pin = o->pin;
     ec.serial = o->serial;
-    ec.slot_bytes = r->app->slot_bytes(r->app_opts, &r->plan);
+    if (r->app->slot_bytes(r->app_opts, &r->plan, &ec.slot_bytes, err))
+        return -1;
     if (rt_engine_create(&ec, &r->engine, err))
         return -1;
     if (r->group.rank == 0)

@@ -1,0 +1,82 @@
+/*
+ * sgd_mf.h - SGD matrix factorisation: the internals shared by the engine
+ * glue (sgd_mf.c), the engine-free core (sgd_mf_core.c) and the tests.
+ *
+ * Model: r_ui ~ mu + b_u + b_i + w_u . h_i (biased MF, Koren 2009), with mu
+ * the training mean (--no-center: 0) and biases b (--no-biases: none).  Row
+ * biases stay with their worker; column biases travel in the block payload
+ * after the H rows (mf_common.h).
+ * One epoch = one rotation: worker w runs SGD over data block (w, b) when
+ * column block b visits it, ratings in (row, col) order.  Then it measures
+ * the test ratings of that data block against the freshly updated rows.
+ *
+ * Reported per epoch (all-reduced, exact):
+ *   train RMSE - over the errors measured just before each SGD update, as
+ *                LIBMF and NOMAD report it (no extra pass over the data);
+ *   test RMSE  - each test rating scored right after its data block's pass.
+ *
+ * Learning rate schedules: fixed (the default); decay (lr0 * decay^epoch);
+ * bold driver (x1.05 after an epoch whose training loss fell, x0.5 after one
+ * where it rose).  The schedule only reads all-reduced totals, so every rank
+ * takes the same decision and the run stays deterministic.
+ */
+#ifndef ROTOR_APPS_SGD_MF_H
+#define ROTOR_APPS_SGD_MF_H
+
+#include "apps/mf_common.h"
+
+enum { LR_FIXED, LR_DECAY, LR_BOLD };
+
+typedef struct sgd_opts {
+    rt_mf_common_opts mf;
+    double lr, decay, lambda_bias;
+    int schedule;
+    uint32_t epochs;
+    int center;
+    double target_rmse; /* stop early once test RMSE <= this (0 = never) */
+} sgd_opts;
+
+/* ---- the core: state and math of one node, no engine ----
+ * The glue (or a test) runs the rotation: block_home for the home blocks,
+ * visit for every (worker, block) in schedule order, then all-reduces
+ * sgd_core_sums() and calls sgd_core_epoch_end(). */
+typedef struct sgd_core {
+    sgd_opts o;
+    const rt_plan *plan;
+    rt_mf_local m; /* the local workers' shards, W rows and row biases */
+    float mu, lr;
+    /* Squared errors per global worker (this node's entries only): train in
+     * [0, W), test in [W, 2W), so one all-reduce carries both. */
+    double *sse;
+    double prev_loss; /* training loss of the previous epoch (bold driver) */
+    uint64_t epochs_run;
+    double train_rmse, test_rmse;
+} sgd_core;
+
+/* What one epoch measured (after the all-reduce). */
+typedef struct sgd_epoch {
+    double train_sse, train_rmse, test_rmse;
+    float lr; /* the learning rate the epoch ran with */
+} sgd_epoch;
+
+/* State of workers first..first+n-1 over their shards (shards[0..n-1], kept
+ * by the caller); `train_mean` is the plan's training mean (used when
+ * centring). */
+int sgd_core_init(sgd_core *c, const sgd_opts *o, const rt_plan *plan, const rt_shard *shards,
+                  uint32_t first_worker, uint32_t n_workers, double train_mean, rt_error *err);
+void sgd_core_free(sgd_core *c);
+
+/* Block b is home at the start of `rotation`: at rotation 0 write its initial
+ * H rows (and zero column biases) and set *len; later the payload is kept. */
+void sgd_core_block_home(sgd_core *c, uint32_t block, uint64_t rotation, float *payload,
+                         size_t *len);
+/* SGD over data block (worker, block), then score its test ratings. */
+void sgd_core_visit(sgd_core *c, uint32_t worker, uint32_t block, float *payload);
+/* The per-worker errors to all-reduce in place before sgd_core_epoch_end. */
+double *sgd_core_sums(sgd_core *c);
+size_t sgd_core_sums_len(const sgd_core *c);
+/* After the all-reduce: the epoch's metrics, the next learning rate.  Sets
+ * *stop when training is over; -1 when it diverged. */
+int sgd_core_epoch_end(sgd_core *c, uint64_t rotation, sgd_epoch *ep, int *stop, rt_error *err);
+
+#endif
