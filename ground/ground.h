@@ -65,6 +65,32 @@ static inline size_t rt_round_up(size_t n, size_t a)
     return (n + a - 1) / a * a;
 }
 
+/* ---- checked sizes ----
+ * Every size derived from input (counts x element size, rows x cols, dims x
+ * rank, (n + 1) x width) is computed with these, so it cannot wrap.  A size
+ * above RT_SIZE_LIMIT (what malloc could ever return) is "impossible": the
+ * rt_size_* helpers fail with "FILE: FIELD: A x B is too large" (exit 2)
+ * before anything is allocated. */
+#define RT_SIZE_LIMIT ((uint64_t)PTRDIFF_MAX)
+static inline int rt_mul_overflows(uint64_t a, uint64_t b, uint64_t *out)
+{
+    return __builtin_mul_overflow(a, b, out);
+}
+static inline int rt_add_overflows(uint64_t a, uint64_t b, uint64_t *out)
+{
+    return __builtin_add_overflow(a, b, out);
+}
+int rt_size_mul(uint64_t a, uint64_t b, size_t *out, const char *file, const char *field,
+                rt_error *err);
+int rt_size_add(uint64_t a, uint64_t b, size_t *out, const char *file, const char *field,
+                rt_error *err);
+/* malloc / calloc of count x elem bytes, checked as above (exit 1 when the
+ * size is possible but memory runs out).  Free with free(). */
+void *rt_alloc_array(uint64_t count, size_t elem, const char *file, const char *field,
+                     rt_error *err);
+void *rt_calloc_array(uint64_t count, size_t elem, const char *file, const char *field,
+                      rt_error *err);
+
 /* ---- deterministic random numbers ----
  * xoshiro256** seeded by splitmix64.  rt_rng_seed(rng, seed, stream) gives
  * independent streams for e.g. (seed, worker) or (seed, column id), so the
@@ -134,6 +160,15 @@ int rt_npy_write_i32(const char *path, const int32_t *data, uint64_t rows, uint6
                      rt_error *err);
 /* Read a C-order '<f4' 2-D .npy written by rt_npy_write_f32 (malloc'd, dense). */
 int rt_npy_read_f32(const char *path, float **data, uint64_t *rows, uint64_t *cols, rt_error *err);
+
+/* ---- text input ----
+ * Index of the first byte of s[0..n) that cannot occur in a text file (NUL
+ * and the control bytes other than tab, newline, vertical tab, form feed and
+ * carriage return), or n when there is none.  Readers reject such input at
+ * FILE:LINE rather than silently dropping what follows a NUL. */
+size_t rt_text_find_binary(const char *s, size_t n);
+/* Fill err with "FILE:LINE: binary data (byte 0xNN) in a text file" (exit 2). */
+int rt_fail_binary(rt_error *err, const char *path, uint64_t line, unsigned char byte);
 
 /* ---- parsing helpers for command lines ---- */
 int rt_parse_u64(const char *s, uint64_t *out);  /* 0 on success; accepts 1k, 2M, 3G */

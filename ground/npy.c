@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* Header: magic, version 1.0, little-endian u16 header length, then a Python
  * dict literal padded with spaces to a multiple of 64 bytes, ending in '\n'. */
@@ -68,26 +69,64 @@ int rt_npy_write_i32(const char *path, const int32_t *data, uint64_t rows, uint6
     return rt_outfile_commit(&of, err);
 }
 
+/* The header dict must describe a C-order '<f4' 2-D array: "'descr': '<f4'",
+ * "'fortran_order': False", "'shape': (R, C)". */
+static int parse_dict(const char *dict, unsigned long long *r, unsigned long long *c)
+{
+    const char *shape = strstr(dict, "'shape': (");
+    int end = 0;
+    if (!strstr(dict, "'descr': '<f4'") || !strstr(dict, "'fortran_order': False") || !shape ||
+        sscanf(shape, "'shape': (%llu, %llu)%n", r, c, &end) != 2 || end == 0)
+        return -1;
+    /* sscanf's %llu takes a sign: only digits are a size. */
+    for (const char *p = shape + 10; p < shape + end - 1; p++)
+        if (*p == '-' || *p == '+')
+            return -1;
+    return 0;
+}
+
 int rt_npy_read_f32(const char *path, float **data, uint64_t *rows, uint64_t *cols, rt_error *err)
 {
+    *data = NULL;
     FILE *fp = fopen(path, "rb");
     if (!fp)
         return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot open", path);
     unsigned char pre[10];
-    char dict[4096];
+    char dict[65536 + 1];
     unsigned long long r = 0, c = 0;
-    if (fread(pre, 1, 10, fp) != 10 || memcmp(pre, "\x93NUMPY", 6) != 0)
+    size_t bytes = 0;
+    if (fread(pre, 1, 10, fp) != 10 || memcmp(pre, "\x93NUMPY\x01\x00", 8) != 0)
         goto bad;
     size_t hlen = pre[8] | (size_t)pre[9] << 8;
-    if (hlen >= sizeof(dict) || fread(dict, 1, hlen, fp) != hlen)
+    if (fread(dict, 1, hlen, fp) != hlen || memchr(dict, '\0', hlen))
         goto bad;
     dict[hlen] = '\0';
-    const char *shape = strstr(dict, "'shape': (");
-    if (!strstr(dict, "'<f4'") || strstr(dict, "True") || !shape ||
-        sscanf(shape, "'shape': (%llu, %llu)", &r, &c) != 2)
+    if (parse_dict(dict, &r, &c))
         goto bad;
-    *data = malloc((size_t)(r * c) * sizeof(float) + 1);
-    if (!*data || fread(*data, sizeof(float), r * c, fp) != r * c) {
+    /* The data must be exactly rows x cols floats: checked before allocating. */
+    struct stat sb;
+    if (fstat(fileno(fp), &sb) != 0) {
+        fclose(fp);
+        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot stat", path);
+    }
+    uint64_t cells;
+    if (rt_mul_overflows(r, c, &cells) ||
+        rt_size_mul(cells, sizeof(float), &bytes, path, "shape", err)) {
+        fclose(fp);
+        return rt_fail(err, RT_EXIT_INPUT, "%s: shape (%llu, %llu) is impossible", path, r, c);
+    }
+    if ((uint64_t)sb.st_size != 10 + hlen + bytes) {
+        fclose(fp);
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s: shape (%llu, %llu) needs %zu data bytes, the file has %lld", path, r, c,
+                       bytes, (long long)sb.st_size - 10 - (long long)hlen);
+    }
+    *data = malloc(bytes + 1);
+    if (!*data) {
+        fclose(fp);
+        return rt_fail(err, RT_EXIT_RUNTIME, "%s: out of memory (%zu bytes)", path, bytes);
+    }
+    if (fread(*data, 1, bytes, fp) != bytes) {
         free(*data);
         *data = NULL;
         goto bad;

@@ -102,9 +102,14 @@ int rt_text_load(const char *path, rt_text *t, rt_error *err)
         return rt_fail(err, RT_EXIT_INPUT, "%s: read error", path);
     }
     buf[len] = '\0';
-    if (memchr(buf, '\0', len)) {
+    size_t at = rt_text_find_binary(buf, len);
+    if (at < len) {
+        uint64_t line = 1;
+        for (size_t i = 0; i < at; i++)
+            line += buf[i] == '\n';
+        rt_fail_binary(err, path, line, (unsigned char)buf[at]);
         free(buf);
-        return rt_fail(err, RT_EXIT_INPUT, "%s: binary data (NUL byte) in a text file", path);
+        return -1;
     }
     t->data = buf;
     t->len = len;

@@ -117,17 +117,18 @@ int rt_corpus_read_uci(const char *path, const rt_corpus_options *opt, rt_corpus
         read_header(path, &s, &line, "vocabulary", &W, err) ||
         read_header(path, &s, &line, "nonzero", &NNZ, err))
         goto out;
-    if (D >= UINT32_MAX || W >= UINT32_MAX || NNZ > D * W) {
+    if (D >= UINT32_MAX || W >= UINT32_MAX || NNZ > D * W) { /* D x W < 2^64 */
         rt_fail(err, RT_EXIT_INPUT, "%s:3: header D=%llu W=%llu NNZ=%llu is impossible", path,
                 (unsigned long long)D, (unsigned long long)W, (unsigned long long)NNZ);
         goto out;
     }
-    tr = malloc((NNZ ? NNZ : 1) * sizeof(triple));
-    doc_count = calloc(D + 1, sizeof(uint32_t));
-    if (!tr || !doc_count) {
-        rt_fail(err, RT_EXIT_RUNTIME, "%s: out of memory", path);
+    /* Each triple takes at least "1 1 1\n": room for the triples the rest of
+     * the file can hold is enough, whatever the header claims. */
+    uint64_t room = (t.len - (uint64_t)(s - t.data) + 1) / 6;
+    tr = rt_alloc_array(NNZ < room ? NNZ : room, sizeof(triple), path, "header NNZ", err);
+    doc_count = tr ? rt_calloc_array(D + 1, sizeof(uint32_t), path, "header D", err) : NULL;
+    if (!tr || !doc_count)
         goto out;
-    }
     while (*s) {
         line++;
         char *e = strchr(s, '\n');
@@ -163,7 +164,7 @@ int rt_corpus_read_uci(const char *path, const rt_corpus_options *opt, rt_corpus
                     (unsigned long long)W);
             goto out;
         }
-        if (n == NNZ) {
+        if (n == NNZ || n == room) {
             rt_fail(err, RT_EXIT_INPUT, "%s:%llu: more triples than the header's NNZ=%llu", path,
                     (unsigned long long)line, (unsigned long long)NNZ);
             goto out;
@@ -199,12 +200,10 @@ int rt_corpus_read_uci(const char *path, const rt_corpus_options *opt, rt_corpus
         }
     }
     /* Bucket the triples by document (stable, so input order within a doc). */
-    uint64_t *start = calloc(D + 1, sizeof(uint64_t));
-    triple *sorted = malloc((n ? n : 1) * sizeof(triple));
+    uint64_t *start = rt_calloc_array(D + 1, sizeof(uint64_t), path, "header D", err);
+    triple *sorted = start ? rt_alloc_array(n, sizeof(triple), path, "header NNZ", err) : NULL;
     if (!start || !sorted) {
         free(start);
-        free(sorted);
-        rt_fail(err, RT_EXIT_RUNTIME, "%s: out of memory", path);
         goto out;
     }
     for (uint64_t d = 0; d < D; d++)

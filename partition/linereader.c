@@ -100,6 +100,9 @@ int rt_linereader_next(rt_linereader *lr, char **line, size_t *len, rt_error *er
         *len = n;
         if (++lr->line_no % LR_REPORT_EVERY == 0)
             progress(lr);
+        size_t bad = rt_text_find_binary(s, n);
+        if (bad < n)
+            return rt_fail_binary(err, lr->path, lr->line_no, (unsigned char)s[bad]);
         return 1;
     }
 }

@@ -127,6 +127,10 @@ typedef struct rt_plan {
     uint32_t *block_col_ids;     /* n_cols */
     void *layout_map;            /* internal: mmap of layout.bin */
     size_t layout_len;
+    /* plan.json's "files" records: layout.bin's size and XXH3, and each
+     * shard's size (checked when it is opened). */
+    uint64_t layout_bytes, layout_check;
+    uint64_t *shard_bytes; /* W */
 } rt_plan;
 
 /* One worker's shard, mmap'ed read-only. */

@@ -46,9 +46,12 @@ static int read_schedule(json_t *root, rt_plan *p, const char *path, rt_error *e
     json_t *s = json_object_get(root, "schedule");
     if (!json_is_array(s) || json_array_size(s) != p->blocks)
         return rt_fail(err, RT_EXIT_INPUT, "%s: \"schedule\" must have %u steps", path, p->blocks);
-    p->schedule = malloc(sizeof(uint32_t) * p->blocks * (size_t)p->workers);
+    size_t cells;
+    if (rt_size_mul(p->blocks, p->workers, &cells, path, "blocks x workers", err))
+        return -1;
+    p->schedule = rt_alloc_array(cells, sizeof(uint32_t), path, "schedule", err);
     if (!p->schedule)
-        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+        return -1;
     for (uint32_t step = 0; step < p->blocks; step++) {
         json_t *row = json_array_get(s, step);
         if (!json_is_array(row) || json_array_size(row) != p->workers)
@@ -63,6 +66,66 @@ static int read_schedule(json_t *root, rt_plan *p, const char *path, rt_error *e
                                step, w, want);
             p->schedule[(size_t)step * p->workers + w] = want;
         }
+    }
+    return 0;
+}
+
+/* The counts the runtime divides by and sizes arrays with must be possible:
+ * a tampered plan.json fails here with the field named, not later as a
+ * diverging or crashing run. */
+static int check_values(const rt_plan *p, const char *path, rt_error *err)
+{
+    const char *why = NULL;
+    uint64_t cells;
+    if (p->n_rows == 0 || p->n_rows > UINT32_MAX)
+        why = "dims.rows must be in 1..2^32-1";
+    else if (p->n_cols == 0 || p->n_cols > UINT32_MAX)
+        why = "dims.cols must be in 1..2^32-1";
+    else if (p->nnz_train == 0)
+        why = "nnz_train must be at least 1";
+    else if (!rt_mul_overflows(p->n_rows, p->n_cols, &cells) && p->nnz_train > cells)
+        why = "nnz_train exceeds dims.rows x dims.cols";
+    else if (p->app == RT_PLAN_MF && p->tokens_train != p->nnz_train)
+        why = "tokens_train must equal nnz_train in an mf plan";
+    else if (p->app == RT_PLAN_LDA && p->tokens_train < p->nnz_train)
+        why = "tokens_train must be at least nnz_train in an lda plan";
+    if (why)
+        return rt_fail(err, RT_EXIT_INPUT, "%s: %s (tampered or damaged?)", path, why);
+    return 0;
+}
+
+/* "files": {"NAME": {"bytes": N, "xxh3": "HEX"}} as written by the partitioner. */
+static int file_record(json_t *files, const char *name, uint64_t *bytes, uint64_t *check,
+                       const char *path, rt_error *err)
+{
+    json_t *f = json_object_get(files, name);
+    json_t *b = json_object_get(f, "bytes");
+    const char *x = json_string_value(json_object_get(f, "xxh3"));
+    char *end = NULL;
+    if (x)
+        *check = strtoull(x, &end, 16);
+    if (!json_is_integer(b) || json_integer_value(b) < 0 || !x || strlen(x) != 16 || *end)
+        return rt_fail(err, RT_EXIT_INPUT, "%s: \"files\" has no valid record of %s", path, name);
+    *bytes = (uint64_t)json_integer_value(b);
+    return 0;
+}
+
+static int read_files(json_t *root, rt_plan *p, const char *path, rt_error *err)
+{
+    json_t *files = json_object_get(root, "files");
+    if (!json_is_object(files))
+        return rt_fail(err, RT_EXIT_INPUT, "%s: missing or invalid \"files\"", path);
+    if (file_record(files, "layout.bin", &p->layout_bytes, &p->layout_check, path, err) < 0)
+        return -1;
+    p->shard_bytes = rt_alloc_array(p->workers, sizeof(uint64_t), path, "workers", err);
+    if (!p->shard_bytes)
+        return -1;
+    for (uint32_t w = 0; w < p->workers; w++) {
+        char name[32];
+        uint64_t check;
+        snprintf(name, sizeof(name), "shard-%05u.bin", w);
+        if (file_record(files, name, &p->shard_bytes[w], &check, path, err) < 0)
+            return -1;
     }
     return 0;
 }
@@ -128,6 +191,8 @@ static int read_manifest(rt_plan *p, rt_error *err)
                 path);
         goto out;
     }
+    if (check_values(p, path, err) < 0 || read_files(root, p, path, err) < 0)
+        goto out;
     rc = read_schedule(root, p, path, err);
 out:
     json_decref(root);
@@ -189,6 +254,11 @@ static int read_layout(rt_plan *p, rt_error *err)
         return -1;
     p->layout_map = f.map;
     p->layout_len = f.len;
+    if (f.len != p->layout_bytes || rt_checksum(f.map, f.len) != p->layout_check)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s: size or checksum differs from plan.json's \"files\" record (tampered, "
+                       "or from another plan)",
+                       path);
     const rt_file_header *h = f.hdr;
     if (h->app != (uint32_t)p->app || h->workers != p->workers || h->blocks != p->blocks ||
         h->n_rows != p->n_rows || h->n_cols != p->n_cols || h->plan_id != p->plan_id)
@@ -197,6 +267,7 @@ static int read_layout(rt_plan *p, rt_error *err)
                        path);
     p->worker_row_offset = (uint64_t *)section(&f, RT_SEC_WORKER_ROW_OFFSETS,
                                                8 * ((uint64_t)p->workers + 1), path, err);
+    /* n_rows, n_cols < 2^32 (check_values): 4 x n cannot wrap. */
     p->worker_row_ids = (uint32_t *)section(&f, RT_SEC_WORKER_ROW_IDS, 4 * p->n_rows, path, err);
     p->block_col_offset =
         (uint64_t *)section(&f, RT_SEC_BLOCK_COL_OFFSETS, 8 * ((uint64_t)p->blocks + 1), path, err);
@@ -233,6 +304,7 @@ void rt_plan_close(rt_plan *plan)
     if (plan->layout_map)
         munmap(plan->layout_map, plan->layout_len);
     free(plan->schedule);
+    free(plan->shard_bytes);
     char dir[sizeof(plan->dir)];
     memcpy(dir, plan->dir, sizeof(dir));
     memset(plan, 0, sizeof(*plan));

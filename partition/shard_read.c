@@ -91,6 +91,13 @@ int rt_shard_open(const rt_plan *plan, uint32_t worker, rt_shard *shard, rt_erro
     rt_secfile f;
     if (rt_secfile_open(path, RT_FILE_SHARD, &f, err) < 0)
         return -1;
+    if (plan->shard_bytes && f.len != plan->shard_bytes[worker]) {
+        rt_fail(err, RT_EXIT_INPUT,
+                "%s: %zu bytes, plan.json records %llu (tampered, or from another plan)", path,
+                f.len, (unsigned long long)plan->shard_bytes[worker]);
+        rt_secfile_close(&f);
+        return -1;
+    }
     if (shard_check(plan, worker, &f, shard, path, err) < 0) {
         rt_secfile_close(&f);
         memset(shard, 0, sizeof(*shard));

@@ -1,0 +1,76 @@
+/* size.c - checked size arithmetic for every size derived from input.
+ *
+ * A count read from a file header, a plan or a wire frame is untrusted: an
+ * unchecked `count * elem` can wrap to a small number, the allocation
+ * succeeds and the code then writes far past it.  These helpers make the
+ * wrap impossible by construction and turn it into an error that names the
+ * file and the field, before anything is allocated. */
+#include "ground/ground.h"
+
+#include <stdlib.h>
+
+int rt_size_mul(uint64_t a, uint64_t b, size_t *out, const char *file, const char *field,
+                rt_error *err)
+{
+    uint64_t r;
+    if (rt_mul_overflows(a, b, &r) || r > RT_SIZE_LIMIT)
+        return rt_fail(err, RT_EXIT_INPUT, "%s: %s: %llu x %llu is too large", file, field,
+                       (unsigned long long)a, (unsigned long long)b);
+    *out = (size_t)r;
+    return 0;
+}
+
+int rt_size_add(uint64_t a, uint64_t b, size_t *out, const char *file, const char *field,
+                rt_error *err)
+{
+    uint64_t r;
+    if (rt_add_overflows(a, b, &r) || r > RT_SIZE_LIMIT)
+        return rt_fail(err, RT_EXIT_INPUT, "%s: %s: %llu + %llu is too large", file, field,
+                       (unsigned long long)a, (unsigned long long)b);
+    *out = (size_t)r;
+    return 0;
+}
+
+void *rt_alloc_array(uint64_t count, size_t elem, const char *file, const char *field,
+                     rt_error *err)
+{
+    size_t bytes = 0;
+    if (rt_size_mul(count, elem, &bytes, file, field, err))
+        return NULL;
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p)
+        rt_fail(err, RT_EXIT_RUNTIME, "%s: %s: out of memory (%zu bytes)", file, field, bytes);
+    return p;
+}
+
+void *rt_calloc_array(uint64_t count, size_t elem, const char *file, const char *field,
+                      rt_error *err)
+{
+    size_t bytes = 0;
+    if (rt_size_mul(count, elem, &bytes, file, field, err))
+        return NULL;
+    void *p = calloc(bytes ? bytes : 1, 1);
+    if (!p)
+        rt_fail(err, RT_EXIT_RUNTIME, "%s: %s: out of memory (%zu bytes)", file, field, bytes);
+    return p;
+}
+
+/* Control bytes a text file may hold: \t \n \v \f \r. */
+static int binary_byte(unsigned char c)
+{
+    return c < 0x20 && (c < '\t' || c > '\r');
+}
+
+size_t rt_text_find_binary(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (binary_byte((unsigned char)s[i]))
+            return i;
+    return n;
+}
+
+int rt_fail_binary(rt_error *err, const char *path, uint64_t line, unsigned char byte)
+{
+    return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: binary data (byte 0x%02x) in a text file", path,
+                   (unsigned long long)line, byte);
+}
