@@ -10,6 +10,9 @@
  *              one-way latency = round trip / 2 (as ib_write_lat reports).
  *   bandwidth: rank 0 keeps all 3 blocks in flight with `size` bytes; rank 1
  *              returns each at once with 0 bytes.  BW = bytes / elapsed.
+ *   allreduce: (--test allreduce, any number of ranks) the time of one
+ *              all-reduce of `size` bytes of int64, back to back, with the
+ *              tree collectives or (--collectives star) through rank 0.
  * Rank 0 prints the tables (or one JSON object with --json).
  */
 #define _GNU_SOURCE
@@ -27,7 +30,7 @@ typedef struct bench_opts {
     rt_transport_config transport;
     uint64_t min_size, max_size;
     int iters; /* 0 = by size */
-    int json, do_lat, do_bw;
+    int json, do_lat, do_bw, do_allreduce;
 } bench_opts;
 
 typedef struct lat_row {
@@ -74,7 +77,10 @@ static void usage(FILE *fp)
                 "  --max-size BYTES    largest block (default 64M); each rank registers 4 slots\n"
                 "                      of this size\n"
                 "  --iters N           iterations per size (default: 256 MiB / size, 5..1000)\n"
-                "  --test lat|bw|both  which table(s) (default both)\n"
+                "  --test lat|bw|both|allreduce\n"
+                "                      which table(s) (default both); allreduce times one\n"
+                "                      all-reduce of each size on any number of ranks\n"
+                "  --collectives tree|star  how collectives travel (default tree)\n"
                 "  --json              one JSON object on stdout instead of the tables\n"
                 "  --hostfile FILE     one 'host[:port]' line per rank (default $ROTOR_HOSTFILE)\n"
                 "  --base-port N       port of rank r = N + r for lines without one (18515)\n"
@@ -114,9 +120,9 @@ static int parse(int argc, char **argv, bench_opts *o, rt_error *err)
             continue;
         }
         static const char *const with_value[] = {
-            "--transport", "--min-size",  "--max-size",    "--iters", "--test",
-            "--hostfile",  "--base-port", "--rank",        "--size",  "--ib-dev",
-            "--ib-port",   "--gid-index", "--peer-timeout"};
+            "--transport", "--min-size",  "--max-size",     "--iters",      "--test",
+            "--hostfile",  "--base-port", "--rank",         "--size",       "--ib-dev",
+            "--ib-port",   "--gid-index", "--peer-timeout", "--collectives"};
         int known = 0;
         for (size_t k = 0; k < sizeof(with_value) / sizeof(with_value[0]); k++)
             known |= rt_opt_is(a, with_value[k]);
@@ -139,8 +145,14 @@ static int parse(int argc, char **argv, bench_opts *o, rt_error *err)
         } else if (rt_opt_is(a, "--test")) {
             o->do_lat = !strcmp(v, "lat") || !strcmp(v, "both");
             o->do_bw = !strcmp(v, "bw") || !strcmp(v, "both");
-            if (!o->do_lat && !o->do_bw)
-                return rt_fail(err, RT_EXIT_INPUT, "--test must be lat, bw or both");
+            o->do_allreduce = !strcmp(v, "allreduce");
+            if (!o->do_lat && !o->do_bw && !o->do_allreduce)
+                return rt_fail(err, RT_EXIT_INPUT, "--test must be lat, bw, both or allreduce");
+        } else if (rt_opt_is(a, "--collectives")) {
+            if (strcmp(v, "tree") && strcmp(v, "star"))
+                return rt_fail(err, RT_EXIT_INPUT, "--collectives must be tree or star");
+            o->transport.collectives =
+                strcmp(v, "star") ? RT_COLLECTIVES_TREE : RT_COLLECTIVES_STAR;
         } else if (rt_opt_is(a, "--hostfile")) {
             o->group.hostfile = v;
         } else if (rt_opt_is(a, "--base-port")) {
@@ -270,6 +282,66 @@ static int run_bandwidth(rt_transport *t, slot_fifo *f, size_t bytes, int iters,
     return 0;
 }
 
+/* Median over 5 repeats of the mean time of `iters` back-to-back
+ * all-reduces of `bytes` (int64 elements); rank 0 fills row (t_min = best
+ * repeat). */
+static int run_allreduce(rt_transport *t, size_t bytes, int iters, lat_row *row, rt_error *err)
+{
+    enum { REPEATS = 5 };
+    size_t n = bytes / sizeof(int64_t) ? bytes / sizeof(int64_t) : 1;
+    int64_t *v = calloc(n, sizeof(int64_t));
+    if (!v)
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    double rep[REPEATS];
+    int rc = rt_transport_allreduce_i64(t, v, n, err); /* warm-up */
+    for (int k = 0; k < REPEATS && rc == 0; k++) {
+        rc = rt_transport_barrier(t, err);
+        double t0 = rt_now();
+        for (int i = 0; i < iters && rc == 0; i++)
+            rc = rt_transport_allreduce_i64(t, v, n, err);
+        rep[k] = (rt_now() - t0) * 1e6 / iters;
+    }
+    free(v);
+    if (rc)
+        return -1;
+    qsort(rep, REPEATS, sizeof(double), cmp_double);
+    double sum = 0;
+    for (int k = 0; k < REPEATS; k++)
+        sum += rep[k];
+    *row = (lat_row){.bytes = n * sizeof(int64_t),
+                     .iters = iters,
+                     .t_min = rep[0],
+                     .t_typ = rep[REPEATS / 2],
+                     .t_avg = sum / REPEATS,
+                     .t_max = rep[REPEATS - 1]};
+    return 0;
+}
+
+static void print_allreduce(const bench_opts *o, const rt_transport *t, const lat_row *ar,
+                            int nrows)
+{
+    const char *algo = o->transport.collectives == RT_COLLECTIVES_STAR ? "star" : "tree";
+    if (o->json) {
+        printf("{\"transport\": \"%s\", \"ranks\": %d, \"collectives\": \"%s\", "
+               "\"allreduce\": [",
+               rt_transport_name(t), rt_transport_size(t), algo);
+        for (int i = 0; i < nrows; i++)
+            printf("%s\n  {\"bytes\": %zu, \"iterations\": %d, \"t_min_usec\": %.2f, "
+                   "\"t_typical_usec\": %.2f, \"t_max_usec\": %.2f}",
+                   i ? "," : "", ar[i].bytes, ar[i].iters, ar[i].t_min, ar[i].t_typ, ar[i].t_max);
+        printf("]}\n");
+    } else {
+        printf(" all-reduce (int64), transport %s, %d ranks, %s collectives\n",
+               rt_transport_name(t), rt_transport_size(t), algo);
+        printf(" %-10s %-12s %-12s %-16s %-12s\n", "#bytes", "#iterations", "t_min[usec]",
+               "t_typical[usec]", "t_max[usec]");
+        for (int i = 0; i < nrows; i++)
+            printf(" %-10zu %-12d %-12.2f %-16.2f %-12.2f\n", ar[i].bytes, ar[i].iters, ar[i].t_min,
+                   ar[i].t_typ, ar[i].t_max);
+    }
+    fflush(stdout);
+}
+
 static void print_tables(const bench_opts *o, const rt_transport *t, const lat_row *lat,
                          const bw_row *bw, int nrows)
 {
@@ -327,12 +399,30 @@ static void print_tables(const bench_opts *o, const rt_transport *t, const lat_r
     fflush(stdout);
 }
 
+static int bench_allreduce(const bench_opts *o, rt_transport *t, rt_error *err)
+{
+    int nrows = 0;
+    for (uint64_t b = o->min_size; b <= o->max_size; b *= 2)
+        nrows++;
+    lat_row *ar = calloc((size_t)nrows, sizeof(lat_row));
+    int rc = ar ? 0 : rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    int i = 0;
+    for (uint64_t b = o->min_size; rc == 0 && b <= o->max_size; b *= 2, i++)
+        rc = run_allreduce(t, (size_t)b, o->iters > 0 ? o->iters : 200, &ar[i], err);
+    if (rc == 0)
+        rc = rt_transport_barrier(t, err);
+    if (rc == 0 && rt_transport_rank(t) == 0)
+        print_allreduce(o, t, ar, nrows);
+    free(ar);
+    return rc ? -1 : 0;
+}
+
 static int bench(const bench_opts *o, rt_error *err)
 {
     rt_group g;
     if (rt_group_resolve(&o->group, &g, err))
         return -1;
-    if (g.size != 2) {
+    if (g.size != 2 && !o->do_allreduce) {
         rt_group_free(&g);
         return rt_fail(err, RT_EXIT_INPUT,
                        "bench-link needs exactly 2 ranks (got %d): rotor launch -n 2 -- rotor "
@@ -343,7 +433,7 @@ static int bench(const bench_opts *o, rt_error *err)
     tc.rank = g.rank;
     tc.size = g.size;
     tc.peers = g.peers;
-    tc.slot_bytes = (size_t)o->max_size;
+    tc.slot_bytes = o->do_allreduce ? 4096 : (size_t)o->max_size;
     tc.n_slots = N_SLOTS;
     tc.initial_occupied = g.rank == 0 ? N_BLOCKS : 0;
     rt_transport *t = NULL;
@@ -351,6 +441,11 @@ static int bench(const bench_opts *o, rt_error *err)
     rt_group_free(&g);
     if (rc)
         return -1;
+    if (o->do_allreduce) {
+        rc = bench_allreduce(o, t, err);
+        rt_transport_close(t);
+        return rc;
+    }
     slot_fifo f = {.head = 0, .count = 0};
     for (uint32_t s = 0; s < tc.initial_occupied; s++) {
         fifo_push(&f, s);

@@ -25,10 +25,11 @@
  *    previous rank may hold at most n_slots - initial_occupied passes in
  *    flight to us at start.
  *
- * Collectives (barrier, all-reduce, gather) are small and synchronous, and
- * every rank must call them in the same order.  All-reduce sums are
- * deterministic: contributions are added in rank order on every rank, so
- * results are bit-identical whatever the timing.
+ * Collectives (barrier, all-reduce, gather, broadcast) are synchronous, and
+ * every rank must call them in the same order.  They take log2(size) rounds
+ * (trees, recursive doubling).  All-reduce sums are deterministic: they follow
+ * a fixed binary tree whose shape depends only on the rank count, so results
+ * are bit-identical on every rank whatever the timing.
  *
  * Failure: a lost peer (closed connection, completion error, timeout while a
  * peer is known dead) makes the current and every later call fail with an
@@ -50,6 +51,13 @@ typedef enum rt_transport_kind {
     RT_TRANSPORT_IB = 2,
 } rt_transport_kind;
 
+/* How collectives travel (see collectives.c).  Both give bit-identical
+ * results on every rank; the star exists to be measured against. */
+typedef enum rt_collectives {
+    RT_COLLECTIVES_TREE = 0, /* recursive doubling / halving, binomial trees */
+    RT_COLLECTIVES_STAR = 1, /* everything through rank 0 */
+} rt_collectives;
+
 typedef struct rt_peer {
     char host[256]; /* IPv4/IPv6 literal or host name */
     int port;       /* TCP port the rank listens on (rdma_cm uses the same number) */
@@ -58,12 +66,13 @@ typedef struct rt_peer {
 typedef struct rt_transport_config {
     rt_transport_kind kind;
     int rank, size;
-    const rt_peer *peers;      /* size entries: where each rank listens */
-    size_t slot_bytes;         /* capacity of one slot (rounded up to RT_ALIGN) */
-    uint32_t n_slots;          /* slots in each rank's window (>= 2) */
-    uint32_t initial_occupied; /* slots 0..initial_occupied-1 start full */
-    int connect_timeout_ms;    /* time allowed to reach every peer (default 30000) */
-    int peer_timeout_ms;       /* a call waiting this long on a silent peer fails (0 = never) */
+    const rt_peer *peers;       /* size entries: where each rank listens */
+    size_t slot_bytes;          /* capacity of one slot (rounded up to RT_ALIGN) */
+    uint32_t n_slots;           /* slots in each rank's window (>= 2) */
+    uint32_t initial_occupied;  /* slots 0..initial_occupied-1 start full */
+    int connect_timeout_ms;     /* time allowed to reach every peer (default 30000) */
+    int peer_timeout_ms;        /* a call waiting this long on a silent peer fails (0 = never) */
+    rt_collectives collectives; /* default tree */
     /* RDMA only (ignored by tcp): */
     const char *ib_dev; /* rdma_cm picks the device from this rank's address; when
                            set, the transport checks it is this one (NULL = any) */
@@ -120,7 +129,10 @@ int rt_transport_wait_arrival(rt_transport *t, rt_arrival *out, int timeout_ms, 
 int rt_transport_flush(rt_transport *t, rt_error *err);
 
 int rt_transport_barrier(rt_transport *t, rt_error *err);
-/* In-place sum over ranks, added in rank order (bit-identical everywhere). */
+/* In-place sum over ranks along the fixed tree (bit-identical everywhere).
+ * Integer sums wrap.  A floating-point element with one non-zero contributor
+ * (per-worker slots, as rotor's callers use) is exact, so equal to any
+ * serial replay; general float sums follow the tree order of collectives.c. */
 int rt_transport_allreduce_f64(rt_transport *t, double *v, size_t n, rt_error *err);
 int rt_transport_allreduce_i64(rt_transport *t, int64_t *v, size_t n, rt_error *err);
 /* Every rank contributes `len` bytes (lengths may differ).  On rank 0,

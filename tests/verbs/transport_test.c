@@ -2,6 +2,7 @@
  * transport_test.c - multi-process transport scenarios, for any backend.
  *
  *   transport_test [--transport tcp|ib] [--host ADDR] [--ranks P]
+ *                  [--collectives tree|star]
  *                  [--scenario NAME[,NAME...]|all] [--bench]
  *
  * For each scenario the parent picks P free ports on ADDR, forks P ranks and
@@ -40,6 +41,7 @@ typedef struct opts {
     rt_transport_kind kind;
     char host[256];
     int ranks;
+    rt_collectives collectives;
 } opts;
 
 /* One rank's view while running a scenario. */
@@ -80,6 +82,7 @@ static int open_transport(const ctx *c, size_t slot_bytes, uint32_t n_slots, uin
     cfg.n_slots = n_slots;
     cfg.initial_occupied = init;
     cfg.connect_timeout_ms = 20000;
+    cfg.collectives = c->o->collectives;
     int rc = rt_transport_open(&cfg, t, err);
     if (rc && strstr(err->msg, "cannot listen") && strstr(err->msg, "in use"))
         port_clash = 1;
@@ -363,6 +366,52 @@ static double f64_value(int r, size_t i)
     return scale[(size_t)(r + (int)i) % 6] * (double)(i + 1) + 0.1 * r;
 }
 
+/* The sum of f64_value(0..P-1, i) in the order collectives.c documents:
+ * rank order for the star; for the tree, pairs (2j, 2j+1) for the first
+ * P - pof2 pairs, then pairwise levels. */
+static double expected_sum(const ctx *c, size_t i)
+{
+    double y[MAX_RANKS];
+    int p = c->size, pof2 = 1;
+    if (c->o->collectives == RT_COLLECTIVES_STAR) {
+        double s = f64_value(0, i);
+        for (int q = 1; q < p; q++)
+            s += f64_value(q, i);
+        return s;
+    }
+    while (pof2 * 2 <= p)
+        pof2 *= 2;
+    int extra = p - pof2;
+    for (int j = 0; j < pof2; j++)
+        y[j] = j < extra ? f64_value(2 * j, i) + f64_value(2 * j + 1, i) : f64_value(j + extra, i);
+    for (int n = pof2; n > 1; n /= 2)
+        for (int j = 0; j < n / 2; j++)
+            y[j] = y[2 * j] + y[2 * j + 1];
+    return y[0];
+}
+
+/* A vector long enough for reduce-scatter (odd length, so halves differ)
+ * where element i belongs to rank i % P: the sum must be every owner's value
+ * exactly, on every rank. */
+static int check_disjoint_sum(const ctx *c, rt_transport *t)
+{
+    enum { N = 20011 };
+    rt_error err = {0};
+    double *v = malloc(N * sizeof(double));
+    if (!v)
+        return fail(c, "collectives", "out of memory");
+    for (size_t i = 0; i < N; i++)
+        v[i] = (int)(i % (size_t)c->size) == c->rank ? f64_value(c->rank, i) * 1.000001 : 0.0;
+    int rc = rt_transport_allreduce_f64(t, v, N, &err);
+    if (rc)
+        fail(c, "collectives", "allreduce_f64 of %d doubles: %s", N, err.msg);
+    for (size_t i = 0; rc == 0 && i < N; i++)
+        if (v[i] != f64_value((int)(i % (size_t)c->size), i) * 1.000001)
+            rc = fail(c, "collectives", "long allreduce_f64: element %zu wrong", i);
+    free(v);
+    return rc;
+}
+
 static int sc_collectives(const ctx *c)
 {
     const char *name = "collectives";
@@ -379,23 +428,26 @@ static int sc_collectives(const ctx *c)
             goto out;
         }
 
-    /* all-reduce f64: bit-identical to adding in rank order. */
+    /* all-reduce f64: bit-identical to the documented order (the star adds
+     * in rank order, the tree pairwise), and a long odd-length vector
+     * (reduce-scatter path) whose elements each have one contributor: exact. */
     enum { NV = 37 };
     double v[NV], want[NV];
     for (size_t i = 0; i < NV; i++) {
         v[i] = f64_value(r, i);
-        want[i] = f64_value(0, i);
-        for (int q = 1; q < p; q++)
-            want[i] += f64_value(q, i);
+        want[i] = expected_sum(c, i);
     }
     if (rt_transport_allreduce_f64(t, v, NV, &err)) {
         fail(c, name, "allreduce_f64: %s", err.msg);
         goto out;
     }
     if (memcmp(v, want, sizeof(v))) {
-        fail(c, name, "allreduce_f64 differs from the rank-order sum");
+        fail(c, name, "allreduce_f64 differs from the %s-order sum",
+             c->o->collectives == RT_COLLECTIVES_STAR ? "rank" : "tree");
         goto out;
     }
+    if (check_disjoint_sum(c, t) < 0)
+        goto out;
     /* all-reduce i64 with wrap-around. */
     int64_t iv[5], iw[5];
     for (int i = 0; i < 5; i++) {
@@ -779,6 +831,7 @@ static int run_scenario(const opts *o, const scenario *sc)
 static void usage(FILE *fp)
 {
     fprintf(fp, "usage: transport_test [--transport tcp|ib] [--host ADDR] [--ranks P]\n"
+                "                      [--collectives tree|star]\n"
                 "                      [--scenario NAME[,NAME...]|all] [--bench]\n"
                 "scenarios:");
     for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
@@ -804,6 +857,13 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--ranks") && v) {
             if (rt_parse_int(v, &o.ranks) || o.ranks < 2 || o.ranks > MAX_RANKS) {
                 fprintf(stderr, "transport_test: --ranks must be 2..%d\n", MAX_RANKS);
+                return 2;
+            }
+            i++;
+        } else if (!strcmp(a, "--collectives") && v) {
+            o.collectives = !strcmp(v, "star") ? RT_COLLECTIVES_STAR : RT_COLLECTIVES_TREE;
+            if (strcmp(v, "star") && strcmp(v, "tree")) {
+                usage(stderr);
                 return 2;
             }
             i++;
