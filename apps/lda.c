@@ -1,5 +1,8 @@
-/* lda.c - the LDA app: options, the engine callbacks and metrics.
- * (Model layout and determinism: lda.h.  Saving the model: lda_save.c.) */
+/* lda.c - the lda app: the glue of the LDA core (lda_core.c) to `rotor
+ * train`: options, shards, the engine callbacks with their all-reduces, the
+ * log and metrics.  (Model layout and determinism: lda.h.  Saving the
+ * model: lda_save.c.) */
+#include "apps/app_common.h"
 #include "apps/lda.h"
 #include "apps/lda_app.h"
 
@@ -146,20 +149,9 @@ static void lda_destroy(void *p)
     lda_app *a = p;
     if (!a)
         return;
-    for (uint32_t i = 0; i < a->n_local; i++) {
-        lda_worker_free(&a->workers[i]);
-        rt_shard_close(&a->shards[i]);
-    }
-    for (uint32_t t = 0; a->scratch && t < a->n_threads; t++)
-        lda_scratch_free(&a->scratch[t]);
-    free(a->workers);
-    free(a->shards);
-    free(a->scratch);
-    free(a->nk);
-    free(a->delta);
-    free(a->parts);
+    lda_core_free(&a->core);
+    rt_app_shards_close(a->shards, a->n_shards);
     rt_metrics_free(&a->metrics);
-    lda_layout_free(&a->layout);
     free(a);
 }
 
@@ -180,37 +172,21 @@ static int lda_create(const void *opts, const rt_plan *plan, rt_engine *eng, voi
     lda_app *a = calloc(1, sizeof(*a));
     if (!a)
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
-    a->o = o;
     a->plan = plan;
-    a->eng = eng;
-    a->ctx.o = o;
-    a->ctx.plan = plan;
-    a->ctx.layout = &a->layout;
-    a->ctx.vbeta = (double)plan->n_cols * o->beta;
-    a->first = rt_engine_first_worker(eng);
-    a->n_local = a->n_threads = (uint32_t)rt_engine_threads(eng);
-    a->workers = calloc(a->n_local, sizeof(lda_worker));
-    a->shards = calloc(a->n_local, sizeof(rt_shard));
-    a->scratch = calloc(a->n_threads, sizeof(lda_scratch));
-    a->nk = calloc(o->K, sizeof(int64_t));
-    a->delta = calloc(o->K, sizeof(int64_t));
-    a->parts = calloc((size_t)plan->blocks + 2u * plan->workers, sizeof(double));
+    uint32_t first = rt_engine_first_worker(eng);
+    a->n_shards = (uint32_t)rt_engine_threads(eng);
     rt_metrics_init(&a->metrics, rt_engine_rank(eng) == 0 ? o->metrics : NULL, "lda",
                     config_json(o, plan));
     *out = a;
-    if (!a->workers || !a->shards || !a->scratch || !a->nk || !a->delta || !a->parts)
-        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
-    if (lda_layout_build(&a->layout, plan, o->K, err))
+    int64_t tot[2];
+    if (rt_app_shards_open(plan, first, a->n_shards, &a->shards, err) ||
+        lda_core_init(&a->core, o, plan, a->shards, first, a->n_shards, a->n_shards, err))
         return -1;
-    for (uint32_t t = 0; t < a->n_threads; t++)
-        if (lda_scratch_init(&a->scratch[t], o->K))
-            return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (LDA scratch)");
-    for (uint32_t i = 0; i < a->n_local; i++) {
-        if (rt_shard_open(plan, a->first + i, &a->shards[i], err) ||
-            lda_worker_init(&a->workers[i], plan, &a->shards[i], o, err))
-            return -1;
-        a->local_tokens += a->workers[i].train.n_tokens;
-    }
+    /* Token totals over the group, once. */
+    lda_core_local_totals(&a->core, tot);
+    if (rt_engine_allreduce_i64(eng, tot, 2, err))
+        return -1;
+    lda_core_set_totals(&a->core, tot);
     return 0;
 }
 
@@ -221,89 +197,42 @@ static int lda_block_home(void *p, uint32_t block, uint64_t rotation, void *payl
 {
     lda_app *a = p;
     (void)err;
-    if (rotation == 0)
-        *len = lda_payload_init(a->ctx.layout, a->plan, block, payload);
-    else
-        *len = a->ctx.layout->block_u32[block] * 4;
+    lda_core_block_home(&a->core, block, rotation, payload, len);
     return 0;
-}
-
-static int is_eval(const lda_opts *o, uint64_t rotation)
-{
-    return rotation == 0 || rotation % o->eval_every == 0 || rotation == o->iters;
 }
 
 static int lda_visit(void *p, const rt_visit *v, rt_error *err)
 {
     lda_app *a = p;
-    lda_worker *w = &a->workers[v->worker - a->first];
-    lda_scratch *s = &a->scratch[v->thread];
-    uint32_t *payload = v->payload;
-    if (lda_payload_check(a->ctx.layout, v->block, payload, v->len, err))
-        return -1;
-    if (v->rotation == 0)
-        return lda_visit_init(&a->ctx, w, v->block, payload, s, err);
-    rt_rng rng;
-    rt_rng_seed(&rng, a->o->seed, lda_stream(v->worker, v->rotation, v->block, 0));
-    int rc = a->o->sampler == LDA_SAMPLER_MH
-                 ? lda_visit_mh(&a->ctx, w, v->block, payload, s, &rng, err)
-                 : lda_visit_sparse(&a->ctx, w, v->block, payload, s, &rng, err);
-    if (rc)
-        return -1;
-    return lda_visit_test(&a->ctx, w, v->block, payload, s, &rng, is_eval(a->o, v->rotation), err);
+    return lda_core_visit(&a->core, v->worker, v->thread, v->block, v->rotation, v->payload, v->len,
+                          err);
 }
 
-/* Topic totals: every local worker's changes this step, summed over all
- * ranks (integers: the order of addition cannot matter). */
 static int lda_step_end(void *p, rt_engine *eng, uint64_t rotation, uint32_t step, rt_error *err)
 {
     lda_app *a = p;
-    const uint32_t K = a->o->K;
     (void)rotation;
     (void)step;
-    memset(a->delta, 0, K * sizeof(int64_t));
-    for (uint32_t i = 0; i < a->n_local; i++)
-        for (uint32_t k = 0; k < K; k++)
-            a->delta[k] += a->workers[i].nk[k] - a->nk[k];
-    if (rt_engine_allreduce_i64(eng, a->delta, K, err))
+    if (rt_engine_allreduce_i64(eng, lda_core_step_delta(&a->core), a->core.o.K, err))
         return -1;
-    for (uint32_t k = 0; k < K; k++)
-        a->nk[k] += a->delta[k];
-    for (uint32_t i = 0; i < a->n_local; i++)
-        memcpy(a->workers[i].nk, a->nk, K * sizeof(int64_t));
+    lda_core_step_absorb(&a->core);
     return 0;
 }
 
-/* Log-likelihood parts, all-reduced, then added in block / worker order so
- * the value is the same for every split of the workers. */
-static int evaluate(lda_app *a, rt_engine *eng, double *ll, double *held_ll, rt_error *err)
+/* Log-likelihood parts of the local workers and the home blocks,
+ * all-reduced, then added up by the core. */
+static int evaluate(lda_app *a, rt_engine *eng, uint64_t rot, double *ll, double *held_ll,
+                    rt_error *err)
 {
-    const rt_plan *plan = a->plan;
-    const uint32_t B = plan->blocks, W = plan->workers;
-    double *parts = a->parts;
-    memset(parts, 0, ((size_t)B + 2u * W) * sizeof(double));
-    for (uint32_t b = 0; b < B; b++) {
-        size_t len;
-        const uint32_t *payload = rt_engine_home_payload(eng, b, &len);
+    double *parts = lda_core_parts_begin(&a->core);
+    for (uint32_t b = 0; b < a->plan->blocks; b++) {
+        const uint32_t *payload = rt_engine_home_payload(eng, b, NULL);
         if (payload)
-            parts[b] = lda_block_word_lgamma(a->ctx.layout, plan, b, payload, a->o->beta);
+            lda_core_part_block(&a->core, b, payload);
     }
-    for (uint32_t i = 0; i < a->n_local; i++) {
-        parts[B + a->first + i] = lda_worker_doc_lgamma(&a->workers[i].train, a->o->K, a->o->alpha);
-        parts[B + W + a->first + i] = a->workers[i].held_ll;
-    }
-    if (rt_engine_allreduce_f64(eng, parts, (size_t)B + 2u * W, err))
+    if (rt_engine_allreduce_f64(eng, parts, lda_core_parts_len(&a->core), err))
         return -1;
-    double word_part = 0, doc_part = 0, held = 0;
-    for (uint32_t b = 0; b < B; b++)
-        word_part += parts[b];
-    for (uint32_t w = 0; w < W; w++) {
-        doc_part += parts[B + w];
-        held += parts[B + W + w];
-    }
-    *ll = lda_log_joint(a->o->K, plan->n_cols, plan->n_rows, a->o->alpha, a->o->beta, a->nk,
-                        word_part, doc_part);
-    *held_ll = held;
+    lda_core_evaluate(&a->core, rot, ll, held_ll);
     return 0;
 }
 
@@ -311,53 +240,37 @@ static int lda_rotation_end(void *p, rt_engine *eng, uint64_t rot, const rt_rota
                             int *stop, rt_error *err)
 {
     lda_app *a = p;
-    const lda_opts *o = a->o;
-    if (rot == 0) { /* totals over the group, once */
-        int64_t tot[2] = {0, 0};
-        for (uint32_t i = 0; i < a->n_local; i++) {
-            tot[0] += (int64_t)a->workers[i].train.n_tokens;
-            tot[1] += (int64_t)a->workers[i].test.n_held;
-        }
-        if (rt_engine_allreduce_i64(eng, tot, 2, err))
-            return -1;
-        a->tokens = (uint64_t)tot[0];
-        a->held_tokens = (uint64_t)tot[1];
-    } else {
+    const lda_core *c = &a->core;
+    if (rot > 0) {
         a->sample_seconds += st->seconds;
         a->span_seconds += st->seconds;
         a->span_sweeps++;
     }
-    *stop = rot >= o->iters;
-    if (!is_eval(o, rot))
+    *stop = rot >= c->o.iters;
+    if (!lda_core_is_eval(c, rot))
         return 0;
     double ll, held;
-    if (evaluate(a, eng, &ll, &held, err))
+    if (evaluate(a, eng, rot, &ll, &held, err))
         return -1;
-    for (uint32_t i = 0; i < a->n_local; i++)
-        a->workers[i].held_ll = 0;
     /* throughput: mean over the sweeps since the previous evaluation */
     double tps =
-        a->span_seconds > 0 ? (double)a->tokens * (double)a->span_sweeps / a->span_seconds : 0;
+        a->span_seconds > 0 ? (double)c->tokens * (double)a->span_sweeps / a->span_seconds : 0;
     a->span_seconds = 0;
     a->span_sweeps = 0;
-    double perplexity = a->held_tokens && rot ? exp(-held / (double)a->held_tokens) : NAN;
-    a->ll_per_token = ll / (double)(a->tokens ? a->tokens : 1);
-    a->perplexity = perplexity;
-    a->iters_done = rot;
     if (rt_engine_rank(eng) != 0)
         return 0;
     char ppl[64] = "-";
-    if (!isnan(perplexity))
-        snprintf(ppl, sizeof(ppl), "%.2f", perplexity);
+    if (!isnan(c->perplexity))
+        snprintf(ppl, sizeof(ppl), "%.2f", c->perplexity);
     rt_info("lda iter %llu: ll/token %.6f log p(w,z) %.6e held-out perplexity %s "
             "tokens/s %.3fM last sweep %.3fs stall %.1f%%",
-            (unsigned long long)rot, a->ll_per_token, ll, ppl, tps / 1e6, st->seconds,
+            (unsigned long long)rot, c->ll_per_token, ll, ppl, tps / 1e6, st->seconds,
             100.0 * st->stall_frac_max);
     json_t *rec = json_pack("{s:I, s:f, s:f, s:f, s:f, s:f}", "iter", (json_int_t)rot,
-                            "ll_per_token", a->ll_per_token, "log_joint", ll, "tokens_per_s", tps,
+                            "ll_per_token", c->ll_per_token, "log_joint", ll, "tokens_per_s", tps,
                             "seconds", st->seconds, "stall_frac", st->stall_frac_max);
-    if (rec && !isnan(perplexity))
-        json_object_set_new(rec, "perplexity", json_real(perplexity));
+    if (rec && !isnan(c->perplexity))
+        json_object_set_new(rec, "perplexity", json_real(c->perplexity));
     return rec ? rt_metrics_epoch(&a->metrics, rec, err) : 0;
 }
 

@@ -196,4 +196,55 @@ double lda_worker_doc_lgamma(const lda_tokens *t, uint32_t K, double alpha);
 double lda_log_joint(uint32_t K, uint64_t V, uint64_t D, double alpha, double beta,
                      const int64_t *nk, double word_part, double doc_part);
 
+/* ---- the core (lda_core.c): one node's sampler state, no engine ----
+ * The glue (or a test) runs the rotation: block_home for the home blocks,
+ * visit for every (worker, block) of a step in schedule order, then after
+ * each step all-reduces lda_core_step_delta() and calls
+ * lda_core_step_absorb(); after the rotation, on evaluation rotations
+ * (lda_core_is_eval), fills the parts (lda_core_parts_begin, then
+ * lda_core_part_block for each home block), all-reduces them and calls
+ * lda_core_evaluate.  Rotation 0 only counts the initial topics. */
+typedef struct lda_core {
+    lda_opts o;
+    const rt_plan *plan;
+    lda_layout layout;
+    lda_ctx ctx;
+    uint32_t first, n_local, n_threads; /* local workers first .. first + n_local - 1 */
+    const rt_shard *shards;             /* n_local, kept by the caller */
+    lda_worker *workers;                /* n_local */
+    lda_scratch *scratch;               /* per thread */
+    int64_t *nk;                        /* K: global topic totals (as of the last step) */
+    int64_t *delta;                     /* K: this node's changes in the step */
+    double *parts;                      /* B + 2W: evaluation parts */
+    uint64_t tokens, held_tokens;       /* over the plan (lda_core_set_totals) */
+    double ll_per_token, perplexity;    /* at the last evaluation */
+    uint64_t iters_done;                /* sweeps at the last evaluation */
+} lda_core;
+
+int lda_core_init(lda_core *c, const lda_opts *o, const rt_plan *plan, const rt_shard *shards,
+                  uint32_t first_worker, uint32_t n_workers, uint32_t n_threads, rt_error *err);
+void lda_core_free(lda_core *c);
+void lda_core_block_home(lda_core *c, uint32_t block, uint64_t rotation, uint32_t *payload,
+                         size_t *len);
+/* `thread` picks the scratch (0..n_threads-1). */
+int lda_core_visit(lda_core *c, uint32_t worker, uint32_t thread, uint32_t block, uint64_t rotation,
+                   uint32_t *payload, size_t len, rt_error *err);
+/* After a step: this node's topic-total changes (K), to be all-reduced in
+ * place, then absorbed into every local worker's totals. */
+int64_t *lda_core_step_delta(lda_core *c);
+void lda_core_step_absorb(lda_core *c);
+/* This node's training and held-out token counts (to all-reduce once), and
+ * the totals over the plan. */
+void lda_core_local_totals(const lda_core *c, int64_t tot[2]);
+void lda_core_set_totals(lda_core *c, const int64_t tot[2]);
+int lda_core_is_eval(const lda_core *c, uint64_t rotation);
+/* Evaluation parts (B + 2W doubles): the local workers' parts, then each
+ * home block's; all-reduce, then lda_core_evaluate. */
+double *lda_core_parts_begin(lda_core *c);
+void lda_core_part_block(lda_core *c, uint32_t block, const uint32_t *payload);
+size_t lda_core_parts_len(const lda_core *c);
+/* log p(w, z) and the held-out log-likelihood from the reduced parts; sets
+ * ll_per_token, perplexity and iters_done. */
+void lda_core_evaluate(lda_core *c, uint64_t rotation, double *ll, double *held_ll);
+
 #endif

@@ -17,8 +17,8 @@
 static int pack_words(lda_app *a, rt_engine *eng, uint32_t **buf, size_t *len, rt_error *err)
 {
     const rt_plan *plan = a->plan;
-    const lda_layout *l = a->ctx.layout;
-    const uint32_t K = a->o->K;
+    const lda_layout *l = &a->core.layout;
+    const uint32_t K = a->core.o.K;
     size_t n = 0;
     for (uint32_t b = 0; b < plan->blocks; b++)
         if (rt_engine_home_payload(eng, b, NULL))
@@ -48,15 +48,15 @@ static int pack_words(lda_app *a, rt_engine *eng, uint32_t **buf, size_t *len, r
 
 static int pack_docs(lda_app *a, uint32_t **buf, size_t *len, rt_error *err)
 {
-    const uint32_t K = a->o->K;
+    const uint32_t K = a->core.o.K;
     size_t n = 0;
-    for (uint32_t i = 0; i < a->n_local; i++)
-        n += a->workers[i].train.n_docs;
+    for (uint32_t i = 0; i < a->core.n_local; i++)
+        n += a->core.workers[i].train.n_docs;
     uint32_t *out = calloc(n * (K + 1) + 1, sizeof(uint32_t)), *q = out;
     if (!out)
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (saving doc topics)");
-    for (uint32_t i = 0; i < a->n_local; i++) {
-        const lda_tokens *t = &a->workers[i].train;
+    for (uint32_t i = 0; i < a->core.n_local; i++) {
+        const lda_tokens *t = &a->core.workers[i].train;
         for (uint32_t d = 0; d < t->n_docs; d++) {
             *q++ = a->shards[i].row_ids[d];
             memcpy(q, t->ndk + (size_t)d * K, K * sizeof(uint32_t));
@@ -144,15 +144,16 @@ static int write_lines(const char *path, char **ids, uint64_t n, rt_error *err)
 
 static int write_json(const char *path, lda_app *a, rt_error *err)
 {
-    const lda_opts *o = a->o;
-    json_t *j = json_pack("{s:s, s:i, s:f, s:f, s:s, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:s}",
-                          "app", "lda", "topics", (int)o->K, "alpha", o->alpha, "beta", o->beta,
-                          "sampler", o->sampler == LDA_SAMPLER_MH ? "mh" : "sparse", "seed",
-                          (json_int_t)o->seed, "iters", (json_int_t)a->iters_done, "documents",
-                          (json_int_t)a->plan->n_rows, "words", (json_int_t)a->plan->n_cols,
-                          "tokens", (json_int_t)a->tokens, "ll_per_token", a->ll_per_token,
-                          "perplexity", a->perplexity == a->perplexity ? a->perplexity : 0.0,
-                          "sample_seconds", a->sample_seconds, "plan", a->plan->dir);
+    const lda_opts *o = &a->core.o;
+    json_t *j =
+        json_pack("{s:s, s:i, s:f, s:f, s:s, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:s}", "app",
+                  "lda", "topics", (int)o->K, "alpha", o->alpha, "beta", o->beta, "sampler",
+                  o->sampler == LDA_SAMPLER_MH ? "mh" : "sparse", "seed", (json_int_t)o->seed,
+                  "iters", (json_int_t)a->core.iters_done, "documents", (json_int_t)a->plan->n_rows,
+                  "words", (json_int_t)a->plan->n_cols, "tokens", (json_int_t)a->core.tokens,
+                  "ll_per_token", a->core.ll_per_token, "perplexity",
+                  a->core.perplexity == a->core.perplexity ? a->core.perplexity : 0.0,
+                  "sample_seconds", a->sample_seconds, "plan", a->plan->dir);
     if (!j)
         return rt_fail(err, RT_EXIT_RUNTIME, "%s: cannot build JSON", path);
     char *s = json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS);
@@ -171,9 +172,9 @@ static int write_json(const char *path, lda_app *a, rt_error *err)
 static int write_model(lda_app *a, const int32_t *wt, const int32_t *dt, rt_error *err)
 {
     const rt_plan *plan = a->plan;
-    const uint32_t K = a->o->K;
+    const uint32_t K = a->core.o.K;
     const uint64_t V = plan->n_cols;
-    const char *dir = a->o->out;
+    const char *dir = a->core.o.out;
     char path[4200];
     char **vocab = NULL, **docs = NULL;
     uint64_t nv, nd;
@@ -184,9 +185,9 @@ static int write_model(lda_app *a, const int32_t *wt, const int32_t *dt, rt_erro
         goto out;
     }
     for (uint32_t k = 0; k < K; k++) {
-        double norm = 1.0 / ((double)a->nk[k] + (double)V * a->o->beta);
+        double norm = 1.0 / ((double)a->core.nk[k] + (double)V * a->core.o.beta);
         for (uint64_t w = 0; w < V; w++)
-            phi[(size_t)k * V + w] = (float)((wt[(size_t)w * K + k] + a->o->beta) * norm);
+            phi[(size_t)k * V + w] = (float)((wt[(size_t)w * K + k] + a->core.o.beta) * norm);
     }
     if (rt_mkdir_p(dir, err) || rt_plan_read_ids(plan, "cols", &vocab, &nv, err) ||
         rt_plan_read_ids(plan, "rows", &docs, &nd, err))
@@ -202,7 +203,7 @@ static int write_model(lda_app *a, const int32_t *wt, const int32_t *dt, rt_erro
         rt_path_join(path, sizeof(path), dir, "docs.txt", err) ||
         write_lines(path, docs, nd, err) ||
         rt_path_join(path, sizeof(path), dir, "topics.txt", err) ||
-        write_topics(path, wt, a->nk, V, K, a->o->top, vocab, err) ||
+        write_topics(path, wt, a->core.nk, V, K, a->core.o.top, vocab, err) ||
         rt_path_join(path, sizeof(path), dir, "model.json", err) || write_json(path, a, err))
         goto out;
     rt_info("lda: model written to %s", dir);
@@ -217,9 +218,9 @@ out:
 int lda_save(void *p, rt_engine *eng, rt_error *err)
 {
     lda_app *a = p;
-    if (!a->o->out)
+    if (!a->core.o.out)
         return 0;
-    const uint32_t K = a->o->K;
+    const uint32_t K = a->core.o.K;
     int size = rt_engine_size(eng), root = rt_engine_rank(eng) == 0;
     uint32_t *wbuf = NULL, *dbuf = NULL;
     void *wall = NULL, *dall = NULL;

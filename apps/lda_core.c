@@ -1,0 +1,172 @@
+/* lda_core.c - the LDA sampler state of one node and its rotation steps (see
+ * lda.h).  Nothing here knows about the engine or the network: lda.c forwards
+ * the engine's callbacks here and does the all-reduces, and tests can drive
+ * the same functions through an in-memory schedule. */
+#include "apps/lda.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int lda_core_init(lda_core *c, const lda_opts *o, const rt_plan *plan, const rt_shard *shards,
+                  uint32_t first_worker, uint32_t n_workers, uint32_t n_threads, rt_error *err)
+{
+    memset(c, 0, sizeof(*c));
+    c->o = *o;
+    c->plan = plan;
+    c->ctx.o = &c->o;
+    c->ctx.plan = plan;
+    c->ctx.layout = &c->layout;
+    c->ctx.vbeta = (double)plan->n_cols * o->beta;
+    c->first = first_worker;
+    c->n_local = n_workers;
+    c->n_threads = n_threads;
+    c->shards = shards;
+    c->perplexity = NAN;
+    c->workers = calloc(n_workers ? n_workers : 1, sizeof(lda_worker));
+    c->scratch = calloc(n_threads ? n_threads : 1, sizeof(lda_scratch));
+    c->nk = calloc(o->K, sizeof(int64_t));
+    c->delta = calloc(o->K, sizeof(int64_t));
+    c->parts = calloc((size_t)plan->blocks + 2u * plan->workers, sizeof(double));
+    if (!c->workers || !c->scratch || !c->nk || !c->delta || !c->parts)
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    if (lda_layout_build(&c->layout, plan, o->K, err))
+        return -1;
+    for (uint32_t t = 0; t < n_threads; t++)
+        if (lda_scratch_init(&c->scratch[t], o->K))
+            return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (LDA scratch)");
+    for (uint32_t i = 0; i < n_workers; i++)
+        if (lda_worker_init(&c->workers[i], plan, &shards[i], &c->o, err))
+            return -1;
+    return 0;
+}
+
+void lda_core_free(lda_core *c)
+{
+    for (uint32_t i = 0; c->workers && i < c->n_local; i++)
+        lda_worker_free(&c->workers[i]);
+    for (uint32_t t = 0; c->scratch && t < c->n_threads; t++)
+        lda_scratch_free(&c->scratch[t]);
+    free(c->workers);
+    free(c->scratch);
+    free(c->nk);
+    free(c->delta);
+    free(c->parts);
+    lda_layout_free(&c->layout);
+    memset(c, 0, sizeof(*c));
+}
+
+void lda_core_block_home(lda_core *c, uint32_t block, uint64_t rotation, uint32_t *payload,
+                         size_t *len)
+{
+    if (rotation == 0)
+        *len = lda_payload_init(&c->layout, c->plan, block, payload);
+    else
+        *len = c->layout.block_u32[block] * 4;
+}
+
+int lda_core_is_eval(const lda_core *c, uint64_t rotation)
+{
+    return rotation == 0 || rotation % c->o.eval_every == 0 || rotation == c->o.iters;
+}
+
+int lda_core_visit(lda_core *c, uint32_t worker, uint32_t thread, uint32_t block, uint64_t rotation,
+                   uint32_t *payload, size_t len, rt_error *err)
+{
+    lda_worker *w = &c->workers[worker - c->first];
+    lda_scratch *s = &c->scratch[thread];
+    if (lda_payload_check(&c->layout, block, payload, len, err))
+        return -1;
+    if (rotation == 0)
+        return lda_visit_init(&c->ctx, w, block, payload, s, err);
+    rt_rng rng;
+    rt_rng_seed(&rng, c->o.seed, lda_stream(worker, rotation, block, 0));
+    int rc = c->o.sampler == LDA_SAMPLER_MH
+                 ? lda_visit_mh(&c->ctx, w, block, payload, s, &rng, err)
+                 : lda_visit_sparse(&c->ctx, w, block, payload, s, &rng, err);
+    if (rc)
+        return -1;
+    return lda_visit_test(&c->ctx, w, block, payload, s, &rng, lda_core_is_eval(c, rotation), err);
+}
+
+/* Topic totals: every local worker's changes this step, summed over all
+ * ranks (integers: the order of addition cannot matter). */
+int64_t *lda_core_step_delta(lda_core *c)
+{
+    const uint32_t K = c->o.K;
+    memset(c->delta, 0, K * sizeof(int64_t));
+    for (uint32_t i = 0; i < c->n_local; i++)
+        for (uint32_t k = 0; k < K; k++)
+            c->delta[k] += c->workers[i].nk[k] - c->nk[k];
+    return c->delta;
+}
+
+void lda_core_step_absorb(lda_core *c)
+{
+    const uint32_t K = c->o.K;
+    for (uint32_t k = 0; k < K; k++)
+        c->nk[k] += c->delta[k];
+    for (uint32_t i = 0; i < c->n_local; i++)
+        memcpy(c->workers[i].nk, c->nk, K * sizeof(int64_t));
+}
+
+void lda_core_local_totals(const lda_core *c, int64_t tot[2])
+{
+    tot[0] = tot[1] = 0;
+    for (uint32_t i = 0; i < c->n_local; i++) {
+        tot[0] += (int64_t)c->workers[i].train.n_tokens;
+        tot[1] += (int64_t)c->workers[i].test.n_held;
+    }
+}
+
+void lda_core_set_totals(lda_core *c, const int64_t tot[2])
+{
+    c->tokens = (uint64_t)tot[0];
+    c->held_tokens = (uint64_t)tot[1];
+}
+
+size_t lda_core_parts_len(const lda_core *c)
+{
+    return (size_t)c->plan->blocks + 2u * c->plan->workers;
+}
+
+/* Slots: one per block (its words' part), then one per worker (its
+ * documents' part), then one per worker (its held-out log-likelihood);
+ * zero where the block or worker is not here, so the all-reduce is exact
+ * and the sums below run in a fixed order for every split of the workers. */
+double *lda_core_parts_begin(lda_core *c)
+{
+    const uint32_t B = c->plan->blocks, W = c->plan->workers;
+    memset(c->parts, 0, lda_core_parts_len(c) * sizeof(double));
+    for (uint32_t i = 0; i < c->n_local; i++) {
+        c->parts[B + c->first + i] =
+            lda_worker_doc_lgamma(&c->workers[i].train, c->o.K, c->o.alpha);
+        c->parts[B + W + c->first + i] = c->workers[i].held_ll;
+        c->workers[i].held_ll = 0;
+    }
+    return c->parts;
+}
+
+void lda_core_part_block(lda_core *c, uint32_t block, const uint32_t *payload)
+{
+    c->parts[block] = lda_block_word_lgamma(&c->layout, c->plan, block, payload, c->o.beta);
+}
+
+void lda_core_evaluate(lda_core *c, uint64_t rotation, double *ll, double *held_ll)
+{
+    const rt_plan *plan = c->plan;
+    const uint32_t B = plan->blocks, W = plan->workers;
+    double word_part = 0, doc_part = 0, held = 0;
+    for (uint32_t b = 0; b < B; b++)
+        word_part += c->parts[b];
+    for (uint32_t w = 0; w < W; w++) {
+        doc_part += c->parts[B + w];
+        held += c->parts[B + W + w];
+    }
+    *ll = lda_log_joint(c->o.K, plan->n_cols, plan->n_rows, c->o.alpha, c->o.beta, c->nk, word_part,
+                        doc_part);
+    *held_ll = held;
+    c->ll_per_token = *ll / (double)(c->tokens ? c->tokens : 1);
+    c->perplexity = c->held_tokens && rotation ? exp(-held / (double)c->held_tokens) : NAN;
+    c->iters_done = rotation;
+}
