@@ -32,9 +32,19 @@ uint64_t rt_checksum(const void *data, size_t len)
     return XXH3_64bits(data, len);
 }
 
+int rt_is_stdio(const char *path)
+{
+    return path && !strcmp(path, "-");
+}
+
 int rt_outfile_open(rt_outfile *of, const char *path, rt_error *err)
 {
     memset(of, 0, sizeof(*of));
+    if (rt_is_stdio(path)) {
+        snprintf(of->path, sizeof(of->path), "standard output");
+        of->fp = stdout;
+        return 0;
+    }
     if (snprintf(of->path, sizeof(of->path), "%s", path) >= (int)sizeof(of->path) ||
         snprintf(of->tmp, sizeof(of->tmp), "%s.tmp.%d", path, (int)getpid()) >=
             (int)sizeof(of->tmp))
@@ -45,9 +55,20 @@ int rt_outfile_open(rt_outfile *of, const char *path, rt_error *err)
     return 0;
 }
 
+/* Standard output is flushed, not synced or closed: it may be a pipe. */
+static int commit_stdout(rt_outfile *of, rt_error *err)
+{
+    of->fp = NULL;
+    if (fflush(stdout) != 0 || ferror(stdout))
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: write failed", of->path);
+    return 0;
+}
+
 int rt_outfile_commit(rt_outfile *of, rt_error *err)
 {
     int rc = 0;
+    if (!of->tmp[0])
+        return commit_stdout(of, err);
     if (fflush(of->fp) != 0 || fsync(fileno(of->fp)) != 0)
         rc = rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: write failed", of->path);
     if (fclose(of->fp) != 0 && rc == 0)
@@ -62,6 +83,10 @@ int rt_outfile_commit(rt_outfile *of, rt_error *err)
 
 void rt_outfile_abort(rt_outfile *of)
 {
+    if (!of->tmp[0]) { /* standard output stays open */
+        of->fp = NULL;
+        return;
+    }
     if (of->fp)
         fclose(of->fp);
     of->fp = NULL;

@@ -133,12 +133,14 @@ uint64_t rt_checksum(const void *data, size_t len); /* XXH3-64 */
 
 /* ---- files ---- */
 /* Create `path` via a temporary sibling and rename on commit, so a crash or
- * error never leaves a partial file under the final name. */
+ * error never leaves a partial file under the final name.  The path "-" is
+ * standard output: commit flushes it, abort cannot take back what was written. */
 typedef struct rt_outfile {
     FILE *fp;
     char path[4096];
-    char tmp[4096];
+    char tmp[4096]; /* "" for standard output */
 } rt_outfile;
+int rt_is_stdio(const char *path); /* true for "-" */
 int rt_outfile_open(rt_outfile *of, const char *path, rt_error *err);
 int rt_outfile_commit(rt_outfile *of, rt_error *err); /* flush, fsync, rename */
 void rt_outfile_abort(rt_outfile *of);                /* remove the temporary */

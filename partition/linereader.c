@@ -5,16 +5,27 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#define LR_CHUNK (16u << 20)       /* bytes per read() */
-#define LR_REPORT_EVERY 4000000ULL /* lines between progress lines */
+#define LR_CHUNK (16u << 20) /* bytes per read() */
+#define LR_PEEK (64u << 10)  /* bytes a format guess may look at */
+
+/* Progress over bytes; a regular file's size gives the bar and the ETA. */
+static void start_progress(rt_linereader *lr)
+{
+    struct stat sb;
+    uint64_t size = fstat(lr->fd, &sb) == 0 && S_ISREG(sb.st_mode) ? (uint64_t)sb.st_size : 0;
+    char what[96];
+    snprintf(what, sizeof(what), "reading %s", lr->path);
+    rt_progress_start(&lr->progress, what, "MB", 1e6, size);
+}
 
 int rt_linereader_open(rt_linereader *lr, const char *path, rt_error *err)
 {
     memset(lr, 0, sizeof(*lr));
-    lr->path = path;
-    lr->fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : dup(0);
+    lr->path = rt_is_stdio(path) ? "standard input" : path; /* for messages */
+    lr->fd = rt_is_stdio(path) ? dup(STDIN_FILENO) : open(path, O_RDONLY | O_CLOEXEC);
     if (lr->fd < 0)
         return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot open", path);
     lr->cap = LR_CHUNK;
@@ -24,12 +35,13 @@ int rt_linereader_open(rt_linereader *lr, const char *path, rt_error *err)
         lr->fd = -1;
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (line buffer)");
     }
-    lr->t0 = rt_now();
+    start_progress(lr);
     return 0;
 }
 
 void rt_linereader_close(rt_linereader *lr)
 {
+    rt_progress_end(&lr->progress);
     if (lr->fd >= 0)
         close(lr->fd);
     free(lr->buf);
@@ -64,14 +76,19 @@ static int refill(rt_linereader *lr, rt_error *err)
         lr->eof = 1;
     lr->end += (size_t)n;
     lr->bytes_read += (uint64_t)n;
+    rt_progress_set(&lr->progress, lr->bytes_read);
     return 0;
 }
 
-static void progress(rt_linereader *lr)
+int rt_linereader_peek(rt_linereader *lr, const char **text, size_t *len, rt_error *err)
 {
-    double now = rt_now(), dt = now - lr->t0;
-    rt_info("%s: %.1fM lines, %.0f MB (%.1fM lines/s)", lr->path, (double)lr->line_no / 1e6,
-            (double)lr->bytes_read / 1e6, dt > 0 ? (double)lr->line_no / 1e6 / dt : 0.0);
+    /* a pipe hands out a few KiB per read(): read until enough is buffered */
+    while (!lr->eof && lr->end - lr->start < LR_PEEK)
+        if (refill(lr, err) < 0)
+            return -1;
+    *text = lr->buf + lr->start;
+    *len = lr->end - lr->start;
+    return 0;
 }
 
 int rt_linereader_next(rt_linereader *lr, char **line, size_t *len, rt_error *err)
@@ -98,8 +115,7 @@ int rt_linereader_next(rt_linereader *lr, char **line, size_t *len, rt_error *er
         s[n] = '\0';
         *line = s;
         *len = n;
-        if (++lr->line_no % LR_REPORT_EVERY == 0)
-            progress(lr);
+        lr->line_no++;
         size_t bad = rt_text_find_binary(s, n);
         if (bad < n)
             return rt_fail_binary(err, lr->path, lr->line_no, (unsigned char)s[bad]);

@@ -41,6 +41,7 @@
 #define ROTOR_PARTITION_H
 
 #include "ground/ground.h"
+#include "ground/progress.h"
 
 #include <stdint.h>
 
@@ -386,13 +387,21 @@ typedef struct rt_linereader {
     int eof;
     uint64_t line_no; /* 1-based number of the line last returned */
     const char *path;
-    double t0, last_report; /* progress logging */
     uint64_t bytes_read;
+    rt_progress progress; /* bytes read, of the file's size when it has one */
 } rt_linereader;
 
+/* path "-" reads standard input. */
 int rt_linereader_open(rt_linereader *lr, const char *path, rt_error *err);
+/* Read ahead (up to about 64 KiB, less at end of file) without consuming, so
+ * a format can be guessed from the first lines even of a pipe: *text points
+ * at the unread bytes, valid until the next call. */
+int rt_linereader_peek(rt_linereader *lr, const char **text, size_t *len, rt_error *err);
 /* 1 = a line, 0 = end of file, -1 = read error (err set). */
 int rt_linereader_next(rt_linereader *lr, char **line, size_t *len, rt_error *err);
 void rt_linereader_close(rt_linereader *lr);
+/* rt_rating_format_sniff on an open reader, consuming nothing (works on a pipe). */
+int rt_rating_format_sniff_reader(rt_linereader *lr, rt_rating_format *f, const char **why,
+                                  rt_error *err);
 
 #endif

@@ -381,24 +381,26 @@ int rt_read_ratings(const char *path, rt_rating_format fmt, rt_idmap *rows, rt_i
                     int add_ids, rt_triplets *out, rt_ratings_stats *st, rt_error *err)
 {
     memset(st, 0, sizeof(*st));
-    if (fmt == RT_FMT_AUTO) {
-        const char *why;
-        if (rt_rating_format_sniff(path, &fmt, &why, err) < 0)
-            return -1;
-        rt_info("%s: format %s (%s)", path, rt_rating_format_name(fmt), why);
-    }
-    st->format = fmt;
     reader r;
     memset(&r, 0, sizeof(r));
-    r.path = path;
+    if (rt_linereader_open(&r.lr, path, err) < 0)
+        return -1;
+    if (fmt == RT_FMT_AUTO) {
+        const char *why;
+        if (rt_rating_format_sniff_reader(&r.lr, &fmt, &why, err) < 0) {
+            rt_linereader_close(&r.lr);
+            return -1;
+        }
+        rt_info("%s: format %s (%s)", r.lr.path, rt_rating_format_name(fmt), why);
+    }
+    st->format = fmt;
+    r.path = r.lr.path; /* "standard input" for "-" */
     r.fmt = fmt;
     r.rows = rows;
     r.cols = cols;
     r.add_ids = add_ids;
     r.out = out;
     r.st = st;
-    if (rt_linereader_open(&r.lr, path, err) < 0)
-        return -1;
     double t0 = rt_now();
     int rc = read_all(&r, err);
     double dt = rt_now() - t0;

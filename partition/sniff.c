@@ -1,23 +1,37 @@
 /* sniff.c - --format auto: guess a ratings file's format from its first lines. */
 #include "partition/partition.h"
 
-#include <errno.h>
-#include <stdio.h>
 #include <string.h>
 
-int rt_rating_format_sniff(const char *path, rt_rating_format *f, const char **why, rt_error *err)
+/* The first line of `text` (at most `len` bytes) into `line`, NUL-terminated;
+ * returns the bytes consumed, 0 at the end. */
+static size_t next_line(const char *text, size_t len, char *line, size_t cap)
 {
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot open", path);
+    if (len == 0)
+        return 0;
+    const char *nl = memchr(text, '\n', len);
+    size_t used = nl ? (size_t)(nl - text) + 1 : len;
+    size_t n = used < cap ? used : cap - 1;
+    memcpy(line, text, n);
+    line[n] = '\0';
+    return used;
+}
+
+static void sniff_text(const char *text, size_t len, rt_rating_format *f, const char **why)
+{
     char line[4096];
-    int first = 1, found = 0;
-    while (fgets(line, sizeof(line), fp)) {
+    size_t used;
+    int first = 1;
+    /* Nothing but blanks and comments: let the reader report the empty input. */
+    *f = RT_FMT_TRIPLETS;
+    *why = "no data lines";
+    while ((used = next_line(text, len, line, sizeof(line))) > 0) {
+        text += used;
+        len -= used;
         if (first && !strncmp(line, "%%MatrixMarket", 14)) {
             *f = RT_FMT_MM;
             *why = "MatrixMarket banner";
-            found = 1;
-            break;
+            return;
         }
         first = 0;
         const char *s = line + strspn(line, " \t");
@@ -33,14 +47,27 @@ int rt_rating_format_sniff(const char *path, rt_rating_format *f, const char **w
             *f = RT_FMT_TRIPLETS;
             *why = "whitespace-separated user item rating [timestamp]";
         }
-        found = 1;
-        break;
+        return;
     }
-    fclose(fp);
-    /* Nothing but blanks and comments: let the reader report the empty input. */
-    if (!found) {
-        *f = RT_FMT_TRIPLETS;
-        *why = "no data lines";
-    }
+}
+
+int rt_rating_format_sniff_reader(rt_linereader *lr, rt_rating_format *f, const char **why,
+                                  rt_error *err)
+{
+    const char *text;
+    size_t len;
+    if (rt_linereader_peek(lr, &text, &len, err) < 0)
+        return -1;
+    sniff_text(text, len, f, why);
     return 0;
+}
+
+int rt_rating_format_sniff(const char *path, rt_rating_format *f, const char **why, rt_error *err)
+{
+    rt_linereader lr;
+    if (rt_linereader_open(&lr, path, err) < 0)
+        return -1;
+    int rc = rt_rating_format_sniff_reader(&lr, f, why, err);
+    rt_linereader_close(&lr);
+    return rc;
 }

@@ -27,11 +27,11 @@ static void usage(FILE *fp)
         "usage: rotor partition --input FILE [--test FILE | --test-fraction F]\n"
         "                       [--format FMT] --nodes P --threads T [--pipeline C]\n"
         "                       [--seed S] [--balance greedy|random] --out DIR [--force]\n"
-        "                       [--app mf|lda]\n"
+        "                       [--app mf|lda] [--quiet]\n"
         "       rotor partition --verify DIR\n\n"
         "Cut a ratings matrix into P*T row blocks and C*P*T column blocks, balance\n"
         "them and precompute the rotation schedule; write the plan directory DIR.\n\n"
-        "  --input FILE        training ratings (user item rating [timestamp])\n"
+        "  --input FILE        training ratings (user item rating [timestamp]); - = stdin\n"
         "  --test FILE         test ratings (users/items unseen in training are dropped)\n"
         "  --test-fraction F   hold out a seeded random fraction F of --input instead\n"
         "  --format FMT        auto (default), triplets, csv, movielens-dat, mm, libmf\n"
@@ -42,6 +42,7 @@ static void usage(FILE *fp)
         "  --balance METHOD    greedy (default: LPT rows, grid-aware columns) or random\n"
         "  --out DIR           plan directory to create\n"
         "  --force             replace DIR if it already holds a plan\n"
+        "  --quiet             no progress or notes on stderr (warnings and errors only)\n"
         "  --app mf|lda        lda: documents x words (see 'rotor partition --app lda --help')\n"
         "  --verify DIR        check an existing plan (manifest, layout, every shard)\n");
 }
@@ -93,6 +94,7 @@ static int parse(int argc, char **argv, opts *o)
                                              {"app", required_argument, 0, 'a'},
                                              {"balance", required_argument, 0, 'b'},
                                              {"verify", required_argument, 0, 'v'},
+                                             {"quiet", no_argument, 0, 'q'},
                                              {"help", no_argument, 0, 'h'},
                                              {0, 0, 0, 0}};
     memset(o, 0, sizeof(*o));
@@ -116,6 +118,9 @@ static int parse(int argc, char **argv, opts *o)
             break;
         case 'x':
             o->force = 1;
+            break;
+        case 'q': /* progress and notes off; warnings and errors stay */
+            rt_log_level = RT_LOG_WARN;
             break;
         case 'h':
             usage(stdout);
@@ -174,6 +179,8 @@ static int parse(int argc, char **argv, opts *o)
         return bad_usage("%s are required", "--nodes and --threads");
     if (o->test && o->have_fraction)
         return bad_usage("%s: give one of them", "--test and --test-fraction");
+    if (o->test && rt_is_stdio(o->input) && rt_is_stdio(o->test))
+        return bad_usage("%s: only one can be standard input ('-')", "--input and --test");
     return 0;
 }
 

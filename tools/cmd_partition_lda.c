@@ -24,6 +24,7 @@ static const char usage_text[] =
     "                       [--pipeline C] [--test-fraction F] [--seed S] [--force]\n"
     "                       [--format auto|uci|lines|libsvm|ldac|text] [--vocab FILE]\n"
     "                       [--stopwords FILE] [--min-count N] [--balance greedy|random]\n"
+    "                       [--quiet]\n"
     "\n"
     "formats: uci     docword.*.txt (D, W, NNZ header; 'doc word count', 1-based)\n"
     "         lines   'docid docid w1 w2 ...' (Yahoo!LDA / WarpLDA / STRADS)\n"
@@ -67,6 +68,7 @@ static int parse_args(int argc, char **argv, lda_part_args *a, rt_error *err)
                                              {"min-count", required_argument, 0, 'm'},
                                              {"balance", required_argument, 0, 'b'},
                                              {"force", no_argument, 0, 'x'},
+                                             {"quiet", no_argument, 0, 'q'},
                                              {"help", no_argument, 0, 'h'},
                                              {0, 0, 0, 0}};
     memset(a, 0, sizeof(*a));
@@ -136,6 +138,9 @@ static int parse_args(int argc, char **argv, lda_part_args *a, rt_error *err)
             break;
         case 'x':
             a->force = 1;
+            break;
+        case 'q': /* progress and notes off; warnings and errors stay */
+            rt_log_level = RT_LOG_WARN;
             break;
         case 'h':
             fputs(usage_text, stdout);

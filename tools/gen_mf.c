@@ -36,7 +36,8 @@ static void usage(FILE *fp)
             "                    [--test-out FILE --test-fraction F]\n\n"
             "Planted low-rank ratings: rating = w_u . h_i + SIGMA * N(0,1), factor entries\n"
             "N(0, 1/sqrt(K)); distinct (u, i) pairs; every row and column has a training\n"
-            "rating.  Writes 'u i r' lines (1-based ids) and FILE.truth.json.\n\n"
+            "rating.  Writes 'u i r' lines (1-based ids) and FILE.truth.json ('-' for\n"
+            "FILE or the test file: standard output, without the truth file).\n\n"
             "  --rank K          planted rank (default 8)\n"
             "  --noise SIGMA     noise std (default 0.1): the best achievable test RMSE\n"
             "  --powerlaw ALPHA  degree of the k-th heaviest row/column ~ k^-ALPHA (default 0)\n"
@@ -115,6 +116,8 @@ static int parse(int argc, char **argv, gen_opts *o)
         return bad("too many rows or columns", "2^32");
     if (!!o->test_out != (o->test_fraction > 0))
         return bad("give both or neither of", "--test-out and --test-fraction");
+    if (o->test_out && rt_is_stdio(o->out) && rt_is_stdio(o->test_out))
+        return bad("only one of --out and --test-out can be standard output", "-");
     uint64_t cover = o->rows > o->cols ? o->rows : o->cols;
     if (o->nnz < cover)
         return bad("--nnz must be at least max(rows, cols) so every row and column has a "
@@ -355,7 +358,9 @@ static int generate(const gen_opts *o, rt_error *err)
     }
     moments m[2];
     memset(m, 0, sizeof(m));
-    if (write_files(o, keys, is_test, m, err) < 0 || write_truth(o, m, err) < 0)
+    /* FILE.truth.json has no name to go by when FILE is standard output */
+    if (write_files(o, keys, is_test, m, err) < 0 ||
+        (!rt_is_stdio(o->out) && write_truth(o, m, err) < 0))
         goto out;
     rt_info("gen mf: %" PRIu64 " x %" PRIu64 ", %" PRIu64 " train + %" PRIu64
             " test ratings, rank %" PRIu64 ", noise %g -> %s",
