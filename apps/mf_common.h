@@ -99,7 +99,18 @@ int rt_mf_check_common(const rt_mf_common_opts *o, const rt_plan *plan, const ch
 
 /* ---- kernels (apps/mf_kernels.c): exact same floating-point results on
  * every x86-64 (AVX2+FMA path or portable fmaf path). ---- */
+typedef enum rt_mf_kernel {
+    RT_MF_KERNEL_PORTABLE = 0, /* fmaf loops: any CPU */
+    RT_MF_KERNEL_AVX2 = 1,     /* AVX2 + FMA: only where rt_mf_kernel_best says so */
+} rt_mf_kernel;
+/* The fastest path this CPU runs. */
+rt_mf_kernel rt_mf_kernel_best(void);
+/* "auto" (the best), "portable" or "avx2" (an error where the CPU lacks it). */
+int rt_mf_kernel_pick(const char *name, rt_mf_kernel *out, rt_error *err);
+const char *rt_mf_kernel_name(rt_mf_kernel k); /* "avx2-fma" or "portable" */
+
 typedef struct rt_sgd_params {
+    rt_mf_kernel kernel; /* the path, chosen once at start-up */
     float lr, lambda, mu;
     uint32_t kp;
     float *bu, *bi;    /* row / column biases indexed like W / H rows; NULL = none */
@@ -114,6 +125,5 @@ double rt_mf_block_sse(const rt_entry *e, size_t n, const float *W, const float 
                        const rt_sgd_params *p);
 /* Dot product of two kp-float rows with the kernels' fixed summation order. */
 float rt_mf_dot(const float *a, const float *b, uint32_t kp);
-const char *rt_mf_kernel_name(void); /* "avx2-fma" or "portable" */
 
 #endif

@@ -188,41 +188,53 @@ AVX2 static double sse_avx2(const rt_entry *e, size_t n, const float *W, const f
 
 /* ------------------------------------------------------------- dispatch */
 
-static int use_avx2(void)
+/* The caller decides the path once (rt_mf_kernel_pick at start-up) and
+ * passes it in every call: no lazily cached flag raced by worker threads,
+ * and no silent fallback, so a test that asks for a path gets that path. */
+
+rt_mf_kernel rt_mf_kernel_best(void)
 {
-    static int cached = -1;
-    if (cached < 0) {
-        /* ROTOR_KERNEL=portable forces the portable path (tests compare both). */
-        const char *force = getenv("ROTOR_KERNEL");
-        __builtin_cpu_init();
-        cached = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                 !(force && !strcmp(force, "portable"));
-    }
-    return cached;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? RT_MF_KERNEL_AVX2
+                                                                           : RT_MF_KERNEL_PORTABLE;
 }
 
-const char *rt_mf_kernel_name(void)
+int rt_mf_kernel_pick(const char *name, rt_mf_kernel *out, rt_error *err)
 {
-    return use_avx2() ? "avx2-fma" : "portable";
+    if (!strcmp(name, "auto")) {
+        *out = rt_mf_kernel_best();
+    } else if (!strcmp(name, "portable")) {
+        *out = RT_MF_KERNEL_PORTABLE;
+    } else if (!strcmp(name, "avx2")) {
+        if (rt_mf_kernel_best() != RT_MF_KERNEL_AVX2)
+            return rt_fail(err, RT_EXIT_INPUT, "--kernel avx2: this CPU lacks AVX2 or FMA");
+        *out = RT_MF_KERNEL_AVX2;
+    } else {
+        return rt_fail(err, RT_EXIT_INPUT, "--kernel must be auto, portable or avx2, got '%s'",
+                       name);
+    }
+    return 0;
+}
+
+const char *rt_mf_kernel_name(rt_mf_kernel k)
+{
+    return k == RT_MF_KERNEL_AVX2 ? "avx2-fma" : "portable";
 }
 
 double rt_sgd_block(const rt_entry *e, size_t n, float *W, float *H, const rt_sgd_params *p)
 {
-    return use_avx2() ? sgd_avx2(e, n, W, H, p) : sgd_portable(e, n, W, H, p);
+    return p->kernel == RT_MF_KERNEL_AVX2 ? sgd_avx2(e, n, W, H, p) : sgd_portable(e, n, W, H, p);
 }
 
 double rt_mf_block_sse(const rt_entry *e, size_t n, const float *W, const float *H,
                        const rt_sgd_params *p)
 {
-    return use_avx2() ? sse_avx2(e, n, W, H, p) : sse_portable(e, n, W, H, p);
+    return p->kernel == RT_MF_KERNEL_AVX2 ? sse_avx2(e, n, W, H, p) : sse_portable(e, n, W, H, p);
 }
 
-AVX2 static float dot_avx2_entry(const float *a, const float *b, uint32_t kp)
-{
-    return dot_avx2(a, b, kp);
-}
-
+/* Prediction outside the training loop (evaluation) is not hot: the portable
+ * path gives the same bits as the AVX2 one without a kernel argument. */
 float rt_mf_dot(const float *a, const float *b, uint32_t kp)
 {
-    return use_avx2() ? dot_avx2_entry(a, b, kp) : dot_portable(a, b, kp);
+    return dot_portable(a, b, kp);
 }

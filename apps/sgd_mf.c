@@ -37,6 +37,8 @@ static const char sgd_usage[] =
     "  --target-rmse X   stop once test RMSE <= X\n"
     "  --init-scale S    initial factors ~ N(0, S/sqrt(K)) (default 0.3)\n"
     "  --seed S          random seed (default 1)\n"
+    "  --kernel K        SGD inner loop: auto (default: avx2 where the CPU has it),\n"
+    "                    portable or avx2 (both give the same bits)\n"
     "  --out DIR         write W.npy, H.npy, rows.ids, cols.ids, model.json\n"
     "  --metrics FILE    per-epoch metrics as JSON, rewritten after every epoch\n";
 
@@ -57,8 +59,8 @@ static int parse_one(sgd_opts *o, int argc, char **argv, int *i, rt_error *err)
         o->mf.biases = 0;
         return 0;
     }
-    static const char *const with_value[] = {"--epochs",      "--lr",       "--decay",
-                                             "--target-rmse", "--schedule", "--lambda-bias"};
+    static const char *const with_value[] = {
+        "--epochs", "--lr", "--decay", "--target-rmse", "--schedule", "--lambda-bias", "--kernel"};
     int known = 0;
     for (size_t n = 0; n < sizeof(with_value) / sizeof(with_value[0]); n++)
         known |= rt_opt_is(arg, with_value[n]);
@@ -66,7 +68,9 @@ static int parse_one(sgd_opts *o, int argc, char **argv, int *i, rt_error *err)
         return rt_fail(err, RT_EXIT_INPUT, "sgd-mf: unknown option %s", arg);
     if (!(v = rt_opt_value(argc, argv, i, err)))
         return -1;
-    if (rt_opt_is(arg, "--epochs")) {
+    if (rt_opt_is(arg, "--kernel")) {
+        return rt_mf_kernel_pick(v, &o->kernel, err);
+    } else if (rt_opt_is(arg, "--epochs")) {
         int n;
         if (rt_parse_int(v, &n) || n <= 0)
             return rt_fail(err, RT_EXIT_INPUT, "--epochs must be a positive integer, got '%s'", v);
@@ -117,6 +121,7 @@ static int sgd_parse(int argc, char **argv, void **out, rt_error *err)
     o->center = 1;
     o->mf.biases = 1;
     o->lambda_bias = -1;
+    o->kernel = rt_mf_kernel_best();
     for (int i = 1; i < argc; i++)
         if (parse_one(o, argc, argv, &i, err)) {
             free(o);
@@ -185,8 +190,8 @@ static int sgd_create(const void *opts, const rt_plan *plan, rt_engine *eng, voi
                 "blocks over %s, kernel %s, mean %.4f",
                 (unsigned long long)plan->n_rows, (unsigned long long)plan->n_cols,
                 (unsigned long long)plan->nnz_train, (unsigned long long)plan->nnz_test, a->o.mf.k,
-                plan->workers, plan->blocks, rt_engine_transport_name(eng), rt_mf_kernel_name(),
-                mean);
+                plan->workers, plan->blocks, rt_engine_transport_name(eng),
+                rt_mf_kernel_name(a->o.kernel), mean);
     *out = a;
     return 0;
 }

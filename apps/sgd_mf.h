@@ -33,7 +33,8 @@ typedef struct sgd_opts {
     int schedule;
     uint32_t epochs;
     int center;
-    double target_rmse; /* stop early once test RMSE <= this (0 = never) */
+    rt_mf_kernel kernel; /* the SGD path, chosen once when the options are parsed */
+    double target_rmse;  /* stop early once test RMSE <= this (0 = never) */
 } sgd_opts;
 
 /* ---- the core: state and math of one node, no engine ----

@@ -41,7 +41,8 @@ void sgd_core_visit(sgd_core *c, uint32_t worker, uint32_t block, float *H)
 {
     uint32_t t = worker - c->m.first_worker, W = c->plan->workers;
     const rt_shard *s = &c->m.shards[t];
-    rt_sgd_params params = {.lr = c->lr,
+    rt_sgd_params params = {.kernel = c->o.kernel,
+                            .lr = c->lr,
                             .lambda = (float)c->o.mf.lambda,
                             .mu = c->mu,
                             .kp = c->m.kp,

@@ -17,7 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-void rt_pin_current_thread(const rt_group *group, int threads, int t, rt_pin_mode mode);
+void rt_pin_current_thread(const rt_group *group, int local_size, int threads, int t,
+                           rt_pin_mode mode);
 
 typedef struct resident {
     uint32_t slot;  /* window slot holding the bytes (valid once arrived) */
@@ -44,6 +45,7 @@ struct rt_engine {
     uint32_t W, B, c, T, P, rank, span, first_worker;
     int serial;
     rt_pin_mode pin;
+    int local_size;
     resident *res;    /* span entries, index = local offset */
     uint32_t pending; /* entries res[0 .. pending-1] have not arrived yet */
     /* worker threads (none in serial mode) */
@@ -84,7 +86,7 @@ static void *worker_main(void *arg)
     pthread_mutex_unlock(&e->gate_mu);
     if (go < 0)
         return NULL;
-    rt_pin_current_thread(e->group, (int)e->T, (int)w->thread, e->pin);
+    rt_pin_current_thread(e->group, e->local_size, (int)e->T, (int)w->thread, e->pin);
     for (;;) {
         pthread_barrier_wait(&e->step_start);
         if (e->quit)
@@ -380,6 +382,7 @@ int rt_engine_create(const rt_engine_config *cfg, rt_engine **out, rt_error *err
     e->group = cfg->group;
     e->serial = cfg->serial;
     e->pin = cfg->pin;
+    e->local_size = cfg->local_size;
     e->W = p->workers;
     e->c = p->pipeline;
     e->B = p->blocks;

@@ -63,6 +63,7 @@ typedef struct rt_engine_config {
                                       unless the plan is replayed with other splits) */
     rt_transport_config transport; /* kind and ib knobs; the engine fills the rest */
     rt_pin_mode pin;
+    int local_size;    /* processes on this host, for RT_PIN_AUTO (0 = unknown) */
     size_t slot_bytes; /* largest payload the app will put in a block */
     int serial;        /* 1: run all W workers of the plan on one thread
                           in schedule order (reference replay; size 1 only) */

@@ -4,9 +4,9 @@
  * Worker t of the process with local rank L (processes on one host) goes to
  * core (L * threads + t).  RT_PIN_AUTO pins only when every worker thread of
  * every process on the host gets a core of its own, which needs the number
- * of processes on the host: ROTOR_LOCAL_SIZE (rotor launch), or the MPI /
- * Slurm equivalents.  When that number is unknown and there are several
- * ranks, AUTO does not pin: pinning one process's workers to cores the
+ * of processes on the host (local_size: the tools read it from rotor launch's
+ * or the MPI / Slurm environment).  When that number is unknown and there
+ * are several ranks, AUTO does not pin: pinning one process's workers to cores the
  * others also run on would only make them compete.  Oversubscribed runs
  * (e.g. 2 processes x 2 threads on a 2-core laptop) are left to the OS.
  */
@@ -16,7 +16,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-void rt_pin_current_thread(const rt_group *group, int threads, int t, rt_pin_mode mode);
+void rt_pin_current_thread(const rt_group *group, int local_size, int threads, int t,
+                           rt_pin_mode mode);
 
 static hwloc_topology_t topology;
 static int topology_ok;
@@ -33,30 +34,18 @@ static void load_topology(void)
     topology_ok = 1;
 }
 
-static int local_size_from_env(void)
-{
-    static const char *const vars[] = {"ROTOR_LOCAL_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE",
-                                       "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"};
-    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-        const char *s = getenv(vars[i]);
-        int v;
-        if (s && rt_parse_int(s, &v) == 0 && v > 0)
-            return v;
-    }
-    return 0;
-}
-
-static int should_pin(const rt_group *group, int threads, int cores, rt_pin_mode mode)
+static int should_pin(const rt_group *group, int local_size, int threads, int cores,
+                      rt_pin_mode mode)
 {
     if (mode == RT_PIN_YES)
         return 1;
-    int local_size = local_size_from_env();
-    if (local_size == 0 && group->size == 1)
+    if (local_size <= 0 && group->size == 1)
         local_size = 1;
     return local_size > 0 && local_size * threads <= cores;
 }
 
-void rt_pin_current_thread(const rt_group *group, int threads, int t, rt_pin_mode mode)
+void rt_pin_current_thread(const rt_group *group, int local_size, int threads, int t,
+                           rt_pin_mode mode)
 {
     if (mode == RT_PIN_NO)
         return;
@@ -69,7 +58,7 @@ void rt_pin_current_thread(const rt_group *group, int threads, int t, rt_pin_mod
         type = HWLOC_OBJ_PU;
         cores = hwloc_get_nbobjs_by_type(topology, type);
     }
-    if (cores <= 0 || !should_pin(group, threads, cores, mode)) {
+    if (cores <= 0 || !should_pin(group, local_size, threads, cores, mode)) {
         if (t == 0)
             rt_debug("pin: %d worker threads per process on %d cores: not pinning", threads, cores);
         return;

@@ -45,8 +45,9 @@ void rt_die(const rt_error *err) __attribute__((noreturn));
 
 /* ---- logging (stderr, one line per call, prefixed with the log tag) ---- */
 enum { RT_LOG_ERROR = 0, RT_LOG_WARN = 1, RT_LOG_INFO = 2, RT_LOG_DEBUG = 3 };
-extern int rt_log_level; /* default RT_LOG_INFO; ROTOR_LOG=debug|info|warn|error */
-void rt_log_init_from_env(void);
+extern int rt_log_level; /* default RT_LOG_INFO (tools/ set it from ROTOR_LOG) */
+/* "debug", "info", "warn" or "error" -> RT_LOG_*; -1 for anything else. */
+int rt_log_level_parse(const char *s);
 void rt_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define rt_info(...) rt_log(RT_LOG_INFO, __VA_ARGS__)
 #define rt_warn(...) rt_log(RT_LOG_WARN, __VA_ARGS__)

@@ -2,26 +2,19 @@
 #define _GNU_SOURCE
 #include "ground/ground.h"
 
-#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
 
 int rt_log_level = RT_LOG_INFO;
 
-void rt_log_init_from_env(void)
+int rt_log_level_parse(const char *s)
 {
-    const char *s = getenv("ROTOR_LOG");
-    if (!s)
-        return;
-    if (!strcmp(s, "debug"))
-        rt_log_level = RT_LOG_DEBUG;
-    else if (!strcmp(s, "info"))
-        rt_log_level = RT_LOG_INFO;
-    else if (!strcmp(s, "warn"))
-        rt_log_level = RT_LOG_WARN;
-    else if (!strcmp(s, "error"))
-        rt_log_level = RT_LOG_ERROR;
+    static const char *const names[] = {"error", "warn", "info", "debug"};
+    for (int level = RT_LOG_ERROR; level <= RT_LOG_DEBUG; level++)
+        if (!strcmp(s, names[level]))
+            return level;
+    return -1;
 }
 
 void rt_log(int level, const char *fmt, ...)

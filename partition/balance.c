@@ -4,17 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Work budget (cell visits) for the grid-aware column pass; past it the
- * remaining (light) columns go by LPT on block totals.  ROTOR_BALANCE_BUDGET
- * overrides it (tests use a tiny budget to exercise the fallback). */
+/* Default work budget (cell visits) for the grid-aware column pass; past it
+ * the remaining (light) columns go by LPT on block totals.  Callers may set
+ * another (tests use a tiny budget to exercise the fallback). */
 #define GRID_BUDGET 1000000000ULL
-
-static uint64_t grid_budget(void)
-{
-    uint64_t v;
-    const char *s = getenv("ROTOR_BALANCE_BUDGET");
-    return s && rt_parse_u64(s, &v) == 0 ? v : GRID_BUDGET;
-}
 
 typedef struct item {
     uint64_t w;   /* weight */
@@ -198,7 +191,8 @@ static uint32_t best_block(const uint64_t *cell, const uint64_t *total, uint32_t
 
 int rt_balance_cols(const rt_triplets *train, rt_plan_app app, const uint32_t *row_worker,
                     uint32_t W, uint64_t n_cols, const uint64_t *col_w, uint32_t B,
-                    rt_balance method, uint64_t seed, uint32_t *col_block, rt_error *err)
+                    rt_balance method, uint64_t seed, uint64_t budget, uint32_t *col_block,
+                    rt_error *err)
 {
     if (method == RT_BALANCE_RANDOM)
         return random_cut(n_cols, B, seed ^ 0xc01, col_block, err);
@@ -216,7 +210,9 @@ int rt_balance_cols(const rt_triplets *train, rt_plan_app app, const uint32_t *r
         rc = it ? rt_fail(err, RT_EXIT_RUNTIME, "out of memory (balancing)") : -1;
         goto out;
     }
-    uint64_t spent = 0, i = 0, budget = grid_budget();
+    uint64_t spent = 0, i = 0;
+    if (budget == 0)
+        budget = GRID_BUDGET;
     for (; i < n_cols && spent < budget; i++) {
         uint32_t j = it[i].id, nt = 0;
         for (uint64_t p = c.off[j]; p < c.off[j + 1]; p++) {

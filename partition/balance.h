@@ -24,10 +24,12 @@ static inline uint64_t rt_entry_weight(rt_plan_app app, const rt_entry *e)
 int rt_balance_items(const uint64_t *w, uint64_t n, uint32_t n_bins, rt_balance method,
                      uint64_t seed, uint32_t *bin, rt_error *err);
 
-/* col_block[c] for every column, given the rows' workers. */
+/* col_block[c] for every column, given the rows' workers.  budget: cell
+ * visits the grid-aware pass may spend (0 = the default, 10^9). */
 int rt_balance_cols(const rt_triplets *train, rt_plan_app app, const uint32_t *row_worker,
                     uint32_t W, uint64_t n_cols, const uint64_t *col_w, uint32_t B,
-                    rt_balance method, uint64_t seed, uint32_t *col_block, rt_error *err);
+                    rt_balance method, uint64_t seed, uint64_t budget, uint32_t *col_block,
+                    rt_error *err);
 
 /* max/mean loads of row blocks, column blocks and grid cells, and of the
  * number of rows per worker and columns per block. */

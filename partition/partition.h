@@ -302,6 +302,7 @@ typedef struct rt_plan_options {
     uint32_t pipeline;       /* c (0 = 2); B = c x W */
     uint64_t seed;
     rt_balance balance;
+    uint64_t balance_budget;  /* work budget of the grid-aware column pass (0 = default) */
     int force;                /* replace an existing output directory */
     const char *command_line; /* recorded in plan.json (NULL = none) */
     const rt_plan_source *sources;

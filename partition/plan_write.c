@@ -134,7 +134,7 @@ static int balance(rt_plan_builder *pb, rt_error *err)
     double t0 = rt_now();
     if (rt_balance_items(rw, pb->n_rows, pb->W, opt->balance, opt->seed, pb->row_worker, err) < 0 ||
         rt_balance_cols(t, in->app, pb->row_worker, pb->W, pb->n_cols, cw, pb->B, opt->balance,
-                        opt->seed, pb->col_block, err) < 0)
+                        opt->seed, opt->balance_budget, pb->col_block, err) < 0)
         goto out;
     if (rt_imbalance_of(t, in->app, pb->row_worker, pb->n_rows, pb->col_block, pb->n_cols, pb->W,
                         pb->B, &pb->sum.imbalance, err) < 0)
@@ -143,7 +143,7 @@ static int balance(rt_plan_builder *pb, rt_error *err)
     /* What a seeded random assignment would give, for comparison. */
     if (rt_balance_items(rw, pb->n_rows, pb->W, RT_BALANCE_RANDOM, opt->seed, rr, err) < 0 ||
         rt_balance_cols(t, in->app, rr, pb->W, pb->n_cols, cw, pb->B, RT_BALANCE_RANDOM, opt->seed,
-                        rc_, err) < 0 ||
+                        0, rc_, err) < 0 ||
         rt_imbalance_of(t, in->app, rr, pb->n_rows, rc_, pb->n_cols, pb->W, pb->B,
                         &pb->sum.random_imbalance, err) < 0)
         goto out;

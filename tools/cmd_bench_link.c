@@ -17,6 +17,7 @@
  */
 #define _GNU_SOURCE
 #include "tools/commands.h"
+#include "tools/tuning_env.h"
 #include "engine/engine.h"
 
 #include <stdlib.h>
@@ -430,6 +431,7 @@ static int bench(const bench_opts *o, rt_error *err)
                        g.size);
     }
     rt_transport_config tc = o->transport;
+    rt_env_tune_transport(&tc);
     tc.rank = g.rank;
     tc.size = g.size;
     tc.peers = g.peers;

@@ -7,6 +7,7 @@
  */
 #include "apps/apps.h"
 #include "tools/commands.h"
+#include "tools/tuning_env.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -211,7 +212,9 @@ static int train(const train_opts *o, train_run *r, rt_error *err)
     ec.group = &r->group;
     ec.threads = default_threads(o, &r->plan, r->group.size);
     ec.transport = o->transport;
+    rt_env_tune_transport(&ec.transport);
     ec.pin = o->pin;
+    ec.local_size = rt_env_local_size();
     ec.serial = o->serial;
     if (r->app->slot_bytes(r->app_opts, &r->plan, &ec.slot_bytes, err))
         return -1;

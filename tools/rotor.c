@@ -1,5 +1,6 @@
 /* rotor.c - the `rotor` command: dispatch to subcommands. */
 #include "tools/commands.h"
+#include "tools/tuning_env.h"
 #include "ground/ground.h"
 
 #include <stdio.h>
@@ -33,7 +34,7 @@ static void usage(FILE *fp)
 
 int main(int argc, char **argv)
 {
-    rt_log_init_from_env();
+    rt_env_apply_log_level();
     if (argc < 2) {
         usage(stderr);
         return RT_EXIT_INPUT;

@@ -21,8 +21,8 @@
  * bytes are written by the caller itself when the sender is idle and the
  * socket takes them at once: cheaper than a thread hand-off.)
  *
- * Ring sockets get 4 MiB send/receive buffers; ROTOR_TCP_SOCKBUF=bytes
- * overrides that (0 = kernel autotuning), for benchmarking.
+ * Ring sockets get 4 MiB send/receive buffers unless cfg.tcp_sockbuf says
+ * otherwise (a size, or kernel autotuning), for benchmarking.
  *
  * Failure: an error, EOF or protocol violation on any connection marks the
  * transport failed with a message naming the peer ("lost rank 1 (host:port):
@@ -204,7 +204,15 @@ static void set_nonblocking(int fd, int on)
         fcntl(fd, F_SETFL, on ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
 }
 
-static void tune_socket(int fd, int ring)
+/* The ring sockets' buffer size: cfg.tcp_sockbuf, 0 = default, < 0 = leave
+ * it to kernel autotuning (returns 0). */
+static int ring_sockbuf_bytes(const tcp_transport *t)
+{
+    int bytes = t->base.cfg.tcp_sockbuf;
+    return bytes == 0 ? SOCK_BUF_BYTES : bytes < 0 ? 0 : bytes;
+}
+
+static void tune_socket(int fd, int ring_bytes)
 {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -218,15 +226,9 @@ static void tune_socket(int fd, int ring)
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
-    /* ROTOR_TCP_SOCKBUF=bytes overrides the ring buffer size (0 = leave it
-     * to kernel autotuning); meant for benchmarking. */
-    const char *env = getenv("ROTOR_TCP_SOCKBUF");
-    int bytes = SOCK_BUF_BYTES;
-    if (env && rt_parse_int(env, &bytes))
-        bytes = SOCK_BUF_BYTES;
-    if (ring && bytes > 0) {
-        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof(bytes));
-        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof(bytes));
+    if (ring_bytes > 0) {
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &ring_bytes, sizeof(ring_bytes));
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &ring_bytes, sizeof(ring_bytes));
     }
 }
 
@@ -1023,8 +1025,8 @@ static int connect_all(tcp_transport *t, rt_error *err)
     }
     set_nonblocking(t->next_fd, 0);
     set_nonblocking(t->prev_fd, 0);
-    tune_socket(t->next_fd, 1);
-    tune_socket(t->prev_fd, 1);
+    tune_socket(t->next_fd, ring_sockbuf_bytes(t));
+    tune_socket(t->prev_fd, ring_sockbuf_bytes(t));
     for (int r = 0; r < size; r++)
         if (t->ctl_fd[r] >= 0)
             tune_socket(t->ctl_fd[r], 0);

@@ -73,6 +73,8 @@ typedef struct rt_transport_config {
     int connect_timeout_ms;     /* time allowed to reach every peer (default 30000) */
     int peer_timeout_ms;        /* a call waiting this long on a silent peer fails (0 = never) */
     rt_collectives collectives; /* default tree */
+    /* TCP only (ignored by ib): */
+    int tcp_sockbuf; /* ring socket buffers, bytes: 0 = default (4 MiB), < 0 = kernel autotuning */
     /* RDMA only (ignored by tcp): */
     const char *ib_dev; /* rdma_cm picks the device from this rank's address; when
                            set, the transport checks it is this one (NULL = any) */

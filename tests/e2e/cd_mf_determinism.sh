@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # cd-mf runs are bit-identical: two 2-process x 2-thread runs, a one-thread
 # replay of the schedule (--serial) and a 1-process x 4-thread run of the same
-# plan write the same W.npy and H.npy bytes; another seed gives another model;
+# plan write the same W.npy and H.npy bytes; the objective fell from the first
+# outer iteration to the last; another seed gives another model;
 # `rotor eval` of the saved model reproduces the logged test RMSE.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/cd_mf_lib.sh"
@@ -32,6 +33,10 @@ for f in W.npy H.npy rows.ids cols.ids model.json; do
     [ -s "$TMP/a/$f" ] || fail "model file $f missing"
 done
 cmp -s "$TMP/a/H.npy" "$TMP/other/H.npy" && fail "another seed gave the same model"
+first=$(cd_mf_curve "$TMP/a.log" | awk 'NR == 1 { print $2 }')
+last=$(cd_mf_curve "$TMP/a.log" | awk 'END { print $2 }')
+awk -v a="$last" -v b="$first" 'BEGIN { exit !(a < b) }' ||
+    fail "the objective did not fall: first outer iteration $first, last $last"
 # The saved model predicts what the run measured.
 cd_mf_check_eval "$TMP/a" "$TMP/test.txt" "$TMP/a.log"
 echo PASS

@@ -2,7 +2,8 @@
 # LDA on a generated corpus with 20 known topics: 2 processes x 2 threads
 # recover them (mean best-match cosine >= 0.9 after 100 sweeps, both
 # samplers), reruns are bit-identical, and so is every other split of the
-# plan's 4 workers (serial replay, 1 process x 4 threads).
+# plan's 4 workers (serial replay, 1 process x 4 threads); another seed gives
+# another model (so the equal runs are not equal by doing nothing).
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lda_lib.sh"
 launch_or_skip
@@ -28,6 +29,10 @@ for s in sparse mh; do
         fail "rerun $s"
     "$ROTOR" "${train[@]}" --serial --out "$TMP/m-$s-serial" >"$TMP/$s-serial.log" 2>&1 || fail "serial $s"
     "$ROTOR" "${train[@]}" --threads 4 --out "$TMP/m-$s-t4" >"$TMP/$s-t4.log" 2>&1 || fail "1x4 $s"
+    "$ROTOR" "${train[@]}" --threads 4 --seed 2 --out "$TMP/m-$s-seed2" >"$TMP/$s-seed2.log" 2>&1 ||
+        fail "seed 2 $s"
+    cmp -s "$TMP/m-$s/word_topic.npy" "$TMP/m-$s-seed2/word_topic.npy" &&
+        fail "$s: another seed gave the same word-topic counts"
     for other in again serial t4; do
         for f in word_topic.npy doc_topic.npy topic_word.npy topics.txt; do
             cmp -s "$TMP/m-$s/$f" "$TMP/m-$s-$other/$f" || fail "$s: $f differs in the $other run"

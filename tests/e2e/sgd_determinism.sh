@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Same plan, seed and process count -> bit-identical W and H; the
 # 2-process x 2-thread model equals a single-thread replay of the schedule
-# (--serial) and a 1-process x 4-thread run of the same plan.
+# (--serial), a 1-process x 4-thread run of the same plan and a run on the
+# portable kernel.  And the runs trained: the loss fell from the first epoch
+# to the last, and another seed gives another model.
 source "$(dirname "$0")/lib.sh"
 
 "$ROTOR" gen mf --rows 3000 --cols 800 --nnz 60000 --rank 4 --noise 0.1 --powerlaw 1.2 \
@@ -14,7 +16,8 @@ train=(train --plan "$TMP/plan" --app sgd-mf --rank 12 --lr 0.02 --epochs 6 --se
 "$ROTOR" launch -n 2 -- "$ROTOR" "${train[@]}" --out "$TMP/b" 2>"$TMP/b.log"
 "$ROTOR" "${train[@]}" --serial --out "$TMP/serial" 2>"$TMP/s.log"
 "$ROTOR" "${train[@]}" --threads 4 --out "$TMP/t4" 2>"$TMP/t4.log"
-ROTOR_KERNEL=portable "$ROTOR" "${train[@]}" --threads 4 --out "$TMP/portable" 2>"$TMP/p.log"
+"$ROTOR" "${train[@]}" --threads 4 --kernel portable --out "$TMP/portable" 2>"$TMP/p.log"
+"$ROTOR" "${train[@]}" --threads 4 --seed 10 --out "$TMP/other" 2>"$TMP/o.log"
 
 for m in b serial t4 portable; do
     for f in W.npy H.npy; do
@@ -23,4 +26,11 @@ for m in b serial t4 portable; do
 done
 # The runs really trained (not a trivially equal untrained model).
 grep -q 'epoch   6' "$TMP/a.log" || fail "2x2 run did not log 6 epochs"
+first=$(grep -o 'epoch   1 .*train_rmse [0-9.]*' "$TMP/a.log" | awk '{print $NF}')
+last=$(grep -o 'epoch   6 .*train_rmse [0-9.]*' "$TMP/a.log" | awk '{print $NF}')
+[ -n "$first" ] && [ -n "$last" ] || fail "no train_rmse in the 2x2 log"
+awk -v a="$last" -v b="$first" 'BEGIN { exit !(a < 0.9 * b) }' ||
+    fail "train RMSE did not fall: epoch 1 $first, epoch 6 $last"
+cmp -s "$TMP/a/H.npy" "$TMP/other/H.npy" && fail "another seed (10) gave the same model"
+grep -q 'kernel portable' "$TMP/p.log" || fail "the --kernel portable run did not use the portable kernel"
 echo PASS

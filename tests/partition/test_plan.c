@@ -454,14 +454,12 @@ static void test_budget_fallback_and_ids(void **state)
     char dir[512], slash[520], path[600];
     snprintf(dir, sizeof(dir), "%s/budget", tmpdir);
     snprintf(slash, sizeof(slash), "%s/", dir);
-    setenv("ROTOR_BALANCE_BUDGET", "500", 1);
     rt_plan_input in = {
         .app = RT_PLAN_MF, .train = &p.train, .rows = &p.rows, .cols = &p.cols, .test = &p.test};
-    rt_plan_options opt = {.nodes = 2, .threads = 2, .seed = 3};
+    rt_plan_options opt = {.nodes = 2, .threads = 2, .seed = 3, .balance_budget = 500};
     rt_plan_summary sum;
     rt_error err;
     assert_int_equal(rt_plan_write(slash, &in, &opt, &sum, &err), 0);
-    unsetenv("ROTOR_BALANCE_BUDGET");
     assert_true(sum.imbalance.col_blocks < sum.random_imbalance.col_blocks);
     assert_true(sum.imbalance.row_blocks < sum.random_imbalance.row_blocks);
     assert_int_equal(sum.blocks, 8);

@@ -881,7 +881,9 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    rt_log_init_from_env();
+    const char *log_env = getenv("ROTOR_LOG");
+    if (log_env && rt_log_level_parse(log_env) >= 0)
+        rt_log_level = rt_log_level_parse(log_env);
     signal(SIGPIPE, SIG_IGN);
     int failed = 0;
     size_t ns = sizeof(scenarios) / sizeof(scenarios[0]);
