@@ -20,6 +20,7 @@ static const command commands[] = {
     {"eval", cmd_eval, "score a saved MF model on a ratings file"},
     {"topics", cmd_topics, "print the top words of a trained LDA model"},
     {"bench-link", cmd_bench_link, "latency and bandwidth of the transport (like perftest)"},
+    {"simulate", cmd_simulate, "predict epoch time, stall and traffic of a schedule on N nodes"},
 };
 
 static void usage(FILE *fp)

@@ -1,0 +1,76 @@
+/*
+ * sim.h - a model of how long one rotation (epoch) of the schedule takes on
+ * N nodes x T threads with a given link and kernel rate, without running it.
+ *
+ * It replays what engine/engine.c does, step by step, on a timeline per node:
+ *   1. wait until at most c - 1 arrivals are outstanding (time spent here is
+ *      the node's *stall*, as the engine reports it);
+ *   2. compute: every local worker runs its cell (w, schedule(s, w)); the
+ *      step ends when the slowest local worker is done (thread barrier);
+ *   3. optional per-step all-reduce (LDA's topic totals) across all nodes;
+ *   4. pass the block at the end of the node's segment to the next node:
+ *      the pass waits for a credit (the next node has span + 2 slots, so the
+ *      k-th pass needs the next node's (k-2)-th pass to have completed), then
+ *      queues on the node's outgoing link: per-message overhead plus
+ *      bytes / bandwidth, arriving one latency later.
+ * After B steps each node waits for its last arrival, and the rotation ends
+ * with the engine's statistics all-reduce (plus the app's) across all nodes.
+ * Every rotation starts with all blocks home and all nodes in step, so one
+ * rotation from time 0 is the steady state.
+ *
+ * The model is deterministic: the same input gives the same numbers.
+ * It knows nothing of the engine or apps (ground only); tools/cmd_simulate.c
+ * fills the shape from a plan or from sizes.
+ */
+#ifndef ROTOR_SIM_H
+#define ROTOR_SIM_H
+
+#include "ground/ground.h"
+
+#include <stdint.h>
+
+typedef struct rt_sim_link {
+    double gbps;       /* bandwidth of each node's link, per direction (<= 0: infinite) */
+    double latency_s;  /* one-way latency per message */
+    double overhead_s; /* per-message software overhead on the sending side */
+} rt_sim_link;
+
+typedef enum rt_sim_collectives { RT_SIM_TREE = 0, RT_SIM_STAR = 1 } rt_sim_collectives;
+
+typedef struct rt_sim_shape {
+    uint32_t nodes, threads, pipeline; /* W = nodes x threads, B = pipeline x W */
+    const uint32_t *schedule;          /* B x W: block of worker w at step s (the plan's) */
+    const double *cell_work;           /* W x B: work units of cell (w, b), row-major by w */
+    const double *block_bytes;         /* B: payload bytes of block b */
+    double rate;                       /* work units per second of one thread (<= 0: infinite) */
+    double host_cores;         /* > 0: all workers share this many cores (one host); 0: own cores */
+    double step_overhead_s;    /* fixed cost of every step (thread hand-off, barrier) */
+    double step_reduce_bytes;  /* all-reduced after every step (0: none) */
+    double epoch_reduce_bytes; /* all-reduced once per rotation (statistics, metrics) */
+    rt_sim_collectives collectives;
+} rt_sim_shape;
+
+typedef struct rt_sim_result {
+    double epoch_s;        /* predicted rotation time */
+    double stall_max;      /* max over nodes of stall / epoch (as the engine logs it) */
+    double stall_mean;     /* mean over nodes */
+    double compute_max_s;  /* max over nodes of the sum of its step compute times */
+    double compute_mean_s; /* mean over workers of their own compute sum */
+    double credit_wait_s;  /* max over nodes of time spent waiting for credits */
+    double collective_s;   /* time inside all-reduces (same on every node) */
+    double link_busy_s;    /* max over links of time spent sending */
+    double bytes_per_link; /* max over nodes of bytes sent per rotation */
+    double latency_s;      /* B x (latency + overhead): pure per-hop cost on one link */
+    const char *critical;  /* "compute", "imbalance", "bandwidth", "latency", "collectives" */
+} rt_sim_result;
+
+/* Time of one all-reduce of `bytes` among `nodes` (the algorithms of
+ * verbs/collectives.c; 0 for one node). */
+double rt_sim_allreduce_s(const rt_sim_link *link, uint32_t nodes, double bytes,
+                          rt_sim_collectives algo);
+
+/* Simulate one rotation.  Returns 0, or -1 with err (bad shape, no memory). */
+int rt_sim_rotation(const rt_sim_shape *shape, const rt_sim_link *link, rt_sim_result *out,
+                    rt_error *err);
+
+#endif

@@ -1,0 +1,200 @@
+/* sim_test.c - the simulator's model (sim/sim.h) on cases whose answer is
+ * known analytically. */
+#include "sim/sim.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+/* A shape of N nodes x T threads x pipeline c with the ring schedule
+ * (written out here, independently of partition.h), cells from cell(w, b). */
+typedef struct test_shape {
+    rt_sim_shape s;
+    double *cells, *bytes;
+    uint32_t *sched;
+} test_shape;
+
+static double cell_uniform(uint32_t w, uint32_t b)
+{
+    (void)w, (void)b;
+    return 1000;
+}
+
+static double cell_skewed(uint32_t w, uint32_t b)
+{
+    return 100.0 * (1 + (w * 7 + b * 3) % 11);
+}
+
+static void shape_make(test_shape *t, uint32_t N, uint32_t T, uint32_t c,
+                       double (*cell)(uint32_t, uint32_t), double block_bytes)
+{
+    uint32_t W = N * T, B = c * W;
+    memset(t, 0, sizeof(*t));
+    t->cells = calloc((size_t)W * B, sizeof(double));
+    t->bytes = calloc(B, sizeof(double));
+    t->sched = calloc((size_t)W * B, sizeof(uint32_t));
+    assert_non_null(t->cells);
+    assert_non_null(t->bytes);
+    assert_non_null(t->sched);
+    for (uint32_t w = 0; w < W; w++)
+        for (uint32_t b = 0; b < B; b++)
+            t->cells[(size_t)w * B + b] = cell(w, b);
+    for (uint32_t b = 0; b < B; b++)
+        t->bytes[b] = block_bytes;
+    for (uint32_t s = 0; s < B; s++)
+        for (uint32_t w = 0; w < W; w++)
+            t->sched[(size_t)s * W + w] = (c * w + c - 1 + B - s) % B;
+    t->s = (rt_sim_shape){.nodes = N,
+                          .threads = T,
+                          .pipeline = c,
+                          .schedule = t->sched,
+                          .cell_work = t->cells,
+                          .block_bytes = t->bytes,
+                          .rate = 1e6};
+}
+
+static void shape_free(test_shape *t)
+{
+    free(t->cells);
+    free(t->bytes);
+    free(t->sched);
+}
+
+static const rt_sim_link infinite = {.gbps = 0, .latency_s = 0, .overhead_s = 0};
+
+/* Infinitely fast link, balanced cells: the epoch is the compute alone,
+ * B steps of one cell each plus the per-step overhead, and nothing stalls. */
+static void test_infinite_link_is_compute(void **state)
+{
+    (void)state;
+    test_shape t;
+    shape_make(&t, 4, 2, 2, cell_uniform, 1e6);
+    t.s.step_overhead_s = 1e-5;
+    rt_sim_result r;
+    rt_error err = {0};
+    assert_int_equal(rt_sim_rotation(&t.s, &infinite, &r, &err), 0);
+    uint32_t B = 16;
+    assert_true(fabs(r.epoch_s - B * (1000 / 1e6 + 1e-5)) < 1e-12);
+    assert_true(r.stall_max == 0);
+    assert_string_equal(r.critical, "compute");
+    shape_free(&t);
+}
+
+/* One node, skewed cells: the epoch is the sum over steps of the slowest
+ * thread's cell. */
+static void test_one_node_sums_slowest_cells(void **state)
+{
+    (void)state;
+    test_shape t;
+    shape_make(&t, 1, 3, 2, cell_skewed, 1e6);
+    rt_sim_result r;
+    rt_error err = {0};
+    assert_int_equal(rt_sim_rotation(&t.s, &infinite, &r, &err), 0);
+    double want = 0, sum = 0;
+    for (uint32_t s = 0; s < 6; s++) {
+        double slowest = 0;
+        for (uint32_t w = 0; w < 3; w++) {
+            double c = cell_skewed(w, t.sched[s * 3 + w]) / 1e6;
+            slowest = c > slowest ? c : slowest;
+            sum += c;
+        }
+        want += slowest;
+    }
+    assert_true(fabs(r.epoch_s - want) < 1e-12);
+    assert_true(fabs(r.compute_mean_s - sum / 3) < 1e-12);
+    shape_free(&t);
+}
+
+/* Compute-free cells on a 1 Gb/s link without latency: every link carries
+ * B blocks back to back, so the epoch is B x bytes / bandwidth (plus the
+ * statistics all-reduce), and the nodes stall nearly all the time. */
+static void test_compute_free_is_transfer_bound(void **state)
+{
+    (void)state;
+    test_shape t;
+    shape_make(&t, 3, 2, 2, cell_uniform, 125000); /* 1 ms at 1 Gb/s */
+    t.s.rate = 0;                                  /* infinitely fast kernel */
+    rt_sim_link link = {.gbps = 1};
+    rt_sim_result r;
+    rt_error err = {0};
+    assert_int_equal(rt_sim_rotation(&t.s, &link, &r, &err), 0);
+    uint32_t B = 12;
+    double want = B * 1e-3 + rt_sim_allreduce_s(&link, 3, 8.0 * 4, RT_SIM_TREE);
+    assert_true(fabs(r.epoch_s - want) < 1e-12);
+    assert_true(r.stall_max > 0.8);
+    assert_true(fabs(r.bytes_per_link - B * 125000.0) < 1e-6);
+    assert_string_equal(r.critical, "bandwidth");
+    shape_free(&t);
+}
+
+/* A per-step all-reduce over a slow network dominates a fast kernel. */
+static void test_step_collectives_can_dominate(void **state)
+{
+    (void)state;
+    test_shape t;
+    shape_make(&t, 8, 1, 2, cell_uniform, 100);
+    t.s.step_reduce_bytes = 8000;
+    rt_sim_link link = {.gbps = 10, .latency_s = 1e-3, .overhead_s = 1e-5};
+    rt_sim_result r;
+    rt_error err = {0};
+    assert_int_equal(rt_sim_rotation(&t.s, &link, &r, &err), 0);
+    assert_string_equal(r.critical, "collectives");
+    /* 3 doubling rounds per step for 8 nodes; the star sends 7 each way. */
+    assert_true(fabs(rt_sim_allreduce_s(&link, 8, 8000, RT_SIM_TREE) -
+                     3 * (1e-5 + 8000 * 8 / 1e10 + 1e-3)) < 1e-12);
+    /* The star costs 2 latencies but 2 (P - 1) messages through rank 0:
+     * on a 20 us link with 64 nodes the tree's 6 rounds win; with a 1 ms
+     * latency and 8 nodes the star's 2 latencies do. */
+    rt_sim_link lan = {.gbps = 10, .latency_s = 2e-5, .overhead_s = 1e-5};
+    assert_true(rt_sim_allreduce_s(&lan, 64, 8000, RT_SIM_STAR) >
+                3 * rt_sim_allreduce_s(&lan, 64, 8000, RT_SIM_TREE));
+    assert_true(rt_sim_allreduce_s(&link, 8, 8000, RT_SIM_STAR) <
+                rt_sim_allreduce_s(&link, 8, 8000, RT_SIM_TREE));
+    assert_true(rt_sim_allreduce_s(&link, 1, 8000, RT_SIM_TREE) == 0);
+    shape_free(&t);
+}
+
+/* The same input gives the same bytes of output. */
+static void test_deterministic(void **state)
+{
+    (void)state;
+    test_shape t;
+    shape_make(&t, 5, 3, 3, cell_skewed, 3e5);
+    t.s.step_reduce_bytes = 800;
+    rt_sim_link link = {.gbps = 2.5, .latency_s = 3e-5, .overhead_s = 4e-6};
+    rt_sim_result a, b;
+    rt_error err = {0};
+    assert_int_equal(rt_sim_rotation(&t.s, &link, &a, &err), 0);
+    assert_int_equal(rt_sim_rotation(&t.s, &link, &b, &err), 0);
+    assert_memory_equal(&a, &b, offsetof(rt_sim_result, critical));
+    assert_string_equal(a.critical, b.critical);
+    shape_free(&t);
+}
+
+static void test_bad_shape(void **state)
+{
+    (void)state;
+    rt_sim_shape s = {.nodes = 0, .threads = 1, .pipeline = 2};
+    rt_sim_result r;
+    rt_error err = {0};
+    assert_int_equal(rt_sim_rotation(&s, &infinite, &r, &err), -1);
+    assert_int_equal(err.code, RT_EXIT_INPUT);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_infinite_link_is_compute),
+        cmocka_unit_test(test_one_node_sums_slowest_cells),
+        cmocka_unit_test(test_compute_free_is_transfer_bound),
+        cmocka_unit_test(test_step_collectives_can_dominate),
+        cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_bad_shape),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# rotor simulate reads a real plan: on a 1 node x 1 thread plan with an
+# infinitely fast link and no step overhead the predicted epoch is exactly
+# the training ratings / rate; on a 2 x 2 plan it is at least the busiest
+# worker's share; bad input gives one line and exit 2.
+source "$(dirname "$0")/../e2e/lib.sh"
+
+"$ROTOR" gen mf --rows 500 --cols 200 --nnz 8000 --rank 4 --seed 3 --out "$TMP/r.txt" \
+    2>/dev/null || fail "gen mf"
+"$ROTOR" partition --input "$TMP/r.txt" --nodes 1 --threads 1 --out "$TMP/p1" >/dev/null 2>&1 ||
+    fail "partition 1x1"
+"$ROTOR" partition --input "$TMP/r.txt" --nodes 2 --threads 2 --out "$TMP/p4" >/dev/null 2>&1 ||
+    fail "partition 2x2"
+fast=(--gbps 0 --latency-us 0 --overhead-us 0 --step-overhead-us 0 --rate 1e6 --json)
+
+out=$("$ROTOR" simulate --plan "$TMP/p1" --app sgd-mf "${fast[@]}") || fail "simulate 1x1"
+epoch=$(echo "$out" | sed -n 's/.*"predicted_epoch_s": \([0-9.e+-]*\).*/\1/p')
+[ "$epoch" = "0.008" ] || fail "1x1 plan: predicted epoch $epoch, want 8000 / 1e6 = 0.008 ($out)"
+
+out=$("$ROTOR" simulate --plan "$TMP/p4" --app sgd-mf "${fast[@]}") || fail "simulate 2x2"
+epoch=$(echo "$out" | sed -n 's/.*"predicted_epoch_s": \([0-9.e+-]*\).*/\1/p')
+awk -v e="$epoch" 'BEGIN { exit !(e >= 0.002 && e < 0.004) }' ||
+    fail "2x2 plan: predicted epoch $epoch outside [8000/4/1e6, 2x that) ($out)"
+echo "$out" | grep -q '"nodes": 2, "threads": 2' || fail "2x2 plan: shape not read ($out)"
+
+# A table for a sweep over node counts from sizes alone.
+"$ROTOR" simulate --app sgd-mf --rank 32 --rows 480000 --cols 17700 --nnz 100M \
+    --nodes 1,2,4 --threads 4 --rate 2e7 >"$TMP/sweep.txt" || fail "simulate sizes"
+[ "$(grep -c '^[124] ' "$TMP/sweep.txt")" = 3 ] || { cat "$TMP/sweep.txt" >&2; fail "sweep rows"; }
+
+set +e
+msg=$("$ROTOR" simulate --plan "$TMP/p1" --app sgd-mf --rate -3 2>&1 >/dev/null)
+rc=$?
+set -e
+[ $rc = 2 ] || fail "negative --rate: exit $rc, want 2"
+[ "$(echo "$msg" | wc -l)" = 1 ] && echo "$msg" | grep -q -- '--rate' ||
+    fail "negative --rate: message '$msg'"
+echo PASS
