@@ -6,8 +6,9 @@
  * iteration log and the saved model.
  *
  * One log line on rank 0 per outer iteration:
- *   outer N  S.SSSs  objective X  train_rmse Y  test_rmse Z  stall P%  moved M MB
- * with objective = squared training error + lambda (|W|^2 + |H|^2).
+ *   outer N  S.SSSs  objective X  train_rmse Y  test_rmse Z  [valid_rmse V]
+ *   stall P%  moved M MB
+ * with objective = squared training error + the (weighted) regulariser.
  */
 #include "apps/app_common.h"
 #include "apps/cd_mf.h"
@@ -24,7 +25,8 @@ typedef struct cd_app {
     uint32_t n_shards;
     rt_mf_local m; /* its W rows receive the model at save time */
     cd_core core;
-    double *sums; /* cd_core_sums_len() */
+    double *sums;       /* cd_core_sums_len() */
+    uint64_t rotations; /* run in the current outer iteration */
     cd_metrics last;
     double mark;       /* rt_now() at the start of the current outer iteration */
     double seconds;    /* total training time */
@@ -35,12 +37,23 @@ typedef struct cd_app {
 
 static const char cd_usage[] =
     "  --rank K          factor rank (default 32)\n"
-    "  --outer N         outer iterations: passes over all K ranks (default 10)\n"
-    "  --inner T         u/v alternations per rank and outer iteration (default 3)\n"
-    "  --lambda L        L2 regularisation: lambda (|W|^2 + |H|^2) (default 0.05)\n"
-    "  --init-scale S    initial H ~ N(0, S/sqrt(K)); W starts at 0 (default 0.1)\n"
+    "  --outer N         outer iterations: passes over all K ranks (default 20)\n"
+    "  --inner T         most u/v alternations per rank and outer iteration (default 5)\n"
+    "  --inner-eps E     stop a rank's alternations once one decreases the objective by\n"
+    "                    less than E times the largest decrease so far, as LIBPMF\n"
+    "                    (default 0.001; 0 = always T)\n"
+    "  --lambda L        L2 regularisation, weighted by each row's and column's number of\n"
+    "                    ratings as in CCD++/LIBPMF (default 0.1)\n"
+    "  --unweighted      plain lambda (|W|^2 + |H|^2 + |b|^2 + |c|^2) instead\n"
+    "  --no-center       do not subtract the training mean from ratings\n"
+    "  --no-biases       no per-row and per-column bias terms\n"
+    "  --validation-fraction F  hold out a seeded share F in (0, 0.5] of the training\n"
+    "                    ratings, score it every outer iteration and keep the best model\n"
+    "  --early-stop N    stop after N outer iterations without a better validation RMSE\n"
+    "  --init-scale S    initial H ~ U(0, S), as LIBPMF; W and biases start at 0 (default 0.1)\n"
     "  --seed S          random seed (default 1)\n"
-    "  --out DIR         write W.npy, H.npy, rows.ids, cols.ids, model.json\n"
+    "  --out DIR         write W.npy, H.npy, biases, rows.ids, cols.ids, model.json\n"
+    "                    (the best model by validation when there is a validation set)\n"
     "  --metrics FILE    per-outer-iteration metrics as JSON, rewritten each time\n";
 
 /* ---------------------------------------------------------------- options */
@@ -54,16 +67,36 @@ static int parse_count(const char *name, const char *v, uint32_t *out, rt_error 
     return 0;
 }
 
+static int parse_flag(cd_opts *o, const char *arg)
+{
+    if (rt_opt_is(arg, "--no-center"))
+        o->center = 0;
+    else if (rt_opt_is(arg, "--no-biases"))
+        o->mf.biases = 0;
+    else if (rt_opt_is(arg, "--unweighted"))
+        o->weighted = 0;
+    else
+        return 0;
+    return 1;
+}
+
 static int parse_one(cd_opts *o, int argc, char **argv, int *i, rt_error *err)
 {
     const char *arg = argv[*i], *v;
     int rc = rt_mf_parse_common(&o->mf, argc, argv, i, err);
     if (rc)
         return rc < 0 ? -1 : 0;
-    if (!rt_opt_is(arg, "--outer") && !rt_opt_is(arg, "--inner"))
+    if (parse_flag(o, arg))
+        return 0;
+    if (!rt_opt_is(arg, "--outer") && !rt_opt_is(arg, "--inner") && !rt_opt_is(arg, "--inner-eps"))
         return rt_fail(err, RT_EXIT_INPUT, "cd-mf: unknown option %s", arg);
     if (!(v = rt_opt_value(argc, argv, i, err)))
         return -1;
+    if (rt_opt_is(arg, "--inner-eps")) {
+        if (rt_parse_double(v, &o->inner_eps) || !(o->inner_eps >= 0))
+            return rt_fail(err, RT_EXIT_INPUT, "--inner-eps must be a number >= 0, got '%s'", v);
+        return 0;
+    }
     if (rt_opt_is(arg, "--outer"))
         return parse_count("--outer", v, &o->outer, err);
     return parse_count("--inner", v, &o->inner, err);
@@ -75,8 +108,14 @@ static int cd_parse(int argc, char **argv, void **out, rt_error *err)
     if (!o)
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
     rt_mf_common_defaults(&o->mf);
-    o->outer = 10;
-    o->inner = 3;
+    o->mf.biases = 1;
+    o->mf.init_uniform = 1;
+    o->mf.lambda = 0.1;
+    o->outer = 20;
+    o->inner = 5;
+    o->center = 1;
+    o->weighted = 1;
+    o->inner_eps = 1e-3;
     for (int i = 1; i < argc; i++)
         if (parse_one(o, argc, argv, &i, err)) {
             free(o);
@@ -89,6 +128,8 @@ static int cd_parse(int argc, char **argv, void **out, rt_error *err)
 static int cd_check(const void *opts, const rt_plan *plan, rt_error *err)
 {
     const cd_opts *o = opts;
+    if (o->mf.early_stop && !(o->mf.valid_fraction > 0))
+        return rt_fail(err, RT_EXIT_INPUT, "cd-mf: --early-stop needs --validation-fraction");
     return rt_mf_check_common(&o->mf, plan, "cd-mf", err);
 }
 
@@ -103,7 +144,7 @@ static int cd_slot_bytes(const void *opts, const rt_plan *plan, size_t *bytes, r
         if (rt_plan_block_cols(plan, b) > max_cols)
             max_cols = rt_plan_block_cols(plan, b);
     size_t phases = cd_payload_max_bytes(max_cols);
-    size_t model = rt_mf_slot_bytes(plan, rt_mf_padded_rank(o->mf.k), 0);
+    size_t model = rt_mf_slot_bytes(plan, rt_mf_padded_rank(o->mf.k), o->mf.biases);
     *bytes = phases > model ? phases : model;
     return 0;
 }
@@ -126,13 +167,32 @@ static void cd_destroy(void *p)
 static void start_metrics(cd_app *a, rt_engine *eng)
 {
     const rt_plan *plan = a->plan;
-    rt_metrics_init(&a->metrics, a->o.mf.metrics, "cd-mf",
-                    json_pack("{s:i, s:i, s:i, s:f, s:i, s:i, s:i, s:s, s:I, s:I}", "k",
-                              (int)a->o.mf.k, "outer", (int)a->o.outer, "inner", (int)a->o.inner,
-                              "lambda", a->o.mf.lambda, "workers", (int)plan->workers, "blocks",
-                              (int)plan->blocks, "processes", rt_engine_size(eng), "transport",
-                              rt_engine_transport_name(eng), "nnz_train",
-                              (json_int_t)plan->nnz_train, "nnz_test", (json_int_t)plan->nnz_test));
+    rt_metrics_init(
+        &a->metrics, a->o.mf.metrics, "cd-mf",
+        json_pack("{s:i, s:i, s:i, s:f, s:f, s:b, s:b, s:f, s:i, s:i, s:i, s:s, s:I, "
+                  "s:I}",
+                  "k", (int)a->o.mf.k, "outer", (int)a->o.outer, "inner", (int)a->o.inner,
+                  "inner_eps", a->o.inner_eps, "lambda", a->o.mf.lambda, "weighted", a->o.weighted,
+                  "biases", a->o.mf.biases, "validation_fraction", a->o.mf.valid_fraction,
+                  "workers", (int)plan->workers, "blocks", (int)plan->blocks, "processes",
+                  rt_engine_size(eng), "transport", rt_engine_transport_name(eng), "nnz_train",
+                  (json_int_t)plan->nnz_train, "nnz_test", (json_int_t)plan->nnz_test));
+}
+
+/* The training mean and the column counts: one all-reduce before the first
+ * rotation. */
+static int setup(cd_app *a, rt_engine *eng, rt_error *err)
+{
+    size_t n = cd_core_setup_len(a->plan);
+    double *v = calloc(n, sizeof(double));
+    if (!v)
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    cd_core_setup_parts(&a->core, v);
+    int rc = rt_engine_allreduce_f64(eng, v, n, err);
+    if (rc == 0)
+        cd_core_setup(&a->core, v);
+    free(v);
+    return rc;
 }
 
 static int cd_create(const void *opts, const rt_plan *plan, rt_engine *eng, void **out,
@@ -152,19 +212,22 @@ static int cd_create(const void *opts, const rt_plan *plan, rt_engine *eng, void
     a->n_shards = (uint32_t)rt_engine_threads(eng);
     if (rt_app_shards_open(plan, first, a->n_shards, &a->shards, err) ||
         rt_mf_local_init(&a->m, plan, a->shards, first, a->n_shards, &a->o.mf, err) ||
-        cd_core_init(&a->core, &a->o, plan, a->shards, first, a->n_shards, err)) {
+        cd_core_init(&a->core, &a->o, plan, a->shards, first, a->n_shards, err) ||
+        setup(a, eng, err)) {
         cd_destroy(a);
         return -1;
     }
     if (rt_engine_rank(eng) == 0) {
         start_metrics(a, eng);
-        rt_info("cd-mf: %llu x %llu, %llu train / %llu test ratings, k=%u, %u outer x %u inner, "
-                "lambda %g, %u workers x %u blocks over %s, %llu rotations per outer iteration",
+        rt_info("cd-mf: %llu x %llu, %llu train / %llu validation / %llu test ratings, mean %g, "
+                "k=%u%s, %u outer x %u inner (eps %g), lambda %g %s, %u workers x %u blocks "
+                "over %s",
                 (unsigned long long)plan->n_rows, (unsigned long long)plan->n_cols,
-                (unsigned long long)plan->nnz_train, (unsigned long long)plan->nnz_test, a->o.mf.k,
-                a->o.outer, a->o.inner, a->o.mf.lambda, plan->workers, plan->blocks,
-                rt_engine_transport_name(eng),
-                (unsigned long long)cd_rotations_per_outer(a->o.mf.k, a->o.inner));
+                (unsigned long long)a->core.n_train, (unsigned long long)a->core.n_valid,
+                (unsigned long long)plan->nnz_test, (double)a->core.mu, a->o.mf.k,
+                a->o.mf.biases ? " + biases" : "", a->o.outer, a->o.inner, a->o.inner_eps,
+                a->o.mf.lambda, a->o.weighted ? "weighted" : "unweighted", plan->workers,
+                plan->blocks, rt_engine_transport_name(eng));
     }
     a->mark = rt_now();
     *out = a;
@@ -186,12 +249,9 @@ static int cd_visit(void *p, const rt_visit *v, rt_error *err)
     return cd_core_visit(&a->core, v->worker, v->block, v->rotation, v->payload, v->len, err);
 }
 
-static int report(cd_app *a, rt_engine *eng, uint64_t rot, rt_error *err)
+static int report(cd_app *a, rt_engine *eng, rt_error *err)
 {
-    cd_metrics *m = &a->last;
-    if (rt_engine_allreduce_f64(eng, a->sums, cd_core_sums_len(a->plan), err))
-        return -1;
-    cd_core_metrics(&a->core, rot, a->sums, m);
+    const cd_metrics *m = &a->last;
     double now = rt_now(), secs = now - a->mark;
     a->mark = now;
     a->seconds += secs;
@@ -201,20 +261,27 @@ static int report(cd_app *a, rt_engine *eng, uint64_t rot, rt_error *err)
                        "raise --lambda",
                        (unsigned long long)m->outer);
     if (rt_engine_rank(eng) == 0) {
-        rt_info("outer %3llu  %7.3fs  objective %.9e  train_rmse %.6f  test_rmse %.6f  "
-                "stall %5.1f%%  moved %.1f MB",
+        char valid[64] = "";
+        if (isfinite(m->valid_rmse))
+            snprintf(valid, sizeof(valid), "  valid_rmse %.6f", m->valid_rmse);
+        rt_info("outer %3llu  %7.3fs  objective %.9e  train_rmse %.6f  test_rmse %.6f%s  "
+                "stall %5.1f%%  moved %.1f MB  rotations %llu",
                 (unsigned long long)m->outer, secs, m->objective, m->train_rmse, m->test_rmse,
-                100.0 * a->stall_frac, (double)a->bytes / 1e6);
-        json_t *rec = json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I}", "outer",
-                                (json_int_t)m->outer, "seconds", secs, "objective", m->objective,
-                                "loss", m->loss, "regulariser", m->reg, "train_rmse", m->train_rmse,
-                                "test_rmse", isfinite(m->test_rmse) ? m->test_rmse : -1.0,
-                                "stall_frac", a->stall_frac, "bytes_moved", (json_int_t)a->bytes);
+                valid, 100.0 * a->stall_frac, (double)a->bytes / 1e6,
+                (unsigned long long)a->rotations);
+        json_t *rec =
+            json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I, s:I}", "outer",
+                      (json_int_t)m->outer, "seconds", secs, "objective", m->objective, "loss",
+                      m->loss, "regulariser", m->reg, "train_rmse", m->train_rmse, "test_rmse",
+                      isfinite(m->test_rmse) ? m->test_rmse : -1.0, "valid_rmse",
+                      isfinite(m->valid_rmse) ? m->valid_rmse : -1.0, "stall_frac", a->stall_frac,
+                      "bytes_moved", (json_int_t)a->bytes, "rotations", (json_int_t)a->rotations);
         if (rt_metrics_epoch(&a->metrics, rec, err))
             return -1;
     }
     a->stall_frac = 0;
     a->bytes = 0;
+    a->rotations = 0;
     return 0;
 }
 
@@ -236,9 +303,13 @@ static int cd_rotation_end(void *p, rt_engine *eng, uint64_t rot, const rt_rotat
     if (st->stall_frac_max > a->stall_frac)
         a->stall_frac = st->stall_frac_max;
     a->bytes += st->bytes_moved;
-    if (cd_core_rotation_end(&a->core, rot, a->sums) && report(a, eng, rot, err))
+    a->rotations++;
+    int reduced = cd_core_rotation_end(&a->core, rot, a->sums);
+    if (reduced && rt_engine_allreduce_f64(eng, a->sums, cd_core_sums_len(a->plan), err))
         return -1;
-    *stop = cd_core_done(&a->core, rot);
+    if (cd_core_advance(&a->core, rot, reduced ? a->sums : NULL, &a->last) && report(a, eng, err))
+        return -1;
+    *stop = cd_core_done(&a->core);
     return 0;
 }
 
@@ -252,10 +323,13 @@ static int export_model(cd_app *a, rt_engine *eng, rt_error *err)
 {
     uint32_t k = a->o.mf.k, kp = a->m.kp, first, count;
     for (uint32_t t = 0; t < a->m.n_workers; t++) {
-        const cd_worker *w = &a->core.workers[t];
-        for (uint32_t i = 0; i < w->n_rows; i++)
+        uint32_t n = a->core.workers[t].n_rows;
+        const float *U = cd_core_saved_U(&a->core, t);
+        for (uint32_t i = 0; i < n; i++)
             for (uint32_t r = 0; r < kp; r++)
-                a->m.W[t][(size_t)i * kp + r] = r < k ? w->U[(size_t)r * w->n_rows + i] : 0.0f;
+                a->m.W[t][(size_t)i * kp + r] = r < k ? U[(size_t)r * n + i] : 0.0f;
+        if (a->m.bu)
+            memcpy(a->m.bu[t], cd_core_saved_row_bias(&a->core, t), n * sizeof(float));
     }
     rt_engine_home_blocks(eng, &first, &count);
     for (uint32_t b = first; b < first + count; b++) {
@@ -263,9 +337,14 @@ static int export_model(cd_app *a, rt_engine *eng, rt_error *err)
         float *H = rt_engine_home_payload(eng, b, NULL);
         if (!H || !bl->V)
             return rt_fail(err, RT_EXIT_RUNTIME, "cd-mf: block %u is not home at the end", b);
-        for (uint32_t j = 0; j < bl->n_cols; j++)
+        uint32_t n = bl->n_cols;
+        const float *V = cd_core_saved_V(&a->core, b);
+        for (uint32_t j = 0; j < n; j++)
             for (uint32_t r = 0; r < kp; r++)
-                H[(size_t)j * kp + r] = r < k ? bl->V[(size_t)r * bl->n_cols + j] : 0.0f;
+                H[(size_t)j * kp + r] = r < k ? V[(size_t)r * n + j] : 0.0f;
+        if (a->o.mf.biases)
+            memcpy(rt_mf_payload_biases(H, n, kp), cd_core_saved_col_bias(&a->core, b),
+                   n * sizeof(float));
     }
     return 0;
 }
@@ -279,8 +358,12 @@ static int cd_save(void *p, rt_engine *eng, rt_error *err)
         return -1;
     json_t *meta = json_object();
     json_object_set_new(meta, "app", json_string("cd-mf"));
-    json_object_set_new(meta, "mu", json_real(0.0)); /* predictions are w_i . h_j */
+    json_object_set_new(meta, "mu", json_real(a->core.mu));
     json_object_set_new(meta, "outer", json_integer((json_int_t)a->last.outer));
+    if (a->core.best_outer)
+        json_object_set_new(meta, "best_outer", json_integer((json_int_t)a->core.best_outer));
+    json_object_set_new(meta, "weighted", json_boolean(a->o.weighted));
+    json_object_set_new(meta, "biases", json_boolean(a->o.mf.biases));
     json_object_set_new(meta, "inner", json_integer((json_int_t)a->o.inner));
     json_object_set_new(meta, "objective", json_real(a->last.objective));
     json_object_set_new(meta, "train_rmse", json_real(a->last.train_rmse));

@@ -4,64 +4,88 @@
  * engine-independent solver core (cd_mf_core.c), its kernels
  * (cd_mf_kernels.c), the unit tests and the benchmark.
  *
- * Model: R ~ W H^T with W (n_rows x k) and H (n_cols x k), minimising
- *     sum_{(i,j) in train} (R_ij - w_i . h_j)^2 + lambda (|W|_F^2 + |H|_F^2).
- * CCD++ updates one rank r at a time.  With u = W[:, r], v = H[:, r] and the
- * residual E = R - W H^T on the training entries:
+ * Model: R ~ mu + b_i + c_j + w_i . h_j with mu the training mean
+ * (--no-center: 0), row and column biases b, c (--no-biases: none) and
+ * W (n_rows x k), H (n_cols x k), minimising, as CCD++ and LIBPMF do,
+ *     sum_{(i,j) in train} (R_ij - mu - b_i - c_j - w_i . h_j)^2
+ *       + lambda sum_i n_i (|w_i|^2 + b_i^2) + lambda sum_j n_j (|h_j|^2 + c_j^2)
+ * with n_i, n_j the training ratings of row i and column j (the
+ * frequency-weighted regulariser; --unweighted uses 1 instead of n).
+ * CCD++ updates one rank-one term ("slot") at a time.  With u, v the slot's
+ * factors and E = R - mu - b - c - W H^T on the training entries:
  *     E^ = E + u v^T                                   (add the term back)
- *     T times:  u_i = sum_j E^_ij v_j / (lambda + sum_j v_j^2)   (j in row i)
- *               v_j = sum_i E^_ij u_i / (lambda + sum_i u_i^2)   (i in col j)
+ *     T times:  u_i = sum_j E^_ij v_j / (lambda_i + sum_j v_j^2)  (j in row i)
+ *               v_j = sum_i E^_ij u_i / (lambda_j + sum_i u_i^2)  (i in col j)
  *     E  = E^ - u v^T                                  (take the new term out)
+ * A bias is a rank-one term with a fixed unit factor: the row-bias slot has
+ * u = b, v = 1 (only u is solved), the column-bias slot u = 1, v = c (only v
+ * is solved); both run one alternation and come first in an outer
+ * iteration, then the k factor ranks with T alternations each.  As in
+ * LIBPMF, a rank stops alternating early once an alternation decreases the
+ * objective by less than --inner-eps times the largest decrease of any
+ * alternation so far in the outer iteration (the first alternation of the
+ * run excluded); the decrease of a solve is sum (lambda_x + den_x) (old_x -
+ * new_x)^2, all-reduced after every v-phase, so every node takes the same
+ * decision.
  *
  * Placement.  Worker w owns row block w: its rows of W (stored rank-major,
- * so u_r is contiguous), the residuals of its training and test entries
- * (float arrays parallel to the shard's entries, same order) and the row
- * accumulators of the u-update.  Column block b's slice of H stays at the
- * block's home node; what travels with the block is only the state of the
- * rank being updated: the v_r slice (u-phase) or the v-update accumulators
- * (v-phase).
+ * so u_r is contiguous), its row biases, the residuals of its training,
+ * validation and test entries (float arrays parallel to the shard's
+ * entries, same order) and the row accumulators of the u-update.  Column
+ * block b's slice of H and its column biases stay at the block's home node;
+ * what travels with the block is only the state of the slot being updated:
+ * the v slice (u-phase) or the v-update accumulators (v-phase).
  *
  * Phase sequence (one phase = one rotation; every block meets every worker
- * once per rotation).  Per outer iteration, for r = 0..k-1, t = 0..T-1:
+ * once per rotation).  For each slot s and alternation t:
  *
- *   U(r,t)  payload: v_r [, v_{r-1} final].  Visit of data block (w, b):
- *           if t = 0: E -= u_{r-1} v_{r-1}^T (the previous rank's final term;
- *           for r = 0 the last rank of the previous outer iteration) and
- *           E += u_r v_r^T (add-back; skipped in outer iteration 0 where
- *           W = 0), on train and test residuals alike; then
- *           num_i += E^_ij v_j, den_i += v_j^2 into the worker's row
- *           accumulators.  rotation_end: u_i = num_i / (lambda + den_i).
- *   V(r,t)  payload: num_j, den_j (zero at home).  Visit:
+ *   U(s,t)  payload: v_s [, v_{s-1} final].  Visit of data block (w, b):
+ *           if t = 0: E -= u_{s-1} v_{s-1}^T (the previous slot's final term;
+ *           for s = 0 the last slot of the previous outer iteration) and
+ *           E += u_s v_s^T (add-back; skipped in outer iteration 0 where the
+ *           term is zero), on training, validation and test residuals alike;
+ *           then num_i += E^_ij v_j, den_i += v_j^2 into the worker's row
+ *           accumulators.  rotation_end: u_i = num_i / (lambda_i + den_i).
+ *   V(s,t)  payload: num_j, den_j (zero at home).  Visit:
  *           num_j += E^_ij u_i, den_j += u_i^2.  rotation_end, at the home
- *           node: v_j = num_j / (lambda + den_j) into the home copy of H.
+ *           node: v_j = num_j / (lambda_j + den_j) into the home copy of H.
  *
- * So an outer iteration is exactly 2 k T rotations: the add-back and the
- * subtraction ride on the first u-phase of the next rank, and nothing else
- * touches the data.  (Fewer is impossible while u and v alternate: each
- * half-step needs every (worker, block) pair to have met after the previous
- * half-step finished.)  The subtraction of the last rank is applied at the
- * start of the next outer iteration (never after the final one: the model
- * is complete without it).
+ * The column-bias slot's U phase only adjusts residuals, the row-bias
+ * slot's V phase does nothing.  The add-back and the subtraction ride on
+ * the first u-phase of the next slot, and nothing else touches the data.
+ * The subtraction of the last slot is applied at the start of the next outer
+ * iteration (never after the final one: the model is complete without it).
  *
- * Objective without an extra pass: in the last V phase of an outer iteration
- * the visit also sums S = sum E^_ij^2 over the worker's training entries and
- * the same accumulators over its test entries; then, per column,
+ * Objective without an extra pass: in every V phase of the last slot of an
+ * outer iteration (any of them may turn out to be the last) the visit also
+ * sums S = sum E^_ij^2 over the worker's training entries and the same
+ * accumulators over its test and validation entries; then, per column,
  *     sum_i (E^_ij - u_i v_j)^2 = S_j - 2 v_j num_j + v_j^2 den_j,
  * so the loss after the final subtraction is known at the homes when v is
  * solved.  Partial sums are placed in per-worker and per-block slots of one
  * vector, all-reduced (adding zeros is exact) and summed in slot order, so
  * the reported numbers do not depend on how workers are spread over nodes.
  *
+ * Validation (--validation-fraction F): a training rating is held out when
+ * a hash of (seed, global row, global column) falls below F
+ * (rt_mf_is_validation), so the set depends neither on the layout nor on
+ * the test file.  Held-out ratings keep residuals like test ratings, are
+ * scored every outer iteration, and the model of the best validation RMSE is
+ * kept (--out writes it; --early-stop N ends the run after N outer
+ * iterations without improvement).
+ *
  * Determinism: every accumulator is summed in schedule order (a worker sees
  * blocks, a block sees workers, in an order fixed by the plan), so runs are
  * bit-identical for any split of the workers over nodes and threads.
  *
- * Initialisation: W = 0 (so E = R); H rows as sgd-mf draws them
- * (rt_mf_init_vector: N(0, init_scale / sqrt(k)) from a stream fixed by the
- * seed and the global column id), so the start never depends on the layout.
+ * Initialisation: W = 0, biases 0 (so E = R - mu); H rows as sgd-mf draws
+ * them (rt_mf_init_vector: N(0, init_scale / sqrt(k)) from a stream fixed by
+ * the seed and the global column id), so the start never depends on the
+ * layout.  One setup all-reduce (cd_core_setup_parts / cd_core_setup)
+ * gives every node mu and the column counts n_j.
  *
- * Options, shards and the saved model (W.npy, H.npy, ids, model.json) are
- * the MF conventions of mf_common.h, shared with sgd-mf.
+ * Options, shards and the saved model (W.npy, H.npy, biases, ids,
+ * model.json) are the MF conventions of mf_common.h, shared with sgd-mf.
  */
 #ifndef ROTOR_APPS_CD_MF_H
 #define ROTOR_APPS_CD_MF_H
@@ -72,35 +96,45 @@
 
 /* ---- options ---- */
 typedef struct cd_opts {
-    rt_mf_common_opts mf; /* --rank --lambda --seed --init-scale --out --metrics */
+    rt_mf_common_opts mf; /* --rank --lambda --seed --init-scale --out --metrics
+                             --validation-fraction --early-stop; biases */
     uint32_t outer;       /* --outer: outer iterations */
-    uint32_t inner;       /* --inner: T, alternations per rank */
+    uint32_t inner;       /* --inner: T, most alternations per rank */
+    int center;           /* subtract the training mean (--no-center: 0) */
+    int weighted;         /* lambda n_i, lambda n_j (--unweighted: 0) */
+    double inner_eps;     /* --inner-eps: early exit of the alternations; 0 = never */
 } cd_opts;
+
+/* ---- slots: the rank-one terms updated in turn ---- */
+enum { CD_SLOT_FACTOR = 0, CD_SLOT_ROW_BIAS = 1, CD_SLOT_COL_BIAS = 2 };
+uint32_t cd_slots(const cd_opts *o); /* k, plus 2 with biases */
+/* What slot s is; *rank receives the factor rank of a CD_SLOT_FACTOR slot. */
+int cd_slot_kind(const cd_opts *o, uint32_t slot, uint32_t *rank);
 
 /* ---- the phase a rotation runs ---- */
 enum { CD_PHASE_U = 0, CD_PHASE_V = 1 };
 
 typedef struct cd_phase {
     uint64_t outer;    /* 0-based outer iteration */
-    uint32_t rank;     /* r being updated */
+    uint32_t slot;     /* slot being updated */
     uint32_t inner;    /* t, 0-based */
     int kind;          /* CD_PHASE_U or CD_PHASE_V */
-    int subtract;      /* U, t = 0: remove sub_rank's final term first */
-    uint32_t sub_rank; /* (rank + k - 1) % k */
-    int add_back;      /* U, t = 0: add rank's current term back */
-    int eval;          /* V: last phase of the outer iteration: objective sums */
+    int subtract;      /* U, t = 0: remove sub_slot's final term first */
+    uint32_t sub_slot; /* (slot + slots - 1) % slots */
+    int add_back;      /* U, t = 0: add slot's current term back */
+    int eval;          /* V of the last slot: objective sums (may close the outer) */
 } cd_phase;
 
-void cd_phase_of(uint64_t rotation, uint32_t k, uint32_t inner, cd_phase *ph);
-static inline uint64_t cd_rotations_per_outer(uint32_t k, uint32_t inner)
-{
-    return 2ull * k * inner;
-}
+/* The first phase of a run, and the one after `ph`; `exit_inner` ends the
+ * slot's alternations after a V phase. */
+void cd_phase_first(const cd_opts *o, cd_phase *ph);
+void cd_phase_next(const cd_opts *o, cd_phase *ph, int exit_inner);
 
 /* ---- the block payload ----
  * A 64-byte header, then arrays each starting at a multiple of RT_ALIGN:
  *   U phase: float v[n], float v_sub[n] (only when subtracting)
- *   V phase: double acc[2n] (num, den pairs) [, test acc[2n] when eval] */
+ *   V phase: double acc[2n] (num, den pairs) [, test acc[2n], validation
+ *            acc[2n] when eval] */
 #define CD_PAYLOAD_MAGIC 0x43444d46u /* "CDMF" */
 typedef struct cd_payload_hdr {
     uint32_t magic;
@@ -109,7 +143,8 @@ typedef struct cd_payload_hdr {
     uint32_t block;
     uint32_t n_cols;
     uint32_t flags; /* CD_PF_* */
-    uint32_t reserved[9];
+    uint32_t slot;
+    uint32_t reserved[8];
 } cd_payload_hdr;
 enum { CD_PF_SUBTRACT = 1, CD_PF_ADD_BACK = 2, CD_PF_EVAL = 4 };
 
@@ -117,9 +152,9 @@ enum { CD_PF_SUBTRACT = 1, CD_PF_ADD_BACK = 2, CD_PF_EVAL = 4 };
 size_t cd_payload_max_bytes(uint32_t max_cols);
 
 /* ---- a worker's ratings regrouped for the kernels (cd_mf_cells.c) ----
- * Entry e keeps its index in the shard (so `res` is parallel to the shard's
- * entries, same order), but the kernels read only 8 bytes per entry: the
- * block-local column and the residual.  The rows of MF data blocks are
+ * Entries keep the shard's order (without the ones a filter leaves out), but
+ * the kernels read only 8 bytes per entry: the block-local column and the
+ * residual.  The rows of MF data blocks are
  * sorted, so each block is a list of row runs (row, length). */
 typedef struct cd_cells {
     uint32_t blocks;
@@ -140,11 +175,14 @@ typedef struct cd_span {
 } cd_span;
 
 /* Build from a shard's entries (`off`: blocks + 1 offsets, each block sorted
- * by row).  Fails (exit code 2) on entries that are not grouped by row. */
+ * by row).  With `held` (one flag per entry) only the entries whose flag
+ * equals `keep` are taken.  Fails (exit code 2) on entries that are not
+ * grouped by row. */
 int cd_cells_build(cd_cells *c, const rt_entry *ent, const uint64_t *off, uint32_t blocks,
-                   rt_error *err);
+                   const uint8_t *held, int keep, rt_error *err);
 void cd_cells_free(cd_cells *c);
 cd_span cd_cells_block(const cd_cells *c, uint32_t block);
+uint64_t cd_cells_count(const cd_cells *c);
 
 /* ---- kernels (cd_mf_kernels.c): one data block ---- */
 
@@ -167,36 +205,52 @@ void cd_kernel_adjust(const cd_span *s, const cd_adjust *adj);
 /* V phase: acc[2 col] += E^ u[row], acc[2 col + 1] += u[row]^2; returns
  * sum E^^2 when want_ssq (else 0). */
 double cd_kernel_v(const cd_span *s, const float *u, double *acc, int want_ssq);
-/* out[i] = num_i / (lambda + den_i) (0 when the denominator is 0). */
-void cd_solve(const double *acc, size_t n, double lambda, float *out);
+/* out[i] = num_i / (lambda_i + den_i) (0 when the denominator is 0), with
+ * lambda_i = lambda count[i], or lambda when count is NULL.  Returns the
+ * decrease of the objective, sum (lambda_i + den_i) (old_i - new_i)^2. */
+double cd_solve(const double *acc, size_t n, double lambda, const double *count, float *out);
 /* sum over i of v[i]^2 den_i - 2 v[i] num_i: the change of the squared loss
  * of the columns when the new rank-one term is subtracted. */
 double cd_loss_delta(const float *v, const double *acc, size_t n);
 
 /* ---- the solver core (cd_mf_core.c), independent of the engine ---- */
 
+enum { CD_SUMS_PER_SLOT = 5 }; /* train, test, validation, |x|^2 weighted, decrease */
+
 typedef struct cd_worker { /* one row block; only its thread touches it in a visit */
     uint32_t id;           /* global worker id */
     uint32_t n_rows;
     const rt_shard *shard;
-    cd_cells train;   /* training ratings and their residuals */
-    cd_cells test;    /* test ratings and their residuals */
-    float *U;         /* k x n_rows, rank-major */
-    double *acc;      /* u-update accumulators, 2 n_rows (num, den pairs) */
-    double ssq, tssq; /* eval phase: sum of squared residuals seen */
+    cd_cells train;            /* training ratings and their residuals */
+    cd_cells valid;            /* held-out training ratings (validation) */
+    cd_cells test;             /* test ratings and their residuals */
+    float *U;                  /* k x n_rows, rank-major */
+    float *bias;               /* n_rows row biases (all 0 without biases) */
+    float *ones;               /* n_rows ones: the fixed factor of the column-bias slot */
+    double *count;             /* n_rows training ratings per row */
+    double *acc;               /* u-update accumulators, 2 n_rows (num, den pairs) */
+    double ssq, tssq, vssq;    /* eval phase: sums of squared residuals seen */
+    double decrease;           /* objective decrease of the last u solve */
+    float *best_U, *best_bias; /* the model of the best validation RMSE */
 } cd_worker;
 
 typedef struct cd_block { /* a column block whose home is this node */
     uint32_t n_cols;
-    float *V;       /* k x n_cols, rank-major; NULL when the block lives elsewhere */
-    double part[2]; /* eval phase: cd_loss_delta of train and test accumulators */
+    float *V;            /* k x n_cols, rank-major; NULL when the block lives elsewhere */
+    float *bias;         /* n_cols column biases */
+    float *ones;         /* n_cols ones: the fixed factor of the row-bias slot */
+    const double *count; /* n_cols training ratings per column (into cd_core) */
+    double part[3];      /* eval phase: cd_loss_delta of train, test, validation */
+    double decrease;     /* objective decrease of the last v solve */
+    float *best_V, *best_bias;
 } cd_block;
 
 typedef struct cd_metrics {
-    uint64_t outer; /* 1-based: outer iterations completed */
-    double loss;    /* squared training error */
-    double reg;     /* lambda (|W|^2 + |H|^2) */
-    double objective, train_rmse, test_rmse;
+    uint64_t outer;                                      /* 1-based: outer iterations completed */
+    double loss;                                         /* squared training error */
+    double reg;                                          /* the regulariser */
+    double objective, train_rmse, test_rmse, valid_rmse; /* NAN when there is no such set */
+    uint64_t best_outer; /* outer iteration of the best validation RMSE so far */
 } cd_metrics;
 
 typedef struct cd_core {
@@ -205,6 +259,16 @@ typedef struct cd_core {
     uint32_t first_worker, n_workers; /* the workers this node runs */
     cd_worker *workers;               /* n_workers */
     cd_block *blocks;                 /* plan->blocks entries */
+    double *col_count;                /* n_cols, in block order (after cd_core_setup) */
+    float mu;                         /* the training mean (0 with --no-center) */
+    uint64_t n_train, n_valid;        /* global counts (after cd_core_setup) */
+    cd_phase ph;                      /* the phase of rotation `rotation` */
+    uint64_t rotation;
+    double decrease_max; /* largest alternation decrease in this outer */
+    uint64_t outer_done;
+    double best_valid; /* best validation RMSE (INFINITY before) */
+    uint64_t best_outer, since_best;
+    int stop; /* early stopping ended the run */
 } cd_core;
 
 /* Allocate the state of workers first..first+n-1 over their shards
@@ -213,20 +277,36 @@ int cd_core_init(cd_core *c, const cd_opts *opt, const rt_plan *plan, const rt_s
                  uint32_t first_worker, uint32_t n_workers, rt_error *err);
 void cd_core_free(cd_core *c);
 
+/* Before the first rotation: this node's part of the setup vector
+ * (cd_core_setup_len doubles: per worker the sum and count of its training
+ * ratings and its validation count, then per column its training count, zero
+ * where not ours); after the all-reduce, cd_core_setup takes the totals. */
+size_t cd_core_setup_len(const rt_plan *plan);
+void cd_core_setup_parts(const cd_core *c, double *v);
+void cd_core_setup(cd_core *c, const double *v);
+
 int cd_core_block_home(cd_core *c, uint32_t block, uint64_t rotation, void *payload, size_t *len,
                        rt_error *err);
 int cd_core_visit(cd_core *c, uint32_t worker, uint32_t block, uint64_t rotation, void *payload,
                   size_t len, rt_error *err);
-/* All blocks home: absorb home block b's payload (V phase: solve v_r). */
+/* All blocks home: absorb home block b's payload (V phase: solve v). */
 int cd_core_block_end(cd_core *c, uint32_t block, uint64_t rotation, const void *payload,
                       size_t len, rt_error *err);
-/* Then, once per rotation: solve u_r (U phase).  Returns 1 when this rotation
- * closes an outer iteration: `sums` (cd_core_sums_len() doubles) then holds
- * this node's partial sums, to be all-reduced and given to cd_core_metrics. */
+/* Then, once per rotation: solve u (U phase).  Returns 1 when `sums`
+ * (cd_core_sums_len() doubles) holds this node's partial sums, which must be
+ * all-reduced (the same answer on every node). */
 int cd_core_rotation_end(cd_core *c, uint64_t rotation, double *sums);
 size_t cd_core_sums_len(const rt_plan *plan);
-void cd_core_metrics(const cd_core *c, uint64_t rotation, const double *sums, cd_metrics *m);
-/* 1 when `rotation` is the last one of the run. */
-int cd_core_done(const cd_core *c, uint64_t rotation);
+/* Then, with the all-reduced sums (NULL when rotation_end returned 0): take
+ * the early-exit decision and move to the next phase.  Returns 1 when
+ * `rotation` closed an outer iteration; *m then holds its numbers. */
+int cd_core_advance(cd_core *c, uint64_t rotation, const double *sums, cd_metrics *m);
+/* 1 when the run is over (all outer iterations, or early stopping). */
+int cd_core_done(const cd_core *c);
+/* The model to save: the best by validation when there is a validation set. */
+const float *cd_core_saved_U(const cd_core *c, uint32_t local_worker);
+const float *cd_core_saved_row_bias(const cd_core *c, uint32_t local_worker);
+const float *cd_core_saved_V(const cd_core *c, uint32_t block);
+const float *cd_core_saved_col_bias(const cd_core *c, uint32_t block);
 
 #endif

@@ -18,26 +18,37 @@ void cd_cells_free(cd_cells *c)
     memset(c, 0, sizeof(*c));
 }
 
-static uint64_t count_runs(const rt_entry *ent, uint64_t from, uint64_t to)
+static int taken(const uint8_t *held, int keep, uint64_t e)
 {
-    uint64_t runs = 0;
-    for (uint64_t e = from; e < to; e++)
-        runs += e == from || ent[e].row != ent[e - 1].row;
-    return runs;
+    return !held || held[e] == keep;
+}
+
+/* Runs and entries of the taken entries of one block. */
+static void count_block(const rt_entry *ent, uint64_t from, uint64_t to, const uint8_t *held,
+                        int keep, uint64_t *runs, uint64_t *n)
+{
+    int64_t last_row = -1;
+    for (uint64_t e = from; e < to; e++) {
+        if (!taken(held, keep, e))
+            continue;
+        *runs += (int64_t)ent[e].row != last_row;
+        last_row = ent[e].row;
+        (*n)++;
+    }
 }
 
 int cd_cells_build(cd_cells *c, const rt_entry *ent, const uint64_t *off, uint32_t blocks,
-                   rt_error *err)
+                   const uint8_t *held, int keep, rt_error *err)
 {
     memset(c, 0, sizeof(*c));
     c->blocks = blocks;
-    uint64_t n = off[blocks], runs = 0;
+    uint64_t n = 0, runs = 0;
     for (uint32_t b = 0; b < blocks; b++) {
         for (uint64_t e = off[b] + 1; e < off[b + 1]; e++)
             if (ent[e].row < ent[e - 1].row)
                 return rt_fail(err, RT_EXIT_INPUT,
                                "cd-mf: shard entries of block %u are not sorted by row", b);
-        runs += count_runs(ent, off[b], off[b + 1]);
+        count_block(ent, off[b], off[b + 1], held, keep, &runs, &n);
     }
     c->entry_off = rt_alloc((blocks + 1) * sizeof(uint64_t));
     c->run_off = rt_alloc((blocks + 1) * sizeof(uint64_t));
@@ -50,23 +61,30 @@ int cd_cells_build(cd_cells *c, const rt_entry *ent, const uint64_t *off, uint32
         return rt_fail(err, RT_EXIT_RUNTIME, "cd-mf: out of memory for %llu ratings",
                        (unsigned long long)n);
     }
-    uint64_t r = 0;
+    uint64_t r = 0, x = 0;
     for (uint32_t b = 0; b < blocks; b++) {
-        c->entry_off[b] = off[b];
+        c->entry_off[b] = x;
         c->run_off[b] = r;
         for (uint64_t e = off[b]; e < off[b + 1]; e++) {
-            if (e == off[b] || ent[e].row != ent[e - 1].row) {
+            if (!taken(held, keep, e))
+                continue;
+            if (x == c->entry_off[b] || ent[e].row != c->run_row[r - 1]) {
                 c->run_row[r] = ent[e].row;
                 c->run_len[r++] = 0;
             }
             c->run_len[r - 1]++;
-            c->col[e] = ent[e].col;
-            c->res[e] = ent[e].val;
+            c->col[x] = ent[e].col;
+            c->res[x++] = ent[e].val;
         }
     }
     c->entry_off[blocks] = n;
     c->run_off[blocks] = r;
     return 0;
+}
+
+uint64_t cd_cells_count(const cd_cells *c)
+{
+    return c->entry_off[c->blocks];
 }
 
 cd_span cd_cells_block(const cd_cells *c, uint32_t b)

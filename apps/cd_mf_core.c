@@ -8,24 +8,68 @@
 #include <stdlib.h>
 #include <string.h>
 
-void cd_phase_of(uint64_t rotation, uint32_t k, uint32_t inner, cd_phase *ph)
+uint32_t cd_slots(const cd_opts *o)
 {
-    uint64_t per = cd_rotations_per_outer(k, inner);
-    uint64_t q = rotation % per;
-    memset(ph, 0, sizeof(*ph));
-    ph->outer = rotation / per;
-    ph->rank = (uint32_t)(q / (2ull * inner));
-    ph->inner = (uint32_t)(q % (2ull * inner) / 2);
-    ph->kind = (int)(q & 1);
-    ph->sub_rank = (ph->rank + k - 1) % k;
-    ph->eval = q == per - 1;
-    if (ph->kind == CD_PHASE_U && ph->inner == 0 && k > 1) {
-        /* Nothing to take out before the very first rank; nothing to add
-         * back in outer iteration 0, where W = 0.  With k = 1 the two would
-         * cancel, so both are skipped and E^ simply carries on. */
-        ph->subtract = !(ph->outer == 0 && ph->rank == 0);
+    return o->mf.k + (o->mf.biases ? 2 : 0);
+}
+
+int cd_slot_kind(const cd_opts *o, uint32_t slot, uint32_t *rank)
+{
+    uint32_t first_rank = o->mf.biases ? 2 : 0;
+    if (slot >= first_rank) {
+        if (rank)
+            *rank = slot - first_rank;
+        return CD_SLOT_FACTOR;
+    }
+    return slot == 0 ? CD_SLOT_ROW_BIAS : CD_SLOT_COL_BIAS;
+}
+
+/* A bias has one free factor: one solve finds its optimum. */
+static uint32_t slot_alternations(const cd_opts *o, uint32_t slot)
+{
+    return cd_slot_kind(o, slot, NULL) == CD_SLOT_FACTOR ? o->inner : 1;
+}
+
+static void phase_flags_of(const cd_opts *o, cd_phase *ph)
+{
+    uint32_t S = cd_slots(o);
+    ph->subtract = ph->add_back = 0;
+    ph->sub_slot = (ph->slot + S - 1) % S;
+    ph->eval = ph->kind == CD_PHASE_V && ph->slot == S - 1;
+    if (ph->kind == CD_PHASE_U && ph->inner == 0 && S > 1) {
+        /* Nothing to take out before the very first slot; nothing to add
+         * back in outer iteration 0, where every term is still zero.  With
+         * one slot the two would cancel, so both are skipped and E^ simply
+         * carries on. */
+        ph->subtract = !(ph->outer == 0 && ph->slot == 0);
         ph->add_back = ph->outer > 0;
     }
+}
+
+void cd_phase_first(const cd_opts *o, cd_phase *ph)
+{
+    memset(ph, 0, sizeof(*ph));
+    ph->kind = CD_PHASE_U;
+    phase_flags_of(o, ph);
+}
+
+void cd_phase_next(const cd_opts *o, cd_phase *ph, int exit_inner)
+{
+    if (ph->kind == CD_PHASE_U) {
+        ph->kind = CD_PHASE_V;
+    } else {
+        ph->kind = CD_PHASE_U;
+        if (!exit_inner && ph->inner + 1 < slot_alternations(o, ph->slot)) {
+            ph->inner++;
+        } else {
+            ph->inner = 0;
+            if (++ph->slot == cd_slots(o)) {
+                ph->slot = 0;
+                ph->outer++;
+            }
+        }
+    }
+    phase_flags_of(o, ph);
 }
 
 /* ---- payload layout ---- */
@@ -46,12 +90,12 @@ static size_t f64_bytes(uint32_t n)
 size_t cd_payload_max_bytes(uint32_t max_cols)
 {
     size_t u = hdr_bytes() + 2 * f32_bytes(max_cols);
-    size_t v = hdr_bytes() + 2 * f64_bytes(2 * max_cols);
+    size_t v = hdr_bytes() + 3 * f64_bytes(2 * max_cols);
     return u > v ? u : v;
 }
 
 /* The i-th array of a payload of `n` columns: floats v[n] in the U phase,
- * accumulator pairs acc[2n] in the V phase. */
+ * accumulator pairs acc[2n] in the V phase (0 train, 1 test, 2 validation). */
 static float *payload_v(void *payload, uint32_t n, int i)
 {
     return (float *)((char *)payload + hdr_bytes() + (size_t)i * f32_bytes(n));
@@ -65,34 +109,73 @@ static size_t payload_len(const cd_phase *ph, uint32_t n)
 {
     if (ph->kind == CD_PHASE_U)
         return hdr_bytes() + (ph->subtract ? 2 : 1) * f32_bytes(n);
-    return hdr_bytes() + (ph->eval ? 2 : 1) * f64_bytes(2 * n);
-}
-
-static uint32_t phase_flags(const cd_phase *ph)
-{
-    return (ph->subtract ? CD_PF_SUBTRACT : 0) | (ph->add_back ? CD_PF_ADD_BACK : 0) |
-           (ph->eval ? CD_PF_EVAL : 0);
+    return hdr_bytes() + (ph->eval ? 3 : 1) * f64_bytes(2 * n);
 }
 
 /* ---- setup ---- */
 
+/* Which of the shard's training entries are held out for validation. */
+static uint8_t *held_out(const cd_core *c, const rt_shard *sh, rt_error *err)
+{
+    uint64_t n = sh->train_off[c->plan->blocks];
+    uint8_t *held = malloc(n ? n : 1);
+    if (!held) {
+        rt_fail(err, RT_EXIT_RUNTIME, "cd-mf: out of memory");
+        return NULL;
+    }
+    for (uint32_t b = 0; b < c->plan->blocks; b++) {
+        const uint32_t *cols = c->plan->block_col_ids + c->plan->block_col_offset[b];
+        for (uint64_t e = sh->train_off[b]; e < sh->train_off[b + 1]; e++)
+            held[e] = (uint8_t)rt_mf_is_validation(&c->opt.mf, sh->row_ids[sh->train[e].row],
+                                                   cols[sh->train[e].col]);
+    }
+    return held;
+}
+
+static int worker_cells(cd_core *c, cd_worker *w, const rt_shard *sh, rt_error *err)
+{
+    uint32_t B = c->plan->blocks;
+    uint8_t *held = held_out(c, sh, err); /* all 0 without validation: an empty set */
+    if (!held)
+        return -1;
+    int rc = cd_cells_build(&w->train, sh->train, sh->train_off, B, held, 0, err) ||
+             cd_cells_build(&w->valid, sh->train, sh->train_off, B, held, 1, err) ||
+             cd_cells_build(&w->test, sh->test, sh->test_off, B, NULL, 0, err);
+    free(held);
+    return rc ? -1 : 0;
+}
+
 static int worker_init(cd_core *c, cd_worker *w, uint32_t id, const rt_shard *sh, rt_error *err)
 {
-    uint32_t B = c->plan->blocks, k = c->opt.mf.k;
+    uint32_t k = c->opt.mf.k;
     w->id = id;
     w->n_rows = sh->n_rows;
     w->shard = sh;
     if (sh->worker != id || sh->n_rows != rt_plan_worker_rows(c->plan, id))
         return rt_fail(err, RT_EXIT_INPUT, "cd-mf: shard of worker %u does not match the plan", id);
-    /* E = R - W H^T = R, since W starts at zero. */
-    if (cd_cells_build(&w->train, sh->train, sh->train_off, B, err) ||
-        cd_cells_build(&w->test, sh->test, sh->test_off, B, err))
+    /* E = R until cd_core_setup takes the mean out; W and biases start at 0. */
+    if (worker_cells(c, w, sh, err))
         return rt_error_prefix(err, "worker %u", id);
-    w->U = rt_alloc((size_t)k * w->n_rows * sizeof(float));
-    w->acc = rt_alloc(2 * (size_t)w->n_rows * sizeof(double));
-    if (!w->U || !w->acc)
+    size_t n = w->n_rows;
+    w->U = rt_alloc(k * n * sizeof(float));
+    w->bias = rt_alloc(n * sizeof(float));
+    w->ones = rt_alloc(n * sizeof(float));
+    w->count = rt_alloc(n * sizeof(double));
+    w->acc = rt_alloc(2 * n * sizeof(double));
+    int keep_best = c->opt.mf.valid_fraction > 0;
+    if (keep_best) {
+        w->best_U = rt_alloc(k * n * sizeof(float));
+        w->best_bias = rt_alloc(n * sizeof(float));
+    }
+    if (!w->U || !w->bias || !w->ones || !w->count || !w->acc ||
+        (keep_best && (!w->best_U || !w->best_bias)))
         return rt_fail(err, RT_EXIT_RUNTIME, "cd-mf: out of memory for worker %u (%u rows)", id,
                        w->n_rows);
+    for (size_t i = 0; i < n; i++)
+        w->ones[i] = 1.0f;
+    const cd_cells *t = &w->train;
+    for (uint64_t r = 0; r < t->run_off[t->blocks]; r++)
+        w->count[t->run_row[r]] += t->run_len[r];
     return 0;
 }
 
@@ -104,9 +187,12 @@ int cd_core_init(cd_core *c, const cd_opts *opt, const rt_plan *plan, const rt_s
     c->plan = plan;
     c->first_worker = first_worker;
     c->n_workers = n_workers;
+    c->best_valid = INFINITY;
+    cd_phase_first(opt, &c->ph);
     c->workers = calloc(n_workers, sizeof(cd_worker));
     c->blocks = calloc(plan->blocks, sizeof(cd_block));
-    if (!c->workers || !c->blocks)
+    c->col_count = calloc(plan->n_cols + 1, sizeof(double));
+    if (!c->workers || !c->blocks || !c->col_count)
         return rt_fail(err, RT_EXIT_RUNTIME, "cd-mf: out of memory");
     for (uint32_t l = 0; l < n_workers; l++)
         if (worker_init(c, &c->workers[l], first_worker + l, &shards[l], err))
@@ -120,16 +206,84 @@ void cd_core_free(cd_core *c)
         for (uint32_t l = 0; l < c->n_workers; l++) {
             cd_worker *w = &c->workers[l];
             cd_cells_free(&w->train);
+            cd_cells_free(&w->valid);
             cd_cells_free(&w->test);
             rt_free(w->U);
+            rt_free(w->bias);
+            rt_free(w->ones);
+            rt_free(w->count);
             rt_free(w->acc);
+            rt_free(w->best_U);
+            rt_free(w->best_bias);
         }
     if (c->blocks)
-        for (uint32_t b = 0; b < c->plan->blocks; b++)
-            rt_free(c->blocks[b].V);
+        for (uint32_t b = 0; b < c->plan->blocks; b++) {
+            cd_block *bl = &c->blocks[b];
+            rt_free(bl->V);
+            rt_free(bl->bias);
+            rt_free(bl->ones);
+            rt_free(bl->best_V);
+            rt_free(bl->best_bias);
+        }
     free(c->workers);
     free(c->blocks);
+    free(c->col_count);
     memset(c, 0, sizeof(*c));
+}
+
+size_t cd_core_setup_len(const rt_plan *plan)
+{
+    return 3 * (size_t)plan->workers + plan->n_cols;
+}
+
+void cd_core_setup_parts(const cd_core *c, double *v)
+{
+    const rt_plan *p = c->plan;
+    double *col = v + 3 * (size_t)p->workers;
+    memset(v, 0, cd_core_setup_len(p) * sizeof(double));
+    for (uint32_t l = 0; l < c->n_workers; l++) {
+        const cd_worker *w = &c->workers[l];
+        const cd_cells *t = &w->train;
+        double sum = 0;
+        for (uint64_t e = 0; e < cd_cells_count(t); e++)
+            sum += t->res[e];
+        v[3 * (size_t)w->id] = sum;
+        v[3 * (size_t)w->id + 1] = (double)cd_cells_count(t);
+        v[3 * (size_t)w->id + 2] = (double)cd_cells_count(&w->valid);
+        for (uint32_t b = 0; b < p->blocks; b++) {
+            cd_span s = cd_cells_block(t, b);
+            double *cb = col + p->block_col_offset[b];
+            for (uint64_t e = 0; e < t->entry_off[b + 1] - t->entry_off[b]; e++)
+                cb[s.col[e]] += 1;
+        }
+    }
+}
+
+static void subtract_mean(cd_cells *cells, float mu)
+{
+    for (uint64_t e = 0; e < cd_cells_count(cells); e++)
+        cells->res[e] -= mu;
+}
+
+void cd_core_setup(cd_core *c, const double *v)
+{
+    const rt_plan *p = c->plan;
+    double sum = 0, n = 0, nv = 0;
+    for (uint32_t w = 0; w < p->workers; w++) { /* worker order: the same on every node */
+        sum += v[3 * (size_t)w];
+        n += v[3 * (size_t)w + 1];
+        nv += v[3 * (size_t)w + 2];
+    }
+    c->n_train = (uint64_t)n;
+    c->n_valid = (uint64_t)nv;
+    c->mu = c->opt.center && n > 0 ? (float)(sum / n) : 0.0f;
+    memcpy(c->col_count, v + 3 * (size_t)p->workers, p->n_cols * sizeof(double));
+    for (uint32_t l = 0; l < c->n_workers; l++) {
+        cd_worker *w = &c->workers[l];
+        subtract_mean(&w->train, c->mu);
+        subtract_mean(&w->valid, c->mu);
+        subtract_mean(&w->test, c->mu);
+    }
 }
 
 /* First time block b is home here: its slice of H, initialised. */
@@ -139,48 +293,101 @@ static int block_state(cd_core *c, uint32_t b, rt_error *err)
     uint32_t k = c->opt.mf.k;
     if (bl->V)
         return 0;
-    bl->n_cols = rt_plan_block_cols(c->plan, b);
-    bl->V = rt_alloc((size_t)k * bl->n_cols * sizeof(float));
-    if (!bl->V)
-        return rt_fail(err, RT_EXIT_RUNTIME, "cd-mf: out of memory for block %u", b);
+    size_t n = bl->n_cols = rt_plan_block_cols(c->plan, b);
+    bl->count = c->col_count + c->plan->block_col_offset[b];
+    bl->V = rt_alloc(k * n * sizeof(float));
+    bl->bias = rt_alloc(n * sizeof(float));
+    bl->ones = rt_alloc(n * sizeof(float));
+    int keep_best = c->opt.mf.valid_fraction > 0;
+    if (keep_best) {
+        bl->best_V = rt_alloc(k * n * sizeof(float));
+        bl->best_bias = rt_alloc(n * sizeof(float));
+    }
     uint32_t kp = rt_mf_padded_rank(k);
     float *h = rt_alloc(kp * sizeof(float));
-    if (!h)
+    if (!bl->V || !bl->bias || !bl->ones || !h || (keep_best && (!bl->best_V || !bl->best_bias))) {
+        rt_free(h);
         return rt_fail(err, RT_EXIT_RUNTIME, "cd-mf: out of memory for block %u", b);
+    }
     const uint32_t *cols = c->plan->block_col_ids + c->plan->block_col_offset[b];
-    for (uint32_t j = 0; j < bl->n_cols; j++) {
+    for (uint32_t j = 0; j < n; j++) {
         rt_mf_init_vector(h, k, kp, &c->opt.mf, 1, cols[j]);
         for (uint32_t r = 0; r < k; r++)
-            bl->V[(size_t)r * bl->n_cols + j] = h[r];
+            bl->V[(size_t)r * n + j] = h[r];
+        bl->ones[j] = 1.0f;
     }
     rt_free(h);
     return 0;
 }
 
+/* One factor of a slot over n rows (side_u) or n columns: a factor rank's
+ * slice of F, or for a bias slot the bias on its own side and the fixed unit
+ * factor on the other. */
+static float *slot_factor(const cd_core *c, uint32_t slot, int side_u, float *F, float *bias,
+                          float *ones, size_t n)
+{
+    uint32_t r;
+    int kind = cd_slot_kind(&c->opt, slot, &r);
+    if (kind == CD_SLOT_FACTOR)
+        return F + r * n;
+    return side_u == (kind == CD_SLOT_ROW_BIAS) ? bias : ones;
+}
+
+static float *slot_u(const cd_core *c, const cd_worker *w, uint32_t slot)
+{
+    return slot_factor(c, slot, 1, w->U, w->bias, w->ones, w->n_rows);
+}
+
+static float *slot_v(const cd_core *c, const cd_block *bl, uint32_t slot)
+{
+    return slot_factor(c, slot, 0, bl->V, bl->bias, bl->ones, bl->n_cols);
+}
+
+static const double *reg_count(const cd_core *c, const double *count)
+{
+    return c->opt.weighted ? count : NULL;
+}
+
 /* ---- the rotation callbacks ---- */
+
+static uint32_t phase_flags(const cd_phase *ph)
+{
+    return (ph->subtract ? CD_PF_SUBTRACT : 0) | (ph->add_back ? CD_PF_ADD_BACK : 0) |
+           (ph->eval ? CD_PF_EVAL : 0);
+}
+
+/* The phase of `rotation`: the engine runs rotations in order, so it is the
+ * current one. */
+static int phase_at(const cd_core *c, uint64_t rotation, rt_error *err)
+{
+    if (rotation != c->rotation)
+        return rt_fail(err, RT_EXIT_RUNTIME, "cd-mf: rotation %llu out of order (expected %llu)",
+                       (unsigned long long)rotation, (unsigned long long)c->rotation);
+    return 0;
+}
 
 int cd_core_block_home(cd_core *c, uint32_t b, uint64_t rotation, void *payload, size_t *len,
                        rt_error *err)
 {
-    cd_phase ph;
-    if (block_state(c, b, err))
+    const cd_phase *ph = &c->ph;
+    if (phase_at(c, rotation, err) || block_state(c, b, err))
         return -1;
-    cd_phase_of(rotation, c->opt.mf.k, c->opt.inner, &ph);
     cd_block *bl = &c->blocks[b];
     uint32_t n = bl->n_cols;
     cd_payload_hdr *h = payload;
     memset(h, 0, sizeof(*h));
     h->magic = CD_PAYLOAD_MAGIC;
-    h->kind = (uint32_t)ph.kind;
+    h->kind = (uint32_t)ph->kind;
     h->rotation = rotation;
     h->block = b;
     h->n_cols = n;
-    h->flags = phase_flags(&ph);
-    *len = payload_len(&ph, n);
-    if (ph.kind == CD_PHASE_U) {
-        memcpy(payload_v(payload, n, 0), bl->V + (size_t)ph.rank * n, n * sizeof(float));
-        if (ph.subtract)
-            memcpy(payload_v(payload, n, 1), bl->V + (size_t)ph.sub_rank * n, n * sizeof(float));
+    h->flags = phase_flags(ph);
+    h->slot = ph->slot;
+    *len = payload_len(ph, n);
+    if (ph->kind == CD_PHASE_U) {
+        memcpy(payload_v(payload, n, 0), slot_v(c, bl, ph->slot), n * sizeof(float));
+        if (ph->subtract)
+            memcpy(payload_v(payload, n, 1), slot_v(c, bl, ph->sub_slot), n * sizeof(float));
     } else {
         memset(payload_acc(payload, n, 0), 0, *len - hdr_bytes());
     }
@@ -193,7 +400,7 @@ static int check_payload(const cd_phase *ph, uint32_t b, uint64_t rotation, cons
     const cd_payload_hdr *h = payload;
     if (len != payload_len(ph, n) || h->magic != CD_PAYLOAD_MAGIC || h->block != b ||
         h->rotation != rotation || h->n_cols != n || h->kind != (uint32_t)ph->kind ||
-        h->flags != phase_flags(ph))
+        h->flags != phase_flags(ph) || h->slot != ph->slot)
         return rt_fail(err, RT_EXIT_RUNTIME,
                        "cd-mf: block %u arrived with a payload for another phase "
                        "(rotation %llu, %zu bytes)",
@@ -201,136 +408,287 @@ static int check_payload(const cd_phase *ph, uint32_t b, uint64_t rotation, cons
     return 0;
 }
 
+static void visit_u(const cd_core *c, cd_worker *w, uint32_t b, void *payload, uint32_t n)
+{
+    const cd_phase *ph = &c->ph;
+    cd_span train = cd_cells_block(&w->train, b), valid = cd_cells_block(&w->valid, b),
+            test = cd_cells_block(&w->test, b);
+    const float *v = payload_v(payload, n, 0);
+    cd_adjust adj = {0};
+    if (ph->subtract) {
+        adj.u_sub = slot_u(c, w, ph->sub_slot);
+        adj.v_sub = payload_v(payload, n, 1);
+    }
+    if (ph->add_back) {
+        adj.u_add = slot_u(c, w, ph->slot);
+        adj.v_add = v;
+    }
+    /* The column-bias slot's u is fixed: its U phase only adjusts. */
+    if (cd_slot_kind(&c->opt, ph->slot, NULL) == CD_SLOT_COL_BIAS)
+        cd_kernel_adjust(&train, &adj);
+    else
+        cd_kernel_u(&train, &adj, v, w->acc);
+    if (ph->subtract || ph->add_back) {
+        cd_kernel_adjust(&valid, &adj);
+        cd_kernel_adjust(&test, &adj);
+    }
+}
+
 int cd_core_visit(cd_core *c, uint32_t worker, uint32_t b, uint64_t rotation, void *payload,
                   size_t len, rt_error *err)
 {
-    cd_phase ph;
-    cd_phase_of(rotation, c->opt.mf.k, c->opt.inner, &ph);
+    const cd_phase *ph = &c->ph;
     uint32_t n = rt_plan_block_cols(c->plan, b);
+    if (phase_at(c, rotation, err))
+        return -1;
     if (worker < c->first_worker || worker - c->first_worker >= c->n_workers)
         return rt_fail(err, RT_EXIT_RUNTIME, "cd-mf: worker %u is not on this node", worker);
-    if (check_payload(&ph, b, rotation, payload, len, n, err))
+    if (check_payload(ph, b, rotation, payload, len, n, err))
         return -1;
     cd_worker *w = &c->workers[worker - c->first_worker];
-    cd_span train = cd_cells_block(&w->train, b), test = cd_cells_block(&w->test, b);
-    const float *u = w->U + (size_t)ph.rank * w->n_rows;
-
-    if (ph.kind == CD_PHASE_U) {
-        const float *v = payload_v(payload, n, 0);
-        cd_adjust adj = {0};
-        if (ph.subtract) {
-            adj.u_sub = w->U + (size_t)ph.sub_rank * w->n_rows;
-            adj.v_sub = payload_v(payload, n, 1);
-        }
-        if (ph.add_back) {
-            adj.u_add = u;
-            adj.v_add = v;
-        }
-        cd_kernel_u(&train, &adj, v, w->acc);
-        if (ph.subtract || ph.add_back)
-            cd_kernel_adjust(&test, &adj);
+    if (ph->kind == CD_PHASE_U) {
+        visit_u(c, w, b, payload, n);
         return 0;
     }
-    w->ssq += cd_kernel_v(&train, u, payload_acc(payload, n, 0), ph.eval);
-    if (ph.eval)
+    /* The row-bias slot's v is fixed: nothing to accumulate. */
+    if (cd_slot_kind(&c->opt, ph->slot, NULL) == CD_SLOT_ROW_BIAS)
+        return 0;
+    const float *u = slot_u(c, w, ph->slot);
+    cd_span train = cd_cells_block(&w->train, b);
+    w->ssq += cd_kernel_v(&train, u, payload_acc(payload, n, 0), ph->eval);
+    if (ph->eval) {
+        cd_span test = cd_cells_block(&w->test, b), valid = cd_cells_block(&w->valid, b);
         w->tssq += cd_kernel_v(&test, u, payload_acc(payload, n, 1), 1);
+        w->vssq += cd_kernel_v(&valid, u, payload_acc(payload, n, 2), 1);
+    }
     return 0;
 }
 
 int cd_core_block_end(cd_core *c, uint32_t b, uint64_t rotation, const void *payload, size_t len,
                       rt_error *err)
 {
-    cd_phase ph;
-    cd_phase_of(rotation, c->opt.mf.k, c->opt.inner, &ph);
+    const cd_phase *ph = &c->ph;
     cd_block *bl = &c->blocks[b];
+    if (phase_at(c, rotation, err))
+        return -1;
     if (!bl->V)
         return rt_fail(err, RT_EXIT_RUNTIME, "cd-mf: block %u ended at a node it never left", b);
     uint32_t n = bl->n_cols;
-    if (check_payload(&ph, b, rotation, payload, len, n, err))
+    if (check_payload(ph, b, rotation, payload, len, n, err))
         return -1;
-    if (ph.kind != CD_PHASE_V)
+    bl->decrease = 0;
+    if (ph->kind != CD_PHASE_V || cd_slot_kind(&c->opt, ph->slot, NULL) == CD_SLOT_ROW_BIAS)
         return 0;
     void *p = (void *)payload; /* payload_acc serves the writers too */
-    float *v = bl->V + (size_t)ph.rank * n;
-    cd_solve(payload_acc(p, n, 0), n, c->opt.mf.lambda, v);
-    if (ph.eval) {
-        bl->part[0] = cd_loss_delta(v, payload_acc(p, n, 0), n);
-        bl->part[1] = cd_loss_delta(v, payload_acc(p, n, 1), n);
-    }
+    float *v = slot_v(c, bl, ph->slot);
+    bl->decrease = cd_solve(payload_acc(p, n, 0), n, c->opt.mf.lambda, reg_count(c, bl->count), v);
+    if (ph->eval)
+        for (int s = 0; s < 3; s++)
+            bl->part[s] = cd_loss_delta(v, payload_acc(p, n, s), n);
     return 0;
 }
 
 size_t cd_core_sums_len(const rt_plan *plan)
 {
-    return 3 * ((size_t)plan->workers + plan->blocks);
+    return CD_SUMS_PER_SLOT * ((size_t)plan->workers + plan->blocks);
 }
 
-static double sum_squares(const float *x, size_t n)
+/* sum_x weight_x (sum_r F[r][x]^2 + bias_x^2): the regulariser's share of
+ * rows or columns (weight = count, or 1 unweighted). */
+static double weighted_norms(const cd_core *c, const float *F, const float *bias,
+                             const double *count, size_t n)
 {
+    uint32_t k = c->opt.mf.k;
     double s = 0;
-    for (size_t i = 0; i < n; i++)
-        s += (double)x[i] * x[i];
+    for (size_t x = 0; x < n; x++) {
+        double q = (double)bias[x] * bias[x];
+        for (uint32_t r = 0; r < k; r++)
+            q += (double)F[r * n + x] * F[r * n + x];
+        s += (c->opt.weighted ? count[x] : 1.0) * q;
+    }
     return s;
 }
 
-int cd_core_rotation_end(cd_core *c, uint64_t rotation, double *sums)
+static void solve_u(cd_core *c)
 {
-    cd_phase ph;
-    uint32_t k = c->opt.mf.k, W = c->plan->workers;
-    cd_phase_of(rotation, k, c->opt.inner, &ph);
-    if (ph.kind == CD_PHASE_U) {
-        for (uint32_t l = 0; l < c->n_workers; l++) {
-            cd_worker *w = &c->workers[l];
-            cd_solve(w->acc, w->n_rows, c->opt.mf.lambda, w->U + (size_t)ph.rank * w->n_rows);
-            memset(w->acc, 0, 2 * (size_t)w->n_rows * sizeof(double));
-        }
-        return 0;
+    const cd_phase *ph = &c->ph;
+    int fixed = cd_slot_kind(&c->opt, ph->slot, NULL) == CD_SLOT_COL_BIAS;
+    for (uint32_t l = 0; l < c->n_workers; l++) {
+        cd_worker *w = &c->workers[l];
+        w->decrease = fixed ? 0
+                            : cd_solve(w->acc, w->n_rows, c->opt.mf.lambda, reg_count(c, w->count),
+                                       slot_u(c, w, ph->slot));
+        memset(w->acc, 0, 2 * (size_t)w->n_rows * sizeof(double));
     }
-    if (!ph.eval)
-        return 0;
-    /* Slots: 3 per worker (train ssq, test ssq, |W rows|^2), then 3 per
-     * block (train delta, test delta, |H block|^2); zero where not ours. */
+}
+
+/* Slots of `sums`: CD_SUMS_PER_SLOT per worker (train ssq, test ssq,
+ * validation ssq, weighted |W rows|^2, decrease), then per block (train,
+ * test, validation delta, weighted |H block|^2, decrease); zero where not
+ * ours. */
+static void fill_sums(cd_core *c, double *sums)
+{
+    const cd_phase *ph = &c->ph;
+    uint32_t W = c->plan->workers;
     memset(sums, 0, cd_core_sums_len(c->plan) * sizeof(double));
     for (uint32_t l = 0; l < c->n_workers; l++) {
         cd_worker *w = &c->workers[l];
-        double *s = sums + 3 * (size_t)w->id;
-        s[0] = w->ssq;
-        s[1] = w->tssq;
-        s[2] = sum_squares(w->U, (size_t)k * w->n_rows);
-        w->ssq = w->tssq = 0;
+        double *s = sums + CD_SUMS_PER_SLOT * (size_t)w->id;
+        if (ph->eval) {
+            s[0] = w->ssq;
+            s[1] = w->tssq;
+            s[2] = w->vssq;
+            s[3] = weighted_norms(c, w->U, w->bias, w->count, w->n_rows);
+        }
+        s[4] = w->decrease;
     }
     for (uint32_t b = 0; b < c->plan->blocks; b++) {
         cd_block *bl = &c->blocks[b];
         if (!bl->V)
             continue;
-        double *s = sums + 3 * ((size_t)W + b);
-        s[0] = bl->part[0];
-        s[1] = bl->part[1];
-        s[2] = sum_squares(bl->V, (size_t)k * bl->n_cols);
+        double *s = sums + CD_SUMS_PER_SLOT * ((size_t)W + b);
+        if (ph->eval) {
+            for (int x = 0; x < 3; x++)
+                s[x] = bl->part[x];
+            s[3] = weighted_norms(c, bl->V, bl->bias, bl->count, bl->n_cols);
+        }
+        s[4] = bl->decrease;
     }
-    return 1;
 }
 
-void cd_core_metrics(const cd_core *c, uint64_t rotation, const double *sums, cd_metrics *m)
+static int decides_exit(const cd_core *c)
+{
+    return c->opt.inner_eps > 0 && cd_slot_kind(&c->opt, c->ph.slot, NULL) == CD_SLOT_FACTOR;
+}
+
+int cd_core_rotation_end(cd_core *c, uint64_t rotation, double *sums)
+{
+    if (rotation != c->rotation)
+        return 0;
+    if (c->ph.kind == CD_PHASE_U) {
+        solve_u(c);
+        return 0;
+    }
+    int reduce = c->ph.eval || decides_exit(c);
+    if (reduce)
+        fill_sums(c, sums);
+    for (uint32_t l = 0; l < c->n_workers; l++)
+        c->workers[l].ssq = c->workers[l].tssq = c->workers[l].vssq = 0;
+    return reduce;
+}
+
+/* LIBPMF's rule: an alternation whose decrease is below inner_eps times the
+ * largest one so far in this outer iteration ends the rank's alternations
+ * (the very first alternation of the run, often huge, does not count). */
+static int exit_inner(cd_core *c, const double *sums)
+{
+    if (!decides_exit(c) || !sums)
+        return 0;
+    const rt_plan *p = c->plan;
+    double dec = 0;
+    for (size_t s = 0; s < (size_t)p->workers + p->blocks; s++)
+        dec += sums[CD_SUMS_PER_SLOT * s + 4];
+    if (dec < c->decrease_max * c->opt.inner_eps)
+        return 1;
+    uint32_t rank = 0;
+    cd_slot_kind(&c->opt, c->ph.slot, &rank);
+    if (!(c->ph.outer == 0 && rank == 0 && c->ph.inner == 0) && dec > c->decrease_max)
+        c->decrease_max = dec;
+    return 0;
+}
+
+static void metrics_of(const cd_core *c, const double *sums, cd_metrics *m)
 {
     const rt_plan *p = c->plan;
-    double loss = 0, test = 0, norms = 0;
-    for (size_t s = 0; s < (size_t)p->workers + p->blocks; s++) {
-        loss += sums[3 * s];
-        test += sums[3 * s + 1];
-        norms += sums[3 * s + 2];
-    }
+    double part[4] = {0, 0, 0, 0};
+    for (size_t s = 0; s < (size_t)p->workers + p->blocks; s++)
+        for (int x = 0; x < 4; x++)
+            part[x] += sums[CD_SUMS_PER_SLOT * s + x];
     memset(m, 0, sizeof(*m));
-    m->outer = rotation / cd_rotations_per_outer(c->opt.mf.k, c->opt.inner) + 1;
-    m->loss = loss > 0 ? loss : 0;
-    m->reg = c->opt.mf.lambda * norms;
+    m->outer = c->ph.outer + 1;
+    m->loss = part[0] > 0 ? part[0] : 0;
+    m->reg = c->opt.mf.lambda * part[3];
     m->objective = m->loss + m->reg;
-    m->train_rmse = p->nnz_train ? sqrt(m->loss / (double)p->nnz_train) : NAN;
-    m->test_rmse = p->nnz_test ? sqrt((test > 0 ? test : 0) / (double)p->nnz_test) : NAN;
+    m->train_rmse = c->n_train ? sqrt(m->loss / (double)c->n_train) : NAN;
+    m->test_rmse = p->nnz_test ? sqrt(fmax(part[1], 0) / (double)p->nnz_test) : NAN;
+    m->valid_rmse = c->n_valid ? sqrt(fmax(part[2], 0) / (double)c->n_valid) : NAN;
 }
 
-int cd_core_done(const cd_core *c, uint64_t rotation)
+/* The model as it is after the closing rotation (the final subtraction is
+ * only pending in the residuals) becomes the best one. */
+static void keep_best(cd_core *c)
 {
-    return rotation + 1 >=
-           (uint64_t)c->opt.outer * cd_rotations_per_outer(c->opt.mf.k, c->opt.inner);
+    size_t k = c->opt.mf.k;
+    for (uint32_t l = 0; l < c->n_workers; l++) {
+        cd_worker *w = &c->workers[l];
+        memcpy(w->best_U, w->U, k * w->n_rows * sizeof(float));
+        memcpy(w->best_bias, w->bias, w->n_rows * sizeof(float));
+    }
+    for (uint32_t b = 0; b < c->plan->blocks; b++) {
+        cd_block *bl = &c->blocks[b];
+        if (!bl->V)
+            continue;
+        memcpy(bl->best_V, bl->V, k * bl->n_cols * sizeof(float));
+        memcpy(bl->best_bias, bl->bias, bl->n_cols * sizeof(float));
+    }
+}
+
+static void early_stopping(cd_core *c, cd_metrics *m)
+{
+    if (!c->n_valid)
+        return;
+    if (m->valid_rmse < c->best_valid) {
+        c->best_valid = m->valid_rmse;
+        c->best_outer = m->outer;
+        c->since_best = 0;
+        keep_best(c);
+    } else if (++c->since_best >= c->opt.mf.early_stop && c->opt.mf.early_stop) {
+        c->stop = 1;
+    }
+    m->best_outer = c->best_outer;
+}
+
+int cd_core_advance(cd_core *c, uint64_t rotation, const double *sums, cd_metrics *m)
+{
+    if (rotation != c->rotation)
+        return 0;
+    int closes = 0;
+    if (c->ph.kind == CD_PHASE_V) {
+        int exit = exit_inner(c, sums);
+        closes = c->ph.slot + 1 == cd_slots(&c->opt) &&
+                 (exit || c->ph.inner + 1 == slot_alternations(&c->opt, c->ph.slot));
+        if (closes && sums) {
+            metrics_of(c, sums, m);
+            c->outer_done++;
+            c->decrease_max = 0;
+            early_stopping(c, m);
+        }
+        cd_phase_next(&c->opt, &c->ph, exit);
+    } else {
+        cd_phase_next(&c->opt, &c->ph, 0);
+    }
+    c->rotation++;
+    return closes;
+}
+
+int cd_core_done(const cd_core *c)
+{
+    return c->stop || c->outer_done >= c->opt.outer;
+}
+
+const float *cd_core_saved_U(const cd_core *c, uint32_t l)
+{
+    return c->best_outer ? c->workers[l].best_U : c->workers[l].U;
+}
+const float *cd_core_saved_row_bias(const cd_core *c, uint32_t l)
+{
+    return c->best_outer ? c->workers[l].best_bias : c->workers[l].bias;
+}
+const float *cd_core_saved_V(const cd_core *c, uint32_t b)
+{
+    return c->best_outer ? c->blocks[b].best_V : c->blocks[b].V;
+}
+const float *cd_core_saved_col_bias(const cd_core *c, uint32_t b)
+{
+    return c->best_outer ? c->blocks[b].best_bias : c->blocks[b].bias;
 }

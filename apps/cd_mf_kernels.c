@@ -118,12 +118,17 @@ double cd_kernel_v(const cd_span *s, const float *u, double *acc, int want_ssq)
     return want_ssq ? kernel_v(s, u, acc, 1) : kernel_v(s, u, acc, 0);
 }
 
-void cd_solve(const double *acc, size_t n, double lambda, float *out)
+double cd_solve(const double *acc, size_t n, double lambda, const double *count, float *out)
 {
+    double decrease = 0;
     for (size_t i = 0; i < n; i++) {
-        double d = lambda + acc[2 * i + 1];
-        out[i] = d > 0 ? (float)(acc[2 * i] / d) : 0.0f;
+        double d = (count ? lambda * count[i] : lambda) + acc[2 * i + 1];
+        float x = d > 0 ? (float)(acc[2 * i] / d) : 0.0f;
+        double step = (double)out[i] - x;
+        decrease += d * step * step;
+        out[i] = x;
     }
+    return decrease;
 }
 
 double cd_loss_delta(const float *v, const double *acc, size_t n)

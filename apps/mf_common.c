@@ -26,9 +26,14 @@ void rt_mf_init_vector(float *v, uint32_t k, uint32_t kp, const rt_mf_common_opt
 {
     rt_rng rng;
     rt_rng_seed(&rng, o->seed, is_col ? COLUMN_STREAM_BASE + global_id : global_id);
-    float scale = (float)(o->init_scale / sqrt((double)k));
-    for (uint32_t d = 0; d < k; d++)
-        v[d] = scale * (float)rt_rng_normal(&rng);
+    if (o->init_uniform) {
+        for (uint32_t d = 0; d < k; d++)
+            v[d] = (float)(o->init_scale * rt_rng_uniform(&rng));
+    } else {
+        float scale = (float)(o->init_scale / sqrt((double)k));
+        for (uint32_t d = 0; d < k; d++)
+            v[d] = scale * (float)rt_rng_normal(&rng);
+    }
     for (uint32_t d = k; d < kp; d++)
         v[d] = 0.0f;
 }
@@ -45,6 +50,15 @@ size_t rt_mf_init_block(const rt_plan *plan, uint32_t block, float *payload, uin
         return (size_t)n * (kp + 1) * sizeof(float);
     }
     return (size_t)n * kp * sizeof(float);
+}
+
+int rt_mf_is_validation(const rt_mf_common_opts *o, uint32_t global_row, uint32_t global_col)
+{
+    if (o->valid_fraction <= 0)
+        return 0;
+    uint64_t h =
+        rt_hash64(rt_hash64(o->seed ^ 0x76616c6964ULL) ^ ((uint64_t)global_row << 32 | global_col));
+    return (double)(h >> 11) * 0x1.0p-53 < o->valid_fraction;
 }
 
 int rt_mf_local_init(rt_mf_local *m, const rt_plan *plan, const rt_shard *shards,
@@ -414,6 +428,21 @@ int rt_mf_parse_common(rt_mf_common_opts *o, int argc, char **argv, int *i, rt_e
         if (rt_parse_double(v, &d) || d <= 0)
             return rt_fail(err, RT_EXIT_INPUT, "--init-scale must be > 0, got '%s'", v);
         o->init_scale = d;
+    } else if (rt_opt_is(arg, "--validation-fraction")) {
+        if (!(v = rt_opt_value(argc, argv, i, err)))
+            return -1;
+        if (rt_parse_double(v, &d) || !(d > 0 && d <= 0.5))
+            return rt_fail(err, RT_EXIT_INPUT,
+                           "--validation-fraction must be a number in (0, 0.5], got '%s'", v);
+        o->valid_fraction = d;
+    } else if (rt_opt_is(arg, "--early-stop")) {
+        if (!(v = rt_opt_value(argc, argv, i, err)))
+            return -1;
+        int n;
+        if (rt_parse_int(v, &n) || n <= 0)
+            return rt_fail(err, RT_EXIT_INPUT, "--early-stop must be a positive integer, got '%s'",
+                           v);
+        o->early_stop = (uint32_t)n;
     } else if (rt_opt_is(arg, "--out")) {
         if (!(v = rt_opt_value(argc, argv, i, err)))
             return -1;

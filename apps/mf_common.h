@@ -24,16 +24,25 @@ static inline uint32_t rt_mf_padded_rank(uint32_t k)
     return (uint32_t)rt_round_up(k, RT_MF_LANES);
 }
 
-/* Options both MF apps accept: --rank --lambda --seed --init-scale --out --metrics. */
+/* Options both MF apps accept: --rank --lambda --seed --init-scale --out --metrics
+ * --validation-fraction --early-stop. */
 typedef struct rt_mf_common_opts {
     uint32_t k;
     double lambda;
     uint64_t seed;
-    double init_scale;  /* initial entries ~ N(0, init_scale / sqrt(k)) */
-    char out[4096];     /* "" = do not save */
-    char metrics[4096]; /* --metrics FILE: per-epoch JSON (apps/metrics.h) */
-    int biases;         /* model row and column biases (SGD-MF) */
+    double init_scale;     /* initial entries ~ N(0, init_scale / sqrt(k)) */
+    int init_uniform;      /* initial entries ~ U(0, init_scale) instead (CCD++/LIBPMF) */
+    char out[4096];        /* "" = do not save */
+    char metrics[4096];    /* --metrics FILE: per-epoch JSON (apps/metrics.h) */
+    int biases;            /* model row and column biases */
+    double valid_fraction; /* --validation-fraction: held-out share of training, 0 = none */
+    uint32_t early_stop;   /* --early-stop N: outer iterations without improvement, 0 = off */
 } rt_mf_common_opts;
+
+/* 1 when the training rating (global row, global column) belongs to the
+ * validation set: a hash of (seed, row, column) below the fraction, so the
+ * set depends neither on the plan's layout nor on the order of the data. */
+int rt_mf_is_validation(const rt_mf_common_opts *o, uint32_t global_row, uint32_t global_col);
 
 /* This node's MF state: one shard and one W row block per local worker. */
 typedef struct rt_mf_local {

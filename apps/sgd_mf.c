@@ -136,6 +136,9 @@ static int sgd_parse(int argc, char **argv, void **out, rt_error *err)
 static int sgd_check(const void *opts, const rt_plan *plan, rt_error *err)
 {
     const sgd_opts *o = opts;
+    if (o->mf.valid_fraction > 0 || o->mf.early_stop)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "sgd-mf: --validation-fraction and --early-stop are cd-mf only for now");
     return rt_mf_check_common(&o->mf, plan, "sgd-mf", err);
 }
 

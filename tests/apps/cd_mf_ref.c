@@ -1,17 +1,20 @@
 /* cd_mf_ref.c - serial reference CCD++ (see cd_mf_ref.h).
  *
- * Deliberately naive: global row and column lists, double everywhere, every
- * rank-one term added back and taken out explicitly, the objective computed
- * from the residuals.  Only the initialisation comes from cd-mf's code:
- * W = 0 and H0 from the MF apps' rt_mf_init_vector. */
+ * Deliberately naive: global row and column lists, every rank-one term added
+ * back and taken out explicitly, the objective computed from the
+ * predictions.  Only the initialisation comes from cd-mf's code: W = 0 and
+ * H0 from the MF apps' rt_mf_init_vector. */
 #include "tests/apps/cd_mf_ref.h"
 #include "apps/mf_common.h"
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
-/* Entry indices grouped by key (counting sort): idx[start[x] .. start[x+1]). */
-static int group_by(const uint32_t *key, size_t n, uint32_t n_keys, size_t **start, size_t **idx)
+/* Entry indices grouped by key (counting sort): idx[start[x] .. start[x+1]),
+ * validation entries left out. */
+static int group_by(const uint32_t *key, const uint8_t *held, size_t n, uint32_t n_keys,
+                    size_t **start, size_t **idx)
 {
     *start = calloc((size_t)n_keys + 1, sizeof(size_t));
     *idx = malloc((n ? n : 1) * sizeof(size_t));
@@ -21,24 +24,27 @@ static int group_by(const uint32_t *key, size_t n, uint32_t n_keys, size_t **sta
         return -1;
     }
     for (size_t e = 0; e < n; e++)
-        (*start)[key[e] + 1]++;
+        if (!held || !held[e])
+            (*start)[key[e] + 1]++;
     for (uint32_t x = 0; x < n_keys; x++)
         (*start)[x + 1] += (*start)[x];
     for (size_t e = 0; e < n; e++)
-        (*idx)[(*start)[key[e]] + fill[key[e]]++] = e;
+        if (!held || !held[e])
+            (*idx)[(*start)[key[e]] + fill[key[e]]++] = e;
     free(fill);
     return 0;
 }
 
-double *cd_ref_initial_H(uint32_t n_cols, int k, uint64_t seed, double init_scale)
+float *cd_ref_initial_H(uint32_t n_cols, int k, uint64_t seed, double init_scale)
 {
     rt_mf_common_opts o;
     rt_mf_common_defaults(&o);
     o.k = (uint32_t)k;
     o.seed = seed;
     o.init_scale = init_scale;
+    o.init_uniform = 1;
     uint32_t kp = rt_mf_padded_rank(o.k);
-    double *H = malloc(((size_t)n_cols * k + 1) * sizeof(double));
+    float *H = malloc(((size_t)n_cols * k + 1) * sizeof(float));
     float *h = malloc(kp * sizeof(float));
     if (!H || !h) {
         free(H);
@@ -48,91 +54,202 @@ double *cd_ref_initial_H(uint32_t n_cols, int k, uint64_t seed, double init_scal
     for (uint32_t j = 0; j < n_cols; j++) {
         rt_mf_init_vector(h, o.k, kp, &o, 1, j);
         for (int r = 0; r < k; r++)
-            H[(size_t)j * k + r] = h[r];
+            H[(size_t)r * n_cols + j] = h[r];
     }
     free(h);
     return H;
 }
 
-int cd_ref_run(const cd_ref_data *d, int k, int outer, int inner, double lambda, const double *H0,
-               cd_ref_point *per_outer, double *W_out, double *H_out)
+typedef struct ref {
+    const cd_ref_data *d;
+    const cd_ref_opts *o;
+    size_t *rs, *ri, *cs, *ci; /* training entries by row and by column */
+    float *R, *T;              /* residuals of the training (and held) and test entries */
+    float *W, *H, *b, *c, *ones_r, *ones_c;
+    double *nr, *nc; /* training ratings per row and column */
+    float mu;
+} ref;
+
+static int slots(const ref *f)
 {
-    size_t *rs = NULL, *ri = NULL, *cs = NULL, *ci = NULL;
-    double *W = calloc((size_t)d->n_rows * k, sizeof(double));
-    double *H = calloc((size_t)d->n_cols * k, sizeof(double));
-    double *R = malloc((d->n ? d->n : 1) * sizeof(double));
+    return f->o->k + (f->o->biases ? 2 : 0);
+}
+
+/* The factors of slot s and which of them is solved. */
+static void slot_factors(ref *f, int s, float **u, float **v, int *free_u, int *free_v)
+{
+    int first = f->o->biases ? 2 : 0;
+    *free_u = *free_v = 1;
+    if (f->o->biases && s == 0) {
+        *u = f->b, *v = f->ones_c, *free_v = 0;
+    } else if (f->o->biases && s == 1) {
+        *u = f->ones_r, *v = f->c, *free_u = 0;
+    } else {
+        *u = f->W + (size_t)(s - first) * f->d->n_rows;
+        *v = f->H + (size_t)(s - first) * f->d->n_cols;
+    }
+}
+
+/* E += sign u v^T on every residual, in float as cd-mf does. */
+static void adjust(ref *f, const float *u, const float *v, int sign)
+{
+    const cd_ref_data *d = f->d;
+    for (size_t e = 0; e < d->n; e++) {
+        float uv = u[d->row[e]] * v[d->col[e]];
+        f->R[e] = sign > 0 ? f->R[e] + uv : f->R[e] - uv;
+    }
+    for (size_t e = 0; e < d->nt; e++) {
+        float uv = u[d->trow[e]] * v[d->tcol[e]];
+        f->T[e] = sign > 0 ? f->T[e] + uv : f->T[e] - uv;
+    }
+}
+
+/* x_a = sum_{e in a} R_e y_{other(e)} / (lambda_a + sum y^2) for every a;
+ * returns the objective decrease sum (lambda_a + den) (old - new)^2. */
+static double solve(ref *f, uint32_t n, const size_t *start, const size_t *idx,
+                    const uint32_t *other, const float *y, const double *count, float *x)
+{
+    double dec = 0;
+    for (uint32_t a = 0; a < n; a++) {
+        double num = 0, den = 0;
+        for (size_t p = start[a]; p < start[a + 1]; p++) {
+            double yv = y[other[idx[p]]];
+            num += f->R[idx[p]] * yv;
+            den += yv * yv;
+        }
+        double dn = (f->o->weighted ? f->o->lambda * count[a] : f->o->lambda) + den;
+        float nx = dn > 0 ? (float)(num / dn) : 0.0f;
+        dec += dn * ((double)x[a] - nx) * ((double)x[a] - nx);
+        x[a] = nx;
+    }
+    return dec;
+}
+
+static double predict(const ref *f, uint32_t i, uint32_t j)
+{
+    double p = (double)f->mu + f->b[i] + f->c[j];
+    for (int r = 0; r < f->o->k; r++)
+        p += (double)f->W[(size_t)r * f->d->n_rows + i] * f->H[(size_t)r * f->d->n_cols + j];
+    return p;
+}
+
+static double norms(const ref *f, const float *F, const float *bias, const double *count,
+                    uint32_t n)
+{
+    double s = 0;
+    for (uint32_t x = 0; x < n; x++) {
+        double q = (double)bias[x] * bias[x];
+        for (int r = 0; r < f->o->k; r++)
+            q += (double)F[(size_t)r * n + x] * F[(size_t)r * n + x];
+        s += (f->o->weighted ? count[x] : 1.0) * q;
+    }
+    return s;
+}
+
+static void measure(const ref *f, cd_ref_point *pt)
+{
+    const cd_ref_data *d = f->d;
+    double loss = 0, valid = 0, test = 0;
+    size_t n = 0, nv = 0;
+    for (size_t e = 0; e < d->n; e++) {
+        double r = d->val[e] - predict(f, d->row[e], d->col[e]);
+        if (d->held && d->held[e])
+            valid += r * r, nv++;
+        else
+            loss += r * r, n++;
+    }
+    for (size_t e = 0; e < d->nt; e++) {
+        double r = d->tval[e] - predict(f, d->trow[e], d->tcol[e]);
+        test += r * r;
+    }
+    double reg = norms(f, f->W, f->b, f->nr, d->n_rows) + norms(f, f->H, f->c, f->nc, d->n_cols);
+    pt->loss = loss;
+    pt->objective = loss + f->o->lambda * reg;
+    pt->train_rmse = n ? sqrt(loss / (double)n) : NAN;
+    pt->valid_rmse = nv ? sqrt(valid / (double)nv) : NAN;
+    pt->test_rmse = d->nt ? sqrt(test / (double)d->nt) : NAN;
+}
+
+/* One outer iteration: every slot in turn, LIBPMF's early exit. */
+static void outer_iteration(ref *f, int o)
+{
+    const cd_ref_data *d = f->d;
+    int S = slots(f), first = f->o->biases ? 2 : 0;
+    double dec_max = 0;
+    for (int s = 0; s < S; s++) {
+        float *u, *v;
+        int free_u, free_v;
+        slot_factors(f, s, &u, &v, &free_u, &free_v);
+        if (o > 0 && S > 1)
+            adjust(f, u, v, +1); /* E^ = E + u v^T */
+        int T = s >= first ? f->o->inner : 1;
+        for (int t = 0; t < T; t++) {
+            double dec = 0;
+            if (free_u)
+                dec += solve(f, d->n_rows, f->rs, f->ri, d->col, v, f->nr, u);
+            if (free_v)
+                dec += solve(f, d->n_cols, f->cs, f->ci, d->row, u, f->nc, v);
+            if (s < first || !(f->o->inner_eps > 0))
+                continue;
+            if (dec < dec_max * f->o->inner_eps)
+                break;
+            if (!(o == 0 && s == first && t == 0) && dec > dec_max)
+                dec_max = dec;
+        }
+        if (S > 1)
+            adjust(f, u, v, -1); /* E = E^ - u v^T */
+    }
+}
+
+static float *filled(size_t n, float x)
+{
+    float *a = malloc((n ? n : 1) * sizeof(float));
+    for (size_t i = 0; a && i < n; i++)
+        a[i] = x;
+    return a;
+}
+
+int cd_ref_run(const cd_ref_data *d, const cd_ref_opts *o, const float *H0, cd_ref_point *per_outer,
+               float *W_out, float *H_out)
+{
+    ref f = {.d = d, .o = o};
+    size_t k = (size_t)o->k;
+    f.W = filled(d->n_rows * k, 0), f.H = filled(d->n_cols * k, 0);
+    f.b = filled(d->n_rows, 0), f.c = filled(d->n_cols, 0);
+    f.ones_r = filled(d->n_rows, 1), f.ones_c = filled(d->n_cols, 1);
+    f.R = filled(d->n, 0), f.T = filled(d->nt, 0);
+    f.nr = calloc(d->n_rows + 1, sizeof(double)), f.nc = calloc(d->n_cols + 1, sizeof(double));
     int rc = -1;
-    if (!W || !H || !R || group_by(d->row, d->n, d->n_rows, &rs, &ri) ||
-        group_by(d->col, d->n, d->n_cols, &cs, &ci))
+    if (!f.W || !f.H || !f.b || !f.c || !f.ones_r || !f.ones_c || !f.R || !f.T || !f.nr || !f.nc ||
+        group_by(d->row, d->held, d->n, d->n_rows, &f.rs, &f.ri) ||
+        group_by(d->col, d->held, d->n, d->n_cols, &f.cs, &f.ci))
         goto out;
 
-    for (size_t x = 0; x < (size_t)d->n_cols * k; x++)
-        H[x] = H0[x];
+    double sum = 0, n = 0;
     for (size_t e = 0; e < d->n; e++)
-        R[e] = d->val[e]; /* R - W H^T with W = 0 */
+        if (!d->held || !d->held[e]) {
+            sum += d->val[e], n++;
+            f.nr[d->row[e]]++, f.nc[d->col[e]]++;
+        }
+    f.mu = o->center && n > 0 ? (float)(sum / n) : 0.0f;
+    memcpy(f.H, H0, d->n_cols * k * sizeof(float));
+    for (size_t e = 0; e < d->n; e++)
+        f.R[e] = d->val[e] - f.mu; /* E = R - mu: W and the biases start at 0 */
+    for (size_t e = 0; e < d->nt; e++)
+        f.T[e] = d->tval[e] - f.mu;
 
-    for (int o = 0; o < outer; o++) {
-        for (int r = 0; r < k; r++) {
-            /* R^ = R + u v^T */
-            for (size_t e = 0; e < d->n; e++)
-                R[e] += W[(size_t)d->row[e] * k + r] * H[(size_t)d->col[e] * k + r];
-            for (int t = 0; t < inner; t++) {
-                /* u_i = sum_j R^_ij v_j / (lambda + sum_j v_j^2) */
-                for (uint32_t i = 0; i < d->n_rows; i++) {
-                    double num = 0, den = 0;
-                    for (size_t p = rs[i]; p < rs[i + 1]; p++) {
-                        double v = H[(size_t)d->col[ri[p]] * k + r];
-                        num += R[ri[p]] * v;
-                        den += v * v;
-                    }
-                    W[(size_t)i * k + r] = lambda + den > 0 ? num / (lambda + den) : 0;
-                }
-                /* v_j = sum_i R^_ij u_i / (lambda + sum_i u_i^2) */
-                for (uint32_t j = 0; j < d->n_cols; j++) {
-                    double num = 0, den = 0;
-                    for (size_t p = cs[j]; p < cs[j + 1]; p++) {
-                        double u = W[(size_t)d->row[ci[p]] * k + r];
-                        num += R[ci[p]] * u;
-                        den += u * u;
-                    }
-                    H[(size_t)j * k + r] = lambda + den > 0 ? num / (lambda + den) : 0;
-                }
-            }
-            /* R = R^ - u v^T */
-            for (size_t e = 0; e < d->n; e++)
-                R[e] -= W[(size_t)d->row[e] * k + r] * H[(size_t)d->col[e] * k + r];
-        }
-        double loss = 0, norms = 0, test = 0;
-        for (size_t e = 0; e < d->n; e++)
-            loss += R[e] * R[e];
-        for (size_t x = 0; x < (size_t)d->n_rows * k; x++)
-            norms += W[x] * W[x];
-        for (size_t x = 0; x < (size_t)d->n_cols * k; x++)
-            norms += H[x] * H[x];
-        for (size_t e = 0; e < d->nt; e++) {
-            double p = 0;
-            for (int r = 0; r < k; r++)
-                p += W[(size_t)d->trow[e] * k + r] * H[(size_t)d->tcol[e] * k + r];
-            test += (d->tval[e] - p) * (d->tval[e] - p);
-        }
-        cd_ref_point *pt = &per_outer[o];
-        pt->loss = loss;
-        pt->objective = loss + lambda * norms;
-        pt->train_rmse = d->n ? sqrt(loss / (double)d->n) : NAN;
-        pt->test_rmse = d->nt ? sqrt(test / (double)d->nt) : NAN;
+    for (int it = 0; it < o->outer; it++) {
+        outer_iteration(&f, it);
+        measure(&f, &per_outer[it]);
     }
-    for (size_t x = 0; W_out && x < (size_t)d->n_rows * k; x++)
-        W_out[x] = W[x];
-    for (size_t x = 0; H_out && x < (size_t)d->n_cols * k; x++)
-        H_out[x] = H[x];
+    if (W_out)
+        memcpy(W_out, f.W, d->n_rows * k * sizeof(float));
+    if (H_out)
+        memcpy(H_out, f.H, d->n_cols * k * sizeof(float));
     rc = 0;
 out:
-    free(W);
-    free(H);
-    free(R);
-    free(rs);
-    free(ri);
-    free(cs);
-    free(ci);
+    free(f.W), free(f.H), free(f.b), free(f.c), free(f.ones_r), free(f.ones_c);
+    free(f.R), free(f.T), free(f.nr), free(f.nc);
+    free(f.rs), free(f.ri), free(f.cs), free(f.ci);
     return rc;
 }

@@ -8,7 +8,7 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/cd_mf_lib.sh"
 
 cd_mf_planted_plan 900 400 20000 3
-train=(train --plan "$TMP/plan" --app cd-mf --rank 5 --outer 3 --inner 2 --lambda 1)
+train=(train --plan "$TMP/plan" --app cd-mf --rank 5 --outer 3 --inner 2 --lambda 0.05)
 
 run() { # run NAME ARGS...: a training run whose log is $TMP/NAME.log, model $TMP/NAME/
     local name=$1; shift

@@ -33,8 +33,13 @@ run lda1 "$ROTOR" "${lda[@]}" --threads 4
 run lda2 "$ROTOR" launch -n 2 -- "$ROTOR" "${lda[@]}"
 
 actual() {
-    for r in sgd1 sgd2 cd1 cd2; do
+    for r in sgd1 sgd2; do
         for f in W.npy H.npy; do echo "$r/$f $(sha256sum <"$TMP/$r/$f" | cut -c1-64)"; done
+    done
+    for r in cd1 cd2; do
+        for f in W.npy H.npy row_bias.npy col_bias.npy; do
+            echo "$r/$f $(sha256sum <"$TMP/$r/$f" | cut -c1-64)"
+        done
     done
     for r in lda1 lda2; do
         for f in word_topic.npy doc_topic.npy; do
@@ -54,10 +59,14 @@ sgd1/W.npy 3acfc93a2a73a52df165cf8babcbf61a64656bff1f2f35f2e8259b284a7394a6
 sgd1/H.npy 61e5a8189c4a05f4f6b564932dc26a4096f683a76bad4e82542876a2899b5efd
 sgd2/W.npy 3acfc93a2a73a52df165cf8babcbf61a64656bff1f2f35f2e8259b284a7394a6
 sgd2/H.npy 61e5a8189c4a05f4f6b564932dc26a4096f683a76bad4e82542876a2899b5efd
-cd1/W.npy 238378608be47c28c1316c66e6c9963c169852c8696c14fcb8f5dfde6ae37c54
-cd1/H.npy 20413e85b37f2b547bbda1089fbc29453e60dd14e674f1f865b1622d3c09dcbe
-cd2/W.npy 238378608be47c28c1316c66e6c9963c169852c8696c14fcb8f5dfde6ae37c54
-cd2/H.npy 20413e85b37f2b547bbda1089fbc29453e60dd14e674f1f865b1622d3c09dcbe
+cd1/W.npy 8e868483fd6c39c596d7aa16e8d23d9f52599178ce6d789a65d5d4e86a4b6db6
+cd1/H.npy cc648fbd1e08b5750827fbec2408974685be2db01d1ee37c29edbd530b6ac850
+cd1/row_bias.npy 54190c28283637ce812c34676f580f7454ce3705afd2effe995f0ea163a8cf04
+cd1/col_bias.npy e0c9555384a425ebcbe4ab71f721d4fc437a425b38ea5370d8e89f98b10ee832
+cd2/W.npy 8e868483fd6c39c596d7aa16e8d23d9f52599178ce6d789a65d5d4e86a4b6db6
+cd2/H.npy cc648fbd1e08b5750827fbec2408974685be2db01d1ee37c29edbd530b6ac850
+cd2/row_bias.npy 54190c28283637ce812c34676f580f7454ce3705afd2effe995f0ea163a8cf04
+cd2/col_bias.npy e0c9555384a425ebcbe4ab71f721d4fc437a425b38ea5370d8e89f98b10ee832
 lda1/word_topic.npy bcdaa3bb58dbf94dfd237743f055a4aa8baddbf3c0c07e188753886a3c508704
 lda1/doc_topic.npy 73e3fcc046d6e2d2af050e324f3a7e5ee8b0de7c6f5b92b54b7b7e143b282032
 lda2/word_topic.npy bcdaa3bb58dbf94dfd237743f055a4aa8baddbf3c0c07e188753886a3c508704
