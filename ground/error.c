@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int error_vset(rt_error *err, int code, const char *fmt, va_list ap)
+__attribute__((format(printf, 3, 0))) static int error_vset(rt_error *err, int code,
+                                                            const char *fmt, va_list ap)
 {
     if (err) {
         err->code = code;

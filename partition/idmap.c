@@ -51,10 +51,14 @@ static int grow_direct(rt_idmap *m, uint64_t v, rt_error *err)
     uint64_t n = m->n_direct ? m->n_direct : 4096;
     while (n <= v)
         n *= 2;
-    uint32_t *d = realloc(m->direct, sizeof(uint32_t) * n);
+    /* calloc, not realloc + memset: a big table comes zeroed from mmap, so
+     * pages no id ever lands on are never touched. */
+    uint32_t *d = calloc(n, sizeof(uint32_t));
     if (!d)
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (id table)");
-    memset(d + m->n_direct, 0, sizeof(uint32_t) * (n - m->n_direct));
+    if (m->n_direct)
+        memcpy(d, m->direct, sizeof(uint32_t) * m->n_direct);
+    free(m->direct);
     m->direct = d;
     m->n_direct = n;
     return 0;

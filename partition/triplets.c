@@ -29,7 +29,7 @@ int rt_triplets_reserve(rt_triplets *t, uint64_t n, rt_error *err)
 
 int rt_triplets_grow_(rt_triplets *t, rt_error *err)
 {
-    return rt_triplets_reserve(t, t->cap ? t->cap + t->cap / 2 : 1 << 16, err);
+    return rt_triplets_reserve(t, t->cap ? t->cap + t->cap / 2 : 1 << 12, err);
 }
 
 /* Renumber one side (rows or cols) of train by first appearance, rebuilding

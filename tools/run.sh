@@ -4,7 +4,8 @@
 #   tools/run.sh demo   install Debian packages, build, then train SGD-MF on
 #                       generated planted data with 2 local processes x 2 threads
 #   tools/run.sh test   install Debian packages, build (plus an ASan/UBSan
-#                       build), run the whole test suite
+#                       build and a clang libFuzzer build), run the whole test
+#                       suite, then every fuzz target for a bounded time
 #
 # Also: tools/run.sh build (install + build only).  Idempotent: packages are
 # installed only when missing, builds are incremental.
@@ -16,6 +17,9 @@ JOBS=$(nproc 2>/dev/null || echo 2)
 
 PACKAGES=(build-essential cmake pkg-config libibverbs-dev librdmacm-dev libhwloc-dev
           libopenblas-dev libjansson-dev libxxhash-dev libcmocka-dev)
+
+# The fuzz targets (tests/fuzz/) need clang's libFuzzer runtime.
+FUZZ_PACKAGES=(clang-14 libclang-rt-14-dev)
 
 say() { printf '\n==> %s\n' "$*" >&2; }
 
@@ -38,11 +42,12 @@ install_packages() {
         "${missing[@]}" >/dev/null
 }
 
-build() { # build DIR [cmake args...]
-    local dir=$1; shift
+build() { # build DIR [--target T --] [cmake args...]
+    local dir=$1 target=(); shift
+    if [ "${1:-}" = --target ]; then target=(--target "$2"); shift 3; fi
     say "building in $dir"
     cmake -S "$ROOT" -B "$ROOT/$dir" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
-    cmake --build "$ROOT/$dir" -j"$JOBS"
+    cmake --build "$ROOT/$dir" -j"$JOBS" "${target[@]}"
 }
 
 demo() {
@@ -73,6 +78,8 @@ run_tests() {
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
         ctest --test-dir "$ROOT/build-asan" --output-on-failure -j"$JOBS" -LE 'slow|rxe|data' ||
         rc=1
+    say "fuzz targets (libFuzzer + ASan + UBSan, ROTOR_FUZZ_SECONDS each; any crash fails)"
+    ctest --test-dir "$ROOT/build-fuzz" --output-on-failure -j"$JOBS" -L fuzz || rc=1
     return $rc
 }
 
@@ -85,9 +92,12 @@ main() {
         demo
         ;;
     test)
-        install_packages "${PACKAGES[@]}" xz-utils
+        install_packages "${PACKAGES[@]}" "${FUZZ_PACKAGES[@]}" xz-utils
         build build
         build build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DROTOR_SANITIZE=ON
+        build build-fuzz --target fuzz_targets -- -DCMAKE_C_COMPILER=clang-14 \
+            -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+            -DROTOR_FUZZ=ON -DROTOR_WERROR=OFF
         run_tests
         ;;
     build)

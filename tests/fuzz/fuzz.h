@@ -1,0 +1,43 @@
+/*
+ * fuzz.h - shared pieces of rotor's libFuzzer targets (tests/fuzz/fuzz_*.c).
+ *
+ * Every parser of outside bytes reads files by path, so a target writes the
+ * fuzzer's bytes into a scratch directory (tmpfs when there is one) and calls
+ * the parser on that path, exactly as the commands do.  Parsers guarded by
+ * checksums get their checksums fixed up first, so the fuzzer reaches the
+ * structural checks behind them instead of stopping at the first hash.
+ *
+ * Built two ways (tests/fuzz/CMakeLists.txt): with clang's -fsanitize=fuzzer
+ * (the `fuzz` ctest label), and with any compiler plus driver.c, which runs
+ * the committed seed corpus and every regression input once (label unit).
+ */
+#ifndef ROTOR_FUZZ_H
+#define ROTOR_FUZZ_H
+
+#include "ground/ground.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The scratch directory of this process (created on first use, removed at exit). */
+const char *fuzz_dir(void);
+/* Write bytes to fuzz_dir()/name; returns the path (static buffer per name slot). */
+const char *fuzz_write(const char *name, const void *data, size_t size);
+/* Split data at the first "\n====\n": the part before, and the part after
+ * (after = NULL when there is no separator). */
+void fuzz_split(const uint8_t *data, size_t size, size_t *before, const uint8_t **after,
+                size_t *after_len);
+/* Quiet logging; call from each target's first input. */
+void fuzz_quiet(void);
+/* A small valid MF plan (12 x 8 ratings, 2 nodes x 1 thread) at
+ * fuzz_dir()/NAME, made once; returns its path. */
+const char *fuzz_seed_plan(const char *name);
+/* Make the checksums of a sectioned file (layout.bin, shard) right for its
+ * bytes: every section that lies inside the buffer, then the header. */
+void fuzz_fix_secfile(uint8_t *buf, size_t len);
+/* Open the plan at dir as rotor train does, then every shard and id list. */
+void fuzz_use_plan(const char *dir);
+
+#endif
