@@ -1,4 +1,5 @@
-/* app_common.c - shards of the local workers, for every app's glue. */
+/* app_common.c - shards of the local workers, and what every saved model
+ * is read with. */
 #include "apps/app_common.h"
 
 #include <stdlib.h>
@@ -21,4 +22,42 @@ void rt_app_shards_close(rt_shard *shards, uint32_t n)
         if (shards[t].map)
             rt_shard_close(&shards[t]);
     free(shards);
+}
+
+int rt_app_read_ids(const char *dir, const char *name, rt_idmap *map, uint64_t want, rt_error *err)
+{
+    char path[4096];
+    if (rt_path_join(path, sizeof(path), dir, name, err))
+        return -1;
+    rt_linereader lr;
+    if (rt_linereader_open(&lr, path, err))
+        return -1;
+    char *line;
+    size_t len;
+    int rc;
+    while ((rc = rt_linereader_next(&lr, &line, &len, err)) == 1) {
+        uint32_t id;
+        if (rt_idmap_intern(map, line, len, &id, err)) {
+            rc = -1;
+            break;
+        }
+    }
+    rt_linereader_close(&lr);
+    if (rc < 0)
+        return -1;
+    if (map->n != want)
+        return rt_fail(err, RT_EXIT_INPUT, "%s: %llu distinct ids, the model has %llu", path,
+                       (unsigned long long)map->n, (unsigned long long)want);
+    return 0;
+}
+
+json_t *rt_app_model_json(const char *dir, char *path, rt_error *err)
+{
+    json_error_t jerr;
+    if (rt_path_join(path, 4096, dir, "model.json", err))
+        return NULL;
+    json_t *meta = json_load_file(path, 0, &jerr);
+    if (!meta)
+        rt_fail_parse(err, path, jerr.line, jerr.text);
+    return meta;
 }

@@ -6,6 +6,11 @@
  * block can get (the engine sizes its slot window from that), creates it on
  * top of the engine, runs the engine with its ops and finally saves the model.
  *
+ * An app owns its file formats, so tools never read or write them directly:
+ * `rotor partition` asks it for the side files of a plan, and `rotor eval`,
+ * `rotor topics` open a saved model with rt_model_open() and use the hooks
+ * of the app that wrote it (prediction, top words).
+ *
  *   sgd-mf  L2-regularised SGD matrix factorisation        (apps/sgd_mf*.c)
  *   cd-mf   CCD++ coordinate descent matrix factorisation   (apps/cd_mf*.c)
  *   lda     collapsed Gibbs sampling LDA                     (apps/lda*.c)
@@ -34,6 +39,24 @@ typedef struct rt_app_desc {
      * writes; every rank calls, for the collectives). */
     int (*save)(void *app, rt_engine *eng, rt_error *err);
     void (*destroy)(void *app);
+
+    /* ---- plans (NULL: the app needs nothing beyond the partitioner's files) ----
+     * Write the app's own files into a plan being built in `tmp_dir` (before
+     * it is committed; see rt_plan_options.before_commit). */
+    int (*plan_side_files)(const char *tmp_dir, uint64_t plan_id, const rt_plan_input *in,
+                           rt_error *err);
+
+    /* ---- a saved model, without an engine (see rt_model_open) ---- */
+    int (*model_load)(const char *dir, void **model, rt_error *err);
+    void (*model_free)(void *model);
+    /* Rating models (NULL otherwise): the original ids of the model's rows
+     * and columns (dense id i = string i; lookups only), and the prediction
+     * for dense (row, col), computed as training computes it. */
+    void (*model_ids)(void *model, rt_idmap **rows, rt_idmap **cols);
+    float (*model_predict)(const void *model, uint32_t row, uint32_t col);
+    /* Topic models (NULL otherwise): one line per topic with its share of
+     * the tokens and its `top` most frequent words. */
+    int (*model_topics)(const void *model, uint32_t top, FILE *out, rt_error *err);
 } rt_app_desc;
 
 extern const rt_app_desc rt_app_sgd_mf;
@@ -43,5 +66,18 @@ extern const rt_app_desc rt_app_lda;
 /* NULL-terminated list of every app built in. */
 extern const rt_app_desc *const rt_apps[];
 const rt_app_desc *rt_app_find(const char *name);
+
+/* The side files every app that trains on plans of in->app wants in a plan
+ * (rotor partition calls this from rt_plan_options.before_commit). */
+int rt_apps_plan_side_files(const char *tmp_dir, uint64_t plan_id, const rt_plan_input *in,
+                            rt_error *err);
+
+/* A saved model: model.json's "app" names the app whose model_load read it. */
+typedef struct rt_model {
+    const rt_app_desc *app;
+    void *impl;
+} rt_model;
+int rt_model_open(const char *dir, rt_model *model, rt_error *err);
+void rt_model_close(rt_model *model);
 
 #endif

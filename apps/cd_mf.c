@@ -395,4 +395,8 @@ const rt_app_desc rt_app_cd_mf = {
     .ops = &cd_ops,
     .save = cd_save,
     .destroy = cd_destroy,
+    .model_load = rt_mf_model_load,
+    .model_free = rt_mf_model_free,
+    .model_ids = rt_mf_model_ids,
+    .model_predict = rt_mf_model_predict,
 };

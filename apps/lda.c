@@ -293,4 +293,8 @@ const rt_app_desc rt_app_lda = {
     .ops = &lda_ops,
     .save = lda_save,
     .destroy = lda_destroy,
+    .plan_side_files = rt_lda_plan_side_files,
+    .model_load = lda_model_load,
+    .model_free = lda_model_free,
+    .model_topics = lda_model_topics,
 };

@@ -35,11 +35,22 @@
 #define RT_LDA_PAYLOAD_MAGIC 0x4c444131u /* "LDA1" */
 #define RT_LDA_HEADER_U32 4
 
-/* lda.words: "ROTORLW1", u64 plan_id, u64 n, u64 checksum of the counts, u64 counts[n]. */
-int rt_lda_words_write(const char *path, uint64_t plan_id, const uint64_t *tokens, uint64_t n,
-                       rt_error *err);
+/* lda.words: "ROTORLW1", u64 plan_id, u64 n, u64 checksum of the counts, u64 counts[n].
+ * rt_lda_plan_side_files (the plan_side_files hook) writes it from the
+ * plan's training entries. */
+int rt_lda_plan_side_files(const char *tmp_dir, uint64_t plan_id, const rt_plan_input *in,
+                           rt_error *err);
 int rt_lda_words_read(const char *path, uint64_t plan_id, uint64_t n, uint64_t **tokens,
                       rt_error *err);
+
+/* ---- the saved model (lda_save.c writes, lda_model.c reads) ---- */
+/* "topic k (share): words..." for every topic: the `top` words by count in
+ * wt (V x K), ties by word id. */
+int lda_topics_write(FILE *fp, const int32_t *wt, const int64_t *nk, uint64_t V, uint32_t K,
+                     uint32_t top, const char *const *vocab, rt_error *err);
+int lda_model_load(const char *dir, void **model, rt_error *err);
+void lda_model_free(void *model);
+int lda_model_topics(const void *model, uint32_t top, FILE *out, rt_error *err);
 
 typedef enum lda_sampler { LDA_SAMPLER_SPARSE = 0, LDA_SAMPLER_MH = 1 } lda_sampler;
 

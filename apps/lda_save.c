@@ -81,49 +81,15 @@ static int unpack(const uint32_t *rec, size_t bytes, uint64_t rows, uint32_t K, 
     return 0;
 }
 
-static const int32_t *sort_counts;
-static uint32_t sort_stride, sort_topic;
-
-static int by_count(const void *x, const void *y)
-{
-    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-    int32_t ca = sort_counts[(size_t)a * sort_stride + sort_topic];
-    int32_t cb = sort_counts[(size_t)b * sort_stride + sort_topic];
-    if (ca != cb)
-        return ca > cb ? -1 : 1;
-    return a < b ? -1 : a > b;
-}
-
 static int write_topics(const char *path, const int32_t *wt, const int64_t *nk, uint64_t V,
                         uint32_t K, uint32_t top, char **vocab, rt_error *err)
 {
     rt_outfile of;
-    uint32_t *idx = malloc((V ? V : 1) * sizeof(uint32_t));
-    if (!idx)
-        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
-    if (rt_outfile_open(&of, path, err)) {
-        free(idx);
+    if (rt_outfile_open(&of, path, err))
         return -1;
-    }
-    int64_t total = 0;
-    for (uint32_t k = 0; k < K; k++)
-        total += nk[k];
-    sort_counts = wt;
-    sort_stride = K;
-    for (uint32_t k = 0; k < K; k++) {
-        for (uint64_t w = 0; w < V; w++)
-            idx[w] = (uint32_t)w;
-        sort_topic = k;
-        qsort(idx, V, sizeof(uint32_t), by_count);
-        fprintf(of.fp, "topic %u (%.4f):", k, total ? (double)nk[k] / (double)total : 0.0);
-        for (uint64_t i = 0; i < top && i < V; i++)
-            fprintf(of.fp, " %s", vocab[idx[i]]);
-        fputc('\n', of.fp);
-    }
-    free(idx);
-    if (ferror(of.fp)) {
+    if (lda_topics_write(of.fp, wt, nk, V, K, top, (const char *const *)vocab, err)) {
         rt_outfile_abort(&of);
-        return rt_fail(err, RT_EXIT_RUNTIME, "%s: write failed", path);
+        return rt_error_prefix(err, "%s", path);
     }
     return rt_outfile_commit(&of, err);
 }

@@ -9,7 +9,7 @@
 
 #define WORDS_MAGIC "ROTORLW1"
 
-int rt_lda_words_write(const char *path, uint64_t plan_id, const uint64_t *tokens, uint64_t n,
+static int words_write(const char *path, uint64_t plan_id, const uint64_t *tokens, uint64_t n,
                        rt_error *err)
 {
     rt_outfile of;
@@ -23,6 +23,23 @@ int rt_lda_words_write(const char *path, uint64_t plan_id, const uint64_t *token
         return -1;
     }
     return rt_outfile_commit(&of, err);
+}
+
+int rt_lda_plan_side_files(const char *tmp_dir, uint64_t plan_id, const rt_plan_input *in,
+                           rt_error *err)
+{
+    uint64_t n = in->cols->n;
+    uint64_t *tok = calloc(n + 1, sizeof(uint64_t));
+    if (!tok)
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    for (uint64_t i = 0; i < in->train->n; i++)
+        tok[in->train->e[i].col] += (uint64_t)in->train->e[i].val;
+    char path[4200];
+    int rc = rt_path_join(path, sizeof(path), tmp_dir, RT_LDA_WORDS_FILE, err);
+    if (rc == 0)
+        rc = words_write(path, plan_id, tok, n, err);
+    free(tok);
+    return rc;
 }
 
 int rt_lda_words_read(const char *path, uint64_t plan_id, uint64_t n, uint64_t **tokens,

@@ -73,6 +73,8 @@ void rt_mf_local_free(rt_mf_local *m);
 /* Deterministic initial factor row for a global row (is_col = 0) or column. */
 void rt_mf_init_vector(float *v, uint32_t k, uint32_t kp, const rt_mf_common_opts *o, int is_col,
                        uint64_t global_id);
+/* Bytes of block b's payload: its H rows (and column biases). */
+size_t rt_mf_block_bytes(const rt_plan *plan, uint32_t block, uint32_t kp, int biases);
 /* Fill a home block payload with initial H rows (and zero column biases when
  * o->biases); returns its length in bytes. */
 size_t rt_mf_init_block(const rt_plan *plan, uint32_t block, float *payload, uint32_t kp,
@@ -90,6 +92,8 @@ int rt_mf_train_mean(const rt_plan *plan, const rt_shard *shards, uint32_t first
 int rt_mf_allreduce_workers(rt_engine *eng, double *v, uint32_t workers, double *total,
                             rt_error *err);
 
+/* ---- the saved model (mf_model.c) ---- */
+
 /* Gather W and H to rank 0 and write, under `o->out`: W.npy (n_rows x k),
  * H.npy (n_cols x k), with biases row_bias.npy (n_rows x 1) and col_bias.npy
  * (n_cols x 1), rows.ids, cols.ids (original ids, line i = row i) and
@@ -97,6 +101,17 @@ int rt_mf_allreduce_workers(rt_engine *eng, double *v, uint32_t workers, double 
  * Every rank must call it; only rank 0 writes. */
 int rt_mf_save(rt_mf_local *m, rt_engine *eng, const rt_mf_common_opts *o, json_t *meta,
                rt_error *err);
+/* The writer itself, without an engine: dense W (n_rows x k), H (n_cols x
+ * k) and, when bu != NULL, the biases bu (n_rows) and bi (n_cols); ids are
+ * copied from the plan directory.  Takes the reference to `meta`. */
+int rt_mf_model_write(const char *dir, const rt_plan *plan, const rt_mf_common_opts *o,
+                      const float *W, const float *H, const float *bu, const float *bi,
+                      json_t *meta, rt_error *err);
+/* The reader: the rt_app_desc model hooks of sgd-mf and cd-mf. */
+int rt_mf_model_load(const char *dir, void **model, rt_error *err);
+void rt_mf_model_free(void *model);
+void rt_mf_model_ids(void *model, rt_idmap **rows, rt_idmap **cols);
+float rt_mf_model_predict(const void *model, uint32_t row, uint32_t col);
 
 /* Parse one common MF option at argv[*i] ("--name value" or "--name=value").
  * Returns 1 when consumed (advancing *i), 0 when not an MF option, -1 on a
@@ -134,5 +149,12 @@ double rt_mf_block_sse(const rt_entry *e, size_t n, const float *W, const float 
                        const rt_sgd_params *p);
 /* Dot product of two kp-float rows with the kernels' fixed summation order. */
 float rt_mf_dot(const float *a, const float *b, uint32_t kp);
+/* The prediction mu + b_u + b_i + w . h of a model, in one fixed order (the
+ * saved model's scoring and the tests' training-time predictions). */
+static inline float rt_mf_predict(const float *w, const float *h, uint32_t kp, float mu, float bu,
+                                  float bi)
+{
+    return ((mu + bu) + bi) + rt_mf_dot(w, h, kp);
+}
 
 #endif

@@ -1,5 +1,6 @@
-/* registry.c - the apps `rotor train --app` knows. */
-#include "apps/apps.h"
+/* registry.c - the apps `rotor train --app` knows, and what tools reach
+ * through them: plan side files and saved models. */
+#include "apps/app_common.h"
 
 #include <string.h>
 
@@ -11,4 +12,50 @@ const rt_app_desc *rt_app_find(const char *name)
         if (!strcmp(rt_apps[i]->name, name))
             return rt_apps[i];
     return NULL;
+}
+
+int rt_apps_plan_side_files(const char *tmp_dir, uint64_t plan_id, const rt_plan_input *in,
+                            rt_error *err)
+{
+    for (size_t i = 0; rt_apps[i]; i++)
+        if (rt_apps[i]->plan_app == in->app && rt_apps[i]->plan_side_files &&
+            rt_apps[i]->plan_side_files(tmp_dir, plan_id, in, err))
+            return -1;
+    return 0;
+}
+
+/* The "app" of DIR/model.json. */
+static int model_app(const char *dir, const rt_app_desc **app, rt_error *err)
+{
+    char path[4096];
+    json_t *meta = rt_app_model_json(dir, path, err);
+    if (!meta)
+        return -1;
+    const char *name = json_string_value(json_object_get(meta, "app"));
+    *app = name ? rt_app_find(name) : NULL;
+    int rc = 0;
+    if (!*app || !(*app)->model_load)
+        rc = rt_fail(err, RT_EXIT_INPUT, "%s: \"app\" is %s%s%s, not a model rotor can read", path,
+                     name ? "'" : "", name ? name : "missing", name ? "'" : "");
+    json_decref(meta);
+    return rc;
+}
+
+int rt_model_open(const char *dir, rt_model *model, rt_error *err)
+{
+    memset(model, 0, sizeof(*model));
+    const rt_app_desc *app;
+    if (model_app(dir, &app, err))
+        return -1;
+    if (app->model_load(dir, &model->impl, err))
+        return -1;
+    model->app = app;
+    return 0;
+}
+
+void rt_model_close(rt_model *model)
+{
+    if (model->app && model->impl)
+        model->app->model_free(model->impl);
+    memset(model, 0, sizeof(*model));
 }

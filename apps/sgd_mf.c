@@ -286,4 +286,8 @@ const rt_app_desc rt_app_sgd_mf = {
     .ops = &sgd_ops,
     .save = sgd_save,
     .destroy = sgd_destroy,
+    .model_load = rt_mf_model_load,
+    .model_free = rt_mf_model_free,
+    .model_ids = rt_mf_model_ids,
+    .model_predict = rt_mf_model_predict,
 };

@@ -68,7 +68,7 @@ int sgd_core_init(sgd_core *c, const sgd_opts *o, const rt_plan *plan, const rt_
 void sgd_core_free(sgd_core *c);
 
 /* Block b is home at the start of `rotation`: at rotation 0 write its initial
- * H rows (and zero column biases) and set *len; later the payload is kept. */
+ * H rows (and zero column biases); later the payload is kept.  Sets *len. */
 void sgd_core_block_home(sgd_core *c, uint32_t block, uint64_t rotation, float *payload,
                          size_t *len);
 /* SGD over data block (worker, block), then score its test ratings. */

@@ -34,7 +34,8 @@ void sgd_core_block_home(sgd_core *c, uint32_t block, uint64_t rotation, float *
                          size_t *len)
 {
     if (rotation == 0)
-        *len = rt_mf_init_block(c->plan, block, payload, c->m.kp, &c->o.mf);
+        rt_mf_init_block(c->plan, block, payload, c->m.kp, &c->o.mf);
+    *len = rt_mf_block_bytes(c->plan, block, c->m.kp, c->o.mf.biases);
 }
 
 void sgd_core_visit(sgd_core *c, uint32_t worker, uint32_t block, float *H)

@@ -161,8 +161,11 @@ int rt_npy_write_f32(const char *path, const float *data, uint64_t rows, uint64_
                      size_t row_stride_floats, rt_error *err);
 int rt_npy_write_i32(const char *path, const int32_t *data, uint64_t rows, uint64_t cols,
                      rt_error *err);
-/* Read a C-order '<f4' 2-D .npy written by rt_npy_write_f32 (malloc'd, dense). */
+/* Read a C-order '<f4' (or '<i4') 2-D .npy written by rt_npy_write_f32
+ * (rt_npy_write_i32): malloc'd, dense. */
 int rt_npy_read_f32(const char *path, float **data, uint64_t *rows, uint64_t *cols, rt_error *err);
+int rt_npy_read_i32(const char *path, int32_t **data, uint64_t *rows, uint64_t *cols,
+                    rt_error *err);
 
 /* ---- text input ----
  * Index of the first byte of s[0..n) that cannot occur in a text file (NUL

@@ -69,13 +69,16 @@ int rt_npy_write_i32(const char *path, const int32_t *data, uint64_t rows, uint6
     return rt_outfile_commit(&of, err);
 }
 
-/* The header dict must describe a C-order '<f4' 2-D array: "'descr': '<f4'",
- * "'fortran_order': False", "'shape': (R, C)". */
-static int parse_dict(const char *dict, unsigned long long *r, unsigned long long *c)
+/* The header dict must describe a C-order 2-D array of `descr` ('<f4' or
+ * '<i4'): "'descr': '<f4'", "'fortran_order': False", "'shape': (R, C)". */
+static int parse_dict(const char *dict, const char *descr, unsigned long long *r,
+                      unsigned long long *c)
 {
     const char *shape = strstr(dict, "'shape': (");
+    char want[32];
     int end = 0;
-    if (!strstr(dict, "'descr': '<f4'") || !strstr(dict, "'fortran_order': False") || !shape ||
+    snprintf(want, sizeof(want), "'descr': '%s'", descr);
+    if (!strstr(dict, want) || !strstr(dict, "'fortran_order': False") || !shape ||
         sscanf(shape, "'shape': (%llu, %llu)%n", r, c, &end) != 2 || end == 0)
         return -1;
     /* sscanf's %llu takes a sign: only digits are a size. */
@@ -85,7 +88,9 @@ static int parse_dict(const char *dict, unsigned long long *r, unsigned long lon
     return 0;
 }
 
-int rt_npy_read_f32(const char *path, float **data, uint64_t *rows, uint64_t *cols, rt_error *err)
+/* Read a 2-D .npy of 4-byte cells of dtype `descr` ("<f4" or "<i4"). */
+static int npy_read4(const char *path, const char *descr, const char *what, void **data,
+                     uint64_t *rows, uint64_t *cols, rt_error *err)
 {
     *data = NULL;
     FILE *fp = fopen(path, "rb");
@@ -101,7 +106,7 @@ int rt_npy_read_f32(const char *path, float **data, uint64_t *rows, uint64_t *co
     if (fread(dict, 1, hlen, fp) != hlen || memchr(dict, '\0', hlen))
         goto bad;
     dict[hlen] = '\0';
-    if (parse_dict(dict, &r, &c))
+    if (parse_dict(dict, descr, &r, &c))
         goto bad;
     /* The data must be exactly rows x cols floats: checked before allocating. */
     struct stat sb;
@@ -110,8 +115,7 @@ int rt_npy_read_f32(const char *path, float **data, uint64_t *rows, uint64_t *co
         return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot stat", path);
     }
     uint64_t cells;
-    if (rt_mul_overflows(r, c, &cells) ||
-        rt_size_mul(cells, sizeof(float), &bytes, path, "shape", err)) {
+    if (rt_mul_overflows(r, c, &cells) || rt_size_mul(cells, 4, &bytes, path, "shape", err)) {
         fclose(fp);
         return rt_fail(err, RT_EXIT_INPUT, "%s: shape (%llu, %llu) is impossible", path, r, c);
     }
@@ -137,5 +141,21 @@ int rt_npy_read_f32(const char *path, float **data, uint64_t *rows, uint64_t *co
     return 0;
 bad:
     fclose(fp);
-    return rt_fail(err, RT_EXIT_INPUT, "%s: not a 2-D float32 .npy file", path);
+    return rt_fail(err, RT_EXIT_INPUT, "%s: not a 2-D %s .npy file", path, what);
+}
+
+int rt_npy_read_f32(const char *path, float **data, uint64_t *rows, uint64_t *cols, rt_error *err)
+{
+    void *p = NULL;
+    int rc = npy_read4(path, "<f4", "float32", &p, rows, cols, err);
+    *data = p;
+    return rc;
+}
+
+int rt_npy_read_i32(const char *path, int32_t **data, uint64_t *rows, uint64_t *cols, rt_error *err)
+{
+    void *p = NULL;
+    int rc = npy_read4(path, "<i4", "int32", &p, rows, cols, err);
+    *data = p;
+    return rc;
 }

@@ -1,28 +1,17 @@
 /*
- * cmd_eval.c - `rotor eval`: score a saved MF model on a ratings file.
+ * cmd_eval.c - `rotor eval`: score a saved rating model on a ratings file.
  *
- * Reads MODEL/model.json (mu, k), W.npy, H.npy, the biases row_bias.npy and
- * col_bias.npy when the model has them, and the id tables rows.ids /
- * cols.ids; maps the file's original user and item ids through them, and
- * prints RMSE and MAE of mu + b_u + b_i + w_u . h_i (dot products by BLAS).
- * Ratings whose user or item the model never saw are skipped and counted.
+ * The model is opened through the app that wrote it (rt_model_open); the
+ * file's original user and item ids are mapped through the model's id
+ * tables, and RMSE and MAE are those of the app's own prediction.  Ratings
+ * whose user or item the model never saw are skipped and counted.
  */
+#include "apps/apps.h"
 #include "tools/commands.h"
-#include "partition/partition.h"
 
-#include <cblas.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct mf_model {
-    double mu;
-    float *W, *H;
-    float *bu, *bi; /* NULL when the model has no biases */
-    uint64_t n_rows, n_cols, k;
-    rt_idmap rows, cols;
-} mf_model;
 
 static void usage(FILE *fp)
 {
@@ -33,88 +22,6 @@ static void usage(FILE *fp)
                 "  --input FILE  ratings to score\n"
                 "  --format F    auto (default), triplets, csv, movielens-dat, mm, libmf\n"
                 "  --json        print the result as JSON\n");
-}
-
-static int read_ids(const char *dir, const char *name, rt_idmap *map, uint64_t want, rt_error *err)
-{
-    char path[4096];
-    if (rt_path_join(path, sizeof(path), dir, name, err))
-        return -1;
-    rt_linereader lr;
-    if (rt_linereader_open(&lr, path, err))
-        return -1;
-    char *line;
-    size_t len;
-    int rc;
-    while ((rc = rt_linereader_next(&lr, &line, &len, err)) == 1) {
-        uint32_t id;
-        if (rt_idmap_intern(map, line, len, &id, err)) {
-            rc = -1;
-            break;
-        }
-    }
-    rt_linereader_close(&lr);
-    if (rc < 0)
-        return -1;
-    if (map->n != want)
-        return rt_fail(err, RT_EXIT_INPUT, "%s: %llu ids, the model has %llu", path,
-                       (unsigned long long)map->n, (unsigned long long)want);
-    return 0;
-}
-
-static int load_model(const char *dir, mf_model *m, rt_error *err)
-{
-    char path[4096];
-    json_error_t jerr;
-    if (rt_path_join(path, sizeof(path), dir, "model.json", err))
-        return -1;
-    json_t *meta = json_load_file(path, 0, &jerr);
-    if (!meta)
-        return rt_fail_parse(err, path, jerr.line, jerr.text);
-    json_t *mu = json_object_get(meta, "mu");
-    m->mu = json_is_number(mu) ? json_number_value(mu) : 0.0;
-    int biases = json_is_true(json_object_get(meta, "biases"));
-    json_decref(meta);
-    uint64_t hk;
-    if (rt_path_join(path, sizeof(path), dir, "W.npy", err) ||
-        rt_npy_read_f32(path, &m->W, &m->n_rows, &m->k, err) ||
-        rt_path_join(path, sizeof(path), dir, "H.npy", err) ||
-        rt_npy_read_f32(path, &m->H, &m->n_cols, &hk, err))
-        return -1;
-    if (hk != m->k)
-        return rt_fail(err, RT_EXIT_INPUT, "%s: W has rank %llu but H has %llu", dir,
-                       (unsigned long long)m->k, (unsigned long long)hk);
-    if (biases) {
-        uint64_t r, c;
-        if (rt_path_join(path, sizeof(path), dir, "row_bias.npy", err) ||
-            rt_npy_read_f32(path, &m->bu, &r, &c, err))
-            return -1;
-        if (r != m->n_rows || c != 1)
-            return rt_fail(err, RT_EXIT_INPUT, "%s: expected %llu x 1", path,
-                           (unsigned long long)m->n_rows);
-        if (rt_path_join(path, sizeof(path), dir, "col_bias.npy", err) ||
-            rt_npy_read_f32(path, &m->bi, &r, &c, err))
-            return -1;
-        if (r != m->n_cols || c != 1)
-            return rt_fail(err, RT_EXIT_INPUT, "%s: expected %llu x 1", path,
-                           (unsigned long long)m->n_cols);
-    }
-    rt_idmap_init(&m->rows);
-    rt_idmap_init(&m->cols);
-    return read_ids(dir, "rows.ids", &m->rows, m->n_rows, err) ||
-                   read_ids(dir, "cols.ids", &m->cols, m->n_cols, err)
-               ? -1
-               : 0;
-}
-
-static void free_model(mf_model *m)
-{
-    free(m->W);
-    free(m->H);
-    free(m->bu);
-    free(m->bi);
-    rt_idmap_free(&m->rows);
-    rt_idmap_free(&m->cols);
 }
 
 int cmd_eval(int argc, char **argv)
@@ -151,24 +58,30 @@ int cmd_eval(int argc, char **argv)
         rt_fail(&err, RT_EXIT_INPUT, "eval needs --model DIR and --input FILE (see --help)");
         rt_die(&err);
     }
-    mf_model m = {0};
+    rt_model m;
+    rt_idmap *rows = NULL, *cols = NULL;
     rt_triplets t;
     rt_triplets_init(&t);
     rt_ratings_stats st = {0};
-    if (load_model(model_dir, &m, &err) ||
-        rt_read_ratings(input, fmt, &m.rows, &m.cols, 0, &t, &st, &err)) {
-        free_model(&m);
+    if (rt_model_open(model_dir, &m, &err)) {
+        rt_die(&err);
+    }
+    if (!m.app->model_predict) {
+        rt_fail(&err, RT_EXIT_INPUT,
+                "%s: the model is from --app %s; rotor eval scores rating models", model_dir,
+                m.app->name);
+        rt_model_close(&m);
+        rt_die(&err);
+    }
+    m.app->model_ids(m.impl, &rows, &cols);
+    if (rt_read_ratings(input, fmt, rows, cols, 0, &t, &st, &err)) {
+        rt_model_close(&m);
         rt_triplets_free(&t);
         rt_die(&err);
     }
     double sse = 0, sae = 0;
     for (uint64_t i = 0; i < t.n; i++) {
-        uint32_t row = t.e[i].row, col = t.e[i].col;
-        double pred =
-            m.mu + cblas_sdot((int)m.k, m.W + (size_t)row * m.k, 1, m.H + (size_t)col * m.k, 1);
-        if (m.bu)
-            pred += (double)m.bu[row] + m.bi[col];
-        double e = t.e[i].val - pred;
+        double e = (double)t.e[i].val - m.app->model_predict(m.impl, t.e[i].row, t.e[i].col);
         sse += e * e;
         sae += fabs(e);
     }
@@ -180,7 +93,7 @@ int cmd_eval(int argc, char **argv)
     else
         printf("ratings %llu  skipped (unknown ids) %llu  rmse %.6f  mae %.6f\n",
                (unsigned long long)t.n, (unsigned long long)st.dropped, sqrt(sse / n), sae / n);
-    free_model(&m);
+    rt_model_close(&m);
     rt_triplets_free(&t);
     return RT_EXIT_OK;
 }

@@ -9,6 +9,7 @@
  *
  * --app lda hands the whole command to cmd_partition_lda (tools/cmd_partition_lda.c).
  */
+#include "apps/apps.h"
 #include "tools/commands.h"
 #include "partition/partition.h"
 
@@ -297,6 +298,13 @@ static int load(const opts *o, data *d, rt_error *err)
     return 0;
 }
 
+/* rt_plan_options.before_commit: the side files of the apps that train on
+ * the plan (ctx = the plan input). */
+static int side_files(const char *dir, uint64_t plan_id, void *ctx, rt_error *err)
+{
+    return rt_apps_plan_side_files(dir, plan_id, ctx, err);
+}
+
 static int run(int argc, char **argv, const opts *o, rt_error *err)
 {
     data d;
@@ -327,7 +335,9 @@ static int run(int argc, char **argv, const opts *o, rt_error *err)
                               .sources = src,
                               .n_sources = o->test ? 2 : 1,
                               .counts = counts,
-                              .n_counts = 1};
+                              .n_counts = 1,
+                              .before_commit = side_files,
+                              .before_commit_ctx = &in};
         rc = rt_plan_write(o->out, &in, &po, NULL, err);
     }
     free(cmd);

@@ -3,13 +3,13 @@
  * whose rows are documents and columns are words (value = count).
  *
  * The plan writer deals documents to workers and words to word blocks
- * balanced by tokens.  Into the plan we also write lda.words (training
- * tokens per word: the LDA app sizes each word's slice of a block from it)
+ * balanced by tokens.  Into the plan we also write the side files of the
+ * apps that train on it (rt_apps_plan_side_files: the LDA app's lda.words)
  * and vocab.txt (the vocabulary, one word per line = cols.ids).  They go into
  * the writer's temporary directory before it is renamed into place (see
  * rt_plan_options.before_commit), so they are covered by plan.json's "files"
  * and a failure leaves no plan behind. */
-#include "apps/lda.h"
+#include "apps/apps.h"
 #include "partition/corpus.h"
 #include "partition/partition.h"
 
@@ -172,6 +172,7 @@ typedef struct lda_part {
     rt_idmap rows, test_rows; /* columns: the corpus's word map */
     rt_triplets train, test;
     uint64_t empty_docs, test_tokens;
+    const rt_plan_input *in; /* what the plan is written from */
 } lda_part;
 
 static int intern_doc(rt_idmap *m, const char *name, const char *input, uint32_t *id, rt_error *err)
@@ -212,22 +213,13 @@ static int build(lda_part *p, const lda_part_args *a, rt_error *err)
     return 0;
 }
 
-/* rt_plan_options.before_commit: lda.words and vocab.txt into the plan's
- * temporary directory. */
+/* rt_plan_options.before_commit: the apps' side files (lda.words) and
+ * vocab.txt into the plan's temporary directory. */
 static int write_side_files(const char *dir, uint64_t plan_id, void *ctx, rt_error *err)
 {
     const lda_part *p = ctx;
-    uint64_t *tok = calloc(p->c.n_words + 1, sizeof(uint64_t));
-    if (!tok)
-        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
-    for (uint64_t i = 0; i < p->train.n; i++)
-        tok[p->train.e[i].col] += (uint64_t)p->train.e[i].val;
     char path[4200];
-    int rc = rt_path_join(path, sizeof(path), dir, RT_LDA_WORDS_FILE, err);
-    if (rc == 0)
-        rc = rt_lda_words_write(path, plan_id, tok, p->c.n_words, err);
-    free(tok);
-    if (rc)
+    if (rt_apps_plan_side_files(dir, plan_id, p->in, err))
         return -1;
     rt_outfile of;
     if (rt_path_join(path, sizeof(path), dir, "vocab.txt", err) || rt_outfile_open(&of, path, err))
@@ -287,6 +279,7 @@ static int run(lda_part *p, const lda_part_args *a, int argc, char **argv, rt_er
                           .before_commit = write_side_files,
                           .before_commit_ctx = p};
     rt_plan_summary sum;
+    p->in = &in;
     if (rt_plan_write(a->out, &in, &po, &sum, err))
         return -1;
     printf("plan %s: %u workers, %u blocks, %llu documents, %llu words, %llu tokens; "

@@ -42,8 +42,14 @@ for s in sparse mh; do
     done
 done
 
-note "rotor topics prints every topic"
+note "rotor topics prints every topic, as topics.txt lists them (one owner: the app)"
 "$ROTOR" topics --model "$TMP/m-sparse" --top 5 >"$TMP/topics.out"
 [ "$(grep -c '^topic ' "$TMP/topics.out")" = 20 ] || fail "rotor topics: expected 20 topics"
-[ "$(head -1 "$TMP/topics.out" | wc -w)" = 7 ] || fail "rotor topics: expected 5 words per topic"
+[ "$(head -1 "$TMP/topics.out" | wc -w)" = 8 ] || fail "rotor topics: expected 5 words per topic"
+"$ROTOR" topics --model "$TMP/m-sparse" --top 20 >"$TMP/topics20.out"
+diff "$TMP/m-sparse/topics.txt" "$TMP/topics20.out" >&2 ||
+    fail "rotor topics on the saved model differs from the topics.txt written at save time"
+note "rotor topics refuses a rating model, rotor eval a topic model"
+st=0; "$ROTOR" eval --model "$TMP/m-sparse" --input "$TMP/gen.txt" >/dev/null 2>"$TMP/e.err" || st=$?
+[ "$st" = 2 ] && grep -q "model is from --app lda" "$TMP/e.err" || fail "eval of an lda model: exit $st"
 echo "PASS"
