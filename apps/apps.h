@@ -2,7 +2,9 @@
  * apps.h - the model kernels that run on the rotation engine.
  *
  * Each app is described by an rt_app_desc: `rotor train --app NAME` finds it
- * in rt_apps[], lets it parse its own options, asks it how large a parameter
+ * in rt_apps[], parses the app's options with the app's own option table
+ * next to its own (train composes the two; `rotor train --help` lists every
+ * app's table), asks it how large a parameter
  * block can get (the engine sizes its slot window from that), creates it on
  * top of the engine, runs the engine with its ops and finally saves the model.
  *
@@ -23,11 +25,13 @@
 typedef struct rt_app_desc {
     const char *name;     /* value of --app */
     rt_plan_app plan_app; /* plans it accepts */
-    const char *usage;    /* app options for `rotor train --help`, one per line */
-    /* Parse the app's options (argv[0] is the app name; getopt_long-style
-     * "--name value").  Returns malloc'd options in *opts, or -1 with err
-     * (exit code 2) naming the bad option. */
-    int (*parse)(int argc, char **argv, void **opts, rt_error *err);
+    /* The app's options (ground/opts.h): offsets into its options struct of
+     * opts_size bytes, which train allocates zeroed and fills. */
+    const rt_opt *options;
+    size_t opts_size;
+    void (*opts_init)(void *opts); /* before parsing, or NULL */
+    /* After parsing: defaults that depend on other options, or NULL. */
+    int (*opts_done)(void *opts, rt_error *err);
     /* Check the options against a plan (e.g. a plan made for another app). */
     int (*check)(const void *opts, const rt_plan *plan, rt_error *err);
     /* Largest payload any block will carry (bytes). */
@@ -65,6 +69,8 @@ extern const rt_app_desc rt_app_lda;
 
 /* NULL-terminated list of every app built in. */
 extern const rt_app_desc *const rt_apps[];
+/* The names for an --app option (ground/opts.h); value = index in rt_apps. */
+extern const rt_opt_choice rt_app_choices[];
 const rt_app_desc *rt_app_find(const char *name);
 
 /* The side files every app that trains on plans of in->app wants in a plan
@@ -79,5 +85,12 @@ typedef struct rt_model {
 } rt_model;
 int rt_model_open(const char *dir, rt_model *model, rt_error *err);
 void rt_model_close(rt_model *model);
+
+/* A zeroed options struct for the app (free() it), initialised for parsing. */
+void *rt_app_opts_alloc(const rt_app_desc *app);
+/* The app's options from argv[1..] with its own table alone (train adds its
+ * own options to the same parse).  0 with malloc'd *opts, 1 after printing
+ * the table (--help), or -1 with err (exit code 2) and *opts NULL. */
+int rt_app_parse(const rt_app_desc *app, int argc, char **argv, void **opts, rt_error *err);
 
 #endif

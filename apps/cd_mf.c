@@ -35,94 +35,66 @@ typedef struct cd_app {
     rt_metrics metrics;
 } cd_app;
 
-static const char cd_usage[] =
-    "  --rank K          factor rank (default 32)\n"
-    "  --outer N         outer iterations: passes over all K ranks (default 20)\n"
-    "  --inner T         most u/v alternations per rank and outer iteration (default 5)\n"
-    "  --inner-eps E     stop a rank's alternations once one decreases the objective by\n"
-    "                    less than E times the largest decrease so far, as LIBPMF\n"
-    "                    (default 0.001; 0 = always T)\n"
-    "  --lambda L        L2 regularisation, weighted by each row's and column's number of\n"
-    "                    ratings as in CCD++/LIBPMF (default 0.1)\n"
-    "  --unweighted      plain lambda (|W|^2 + |H|^2 + |b|^2 + |c|^2) instead\n"
-    "  --no-center       do not subtract the training mean from ratings\n"
-    "  --no-biases       no per-row and per-column bias terms\n"
-    "  --validation-fraction F  hold out a seeded share F in (0, 0.5] of the training\n"
-    "                    ratings, score it every outer iteration and keep the best model\n"
-    "  --early-stop N    stop after N outer iterations without a better validation RMSE\n"
-    "  --init-scale S    initial H ~ U(0, S), as LIBPMF; W and biases start at 0 (default 0.1)\n"
-    "  --seed S          random seed (default 1)\n"
-    "  --out DIR         write W.npy, H.npy, biases, rows.ids, cols.ids, model.json\n"
-    "                    (the best model by validation when there is a validation set)\n"
-    "  --metrics FILE    per-outer-iteration metrics as JSON, rewritten each time\n";
-
 /* ---------------------------------------------------------------- options */
 
-static int parse_count(const char *name, const char *v, uint32_t *out, rt_error *err)
-{
-    int n;
-    if (rt_parse_int(v, &n) || n <= 0)
-        return rt_fail(err, RT_EXIT_INPUT, "%s must be a positive integer, got '%s'", name, v);
-    *out = (uint32_t)n;
-    return 0;
-}
+/* Defaults as CCD++/LIBPMF: weighted lambda 0.1, 20 outer x at most 5 inner. */
+static const rt_opt cd_options[] = {
+    RT_MF_COMMON_OPTIONS(cd_opts),
+    {.name = "outer",
+     .type = RT_OPT_U32,
+     .offset = offsetof(cd_opts, outer),
+     .metavar = "N",
+     .def = "20",
+     .min = 1,
+     .max = 100000000,
+     .help = "outer iterations: passes over all K ranks"},
+    {.name = "inner",
+     .type = RT_OPT_U32,
+     .offset = offsetof(cd_opts, inner),
+     .metavar = "T",
+     .def = "5",
+     .min = 1,
+     .max = 1000000,
+     .help = "most u/v alternations per rank and outer iteration"},
+    {.name = "inner-eps",
+     .type = RT_OPT_DOUBLE,
+     .offset = offsetof(cd_opts, inner_eps),
+     .metavar = "E",
+     .def = "0.001",
+     .min = 0,
+     .max = HUGE_VAL,
+     .help = "stop a rank's alternations once one decreases the objective by less than E times "
+             "the largest decrease so far, as LIBPMF (0 = always T)"},
+    {.name = "lambda",
+     .short_name = 'l',
+     .type = RT_OPT_DOUBLE,
+     .offset = offsetof(cd_opts, mf.lambda),
+     .metavar = "L",
+     .def = "0.1",
+     .min = 0,
+     .max = HUGE_VAL,
+     .help = "L2 regularisation, weighted by each row's and column's number of ratings as in "
+             "CCD++/LIBPMF"},
+    {.name = "unweighted",
+     .type = RT_OPT_UNSET,
+     .offset = offsetof(cd_opts, weighted),
+     .def = "1",
+     .help = "plain lambda (|W|^2 + |H|^2 + |b|^2 + |c|^2) instead"},
+    {.name = "init-scale",
+     .type = RT_OPT_DOUBLE,
+     .offset = offsetof(cd_opts, mf.init_scale),
+     .metavar = "S",
+     .def = "0.1",
+     .min = 0,
+     .max = HUGE_VAL,
+     .flags = RT_OPT_MIN_OPEN,
+     .help = "initial H ~ U(0, S), as LIBPMF; W and biases start at 0"},
+    {NULL}};
 
-static int parse_flag(cd_opts *o, const char *arg)
+/* Initial factors drawn uniformly, as LIBPMF (not an option). */
+static void cd_opts_init(void *opts)
 {
-    if (rt_opt_is(arg, "--no-center"))
-        o->center = 0;
-    else if (rt_opt_is(arg, "--no-biases"))
-        o->mf.biases = 0;
-    else if (rt_opt_is(arg, "--unweighted"))
-        o->weighted = 0;
-    else
-        return 0;
-    return 1;
-}
-
-static int parse_one(cd_opts *o, int argc, char **argv, int *i, rt_error *err)
-{
-    const char *arg = argv[*i], *v;
-    int rc = rt_mf_parse_common(&o->mf, argc, argv, i, err);
-    if (rc)
-        return rc < 0 ? -1 : 0;
-    if (parse_flag(o, arg))
-        return 0;
-    if (!rt_opt_is(arg, "--outer") && !rt_opt_is(arg, "--inner") && !rt_opt_is(arg, "--inner-eps"))
-        return rt_fail(err, RT_EXIT_INPUT, "cd-mf: unknown option %s", arg);
-    if (!(v = rt_opt_value(argc, argv, i, err)))
-        return -1;
-    if (rt_opt_is(arg, "--inner-eps")) {
-        if (rt_parse_double(v, &o->inner_eps) || !(o->inner_eps >= 0))
-            return rt_fail(err, RT_EXIT_INPUT, "--inner-eps must be a number >= 0, got '%s'", v);
-        return 0;
-    }
-    if (rt_opt_is(arg, "--outer"))
-        return parse_count("--outer", v, &o->outer, err);
-    return parse_count("--inner", v, &o->inner, err);
-}
-
-static int cd_parse(int argc, char **argv, void **out, rt_error *err)
-{
-    cd_opts *o = calloc(1, sizeof(*o));
-    if (!o)
-        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
-    rt_mf_common_defaults(&o->mf);
-    o->mf.biases = 1;
-    o->mf.init_uniform = 1;
-    o->mf.lambda = 0.1;
-    o->outer = 20;
-    o->inner = 5;
-    o->center = 1;
-    o->weighted = 1;
-    o->inner_eps = 1e-3;
-    for (int i = 1; i < argc; i++)
-        if (parse_one(o, argc, argv, &i, err)) {
-            free(o);
-            return -1;
-        }
-    *out = o;
-    return 0;
+    ((cd_opts *)opts)->mf.init_uniform = 1;
 }
 
 static int cd_check(const void *opts, const rt_plan *plan, rt_error *err)
@@ -352,7 +324,7 @@ static int export_model(cd_app *a, rt_engine *eng, rt_error *err)
 static int cd_save(void *p, rt_engine *eng, rt_error *err)
 {
     cd_app *a = p;
-    if (!a->o.mf.out[0])
+    if (!a->o.mf.out)
         return 0;
     if (export_model(a, eng, err))
         return -1;
@@ -387,8 +359,9 @@ static const rt_app_ops cd_ops = {
 const rt_app_desc rt_app_cd_mf = {
     .name = "cd-mf",
     .plan_app = RT_PLAN_MF,
-    .usage = cd_usage,
-    .parse = cd_parse,
+    .options = cd_options,
+    .opts_size = sizeof(cd_opts),
+    .opts_init = cd_opts_init,
     .check = cd_check,
     .slot_bytes = cd_slot_bytes,
     .create = cd_create,

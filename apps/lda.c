@@ -13,106 +13,105 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char lda_usage[] =
-    "  --topics K        number of topics, 2..65535 (default 100)\n"
-    "  --alpha A         symmetric document-topic prior (default 50/K)\n"
-    "  --beta B          symmetric topic-word prior (default 0.01)\n"
-    "  --iters N         Gibbs sweeps over the corpus (default 100)\n"
-    "  --sampler S       sparse (SparseLDA buckets, default) or mh (Metropolis-Hastings\n"
-    "                    with alias tables: cost per token independent of K)\n"
-    "  --mh-steps M      MH proposals per token, alternating doc/word (default 2)\n"
-    "  --eval-every N    log-likelihood and held-out perplexity every N sweeps (default 10)\n"
-    "  --seed S          random seed (default 1)\n"
-    "  --top N           words per topic in topics.txt (default 20)\n"
-    "  --out DIR         write topics.txt, word_topic.npy, topic_word.npy, doc_topic.npy,\n"
-    "                    vocab.txt, docs.txt, model.json\n"
-    "  --metrics FILE    per-sweep metrics as JSON, rewritten after every evaluation\n";
-
 /* ---------------------------------------------------------------- options */
 
-static int parse_u32_opt(const char *name, const char *v, uint32_t lo, uint32_t hi, uint32_t *out,
-                         rt_error *err)
-{
-    uint64_t x;
-    if (rt_parse_u64(v, &x) || x < lo || x > hi)
-        return rt_fail(err, RT_EXIT_INPUT, "%s must be an integer in %u..%u, got '%s'", name, lo,
-                       hi, v);
-    *out = (uint32_t)x;
-    return 0;
-}
+static const rt_opt_choice lda_samplers[] = {
+    {"sparse", LDA_SAMPLER_SPARSE}, {"mh", LDA_SAMPLER_MH}, {NULL, 0}};
 
-static int parse_one(lda_opts *o, int argc, char **argv, int *i, rt_error *err)
-{
-    const char *arg = argv[*i], *v;
-    static const char *const known[] = {"--topics",  "--alpha",    "--beta",       "--iters",
-                                        "--sampler", "--mh-steps", "--eval-every", "--seed",
-                                        "--top",     "--out",      "--metrics"};
-    size_t n;
-    for (n = 0; n < sizeof(known) / sizeof(known[0]); n++)
-        if (rt_opt_is(arg, known[n]))
-            break;
-    if (n == sizeof(known) / sizeof(known[0]))
-        return rt_fail(err, RT_EXIT_INPUT, "lda: unknown option %s", arg);
-    if (!(v = rt_opt_value(argc, argv, i, err)))
-        return -1;
-    double d;
-    if (rt_opt_is(arg, "--topics"))
-        return parse_u32_opt("--topics", v, 2, RT_LDA_MAX_TOPICS, &o->K, err);
-    if (rt_opt_is(arg, "--alpha") || rt_opt_is(arg, "--beta")) {
-        if (rt_parse_double(v, &d) || !(d > 0))
-            return rt_fail(err, RT_EXIT_INPUT, "%.7s must be a number > 0, got '%s'", arg, v);
-        *(rt_opt_is(arg, "--alpha") ? &o->alpha : &o->beta) = d;
-        return 0;
-    }
-    if (rt_opt_is(arg, "--iters"))
-        return parse_u32_opt("--iters", v, 0, 100000000, &o->iters, err);
-    if (rt_opt_is(arg, "--mh-steps"))
-        return parse_u32_opt("--mh-steps", v, 1, 1000, &o->mh_steps, err);
-    if (rt_opt_is(arg, "--eval-every"))
-        return parse_u32_opt("--eval-every", v, 1, 100000000, &o->eval_every, err);
-    if (rt_opt_is(arg, "--top"))
-        return parse_u32_opt("--top", v, 1, 1000000, &o->top, err);
-    if (rt_opt_is(arg, "--seed")) {
-        if (rt_parse_u64(v, &o->seed))
-            return rt_fail(err, RT_EXIT_INPUT, "--seed must be an integer, got '%s'", v);
-        return 0;
-    }
-    if (rt_opt_is(arg, "--sampler")) {
-        if (!strcmp(v, "sparse"))
-            o->sampler = LDA_SAMPLER_SPARSE;
-        else if (!strcmp(v, "mh"))
-            o->sampler = LDA_SAMPLER_MH;
-        else
-            return rt_fail(err, RT_EXIT_INPUT, "--sampler must be sparse or mh, got '%s'", v);
-        return 0;
-    }
-    if (rt_opt_is(arg, "--out"))
-        o->out = v;
-    else
-        o->metrics = v;
-    return 0;
-}
+static const rt_opt lda_options[] = {
+    {.name = "topics",
+     .short_name = 'k',
+     .type = RT_OPT_U32,
+     .offset = offsetof(lda_opts, K),
+     .metavar = "K",
+     .def = "100",
+     .min = 2,
+     .max = RT_LDA_MAX_TOPICS,
+     .help = "number of topics"},
+    {.name = "alpha",
+     .type = RT_OPT_DOUBLE,
+     .offset = offsetof(lda_opts, alpha),
+     .metavar = "A",
+     .min = 0,
+     .max = HUGE_VAL,
+     .flags = RT_OPT_MIN_OPEN,
+     .help = "symmetric document-topic prior (default 50/K)"},
+    {.name = "beta",
+     .type = RT_OPT_DOUBLE,
+     .offset = offsetof(lda_opts, beta),
+     .metavar = "B",
+     .def = "0.01",
+     .min = 0,
+     .max = HUGE_VAL,
+     .flags = RT_OPT_MIN_OPEN,
+     .help = "symmetric topic-word prior"},
+    {.name = "iters",
+     .type = RT_OPT_U32,
+     .offset = offsetof(lda_opts, iters),
+     .metavar = "N",
+     .def = "100",
+     .min = 0,
+     .max = 100000000,
+     .help = "Gibbs sweeps over the corpus"},
+    {.name = "sampler",
+     .type = RT_OPT_ENUM,
+     .offset = offsetof(lda_opts, sampler),
+     .def = "sparse",
+     .choices = lda_samplers,
+     .help = "sparse (SparseLDA buckets) or mh (Metropolis-Hastings with alias tables: cost per "
+             "token independent of K)"},
+    {.name = "mh-steps",
+     .type = RT_OPT_U32,
+     .offset = offsetof(lda_opts, mh_steps),
+     .metavar = "M",
+     .def = "2",
+     .min = 1,
+     .max = 1000,
+     .help = "MH proposals per token, alternating doc/word"},
+    {.name = "eval-every",
+     .type = RT_OPT_U32,
+     .offset = offsetof(lda_opts, eval_every),
+     .metavar = "N",
+     .def = "10",
+     .min = 1,
+     .max = 100000000,
+     .help = "log-likelihood and held-out perplexity every N sweeps"},
+    {.name = "seed",
+     .short_name = 's',
+     .type = RT_OPT_U64,
+     .offset = offsetof(lda_opts, seed),
+     .metavar = "S",
+     .def = "1",
+     .help = "random seed"},
+    {.name = "top",
+     .type = RT_OPT_U32,
+     .offset = offsetof(lda_opts, top),
+     .metavar = "N",
+     .def = "20",
+     .min = 1,
+     .max = 1000000,
+     .help = "words per topic in topics.txt"},
+    {.name = "out",
+     .short_name = 'o',
+     .type = RT_OPT_PATH,
+     .flags = RT_OPT_DIR,
+     .offset = offsetof(lda_opts, out),
+     .metavar = "DIR",
+     .help = "write topics.txt, word_topic.npy, topic_word.npy, doc_topic.npy, vocab.txt, "
+             "docs.txt, model.json into DIR"},
+    {.name = "metrics",
+     .type = RT_OPT_PATH,
+     .offset = offsetof(lda_opts, metrics),
+     .metavar = "FILE",
+     .help = "per-sweep metrics as JSON, rewritten after every evaluation"},
+    {NULL}};
 
-static int lda_parse(int argc, char **argv, void **out, rt_error *err)
+static int lda_opts_done(void *opts, rt_error *err)
 {
-    lda_opts *o = calloc(1, sizeof(*o));
-    if (!o)
-        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
-    o->K = 100;
-    o->beta = 0.01;
-    o->iters = 100;
-    o->mh_steps = 2;
-    o->eval_every = 10;
-    o->seed = 1;
-    o->top = 20;
-    for (int i = 1; i < argc; i++)
-        if (parse_one(o, argc, argv, &i, err)) {
-            free(o);
-            return -1;
-        }
-    if (o->alpha == 0)
+    (void)err;
+    lda_opts *o = opts;
+    if (o->alpha == 0) /* not given (0 is out of its range) */
         o->alpha = 50.0 / o->K;
-    *out = o;
     return 0;
 }
 
@@ -285,8 +284,9 @@ static const rt_app_ops lda_ops = {
 const rt_app_desc rt_app_lda = {
     .name = "lda",
     .plan_app = RT_PLAN_LDA,
-    .usage = lda_usage,
-    .parse = lda_parse,
+    .options = lda_options,
+    .opts_size = sizeof(lda_opts),
+    .opts_done = lda_opts_done,
     .check = lda_check,
     .slot_bytes = lda_slot_bytes,
     .create = lda_create,

@@ -154,68 +154,6 @@ void rt_mf_common_defaults(rt_mf_common_opts *o)
     o->init_scale = 0.1;
 }
 
-int rt_mf_parse_common(rt_mf_common_opts *o, int argc, char **argv, int *i, rt_error *err)
-{
-    const char *arg = argv[*i], *v;
-    double d;
-    uint64_t u;
-    if (rt_opt_is(arg, "--rank") || rt_opt_is(arg, "-k")) {
-        if (!(v = rt_opt_value(argc, argv, i, err)))
-            return -1;
-        int k;
-        if (rt_parse_int(v, &k) || k <= 0 || k > 4096)
-            return rt_fail(err, RT_EXIT_INPUT, "--rank must be an integer in 1..4096, got '%s'", v);
-        o->k = (uint32_t)k;
-    } else if (rt_opt_is(arg, "--lambda")) {
-        if (!(v = rt_opt_value(argc, argv, i, err)))
-            return -1;
-        if (rt_parse_double(v, &d) || d < 0)
-            return rt_fail(err, RT_EXIT_INPUT, "--lambda must be a number >= 0, got '%s'", v);
-        o->lambda = d;
-    } else if (rt_opt_is(arg, "--seed")) {
-        if (!(v = rt_opt_value(argc, argv, i, err)))
-            return -1;
-        if (rt_parse_u64(v, &u))
-            return rt_fail(err, RT_EXIT_INPUT, "--seed must be a non-negative integer, got '%s'",
-                           v);
-        o->seed = u;
-    } else if (rt_opt_is(arg, "--init-scale")) {
-        if (!(v = rt_opt_value(argc, argv, i, err)))
-            return -1;
-        if (rt_parse_double(v, &d) || d <= 0)
-            return rt_fail(err, RT_EXIT_INPUT, "--init-scale must be > 0, got '%s'", v);
-        o->init_scale = d;
-    } else if (rt_opt_is(arg, "--validation-fraction")) {
-        if (!(v = rt_opt_value(argc, argv, i, err)))
-            return -1;
-        if (rt_parse_double(v, &d) || !(d > 0 && d <= 0.5))
-            return rt_fail(err, RT_EXIT_INPUT,
-                           "--validation-fraction must be a number in (0, 0.5], got '%s'", v);
-        o->valid_fraction = d;
-    } else if (rt_opt_is(arg, "--early-stop")) {
-        if (!(v = rt_opt_value(argc, argv, i, err)))
-            return -1;
-        int n;
-        if (rt_parse_int(v, &n) || n <= 0)
-            return rt_fail(err, RT_EXIT_INPUT, "--early-stop must be a positive integer, got '%s'",
-                           v);
-        o->early_stop = (uint32_t)n;
-    } else if (rt_opt_is(arg, "--out")) {
-        if (!(v = rt_opt_value(argc, argv, i, err)))
-            return -1;
-        if (snprintf(o->out, sizeof(o->out), "%s", v) >= (int)sizeof(o->out))
-            return rt_fail(err, RT_EXIT_INPUT, "--out path too long");
-    } else if (rt_opt_is(arg, "--metrics")) {
-        if (!(v = rt_opt_value(argc, argv, i, err)))
-            return -1;
-        if (snprintf(o->metrics, sizeof(o->metrics), "%s", v) >= (int)sizeof(o->metrics))
-            return rt_fail(err, RT_EXIT_INPUT, "--metrics path too long");
-    } else {
-        return 0;
-    }
-    return 1;
-}
-
 int rt_mf_check_common(const rt_mf_common_opts *o, const rt_plan *plan, const char *app,
                        rt_error *err)
 {
@@ -225,7 +163,7 @@ int rt_mf_check_common(const rt_mf_common_opts *o, const rt_plan *plan, const ch
                        "--app mf",
                        plan->dir, rt_plan_app_name(plan->app), app);
     /* An unusable output directory fails now, not after the whole run. */
-    if (o->out[0] && rt_check_out_dir(o->out, err))
+    if (o->out && rt_check_out_dir(o->out, err))
         return -1;
     return 0;
 }

@@ -32,8 +32,8 @@ typedef struct rt_mf_common_opts {
     uint64_t seed;
     double init_scale;     /* initial entries ~ N(0, init_scale / sqrt(k)) */
     int init_uniform;      /* initial entries ~ U(0, init_scale) instead (CCD++/LIBPMF) */
-    char out[4096];        /* "" = do not save */
-    char metrics[4096];    /* --metrics FILE: per-epoch JSON (apps/metrics.h) */
+    const char *out;       /* NULL = do not save */
+    const char *metrics;   /* --metrics FILE: per-epoch JSON (apps/metrics.h), or NULL */
     int biases;            /* model row and column biases */
     double valid_fraction; /* --validation-fraction: held-out share of training, 0 = none */
     uint32_t early_stop;   /* --early-stop N: outer iterations without improvement, 0 = off */
@@ -43,6 +43,66 @@ typedef struct rt_mf_common_opts {
  * validation set: a hash of (seed, row, column) below the fraction, so the
  * set depends neither on the plan's layout nor on the order of the data. */
 int rt_mf_is_validation(const rt_mf_common_opts *o, uint32_t global_row, uint32_t global_col);
+
+/* Option table entries (ground/opts.h) of the options every MF app takes
+ * with the same meaning and default, for an options struct T with an
+ * rt_mf_common_opts member `mf` and an int `center`.  --lambda and
+ * --init-scale differ between the apps and are in each app's own table. */
+#define RT_MF_COMMON_OPTIONS(T)                                                                    \
+    {.name = "rank",                                                                               \
+     .short_name = 'k',                                                                            \
+     .type = RT_OPT_U32,                                                                           \
+     .offset = offsetof(T, mf.k),                                                                  \
+     .metavar = "K",                                                                               \
+     .def = "32",                                                                                  \
+     .min = 1,                                                                                     \
+     .max = 4096,                                                                                  \
+     .help = "factor rank"},                                                                       \
+        {.name = "seed",                                                                           \
+         .short_name = 's',                                                                        \
+         .type = RT_OPT_U64,                                                                       \
+         .offset = offsetof(T, mf.seed),                                                           \
+         .metavar = "S",                                                                           \
+         .def = "1",                                                                               \
+         .help = "random seed of the initial factors"},                                            \
+        {.name = "no-center",                                                                      \
+         .type = RT_OPT_UNSET,                                                                     \
+         .offset = offsetof(T, center),                                                            \
+         .def = "1",                                                                               \
+         .help = "do not subtract the training mean from ratings"},                                \
+        {.name = "no-biases",                                                                      \
+         .type = RT_OPT_UNSET,                                                                     \
+         .offset = offsetof(T, mf.biases),                                                         \
+         .def = "1",                                                                               \
+         .help = "no per-row and per-column bias terms"},                                          \
+        {.name = "validation-fraction",                                                            \
+         .type = RT_OPT_DOUBLE,                                                                    \
+         .offset = offsetof(T, mf.valid_fraction),                                                 \
+         .metavar = "F",                                                                           \
+         .min = 0,                                                                                 \
+         .max = 0.5,                                                                               \
+         .flags = RT_OPT_MIN_OPEN,                                                                 \
+         .help = "hold out a seeded share F of the training ratings, score it every outer "        \
+                 "iteration and keep the best model (cd-mf)"},                                     \
+        {.name = "early-stop",                                                                     \
+         .type = RT_OPT_U32,                                                                       \
+         .offset = offsetof(T, mf.early_stop),                                                     \
+         .metavar = "N",                                                                           \
+         .min = 1,                                                                                 \
+         .max = 100000000,                                                                         \
+         .help = "stop after N outer iterations without a better validation RMSE (cd-mf)"},        \
+        {.name = "out",                                                                            \
+         .short_name = 'o',                                                                        \
+         .type = RT_OPT_PATH,                                                                      \
+         .flags = RT_OPT_DIR,                                                                      \
+         .offset = offsetof(T, mf.out),                                                            \
+         .metavar = "DIR",                                                                         \
+         .help = "write W.npy, H.npy, biases, rows.ids, cols.ids, model.json into DIR (the best "  \
+                 "model by validation when there is a validation set)"},                           \
+    {                                                                                              \
+        .name = "metrics", .type = RT_OPT_PATH, .offset = offsetof(T, mf.metrics),                 \
+        .metavar = "FILE", .help = "metrics as JSON, rewritten after every epoch"                  \
+    }
 
 /* This node's MF state: one shard and one W row block per local worker. */
 typedef struct rt_mf_local {
@@ -113,10 +173,8 @@ void rt_mf_model_free(void *model);
 void rt_mf_model_ids(void *model, rt_idmap **rows, rt_idmap **cols);
 float rt_mf_model_predict(const void *model, uint32_t row, uint32_t col);
 
-/* Parse one common MF option at argv[*i] ("--name value" or "--name=value").
- * Returns 1 when consumed (advancing *i), 0 when not an MF option, -1 on a
- * bad value. */
-int rt_mf_parse_common(rt_mf_common_opts *o, int argc, char **argv, int *i, rt_error *err);
+/* The defaults of the common options (for tests and the serial reference,
+ * which build options without a command line). */
 void rt_mf_common_defaults(rt_mf_common_opts *o);
 int rt_mf_check_common(const rt_mf_common_opts *o, const rt_plan *plan, const char *app,
                        rt_error *err);

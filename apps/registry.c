@@ -2,9 +2,13 @@
  * through them: plan side files and saved models. */
 #include "apps/app_common.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 const rt_app_desc *const rt_apps[] = {&rt_app_sgd_mf, &rt_app_cd_mf, &rt_app_lda, NULL};
+
+/* Value = index in rt_apps. */
+const rt_opt_choice rt_app_choices[] = {{"sgd-mf", 0}, {"cd-mf", 1}, {"lda", 2}, {NULL, 0}};
 
 const rt_app_desc *rt_app_find(const char *name)
 {
@@ -58,4 +62,28 @@ void rt_model_close(rt_model *model)
     if (model->app && model->impl)
         model->app->model_free(model->impl);
     memset(model, 0, sizeof(*model));
+}
+
+void *rt_app_opts_alloc(const rt_app_desc *app)
+{
+    void *opts = calloc(1, app->opts_size);
+    if (opts && app->opts_init)
+        app->opts_init(opts);
+    return opts;
+}
+
+int rt_app_parse(const rt_app_desc *app, int argc, char **argv, void **opts, rt_error *err)
+{
+    *opts = rt_app_opts_alloc(app);
+    if (!*opts)
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    rt_opt_group g = {.title = app->name, .opts = app->options, .dest = *opts};
+    int rc = rt_opts_parse(NULL, &g, 1, argc, argv, NULL, err);
+    if (rc == 0 && app->opts_done)
+        rc = app->opts_done(*opts, err);
+    if (rc) {
+        free(*opts);
+        *opts = NULL;
+    }
+    return rc;
 }

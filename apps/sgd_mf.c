@@ -23,113 +23,101 @@ typedef struct sgd_app {
     rt_metrics metrics;
 } sgd_app;
 
-static const char sgd_usage[] =
-    "  --rank K          factor rank (default 32)\n"
-    "  --epochs N        epochs (default 20)\n"
-    "  --lr ETA          initial learning rate (default 0.01)\n"
-    "  --lambda L        L2 regularisation per rating (default 0.1)\n"
-    "  --schedule S      learning-rate schedule: fixed (default), bold (bold driver:\n"
-    "                    x1.05 after an epoch whose loss fell, x0.5 otherwise), decay\n"
-    "  --decay D         factor per epoch for --schedule decay (default 0.9)\n"
-    "  --no-center       do not subtract the training mean from ratings\n"
-    "  --no-biases       no per-row and per-column bias terms\n"
-    "  --lambda-bias L   L2 regularisation of the biases (default: --lambda)\n"
-    "  --target-rmse X   stop once test RMSE <= X\n"
-    "  --init-scale S    initial factors ~ N(0, S/sqrt(K)) (default 0.3)\n"
-    "  --seed S          random seed (default 1)\n"
-    "  --kernel K        SGD inner loop: auto (default: avx2 where the CPU has it),\n"
-    "                    portable or avx2 (both give the same bits)\n"
-    "  --out DIR         write W.npy, H.npy, rows.ids, cols.ids, model.json\n"
-    "  --metrics FILE    per-epoch metrics as JSON, rewritten after every epoch\n";
-
 /* ---------------------------------------------------------------- options */
 
-static int parse_one(sgd_opts *o, int argc, char **argv, int *i, rt_error *err)
+static const rt_opt_choice sgd_schedules[] = {
+    {"fixed", LR_FIXED}, {"bold", LR_BOLD}, {"decay", LR_DECAY}, {NULL, 0}};
+
+/* Defaults from a sweep on MovieLens 100K (README): fixed rate, lambda 0.1. */
+static const rt_opt sgd_options[] = {
+    RT_MF_COMMON_OPTIONS(sgd_opts),
+    {.name = "epochs",
+     .type = RT_OPT_U32,
+     .offset = offsetof(sgd_opts, epochs),
+     .metavar = "N",
+     .def = "20",
+     .min = 1,
+     .max = 100000000,
+     .help = "epochs"},
+    {.name = "lr",
+     .short_name = 'r',
+     .type = RT_OPT_DOUBLE,
+     .offset = offsetof(sgd_opts, lr),
+     .metavar = "ETA",
+     .def = "0.01",
+     .min = 0,
+     .max = HUGE_VAL,
+     .flags = RT_OPT_MIN_OPEN,
+     .help = "initial learning rate"},
+    {.name = "lambda",
+     .short_name = 'l',
+     .type = RT_OPT_DOUBLE,
+     .offset = offsetof(sgd_opts, mf.lambda),
+     .metavar = "L",
+     .def = "0.1",
+     .min = 0,
+     .max = HUGE_VAL,
+     .help = "L2 regularisation per rating"},
+    {.name = "schedule",
+     .type = RT_OPT_ENUM,
+     .offset = offsetof(sgd_opts, schedule),
+     .def = "fixed",
+     .choices = sgd_schedules,
+     .help = "learning-rate schedule: fixed; bold (bold driver: x1.05 after an epoch whose loss "
+             "fell, x0.5 otherwise); decay (x --decay every epoch)"},
+    {.name = "decay",
+     .type = RT_OPT_DOUBLE,
+     .offset = offsetof(sgd_opts, decay),
+     .metavar = "D",
+     .def = "0.9",
+     .min = 0,
+     .max = 1,
+     .flags = RT_OPT_MIN_OPEN,
+     .help = "factor per epoch for --schedule decay"},
+    {.name = "lambda-bias",
+     .type = RT_OPT_DOUBLE,
+     .offset = offsetof(sgd_opts, lambda_bias),
+     .metavar = "L",
+     .min = 0,
+     .max = HUGE_VAL,
+     .help = "L2 regularisation of the biases (default: --lambda)"},
+    {.name = "target-rmse",
+     .type = RT_OPT_DOUBLE,
+     .offset = offsetof(sgd_opts, target_rmse),
+     .metavar = "X",
+     .min = 0,
+     .max = HUGE_VAL,
+     .help = "stop once test RMSE <= X"},
+    {.name = "init-scale",
+     .type = RT_OPT_DOUBLE,
+     .offset = offsetof(sgd_opts, mf.init_scale),
+     .metavar = "S",
+     .def = "0.3",
+     .min = 0,
+     .max = HUGE_VAL,
+     .flags = RT_OPT_MIN_OPEN,
+     .help = "initial factors ~ N(0, S/sqrt(K))"},
+    {.name = "kernel",
+     .type = RT_OPT_STRING,
+     .offset = offsetof(sgd_opts, kernel_name),
+     .metavar = "auto|portable|avx2",
+     .def = "auto",
+     .help = "SGD inner loop: auto is avx2 where the CPU has it (both give the same bits)"},
+    {NULL}};
+
+/* --lambda-bias defaults to --lambda (its field starts negative: "not given"). */
+static void sgd_opts_init(void *opts)
 {
-    const char *arg = argv[*i], *v;
-    double d;
-    int rc = rt_mf_parse_common(&o->mf, argc, argv, i, err);
-    if (rc)
-        return rc < 0 ? -1 : 0;
-    if (rt_opt_is(arg, "--no-center")) {
-        o->center = 0;
-        return 0;
-    }
-    if (rt_opt_is(arg, "--no-biases")) {
-        o->mf.biases = 0;
-        return 0;
-    }
-    static const char *const with_value[] = {
-        "--epochs", "--lr", "--decay", "--target-rmse", "--schedule", "--lambda-bias", "--kernel"};
-    int known = 0;
-    for (size_t n = 0; n < sizeof(with_value) / sizeof(with_value[0]); n++)
-        known |= rt_opt_is(arg, with_value[n]);
-    if (!known)
-        return rt_fail(err, RT_EXIT_INPUT, "sgd-mf: unknown option %s", arg);
-    if (!(v = rt_opt_value(argc, argv, i, err)))
-        return -1;
-    if (rt_opt_is(arg, "--kernel")) {
-        return rt_mf_kernel_pick(v, &o->kernel, err);
-    } else if (rt_opt_is(arg, "--epochs")) {
-        int n;
-        if (rt_parse_int(v, &n) || n <= 0)
-            return rt_fail(err, RT_EXIT_INPUT, "--epochs must be a positive integer, got '%s'", v);
-        o->epochs = (uint32_t)n;
-    } else if (rt_opt_is(arg, "--lr")) {
-        if (rt_parse_double(v, &d) || d <= 0)
-            return rt_fail(err, RT_EXIT_INPUT, "--lr must be a number > 0, got '%s'", v);
-        o->lr = d;
-    } else if (rt_opt_is(arg, "--decay")) {
-        if (rt_parse_double(v, &d) || d <= 0 || d > 1)
-            return rt_fail(err, RT_EXIT_INPUT, "--decay must be in (0, 1], got '%s'", v);
-        o->decay = d;
-    } else if (rt_opt_is(arg, "--lambda-bias")) {
-        if (rt_parse_double(v, &d) || d < 0)
-            return rt_fail(err, RT_EXIT_INPUT, "--lambda-bias must be a number >= 0, got '%s'", v);
-        o->lambda_bias = d;
-    } else if (rt_opt_is(arg, "--target-rmse")) {
-        if (rt_parse_double(v, &d) || d < 0)
-            return rt_fail(err, RT_EXIT_INPUT, "--target-rmse must be >= 0, got '%s'", v);
-        o->target_rmse = d;
-    } else if (rt_opt_is(arg, "--schedule")) {
-        if (!strcmp(v, "bold"))
-            o->schedule = LR_BOLD;
-        else if (!strcmp(v, "decay"))
-            o->schedule = LR_DECAY;
-        else if (!strcmp(v, "fixed"))
-            o->schedule = LR_FIXED;
-        else
-            return rt_fail(err, RT_EXIT_INPUT, "--schedule must be bold, decay or fixed, got '%s'",
-                           v);
-    }
-    return 0;
+    ((sgd_opts *)opts)->lambda_bias = -1;
 }
 
-static int sgd_parse(int argc, char **argv, void **out, rt_error *err)
+static int sgd_opts_done(void *opts, rt_error *err)
 {
-    sgd_opts *o = calloc(1, sizeof(*o));
-    if (!o)
-        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
-    rt_mf_common_defaults(&o->mf);
-    /* Defaults from a sweep on MovieLens 100K (README): fixed rate, lambda 0.1. */
-    o->mf.lambda = 0.1;
-    o->mf.init_scale = 0.3;
-    o->lr = 0.01;
-    o->decay = 0.9;
-    o->schedule = LR_FIXED;
-    o->epochs = 20;
-    o->center = 1;
-    o->mf.biases = 1;
-    o->lambda_bias = -1;
-    o->kernel = rt_mf_kernel_best();
-    for (int i = 1; i < argc; i++)
-        if (parse_one(o, argc, argv, &i, err)) {
-            free(o);
-            return -1;
-        }
+    sgd_opts *o = opts;
+    if (rt_mf_kernel_pick(o->kernel_name, &o->kernel, err))
+        return -1;
     if (o->lambda_bias < 0)
         o->lambda_bias = o->mf.lambda;
-    *out = o;
     return 0;
 }
 
@@ -249,7 +237,7 @@ static int sgd_save(void *p, rt_engine *eng, rt_error *err)
 {
     sgd_app *a = p;
     const sgd_core *c = &a->core;
-    if (!a->o.mf.out[0])
+    if (!a->o.mf.out)
         return 0;
     json_t *meta = json_object();
     json_object_set_new(meta, "app", json_string("sgd-mf"));
@@ -278,8 +266,10 @@ static const rt_app_ops sgd_ops = {
 const rt_app_desc rt_app_sgd_mf = {
     .name = "sgd-mf",
     .plan_app = RT_PLAN_MF,
-    .usage = sgd_usage,
-    .parse = sgd_parse,
+    .options = sgd_options,
+    .opts_size = sizeof(sgd_opts),
+    .opts_init = sgd_opts_init,
+    .opts_done = sgd_opts_done,
     .check = sgd_check,
     .slot_bytes = sgd_slot_bytes,
     .create = sgd_create,

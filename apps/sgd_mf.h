@@ -33,8 +33,9 @@ typedef struct sgd_opts {
     int schedule;
     uint32_t epochs;
     int center;
-    rt_mf_kernel kernel; /* the SGD path, chosen once when the options are parsed */
-    double target_rmse;  /* stop early once test RMSE <= this (0 = never) */
+    const char *kernel_name; /* --kernel: auto, portable or avx2 */
+    rt_mf_kernel kernel;     /* the SGD path, chosen once when the options are parsed */
+    double target_rmse;      /* stop early once test RMSE <= this (0 = never) */
 } sgd_opts;
 
 /* ---- the core: state and math of one node, no engine ----

@@ -176,14 +176,11 @@ size_t rt_text_find_binary(const char *s, size_t n);
 /* Fill err with "FILE:LINE: binary data (byte 0xNN) in a text file" (exit 2). */
 int rt_fail_binary(rt_error *err, const char *path, uint64_t line, unsigned char byte);
 
-/* ---- parsing helpers for command lines ---- */
+/* ---- parsing helpers for command lines (the option tables: opts.h) ---- */
 int rt_parse_u64(const char *s, uint64_t *out);  /* 0 on success; accepts 1k, 2M, 3G */
 int rt_parse_double(const char *s, double *out); /* 0 on success; rejects nan/inf */
 int rt_parse_int(const char *s, int *out);       /* 0 on success */
-/* True when arg is "--name" or starts with "--name=". */
-int rt_opt_is(const char *arg, const char *name);
-/* The value of option argv[*i]: after '=' in "--x=v", else argv[++*i].
- * NULL with err set (exit code 2) when it is missing. */
-const char *rt_opt_value(int argc, char **argv, int *i, rt_error *err);
+
+#include "ground/opts.h"
 
 #endif

@@ -1,22 +1,564 @@
-/* opts.c - the two helpers every command's option loop uses. */
+/* opts.c - the option parser and the --help text, driven by rt_opt tables
+ * (see opts.h). */
 #include "ground/ground.h"
 
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
-int rt_opt_is(const char *arg, const char *name)
+#define HELP_WIDTH 80
+#define HELP_COLUMN 24 /* where the help lines start */
+
+/* ------------------------------------------------------------ lookup */
+
+typedef struct found {
+    const rt_opt_group *group;
+    const rt_opt *opt;
+} found;
+
+static int find_long(const rt_opt_group *g, size_t n, const char *name, size_t len, found *f)
 {
-    size_t n = strlen(name);
-    return !strncmp(arg, name, n) && (arg[n] == '\0' || arg[n] == '=');
+    for (size_t i = 0; i < n; i++)
+        for (const rt_opt *o = g[i].opts; o->name; o++)
+            if (strlen(o->name) == len && !strncmp(o->name, name, len)) {
+                f->group = &g[i];
+                f->opt = o;
+                return 1;
+            }
+    return 0;
 }
 
-const char *rt_opt_value(int argc, char **argv, int *i, rt_error *err)
+static int find_short(const rt_opt_group *g, size_t n, char c, found *f)
 {
-    const char *eq = strchr(argv[*i], '=');
-    if (eq && !strncmp(argv[*i], "--", 2))
-        return eq + 1;
-    if (*i + 1 >= argc) {
-        rt_fail(err, RT_EXIT_INPUT, "option %s needs a value", argv[*i]);
-        return NULL;
+    for (size_t i = 0; i < n; i++)
+        for (const rt_opt *o = g[i].opts; o->name; o++)
+            if (o->short_name == c) {
+                f->group = &g[i];
+                f->opt = o;
+                return 1;
+            }
+    return 0;
+}
+
+static int takes_value(const rt_opt *o)
+{
+    return o->type != RT_OPT_FLAG && o->type != RT_OPT_UNSET;
+}
+
+/* Edit distance (insert, delete, substitute), capped at 9 for long names. */
+static int edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 40 || lb > 40)
+        return 9;
+    int row[41];
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = (int)j;
+    for (size_t i = 1; i <= la; i++) {
+        int diag = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= lb; j++) {
+            int up = row[j];
+            int best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
     }
-    return argv[++*i];
+    return row[lb];
+}
+
+/* The known name closest to `name` when it is close enough to be a typo or
+ * an abbreviation, else NULL. */
+static const char *closest_name(const rt_opt_group *g, size_t n, const char *name)
+{
+    const char *best = NULL;
+    int best_d = 3;
+    size_t len = strlen(name);
+    for (size_t i = 0; i < n; i++)
+        for (const rt_opt *o = g[i].opts; o->name; o++) {
+            int d = edit_distance(name, o->name);
+            if (len >= 3 && !strncmp(o->name, name, len))
+                d = 1; /* a prefix: --thread for --threads */
+            if (d < best_d) {
+                best_d = d;
+                best = o->name;
+            }
+        }
+    if (!best && edit_distance(name, "help") < 3)
+        best = "help";
+    return best;
+}
+
+/* ------------------------------------------------------------ values */
+
+static int type_bounds(rt_opt_type t, double *lo, double *hi)
+{
+    switch (t) {
+    case RT_OPT_INT:
+        *lo = INT_MIN, *hi = INT_MAX;
+        return 1;
+    case RT_OPT_U32:
+        *lo = 0, *hi = UINT32_MAX;
+        return 1;
+    case RT_OPT_U64:
+        *lo = 0, *hi = (double)UINT64_MAX;
+        return 1;
+    default:
+        *lo = -HUGE_VAL, *hi = HUGE_VAL;
+        return 0;
+    }
+}
+
+void rt_opt_range_text(const rt_opt *o, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    if (o->type != RT_OPT_INT && o->type != RT_OPT_U32 && o->type != RT_OPT_U64 &&
+        o->type != RT_OPT_DOUBLE)
+        return;
+    double tlo, thi;
+    int integer = type_bounds(o->type, &tlo, &thi);
+    double lo = o->min, hi = o->max;
+    if (lo == 0 && hi == 0)
+        lo = tlo, hi = thi;
+    int has_lo = lo > tlo, has_hi = hi < thi;
+    int open_lo = (o->flags & RT_OPT_MIN_OPEN) != 0, open_hi = (o->flags & RT_OPT_MAX_OPEN) != 0;
+    if (integer && has_hi)
+        snprintf(buf, cap, "%.17g..%.17g", lo, hi);
+    else if (has_lo && has_hi)
+        snprintf(buf, cap, "%c%.17g, %.17g%c", open_lo ? '(' : '[', lo, hi, open_hi ? ')' : ']');
+    else if (has_lo)
+        snprintf(buf, cap, "%s %.17g", open_lo ? ">" : ">=", lo);
+    else if (has_hi)
+        snprintf(buf, cap, "%s %.17g", open_hi ? "<" : "<=", hi);
+}
+
+static int in_range(const rt_opt *o, double v)
+{
+    double tlo, thi;
+    type_bounds(o->type, &tlo, &thi);
+    double lo = o->min, hi = o->max;
+    if (lo == 0 && hi == 0)
+        lo = tlo, hi = thi;
+    if ((o->flags & RT_OPT_MIN_OPEN) ? !(v > lo) : !(v >= lo))
+        return 0;
+    if ((o->flags & RT_OPT_MAX_OPEN) ? !(v < hi) : !(v <= hi))
+        return 0;
+    return 1;
+}
+
+static int out_of_range(const rt_opt *o, const char *v, rt_error *err)
+{
+    char range[96];
+    rt_opt_range_text(o, range, sizeof(range));
+    return rt_fail(err, RT_EXIT_INPUT, "--%s: %s is out of range %s", o->name, v, range);
+}
+
+/* A decimal integer: optional sign, digits, and for U64 an optional k, M or
+ * G.  *over is set when the magnitude does not fit in 64 bits. */
+static int parse_integer(const char *s, int suffix, int *neg, uint64_t *mag, int *over)
+{
+    *neg = *s == '-';
+    *over = 0;
+    if (*s == '-' || *s == '+')
+        s++;
+    if (*s < '0' || *s > '9')
+        return -1;
+    uint64_t v = 0;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        unsigned d = (unsigned)(*s - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            *over = 1;
+        else
+            v = v * 10 + d;
+    }
+    uint64_t mul = 1;
+    if (suffix && (*s == 'k' || *s == 'K'))
+        mul = 1000, s++;
+    else if (suffix && *s == 'M')
+        mul = 1000000, s++;
+    else if (suffix && *s == 'G')
+        mul = 1000000000, s++;
+    if (*s)
+        return -1;
+    if (v > UINT64_MAX / mul)
+        *over = 1;
+    *mag = *over ? 0 : v * mul;
+    return 0;
+}
+
+static int store_integer(const rt_opt *o, const char *v, void *field, rt_error *err)
+{
+    int neg, over;
+    uint64_t mag;
+    if (parse_integer(v, o->type == RT_OPT_U64, &neg, &mag, &over))
+        return rt_fail(
+            err, RT_EXIT_INPUT, "--%s: '%s' is not an integer%s", o->name, v,
+            o->type == RT_OPT_U64 ? " (a k, M or G suffix multiplies by 10^3, 10^6, 10^9)" : "");
+    /* Exact checks against the storage type first, then the table's range. */
+    int fits;
+    if (over)
+        fits = 0;
+    else if (o->type == RT_OPT_INT)
+        fits = neg ? mag <= (uint64_t)INT_MAX + 1 : mag <= INT_MAX;
+    else if (o->type == RT_OPT_U32)
+        fits = (!neg || mag == 0) && mag <= UINT32_MAX;
+    else
+        fits = !neg || mag == 0;
+    double dv = neg ? -(double)mag : (double)mag;
+    if (!fits || !in_range(o, dv))
+        return out_of_range(o, v, err);
+    if (o->type == RT_OPT_INT) {
+        int x = neg ? (int)(-(int64_t)mag) : (int)mag;
+        memcpy(field, &x, sizeof(x));
+    } else if (o->type == RT_OPT_U32) {
+        uint32_t x = (uint32_t)mag;
+        memcpy(field, &x, sizeof(x));
+    } else {
+        memcpy(field, &mag, sizeof(mag));
+    }
+    return 0;
+}
+
+static void choices_text(const rt_opt *o, const char *sep, char *buf, size_t cap)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (const rt_opt_choice *c = o->choices; c && c->name && used < cap; c++) {
+        int alias = 0; /* a second name of an earlier choice's value: accepted, not listed */
+        for (const rt_opt_choice *e = o->choices; e != c; e++)
+            alias |= e->value == c->value;
+        if (alias)
+            continue;
+        int n = snprintf(buf + used, cap - used, "%s%s", c == o->choices ? "" : sep, c->name);
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+}
+
+/* Parse v as option o's value and store it in the group's struct (nothing
+ * is checked or stored for a group without one). */
+static int store(const found *f, const char *v, rt_error *err)
+{
+    const rt_opt *o = f->opt;
+    if (!f->group->dest)
+        return 0;
+    void *field = (char *)f->group->dest + o->offset;
+    double d;
+    int one = 1, zero = 0;
+    switch (o->type) {
+    case RT_OPT_FLAG:
+        memcpy(field, &one, sizeof(one));
+        return 0;
+    case RT_OPT_UNSET:
+        memcpy(field, &zero, sizeof(zero));
+        return 0;
+    case RT_OPT_INT:
+    case RT_OPT_U32:
+    case RT_OPT_U64:
+        return store_integer(o, v, field, err);
+    case RT_OPT_DOUBLE:
+        if (rt_parse_double(v, &d))
+            return rt_fail(err, RT_EXIT_INPUT, "--%s: '%s' is not a finite number", o->name, v);
+        if (!in_range(o, d))
+            return out_of_range(o, v, err);
+        memcpy(field, &d, sizeof(d));
+        return 0;
+    case RT_OPT_STRING:
+    case RT_OPT_PATH:
+        if (!*v)
+            return rt_fail(err, RT_EXIT_INPUT, "--%s: the value is empty", o->name);
+        memcpy(field, &v, sizeof(v));
+        return 0;
+    case RT_OPT_ENUM:
+        for (const rt_opt_choice *c = o->choices; c && c->name; c++)
+            if (!strcmp(c->name, v)) {
+                memcpy(field, &c->value, sizeof(c->value));
+                return 0;
+            }
+        char names[256];
+        choices_text(o, ", ", names, sizeof(names));
+        return rt_fail(err, RT_EXIT_INPUT, "--%s: '%s' is not one of %s (see --help)", o->name, v,
+                       names);
+    }
+    return rt_fail(err, RT_EXIT_RUNTIME, "--%s: unknown option type", o->name);
+}
+
+static int set_defaults(const rt_opt_group *g, size_t n, rt_error *err)
+{
+    for (size_t i = 0; i < n; i++)
+        for (const rt_opt *o = g[i].opts; o->name; o++) {
+            if (!o->def)
+                continue;
+            found f = {&g[i], o};
+            if (!takes_value(o) && g[i].dest) { /* a flag's initial state: "0" or "1" */
+                int on = !strcmp(o->def, "1");
+                memcpy((char *)g[i].dest + o->offset, &on, sizeof(on));
+                continue;
+            }
+            if (store(&f, o->def, err))
+                return rt_error_prefix(err, "the default of --%s", o->name);
+        }
+    return 0;
+}
+
+/* ------------------------------------------------------------ parsing */
+
+typedef struct parse_state {
+    const rt_command_doc *doc;
+    const rt_opt_group *g;
+    size_t n;
+    int argc;
+    char **argv;
+    int i;         /* the argument being parsed */
+    char *seen;    /* per option of every group: given on the command line */
+    size_t n_opts; /* entries of seen */
+} parse_state;
+
+static size_t opt_index(const parse_state *s, const rt_opt *opt)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < s->n; i++)
+        for (const rt_opt *o = s->g[i].opts; o->name; o++, k++)
+            if (o == opt)
+                return k;
+    return k;
+}
+
+static int unknown(const parse_state *s, const char *arg, rt_error *err)
+{
+    char name[64];
+    size_t len = strcspn(arg + 2, "=");
+    snprintf(name, sizeof(name), "%.*s", (int)(len < 60 ? len : 60), arg + 2);
+    const char *near = arg[1] == '-' ? closest_name(s->g, s->n, name) : NULL;
+    const char *cmd = s->doc ? s->doc->name : "";
+    if (near)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "unknown option %.*s: did you mean --%s? (see 'rotor %s --help')",
+                       (int)strcspn(arg, "="), arg, near, cmd);
+    return rt_fail(err, RT_EXIT_INPUT, "unknown option %.*s (see 'rotor %s --help')",
+                   (int)strcspn(arg, "="), arg, cmd);
+}
+
+/* One option argument at argv[s->i] (which starts with '-'): 0, 1 for
+ * --help, -1 on error. */
+static int parse_option(parse_state *s, rt_error *err)
+{
+    const char *arg = s->argv[s->i], *value = NULL;
+    found f;
+    int is_long = arg[1] == '-';
+    if (is_long) {
+        const char *eq = strchr(arg + 2, '=');
+        size_t len = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
+        if (len == 4 && !strncmp(arg + 2, "help", 4))
+            return 1;
+        if (!find_long(s->g, s->n, arg + 2, len, &f))
+            return unknown(s, arg, err);
+        if (f.group->refuse)
+            return rt_fail(err, RT_EXIT_INPUT, "--%s is %s", f.opt->name, f.group->refuse);
+        if (eq && !takes_value(f.opt))
+            return rt_fail(err, RT_EXIT_INPUT, "--%s takes no value", f.opt->name);
+        value = eq ? eq + 1 : NULL;
+    } else {
+        if (arg[1] == 'h' && !arg[2])
+            return 1;
+        if (!find_short(s->g, s->n, arg[1], &f))
+            return unknown(s, arg, err);
+        if (f.group->refuse)
+            return rt_fail(err, RT_EXIT_INPUT, "-%c is %s", arg[1], f.group->refuse);
+        if (arg[2] && !takes_value(f.opt))
+            return rt_fail(err, RT_EXIT_INPUT, "-%c (--%s) takes no value", arg[1], f.opt->name);
+        value = arg[2] ? arg + 2 : NULL;
+    }
+    if (takes_value(f.opt) && !value) {
+        if (s->i + 1 >= s->argc)
+            return rt_fail(err, RT_EXIT_INPUT, "--%s needs a value (%s)", f.opt->name,
+                           f.opt->metavar ? f.opt->metavar : "see --help");
+        value = s->argv[++s->i];
+    }
+    s->seen[opt_index(s, f.opt)] = 1;
+    return store(&f, value, err);
+}
+
+static int check_required(const parse_state *s, rt_error *err)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < s->n; i++)
+        for (const rt_opt *o = s->g[i].opts; o->name; o++, k++)
+            if ((o->flags & RT_OPT_REQUIRED) && s->g[i].dest && !s->seen[k])
+                return rt_fail(err, RT_EXIT_INPUT, "--%s %s is required (see 'rotor %s --help')",
+                               o->name, o->metavar ? o->metavar : "", s->doc ? s->doc->name : "");
+    return 0;
+}
+
+int rt_opts_parse(const rt_command_doc *doc, const rt_opt_group *groups, size_t n_groups, int argc,
+                  char **argv, int *first_arg, rt_error *err)
+{
+    parse_state s = {.doc = doc, .g = groups, .n = n_groups, .argc = argc, .argv = argv};
+    for (size_t i = 0; i < n_groups; i++)
+        for (const rt_opt *o = groups[i].opts; o->name; o++)
+            s.n_opts++;
+    s.seen = calloc(s.n_opts + 1, 1);
+    if (!s.seen)
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    int rc = set_defaults(groups, n_groups, err);
+    if (first_arg)
+        *first_arg = argc;
+    for (s.i = 1; rc == 0 && s.i < argc; s.i++) {
+        const char *arg = argv[s.i];
+        if (!strcmp(arg, "--")) {
+            if (first_arg)
+                *first_arg = s.i + 1;
+            else if (s.i + 1 < argc)
+                rc = rt_fail(err, RT_EXIT_INPUT, "unexpected argument '%s' (see 'rotor %s --help')",
+                             argv[s.i + 1], doc ? doc->name : "");
+            break;
+        }
+        if (arg[0] != '-' || !arg[1]) {
+            if (first_arg) {
+                *first_arg = s.i;
+                break;
+            }
+            rc = rt_fail(err, RT_EXIT_INPUT, "unexpected argument '%s' (see 'rotor %s --help')",
+                         arg, doc ? doc->name : "");
+            break;
+        }
+        rc = parse_option(&s, err);
+    }
+    if (rc == 1)
+        rt_opts_help(stdout, doc, groups, n_groups);
+    else if (rc == 0)
+        rc = check_required(&s, err);
+    free(s.seen);
+    return rc;
+}
+
+/* ------------------------------------------------------------ help */
+
+/* Print text from column `col` (the cursor is there), wrapped at
+ * HELP_WIDTH, continuation lines indented to `indent`. */
+static void wrap(FILE *fp, const char *text, int col, int indent)
+{
+    const char *p = text;
+    while (*p) {
+        size_t word = strcspn(p, " \n");
+        if (col > indent && col + 1 + (int)word > HELP_WIDTH) {
+            fprintf(fp, "\n%*s", indent, "");
+            col = indent;
+        } else if (col > indent) {
+            fputc(' ', fp);
+            col++;
+        }
+        fprintf(fp, "%.*s", (int)word, p);
+        col += (int)word;
+        p += word;
+        if (*p == '\n' && p[1] == '\n') { /* paragraph break */
+            fprintf(fp, "\n\n%*s", indent, "");
+            col = indent;
+        }
+        while (*p == ' ' || *p == '\n')
+            p++;
+    }
+    fputc('\n', fp);
+}
+
+/* The metavar shown after the option name ("" for flags). */
+static void metavar_text(const rt_opt *o, char *buf, size_t cap)
+{
+    if (!takes_value(o))
+        buf[0] = '\0';
+    else if (o->metavar)
+        snprintf(buf, cap, "%s", o->metavar);
+    else if (o->type == RT_OPT_ENUM)
+        choices_text(o, "|", buf, cap);
+    else
+        snprintf(buf, cap, "VALUE");
+}
+
+/* The help line with its range, default and "required" appended. */
+static void help_line(const rt_opt *o, char *buf, size_t cap)
+{
+    char range[96], extra[256] = "";
+    rt_opt_range_text(o, range, sizeof(range));
+    size_t used = 0;
+    if (range[0])
+        used += (size_t)snprintf(extra + used, sizeof(extra) - used, "%s", range);
+    if (o->def && takes_value(o) && used < sizeof(extra))
+        used += (size_t)snprintf(extra + used, sizeof(extra) - used, "%sdefault %s",
+                                 used ? "; " : "", o->def);
+    if ((o->flags & RT_OPT_REQUIRED) && used < sizeof(extra))
+        snprintf(extra + used, sizeof(extra) - used, "%srequired", used ? "; " : "");
+    const char *help = o->help ? o->help : "";
+    size_t len = strlen(help);
+    const char *paren = strrchr(help, '(');
+    if (extra[0] && len && help[len - 1] == ')' && paren && !strncmp(paren, "(default", 8))
+        /* "... (default: X)" -> "... (default: X; range)" */
+        snprintf(buf, cap, "%.*s; %s)", (int)(len - 1), help, extra);
+    else if (extra[0])
+        snprintf(buf, cap, "%s (%s)", help, extra);
+    else
+        snprintf(buf, cap, "%s", help);
+}
+
+static void help_option(FILE *fp, const rt_opt *o)
+{
+    char meta[256], line[1024], left[320];
+    metavar_text(o, meta, sizeof(meta));
+    if (o->short_name)
+        snprintf(left, sizeof(left), "  -%c, --%s%s%s", o->short_name, o->name, *meta ? " " : "",
+                 meta);
+    else
+        snprintf(left, sizeof(left), "      --%s%s%s", o->name, *meta ? " " : "", meta);
+    fputs(left, fp);
+    int col = (int)strlen(left);
+    if (col + 2 > HELP_COLUMN) {
+        fprintf(fp, "\n%*s", HELP_COLUMN, "");
+    } else {
+        fprintf(fp, "%*s", HELP_COLUMN - col, "");
+    }
+    help_line(o, line, sizeof(line));
+    wrap(fp, line, HELP_COLUMN, HELP_COLUMN);
+}
+
+void rt_opts_help(FILE *fp, const rt_command_doc *doc, const rt_opt_group *groups, size_t n_groups)
+{
+    if (doc) {
+        /* One form per line; a line starting with a space continues the form above. */
+        const char *u = doc->usage ? doc->usage : "[OPTIONS]";
+        int indent = (int)strlen(doc->name) + 14; /* "usage: rotor NAME " */
+        for (int first = 1; *u; first = 0) {
+            size_t len = strcspn(u, "\n");
+            if (*u == ' ')
+                fprintf(fp, "%*s%.*s\n", indent, "", (int)(len - strspn(u, " ")),
+                        u + strspn(u, " "));
+            else
+                fprintf(fp, "%s rotor %s %.*s\n", first ? "usage:" : "      ", doc->name, (int)len,
+                        u);
+            u += len + (u[len] == '\n');
+        }
+        if (doc->about) {
+            fputc('\n', fp);
+            wrap(fp, doc->about, 0, 0);
+        }
+    }
+    for (size_t i = 0; i < n_groups; i++) {
+        fprintf(fp, "\n%s:\n", groups[i].title ? groups[i].title : "options");
+        for (const rt_opt *o = groups[i].opts; o->name; o++)
+            help_option(fp, o);
+        if (i == 0)
+            fprintf(fp, "  -h, --help%*sprint this help and exit\n", HELP_COLUMN - 12, "");
+    }
+    if (!n_groups)
+        fprintf(fp, "\noptions:\n  -h, --help%*sprint this help and exit\n", HELP_COLUMN - 12, "");
+    if (doc && doc->notes) {
+        fputc('\n', fp);
+        wrap(fp, doc->notes, 0, 0);
+    }
 }

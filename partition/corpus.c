@@ -15,19 +15,28 @@ int rt_corpus_read_lines(const char *path, const rt_corpus_options *opt, rt_corp
 int rt_corpus_read_text(const char *path, const rt_corpus_options *opt, rt_corpus *c,
                         rt_error *err);
 
-static const char *const format_names[] = {"auto", "uci", "lines", "libsvm", "ldac", "text"};
+const rt_opt_choice rt_corpus_formats[] = {{"auto", RT_CORPUS_AUTO},
+                                           {"uci", RT_CORPUS_UCI},
+                                           {"lines", RT_CORPUS_LINES},
+                                           {"libsvm", RT_CORPUS_LIBSVM},
+                                           {"ldac", RT_CORPUS_LDAC},
+                                           {"text", RT_CORPUS_TEXT},
+                                           {NULL, 0}};
 
 rt_corpus_format rt_corpus_format_parse(const char *name)
 {
-    for (int i = 0; i < (int)(sizeof(format_names) / sizeof(format_names[0])); i++)
-        if (!strcmp(name, format_names[i]))
-            return (rt_corpus_format)i;
+    for (const rt_opt_choice *c = rt_corpus_formats; c->name; c++)
+        if (!strcmp(name, c->name))
+            return (rt_corpus_format)c->value;
     return (rt_corpus_format)-1;
 }
 
 const char *rt_corpus_format_name(rt_corpus_format f)
 {
-    return (unsigned)f < sizeof(format_names) / sizeof(format_names[0]) ? format_names[f] : "?";
+    for (const rt_opt_choice *c = rt_corpus_formats; c->name; c++)
+        if (c->value == (int)f)
+            return c->name;
+    return "?";
 }
 
 /* ------------------------------------------------------------ growth */

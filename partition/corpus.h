@@ -73,6 +73,8 @@ typedef struct rt_corpus_options {
 /* Read `path` (a file, or a directory of text files) into `c`. */
 int rt_corpus_read(const char *path, const rt_corpus_options *opt, rt_corpus *c, rt_error *err);
 void rt_corpus_free(rt_corpus *c);
+/* Names of the formats (option choices, ground/opts.h). */
+extern const rt_opt_choice rt_corpus_formats[];
 rt_corpus_format rt_corpus_format_parse(const char *name); /* -1 when unknown */
 const char *rt_corpus_format_name(rt_corpus_format f);
 

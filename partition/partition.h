@@ -356,6 +356,8 @@ typedef enum rt_rating_format {
     RT_FMT_LIBMF,    /* "u v r", 0-based integer ids */
 } rt_rating_format;
 
+/* Names of the formats (option choices, ground/opts.h), with aliases. */
+extern const rt_opt_choice rt_rating_formats[];
 const char *rt_rating_format_name(rt_rating_format f);          /* "triplets", "csv", ... */
 int rt_rating_format_parse(const char *s, rt_rating_format *f); /* 0 ok, -1 unknown */
 /* Guess a file's format from its first lines (MatrixMarket banner, "::",

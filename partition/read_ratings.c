@@ -20,29 +20,29 @@ typedef struct field {
     size_t len;
 } field;
 
-static const char *const format_names[] = {"auto",          "triplets", "csv",
-                                           "movielens-dat", "mm",       "libmf"};
+/* The first name of each format is its canonical one. */
+const rt_opt_choice rt_rating_formats[] = {
+    {"auto", RT_FMT_AUTO},       {"triplets", RT_FMT_TRIPLETS},
+    {"csv", RT_FMT_CSV},         {"movielens-dat", RT_FMT_DAT},
+    {"mm", RT_FMT_MM},           {"libmf", RT_FMT_LIBMF},
+    {"dat", RT_FMT_DAT},         {"movielens", RT_FMT_DAT},
+    {"matrixmarket", RT_FMT_MM}, {NULL, 0}};
 
 const char *rt_rating_format_name(rt_rating_format f)
 {
-    return (unsigned)f < sizeof(format_names) / sizeof(format_names[0]) ? format_names[f] : "?";
+    for (const rt_opt_choice *c = rt_rating_formats; c->name; c++)
+        if (c->value == (int)f)
+            return c->name;
+    return "?";
 }
 
 int rt_rating_format_parse(const char *s, rt_rating_format *f)
 {
-    for (unsigned i = 0; i < sizeof(format_names) / sizeof(format_names[0]); i++)
-        if (!strcmp(s, format_names[i])) {
-            *f = (rt_rating_format)i;
+    for (const rt_opt_choice *c = rt_rating_formats; c->name; c++)
+        if (!strcmp(s, c->name)) {
+            *f = (rt_rating_format)c->value;
             return 0;
         }
-    if (!strcmp(s, "dat") || !strcmp(s, "movielens")) {
-        *f = RT_FMT_DAT;
-        return 0;
-    }
-    if (!strcmp(s, "matrixmarket")) {
-        *f = RT_FMT_MM;
-        return 0;
-    }
     return -1;
 }
 

@@ -19,6 +19,7 @@
 #include "tools/commands.h"
 #include "tools/tuning_env.h"
 #include "engine/engine.h"
+#include "tools/link_opts.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -26,12 +27,16 @@
 #define N_SLOTS 4
 #define N_BLOCKS 3
 
+enum { TEST_LAT = 1, TEST_BW = 2, TEST_BOTH = 3, TEST_ALLREDUCE = 4 };
+
 typedef struct bench_opts {
-    rt_group_config group;
-    rt_transport_config transport;
+    link_opts link;
+    int rank, size; /* -1 = from the environment */
     uint64_t min_size, max_size;
     int iters; /* 0 = by size */
     int json, do_lat, do_bw, do_allreduce;
+    int tests;       /* TEST_* */
+    int collectives; /* rt_collectives */
 } bench_opts;
 
 typedef struct lat_row {
@@ -66,119 +71,99 @@ static uint32_t fifo_pop(slot_fifo *f)
     return s;
 }
 
-static void usage(FILE *fp)
-{
-    fprintf(fp, "usage: rotor launch -n 2 -- rotor bench-link [OPTIONS]\n\n"
-                "Latency (ping-pong) and one-way bandwidth of the transport's ring pass for\n"
-                "block sizes from --min-size to --max-size (powers of two), printed by rank 0\n"
-                "like perftest's ib_write_lat / ib_write_bw.\n\n"
-                "options:\n"
-                "  --transport T       auto (default), tcp or ib\n"
-                "  --min-size BYTES    smallest block (default 4k)\n"
-                "  --max-size BYTES    largest block (default 64M); each rank registers 4 slots\n"
-                "                      of this size\n"
-                "  --iters N           iterations per size (default: 256 MiB / size, 5..1000)\n"
-                "  --test lat|bw|both|allreduce\n"
-                "                      which table(s) (default both); allreduce times one\n"
-                "                      all-reduce of each size on any number of ranks\n"
-                "  --collectives tree|star  how collectives travel (default tree)\n"
-                "  --json              one JSON object on stdout instead of the tables\n"
-                "  --hostfile FILE     one 'host[:port]' line per rank (default $ROTOR_HOSTFILE)\n"
-                "  --base-port N       port of rank r = N + r for lines without one (18515)\n"
-                "  --rank R --size P   identity, when not started by rotor launch/mpirun/srun\n"
-                "  --ib-dev NAME       RDMA device (default: the one owning the hostfile address)\n"
-                "  --ib-port N         RDMA port (default: the address's port)\n"
-                "  --gid-index N       RoCE GID index (default: auto, RoCE v2 of the address)\n"
-                "  --event-mode        wait for completions on a channel instead of polling\n"
-                "  --peer-timeout S    fail when a peer is silent for S seconds (default 60)\n");
-}
+static const rt_command_doc bench_doc = {
+    .name = "bench-link",
+    .summary = "latency and bandwidth of the transport (like perftest)",
+    .usage = "[OPTIONS]   (under rotor launch -n 2, mpirun or srun)",
+    .about = "Latency (ping-pong) and one-way bandwidth of the transport's ring pass for block "
+             "sizes from --min-size to --max-size (powers of two), printed by rank 0 like "
+             "perftest's ib_write_lat / ib_write_bw.  Run it as two ranks: "
+             "`rotor launch -n 2 -- rotor bench-link`.",
+    .notes = "Here --peer-timeout defaults to 60 seconds.",
+};
 
-static int int_arg(const char *v, const char *name, int min, int *out, rt_error *err)
-{
-    if (rt_parse_int(v, out) || *out < min)
-        return rt_fail(err, RT_EXIT_INPUT, "%s needs an integer >= %d, got '%s'", name, min, v);
-    return 0;
-}
+static const rt_opt_choice bench_tests[] = {{"lat", TEST_LAT},
+                                            {"bw", TEST_BW},
+                                            {"both", TEST_BOTH},
+                                            {"allreduce", TEST_ALLREDUCE},
+                                            {NULL, 0}};
+static const rt_opt_choice collective_kinds[] = {
+    {"tree", RT_COLLECTIVES_TREE}, {"star", RT_COLLECTIVES_STAR}, {NULL, 0}};
 
+static const rt_opt bench_options[] = {
+    {.name = "min-size",
+     .type = RT_OPT_U64,
+     .offset = offsetof(bench_opts, min_size),
+     .metavar = "BYTES",
+     .def = "4096",
+     .min = 1,
+     .max = 1 << 30,
+     .help = "smallest block"},
+    {.name = "max-size",
+     .type = RT_OPT_U64,
+     .offset = offsetof(bench_opts, max_size),
+     .metavar = "BYTES",
+     .def = "64M",
+     .min = 1,
+     .max = 1 << 30,
+     .help = "largest block; each rank registers 4 slots of this size"},
+    {.name = "iters",
+     .type = RT_OPT_INT,
+     .offset = offsetof(bench_opts, iters),
+     .metavar = "N",
+     .min = 1,
+     .max = 100000000,
+     .help = "iterations per size (default: 256 MiB / size, 5..1000)"},
+    {.name = "test",
+     .type = RT_OPT_ENUM,
+     .offset = offsetof(bench_opts, tests),
+     .def = "both",
+     .choices = bench_tests,
+     .help = "which table(s); allreduce times one all-reduce of each size on any number of ranks"},
+    {.name = "collectives",
+     .type = RT_OPT_ENUM,
+     .offset = offsetof(bench_opts, collectives),
+     .def = "tree",
+     .choices = collective_kinds,
+     .help = "how collectives travel"},
+    {.name = "json",
+     .type = RT_OPT_FLAG,
+     .offset = offsetof(bench_opts, json),
+     .help = "one JSON object on stdout instead of the tables"},
+    {.name = "rank",
+     .type = RT_OPT_INT,
+     .offset = offsetof(bench_opts, rank),
+     .metavar = "R",
+     .min = 0,
+     .max = 1048575,
+     .help = "this process's rank, when not started by a launcher"},
+    {.name = "size",
+     .type = RT_OPT_INT,
+     .offset = offsetof(bench_opts, size),
+     .metavar = "P",
+     .min = 1,
+     .max = 1048576,
+     .help = "the number of processes (with --rank)"},
+    {NULL}};
+
+/* 0, 1 (help printed) or -1. */
 static int parse(int argc, char **argv, bench_opts *o, rt_error *err)
 {
     memset(o, 0, sizeof(*o));
-    o->group.rank = o->group.size = o->group.local_rank = -1;
-    o->group.base_port = 18515;
-    rt_transport_config_init(&o->transport);
-    o->transport.peer_timeout_ms = 60000;
-    o->min_size = 4096;
-    o->max_size = 64u << 20;
-    o->do_lat = o->do_bw = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--json")) {
-            o->json = 1;
-            continue;
-        }
-        if (!strcmp(a, "--event-mode")) {
-            o->transport.event_mode = 1;
-            continue;
-        }
-        static const char *const with_value[] = {
-            "--transport", "--min-size",  "--max-size",     "--iters",      "--test",
-            "--hostfile",  "--base-port", "--rank",         "--size",       "--ib-dev",
-            "--ib-port",   "--gid-index", "--peer-timeout", "--collectives"};
-        int known = 0;
-        for (size_t k = 0; k < sizeof(with_value) / sizeof(with_value[0]); k++)
-            known |= rt_opt_is(a, with_value[k]);
-        if (!known)
-            return rt_fail(err, RT_EXIT_INPUT, "bench-link: unknown option '%s' (see --help)", a);
-        const char *v = rt_opt_value(argc, argv, &i, err);
-        if (!v)
-            return -1;
-        int n;
-        if (rt_opt_is(a, "--transport")) {
-            if (rt_transport_kind_parse(v, &o->transport.kind))
-                return rt_fail(err, RT_EXIT_INPUT, "--transport must be auto, tcp or ib");
-        } else if (rt_opt_is(a, "--min-size") || rt_opt_is(a, "--max-size")) {
-            uint64_t *dst = rt_opt_is(a, "--min-size") ? &o->min_size : &o->max_size;
-            if (rt_parse_u64(v, dst) || *dst == 0 || *dst > (1ull << 30))
-                return rt_fail(err, RT_EXIT_INPUT, "%s needs a size in 1..1G, got '%s'", a, v);
-        } else if (rt_opt_is(a, "--iters")) {
-            if (int_arg(v, "--iters", 1, &o->iters, err))
-                return -1;
-        } else if (rt_opt_is(a, "--test")) {
-            o->do_lat = !strcmp(v, "lat") || !strcmp(v, "both");
-            o->do_bw = !strcmp(v, "bw") || !strcmp(v, "both");
-            o->do_allreduce = !strcmp(v, "allreduce");
-            if (!o->do_lat && !o->do_bw && !o->do_allreduce)
-                return rt_fail(err, RT_EXIT_INPUT, "--test must be lat, bw, both or allreduce");
-        } else if (rt_opt_is(a, "--collectives")) {
-            if (strcmp(v, "tree") && strcmp(v, "star"))
-                return rt_fail(err, RT_EXIT_INPUT, "--collectives must be tree or star");
-            o->transport.collectives =
-                strcmp(v, "star") ? RT_COLLECTIVES_TREE : RT_COLLECTIVES_STAR;
-        } else if (rt_opt_is(a, "--hostfile")) {
-            o->group.hostfile = v;
-        } else if (rt_opt_is(a, "--base-port")) {
-            if (int_arg(v, "--base-port", 1, &o->group.base_port, err))
-                return -1;
-        } else if (rt_opt_is(a, "--rank")) {
-            if (int_arg(v, "--rank", 0, &o->group.rank, err))
-                return -1;
-        } else if (rt_opt_is(a, "--size")) {
-            if (int_arg(v, "--size", 1, &o->group.size, err))
-                return -1;
-        } else if (rt_opt_is(a, "--ib-dev")) {
-            o->transport.ib_dev = v;
-        } else if (rt_opt_is(a, "--ib-port")) {
-            if (int_arg(v, "--ib-port", 1, &o->transport.ib_port, err))
-                return -1;
-        } else if (rt_opt_is(a, "--gid-index")) {
-            if (int_arg(v, "--gid-index", 0, &o->transport.gid_index, err))
-                return -1;
-        } else if (rt_opt_is(a, "--peer-timeout")) {
-            if (int_arg(v, "--peer-timeout", 0, &n, err))
-                return -1;
-            o->transport.peer_timeout_ms = n * 1000;
-        }
-    }
+    o->rank = o->size = -1;
+    link_opts_init(&o->link, 60);
+    rt_opt_group g[] = {{.opts = bench_options, .dest = o},
+                        {.title = "transport options", .opts = link_options, .dest = &o->link}};
+    int rc = rt_opts_parse(&bench_doc, g, 2, argc, argv, NULL, err);
+    if (rc)
+        return rc;
+    link_opts_finish(&o->link);
+    o->link.group.rank = o->rank;
+    o->link.group.size = o->size;
+    o->do_lat = (o->tests & TEST_LAT) != 0;
+    o->do_bw = (o->tests & TEST_BW) != 0;
+    o->do_allreduce = o->tests == TEST_ALLREDUCE;
+    o->link.transport.collectives = (rt_collectives)o->collectives;
     if (o->min_size > o->max_size)
         return rt_fail(err, RT_EXIT_INPUT, "--min-size is larger than --max-size");
     return 0;
@@ -321,7 +306,7 @@ static int run_allreduce(rt_transport *t, size_t bytes, int iters, lat_row *row,
 static void print_allreduce(const bench_opts *o, const rt_transport *t, const lat_row *ar,
                             int nrows)
 {
-    const char *algo = o->transport.collectives == RT_COLLECTIVES_STAR ? "star" : "tree";
+    const char *algo = o->link.transport.collectives == RT_COLLECTIVES_STAR ? "star" : "tree";
     if (o->json) {
         printf("{\"transport\": \"%s\", \"ranks\": %d, \"collectives\": \"%s\", "
                "\"allreduce\": [",
@@ -421,7 +406,7 @@ static int bench_allreduce(const bench_opts *o, rt_transport *t, rt_error *err)
 static int bench(const bench_opts *o, rt_error *err)
 {
     rt_group g;
-    if (rt_group_resolve(&o->group, &g, err))
+    if (rt_group_resolve(&o->link.group, &g, err))
         return -1;
     if (g.size != 2 && !o->do_allreduce) {
         rt_group_free(&g);
@@ -430,7 +415,7 @@ static int bench(const bench_opts *o, rt_error *err)
                        "bench-link",
                        g.size);
     }
-    rt_transport_config tc = o->transport;
+    rt_transport_config tc = o->link.transport;
     rt_env_tune_transport(&tc);
     tc.rank = g.rank;
     tc.size = g.size;
@@ -479,14 +464,12 @@ static int bench(const bench_opts *o, rt_error *err)
 
 int cmd_bench_link(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return RT_EXIT_OK;
-        }
     bench_opts o;
     rt_error err = {0};
-    if (parse(argc, argv, &o, &err) || bench(&o, &err)) {
+    int rc = parse(argc, argv, &o, &err);
+    if (rc == 1)
+        return RT_EXIT_OK;
+    if (rc || bench(&o, &err)) {
         fprintf(stderr, "rotor bench-link: %s\n", err.msg);
         return err.code ? err.code : RT_EXIT_RUNTIME;
     }

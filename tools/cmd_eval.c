@@ -13,51 +13,61 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void usage(FILE *fp)
-{
-    fprintf(fp, "usage: rotor eval --model DIR --input FILE [--format F] [--json]\n\n"
-                "Score an SGD-MF or CD-MF model written by `rotor train --out DIR` on a\n"
-                "ratings file (any format `rotor partition` reads; ids are the original ones).\n\n"
-                "  --model DIR   model directory (model.json, W.npy, H.npy, rows.ids, cols.ids)\n"
-                "  --input FILE  ratings to score\n"
-                "  --format F    auto (default), triplets, csv, movielens-dat, mm, libmf\n"
-                "  --json        print the result as JSON\n");
-}
+typedef struct eval_opts {
+    const char *model, *input;
+    int format; /* rt_rating_format */
+    int json;
+} eval_opts;
+
+static const rt_command_doc eval_doc = {
+    .name = "eval",
+    .summary = "score a saved MF model on a ratings file",
+    .usage = "--model DIR --input FILE [--format F] [--json]",
+    .about = "Score an SGD-MF or CD-MF model written by `rotor train --out DIR` on a ratings file "
+             "(any format `rotor partition` reads; ids are the original ones).  Ratings whose "
+             "user or item the model never saw are skipped and counted.",
+};
+
+static const rt_opt eval_options[] = {{.name = "model",
+                                       .short_name = 'm',
+                                       .type = RT_OPT_PATH,
+                                       .flags = RT_OPT_REQUIRED | RT_OPT_DIR,
+                                       .offset = offsetof(eval_opts, model),
+                                       .metavar = "DIR",
+                                       .help = "model directory written by rotor train --out"},
+                                      {.name = "input",
+                                       .short_name = 'i',
+                                       .type = RT_OPT_PATH,
+                                       .flags = RT_OPT_REQUIRED,
+                                       .offset = offsetof(eval_opts, input),
+                                       .metavar = "FILE",
+                                       .help = "ratings to score"},
+                                      {.name = "format",
+                                       .short_name = 'f',
+                                       .type = RT_OPT_ENUM,
+                                       .offset = offsetof(eval_opts, format),
+                                       .def = "auto",
+                                       .choices = rt_rating_formats,
+                                       .help = "format of --input"},
+                                      {.name = "json",
+                                       .type = RT_OPT_FLAG,
+                                       .offset = offsetof(eval_opts, json),
+                                       .help = "print the result as JSON"},
+                                      {NULL}};
 
 int cmd_eval(int argc, char **argv)
 {
-    const char *model_dir = NULL, *input = NULL, *v;
-    rt_rating_format fmt = RT_FMT_AUTO;
-    int json = 0;
+    eval_opts o = {0};
     rt_error err = {0};
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            usage(stdout);
-            return RT_EXIT_OK;
-        } else if (!strcmp(argv[i], "--json")) {
-            json = 1;
-        } else if (rt_opt_is(argv[i], "--model") || rt_opt_is(argv[i], "--input") ||
-                   rt_opt_is(argv[i], "--format")) {
-            const char *name = argv[i];
-            if (!(v = rt_opt_value(argc, argv, &i, &err)))
-                rt_die(&err);
-            if (rt_opt_is(name, "--model"))
-                model_dir = v;
-            else if (rt_opt_is(name, "--input"))
-                input = v;
-            else if (rt_rating_format_parse(v, &fmt)) {
-                rt_fail(&err, RT_EXIT_INPUT, "--format: unknown format '%s'", v);
-                rt_die(&err);
-            }
-        } else {
-            rt_fail(&err, RT_EXIT_INPUT, "eval: unknown argument '%s' (see --help)", argv[i]);
-            rt_die(&err);
-        }
-    }
-    if (!model_dir || !input) {
-        rt_fail(&err, RT_EXIT_INPUT, "eval needs --model DIR and --input FILE (see --help)");
+    rt_opt_group g = {.opts = eval_options, .dest = &o};
+    int rc = rt_opts_parse(&eval_doc, &g, 1, argc, argv, NULL, &err);
+    if (rc < 0)
         rt_die(&err);
-    }
+    if (rc == 1)
+        return RT_EXIT_OK;
+    const char *model_dir = o.model, *input = o.input;
+    rt_rating_format fmt = (rt_rating_format)o.format;
+    int json = o.json;
     rt_model m;
     rt_idmap *rows = NULL, *cols = NULL;
     rt_triplets t;

@@ -64,21 +64,38 @@ static void on_signal(int sig)
     errno = saved;
 }
 
-static void usage(FILE *fp)
-{
-    fprintf(fp,
-            "usage: rotor launch -n P [--base-port N] -- CMD [ARGS...]\n\n"
-            "Run P local copies of CMD as ranks 0..P-1 of one group on loopback.\n"
-            "Each gets ROTOR_RANK, ROTOR_SIZE, ROTOR_LOCAL_RANK, ROTOR_LOCAL_SIZE and\n"
-            "ROTOR_HOSTFILE;\n"
-            "their output lines are prefixed with \"[rank] \".  When one rank fails,\n"
-            "the others get %.0f s to exit, then are terminated.\n\n"
-            "options:\n"
-            "  -n, --np P        number of ranks (1..%d)\n"
-            "  --base-port N     use ports N..N+P-1 instead of free ones\n"
-            "  -h, --help        this help\n",
-            GRACE_S, MAX_RANKS);
-}
+typedef struct launch_opts {
+    int np, base_port; /* base_port 0 = free ports */
+} launch_opts;
+
+static const rt_command_doc launch_doc = {
+    .name = "launch",
+    .summary = "start P local processes of a command on loopback",
+    .usage = "-n P [--base-port N] [--] CMD [ARGS...]",
+    .about = "Run P local copies of CMD as ranks 0..P-1 of one group on loopback.  Each gets "
+             "ROTOR_RANK, ROTOR_SIZE, ROTOR_LOCAL_RANK, ROTOR_LOCAL_SIZE and ROTOR_HOSTFILE; "
+             "their output lines are prefixed with \"[rank] \".  When one rank fails, the "
+             "others get 5 s to exit, then are terminated.  The exit status is the first "
+             "failure's, 0 when every rank exited 0.",
+};
+
+static const rt_opt launch_options[] = {{.name = "np",
+                                         .short_name = 'n',
+                                         .type = RT_OPT_INT,
+                                         .flags = RT_OPT_REQUIRED,
+                                         .offset = offsetof(launch_opts, np),
+                                         .metavar = "P",
+                                         .min = 1,
+                                         .max = MAX_RANKS,
+                                         .help = "number of ranks"},
+                                        {.name = "base-port",
+                                         .type = RT_OPT_INT,
+                                         .offset = offsetof(launch_opts, base_port),
+                                         .metavar = "N",
+                                         .min = 1,
+                                         .max = 65535,
+                                         .help = "use ports N..N+P-1 instead of free ones"},
+                                        {NULL}};
 
 /* Write all of buf to fd (our stdout/stderr). */
 static void emit(int fd, const char *buf, size_t len)
@@ -384,40 +401,19 @@ static void supervise(launch_state *st)
 
 int cmd_launch(int argc, char **argv)
 {
-    int np = 0, base_port = 0, i = 1;
-    for (; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--")) {
-            i++;
-            break;
-        }
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return RT_EXIT_OK;
-        }
-        if ((!strcmp(a, "-n") || !strcmp(a, "--np")) && i + 1 < argc) {
-            if (rt_parse_int(argv[++i], &np) || np < 1 || np > MAX_RANKS) {
-                fprintf(stderr, "rotor launch: -n must be 1..%d\n", MAX_RANKS);
-                return RT_EXIT_INPUT;
-            }
-        } else if (!strcmp(a, "--base-port") && i + 1 < argc) {
-            if (rt_parse_int(argv[++i], &base_port) || base_port < 1 || base_port > 65535) {
-                fprintf(stderr, "rotor launch: --base-port must be 1..65535\n");
-                return RT_EXIT_INPUT;
-            }
-        } else if (a[0] == '-') {
-            fprintf(stderr, "rotor launch: unknown option '%s'\n", a);
-            usage(stderr);
-            return RT_EXIT_INPUT;
-        } else {
-            break; /* the command, without "--" */
-        }
+    launch_opts o = {0};
+    rt_error err = {0};
+    rt_opt_group g = {.opts = launch_options, .dest = &o};
+    int i, rc = rt_opts_parse(&launch_doc, &g, 1, argc, argv, &i, &err);
+    if (rc == 1)
+        return RT_EXIT_OK;
+    if (rc == 0 && i >= argc)
+        rc = rt_fail(&err, RT_EXIT_INPUT, "no command given (see 'rotor launch --help')");
+    if (rc < 0) {
+        fprintf(stderr, "rotor launch: %s\n", err.msg);
+        return err.code;
     }
-    if (np < 1 || i >= argc) {
-        fprintf(stderr, "rotor launch: %s\n", np < 1 ? "-n P is required" : "no command given");
-        usage(stderr);
-        return RT_EXIT_INPUT;
-    }
+    int np = o.np, base_port = o.base_port;
     if (base_port > 0 && base_port + np - 1 > 65535) {
         fprintf(stderr, "rotor launch: ports %d..%d are out of range\n", base_port,
                 base_port + np - 1);
@@ -425,7 +421,6 @@ int cmd_launch(int argc, char **argv)
     }
     char **cmd = argv + i;
 
-    rt_error err;
     const char *tmp = getenv("TMPDIR");
     char dir[4096], hostfile[4200];
     snprintf(dir, sizeof(dir), "%s/rotor-launch.XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -458,7 +453,7 @@ int cmd_launch(int argc, char **argv)
 
     child *ch = calloc((size_t)np, sizeof(*ch));
     launch_state st = {.ch = ch, .np = np, .first_fail = -1};
-    int rc = RT_EXIT_OK;
+    rc = RT_EXIT_OK;
     if (!ch) {
         fprintf(stderr, "rotor launch: out of memory\n");
         rc = RT_EXIT_RUNTIME;

@@ -7,181 +7,177 @@
  *                   [--balance greedy|random] --out DIR [--force] [--app mf|lda]
  *   rotor partition --verify DIR
  *
- * --app lda hands the whole command to cmd_partition_lda (tools/cmd_partition_lda.c).
+ * --app lda reads a corpus instead (tools/cmd_partition_lda.c).
  */
 #include "apps/apps.h"
 #include "tools/commands.h"
-#include "partition/partition.h"
+#include "tools/partition_cmd.h"
 
-#include <getopt.h>
-#include <stdarg.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-int cmd_partition_lda(int argc, char **argv); /* tools/cmd_partition_lda.c */
+static const rt_command_doc partition_doc = {
+    .name = "partition",
+    .summary = "cut data into blocks and precompute the rotation schedule",
+    .usage = "--input FILE [--test FILE | --test-fraction F] [--format FMT]\n"
+             " --nodes P --threads T [--pipeline C] [--seed S] [--balance greedy|random]\n"
+             " --out DIR [--force]\n"
+             "--app lda --input PATH [--format FMT] [--vocab FILE] [--stopwords FILE]\n"
+             " [--min-count N] [--test-fraction F] --nodes P --threads T ... --out DIR\n"
+             "--verify DIR",
+    .about = "Cut a ratings matrix (or with --app lda a corpus: documents x words) into P*T row "
+             "blocks and C*P*T column blocks, balance them and precompute the rotation schedule; "
+             "write the plan directory DIR.\n\n"
+             "Ratings formats: triplets 'user item rating [timestamp]' (spaces or tabs), csv "
+             "(optional header), movielens-dat 'u::i::r[::t]', mm (MatrixMarket coordinate), "
+             "libmf (0-based 'u v r').\n\n"
+             "Corpus formats: uci (docword.*.txt: D, W, NNZ header; 'doc word count', 1-based), "
+             "lines ('docid docid w1 w2 ...', Yahoo!LDA / WarpLDA / STRADS), libsvm "
+             "('docid w:count ...'), ldac ('N w:count ...', Blei's lda-c; 0-based ids into "
+             "--vocab), text (raw text: one document per line, or a directory of files).",
+};
 
-static void usage(FILE *fp)
+static const rt_opt_choice partition_apps[] = {
+    {"mf", PARTITION_MF}, {"lda", PARTITION_LDA}, {NULL, 0}};
+static const rt_opt_choice balance_methods[] = {
+    {"greedy", RT_BALANCE_GREEDY}, {"random", RT_BALANCE_RANDOM}, {NULL, 0}};
+
+static const rt_opt partition_options[] = {
+    {.name = "app",
+     .short_name = 'a',
+     .type = RT_OPT_ENUM,
+     .offset = offsetof(partition_opts, app),
+     .def = "mf",
+     .choices = partition_apps,
+     .help = "mf: a ratings matrix; lda: a corpus, documents x words"},
+    {.name = "input",
+     .short_name = 'i',
+     .type = RT_OPT_PATH,
+     .offset = offsetof(partition_opts, input),
+     .metavar = "FILE",
+     .help = "training ratings, or the corpus (a file or, for text, a directory); '-' reads "
+             "standard input"},
+    {.name = "nodes",
+     .short_name = 'n',
+     .type = RT_OPT_U32,
+     .offset = offsetof(partition_opts, nodes),
+     .metavar = "P",
+     .min = 1,
+     .max = 1048576,
+     .help = "nodes (processes)"},
+    {.name = "threads",
+     .short_name = 't',
+     .type = RT_OPT_U32,
+     .offset = offsetof(partition_opts, threads),
+     .metavar = "T",
+     .min = 1,
+     .max = 4096,
+     .help = "worker threads per node"},
+    {.name = "pipeline",
+     .short_name = 'c',
+     .type = RT_OPT_U32,
+     .offset = offsetof(partition_opts, pipeline),
+     .metavar = "C",
+     .def = "2",
+     .min = 1,
+     .max = 1024,
+     .help = "column blocks per worker (>= 2 hides transfers behind compute)"},
+    {.name = "test-fraction",
+     .type = RT_OPT_DOUBLE,
+     .offset = offsetof(partition_opts, test_fraction),
+     .metavar = "F",
+     .min = 0,
+     .max = 1,
+     .flags = RT_OPT_MAX_OPEN,
+     .help = "hold out a seeded random fraction F of the ratings (of the documents, for lda)"},
+    {.name = "seed",
+     .short_name = 's',
+     .type = RT_OPT_U64,
+     .offset = offsetof(partition_opts, seed),
+     .metavar = "S",
+     .def = "1",
+     .help = "seed for the split and tie-breaking"},
+    {.name = "balance",
+     .type = RT_OPT_ENUM,
+     .offset = offsetof(partition_opts, balance),
+     .def = "greedy",
+     .choices = balance_methods,
+     .help = "greedy: heaviest rows first into the lightest block, columns grid-aware; random: "
+             "a seeded shuffle cut into equal counts"},
+    {.name = "out",
+     .short_name = 'o',
+     .type = RT_OPT_PATH,
+     .flags = RT_OPT_DIR,
+     .offset = offsetof(partition_opts, out),
+     .metavar = "DIR",
+     .help = "plan directory to create"},
+    {.name = "force",
+     .type = RT_OPT_FLAG,
+     .offset = offsetof(partition_opts, force),
+     .help = "replace DIR if it already holds a plan"},
+    {.name = "quiet",
+     .short_name = 'q',
+     .type = RT_OPT_FLAG,
+     .offset = offsetof(partition_opts, quiet),
+     .help = "no progress or notes on stderr (warnings and errors only)"},
+    {NULL}};
+
+static const rt_opt partition_mf_options[] = {
+    {.name = "test",
+     .type = RT_OPT_PATH,
+     .offset = offsetof(partition_opts, test),
+     .metavar = "FILE",
+     .help = "test ratings (users and items unseen in training are dropped)"},
+    {.name = "format",
+     .short_name = 'f',
+     .type = RT_OPT_ENUM,
+     .offset = offsetof(partition_opts, format),
+     .def = "auto",
+     .choices = rt_rating_formats,
+     .help = "format of --input and --test"},
+    {.name = "verify",
+     .type = RT_OPT_PATH,
+     .flags = RT_OPT_DIR,
+     .offset = offsetof(partition_opts, verify),
+     .metavar = "DIR",
+     .help = "check an existing plan (manifest, layout, every shard) and do nothing else"},
+    {NULL}};
+
+/* Two passes: the first learns --app (and prints --help with both kinds'
+ * options), the second reads the options of that kind.  0, 1 (help) or -1. */
+static int parse(int argc, char **argv, partition_opts *o, rt_error *err)
 {
-    fprintf(
-        fp,
-        "usage: rotor partition --input FILE [--test FILE | --test-fraction F]\n"
-        "                       [--format FMT] --nodes P --threads T [--pipeline C]\n"
-        "                       [--seed S] [--balance greedy|random] --out DIR [--force]\n"
-        "                       [--app mf|lda] [--quiet]\n"
-        "       rotor partition --verify DIR\n\n"
-        "Cut a ratings matrix into P*T row blocks and C*P*T column blocks, balance\n"
-        "them and precompute the rotation schedule; write the plan directory DIR.\n\n"
-        "  --input FILE        training ratings (user item rating [timestamp]); - = stdin\n"
-        "  --test FILE         test ratings (users/items unseen in training are dropped)\n"
-        "  --test-fraction F   hold out a seeded random fraction F of --input instead\n"
-        "  --format FMT        auto (default), triplets, csv, movielens-dat, mm, libmf\n"
-        "  --nodes P           nodes (processes)\n"
-        "  --threads T         worker threads per node\n"
-        "  --pipeline C        column blocks per worker (default 2; >= 2 hides transfers)\n"
-        "  --seed S            seed for the split and tie-breaking (default 1)\n"
-        "  --balance METHOD    greedy (default: LPT rows, grid-aware columns) or random\n"
-        "  --out DIR           plan directory to create\n"
-        "  --force             replace DIR if it already holds a plan\n"
-        "  --quiet             no progress or notes on stderr (warnings and errors only)\n"
-        "  --app mf|lda        lda: documents x words (see 'rotor partition --app lda --help')\n"
-        "  --verify DIR        check an existing plan (manifest, layout, every shard)\n");
-}
-
-typedef struct opts {
-    const char *input, *test, *out, *verify;
-    double test_fraction;
-    int have_fraction, force;
-    rt_rating_format format;
-    rt_balance balance;
-    uint32_t nodes, threads, pipeline;
-    uint64_t seed;
-} opts;
-
-static int bad_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int bad_usage(const char *fmt, ...)
-{
-    char what[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof(what), fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "rotor: error: partition: %s (see 'rotor partition --help')\n", what);
-    return RT_EXIT_INPUT;
-}
-
-static int parse_u32(const char *s, uint32_t *out)
-{
-    uint64_t v;
-    if (rt_parse_u64(s, &v) < 0 || v > UINT32_MAX)
-        return -1;
-    *out = (uint32_t)v;
-    return 0;
-}
-
-/* 0 = parsed, 1 = --help printed, else an exit status. */
-static int parse(int argc, char **argv, opts *o)
-{
-    static const struct option longopts[] = {{"input", required_argument, 0, 'i'},
-                                             {"test", required_argument, 0, 't'},
-                                             {"test-fraction", required_argument, 0, 'F'},
-                                             {"format", required_argument, 0, 'f'},
-                                             {"nodes", required_argument, 0, 'P'},
-                                             {"threads", required_argument, 0, 'T'},
-                                             {"pipeline", required_argument, 0, 'c'},
-                                             {"seed", required_argument, 0, 's'},
-                                             {"out", required_argument, 0, 'o'},
-                                             {"force", no_argument, 0, 'x'},
-                                             {"app", required_argument, 0, 'a'},
-                                             {"balance", required_argument, 0, 'b'},
-                                             {"verify", required_argument, 0, 'v'},
-                                             {"quiet", no_argument, 0, 'q'},
-                                             {"help", no_argument, 0, 'h'},
-                                             {0, 0, 0, 0}};
     memset(o, 0, sizeof(*o));
-    o->seed = 1;
-    optind = 1;
-    opterr = 0;
-    int ch;
-    while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-        switch (ch) {
-        case 'i':
-            o->input = optarg;
-            break;
-        case 't':
-            o->test = optarg;
-            break;
-        case 'o':
-            o->out = optarg;
-            break;
-        case 'v':
-            o->verify = optarg;
-            break;
-        case 'x':
-            o->force = 1;
-            break;
-        case 'q': /* progress and notes off; warnings and errors stay */
-            rt_log_level = RT_LOG_WARN;
-            break;
-        case 'h':
-            usage(stdout);
-            return 1;
-        case 'F':
-            if (rt_parse_double(optarg, &o->test_fraction) < 0 || o->test_fraction < 0 ||
-                o->test_fraction >= 1)
-                return bad_usage("--test-fraction '%s' must be in [0, 1)", optarg);
-            o->have_fraction = 1;
-            break;
-        case 'f':
-            if (rt_rating_format_parse(optarg, &o->format) < 0)
-                return bad_usage("unknown --format '%s'", optarg);
-            break;
-        case 'P':
-            if (parse_u32(optarg, &o->nodes) < 0 || !o->nodes)
-                return bad_usage("--nodes '%s' must be a positive integer", optarg);
-            break;
-        case 'T':
-            if (parse_u32(optarg, &o->threads) < 0 || !o->threads)
-                return bad_usage("--threads '%s' must be a positive integer", optarg);
-            break;
-        case 'c':
-            if (parse_u32(optarg, &o->pipeline) < 0 || !o->pipeline)
-                return bad_usage("--pipeline '%s' must be a positive integer", optarg);
-            break;
-        case 's':
-            if (rt_parse_u64(optarg, &o->seed) < 0)
-                return bad_usage("--seed '%s' must be a non-negative integer", optarg);
-            break;
-        case 'a':
-            if (strcmp(optarg, "mf"))
-                return bad_usage("unknown --app '%s' (mf or lda)", optarg);
-            break;
-        case 'b':
-            if (!strcmp(optarg, "greedy"))
-                o->balance = RT_BALANCE_GREEDY;
-            else if (!strcmp(optarg, "random"))
-                o->balance = RT_BALANCE_RANDOM;
-            else
-                return bad_usage("unknown --balance '%s' (greedy or random)", optarg);
-            break;
-        default:
-            return bad_usage("unknown or incomplete option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return bad_usage("unexpected argument '%s'", argv[optind]);
+    rt_opt_group g[] = {{.opts = partition_options, .dest = o},
+                        {.title = "ratings options (--app mf)", .opts = partition_mf_options},
+                        {.title = "corpus options (--app lda)", .opts = partition_lda_options}};
+    int rc = rt_opts_parse(&partition_doc, g, 3, argc, argv, NULL, err);
+    if (rc)
+        return rc;
+    /* The chosen kind fills o; the other kind's options are refused (it
+     * comes last, so a name both have, --format, is the chosen one's). */
+    int lda = o->app == PARTITION_LDA;
+    g[1] = (rt_opt_group){.opts = lda ? partition_lda_options : partition_mf_options, .dest = o};
+    g[2] = (rt_opt_group){.opts = lda ? partition_mf_options : partition_lda_options,
+                          .refuse =
+                              lda ? "a ratings option (--app mf)" : "a corpus option (--app lda)"};
+    if (rt_opts_parse(&partition_doc, g, 3, argc, argv, NULL, err))
+        return -1;
+    if (o->quiet) /* progress and notes off; warnings and errors stay */
+        rt_log_level = RT_LOG_WARN;
     if (o->verify)
         return 0;
-    if (!o->input)
-        return bad_usage("%s is required", "--input");
-    if (!o->out)
-        return bad_usage("%s is required", "--out");
-    if (!o->nodes || !o->threads)
-        return bad_usage("%s are required", "--nodes and --threads");
-    if (o->test && o->have_fraction)
-        return bad_usage("%s: give one of them", "--test and --test-fraction");
+    if (!o->input || !o->out || !o->nodes || !o->threads)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "partition: --input, --out, --nodes and --threads are required (see "
+                       "'rotor partition --help')");
+    if (o->test && o->test_fraction > 0)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "partition: --test and --test-fraction: give one of them");
     if (o->test && rt_is_stdio(o->input) && rt_is_stdio(o->test))
-        return bad_usage("%s: only one can be standard input ('-')", "--input and --test");
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "partition: --input and --test: only one can be standard input ('-')");
     return 0;
 }
 
@@ -273,20 +269,20 @@ static void data_free(data *d)
     rt_triplets_free(&d->train), rt_triplets_free(&d->test);
 }
 
-static int load(const opts *o, data *d, rt_error *err)
+static int load(const partition_opts *o, data *d, rt_error *err)
 {
-    if (rt_read_ratings(o->input, o->format, &d->rows, &d->cols, 1, &d->train, &d->st_train, err) <
-        0)
+    if (rt_read_ratings(o->input, (rt_rating_format)o->format, &d->rows, &d->cols, 1, &d->train,
+                        &d->st_train, err) < 0)
         return -1;
     if (o->test) {
-        if (rt_read_ratings(o->test, o->format, &d->rows, &d->cols, 0, &d->test, &d->st_test, err) <
-            0)
+        if (rt_read_ratings(o->test, (rt_rating_format)o->format, &d->rows, &d->cols, 0, &d->test,
+                            &d->st_test, err) < 0)
             return -1;
         if (d->st_test.dropped)
             rt_warn("%s: dropped %" PRIu64 " test ratings whose user or item never occurs in "
                     "training",
                     o->test, d->st_test.dropped);
-    } else if (o->have_fraction) {
+    } else if (o->test_fraction > 0) {
         if (rt_triplets_split(&d->train, &d->rows, &d->cols, o->test_fraction, o->seed, &d->test,
                               &d->dropped_split, err) < 0)
             return -1;
@@ -305,7 +301,7 @@ static int side_files(const char *dir, uint64_t plan_id, void *ctx, rt_error *er
     return rt_apps_plan_side_files(dir, plan_id, ctx, err);
 }
 
-static int run(int argc, char **argv, const opts *o, rt_error *err)
+static int run(int argc, char **argv, const partition_opts *o, rt_error *err)
 {
     data d;
     memset(&d, 0, sizeof(d));
@@ -329,7 +325,7 @@ static int run(int argc, char **argv, const opts *o, rt_error *err)
                               .threads = o->threads,
                               .pipeline = o->pipeline,
                               .seed = o->seed,
-                              .balance = o->balance,
+                              .balance = (rt_balance)o->balance,
                               .force = o->force,
                               .command_line = cmd,
                               .sources = src,
@@ -347,19 +343,18 @@ static int run(int argc, char **argv, const opts *o, rt_error *err)
 
 int cmd_partition(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++)
-        if ((!strcmp(argv[i], "--app") && i + 1 < argc && !strcmp(argv[i + 1], "lda")) ||
-            !strcmp(argv[i], "--app=lda"))
-            return cmd_partition_lda(argc, argv);
-    opts o;
-    int st = parse(argc, argv, &o);
-    if (st)
-        return st == 1 ? RT_EXIT_OK : st;
+    partition_opts o;
     rt_error err = {0};
-    int rc = o.verify ? verify(o.verify, &err) : run(argc, argv, &o, &err);
-    if (rc < 0) {
-        fprintf(stderr, "rotor: error: %s\n", err.msg);
-        return err.code ? err.code : RT_EXIT_RUNTIME;
+    int rc = parse(argc, argv, &o, &err);
+    if (rc == 1)
+        return RT_EXIT_OK;
+    if (rc == 0) {
+        if (o.app == PARTITION_LDA)
+            rc = partition_lda(&o, argc, argv, &err);
+        else
+            rc = o.verify ? verify(o.verify, &err) : run(argc, argv, &o, &err);
     }
+    if (rc < 0)
+        rt_die(&err);
     return RT_EXIT_OK;
 }

@@ -10,152 +10,36 @@
  * rt_plan_options.before_commit), so they are covered by plan.json's "files"
  * and a failure leaves no plan behind. */
 #include "apps/apps.h"
-#include "partition/corpus.h"
-#include "partition/partition.h"
+#include "tools/partition_cmd.h"
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
-int cmd_partition_lda(int argc, char **argv);
-
-static const char usage_text[] =
-    "usage: rotor partition --app lda --input PATH --nodes P --threads T --out DIR\n"
-    "                       [--pipeline C] [--test-fraction F] [--seed S] [--force]\n"
-    "                       [--format auto|uci|lines|libsvm|ldac|text] [--vocab FILE]\n"
-    "                       [--stopwords FILE] [--min-count N] [--balance greedy|random]\n"
-    "                       [--quiet]\n"
-    "\n"
-    "formats: uci     docword.*.txt (D, W, NNZ header; 'doc word count', 1-based)\n"
-    "         lines   'docid docid w1 w2 ...' (Yahoo!LDA / WarpLDA / STRADS)\n"
-    "         libsvm  'docid w:count ...'\n"
-    "         ldac    'N w:count ...' (Blei's lda-c; 0-based ids into --vocab)\n"
-    "         text    raw text: one document per line, or a directory of files\n";
-
-typedef struct lda_part_args {
-    const char *input, *out;
-    rt_corpus_options copt;
-    uint32_t nodes, threads, pipeline;
-    double test_fraction;
-    uint64_t seed;
-    rt_balance balance;
-    int force;
-} lda_part_args;
-
-static int parse_u32(const char *name, const char *s, uint32_t lo, uint32_t *out, rt_error *err)
-{
-    uint64_t v;
-    if (rt_parse_u64(s, &v) || v < lo || v > UINT32_MAX)
-        return rt_fail(err, RT_EXIT_INPUT, "--%s: expected an integer >= %u, got '%s'", name, lo,
-                       s);
-    *out = (uint32_t)v;
-    return 0;
-}
-
-static int parse_args(int argc, char **argv, lda_part_args *a, rt_error *err)
-{
-    static const struct option longopts[] = {{"app", required_argument, 0, 'a'},
-                                             {"input", required_argument, 0, 'i'},
-                                             {"nodes", required_argument, 0, 'P'},
-                                             {"threads", required_argument, 0, 'T'},
-                                             {"pipeline", required_argument, 0, 'c'},
-                                             {"out", required_argument, 0, 'o'},
-                                             {"test-fraction", required_argument, 0, 'f'},
-                                             {"seed", required_argument, 0, 's'},
-                                             {"format", required_argument, 0, 'F'},
-                                             {"vocab", required_argument, 0, 'v'},
-                                             {"stopwords", required_argument, 0, 'S'},
-                                             {"min-count", required_argument, 0, 'm'},
-                                             {"balance", required_argument, 0, 'b'},
-                                             {"force", no_argument, 0, 'x'},
-                                             {"quiet", no_argument, 0, 'q'},
-                                             {"help", no_argument, 0, 'h'},
-                                             {0, 0, 0, 0}};
-    memset(a, 0, sizeof(*a));
-    a->seed = 1;
-    a->pipeline = 2;
-    optind = 1;
-    opterr = 0;
-    int ch;
-    while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-        switch (ch) {
-        case 'a':
-            if (strcmp(optarg, "lda"))
-                return rt_fail(err, RT_EXIT_INPUT, "--app %s: this reader is for --app lda",
-                               optarg);
-            break;
-        case 'i':
-            a->input = optarg;
-            break;
-        case 'o':
-            a->out = optarg;
-            break;
-        case 'P':
-            if (parse_u32("nodes", optarg, 1, &a->nodes, err))
-                return -1;
-            break;
-        case 'T':
-            if (parse_u32("threads", optarg, 1, &a->threads, err))
-                return -1;
-            break;
-        case 'c':
-            if (parse_u32("pipeline", optarg, 1, &a->pipeline, err))
-                return -1;
-            break;
-        case 'f':
-            if (rt_parse_double(optarg, &a->test_fraction) || a->test_fraction < 0 ||
-                a->test_fraction >= 1)
-                return rt_fail(err, RT_EXIT_INPUT, "--test-fraction: expected [0, 1), got '%s'",
-                               optarg);
-            break;
-        case 's':
-            if (rt_parse_u64(optarg, &a->seed))
-                return rt_fail(err, RT_EXIT_INPUT, "--seed: expected an integer, got '%s'", optarg);
-            break;
-        case 'F':
-            a->copt.format = rt_corpus_format_parse(optarg);
-            if ((int)a->copt.format < 0)
-                return rt_fail(err, RT_EXIT_INPUT, "--format: unknown corpus format '%s'", optarg);
-            break;
-        case 'v':
-            a->copt.vocab = optarg;
-            break;
-        case 'S':
-            a->copt.stopwords = optarg;
-            break;
-        case 'm':
-            if (rt_parse_u64(optarg, &a->copt.min_count))
-                return rt_fail(err, RT_EXIT_INPUT, "--min-count: expected an integer, got '%s'",
-                               optarg);
-            break;
-        case 'b':
-            if (!strcmp(optarg, "greedy"))
-                a->balance = RT_BALANCE_GREEDY;
-            else if (!strcmp(optarg, "random"))
-                a->balance = RT_BALANCE_RANDOM;
-            else
-                return rt_fail(err, RT_EXIT_INPUT, "--balance: expected greedy or random");
-            break;
-        case 'x':
-            a->force = 1;
-            break;
-        case 'q': /* progress and notes off; warnings and errors stay */
-            rt_log_level = RT_LOG_WARN;
-            break;
-        case 'h':
-            fputs(usage_text, stdout);
-            exit(RT_EXIT_OK);
-        default:
-            return rt_fail(err, RT_EXIT_INPUT, "unknown or incomplete option '%s' (see --help)",
-                           argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        return rt_fail(err, RT_EXIT_INPUT, "unexpected argument '%s'", argv[optind]);
-    if (!a->input || !a->out || !a->nodes || !a->threads)
-        return rt_fail(err, RT_EXIT_INPUT, "--input, --out, --nodes and --threads are required");
-    return 0;
-}
+const rt_opt partition_lda_options[] = {
+    {.name = "format",
+     .short_name = 'f',
+     .type = RT_OPT_ENUM,
+     .offset = offsetof(partition_opts, corpus.format),
+     .def = "auto",
+     .choices = rt_corpus_formats,
+     .help = "corpus format of --input"},
+    {.name = "vocab",
+     .type = RT_OPT_PATH,
+     .offset = offsetof(partition_opts, corpus.vocab),
+     .metavar = "FILE",
+     .help = "vocabulary, one word per line (uci, libsvm, ldac)"},
+    {.name = "stopwords",
+     .type = RT_OPT_PATH,
+     .offset = offsetof(partition_opts, corpus.stopwords),
+     .metavar = "FILE",
+     .help = "text: stop words replacing the built-in English list"},
+    {.name = "min-count",
+     .type = RT_OPT_U64,
+     .offset = offsetof(partition_opts, corpus.min_count),
+     .metavar = "N",
+     .def = "0",
+     .help = "drop words with fewer than N tokens"},
+    {NULL}};
 
 /* Is document d held out?  A seeded hash, so the split never depends on
  * anything but (seed, d). */
@@ -186,7 +70,7 @@ static int intern_doc(rt_idmap *m, const char *name, const char *input, uint32_t
 }
 
 /* Split documents, build the document id maps and the triplets. */
-static int build(lda_part *p, const lda_part_args *a, rt_error *err)
+static int build(lda_part *p, const partition_opts *a, rt_error *err)
 {
     rt_corpus *c = &p->c;
     for (uint64_t d = 0; d < c->n_docs; d++) {
@@ -232,10 +116,10 @@ static int write_side_files(const char *dir, uint64_t plan_id, void *ctx, rt_err
     return rt_outfile_commit(&of, err);
 }
 
-static int run(lda_part *p, const lda_part_args *a, int argc, char **argv, rt_error *err)
+static int run(lda_part *p, const partition_opts *a, int argc, char **argv, rt_error *err)
 {
     double t0 = rt_now();
-    if (rt_corpus_read(a->input, &a->copt, &p->c, err))
+    if (rt_corpus_read(a->input, &a->corpus, &p->c, err))
         return -1;
     if (build(p, a, err))
         return -1;
@@ -255,7 +139,7 @@ static int run(lda_part *p, const lda_part_args *a, int argc, char **argv, rt_er
                               .path = a->input,
                               .format = rt_corpus_format_name(p->c.format),
                               .entries = p->c.n_entries},
-                             {.role = "vocab", .path = a->copt.vocab, .format = "vocab"}};
+                             {.role = "vocab", .path = a->corpus.vocab, .format = "vocab"}};
     rt_plan_count counts[3] = {{"empty_documents", p->empty_docs},
                                {"held_out_documents", p->test_rows.n},
                                {"held_out_tokens", p->test_tokens}};
@@ -269,11 +153,11 @@ static int run(lda_part *p, const lda_part_args *a, int argc, char **argv, rt_er
                           .threads = a->threads,
                           .pipeline = a->pipeline,
                           .seed = a->seed,
-                          .balance = a->balance,
+                          .balance = (rt_balance)a->balance,
                           .force = a->force,
                           .command_line = cmdline,
                           .sources = src,
-                          .n_sources = a->copt.vocab ? 2 : 1,
+                          .n_sources = a->corpus.vocab ? 2 : 1,
                           .counts = counts,
                           .n_counts = 3,
                           .before_commit = write_side_files,
@@ -293,25 +177,19 @@ static int run(lda_part *p, const lda_part_args *a, int argc, char **argv, rt_er
     return 0;
 }
 
-int cmd_partition_lda(int argc, char **argv)
+int partition_lda(const partition_opts *a, int argc, char **argv, rt_error *err)
 {
-    rt_error err = {0};
-    lda_part_args a;
-    if (parse_args(argc, argv, &a, &err))
-        rt_die(&err);
     lda_part p;
     memset(&p, 0, sizeof(p));
     rt_idmap_init(&p.rows);
     rt_idmap_init(&p.test_rows);
     rt_triplets_init(&p.train);
     rt_triplets_init(&p.test);
-    int rc = run(&p, &a, argc, argv, &err);
+    int rc = run(&p, a, argc, argv, err);
     rt_corpus_free(&p.c);
     rt_idmap_free(&p.rows);
     rt_idmap_free(&p.test_rows);
     rt_triplets_free(&p.train);
     rt_triplets_free(&p.test);
-    if (rc)
-        rt_die(&err);
-    return RT_EXIT_OK;
+    return rc;
 }

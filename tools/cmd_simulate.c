@@ -11,8 +11,10 @@
  */
 #include "apps/apps.h"
 #include "sim/sim.h"
+#include "tools/app_options.h"
 #include "tools/commands.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,53 +22,167 @@
 
 typedef struct sim_opts {
     const char *plan_dir; /* NULL: shape from sizes */
-    const char *app;
+    int app;              /* index in rt_apps */
+    const char *app_name;
     uint64_t rows, cols, nnz; /* sizes (nnz = ratings, or tokens for lda) */
+    const char *nodes_list;   /* --nodes N[,N...] */
     uint32_t nodes[MAX_SWEEP];
     int n_nodes;
     uint32_t threads, pipeline;
     double rate, bytes_per_col;
     int calibrate;
     uint32_t topics; /* lda: K (read from the app options) */
+    double step_overhead_us, latency_us, overhead_us;
+    int collectives; /* rt_sim_collectives */
     rt_sim_link link;
     rt_sim_shape knobs; /* host_cores, step_overhead_s, collectives */
     int json;
-    int app_argc;
-    char **app_argv;
 } sim_opts;
 
-static void usage(FILE *fp)
-{
-    fprintf(
-        fp,
-        "usage: rotor simulate --plan DIR --app APP [OPTIONS] [APP OPTIONS]\n"
-        "       rotor simulate --app APP --rows R --cols C --nnz N --nodes N[,N...] [OPTIONS]\n\n"
-        "Predict the epoch time, stall %% and bytes per link of a rotation schedule on\n"
-        "N nodes x T threads, from a discrete-event model of the engine (sim/sim.h):\n"
-        "per-cell compute, ring passes with slots and credits, per-step collectives.\n\n"
-        "shape:\n"
-        "  --plan DIR          a plan: its cells, blocks, nodes, threads and schedule\n"
-        "  --app A             sgd-mf (default), cd-mf or lda; app options such as\n"
-        "                      --rank K or --topics K follow as for rotor train\n"
-        "  --rows R --cols C --nnz N   sizes instead of a plan (N = tokens for lda)\n"
-        "  --nodes N[,N...]    nodes (sizes only; a list sweeps)\n"
-        "  --threads T         threads per node (sizes only; default 16)\n"
-        "  --pipeline C        column blocks per worker (sizes only; default 2)\n"
-        "  --bytes-per-col B   payload bytes per column (sizes only; default from the app\n"
-        "                      for MF, 4 K for lda)\n"
-        "kernel:\n"
-        "  --rate R            work units (ratings or tokens) per second per thread\n"
-        "  --calibrate         measure the rate: a short serial run of the app on --plan\n"
-        "  --host-cores N      all workers share N cores (one machine); default: own cores\n"
-        "  --step-overhead-us U  fixed cost per step (default 20)\n"
-        "link:\n"
-        "  --gbps G            bandwidth per node and direction (default 10; 0 = infinite)\n"
-        "  --latency-us L      one-way latency (default 20)\n"
-        "  --overhead-us O     per-message overhead (default 5)\n"
-        "  --collectives tree|star   all-reduce algorithm (default tree)\n"
-        "output:\n"
-        "  --json              one JSON object per configuration instead of the table\n");
-}
+static const rt_command_doc sim_doc = {
+    .name = "simulate",
+    .summary = "predict epoch time, stall and traffic of a schedule",
+    .usage = "--plan DIR --app APP [OPTIONS] [APP OPTIONS]\n"
+             "--app APP --rows R --cols C --nnz N --nodes N[,N...] [OPTIONS]",
+    .about = "Predict the epoch time, stall % and bytes per link of a rotation schedule on N "
+             "nodes x T threads, from a discrete-event model of the engine (sim/sim.h): per-cell "
+             "compute, ring passes with slots and credits, per-step collectives.  The shape comes "
+             "from a plan, or from sizes alone (uniform cells), which can sweep the node count.  "
+             "App options such as --rank K or --topics K are given as for rotor train.",
+};
+
+static const rt_opt_choice sim_collectives[] = {
+    {"tree", RT_SIM_TREE}, {"star", RT_SIM_STAR}, {NULL, 0}};
+
+static const rt_opt sim_options[] = {
+    {.name = "plan",
+     .short_name = 'p',
+     .type = RT_OPT_PATH,
+     .flags = RT_OPT_DIR,
+     .offset = offsetof(sim_opts, plan_dir),
+     .metavar = "DIR",
+     .help = "a plan: its cells, blocks, nodes, threads and schedule"},
+    {.name = "app",
+     .short_name = 'a',
+     .type = RT_OPT_ENUM,
+     .offset = offsetof(sim_opts, app),
+     .def = "sgd-mf",
+     .choices = rt_app_choices,
+     .help = "the model whose schedule to simulate"},
+    {.name = "rows",
+     .type = RT_OPT_U64,
+     .offset = offsetof(sim_opts, rows),
+     .metavar = "R",
+     .min = 1,
+     .max = UINT32_MAX,
+     .help = "rows, instead of a plan"},
+    {.name = "cols",
+     .type = RT_OPT_U64,
+     .offset = offsetof(sim_opts, cols),
+     .metavar = "C",
+     .min = 1,
+     .max = UINT32_MAX,
+     .help = "columns, instead of a plan"},
+    {.name = "nnz",
+     .type = RT_OPT_U64,
+     .offset = offsetof(sim_opts, nnz),
+     .metavar = "N",
+     .min = 1,
+     .max = 1e15,
+     .help = "ratings (tokens for lda), instead of a plan"},
+    {.name = "nodes",
+     .short_name = 'n',
+     .type = RT_OPT_STRING,
+     .offset = offsetof(sim_opts, nodes_list),
+     .metavar = "N[,N...]",
+     .help = "nodes (sizes only; a list of up to 32 counts in 1..65536 sweeps)"},
+    {.name = "threads",
+     .short_name = 't',
+     .type = RT_OPT_U32,
+     .offset = offsetof(sim_opts, threads),
+     .metavar = "T",
+     .def = "16",
+     .min = 1,
+     .max = 4096,
+     .help = "threads per node (sizes only)"},
+    {.name = "pipeline",
+     .short_name = 'c',
+     .type = RT_OPT_U32,
+     .offset = offsetof(sim_opts, pipeline),
+     .metavar = "C",
+     .def = "2",
+     .min = 1,
+     .max = 1024,
+     .help = "column blocks per worker (sizes only)"},
+    {.name = "bytes-per-col",
+     .type = RT_OPT_DOUBLE,
+     .offset = offsetof(sim_opts, bytes_per_col),
+     .metavar = "B",
+     .min = 1,
+     .max = HUGE_VAL,
+     .help = "payload bytes per column (sizes only; default from the app for MF, 4 K for lda)"},
+    {.name = "rate",
+     .type = RT_OPT_DOUBLE,
+     .offset = offsetof(sim_opts, rate),
+     .metavar = "R",
+     .min = 0,
+     .max = HUGE_VAL,
+     .flags = RT_OPT_MIN_OPEN,
+     .help = "work units (ratings or tokens) per second per thread"},
+    {.name = "calibrate",
+     .type = RT_OPT_FLAG,
+     .offset = offsetof(sim_opts, calibrate),
+     .help = "measure the rate: a short serial run of the app on --plan"},
+    {.name = "host-cores",
+     .type = RT_OPT_DOUBLE,
+     .offset = offsetof(sim_opts, knobs.host_cores),
+     .metavar = "N",
+     .min = 0,
+     .max = HUGE_VAL,
+     .help = "all workers share N cores (one machine); default: own cores"},
+    {.name = "step-overhead-us",
+     .type = RT_OPT_DOUBLE,
+     .offset = offsetof(sim_opts, step_overhead_us),
+     .metavar = "U",
+     .def = "20",
+     .min = 0,
+     .max = HUGE_VAL,
+     .help = "fixed cost per step"},
+    {.name = "gbps",
+     .type = RT_OPT_DOUBLE,
+     .offset = offsetof(sim_opts, link.gbps),
+     .metavar = "G",
+     .def = "10",
+     .min = 0,
+     .max = HUGE_VAL,
+     .help = "link bandwidth per node and direction (0 = infinite)"},
+    {.name = "latency-us",
+     .type = RT_OPT_DOUBLE,
+     .offset = offsetof(sim_opts, latency_us),
+     .metavar = "L",
+     .def = "20",
+     .min = 0,
+     .max = HUGE_VAL,
+     .help = "one-way latency"},
+    {.name = "overhead-us",
+     .type = RT_OPT_DOUBLE,
+     .offset = offsetof(sim_opts, overhead_us),
+     .metavar = "O",
+     .def = "5",
+     .min = 0,
+     .max = HUGE_VAL,
+     .help = "per-message overhead"},
+    {.name = "collectives",
+     .type = RT_OPT_ENUM,
+     .offset = offsetof(sim_opts, collectives),
+     .def = "tree",
+     .choices = sim_collectives,
+     .help = "all-reduce algorithm"},
+    {.name = "json",
+     .type = RT_OPT_FLAG,
+     .offset = offsetof(sim_opts, json),
+     .help = "one JSON object per configuration instead of the table"},
+    {NULL}};
 
 static int parse_nodes(const char *v, sim_opts *o, rt_error *err)
 {
@@ -86,102 +202,50 @@ static int parse_nodes(const char *v, sim_opts *o, rt_error *err)
     return 0;
 }
 
-static int positive(const char *v, const char *name, double min, double *out, rt_error *err)
+/* The app runs 3 rotations when calibrating, whatever was asked: these go
+ * after the user's options (the last of a repeated option wins). */
+static char **with_calibration_args(const char *app, int argc, char **argv, int *n_out)
 {
-    if (rt_parse_double(v, out) || *out < min)
-        return rt_fail(err, RT_EXIT_INPUT, "%s needs a number >= %g, got '%s'", name, min, v);
-    return 0;
+    static char *const sgd[] = {"--epochs", "3"}, *const lda[] = {"--iters", "2"},
+                       *const cd[] = {"--outer", "1", "--inner", "1"};
+    char *const *extra = !strcmp(app, "lda") ? lda : !strcmp(app, "cd-mf") ? cd : sgd;
+    int n = !strcmp(app, "cd-mf") ? 4 : 2;
+    char **v = calloc((size_t)argc + (size_t)n + 1, sizeof(char *));
+    if (!v)
+        return NULL;
+    memcpy(v, argv, (size_t)argc * sizeof(char *));
+    memcpy(v + argc, extra, (size_t)n * sizeof(char *));
+    *n_out = argc + n;
+    return v;
 }
 
-static int u32_opt(const char *v, const char *name, uint32_t *out, rt_error *err)
-{
-    int n;
-    if (rt_parse_int(v, &n) || n < 1)
-        return rt_fail(err, RT_EXIT_INPUT, "%s needs a positive integer, got '%s'", name, v);
-    *out = (uint32_t)n;
-    return 0;
-}
-
-/* One of simulate's own options with its value; 0 = handled, 1 = not ours. */
-static int parse_own(sim_opts *o, const char *a, const char *v, rt_error *err)
-{
-    double x;
-    if (rt_opt_is(a, "--plan"))
-        o->plan_dir = v;
-    else if (rt_opt_is(a, "--app"))
-        o->app = v;
-    else if (rt_opt_is(a, "--rows") || rt_opt_is(a, "--cols") || rt_opt_is(a, "--nnz")) {
-        uint64_t *dst = rt_opt_is(a, "--rows")   ? &o->rows
-                        : rt_opt_is(a, "--cols") ? &o->cols
-                                                 : &o->nnz;
-        if (rt_parse_u64(v, dst) || *dst == 0)
-            return rt_fail(err, RT_EXIT_INPUT, "%s needs a positive count, got '%s'", a, v);
-    } else if (rt_opt_is(a, "--nodes"))
-        return parse_nodes(v, o, err);
-    else if (rt_opt_is(a, "--threads"))
-        return u32_opt(v, a, &o->threads, err);
-    else if (rt_opt_is(a, "--pipeline"))
-        return u32_opt(v, a, &o->pipeline, err);
-    else if (rt_opt_is(a, "--bytes-per-col"))
-        return positive(v, a, 1, &o->bytes_per_col, err);
-    else if (rt_opt_is(a, "--rate"))
-        return positive(v, a, 1e-9, &o->rate, err);
-    else if (rt_opt_is(a, "--host-cores"))
-        return positive(v, a, 0, &o->knobs.host_cores, err);
-    else if (rt_opt_is(a, "--step-overhead-us")) {
-        if (positive(v, a, 0, &x, err))
-            return -1;
-        o->knobs.step_overhead_s = x * 1e-6;
-    } else if (rt_opt_is(a, "--gbps"))
-        return positive(v, a, 0, &o->link.gbps, err);
-    else if (rt_opt_is(a, "--latency-us") || rt_opt_is(a, "--overhead-us")) {
-        if (positive(v, a, 0, &x, err))
-            return -1;
-        *(rt_opt_is(a, "--latency-us") ? &o->link.latency_s : &o->link.overhead_s) = x * 1e-6;
-    } else if (rt_opt_is(a, "--collectives")) {
-        if (strcmp(v, "tree") && strcmp(v, "star"))
-            return rt_fail(err, RT_EXIT_INPUT, "--collectives must be tree or star");
-        o->knobs.collectives = strcmp(v, "star") ? RT_SIM_TREE : RT_SIM_STAR;
-    } else
-        return 1;
-    return 0;
-}
-
-static int parse_args(sim_opts *o, int argc, char **argv, rt_error *err)
+/* 0, 1 (help printed) or -1; *app_opts is the chosen app's options. */
+static int parse_args(sim_opts *o, void **app_opts, int argc, char **argv, rt_error *err)
 {
     memset(o, 0, sizeof(*o));
-    o->app = "sgd-mf";
-    o->threads = 16;
-    o->pipeline = 2;
-    o->link = (rt_sim_link){.gbps = 10, .latency_s = 20e-6, .overhead_s = 5e-6};
-    o->knobs.step_overhead_s = 20e-6;
-    o->app_argv = calloc((size_t)argc + 8, sizeof(char *));
-    if (!o->app_argv)
-        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
-    o->app_argc = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--json") || !strcmp(a, "--calibrate")) {
-            *(!strcmp(a, "--json") ? &o->json : &o->calibrate) = 1;
-            continue;
-        }
-        if (strncmp(a, "--", 2) != 0)
-            return rt_fail(err, RT_EXIT_INPUT, "unexpected argument '%s' (see --help)", a);
-        const char *v = i + 1 < argc && strncmp(argv[i + 1], "--", 2) ? argv[i + 1] : NULL;
-        int rc = v ? parse_own(o, a, v, err) : 1;
-        if (rc < 0)
-            return -1;
-        if (rc == 0) {
-            i++;
-            continue;
-        }
-        if (rt_opt_is(a, "--topics") && v && u32_opt(v, a, &o->topics, err))
-            return -1;
-        o->app_argv[o->app_argc++] = argv[i]; /* an app option, with its value */
-        if (v && !strchr(a, '='))
-            o->app_argv[o->app_argc++] = argv[++i];
+    rt_opt_group own = {.opts = sim_options, .dest = o};
+    int rc = parse_with_app(&sim_doc, &own, 1, &o->app, argc, argv, app_opts, err);
+    if (rc == 0 && o->calibrate) { /* again, with the calibration run's length */
+        int n;
+        char **v = with_calibration_args(rt_apps[o->app]->name, argc, argv, &n);
+        free(*app_opts);
+        rc = v ? parse_with_app(&sim_doc, &own, 1, &o->app, n, v, app_opts, err)
+               : rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+        free(v);
     }
-    o->app_argv[0] = (char *)o->app;
+    if (rc)
+        return rc;
+    const rt_app_desc *app = rt_apps[o->app];
+    o->app_name = app->name;
+    o->knobs.step_overhead_s = o->step_overhead_us * 1e-6;
+    o->link.latency_s = o->latency_us * 1e-6;
+    o->link.overhead_s = o->overhead_us * 1e-6;
+    o->knobs.collectives = (rt_sim_collectives)o->collectives;
+    const uint32_t *topics = app_option_value(app, *app_opts, "topics");
+    if (!strcmp(app->name, "lda") && topics)
+        o->topics = *topics;
+    if (o->nodes_list && parse_nodes(o->nodes_list, o, err))
+        return -1;
     if (!o->plan_dir && (!o->rows || !o->cols || !o->nnz || !o->n_nodes))
         return rt_fail(err, RT_EXIT_INPUT,
                        "give --plan DIR, or --rows, --cols, --nnz and --nodes (see --help)");
@@ -191,8 +255,6 @@ static int parse_args(sim_opts *o, int argc, char **argv, rt_error *err)
         return rt_fail(err, RT_EXIT_INPUT, "--calibrate runs the app on a plan: give --plan");
     if (!o->calibrate && o->rate <= 0)
         return rt_fail(err, RT_EXIT_INPUT, "give --rate R or --calibrate (see --help)");
-    if (!strcmp(o->app, "lda") && !o->topics)
-        return rt_fail(err, RT_EXIT_INPUT, "lda: give --topics K (its all-reduce size)");
     return 0;
 }
 
@@ -260,7 +322,7 @@ static int plan_cells(const rt_plan *plan, double *cells, rt_error *err)
  * sums once per rotation. */
 static void reduce_sizes(const sim_opts *o, uint32_t workers, rt_sim_shape *s)
 {
-    int lda = !strcmp(o->app, "lda");
+    int lda = !strcmp(o->app_name, "lda");
     s->step_reduce_bytes = lda ? 8.0 * o->topics : 0;
     s->epoch_reduce_bytes = lda ? 0 : 16.0 * workers;
 }
@@ -294,7 +356,7 @@ static int bytes_per_col(const sim_opts *o, const rt_app_desc *app, const void *
         *out = o->bytes_per_col;
         return 0;
     }
-    if (!strcmp(o->app, "lda")) {
+    if (!strcmp(o->app_name, "lda")) {
         *out = 4.0 * o->topics;
         return 0;
     }
@@ -412,17 +474,6 @@ static int calibrate(sim_opts *o, const rt_app_desc *app, const void *app_opts, 
     return 0;
 }
 
-/* The app runs 3 rotations when calibrating, whatever was asked. */
-static void calibration_args(sim_opts *o)
-{
-    static char *const sgd[] = {"--epochs", "3"}, *const lda[] = {"--iters", "2"},
-                       *const cd[] = {"--outer", "1", "--inner", "1"};
-    char *const *extra = !strcmp(o->app, "lda") ? lda : !strcmp(o->app, "cd-mf") ? cd : sgd;
-    int n = !strcmp(o->app, "cd-mf") ? 4 : 2;
-    for (int i = 0; i < n; i++)
-        o->app_argv[o->app_argc++] = extra[i];
-}
-
 /* ---- output ---- */
 
 static void print_result(const sim_opts *o, const rt_sim_shape *s, const rt_sim_result *r,
@@ -435,10 +486,10 @@ static void print_result(const sim_opts *o, const rt_sim_shape *s, const rt_sim_
                "\"predicted_epoch_s\": %.6g, \"predicted_stall\": %.4f, \"stall_mean\": %.4f, "
                "\"compute_s\": %.6g, \"collective_s\": %.6g, \"credit_wait_s\": %.6g, "
                "\"bytes_per_link\": %.0f, \"link_busy_s\": %.6g, \"critical\": \"%s\"}\n",
-               o->app, s->nodes, s->threads, s->pipeline, o->link.gbps, o->link.latency_s * 1e6,
-               o->link.overhead_s * 1e6, s->rate, r->epoch_s, r->stall_max, r->stall_mean,
-               r->compute_max_s, r->collective_s, r->credit_wait_s, r->bytes_per_link,
-               r->link_busy_s, r->critical);
+               o->app_name, s->nodes, s->threads, s->pipeline, o->link.gbps,
+               o->link.latency_s * 1e6, o->link.overhead_s * 1e6, s->rate, r->epoch_s, r->stall_max,
+               r->stall_mean, r->compute_max_s, r->collective_s, r->credit_wait_s,
+               r->bytes_per_link, r->link_busy_s, r->critical);
         return;
     }
     if (first)
@@ -483,7 +534,7 @@ static int simulate_plan(sim_opts *o, const rt_app_desc *app, const void *app_op
         if (!o->json)
             printf("%s: %s, %llu x %llu, %.0f work units; link %g Gb/s, %g us, %g us/msg; "
                    "rate %.4g/s per thread\n",
-                   plan.dir, o->app, (unsigned long long)plan.n_rows,
+                   plan.dir, o->app_name, (unsigned long long)plan.n_rows,
                    (unsigned long long)plan.n_cols,
                    (double)(plan.app == RT_PLAN_LDA ? plan.tokens_train : plan.nnz_train),
                    o->link.gbps, o->link.latency_s * 1e6, o->link.overhead_s * 1e6, o->rate);
@@ -503,9 +554,9 @@ static int simulate_sizes(const sim_opts *o, const rt_app_desc *app, const void 
     if (!o->json)
         printf("%s: %llu x %llu, %llu %s; %g B per column; link %g Gb/s, %g us, %g us/msg; "
                "rate %.4g/s per thread\n",
-               o->app, (unsigned long long)o->rows, (unsigned long long)o->cols,
-               (unsigned long long)o->nnz, strcmp(o->app, "lda") ? "ratings" : "tokens", col_bytes,
-               o->link.gbps, o->link.latency_s * 1e6, o->link.overhead_s * 1e6, o->rate);
+               o->app_name, (unsigned long long)o->rows, (unsigned long long)o->cols,
+               (unsigned long long)o->nnz, strcmp(o->app_name, "lda") ? "ratings" : "tokens",
+               col_bytes, o->link.gbps, o->link.latency_s * 1e6, o->link.overhead_s * 1e6, o->rate);
     for (int i = 0; i < o->n_nodes; i++) {
         shape_buf s;
         if (shape_from_sizes(o, o->nodes[i], col_bytes, &s, err))
@@ -520,28 +571,17 @@ static int simulate_sizes(const sim_opts *o, const rt_app_desc *app, const void 
 
 int cmd_simulate(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return RT_EXIT_OK;
-        }
     sim_opts o;
     rt_error err = {0};
     void *app_opts = NULL;
-    const rt_app_desc *app = NULL;
-    int rc = parse_args(&o, argc, argv, &err);
-    if (rc == 0 && !(app = rt_app_find(o.app)))
-        rc = rt_fail(&err, RT_EXIT_INPUT, "unknown --app '%s' (sgd-mf, cd-mf or lda)", o.app);
-    if (rc == 0 && o.calibrate)
-        calibration_args(&o);
-    if (rc == 0)
-        rc = app->parse(o.app_argc, o.app_argv, &app_opts, &err);
-    if (rc == 0)
+    int rc = parse_args(&o, &app_opts, argc, argv, &err);
+    if (rc == 0) {
+        const rt_app_desc *app = rt_apps[o.app];
         rc = o.plan_dir ? simulate_plan(&o, app, app_opts, &err)
                         : simulate_sizes(&o, app, app_opts, &err);
+    }
     free(app_opts);
-    free(o.app_argv);
-    if (rc) {
+    if (rc < 0) {
         fprintf(stderr, "rotor simulate: %s\n", err.msg);
         return err.code ? err.code : RT_EXIT_RUNTIME;
     }

@@ -7,39 +7,51 @@
 #include <stdlib.h>
 #include <string.h>
 
+typedef struct topics_opts {
+    const char *model;
+    uint32_t top;
+} topics_opts;
+
+static const rt_command_doc topics_doc = {
+    .name = "topics",
+    .summary = "print the top words of a trained LDA model",
+    .usage = "--model DIR [--top N]",
+    .about = "Print the N most frequent words of every topic of an LDA model saved by "
+             "`rotor train --app lda --out DIR`, one line per topic: topic K (share of the "
+             "tokens): words...",
+};
+
+static const rt_opt topics_options[] = {
+    {.name = "model",
+     .short_name = 'm',
+     .type = RT_OPT_PATH,
+     .flags = RT_OPT_REQUIRED | RT_OPT_DIR,
+     .offset = offsetof(topics_opts, model),
+     .metavar = "DIR",
+     .help = "model directory written by rotor train --app lda --out"},
+    {.name = "top",
+     .short_name = 'n',
+     .type = RT_OPT_U32,
+     .offset = offsetof(topics_opts, top),
+     .metavar = "N",
+     .def = "10",
+     .min = 1,
+     .max = 1000000,
+     .help = "words per topic"},
+    {NULL}};
+
 int cmd_topics(int argc, char **argv)
 {
     rt_error err = {0};
-    const char *model = NULL;
-    int top = 10;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            printf("usage: rotor topics --model DIR [--top N]\n"
-                   "Print the N (default 10) most frequent words of every topic of an LDA\n"
-                   "model saved by rotor train --app lda --out DIR, one line per topic:\n"
-                   "topic K (share of the tokens): words...\n");
-            return RT_EXIT_OK;
-        } else if (rt_opt_is(argv[i], "--model")) {
-            if (!(v = rt_opt_value(argc, argv, &i, &err)))
-                rt_die(&err);
-            model = v;
-        } else if (rt_opt_is(argv[i], "--top")) {
-            if (!(v = rt_opt_value(argc, argv, &i, &err)))
-                rt_die(&err);
-            if (rt_parse_int(v, &top) || top < 1) {
-                rt_fail(&err, RT_EXIT_INPUT, "--top must be a positive integer, got '%s'", v);
-                rt_die(&err);
-            }
-        } else {
-            rt_fail(&err, RT_EXIT_INPUT, "topics: unknown option %s", argv[i]);
-            rt_die(&err);
-        }
-    }
-    if (!model) {
-        rt_fail(&err, RT_EXIT_INPUT, "topics: --model DIR is required");
+    topics_opts o = {0};
+    rt_opt_group g = {.opts = topics_options, .dest = &o};
+    int rc = rt_opts_parse(&topics_doc, &g, 1, argc, argv, NULL, &err);
+    if (rc < 0)
         rt_die(&err);
-    }
+    if (rc == 1)
+        return RT_EXIT_OK;
+    const char *model = o.model;
+    uint32_t top = o.top;
     rt_model m;
     if (rt_model_open(model, &m, &err))
         rt_die(&err);
@@ -47,7 +59,7 @@ int cmd_topics(int argc, char **argv)
         rt_fail(&err, RT_EXIT_INPUT,
                 "%s: the model is from --app %s; rotor topics lists topic models", model,
                 m.app->name);
-    int rc = m.app->model_topics ? m.app->model_topics(m.impl, (uint32_t)top, stdout, &err) : -1;
+    rc = m.app->model_topics ? m.app->model_topics(m.impl, top, stdout, &err) : -1;
     rt_model_close(&m);
     if (rc)
         rt_die(&err);

@@ -12,18 +12,11 @@
  * the seed. */
 #include "ground/ground.h"
 
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 int gen_lda_main(int argc, char **argv);
-
-static const char usage_text[] =
-    "usage: rotor gen lda --docs D --vocab V --topics K --doc-len L --out FILE\n"
-    "                     [--alpha A] [--beta B] [--len-dist poisson|fixed] [--seed S]\n"
-    "Writes FILE (UCI docword), FILE.topics.npy (true K x V topic-word matrix)\n"
-    "and FILE.vocab.txt.  Defaults: alpha 0.1, beta 0.01, poisson lengths, seed 1.\n";
 
 typedef struct gen_args {
     uint64_t docs, vocab, topics, len, seed;
@@ -32,82 +25,99 @@ typedef struct gen_args {
     const char *out;
 } gen_args;
 
+static const rt_command_doc gen_lda_doc = {
+    .name = "gen lda",
+    .summary = "generate a corpus from the LDA generative process",
+    .usage = "--docs D --vocab V --topics K --doc-len L --out FILE\n"
+             " [--alpha A] [--beta B] [--len-dist poisson|fixed] [--seed S]",
+    .about = "Draw a corpus from the LDA generative process: topics phi_k ~ Dirichlet(beta), "
+             "document mixtures theta_d ~ Dirichlet(alpha), lengths fixed or Poisson(L).  "
+             "Writes FILE (UCI docword), FILE.topics.npy (the true K x V topic-word matrix) and "
+             "FILE.vocab.txt.",
+};
+
+static const rt_opt_choice len_dists[] = {{"poisson", 0}, {"fixed", 1}, {NULL, 0}};
+
+static const rt_opt gen_lda_options[] = {
+    {.name = "docs",
+     .type = RT_OPT_U64,
+     .flags = RT_OPT_REQUIRED,
+     .offset = offsetof(gen_args, docs),
+     .metavar = "D",
+     .min = 1,
+     .max = UINT32_MAX - 1,
+     .help = "documents"},
+    {.name = "vocab",
+     .type = RT_OPT_U64,
+     .flags = RT_OPT_REQUIRED,
+     .offset = offsetof(gen_args, vocab),
+     .metavar = "V",
+     .min = 1,
+     .max = UINT32_MAX - 1,
+     .help = "vocabulary size"},
+    {.name = "topics",
+     .short_name = 'k',
+     .type = RT_OPT_U64,
+     .flags = RT_OPT_REQUIRED,
+     .offset = offsetof(gen_args, topics),
+     .metavar = "K",
+     .min = 2,
+     .max = 65535,
+     .help = "topics"},
+    {.name = "doc-len",
+     .type = RT_OPT_U64,
+     .flags = RT_OPT_REQUIRED,
+     .offset = offsetof(gen_args, len),
+     .metavar = "L",
+     .min = 1,
+     .max = 1e9,
+     .help = "tokens per document (the mean, for poisson lengths)"},
+    {.name = "alpha",
+     .type = RT_OPT_DOUBLE,
+     .offset = offsetof(gen_args, alpha),
+     .metavar = "A",
+     .def = "0.1",
+     .min = 0,
+     .max = HUGE_VAL,
+     .flags = RT_OPT_MIN_OPEN,
+     .help = "document-topic Dirichlet parameter"},
+    {.name = "beta",
+     .type = RT_OPT_DOUBLE,
+     .offset = offsetof(gen_args, beta),
+     .metavar = "B",
+     .def = "0.01",
+     .min = 0,
+     .max = HUGE_VAL,
+     .flags = RT_OPT_MIN_OPEN,
+     .help = "topic-word Dirichlet parameter"},
+    {.name = "len-dist",
+     .type = RT_OPT_ENUM,
+     .offset = offsetof(gen_args, fixed),
+     .def = "poisson",
+     .choices = len_dists,
+     .help = "document lengths"},
+    {.name = "seed",
+     .short_name = 's',
+     .type = RT_OPT_U64,
+     .offset = offsetof(gen_args, seed),
+     .metavar = "S",
+     .def = "1",
+     .help = "random seed"},
+    {.name = "out",
+     .short_name = 'o',
+     .type = RT_OPT_PATH,
+     .flags = RT_OPT_REQUIRED,
+     .offset = offsetof(gen_args, out),
+     .metavar = "FILE",
+     .help = "corpus to write"},
+    {NULL}};
+
+/* 0, 1 (help printed) or -1. */
 static int parse(int argc, char **argv, gen_args *g, rt_error *err)
 {
-    static const struct option lo[] = {{"docs", required_argument, 0, 'D'},
-                                       {"vocab", required_argument, 0, 'V'},
-                                       {"topics", required_argument, 0, 'K'},
-                                       {"doc-len", required_argument, 0, 'L'},
-                                       {"alpha", required_argument, 0, 'a'},
-                                       {"beta", required_argument, 0, 'b'},
-                                       {"len-dist", required_argument, 0, 'l'},
-                                       {"seed", required_argument, 0, 's'},
-                                       {"out", required_argument, 0, 'o'},
-                                       {"help", no_argument, 0, 'h'},
-                                       {0, 0, 0, 0}};
     memset(g, 0, sizeof(*g));
-    g->alpha = 0.1;
-    g->beta = 0.01;
-    g->seed = 1;
-    optind = 1;
-    opterr = 0;
-    int ch;
-    while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-        uint64_t *u = NULL;
-        double *d = NULL;
-        switch (ch) {
-        case 'D':
-            u = &g->docs;
-            break;
-        case 'V':
-            u = &g->vocab;
-            break;
-        case 'K':
-            u = &g->topics;
-            break;
-        case 'L':
-            u = &g->len;
-            break;
-        case 's':
-            u = &g->seed;
-            break;
-        case 'a':
-            d = &g->alpha;
-            break;
-        case 'b':
-            d = &g->beta;
-            break;
-        case 'o':
-            g->out = optarg;
-            break;
-        case 'l':
-            if (strcmp(optarg, "poisson") && strcmp(optarg, "fixed"))
-                return rt_fail(err, RT_EXIT_INPUT, "--len-dist must be poisson or fixed");
-            g->fixed = !strcmp(optarg, "fixed");
-            break;
-        case 'h':
-            fputs(usage_text, stdout);
-            exit(RT_EXIT_OK);
-        default:
-            return rt_fail(err, RT_EXIT_INPUT, "gen lda: unknown or incomplete option '%s'",
-                           argv[optind - 1]);
-        }
-        if (u && rt_parse_u64(optarg, u))
-            return rt_fail(err, RT_EXIT_INPUT, "%s: expected an integer, got '%s'",
-                           argv[optind - 2], optarg);
-        if (d && (rt_parse_double(optarg, d) || !(*d > 0)))
-            return rt_fail(err, RT_EXIT_INPUT, "%s: expected a number > 0, got '%s'",
-                           argv[optind - 2], optarg);
-    }
-    if (optind < argc)
-        return rt_fail(err, RT_EXIT_INPUT, "gen lda: unexpected argument '%s'", argv[optind]);
-    if (!g->docs || !g->vocab || g->topics < 2 || !g->len || !g->out)
-        return rt_fail(err, RT_EXIT_INPUT,
-                       "gen lda: --docs, --vocab, --topics (>= 2), --doc-len and --out are "
-                       "required");
-    if (g->vocab >= UINT32_MAX || g->docs >= UINT32_MAX || g->topics > 65535)
-        return rt_fail(err, RT_EXIT_INPUT, "gen lda: sizes too large");
-    return 0;
+    rt_opt_group group = {.opts = gen_lda_options, .dest = g};
+    return rt_opts_parse(&gen_lda_doc, &group, 1, argc, argv, NULL, err);
 }
 
 /* Dirichlet(a) of dimension n into p (double), via normalised gammas. */
@@ -247,7 +257,10 @@ int gen_lda_main(int argc, char **argv)
 {
     rt_error err = {0};
     gen_args g;
-    if (parse(argc, argv, &g, &err) || generate(&g, &err))
+    int rc = parse(argc, argv, &g, &err);
+    if (rc == 1)
+        return RT_EXIT_OK;
+    if (rc || generate(&g, &err))
         rt_die(&err);
     return RT_EXIT_OK;
 }

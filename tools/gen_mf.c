@@ -14,7 +14,6 @@
 #include "tools/gen.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -28,22 +27,96 @@ typedef struct gen_opts {
     const char *out, *test_out;
 } gen_opts;
 
-static void usage(FILE *fp)
-{
-    fprintf(fp,
-            "usage: rotor gen mf --rows R --cols C --nnz N [--rank K] [--noise SIGMA]\n"
-            "                    [--powerlaw ALPHA] [--seed S] --out FILE\n"
-            "                    [--test-out FILE --test-fraction F]\n\n"
-            "Planted low-rank ratings: rating = w_u . h_i + SIGMA * N(0,1), factor entries\n"
-            "N(0, 1/sqrt(K)); distinct (u, i) pairs; every row and column has a training\n"
-            "rating.  Writes 'u i r' lines (1-based ids) and FILE.truth.json ('-' for\n"
-            "FILE or the test file: standard output, without the truth file).\n\n"
-            "  --rank K          planted rank (default 8)\n"
-            "  --noise SIGMA     noise std (default 0.1): the best achievable test RMSE\n"
-            "  --powerlaw ALPHA  degree of the k-th heaviest row/column ~ k^-ALPHA (default 0)\n"
-            "  --seed S          default 1\n"
-            "  --test-fraction F fraction of all N ratings written to --test-out\n");
-}
+static const rt_command_doc gen_mf_doc = {
+    .name = "gen mf",
+    .summary = "generate ratings with a planted low-rank structure",
+    .usage = "--rows R --cols C --nnz N [--rank K] [--noise SIGMA] [--powerlaw ALPHA]\n"
+             " [--seed S] --out FILE [--test-out FILE --test-fraction F]",
+    .about = "Planted low-rank ratings: rating = w_u . h_i + SIGMA * N(0,1), factor entries "
+             "N(0, 1/sqrt(K)); distinct (u, i) pairs; every row and column has a training "
+             "rating.  Writes 'u i r' lines (1-based ids) and FILE.truth.json ('-' for FILE or "
+             "the test file: standard output, without the truth file).",
+};
+
+static const rt_opt gen_mf_options[] = {
+    {.name = "rows",
+     .type = RT_OPT_U64,
+     .flags = RT_OPT_REQUIRED,
+     .offset = offsetof(gen_opts, rows),
+     .metavar = "R",
+     .min = 1,
+     .max = UINT32_MAX,
+     .help = "rows (users)"},
+    {.name = "cols",
+     .type = RT_OPT_U64,
+     .flags = RT_OPT_REQUIRED,
+     .offset = offsetof(gen_opts, cols),
+     .metavar = "C",
+     .min = 1,
+     .max = UINT32_MAX,
+     .help = "columns (items)"},
+    {.name = "nnz",
+     .type = RT_OPT_U64,
+     .flags = RT_OPT_REQUIRED,
+     .offset = offsetof(gen_opts, nnz),
+     .metavar = "N",
+     .min = 1,
+     .max = 1e15,
+     .help = "ratings, training and test together"},
+    {.name = "rank",
+     .short_name = 'k',
+     .type = RT_OPT_U64,
+     .offset = offsetof(gen_opts, rank),
+     .metavar = "K",
+     .def = "8",
+     .min = 1,
+     .max = 4096,
+     .help = "planted rank"},
+    {.name = "noise",
+     .type = RT_OPT_DOUBLE,
+     .offset = offsetof(gen_opts, noise),
+     .metavar = "SIGMA",
+     .def = "0.1",
+     .min = 0,
+     .max = HUGE_VAL,
+     .help = "noise std: the best achievable test RMSE"},
+    {.name = "powerlaw",
+     .type = RT_OPT_DOUBLE,
+     .offset = offsetof(gen_opts, powerlaw),
+     .metavar = "ALPHA",
+     .def = "0",
+     .min = 0,
+     .max = HUGE_VAL,
+     .help = "degree of the k-th heaviest row/column ~ k^-ALPHA"},
+    {.name = "seed",
+     .short_name = 's',
+     .type = RT_OPT_U64,
+     .offset = offsetof(gen_opts, seed),
+     .metavar = "S",
+     .def = "1",
+     .help = "random seed"},
+    {.name = "out",
+     .short_name = 'o',
+     .type = RT_OPT_PATH,
+     .flags = RT_OPT_REQUIRED,
+     .offset = offsetof(gen_opts, out),
+     .metavar = "FILE",
+     .help = "training ratings to write"},
+    {.name = "test-out",
+     .type = RT_OPT_PATH,
+     .offset = offsetof(gen_opts, test_out),
+     .metavar = "FILE",
+     .help = "test ratings to write (with --test-fraction)"},
+    {.name = "test-fraction",
+     .type = RT_OPT_DOUBLE,
+     .offset = offsetof(gen_opts, test_fraction),
+     .metavar = "F",
+     .def = "0",
+     .min = 0,
+     .max = 1,
+     .flags = RT_OPT_MAX_OPEN,
+     .help = "fraction of all N ratings written to --test-out"},
+    {NULL}};
 
 static int bad(const char *what, const char *arg)
 {
@@ -51,69 +124,17 @@ static int bad(const char *what, const char *arg)
     return RT_EXIT_INPUT;
 }
 
+/* 0 = parsed, 1 = --help printed, else an exit status. */
 static int parse(int argc, char **argv, gen_opts *o)
 {
-    static const struct option lo[] = {
-        {"rows", 1, 0, 'r'},          {"cols", 1, 0, 'c'},  {"nnz", 1, 0, 'n'},
-        {"rank", 1, 0, 'k'},          {"noise", 1, 0, 'z'}, {"powerlaw", 1, 0, 'p'},
-        {"seed", 1, 0, 's'},          {"out", 1, 0, 'o'},   {"test-out", 1, 0, 'O'},
-        {"test-fraction", 1, 0, 'F'}, {"help", 0, 0, 'h'},  {0, 0, 0, 0}};
+    rt_error err = {0};
     memset(o, 0, sizeof(*o));
-    o->rank = 8;
-    o->noise = 0.1;
-    o->seed = 1;
-    optind = 1;
-    opterr = 0;
-    int ch;
-    while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
-        int e = 0;
-        switch (ch) {
-        case 'r':
-            e = rt_parse_u64(optarg, &o->rows);
-            break;
-        case 'c':
-            e = rt_parse_u64(optarg, &o->cols);
-            break;
-        case 'n':
-            e = rt_parse_u64(optarg, &o->nnz);
-            break;
-        case 'k':
-            e = rt_parse_u64(optarg, &o->rank);
-            break;
-        case 's':
-            e = rt_parse_u64(optarg, &o->seed);
-            break;
-        case 'z':
-            e = rt_parse_double(optarg, &o->noise) || o->noise < 0;
-            break;
-        case 'p':
-            e = rt_parse_double(optarg, &o->powerlaw) || o->powerlaw < 0;
-            break;
-        case 'F':
-            e = rt_parse_double(optarg, &o->test_fraction) || o->test_fraction < 0 ||
-                o->test_fraction >= 1;
-            break;
-        case 'o':
-            o->out = optarg;
-            break;
-        case 'O':
-            o->test_out = optarg;
-            break;
-        case 'h':
-            usage(stdout);
-            return 1;
-        default:
-            return bad("unknown or incomplete option", argv[optind - 1]);
-        }
-        if (e)
-            return bad("bad value", optarg);
-    }
-    if (optind < argc)
-        return bad("unexpected argument", argv[optind]);
-    if (!o->rows || !o->cols || !o->nnz || !o->out || !o->rank)
-        return bad("missing option", "--rows, --cols, --nnz, --rank and --out are required");
-    if (o->rows > UINT32_MAX || o->cols > UINT32_MAX)
-        return bad("too many rows or columns", "2^32");
+    rt_opt_group g = {.opts = gen_mf_options, .dest = o};
+    int rc = rt_opts_parse(&gen_mf_doc, &g, 1, argc, argv, NULL, &err);
+    if (rc < 0)
+        rt_die(&err);
+    if (rc == 1)
+        return 1;
     if (!!o->test_out != (o->test_fraction > 0))
         return bad("give both or neither of", "--test-out and --test-fraction");
     if (o->test_out && rt_is_stdio(o->out) && rt_is_stdio(o->test_out))

@@ -15,17 +15,20 @@ void rt_transport_config_init(rt_transport_config *cfg)
     cfg->gid_index = -1;
 }
 
+const rt_opt_choice rt_transport_kinds[] = {{"auto", RT_TRANSPORT_AUTO},
+                                            {"tcp", RT_TRANSPORT_TCP},
+                                            {"ib", RT_TRANSPORT_IB},
+                                            {"rdma", RT_TRANSPORT_IB},
+                                            {NULL, 0}};
+
 int rt_transport_kind_parse(const char *s, rt_transport_kind *out)
 {
-    if (!strcmp(s, "auto"))
-        *out = RT_TRANSPORT_AUTO;
-    else if (!strcmp(s, "tcp"))
-        *out = RT_TRANSPORT_TCP;
-    else if (!strcmp(s, "ib") || !strcmp(s, "rdma"))
-        *out = RT_TRANSPORT_IB;
-    else
-        return -1;
-    return 0;
+    for (const rt_opt_choice *c = rt_transport_kinds; c->name; c++)
+        if (!strcmp(s, c->name)) {
+            *out = (rt_transport_kind)c->value;
+            return 0;
+        }
+    return -1;
 }
 
 int rt_transport_ib_available(char *why, size_t why_len)

@@ -148,7 +148,9 @@ int rt_transport_bcast(rt_transport *t, void *buf, size_t len, rt_error *err);
 
 void rt_transport_get_stats(const rt_transport *t, rt_transport_stats *out);
 
-/* Parse "auto", "tcp" or "ib". */
+/* The transport names ("auto", "tcp", "ib", "rdma" = ib): option choices
+ * (ground/opts.h) and what rt_transport_kind_parse accepts. */
+extern const rt_opt_choice rt_transport_kinds[];
 int rt_transport_kind_parse(const char *s, rt_transport_kind *out);
 
 /* True when an RDMA device with an active port is usable on this machine

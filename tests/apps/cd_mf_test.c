@@ -500,7 +500,7 @@ static int parse(void **o, rt_error *err, int argc, ...)
     va_end(ap);
     *o = NULL;
     memset(err, 0, sizeof(*err));
-    return rt_app_cd_mf.parse(argc, argv, o, err);
+    return rt_app_parse(&rt_app_cd_mf, argc, argv, o, err);
 }
 
 static void expect_bad(const char *what, int argc, ...)
@@ -513,7 +513,7 @@ static void expect_bad(const char *what, int argc, ...)
     va_end(ap);
     void *o = NULL;
     rt_error err = {0};
-    assert_int_equal(rt_app_cd_mf.parse(argc, argv, &o, &err), -1);
+    assert_int_equal(rt_app_parse(&rt_app_cd_mf, argc, argv, &o, &err), -1);
     assert_null(o);
     assert_int_equal(err.code, RT_EXIT_INPUT);
     if (!strstr(err.msg, what) || strchr(err.msg, '\n'))

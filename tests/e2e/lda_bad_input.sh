@@ -34,8 +34,8 @@ bad ldac-range ".*/ap2.dat:1: word id 3 outside the vocabulary" \
 bad libsvm-count ".*/s.svm:2: count in 'y:0' must be a positive integer" \
     --input "$(w s.svm 'd1 x:1\nd2 y:0\n')"
 bad missing-file ".*/nope.txt: cannot open" --input "$TMP/nope.txt"
-bad no-nodes "--nodes: expected an integer >= 1" --input "$vocab3" --nodes 0
-bad no-input "--input, --out, --nodes and --threads are required"
+bad no-nodes "--nodes: 0 is out of range 1..1048576" --input "$vocab3" --nodes 0
+bad no-input "partition: --input, --out, --nodes and --threads are required"
 
 # Empty documents are kept and counted, not fatal.
 "$ROTOR" partition --app lda --nodes 1 --threads 2 --out "$TMP/plan" \
@@ -45,11 +45,11 @@ grep -q "3 documents (1 empty" "$TMP/ok.err" || { cat "$TMP/ok.err"; fail "empty
 
 # Bad training options.
 expect_status 2 "$ROTOR" train --app lda --plan "$TMP/plan" --topics 1
-grep -q "^rotor: error: --topics must be an integer in 2..65535" "$TMP/last.err" || fail "--topics 1"
+grep -q "^rotor: error: --topics: 1 is out of range 2..65535" "$TMP/last.err" || fail "--topics 1"
 expect_status 2 "$ROTOR" train --app lda --plan "$TMP/plan" --sampler gibbs
-grep -q "^rotor: error: --sampler must be sparse or mh" "$TMP/last.err" || fail "--sampler"
+grep -q "^rotor: error: --sampler: 'gibbs' is not one of sparse, mh" "$TMP/last.err" || fail "--sampler"
 expect_status 2 "$ROTOR" train --app lda --plan "$TMP/plan" --alpha -1
-grep -q "^rotor: error: --alpha must be a number > 0" "$TMP/last.err" || fail "--alpha"
+grep -q "^rotor: error: --alpha: -1 is out of range > 0" "$TMP/last.err" || fail "--alpha"
 # An unusable --out fails before training starts (/proc: not writable even for root).
 expect_status 2 "$ROTOR" train --app lda --plan "$TMP/plan" --iters 1 --out /proc/rotor-nope
 grep -q "^rotor: error: /proc/rotor-nope: cannot create directory" "$TMP/last.err" || fail "--out /proc/rotor-nope"

@@ -48,7 +48,7 @@ printf '1 1 5\n2 2 4\n' >good.txt
 printf '1 1 5\n2 x\n' >badtest.txt
 expect_fail bad-test-file 'badtest.txt:2: expected 3 or 4 fields' -- --input good.txt --test badtest.txt
 expect_fail missing-file 'nosuch.txt: cannot open' -- --input nosuch.txt
-expect_fail bad-format 'partition: unknown --format' -- --input good.txt --format xml
+expect_fail bad-format "--format: 'xml' is not one of auto, triplets" -- --input good.txt --format xml
 expect_fail both-tests 'partition: --test and --test-fraction' -- --input good.txt --test good.txt --test-fraction 0.1
 
 # An existing output directory is refused without --force (and left alone).

@@ -1,0 +1,106 @@
+/*
+ * opts.h - command-line options from one table per command (included by
+ * ground.h).
+ *
+ * Each command, and each app for `rotor train`, describes its options once
+ * in a table of rt_opt: long name, short form, type, range, default,
+ * metavar and help line, and where the value goes (an offset into the
+ * command's options struct).  The parser, `--help`, the man pages and the
+ * shell completion are all generated from these tables, so they cannot
+ * drift apart.
+ *
+ * Syntax: "--name value", "--name=value", "-k value", "-kvalue"; flags take
+ * no value; a repeated option overrides the earlier one (last wins, as with
+ * getopt); "--" ends the options.  A value is checked against its type and
+ * range whole: "12x", an overflowing number or a value outside the range is
+ * an error naming the option and the range, exit code 2.
+ */
+#ifndef ROTOR_GROUND_OPTS_H
+#define ROTOR_GROUND_OPTS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+struct rt_error;
+
+typedef enum rt_opt_type {
+    RT_OPT_FLAG,   /* no value: sets an int to 1 */
+    RT_OPT_UNSET,  /* no value: sets an int to 0 (for --no-X options) */
+    RT_OPT_INT,    /* int: decimal, optional sign */
+    RT_OPT_U32,    /* uint32_t: decimal */
+    RT_OPT_U64,    /* uint64_t: decimal with an optional k, M or G (x 10^3, 10^6, 10^9) */
+    RT_OPT_DOUBLE, /* double: finite */
+    RT_OPT_STRING, /* const char *: points into argv */
+    RT_OPT_PATH,   /* const char *: a file (or with RT_OPT_DIR a directory) name */
+    RT_OPT_ENUM,   /* int: the value of the rt_opt_choice named */
+} rt_opt_type;
+
+enum {
+    RT_OPT_REQUIRED = 1 << 0, /* the command cannot run without it */
+    RT_OPT_MIN_OPEN = 1 << 1, /* DOUBLE: the range excludes min ("> 0") */
+    RT_OPT_MAX_OPEN = 1 << 2, /* DOUBLE: the range excludes max ("< 1") */
+    RT_OPT_DIR = 1 << 3,      /* PATH: names a directory */
+};
+
+typedef struct rt_opt_choice {
+    const char *name; /* NULL ends a list */
+    int value;
+} rt_opt_choice;
+
+typedef struct rt_opt {
+    const char *name;             /* long name without the dashes; NULL ends a table */
+    char short_name;              /* 'o' for -o; 0 for none */
+    rt_opt_type type;             /* what the value is */
+    size_t offset;                /* where it goes: offsetof(options struct, field) */
+    const char *metavar;          /* "K", "DIR"; NULL for flags (enums show their choices) */
+    const char *def;              /* the default as typed on a command line; NULL: none,
+                                     or computed (then the help line says how) */
+    double min, max;              /* numbers: the accepted range, inclusive unless
+                                     RT_OPT_MIN_OPEN / RT_OPT_MAX_OPEN; min == max == 0
+                                     means the type's whole range */
+    unsigned flags;               /* RT_OPT_REQUIRED, ... */
+    const rt_opt_choice *choices; /* ENUM: the names accepted */
+    const char *help;             /* one sentence; --help adds range and default */
+} rt_opt;
+
+/* A table and the struct it fills. */
+typedef struct rt_opt_group {
+    const char *title; /* heading in --help; NULL = "options" */
+    const rt_opt *opts;
+    void *dest;         /* NULL: options are recognised and their values skipped
+                           unchecked (to find one option before the rest is known,
+                           e.g. --app) */
+    const char *refuse; /* non-NULL: giving one of these options is an error
+                           "--NAME is <refuse>" (an option of another app) */
+} rt_opt_group;
+
+/* What --help and the man page say around the option tables. */
+typedef struct rt_command_doc {
+    const char *name;    /* "train", "gen mf": the command is "rotor NAME" */
+    const char *summary; /* one line, no period */
+    const char *usage;   /* synopsis after "rotor NAME"; '\n' separates forms */
+    const char *about;   /* description; '\n\n' separates paragraphs */
+    const char *notes;   /* after the options, or NULL */
+} rt_command_doc;
+
+/* Parse argv[1..argc-1] into the groups' structs, after setting every option
+ * that has a default to it (fields of options without one are left as the
+ * caller initialised them).  Options are looked up group by group, first
+ * match wins.  "-h" and "--help" print the help of doc and the groups to
+ * stdout and return 1.  With first_arg NULL an argument that is not an
+ * option is an error; otherwise parsing stops at the first one (or after
+ * "--") and *first_arg is its index (argc when there is none).
+ * Returns 0, 1 (help printed) or -1 with err (exit code 2): an unknown option
+ * (with the closest known name), a missing or bad value, a missing required
+ * option. */
+int rt_opts_parse(const rt_command_doc *doc, const rt_opt_group *groups, size_t n_groups, int argc,
+                  char **argv, int *first_arg, struct rt_error *err);
+
+/* The --help text: usage, about, every group's options, notes. */
+void rt_opts_help(FILE *fp, const rt_command_doc *doc, const rt_opt_group *groups, size_t n_groups);
+
+/* One option's accepted range as text ("1..4096", ">= 1", "(0, 1]"), or ""
+ * for options without one. */
+void rt_opt_range_text(const rt_opt *o, char *buf, size_t cap);
+
+#endif

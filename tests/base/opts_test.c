@@ -1,0 +1,373 @@
+/* opts_test.c - the option tables (ground/opts.h): types, ranges, overflow,
+ * suffixes, enums, missing values, repeated options, "--x=v", short forms,
+ * "--", required options and the generated --help. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ground/ground.h"
+
+typedef struct t_opts {
+    int flag, on;
+    int i;
+    uint32_t u;
+    uint64_t big;
+    double d, frac;
+    const char *s, *path;
+    int mode;
+} t_opts;
+
+static const rt_opt_choice t_modes[] = {{"fast", 1}, {"slow", 2}, {"alias", 1}, {NULL, 0}};
+
+static const rt_opt t_table[] = {{.name = "flag",
+                                  .short_name = 'f',
+                                  .type = RT_OPT_FLAG,
+                                  .offset = offsetof(t_opts, flag),
+                                  .help = "a flag"},
+                                 {.name = "no-on",
+                                  .type = RT_OPT_UNSET,
+                                  .offset = offsetof(t_opts, on),
+                                  .def = "1",
+                                  .help = "turn it off"},
+                                 {.name = "int",
+                                  .type = RT_OPT_INT,
+                                  .offset = offsetof(t_opts, i),
+                                  .metavar = "N",
+                                  .def = "-3",
+                                  .min = -10,
+                                  .max = 10,
+                                  .help = "a small int"},
+                                 {.name = "rank",
+                                  .short_name = 'k',
+                                  .type = RT_OPT_U32,
+                                  .offset = offsetof(t_opts, u),
+                                  .metavar = "K",
+                                  .def = "32",
+                                  .min = 1,
+                                  .max = 4096,
+                                  .help = "factor rank"},
+                                 {.name = "size",
+                                  .type = RT_OPT_U64,
+                                  .offset = offsetof(t_opts, big),
+                                  .metavar = "BYTES",
+                                  .help = "any size"},
+                                 {.name = "lr",
+                                  .type = RT_OPT_DOUBLE,
+                                  .offset = offsetof(t_opts, d),
+                                  .metavar = "ETA",
+                                  .def = "0.01",
+                                  .min = 0,
+                                  .max = HUGE_VAL,
+                                  .flags = RT_OPT_MIN_OPEN,
+                                  .help = "learning rate"},
+                                 {.name = "fraction",
+                                  .type = RT_OPT_DOUBLE,
+                                  .offset = offsetof(t_opts, frac),
+                                  .metavar = "F",
+                                  .min = 0,
+                                  .max = 1,
+                                  .flags = RT_OPT_MAX_OPEN,
+                                  .help = "a fraction"},
+                                 {.name = "name",
+                                  .type = RT_OPT_STRING,
+                                  .offset = offsetof(t_opts, s),
+                                  .metavar = "NAME",
+                                  .help = "a name"},
+                                 {.name = "out",
+                                  .short_name = 'o',
+                                  .type = RT_OPT_PATH,
+                                  .offset = offsetof(t_opts, path),
+                                  .metavar = "DIR",
+                                  .flags = RT_OPT_DIR,
+                                  .help = "output directory"},
+                                 {.name = "mode",
+                                  .type = RT_OPT_ENUM,
+                                  .offset = offsetof(t_opts, mode),
+                                  .def = "slow",
+                                  .choices = t_modes,
+                                  .help = "how"},
+                                 {NULL}};
+
+static const rt_command_doc t_doc = {
+    .name = "test", .usage = "[OPTIONS] [ARGS]", .about = "A command for the tests."};
+
+/* Parse a NULL-terminated list of arguments (argv[0] = "test"). */
+static int parse_list(t_opts *o, rt_error *err, int *first_arg, const char *const *args)
+{
+    char *argv[32] = {"test"};
+    int argc = 1;
+    while (args[argc - 1] && argc < 31) {
+        argv[argc] = (char *)args[argc - 1];
+        argc++;
+    }
+    memset(o, 0, sizeof(*o));
+    memset(err, 0, sizeof(*err));
+    rt_opt_group g = {.opts = t_table, .dest = o};
+    return rt_opts_parse(&t_doc, &g, 1, argc, argv, first_arg, err);
+}
+#define PARSE(o, err, ...) parse_list(o, err, NULL, (const char *const[]){__VA_ARGS__, NULL})
+
+static void expect_error(const char *want, const char *const *args)
+{
+    t_opts o;
+    rt_error err;
+    assert_int_equal(parse_list(&o, &err, NULL, args), -1);
+    assert_int_equal(err.code, RT_EXIT_INPUT);
+    if (!strstr(err.msg, want) || strchr(err.msg, '\n'))
+        fail_msg("message '%s' should be one line containing '%s'", err.msg, want);
+}
+#define EXPECT_ERROR(want, ...) expect_error(want, (const char *const[]){__VA_ARGS__, NULL})
+
+static void test_defaults(void **state)
+{
+    (void)state;
+    t_opts o;
+    rt_error err;
+    char *argv[] = {"test"};
+    rt_opt_group g = {.opts = t_table, .dest = &o};
+    memset(&o, 0, sizeof(o));
+    assert_int_equal(rt_opts_parse(&t_doc, &g, 1, 1, argv, NULL, &err), 0);
+    assert_int_equal(o.flag, 0);
+    assert_int_equal(o.on, 1);
+    assert_int_equal(o.i, -3);
+    assert_int_equal(o.u, 32);
+    assert_true(o.d == 0.01);
+    assert_int_equal(o.mode, 2);
+    assert_null(o.s);
+}
+
+static void test_values_and_syntax(void **state)
+{
+    (void)state;
+    t_opts o;
+    rt_error err;
+    assert_int_equal(PARSE(&o, &err, "--flag", "--no-on", "--int", "-10", "--rank=4096", "--lr",
+                           "1e-3", "--name", "x y", "-o", "dir", "--mode=alias"),
+                     0);
+    assert_int_equal(o.flag, 1);
+    assert_int_equal(o.on, 0);
+    assert_int_equal(o.i, -10);
+    assert_int_equal(o.u, 4096);
+    assert_true(o.d == 1e-3);
+    assert_string_equal(o.s, "x y");
+    assert_string_equal(o.path, "dir");
+    assert_int_equal(o.mode, 1);
+    /* short forms: "-k 7", "-k7", flags "-f" */
+    assert_int_equal(PARSE(&o, &err, "-k", "7", "-f"), 0);
+    assert_int_equal(o.u, 7);
+    assert_int_equal(o.flag, 1);
+    assert_int_equal(PARSE(&o, &err, "-k7", "-odir2"), 0);
+    assert_int_equal(o.u, 7);
+    assert_string_equal(o.path, "dir2");
+    /* a value may itself start with '-' */
+    assert_int_equal(PARSE(&o, &err, "--name", "-x"), 0);
+    assert_string_equal(o.s, "-x");
+}
+
+static void test_repeated_option_last_wins(void **state)
+{
+    (void)state;
+    t_opts o;
+    rt_error err;
+    assert_int_equal(PARSE(&o, &err, "--rank", "3", "-k", "5", "--rank=9"), 0);
+    assert_int_equal(o.u, 9);
+}
+
+static void test_ranges_name_the_option(void **state)
+{
+    (void)state;
+    EXPECT_ERROR("--rank: 0 is out of range 1..4096", "--rank", "0");
+    EXPECT_ERROR("--rank: 4097 is out of range 1..4096", "--rank=4097");
+    EXPECT_ERROR("--rank: -1 is out of range 1..4096", "-k", "-1");
+    EXPECT_ERROR("--int: 11 is out of range -10..10", "--int", "11");
+    EXPECT_ERROR("--lr: 0 is out of range > 0", "--lr", "0");
+    EXPECT_ERROR("--fraction: 1 is out of range [0, 1)", "--fraction", "1");
+    EXPECT_ERROR("--fraction: -0.5 is out of range [0, 1)", "--fraction", "-0.5");
+}
+
+static void test_overflow_and_garbage(void **state)
+{
+    (void)state;
+    EXPECT_ERROR("--rank: 99999999999999999999 is out of range", "--rank", "99999999999999999999");
+    EXPECT_ERROR("--int: 2147483648 is out of range", "--int", "2147483648");
+    EXPECT_ERROR("--size: 18446744073709551616 is out of range", "--size", "18446744073709551616");
+    EXPECT_ERROR("--size: 20000000000G is out of range", "--size", "20000000000G");
+    EXPECT_ERROR("--rank: '12x' is not an integer", "--rank", "12x");
+    EXPECT_ERROR("--rank: '' is not an integer", "--rank", "");
+    EXPECT_ERROR("--rank: ' 5' is not an integer", "--rank", " 5");
+    EXPECT_ERROR("--rank: '5k' is not an integer", "--rank", "5k"); /* suffixes: u64 only */
+    EXPECT_ERROR("--lr: 'nan' is not a finite number", "--lr", "nan");
+    EXPECT_ERROR("--lr: '1e999' is not a finite number", "--lr", "1e999");
+    EXPECT_ERROR("--lr: '0.1x' is not a finite number", "--lr", "0.1x");
+}
+
+static void test_u64_suffixes(void **state)
+{
+    (void)state;
+    t_opts o;
+    rt_error err;
+    assert_int_equal(PARSE(&o, &err, "--size", "4k"), 0);
+    assert_int_equal(o.big, 4000);
+    assert_int_equal(PARSE(&o, &err, "--size", "3M"), 0);
+    assert_int_equal(o.big, 3000000);
+    assert_int_equal(PARSE(&o, &err, "--size", "2G"), 0);
+    assert_int_equal(o.big, 2000000000ull);
+    assert_int_equal(PARSE(&o, &err, "--size", "18446744073709551615"), 0);
+    assert_true(o.big == UINT64_MAX);
+    EXPECT_ERROR("--size: '1T' is not an integer", "--size", "1T");
+}
+
+static void test_enums(void **state)
+{
+    (void)state;
+    /* "alias" is accepted (test_values_and_syntax) but not listed */
+    EXPECT_ERROR("--mode: 'medium' is not one of fast, slow (see", "--mode", "medium");
+    EXPECT_ERROR("--mode: 'FAST' is not one of", "--mode=FAST");
+}
+
+static void test_missing_and_unknown(void **state)
+{
+    (void)state;
+    EXPECT_ERROR("--rank needs a value (K)", "--rank");
+    EXPECT_ERROR("--rank needs a value (K)", "--flag", "-k");
+    EXPECT_ERROR("--flag takes no value", "--flag=1");
+    EXPECT_ERROR("--name: the value is empty", "--name=");
+    EXPECT_ERROR("unknown option --rnak: did you mean --rank?", "--rnak", "3");
+    EXPECT_ERROR("unknown option --mod: did you mean --mode?", "--mod=fast");
+    EXPECT_ERROR("unknown option --zzzzzz (see 'rotor test --help')", "--zzzzzz");
+    EXPECT_ERROR("unknown option -q", "-q");
+    EXPECT_ERROR("-f (--flag) takes no value", "-fx");
+    EXPECT_ERROR("unexpected argument 'stray'", "--flag", "stray");
+    EXPECT_ERROR("unexpected argument 'after'", "--", "after");
+}
+
+static void test_first_arg_and_double_dash(void **state)
+{
+    (void)state;
+    t_opts o;
+    rt_error err;
+    int first;
+    assert_int_equal(
+        parse_list(&o, &err, &first, (const char *const[]){"-k", "2", "--", "-k", "x", NULL}), 0);
+    assert_int_equal(first, 4); /* argv[4] = "-k": after "--" nothing is an option */
+    assert_int_equal(o.u, 2);
+    assert_int_equal(parse_list(&o, &err, &first, (const char *const[]){"-f", "cmd", "-k", NULL}),
+                     0);
+    assert_int_equal(first, 2);
+    assert_int_equal(o.u, 32);
+    assert_int_equal(parse_list(&o, &err, &first, (const char *const[]){"-f", NULL}), 0);
+    assert_int_equal(first, 2); /* argc: no argument */
+}
+
+static const rt_opt t_required[] = {{.name = "plan",
+                                     .type = RT_OPT_PATH,
+                                     .offset = offsetof(t_opts, path),
+                                     .metavar = "DIR",
+                                     .flags = RT_OPT_REQUIRED,
+                                     .help = "plan"},
+                                    {NULL}};
+
+static void test_required_and_groups(void **state)
+{
+    (void)state;
+    t_opts a, b;
+    rt_error err = {0};
+    memset(&a, 0, sizeof(a));
+    memset(&b, 0, sizeof(b));
+    rt_opt_group g[] = {{.opts = t_required, .dest = &a},
+                        {.title = "more", .opts = t_table, .dest = &b}};
+    char *none[] = {"test", "-k", "3"};
+    assert_int_equal(rt_opts_parse(&t_doc, g, 2, 3, none, NULL, &err), -1);
+    assert_non_null(strstr(err.msg, "--plan DIR is required"));
+    char *both[] = {"test", "-k", "3", "--plan", "p"};
+    assert_int_equal(rt_opts_parse(&t_doc, g, 2, 5, both, NULL, &err), 0);
+    assert_string_equal(a.path, "p");
+    assert_int_equal(b.u, 3);
+    /* a group without dest: recognised, value skipped unchecked */
+    g[1].dest = NULL;
+    char *skipped[] = {"test", "--plan", "p", "--rank", "0"};
+    assert_int_equal(rt_opts_parse(&t_doc, g, 2, 5, skipped, NULL, &err), 0);
+    /* a refused group: its options are errors with the group's message */
+    g[1].refuse = "an option of another app";
+    assert_int_equal(rt_opts_parse(&t_doc, g, 2, 5, skipped, NULL, &err), -1);
+    assert_non_null(strstr(err.msg, "--rank is an option of another app"));
+}
+
+/* The help text on a temporary file. */
+static char *help_text(const rt_opt_group *g, size_t n)
+{
+    FILE *fp = tmpfile();
+    assert_non_null(fp);
+    rt_opts_help(fp, &t_doc, g, n);
+    long len = ftell(fp);
+    rewind(fp);
+    char *buf = calloc((size_t)len + 1, 1);
+    assert_int_equal(fread(buf, 1, (size_t)len, fp), (size_t)len);
+    fclose(fp);
+    return buf;
+}
+
+static void test_help_generation(void **state)
+{
+    (void)state;
+    rt_opt_group g = {.opts = t_table};
+    char *h = help_text(&g, 1);
+    assert_non_null(strstr(h, "usage: rotor test [OPTIONS] [ARGS]"));
+    assert_non_null(strstr(h, "A command for the tests."));
+    assert_non_null(strstr(h, "  -k, --rank K"));
+    assert_non_null(strstr(h, "factor rank (1..4096; default 32)"));
+    assert_non_null(strstr(h, "learning rate (> 0; default 0.01)"));
+    assert_non_null(strstr(h, "--mode fast|slow "));
+    assert_non_null(strstr(h, "  -h, --help"));
+    assert_non_null(strstr(h, "      --no-on "));
+    for (const char *line = h; *line; line = strchr(line, '\n') + 1) {
+        size_t len = strcspn(line, "\n");
+        if (len > 80)
+            fail_msg("help line longer than 80 columns: %.*s", (int)len, line);
+        if (!line[len])
+            break;
+    }
+    free(h);
+}
+
+static void test_help_option_returns_1(void **state)
+{
+    (void)state;
+    t_opts o;
+    rt_error err;
+    FILE *saved = stdout;
+    stdout = tmpfile(); /* keep the test log clean */
+    int rc1 = PARSE(&o, &err, "--rank", "3", "--help");
+    int rc2 = PARSE(&o, &err, "-h");
+    int rc3 = PARSE(&o, &err, "--rank", "0", "-h"); /* the bad value comes first */
+    fclose(stdout);
+    stdout = saved;
+    assert_int_equal(rc1, 1);
+    assert_int_equal(rc2, 1);
+    assert_int_equal(rc3, -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_values_and_syntax),
+        cmocka_unit_test(test_repeated_option_last_wins),
+        cmocka_unit_test(test_ranges_name_the_option),
+        cmocka_unit_test(test_overflow_and_garbage),
+        cmocka_unit_test(test_u64_suffixes),
+        cmocka_unit_test(test_enums),
+        cmocka_unit_test(test_missing_and_unknown),
+        cmocka_unit_test(test_first_arg_and_double_dash),
+        cmocka_unit_test(test_required_and_groups),
+        cmocka_unit_test(test_help_generation),
+        cmocka_unit_test(test_help_option_returns_1),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
