@@ -1,17 +1,23 @@
 /*
- * engine.c - the schedule executor: follows the plan's rotation schedule,
- * keeps this node's part of the block conveyor, runs the worker threads and
- * overlaps the ring pass of finished blocks with the next step's compute.
+ * engine.c - the schedule executor: runs the plan's schedule table, keeps
+ * this node's blocks in the transport's window, runs the worker threads and
+ * overlaps the pass of finished blocks with the next steps' compute.
  *
- * The conveyor (partition/partition.h): node n covers global positions
- * [span*n, span*(n+1)) with span = pipeline * threads.  res[j] is the block at
- * node-local offset j; local thread t works on offset c*t + c - 1.  After each
- * step the block at offset span-1 leaves for the next node and every other
- * block moves up one offset; the block the previous node just sent becomes
- * offset 0.  It is only needed c-1 steps later, so its transfer overlaps
- * compute (with c >= 2).
+ * Each step, local thread t visits the block the table gives worker
+ * first_worker + t.  After the step, every block whose next visitor is on
+ * another node is passed there (route.h); it is needed there only at that
+ * visit, so with the default schedule (c >= 2) its transfer overlaps c-1
+ * steps of compute.  Before a step the engine waits only for the blocks the
+ * step needs.
+ *
+ * Slots: the transport lands arrivals in its window in first-in, first-out
+ * slot order and expects blocks to leave in that order too (transport.h).
+ * The engine keeps a map block <-> slot; when the schedule lets a block leave
+ * before an older one, the two blocks' bytes swap slots first (a copy that
+ * the default schedule never needs).
  */
 #include "engine/engine.h"
+#include "engine/route.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -20,13 +26,7 @@
 void rt_pin_current_thread(const rt_group *group, int local_size, int threads, int t,
                            rt_pin_mode mode);
 
-typedef struct resident {
-    uint32_t slot;  /* window slot holding the bytes (valid once arrived) */
-    uint32_t block; /* column block id */
-    uint32_t tag;   /* rotation tag the block was (or will be) passed with */
-    size_t len;     /* payload bytes */
-    int arrived;    /* 0 while the bytes are still on their way */
-} resident;
+#define NO_SLOT UINT32_MAX
 
 typedef struct worker_slot {
     rt_engine *eng;
@@ -46,8 +46,15 @@ struct rt_engine {
     int serial;
     rt_pin_mode pin;
     int local_size;
-    resident *res;    /* span entries, index = local offset */
-    uint32_t pending; /* entries res[0 .. pending-1] have not arrived yet */
+    rt_route route;     /* this node's passes and arrivals (route.h) */
+    uint32_t n_slots;   /* the window */
+    uint32_t *slot_of;  /* B: slot holding block b here, NO_SLOT when not here */
+    size_t *len_of;     /* B: payload bytes of block b (valid while here) */
+    uint32_t *block_in; /* n_slots: block in each slot, NO_SLOT when free */
+    uint32_t out_slot;  /* the slot the next pass leaves from (first in, first out) */
+    uint32_t arrivals;  /* entries of route.arrive received this rotation */
+    void *scratch;      /* one slot's bytes, for swapping two blocks */
+    uint64_t swaps;     /* passes that needed a swap (never with the default schedule) */
     /* worker threads (none in serial mode) */
     worker_slot *workers;
     uint32_t n_threads_started;
@@ -144,98 +151,140 @@ static void stop_threads(rt_engine *e)
     pthread_barrier_destroy(&e->step_done);
 }
 
-/* ----------------------------------------------------------- the conveyor */
+/* ------------------------------------------------------------- residency */
 
-/* Block at local offset j during step s of any rotation. */
-static uint32_t block_at(const rt_engine *e, uint32_t j, uint32_t s)
+/* Home blocks go into slots 0.. in the order they first leave, so that with
+ * the default schedule passes already follow the window's slot order. */
+static void init_residency(rt_engine *e)
 {
-    uint64_t pos = (uint64_t)e->span * e->rank + j;
-    return (uint32_t)((pos + e->B - s % e->B) % e->B);
-}
-
-static void init_conveyor(rt_engine *e)
-{
-    /* Offset span-1 leaves first, so it sits in slot 0 (the transport's
-     * FIFO release order); offset 0 leaves last, from slot span-1. */
-    for (uint32_t j = 0; j < e->span; j++) {
-        e->res[j].slot = e->span - 1 - j;
-        e->res[j].block = block_at(e, j, 0);
-        e->res[j].tag = 0;
-        e->res[j].len = 0;
-        e->res[j].arrived = 1;
+    uint32_t first = e->span * e->rank, next = 0;
+    for (uint32_t b = 0; b < e->B; b++)
+        e->slot_of[b] = NO_SLOT;
+    for (uint32_t i = 0; i < e->n_slots; i++)
+        e->block_in[i] = NO_SLOT;
+    const rt_route *r = &e->route;
+    for (uint32_t i = 0; i < r->depart_off[e->B]; i++) {
+        uint32_t b = r->depart[i];
+        if (b - first < e->span && e->slot_of[b] == NO_SLOT) {
+            e->slot_of[b] = next;
+            e->block_in[next++] = b;
+        }
     }
-    e->pending = 0;
+    for (uint32_t b = first; b < first + e->span; b++)
+        if (e->slot_of[b] == NO_SLOT) {
+            e->slot_of[b] = next;
+            e->block_in[next++] = b;
+        }
+    e->out_slot = 0;
+    e->arrivals = 0;
 }
 
-/* Wait until at most `max_pending` entries are still on their way. */
-static int wait_arrivals(rt_engine *e, uint32_t max_pending, rt_error *err)
+/* Take the next arrival; it must be the block the route says comes next. */
+static int take_arrival(rt_engine *e, uint64_t rotation, rt_error *err)
 {
-    double t0 = rt_now();
-    while (e->pending > max_pending) {
+    const rt_route *r = &e->route;
+    if (e->arrivals == r->n_arrive)
+        return rt_fail(err, RT_EXIT_RUNTIME,
+                       "engine: rank %u waits for a block its route does not bring", e->rank);
+    uint32_t want = r->arrive[e->arrivals];
+    for (;;) {
         rt_arrival a;
         int got = rt_transport_wait_arrival(e->tr, &a, 1000, err);
         if (got < 0)
             return -1;
         if (got == 0)
             continue;
-        resident *r = &e->res[e->pending - 1];
-        if (a.block != r->block || a.epoch != r->tag)
+        if (a.block != want || a.epoch != (uint32_t)rotation)
             return rt_fail(err, RT_EXIT_RUNTIME,
-                           "engine: rank %u expected block %u (rotation %u) from rank %u, "
+                           "engine: rank %u expected block %u (rotation %llu) from rank %u, "
                            "got block %u (rotation %u)",
-                           e->rank, r->block, r->tag, (e->rank + e->P - 1) % e->P, a.block,
-                           a.epoch);
-        r->slot = a.slot;
-        r->len = a.len;
-        r->arrived = 1;
-        e->pending--;
+                           e->rank, want, (unsigned long long)rotation, r->prev, a.block, a.epoch);
+        e->slot_of[want] = a.slot;
+        e->block_in[a.slot] = want;
+        e->len_of[want] = a.len;
+        e->arrivals++;
+        return 0;
+    }
+}
+
+/* Wait until the blocks step `step` needs are here. */
+static int wait_for_step(rt_engine *e, uint32_t step, uint64_t rotation, rt_error *err)
+{
+    double t0 = rt_now();
+    for (uint32_t t = 0; t < e->T; t++) {
+        uint32_t b = rt_plan_schedule_block(e->plan, step, e->first_worker + t);
+        while (e->slot_of[b] == NO_SLOT)
+            if (take_arrival(e, rotation, err))
+                return -1;
     }
     e->stall_s += rt_now() - t0;
     return 0;
 }
 
-/* Send the block at the last offset on and shift the conveyor by one. */
-static int advance_conveyor(rt_engine *e, uint32_t next_step, uint64_t rotation, rt_error *err)
+/* Wait for the rest of this rotation's arrivals: every block is home. */
+static int wait_all_home(rt_engine *e, uint64_t rotation, rt_error *err)
 {
-    resident leaving = e->res[e->span - 1];
-    memmove(&e->res[1], &e->res[0], (e->span - 1) * sizeof(resident));
-    if (e->P == 1) {
-        e->res[0] = leaving; /* the ring is this node: the block stays put */
-        return 0;
-    }
-    if (rt_transport_pass(e->tr, leaving.slot, leaving.len, leaving.block, (uint32_t)rotation, err))
-        return -1;
-    /* The block the previous node sent after this step; it is tagged with
-     * the rotation of the step it finished. */
-    uint32_t s = next_step % e->B;
-    e->res[0] = (resident){.slot = UINT32_MAX,
-                           .block = block_at(e, 0, s),
-                           .tag = (uint32_t)rotation,
-                           .len = 0,
-                           .arrived = 0};
-    e->pending++;
+    double t0 = rt_now();
+    while (e->arrivals < e->route.n_arrive)
+        if (take_arrival(e, rotation, err))
+            return -1;
+    e->arrivals = 0;
+    e->stall_s += rt_now() - t0;
     return 0;
 }
 
-static resident *find_home_block(rt_engine *e, uint32_t block)
+/* Swap the bytes (and the map entries) of the blocks in slots x and y. */
+static void swap_slots(rt_engine *e, uint32_t x, uint32_t y)
 {
-    for (uint32_t j = 0; j < e->span; j++)
-        if (e->res[j].block == block && e->res[j].arrived)
-            return &e->res[j];
-    return NULL;
+    uint32_t bx = e->block_in[x], by = e->block_in[y];
+    void *px = rt_transport_slot(e->tr, x), *py = rt_transport_slot(e->tr, y);
+    memcpy(e->scratch, px, e->len_of[bx]);
+    memcpy(px, py, e->len_of[by]);
+    memcpy(py, e->scratch, e->len_of[bx]);
+    e->block_in[x] = by;
+    e->block_in[y] = bx;
+    e->slot_of[bx] = y;
+    e->slot_of[by] = x;
+    e->swaps++;
+}
+
+/* Pass block b to the next node from the slot the window's order says. */
+static int pass_block(rt_engine *e, uint32_t b, uint64_t rotation, rt_error *err)
+{
+    uint32_t out = e->out_slot;
+    if (e->block_in[out] == NO_SLOT)
+        return rt_fail(err, RT_EXIT_RUNTIME, "engine: rank %u: slot %u is empty at block %u's pass",
+                       e->rank, out, b);
+    if (e->slot_of[b] != out)
+        swap_slots(e, e->slot_of[b], out);
+    if (rt_transport_pass(e->tr, out, e->len_of[b], b, (uint32_t)rotation, err))
+        return -1;
+    e->slot_of[b] = NO_SLOT;
+    e->block_in[out] = NO_SLOT;
+    e->out_slot = (out + 1) % e->n_slots;
+    return 0;
+}
+
+/* After step `step`: pass on the blocks whose next visitor is elsewhere. */
+static int pass_finished(rt_engine *e, uint32_t step, uint64_t rotation, rt_error *err)
+{
+    const rt_route *r = &e->route;
+    for (uint32_t i = r->depart_off[step]; i < r->depart_off[step + 1]; i++)
+        if (pass_block(e, r->depart[i], rotation, err))
+            return -1;
+    return 0;
 }
 
 /* ----------------------------------------------------------------- steps */
 
 static void assign_visit(rt_engine *e, rt_visit *v, uint32_t t, uint32_t step, uint64_t rot)
 {
-    resident *r = &e->res[e->c * t + e->c - 1];
     v->worker = e->first_worker + t;
-    v->block = r->block;
+    v->block = rt_plan_schedule_block(e->plan, step, v->worker);
     v->rotation = rot;
     v->step = step;
-    v->payload = rt_transport_slot(e->tr, r->slot);
-    v->len = r->len;
+    v->payload = rt_transport_slot(e->tr, e->slot_of[v->block]);
+    v->len = e->len_of[v->block];
 }
 
 static int run_step(rt_engine *e, uint32_t step, uint64_t rot, rt_error *err)
@@ -268,23 +317,24 @@ static int run_step(rt_engine *e, uint32_t step, uint64_t rot, rt_error *err)
 
 static int call_block_home(rt_engine *e, uint64_t rot, rt_error *err)
 {
-    for (uint32_t j = 0; j < e->span; j++) {
-        resident *r = &e->res[j];
-        void *payload = rt_transport_slot(e->tr, r->slot);
-        if (e->ops->block_home(e->app, r->block, rot, payload, &r->len, err))
+    for (uint32_t b = e->span * e->rank; b < e->span * (e->rank + 1); b++) {
+        void *payload = rt_transport_slot(e->tr, e->slot_of[b]);
+        if (e->ops->block_home(e->app, b, rot, payload, &e->len_of[b], err))
             return -1;
-        if (r->len > rt_transport_slot_bytes(e->tr))
+        if (e->len_of[b] > rt_transport_slot_bytes(e->tr))
             return rt_fail(err, RT_EXIT_RUNTIME,
-                           "engine: app put %zu bytes in block %u, the slot holds %zu", r->len,
-                           r->block, rt_transport_slot_bytes(e->tr));
+                           "engine: app put %zu bytes in block %u, the slot holds %zu",
+                           e->len_of[b], b, rt_transport_slot_bytes(e->tr));
     }
     return 0;
 }
 
+/* Between rotations this node holds exactly its home blocks. */
 static int check_home(rt_engine *e)
 {
-    for (uint32_t j = 0; j < e->span; j++)
-        if (e->res[j].block != block_at(e, j, 0) || !e->res[j].arrived)
+    uint32_t first = e->span * e->rank;
+    for (uint32_t b = 0; b < e->B; b++)
+        if ((e->slot_of[b] != NO_SLOT) != (b - first < e->span))
             return -1;
     return 0;
 }
@@ -327,16 +377,16 @@ static int run_rotation(rt_engine *e, uint64_t rot, int *stop, rt_error *err)
     if (call_block_home(e, rot, err))
         return -1;
     for (uint32_t s = 0; s < e->B; s++) {
-        if (wait_arrivals(e, e->c - 1, err))
+        if (wait_for_step(e, s, rot, err))
             return -1;
         if (run_step(e, s, rot, err))
             return rt_error_prefix(err, "rotation %llu step %u", (unsigned long long)rot, s);
         if (e->ops->step_end && e->ops->step_end(e->app, e, rot, s, err))
             return -1;
-        if (advance_conveyor(e, s + 1, rot, err))
+        if (pass_finished(e, s, rot, err))
             return -1;
     }
-    if (wait_arrivals(e, 0, err))
+    if (wait_all_home(e, rot, err))
         return -1;
     if (check_home(e))
         return rt_fail(err, RT_EXIT_RUNTIME, "engine: blocks not home after rotation %llu",
@@ -393,21 +443,44 @@ int rt_engine_create(const rt_engine_config *cfg, rt_engine **out, rt_error *err
     e->first_worker = e->rank * e->T;
     pthread_mutex_init(&e->gate_mu, NULL);
     pthread_cond_init(&e->gate_cv, NULL);
-    e->res = calloc(e->span, sizeof(resident));
-    if (!e->res) {
-        free(e);
+    if (rt_route_build(p, e->P, e->T, e->rank, &e->route, err)) {
+        rt_engine_destroy(e);
+        return -1;
+    }
+    /* Room for every block a node holds at a step boundary, and at least
+     * the resident blocks + one arriving + one leaving. */
+    e->n_slots = e->route.slots_needed + 1 > e->span + 2 ? e->route.slots_needed + 1 : e->span + 2;
+    e->slot_of = calloc(e->B, sizeof(uint32_t));
+    e->len_of = calloc(e->B, sizeof(size_t));
+    e->block_in = calloc(e->n_slots, sizeof(uint32_t));
+    if (!e->slot_of || !e->len_of || !e->block_in) {
+        rt_engine_destroy(e);
         return rt_fail(err, RT_EXIT_RUNTIME, "engine: out of memory");
     }
-    init_conveyor(e);
+    init_residency(e);
 
     rt_transport_config tc = cfg->transport;
     tc.rank = cfg->group->rank;
     tc.size = cfg->group->size;
     tc.peers = cfg->group->peers;
     tc.slot_bytes = cfg->slot_bytes;
-    tc.n_slots = e->span + 2; /* resident blocks + one arriving + one leaving */
+    tc.n_slots = e->n_slots;
     tc.initial_occupied = e->span;
-    if (rt_transport_open(&tc, &e->tr, err) || start_threads(e, err)) {
+    if (e->P > 1) {
+        tc.ring.custom = 1;
+        tc.ring.next = (int)e->route.next;
+        tc.ring.prev = (int)e->route.prev;
+    }
+    if (rt_transport_open(&tc, &e->tr, err)) {
+        rt_engine_destroy(e);
+        return -1;
+    }
+    e->scratch = rt_alloc(rt_transport_slot_bytes(e->tr));
+    if (!e->scratch) {
+        rt_engine_destroy(e);
+        return rt_fail(err, RT_EXIT_RUNTIME, "engine: out of memory");
+    }
+    if (start_threads(e, err)) {
         rt_engine_destroy(e);
         return -1;
     }
@@ -431,11 +504,18 @@ void rt_engine_destroy(rt_engine *e)
     if (!e)
         return;
     stop_threads(e);
+    if (e->swaps)
+        rt_debug("engine: rank %u: %llu passes left out of slot order (bytes swapped first)",
+                 e->rank, (unsigned long long)e->swaps);
     rt_transport_close(e->tr);
     pthread_mutex_destroy(&e->gate_mu);
     pthread_cond_destroy(&e->gate_cv);
     free(e->workers);
-    free(e->res);
+    rt_route_free(&e->route);
+    free(e->slot_of);
+    free(e->len_of);
+    free(e->block_in);
+    rt_free(e->scratch);
     free(e);
 }
 
@@ -472,12 +552,11 @@ void rt_engine_home_blocks(const rt_engine *e, uint32_t *first, uint32_t *count)
 
 void *rt_engine_home_payload(rt_engine *e, uint32_t block, size_t *len)
 {
-    resident *r = find_home_block(e, block);
-    if (!r)
+    if (block >= e->B || e->slot_of[block] == NO_SLOT)
         return NULL;
     if (len)
-        *len = r->len;
-    return rt_transport_slot(e->tr, r->slot);
+        *len = e->len_of[block];
+    return rt_transport_slot(e->tr, e->slot_of[block]);
 }
 
 int rt_engine_barrier(rt_engine *e, rt_error *err)

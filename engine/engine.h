@@ -2,8 +2,9 @@
  * engine.h - the schedule executor.
  *
  * The engine owns: this node's place in the group (rank, size, peers), the
- * transport, `threads` worker threads (pinned with hwloc), and the conveyor
- * of parameter blocks described in partition/partition.h.  An app gives it a
+ * transport, `threads` worker threads (pinned with hwloc), and this node's
+ * parameter blocks, which it moves as the plan's schedule table says
+ * (partition/partition.h).  An app gives it a
  * vtable; the engine runs *rotations*.  One rotation = one epoch = B steps in
  * which every block visits every worker exactly once and returns home.
  *
@@ -11,7 +12,8 @@
  *   1. block_home() for every block whose home is this node (blocks are at
  *      home now): the app may (re)write the payload and set its length.
  *   2. B steps.  In step s every local worker thread t calls visit() on the
- *      block the schedule gives it; blocks move along the ring between steps,
+ *      block the schedule gives it; after the step, blocks whose next visitor
+ *      is on another node are passed there,
  *      the outgoing transfer overlapped with the next step's compute.
  *      After each step (all local threads done) step_end() runs on the
  *      orchestrating thread; it may use collectives (all ranks call them in

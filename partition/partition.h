@@ -18,18 +18,24 @@
  * worker w); columns into B = pipeline x W column blocks.  Data block (w, b)
  * holds the entries whose row is in row block w and column in column block b.
  *
- * Schedule: schedule[s * W + w] is the column block worker w works on at step
- * s of an epoch (B steps).  Worker w = node * threads + t.  The runtime moves
- * blocks along a conveyor of B positions: worker w covers positions
- * [c*w, c*w + c) and works on the block at position c*w + c - 1; every step
- * each block advances one position, so block b is at position (b + s) mod B at
- * step s, and
- *     schedule[s][w] = (c*w + c - 1 - s) mod B.
- * This gives: (i) no two workers share a block in a step, (ii) each worker
- * meets each block once per epoch, (iii) a block leaving a node goes to the
- * next node, (iv) with c >= 2 a block has c-1 whole steps between leaving a
- * node and being needed by the next.  Block b starts (and ends each epoch)
- * on node  (b / (c*threads)), which is its *home*.
+ * Schedule: the plan states it once, as a table in plan.json:
+ * schedule[s][w] is the column block worker w works on at step s of every
+ * epoch (B steps; worker w = node * threads + t).  The engine executes the
+ * table: after a worker's visit a block goes to the node of its next visitor
+ * (cyclically, into the next epoch).  rt_plan_open accepts a table only when
+ *   (i)   no two workers share a block in a step,
+ *   (ii)  each worker meets each block exactly once per epoch, and
+ *   (iii) block b's first visit of an epoch is by worker b / c, so block b
+ *         starts and ends every epoch on that worker's node, its *home*
+ *         (node b / (c * threads) for any split of the workers).
+ * The engine adds what its transport needs for the split it runs (a ring:
+ * each node passes blocks to one node only; see engine.c).
+ * The default generator, rt_schedule_ring, is a conveyor of B positions:
+ * worker w covers positions [c*w, c*w + c) and works on the block at
+ * position c*w + c - 1; every step each block advances one position, so
+ *     schedule[s][w] = (c*w + c - 1 - s) mod B,
+ * a block leaving a node goes to the next node, and with c >= 2 it has c-1
+ * whole steps to travel before the next node needs it.
  *
  * Sectioned files (layout.bin and shards) share one container:
  *   rt_file_header, then n_sections x rt_section_entry, then the sections,
@@ -121,7 +127,7 @@ typedef struct rt_plan {
     uint64_t tokens_train;        /* LDA: sum of counts; MF: = nnz_train */
     uint32_t nodes, threads, workers, blocks, pipeline;
     uint64_t seed;
-    uint32_t *schedule;          /* blocks x workers, see the header comment */
+    uint32_t *schedule;          /* blocks x workers: [s * workers + w], see the header comment */
     uint64_t *worker_row_offset; /* W+1 */
     uint32_t *worker_row_ids;    /* n_rows */
     uint64_t *block_col_offset;  /* B+1 */
@@ -183,14 +189,17 @@ void rt_shard_close(rt_shard *shard);
 int rt_plan_read_ids(const rt_plan *plan, const char *which /* "rows", "cols", "test_rows" */,
                      char ***ids, uint64_t *n, rt_error *err);
 
-/* The ring schedule formula above; the partitioner writes it into plan.json
- * and rt_plan_open checks the manifest's schedule against it. */
-static inline uint32_t rt_schedule_block(uint32_t workers, uint32_t pipeline, uint32_t step,
-                                         uint32_t worker)
+/* The block worker w works on at step s of any epoch (the plan's table). */
+static inline uint32_t rt_plan_schedule_block(const rt_plan *p, uint32_t step, uint32_t worker)
 {
-    uint32_t B = workers * pipeline;
-    return (uint32_t)(((uint64_t)pipeline * worker + pipeline - 1 + B - (step % B)) % B);
+    return p->schedule[(size_t)(step % p->blocks) * p->workers + worker];
 }
+
+/* The default schedule (the conveyor above) into table[B * workers]. */
+void rt_schedule_ring(uint32_t workers, uint32_t pipeline, uint32_t *table);
+/* Rules (i)-(iii) above for table[B * workers]; errors name `where` (exit 2). */
+int rt_schedule_check(const uint32_t *table, uint32_t workers, uint32_t pipeline, const char *where,
+                      rt_error *err);
 
 /* ---- the writer side (rotor partition, rotor gen) ----
  * (declared by the partition module's implementation below this line) */

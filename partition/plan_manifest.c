@@ -89,15 +89,15 @@ static json_t *manifest(rt_plan_builder *pb)
     return root;
 }
 
-/* The schedule, one step per line: "[[w0, w1, ...], ...]" indented by 2. */
-static int write_schedule(FILE *fp, const rt_plan_builder *pb)
+/* The schedule table, one step per line: "[[w0, w1, ...], ...]" indented by 2. */
+static int write_schedule(FILE *fp, const uint32_t *table, uint32_t W, uint32_t B)
 {
     fputs("[\n", fp);
-    for (uint32_t s = 0; s < pb->B; s++) {
+    for (uint32_t s = 0; s < B; s++) {
         fputs("    [", fp);
-        for (uint32_t w = 0; w < pb->W; w++)
-            fprintf(fp, w ? ", %u" : "%u", rt_schedule_block(pb->W, pb->c, s, w));
-        fputs(s + 1 < pb->B ? "],\n" : "]\n", fp);
+        for (uint32_t w = 0; w < W; w++)
+            fprintf(fp, w ? ", %u" : "%u", table[(size_t)s * W + w]);
+        fputs(s + 1 < B ? "],\n" : "]\n", fp);
     }
     return fputs("  ]", fp) < 0 ? -1 : 0;
 }
@@ -107,13 +107,19 @@ int rt_plan_write_manifest(rt_plan_builder *pb, rt_error *err)
     json_t *root = manifest(pb);
     char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_REAL_PRECISION(6)) : NULL;
     json_decref(root);
-    if (!text)
+    uint32_t *table = malloc(sizeof(uint32_t) * (size_t)pb->B * pb->W);
+    if (!text || !table) {
+        free(text);
+        free(table);
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (manifest)");
+    }
+    rt_schedule_ring(pb->W, pb->c, table);
     char path[4200];
     snprintf(path, sizeof(path), "%s/plan.json", pb->tmp);
     FILE *fp = fopen(path, "w");
     if (!fp) {
         free(text);
+        free(table);
         return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot create", path);
     }
     /* Splice the compact schedule where the placeholder string is. */
@@ -122,7 +128,7 @@ int rt_plan_write_manifest(rt_plan_builder *pb, rt_error *err)
     if (mark) {
         *mark = '\0';
         bad |= fputs(text, fp) < 0;
-        bad |= write_schedule(fp, pb) < 0;
+        bad |= write_schedule(fp, table, pb->W, pb->B) < 0;
         bad |= fputs(mark + strlen(SCHEDULE_MARK) + 2, fp) < 0;
     } else {
         bad |= fputs(text, fp) < 0;
@@ -130,6 +136,7 @@ int rt_plan_write_manifest(rt_plan_builder *pb, rt_error *err)
     bad |= fputc('\n', fp) < 0;
     bad |= fclose(fp) != 0;
     free(text);
+    free(table);
     if (bad)
         return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: write failed", path);
     return 0;

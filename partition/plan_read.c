@@ -40,7 +40,7 @@ static int get_u32(json_t *root, const char *key, uint32_t *out, const char *pat
     return 0;
 }
 
-/* The manifest's schedule must be exactly rt_schedule_block. */
+/* The manifest's schedule: any table that follows the rules of partition.h. */
 static int read_schedule(json_t *root, rt_plan *p, const char *path, rt_error *err)
 {
     json_t *s = json_object_get(root, "schedule");
@@ -59,15 +59,14 @@ static int read_schedule(json_t *root, rt_plan *p, const char *path, rt_error *e
                            step, p->workers);
         for (uint32_t w = 0; w < p->workers; w++) {
             json_t *v = json_array_get(row, w);
-            uint32_t want = rt_schedule_block(p->workers, p->pipeline, step, w);
-            if (!json_is_integer(v) || json_integer_value(v) != (json_int_t)want)
-                return rt_fail(err, RT_EXIT_INPUT,
-                               "%s: schedule[%u][%u] differs from the ring formula (want %u)", path,
-                               step, w, want);
-            p->schedule[(size_t)step * p->workers + w] = want;
+            if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+                json_integer_value(v) >= (json_int_t)p->blocks)
+                return rt_fail(err, RT_EXIT_INPUT, "%s: schedule[%u][%u] must be a block (< %u)",
+                               path, step, w, p->blocks);
+            p->schedule[(size_t)step * p->workers + w] = (uint32_t)json_integer_value(v);
         }
     }
-    return 0;
+    return rt_schedule_check(p->schedule, p->workers, p->pipeline, path, err);
 }
 
 /* The counts the runtime divides by and sizes arrays with must be possible:

@@ -1580,8 +1580,8 @@ int rt_ib_open(const rt_transport_config *cfg, rt_transport **out, rt_error *err
         return -1;
     }
     const rt_transport_config *c = &ib->base.cfg;
-    ib->next = c->size > 1 ? (c->rank + 1) % c->size : -1;
-    ib->prev = c->size > 1 ? (c->rank + c->size - 1) % c->size : -1;
+    ib->next = c->size < 2 ? -1 : c->ring.custom ? c->ring.next : (c->rank + 1) % c->size;
+    ib->prev = c->size < 2 ? -1 : c->ring.custom ? c->ring.prev : (c->rank + c->size - 1) % c->size;
     ib->peers = calloc((size_t)c->size, sizeof(ib_peer));
     ib->arrq = calloc(c->n_slots, sizeof(rt_arrival));
     if (!ib->peers || !ib->arrq) {

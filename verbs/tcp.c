@@ -1422,8 +1422,8 @@ int rt_tcp_open(const rt_transport_config *cfg, rt_transport **out, rt_error *er
     }
     t->rank = cfg->rank;
     t->size = cfg->size;
-    t->next = (cfg->rank + 1) % cfg->size;
-    t->prev = (cfg->rank + cfg->size - 1) % cfg->size;
+    t->next = cfg->ring.custom ? cfg->ring.next : (cfg->rank + 1) % cfg->size;
+    t->prev = cfg->ring.custom ? cfg->ring.prev : (cfg->rank + cfg->size - 1) % cfg->size;
     t->n_slots = cfg->n_slots;
     t->init_occ = cfg->initial_occupied;
     t->slot_bytes = t->base.cfg.slot_bytes; /* rounded up to RT_ALIGN */

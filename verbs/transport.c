@@ -64,6 +64,12 @@ static int check_config(const rt_transport_config *cfg, rt_error *err)
                        cfg->size - 1);
     if (cfg->size > 1 && !cfg->peers)
         return rt_fail(err, RT_EXIT_INPUT, "transport: %d ranks but no peer addresses", cfg->size);
+    if (cfg->size > 1 && cfg->ring.custom &&
+        (cfg->ring.next < 0 || cfg->ring.next >= cfg->size || cfg->ring.next == cfg->rank ||
+         cfg->ring.prev < 0 || cfg->ring.prev >= cfg->size || cfg->ring.prev == cfg->rank))
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "transport: rank %d: ring neighbours %d and %d are not other ranks",
+                       cfg->rank, cfg->ring.next, cfg->ring.prev);
     if (cfg->n_slots < 2 || cfg->initial_occupied >= cfg->n_slots)
         return rt_fail(err, RT_EXIT_INPUT,
                        "transport: need n_slots >= 2 and initial_occupied < n_slots (got %u, %u)",

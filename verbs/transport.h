@@ -8,9 +8,9 @@
  *   rt_transport_pass(t, src_slot, len, block, epoch)
  *
  * copies `len` bytes from this rank's slot `src_slot` into the *next* rank's
- * window, one-sided: the next rank's engine does nothing to receive it.  It
- * only learns of it through rt_transport_wait_arrival, which reports the
- * (slot, block, epoch, len) of arrivals in the order they were passed.
+ * window (rank + 1 unless cfg.ring names another ring order), one-sided: the next rank's engine
+ * does nothing to receive it.  It only learns of it through rt_transport_wait_arrival, which
+ * reports the (slot, block, epoch, len) of arrivals in the order they were passed.
  *
  * Slot discipline (the same in every backend):
  *  - Slots form a FIFO ring per rank.  Slots 0 .. initial_occupied-1 hold the
@@ -73,6 +73,12 @@ typedef struct rt_transport_config {
     int connect_timeout_ms;     /* time allowed to reach every peer (default 30000) */
     int peer_timeout_ms;        /* a call waiting this long on a silent peer fails (0 = never) */
     rt_collectives collectives; /* default tree */
+    /* The ring neighbours: with ring.custom = 0, rank + 1 and rank - 1 (mod
+     * size).  The engine sets them when the plan's schedule moves blocks
+     * around the nodes in another order; every rank's choice must agree. */
+    struct {
+        int custom, next, prev;
+    } ring;
     /* TCP only (ignored by ib): */
     int tcp_sockbuf; /* ring socket buffers, bytes: 0 = default (4 MiB), < 0 = kernel autotuning */
     /* RDMA only (ignored by tcp): */

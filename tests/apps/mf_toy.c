@@ -23,6 +23,8 @@ void toy_make(toy *t, uint32_t n_rows, uint32_t n_cols, uint32_t W, uint32_t c, 
     p->worker_row_ids = calloc(n_rows, sizeof(uint32_t));
     p->block_col_offset = calloc(B + 1, sizeof(uint64_t));
     p->block_col_ids = calloc(n_cols, sizeof(uint32_t));
+    p->schedule = calloc((size_t)B * W, sizeof(uint32_t));
+    rt_schedule_ring(W, c, p->schedule);
     for (uint32_t w = 0, at = 0; w < W; w++) {
         p->worker_row_offset[w] = at;
         for (uint32_t g = w; g < n_rows; g += W)
@@ -129,11 +131,12 @@ void toy_free(toy *t)
     free(t->plan.worker_row_ids);
     free(t->plan.block_col_offset);
     free(t->plan.block_col_ids);
+    free(t->plan.schedule);
     cd_ref_data *d = &t->ref;
     free(d->row), free(d->col), free(d->val), free(d->trow), free(d->tcol), free(d->tval);
 }
 
 uint32_t toy_block(const toy *t, uint32_t step, uint32_t worker)
 {
-    return rt_schedule_block(t->plan.workers, t->plan.pipeline, step, worker);
+    return rt_plan_schedule_block(&t->plan, step, worker);
 }

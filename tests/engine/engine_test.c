@@ -2,8 +2,9 @@
  * engine_test.c - the schedule executor on one process, with an app that
  * records every visit inside the block payload it travels with.
  *
- * Checks, for several (threads, pipeline) shapes and the serial replay:
- * each visit's block is the one the schedule names; in every rotation each
+ * Checks, for several (threads, pipeline) shapes, the default, reversed and
+ * step-shuffled schedules, and the serial replay:
+ * each visit's block is the one the plan's schedule table names; in every rotation each
  * block meets every worker exactly once, in schedule order; blocks return
  * home between rotations with their payload intact; step_end runs once per
  * step; rotation_end stops the run when asked.
@@ -16,6 +17,10 @@
 #include <string.h>
 
 #include "engine/engine.h"
+#include "engine/route.h"
+#include "tests/partition/schedule_variants.h"
+
+#include <stdlib.h>
 
 #define ROTATIONS 3
 
@@ -51,7 +56,7 @@ static int rec_visit(void *app, const rt_visit *v, rt_error *err)
 {
     recorder *r = app;
     visit_log *log = v->payload;
-    uint32_t want = rt_schedule_block(r->plan->workers, r->plan->pipeline, v->step, v->worker);
+    uint32_t want = rt_plan_schedule_block(r->plan, v->step, v->worker);
     if (v->block != want)
         return rt_fail(err, RT_EXIT_RUNTIME, "worker %u step %u got block %u, schedule says %u",
                        v->worker, v->step, v->block, want);
@@ -110,7 +115,19 @@ static const rt_app_ops recorder_ops = {
     .rotation_end = rec_rotation_end,
 };
 
-static void run_shape(uint32_t threads, uint32_t pipeline, int serial)
+/* The table of schedule `kind` ("ring", "reverse", "shuffle"), malloc'd. */
+static uint32_t *make_table(const char *kind, uint32_t W, uint32_t c)
+{
+    uint32_t *t = malloc(sizeof(uint32_t) * (size_t)W * W * c);
+    assert_non_null(t);
+    if (!strcmp(kind, "ring"))
+        rt_schedule_ring(W, c, t);
+    else
+        assert_int_equal(schedule_variant(kind, W, c, 5, t), 0);
+    return t;
+}
+
+static void run_schedule(const char *kind, uint32_t threads, uint32_t pipeline, int serial)
 {
     rt_plan plan;
     memset(&plan, 0, sizeof(plan));
@@ -121,6 +138,7 @@ static void run_shape(uint32_t threads, uint32_t pipeline, int serial)
     plan.workers = threads;
     plan.pipeline = pipeline;
     plan.blocks = threads * pipeline;
+    plan.schedule = make_table(kind, threads, pipeline);
     rt_group group = {.rank = 0, .size = 1, .local_rank = 0, .peers = NULL};
     rt_engine_config cfg = {0};
     cfg.plan = &plan;
@@ -146,6 +164,14 @@ static void run_shape(uint32_t threads, uint32_t pipeline, int serial)
     assert_int_equal(rec.rotations_seen, ROTATIONS);
     assert_int_equal(rec.step_ends, ROTATIONS * plan.blocks);
     rt_engine_destroy(eng);
+    free(plan.schedule);
+}
+
+static void run_shape(uint32_t threads, uint32_t pipeline, int serial)
+{
+    run_schedule("ring", threads, pipeline, serial);
+    run_schedule("reverse", threads, pipeline, serial);
+    run_schedule("shuffle", threads, pipeline, serial);
 }
 
 static void test_one_thread(void **state)
@@ -192,12 +218,86 @@ static void test_worker_mismatch_is_input_error(void **state)
     assert_null(eng);
 }
 
+/* Follow schedule `kind` for W = 12 workers split P nodes x T threads, by the
+ * routes of every node: at every step each block is on its visitor's node,
+ * a node receives blocks in the order its ring predecessor passes them, and
+ * every block is home (node b / (c T)) at the end of the epoch.  Returns 0,
+ * or -1 when the routes are refused (err set). */
+static int follow_routes(const char *kind, uint32_t P, uint32_t T, uint32_t c, rt_error *err)
+{
+    uint32_t W = P * T, B = W * c;
+    rt_plan plan;
+    memset(&plan, 0, sizeof(plan));
+    strcpy(plan.dir, "split");
+    plan.nodes = P, plan.threads = T, plan.workers = W, plan.pipeline = c, plan.blocks = B;
+    plan.schedule = make_table(kind, W, c);
+    rt_route *r = calloc(P, sizeof(rt_route));
+    uint32_t *loc = malloc(sizeof(uint32_t) * B), *got = calloc(P, sizeof(uint32_t));
+    int rc = 0;
+    for (uint32_t n = 0; n < P && rc == 0; n++)
+        rc = rt_route_build(&plan, P, T, n, &r[n], err);
+    for (uint32_t b = 0; b < B && rc == 0; b++)
+        loc[b] = b / (c * T);
+    for (uint32_t s = 0; s < B && rc == 0; s++) {
+        for (uint32_t w = 0; w < W; w++)
+            assert_int_equal(loc[rt_plan_schedule_block(&plan, s, w)], w / T);
+        for (uint32_t n = 0; n < P; n++)
+            for (uint32_t i = r[n].depart_off[s]; i < r[n].depart_off[s + 1]; i++) {
+                uint32_t b = r[n].depart[i], to = r[n].next;
+                assert_int_equal(loc[b], n);
+                assert_int_equal(r[to].prev, n);
+                assert_true(got[to] < r[to].n_arrive);
+                assert_int_equal(r[to].arrive[got[to]++], b);
+                loc[b] = to;
+            }
+    }
+    for (uint32_t b = 0; b < B && rc == 0; b++)
+        assert_int_equal(loc[b], b / (c * T));
+    for (uint32_t n = 0; n < P && rc == 0; n++) {
+        assert_int_equal(got[n], r[n].n_arrive);
+        assert_true(r[n].slots_needed >= c * T);
+    }
+    for (uint32_t n = 0; n < P; n++)
+        rt_route_free(&r[n]);
+    free(r);
+    free(loc);
+    free(got);
+    free(plan.schedule);
+    return rc;
+}
+
+/* The same schedule runs for every split of its 12 workers into nodes x
+ * threads.  The default and reversed schedules move blocks around a ring
+ * for every split; a shuffled one does on 1 or 2 nodes, and on more it is
+ * either followed correctly or refused with a message (never run wrong). */
+static void test_split_invariance(void **state)
+{
+    (void)state;
+    static const uint32_t splits[][2] = {{1, 12}, {2, 6}, {3, 4}, {4, 3}, {6, 2}, {12, 1}};
+    static const char *const kinds[] = {"ring", "reverse", "shuffle"};
+    int refused = 0;
+    for (size_t k = 0; k < 3; k++)
+        for (size_t i = 0; i < sizeof(splits) / sizeof(splits[0]); i++)
+            for (uint32_t c = 1; c <= 3; c++) {
+                rt_error err = {0};
+                uint32_t P = splits[i][0], T = splits[i][1];
+                if (follow_routes(kinds[k], P, T, c, &err) == 0)
+                    continue;
+                if (k < 2 || P <= 2 || !strstr(err.msg, "one ring"))
+                    fail_msg("%s, %u x %u, c = %u: %s", kinds[k], P, T, c, err.msg);
+                refused++;
+            }
+    print_message("shuffled schedules refused for a split of more than 2 nodes: %d of 12\n",
+                  refused);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_thread),
         cmocka_unit_test(test_threads_and_pipelines),
         cmocka_unit_test(test_serial_replay),
+        cmocka_unit_test(test_split_invariance),
         cmocka_unit_test(test_worker_mismatch_is_input_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
