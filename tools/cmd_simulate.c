@@ -379,9 +379,7 @@ static int shape_from_sizes(const sim_opts *o, uint32_t nodes, double col_bytes,
         s->cells[i] = (double)o->nnz / ((double)W * B);
     for (uint32_t b = 0; b < B; b++)
         s->bytes[b] = col_bytes * (double)o->cols / B;
-    for (uint32_t st = 0; st < B; st++)
-        for (uint32_t w = 0; w < W; w++)
-            s->schedule[(size_t)st * W + w] = rt_schedule_block(W, o->pipeline, st, w);
+    rt_schedule_ring(W, o->pipeline, s->schedule);
     reduce_sizes(o, W, &s->shape);
     return 0;
 }
