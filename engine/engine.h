@@ -35,12 +35,12 @@
 
 typedef struct rt_engine rt_engine;
 
-/* Who we are: from flags, or from the environment of rotor launch
- * (ROTOR_RANK/ROTOR_SIZE/ROTOR_HOSTFILE), mpirun (OMPI_COMM_WORLD_RANK/SIZE),
- * PMI (PMI_RANK/PMI_SIZE) or Slurm (SLURM_PROCID/SLURM_NTASKS). */
+/* Who we are: from flags, or from the launcher's environment, which the
+ * tools read (tools/launch_env.c) and pass down here. */
 typedef struct rt_group_config {
-    int rank, size;       /* -1 = from the environment (else 0 / 1) */
-    int local_rank;       /* rank among processes on this host (-1 = from env, else rank) */
+    int rank, size;       /* -1 = not given: a single process (rank 0 of 1) */
+    int local_rank;       /* rank among processes on this host (-1 = the rank) */
+    const char *source;   /* where rank and size came from (NULL = "flags") */
     const char *hostfile; /* one line per rank: "host[:port]" or "host [port]" */
     int base_port;        /* port for hostfile lines without one: base_port + rank */
 } rt_group_config;

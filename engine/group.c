@@ -2,15 +2,10 @@
  * group.c - who we are in the group: rank, size, local rank and where every
  * rank listens.
  *
- * Rank and size come from the first source that is present:
- *   1. flags (cfg->rank / cfg->size >= 0)
- *   2. rotor launch: ROTOR_RANK, ROTOR_SIZE, ROTOR_LOCAL_RANK, ROTOR_HOSTFILE
- *   3. Open MPI's mpirun: OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK
- *   4. PMI (MPICH, Intel MPI, srun --mpi=pmi2): PMI_RANK, PMI_SIZE
- *   5. Slurm: SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID
- *   6. otherwise a single process (rank 0 of 1).
- * More than one rank needs a hostfile (cfg->hostfile, else ROTOR_HOSTFILE)
- * with one line per rank, in rank order:
+ * Rank and size come from the config (flags, or the launcher's environment
+ * as read by tools/launch_env.c); with neither, this is a single process
+ * (rank 0 of 1).  More than one rank needs a hostfile with one line per
+ * rank, in rank order:
  *   host            port = base_port + rank
  *   host:port
  *   host port
@@ -28,31 +23,7 @@
 
 #define DEFAULT_BASE_PORT 18515
 
-typedef struct env_source {
-    const char *name; /* for group->source and messages */
-    const char *rank, *size, *local;
-} env_source;
-
-static const env_source sources[] = {
-    {"rotor launch", "ROTOR_RANK", "ROTOR_SIZE", "ROTOR_LOCAL_RANK"},
-    {"mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},
-    {"pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"},
-    {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
-};
-
-/* Parse environment variable `var` as a non-negative int into *out.
- * Returns 1 if set and valid, 0 if unset or empty, -1 (err set) if invalid. */
-static int env_int(const char *var, int *out, rt_error *err)
-{
-    const char *s = getenv(var);
-    if (!s || !*s)
-        return 0;
-    if (rt_parse_int(s, out) || *out < 0)
-        return rt_fail(err, RT_EXIT_INPUT, "%s='%s' is not a non-negative integer", var, s);
-    return 1;
-}
-
-/* Fill rank/size/local_rank from flags or the environment. */
+/* Fill rank/size/local_rank from the config. */
 static int resolve_identity(const rt_group_config *cfg, rt_group *g, rt_error *err)
 {
     if (cfg->rank >= 0 || cfg->size >= 0) {
@@ -64,25 +35,7 @@ static int resolve_identity(const rt_group_config *cfg, rt_group *g, rt_error *e
         g->rank = cfg->rank < 0 ? 0 : cfg->rank;
         g->size = cfg->size;
         g->local_rank = -1;
-        snprintf(g->source, sizeof(g->source), "flags");
-        return 0;
-    }
-    for (size_t i = 0; i < sizeof(sources) / sizeof(sources[0]); i++) {
-        const env_source *s = &sources[i];
-        int rc = env_int(s->rank, &g->rank, err);
-        if (rc < 0)
-            return -1;
-        if (rc == 0)
-            continue;
-        rc = env_int(s->size, &g->size, err);
-        if (rc < 0)
-            return -1;
-        if (rc == 0)
-            return rt_fail(err, RT_EXIT_INPUT, "%s is set but %s is not", s->rank, s->size);
-        g->local_rank = -1;
-        if (env_int(s->local, &g->local_rank, err) < 0)
-            return -1;
-        snprintf(g->source, sizeof(g->source), "%s", s->name);
+        snprintf(g->source, sizeof(g->source), "%s", cfg->source ? cfg->source : "flags");
         return 0;
     }
     g->rank = 0;
@@ -111,8 +64,6 @@ int rt_group_resolve(const rt_group_config *cfg, rt_group *group, rt_error *err)
         return 0;
 
     const char *hostfile = cfg->hostfile;
-    if (!hostfile || !*hostfile)
-        hostfile = getenv("ROTOR_HOSTFILE");
     if (!hostfile || !*hostfile)
         return rt_fail(err, RT_EXIT_INPUT,
                        "%d ranks (from %s) need a hostfile: pass --hostfile or set "

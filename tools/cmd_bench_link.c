@@ -406,7 +406,8 @@ static int bench_allreduce(const bench_opts *o, rt_transport *t, rt_error *err)
 static int bench(const bench_opts *o, rt_error *err)
 {
     rt_group g;
-    if (rt_group_resolve(&o->link.group, &g, err))
+    link_opts link = o->link;
+    if (link_opts_join(&link, &g, err))
         return -1;
     if (g.size != 2 && !o->do_allreduce) {
         rt_group_free(&g);
@@ -415,7 +416,7 @@ static int bench(const bench_opts *o, rt_error *err)
                        "bench-link",
                        g.size);
     }
-    rt_transport_config tc = o->link.transport;
+    rt_transport_config tc = link.transport;
     rt_env_tune_transport(&tc);
     tc.rank = g.rank;
     tc.size = g.size;

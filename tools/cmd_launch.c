@@ -1,11 +1,21 @@
 /*
- * cmd_launch.c - `rotor launch -n P [--base-port N] -- CMD [ARGS...]`
+ * cmd_launch.c - `rotor launch -n P [--base-port N] [--timeout S] -- CMD [ARGS...]`
  *
  * Starts P copies of CMD on this machine as ranks 0..P-1 of one group on
- * loopback: picks P free ports on 127.0.0.1 (or N..N+P-1), writes a hostfile
- * in a private temporary directory, and runs every child with ROTOR_RANK,
- * ROTOR_SIZE, ROTOR_LOCAL_RANK, ROTOR_LOCAL_SIZE and ROTOR_HOSTFILE set (engine/group.c reads
- * them) and stdin from /dev/null.
+ * loopback: picks P free ports on 127.0.0.1 (or N..N+P-1), writes the
+ * hostfile into an anonymous in-memory file (memfd: nothing on disk to leave
+ * behind), makes a fresh job secret, and runs every child with ROTOR_RANK,
+ * ROTOR_SIZE, ROTOR_LOCAL_RANK, ROTOR_LOCAL_SIZE, ROTOR_HOSTFILE and
+ * ROTOR_TOKEN set (tools/launch_env.c reads them) and stdin from /dev/null.
+ * The secret travels in the environment, which only the user can read, not
+ * on a command line, which `ps` shows to everyone.  A ROTOR_TOKEN already
+ * set is passed on instead.
+ *
+ * Lifetime: every child dies with the launcher (PR_SET_PDEATHSIG), also when
+ * the launcher is killed.  A child that stays stopped (SIGSTOP, a debugger)
+ * longer than STOPPED_S is killed: the other ranks name it as silent within
+ * the transport's peer timeout, and a stopped process could never act on
+ * SIGTERM.  --timeout S ends the whole job after S seconds.
  *
  * Output: each child's stdout and stderr lines are re-emitted on the same
  * stream prefixed with "[r] ", whole lines only (a partial last line is
@@ -20,6 +30,7 @@
 #define _GNU_SOURCE
 #include "tools/commands.h"
 #include "ground/ground.h"
+#include "verbs/transport.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -29,6 +40,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -37,6 +50,7 @@
 #define LINE_MAX_BYTES 65536
 #define GRACE_S 5.0
 #define KILL_S 3.0
+#define STOPPED_S 12.0 /* a child stopped this long is ended (ranks notice in ~8-9 s) */
 
 typedef struct out_stream {
     int fd;    /* read end of the child's pipe, -1 at EOF */
@@ -49,6 +63,7 @@ typedef struct child {
     pid_t pid;
     int running;
     int status;
+    double stopped_at; /* when it was stopped, 0 = running */
     out_stream out[2];
 } child;
 
@@ -66,17 +81,20 @@ static void on_signal(int sig)
 
 typedef struct launch_opts {
     int np, base_port; /* base_port 0 = free ports */
+    int timeout_s;     /* 0 = none */
 } launch_opts;
 
 static const rt_command_doc launch_doc = {
     .name = "launch",
     .summary = "start P local processes of a command on loopback",
-    .usage = "-n P [--base-port N] [--] CMD [ARGS...]",
+    .usage = "-n P [--base-port N] [--timeout S] [--] CMD [ARGS...]",
     .about = "Run P local copies of CMD as ranks 0..P-1 of one group on loopback.  Each gets "
-             "ROTOR_RANK, ROTOR_SIZE, ROTOR_LOCAL_RANK, ROTOR_LOCAL_SIZE and ROTOR_HOSTFILE; "
+             "ROTOR_RANK, ROTOR_SIZE, ROTOR_LOCAL_RANK, ROTOR_LOCAL_SIZE, ROTOR_HOSTFILE and "
+             "ROTOR_TOKEN, a secret made for this job (or the launcher's own ROTOR_TOKEN); "
              "their output lines are prefixed with \"[rank] \".  When one rank fails, the "
-             "others get 5 s to exit, then are terminated.  The exit status is the first "
-             "failure's, 0 when every rank exited 0.",
+             "others get 5 s to exit, then are terminated; a rank stopped for 12 s is killed; "
+             "the ranks die with the launcher, which leaves no files behind.  The exit status "
+             "is the first failure's, 0 when every rank exited 0.",
 };
 
 static const rt_opt launch_options[] = {{.name = "np",
@@ -95,6 +113,13 @@ static const rt_opt launch_options[] = {{.name = "np",
                                          .min = 1,
                                          .max = 65535,
                                          .help = "use ports N..N+P-1 instead of free ones"},
+                                        {.name = "timeout",
+                                         .type = RT_OPT_INT,
+                                         .offset = offsetof(launch_opts, timeout_s),
+                                         .metavar = "S",
+                                         .min = 1,
+                                         .max = 100000000,
+                                         .help = "end the job after S seconds (exit status 1)"},
                                         {NULL}};
 
 /* Write all of buf to fd (our stdout/stderr). */
@@ -167,12 +192,21 @@ static int free_port(void)
     return port;
 }
 
-/* Write the hostfile; ports distinct from each other. */
-static int write_hostfile(const char *path, int np, int base_port, rt_error *err)
+/* Write the hostfile into a memfd the children inherit; ports distinct
+ * from each other.  Returns the fd, or -1 with err. */
+static int write_hostfile(int np, int base_port, rt_error *err)
 {
-    FILE *fp = fopen(path, "w");
-    if (!fp)
-        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "cannot create %s", path);
+    int fd = memfd_create("rotor-hostfile", 0); /* no CLOEXEC: children read it */
+    if (fd < 0)
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "memfd_create");
+    int dup_fd = dup(fd);
+    FILE *fp = dup_fd >= 0 ? fdopen(dup_fd, "w") : NULL;
+    if (!fp) {
+        if (dup_fd >= 0)
+            close(dup_fd);
+        close(fd);
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "cannot write the hostfile");
+    }
     int ports[MAX_RANKS];
     for (int r = 0; r < np; r++) {
         int port = base_port > 0 ? base_port + r : -1;
@@ -184,19 +218,32 @@ static int write_hostfile(const char *path, int np, int base_port, rt_error *err
         }
         if (port <= 0 || port > 65535) {
             fclose(fp);
+            close(fd);
             return rt_fail(err, RT_EXIT_RUNTIME, "cannot find a free port on 127.0.0.1");
         }
         ports[r] = port;
         fprintf(fp, "127.0.0.1:%d\n", port);
     }
-    if (fclose(fp) != 0)
-        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "cannot write %s", path);
-    return 0;
+    if (fclose(fp) != 0) {
+        close(fd);
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "cannot write the hostfile");
+    }
+    return fd;
 }
 
+typedef struct job_env {
+    const char *hostfile; /* path every child can open */
+    const char *token;    /* the job secret */
+    pid_t launcher;
+} job_env;
+
 /* In the child: wire up stdio and the environment, then exec. */
-static void exec_child(int rank, int np, const char *hostfile, int out_w, int err_w, char **cmd)
+static void exec_child(int rank, int np, const job_env *job, int out_w, int err_w, char **cmd)
 {
+    /* Die with the launcher, however it ends (checked once more in case it
+     * ended before the prctl took effect). */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != job->launcher)
+        _exit(127);
     setpgid(0, 0); /* our own group: terminal signals reach the launcher only */
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
@@ -218,13 +265,14 @@ static void exec_child(int rank, int np, const char *hostfile, int out_w, int er
     snprintf(v, sizeof(v), "%d", np);
     setenv("ROTOR_SIZE", v, 1);
     setenv("ROTOR_LOCAL_SIZE", v, 1); /* every rank is on this host (engine/pin.c) */
-    setenv("ROTOR_HOSTFILE", hostfile, 1);
+    setenv("ROTOR_HOSTFILE", job->hostfile, 1);
+    setenv("ROTOR_TOKEN", job->token, 1);
     execvp(cmd[0], cmd);
     fprintf(stderr, "rotor launch: cannot run '%s': %s\n", cmd[0], strerror(errno));
     _exit(127);
 }
 
-static int start_child(child *c, int rank, int np, const char *hostfile, char **cmd, rt_error *err)
+static int start_child(child *c, int rank, int np, const job_env *job, char **cmd, rt_error *err)
 {
     int p[2][2];
     for (int i = 0; i < 2; i++)
@@ -236,7 +284,7 @@ static int start_child(child *c, int rank, int np, const char *hostfile, char **
     if (pid < 0)
         return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "fork");
     if (pid == 0)
-        exec_child(rank, np, hostfile, p[0][1], p[1][1], cmd);
+        exec_child(rank, np, job, p[0][1], p[1][1], cmd);
     setpgid(pid, pid); /* also here, so a signal right after fork reaches its group */
     c->pid = pid;
     c->running = 1;
@@ -253,12 +301,31 @@ static int start_child(child *c, int rank, int np, const char *hostfile, char **
     return 0;
 }
 
+static void signal_child(child *c, int sig)
+{
+    kill(-c->pid, sig); /* the child's process group */
+    kill(c->pid, sig);
+}
+
+/* Send sig to every running child; a stopped one is continued so that it
+ * can act on it. */
 static void signal_all(child *ch, int np, int sig)
 {
     for (int r = 0; r < np; r++)
         if (ch[r].running) {
-            kill(-ch[r].pid, sig); /* the child's process group */
-            kill(ch[r].pid, sig);
+            signal_child(&ch[r], sig);
+            if (ch[r].stopped_at > 0 && sig != SIGKILL)
+                signal_child(&ch[r], SIGCONT);
+        }
+}
+
+/* Kill every child that is stopped: it cannot notice that the job ended. */
+static void kill_stopped(child *ch, int np)
+{
+    for (int r = 0; r < np; r++)
+        if (ch[r].running && ch[r].stopped_at > 0) {
+            fprintf(stderr, "rotor launch: killing rank %d, which is stopped\n", r);
+            signal_child(&ch[r], SIGKILL);
         }
 }
 
@@ -271,6 +338,8 @@ typedef struct launch_state {
     double term_at; /* when to send SIGTERM (0 = not scheduled) */
     double kill_at; /* when to send SIGKILL */
     int termed;
+    double end_at; /* --timeout: when to end the job (0 = never) */
+    int timeout_s;
 } launch_state;
 
 /* Reap finished children; note the first failure. */
@@ -278,11 +347,21 @@ static void reap(launch_state *st)
 {
     int status;
     pid_t pid;
-    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+    while ((pid = waitpid(-1, &status, WNOHANG | WUNTRACED | WCONTINUED)) > 0) {
         for (int r = 0; r < st->np; r++) {
             child *c = &st->ch[r];
             if (c->pid != pid || !c->running)
                 continue;
+            if (WIFSTOPPED(status)) {
+                c->stopped_at = rt_now();
+                fprintf(stderr, "rotor launch: rank %d stopped by signal %d\n", r,
+                        WSTOPSIG(status));
+                continue;
+            }
+            if (WIFCONTINUED(status)) {
+                c->stopped_at = 0;
+                continue;
+            }
             c->running = 0;
             c->status = status;
             st->running--;
@@ -301,9 +380,36 @@ static void reap(launch_state *st)
                 if (st->running > 0) {
                     st->term_at = rt_now() + GRACE_S;
                     st->kill_at = st->term_at + KILL_S;
+                    kill_stopped(st->ch, st->np);
                 }
             }
         }
+    }
+}
+
+/* End children stopped for too long, and the whole job at --timeout. */
+static void check_stopped_and_timeout(launch_state *st, double now)
+{
+    for (int r = 0; r < st->np; r++) {
+        child *c = &st->ch[r];
+        if (c->running && c->stopped_at > 0 && now - c->stopped_at >= STOPPED_S) {
+            fprintf(stderr, "rotor launch: rank %d has been stopped for %.0f s: ending it\n", r,
+                    now - c->stopped_at);
+            signal_child(c, SIGKILL);
+            c->stopped_at = 0;
+        }
+    }
+    if (st->end_at > 0 && now >= st->end_at && st->running > 0) {
+        fprintf(stderr, "rotor launch: the job ran past --timeout %d s: ending it\n",
+                st->timeout_s);
+        st->end_at = 0;
+        if (st->first_fail < 0) {
+            st->first_fail = st->np; /* no rank failed: the launcher did */
+            st->exit_code = RT_EXIT_RUNTIME;
+        }
+        signal_all(st->ch, st->np, SIGTERM);
+        st->termed = 1;
+        st->kill_at = now + KILL_S;
     }
 }
 
@@ -340,7 +446,7 @@ static void supervise(launch_state *st)
             else if (rt_now() > drain_until)
                 break;
         }
-        double now = rt_now(), next = now + 1.0;
+        double now = rt_now(), next = now + 0.5;
         if (st->term_at > 0 && !st->termed)
             next = st->term_at < next ? st->term_at : next;
         else if (st->termed && st->kill_at > 0)
@@ -375,6 +481,7 @@ static void supervise(launch_state *st)
         }
         reap(st);
         now = rt_now();
+        check_stopped_and_timeout(st, now);
         if (st->term_at > 0 && !st->termed && now >= st->term_at) {
             fprintf(stderr, "rotor launch: terminating the remaining ranks\n");
             signal_all(st->ch, np, SIGTERM);
@@ -421,25 +528,26 @@ int cmd_launch(int argc, char **argv)
     }
     char **cmd = argv + i;
 
-    const char *tmp = getenv("TMPDIR");
-    char dir[4096], hostfile[4200];
-    snprintf(dir, sizeof(dir), "%s/rotor-launch.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) {
-        fprintf(stderr, "rotor launch: cannot create a directory in %s: %s\n",
-                tmp && *tmp ? tmp : "/tmp", strerror(errno));
-        return RT_EXIT_RUNTIME;
-    }
-    snprintf(hostfile, sizeof(hostfile), "%s/hostfile", dir);
-    if (write_hostfile(hostfile, np, base_port, &err)) {
+    char token[80], hostfile[64];
+    const char *given = getenv("ROTOR_TOKEN");
+    if (given && *given)
+        snprintf(token, sizeof(token), "%.79s", given);
+    else if (rt_transport_new_secret(token, sizeof(token), &err)) {
         fprintf(stderr, "rotor launch: %s\n", err.msg);
-        rt_remove_tree(dir);
         return err.code;
     }
+    int hostfile_fd = write_hostfile(np, base_port, &err);
+    if (hostfile_fd < 0) {
+        fprintf(stderr, "rotor launch: %s\n", err.msg);
+        return err.code;
+    }
+    snprintf(hostfile, sizeof(hostfile), "/proc/self/fd/%d", hostfile_fd);
+    job_env job = {.hostfile = hostfile, .token = token, .launcher = getpid()};
 
     /* Signals arrive through a pipe so the event loop handles them. */
     if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK)) {
         fprintf(stderr, "rotor launch: pipe: %s\n", strerror(errno));
-        rt_remove_tree(dir);
+        close(hostfile_fd);
         return RT_EXIT_RUNTIME;
     }
     struct sigaction sa = {.sa_handler = on_signal};
@@ -452,7 +560,9 @@ int cmd_launch(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     child *ch = calloc((size_t)np, sizeof(*ch));
-    launch_state st = {.ch = ch, .np = np, .first_fail = -1};
+    launch_state st = {.ch = ch, .np = np, .first_fail = -1, .timeout_s = o.timeout_s};
+    if (o.timeout_s > 0)
+        st.end_at = rt_now() + o.timeout_s;
     rc = RT_EXIT_OK;
     if (!ch) {
         fprintf(stderr, "rotor launch: out of memory\n");
@@ -460,7 +570,7 @@ int cmd_launch(int argc, char **argv)
     }
     for (int r = 0; ch && r < np; r++) {
         ch[r].out[0].fd = ch[r].out[1].fd = -1;
-        if (start_child(&ch[r], r, np, hostfile, cmd, &err)) {
+        if (start_child(&ch[r], r, np, &job, cmd, &err)) {
             fprintf(stderr, "rotor launch: rank %d: %s\n", r, err.msg);
             rc = RT_EXIT_RUNTIME;
             st.first_fail = r;
@@ -486,6 +596,7 @@ int cmd_launch(int argc, char **argv)
     sigaction(SIGCHLD, &old_chld, NULL);
     close(sig_pipe[0]);
     close(sig_pipe[1]);
-    rt_remove_tree(dir);
+    close(hostfile_fd);
+    memset(token, 0, sizeof(token));
     return rc;
 }

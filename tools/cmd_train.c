@@ -3,7 +3,9 @@
  *
  * The same command runs alone, under `rotor launch`, mpirun or srun: this
  * process's rank, the group size and the peers' addresses come from flags or
- * from the launcher's environment (engine/group.c).
+ * from the launcher's environment (tools/launch_env.c).  Before training,
+ * every rank's fingerprint (plan, app, split, every app option that shapes
+ * the computation) is compared at connect time (verbs/fingerprint.c).
  */
 #include "apps/apps.h"
 #include "tools/app_options.h"
@@ -31,9 +33,13 @@ static const rt_command_doc train_doc = {
     .about = "Train a model by following a plan made by `rotor partition`.  Run it under "
              "`rotor launch -n P -- rotor train ...`, mpirun or srun for P processes; the "
              "plan's worker count must equal processes x threads.  The process's rank and the "
-             "process count come from --node and --nodes, else from rotor launch, mpirun "
-             "(OMPI_COMM_WORLD_RANK/SIZE), PMI (PMI_RANK/SIZE) or Slurm (SLURM_PROCID/NTASKS), "
-             "else 0 and 1.",
+             "process count come from --node and --nodes, else from rotor launch, Open MPI "
+             "(OMPI_COMM_WORLD_RANK/SIZE), PMIx (PMIX_RANK), MVAPICH2 (MV2_COMM_WORLD_RANK/SIZE), "
+             "PMI (PMI_RANK/SIZE), Flux (FLUX_TASK_RANK, FLUX_JOB_SIZE) or Slurm "
+             "(SLURM_PROCID/NTASKS), in that order, else 0 and 1.  Several processes need a job "
+             "secret (rotor launch makes one; else ROTOR_TOKEN or --token-file) or --insecure.  "
+             "All ranks must agree on the plan, the app and its options: a difference stops "
+             "every rank before training (exit 2), naming the option.",
     .notes = "One log line per epoch: epoch, seconds, updates/s, train RMSE, test RMSE, stall % "
              "(share of the epoch spent waiting for blocks to arrive).",
 };
@@ -96,7 +102,7 @@ static int parse_args(train_opts *o, void **app_opts, int argc, char **argv, rt_
 {
     memset(o, 0, sizeof(*o));
     o->node = o->nodes = -1;
-    link_opts_init(&o->link, 0);
+    link_opts_init(&o->link, RT_PEER_TIMEOUT_MS / 1000);
     rt_opt_group own[] = {{.opts = train_options, .dest = o},
                           {.title = "transport options", .opts = link_options, .dest = &o->link}};
     int rc = parse_with_app(&train_doc, own, 2, &o->app, argc, argv, app_opts, err);
@@ -130,7 +136,90 @@ typedef struct train_run {
     void *app_opts; /* parsed by parse_args */
     rt_engine *engine;
     void *app_state;
+    char *fingerprint;
 } train_run;
+
+/* App options that only say where results go: ranks may differ in them. */
+static int output_only(const rt_opt *opt)
+{
+    return !strcmp(opt->name, "out") || !strcmp(opt->name, "metrics");
+}
+
+/* The value of option `opt` in the struct `dest`, as text. */
+static void option_text(const rt_opt *opt, const void *dest, char *buf, size_t cap)
+{
+    const char *at = (const char *)dest + opt->offset;
+    int i;
+    switch (opt->type) {
+    case RT_OPT_U32:
+        snprintf(buf, cap, "%u", *(const uint32_t *)at);
+        break;
+    case RT_OPT_U64:
+        snprintf(buf, cap, "%llu", (unsigned long long)*(const uint64_t *)at);
+        break;
+    case RT_OPT_DOUBLE:
+        snprintf(buf, cap, "%.17g", *(const double *)at);
+        break;
+    case RT_OPT_STRING:
+    case RT_OPT_PATH:
+        snprintf(buf, cap, "%s", *(const char *const *)at ? *(const char *const *)at : "");
+        break;
+    case RT_OPT_ENUM:
+        memcpy(&i, at, sizeof(i));
+        snprintf(buf, cap, "%d", i);
+        for (const rt_opt_choice *c = opt->choices; c && c->name; c++)
+            if (c->value == i)
+                snprintf(buf, cap, "%s", c->name);
+        break;
+    default: /* flags and ints */
+        memcpy(&i, at, sizeof(i));
+        snprintf(buf, cap, "%d", i);
+    }
+}
+
+/* Append "name=value\n" to the growing string *s (NULL on failure). */
+static void add_field(char **s, size_t *len, const char *name, const char *value)
+{
+    if (!*s)
+        return;
+    size_t add = strlen(name) + strlen(value) + 2;
+    char *grown = realloc(*s, *len + add + 1);
+    if (!grown) {
+        free(*s);
+        *s = NULL;
+        return;
+    }
+    *s = grown;
+    *len += (size_t)snprintf(*s + *len, add + 1, "%s=%s\n", name, value);
+}
+
+/* What every rank of the job must agree on (compared at connect time, see
+ * transport.h): the plan, the app, the split and the value of every app
+ * option that shapes the computation (defaults included). */
+static char *job_fingerprint(const train_run *r, int threads)
+{
+    size_t len = 0;
+    char *s = calloc(1, 1), v[512];
+    snprintf(v, sizeof(v), "%016llx", (unsigned long long)r->plan.plan_id);
+    add_field(&s, &len, "plan", v);
+    snprintf(v, sizeof(v), "%u workers x %u blocks, pipeline %u", r->plan.workers, r->plan.blocks,
+             r->plan.pipeline);
+    add_field(&s, &len, "plan shape", v);
+    add_field(&s, &len, "app", r->app->name);
+    snprintf(v, sizeof(v), "%d", r->group.size);
+    add_field(&s, &len, "processes", v);
+    snprintf(v, sizeof(v), "%d", threads);
+    add_field(&s, &len, "threads per process", v);
+    for (const rt_opt *opt = r->app->options; opt && opt->name; opt++) {
+        if (output_only(opt))
+            continue;
+        char name[128];
+        snprintf(name, sizeof(name), "--%s", opt->name);
+        option_text(opt, r->app_opts, v, sizeof(v));
+        add_field(&s, &len, name, v);
+    }
+    return s;
+}
 
 static int train(const train_opts *o, train_run *r, rt_error *err)
 {
@@ -140,7 +229,8 @@ static int train(const train_opts *o, train_run *r, rt_error *err)
     r->plan_open = 1;
     if (r->app->check(r->app_opts, &r->plan, err))
         return -1;
-    if (rt_group_resolve(&o->link.group, &r->group, err))
+    link_opts link = o->link;
+    if (link_opts_join(&link, &r->group, err))
         return -1;
     r->group_open = 1;
 
@@ -148,8 +238,12 @@ static int train(const train_opts *o, train_run *r, rt_error *err)
     ec.plan = &r->plan;
     ec.group = &r->group;
     ec.threads = default_threads(o, &r->plan, r->group.size);
-    ec.transport = o->link.transport;
+    ec.transport = link.transport;
     rt_env_tune_transport(&ec.transport);
+    r->fingerprint = job_fingerprint(r, ec.threads);
+    if (!r->fingerprint)
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    ec.transport.fingerprint = r->fingerprint;
     ec.pin = o->pin;
     ec.local_size = rt_env_local_size();
     ec.serial = o->serial;
@@ -175,6 +269,7 @@ static void train_cleanup(train_run *r)
         r->app->destroy(r->app_state);
     rt_engine_destroy(r->engine);
     free(r->app_opts);
+    free(r->fingerprint);
     if (r->group_open)
         rt_group_free(&r->group);
     if (r->plan_open)

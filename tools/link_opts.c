@@ -1,5 +1,6 @@
 /* link_opts.c - the group and transport options (see link_opts.h). */
 #include "tools/link_opts.h"
+#include "tools/launch_env.h"
 
 #include <string.h>
 
@@ -53,8 +54,18 @@ const rt_opt link_options[] = {
      .metavar = "S",
      .min = 0,
      .max = 2000000,
-     .help = "fail when a peer is silent for S seconds (0: never; a peer that dies is always "
-             "detected)"},
+     .help = "a peer that sends nothing, not even a heartbeat, for S seconds is lost (0: "
+             "never; a peer that dies is always detected at once)"},
+    {.name = "token-file",
+     .type = RT_OPT_PATH,
+     .offset = offsetof(link_opts, token_file),
+     .metavar = "FILE",
+     .help = "the job secret, which every connection must prove it knows (default: "
+             "$ROTOR_TOKEN, which rotor launch sets)"},
+    {.name = "insecure",
+     .type = RT_OPT_FLAG,
+     .offset = offsetof(link_opts, insecure),
+     .help = "run several processes without a secret: anyone who reaches the ports can join"},
     {NULL}};
 
 void link_opts_init(link_opts *l, int peer_timeout_s)
@@ -68,4 +79,15 @@ void link_opts_init(link_opts *l, int peer_timeout_s)
 void link_opts_finish(link_opts *l)
 {
     l->transport.peer_timeout_ms = l->peer_timeout_s * 1000;
+}
+
+int link_opts_join(link_opts *l, rt_group *g, rt_error *err)
+{
+    if (rt_launch_env_group(&l->group, err) || rt_group_resolve(&l->group, g, err))
+        return -1;
+    if (rt_launch_env_secret(&l->transport, l->token_file, l->insecure, g->size, err)) {
+        rt_group_free(g);
+        return -1;
+    }
+    return 0;
 }

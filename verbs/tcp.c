@@ -5,9 +5,11 @@
  *   - ring out: to the next rank.  We write block frames, read credits.
  *   - ring in:  from the previous rank.  We read block frames, write credits.
  *   - control:  one per peer pair, for send_msg/recv_msg (collectives).
- * Every connection starts with a handshake (struct hello) so that a wrong
- * hostfile, a different build or mismatched window sizes fail with a clear
- * message instead of corrupting data.
+ * Every connection starts with an authenticated handshake (see "connection
+ * setup" below): a stranger learns nothing and delays no one, and a wrong
+ * hostfile or a different build fails with a clear message instead of
+ * corrupting data.  (Window sizes and the rest of the job's identity are
+ * compared afterwards, by fingerprint.c.)
  *
  * Threads (only when size > 1):
  *   - receiver: reads block frames from the previous rank straight into slot
@@ -16,6 +18,14 @@
  *     bytes are written it returns one credit to the previous rank (the
  *     source slot is free again, and slots are refilled by the previous rank).
  *   - creditor: reads credits from the next rank.
+ *   - watchdog: sends a heartbeat to both ring neighbours every second (a
+ *     quarter of the peer timeout when that is shorter), and fails the
+ *     transport when one of them has sent nothing at all, not even a
+ *     heartbeat, for peer_timeout_ms: a stopped or hung process, whose
+ *     kernel still ACKs TCP, is named within the timeout.  Waits for data
+ *     have no timeout of their own (a slow peer is not a failure), so a
+ *     rank stuck behind the silent one is never blamed.  Every rank hears
+ *     of the loss: the neighbours relay it round the ring.
  * rt_transport_pass waits for a credit, queues the pass and returns, so the
  * caller computes while the sender thread writes.  (Blocks up to INLINE_MAX
  * bytes are written by the caller itself when the sender is idle and the
@@ -33,6 +43,7 @@
  * its later EOF is not a failure unless we still needed something from it.
  */
 #define _GNU_SOURCE
+#include "verbs/auth.h"
 #include "verbs/backend.h"
 
 #include <arpa/inet.h>
@@ -54,25 +65,12 @@
 /* ---- wire format (native byte order; the magic catches a foreign peer) ---- */
 
 #define TCP_MAGIC 0x524f5452u /* "ROTR" */
-#define TCP_VERSION 1
+#define TCP_VERSION 2
 
-enum { CONN_RING = 1, CONN_CTRL = 2, CONN_ACK = 3 };
-
-typedef struct hello {
-    uint32_t magic;
-    uint16_t version;
-    uint16_t purpose; /* CONN_RING, CONN_CTRL; CONN_ACK in replies */
-    int32_t from, to; /* sender's rank, the rank it believes it reached */
-    int32_t size;
-    uint32_t n_slots;
-    uint32_t initial_occupied;
-    uint32_t status; /* replies: 0 accepted, 1 rejected (why says why) */
-    uint64_t slot_bytes;
-    char why[200];
-} hello;
+enum { CONN_RING = 1, CONN_CTRL = 2 };
 
 /* Ring frames from the previous rank: a header, then `len` payload bytes. */
-enum { FRAME_BLOCK = 0xB10C, FRAME_BYE = 0xB7E, FRAME_FAIL = 0xFA11 };
+enum { FRAME_BLOCK = 0xB10C, FRAME_BYE = 0xB7E, FRAME_FAIL = 0xFA11, FRAME_BEAT = 0xBEA7 };
 typedef struct frame_hdr {
     uint32_t type;
     uint32_t block;
@@ -85,6 +83,11 @@ typedef struct frame_hdr {
  * CREDIT_FAIL is followed by a uint32 length and the failure message. */
 #define CREDIT_BYE 0xFFFFFFFFu
 #define CREDIT_FAIL 0xFFFFFFFEu
+#define CREDIT_BEAT 0xFFFFFFFDu
+
+/* Payloads are read in chunks of this size, so that the watchdog sees a
+ * large block that is still arriving as progress. */
+#define READ_CHUNK (256 << 10)
 
 #define FAIL_MSG_MAX 1000
 #define SOCK_BUF_BYTES (4 << 20)
@@ -113,8 +116,16 @@ typedef struct tcp_transport {
     int *ctl_fd;          /* size entries, -1 for ourselves */
     int peer_timeout_ms;
 
-    pthread_t sender, receiver, creditor;
+    pthread_t sender, receiver, creditor, watchdog;
     int threads_started;
+    /* Liveness: when bytes last came from each ring neighbour (rt_now()
+     * milliseconds, atomic).  The watchdog thread sends heartbeats both
+     * ways and fails the transport when a neighbour is silent longer than
+     * peer_timeout_ms. */
+    int64_t heard_prev_ms, heard_next_ms;
+    int beats_stopped; /* BYE written: no more beats (under the wmu locks) */
+    int watchdog_quit; /* under mu */
+    pthread_cond_t cv_watchdog;
     /* Serialise writers per socket: the sender thread against close() and
      * failure relays (which only try-lock, so they never block). */
     pthread_mutex_t next_wmu, prev_wmu;
@@ -399,12 +410,40 @@ static void read_fail_msg_locked(tcp_transport *t, int fd, int peer, int len_fol
         fail_locked(t, "%s", msg);
 }
 
+static int64_t now_ms(void)
+{
+    return (int64_t)(rt_now() * 1000.0);
+}
+
+static void heard(int64_t *when)
+{
+    __atomic_store_n(when, now_ms(), __ATOMIC_RELAXED);
+}
+
+/* read_full in chunks, noting each one as a sign of life in *when. */
+static int read_heard(int fd, void *buf, size_t len, int64_t *when)
+{
+    uint8_t *p = buf;
+    while (len > 0) {
+        size_t n = len < READ_CHUNK ? len : READ_CHUNK;
+        int e = read_full(fd, p, n);
+        if (e)
+            return e;
+        heard(when);
+        p += n;
+        len -= n;
+    }
+    return 0;
+}
+
 static void *receiver_main(void *arg)
 {
     tcp_transport *t = arg;
     for (;;) {
         frame_hdr h;
-        int e = read_full(t->prev_fd, &h, sizeof(h));
+        int e = read_heard(t->prev_fd, &h, sizeof(h), &t->heard_prev_ms);
+        if (!e && h.type == FRAME_BEAT && h.len == 0)
+            continue;
         pthread_mutex_lock(&t->mu);
         if (e) {
             if (!t->closing && !t->prev_closed)
@@ -442,7 +481,8 @@ static void *receiver_main(void *arg)
         uint32_t slot = (uint32_t)((t->init_occ + t->arrivals) % t->n_slots);
         pthread_mutex_unlock(&t->mu);
 
-        e = read_full(t->prev_fd, t->window + (size_t)slot * t->slot_bytes, (size_t)h.len);
+        e = read_heard(t->prev_fd, t->window + (size_t)slot * t->slot_bytes, (size_t)h.len,
+                       &t->heard_prev_ms);
 
         pthread_mutex_lock(&t->mu);
         if (e) {
@@ -468,7 +508,9 @@ static void *creditor_main(void *arg)
     tcp_transport *t = arg;
     for (;;) {
         uint32_t c;
-        int e = read_full(t->next_fd, &c, sizeof(c));
+        int e = read_heard(t->next_fd, &c, sizeof(c), &t->heard_next_ms);
+        if (!e && c == CREDIT_BEAT)
+            continue;
         pthread_mutex_lock(&t->mu);
         if (e) {
             if (!t->closing && !t->next_closed)
@@ -615,14 +657,165 @@ static void *sender_main(void *arg)
     return NULL;
 }
 
-/* ---- connection setup ---- */
+/* ---- liveness ---- */
+
+/* Write one heartbeat on fd unless a writer holds it (then real traffic is
+ * flowing) or BYE was sent.  The first byte goes without waiting; a beat
+ * the socket took only in part is completed while the transport lives, so
+ * the stream never carries half a message. */
+static void send_beat(tcp_transport *t, int fd, pthread_mutex_t *wmu, const void *beat, size_t len)
+{
+    if (fd < 0 || pthread_mutex_trylock(wmu) != 0)
+        return;
+    const uint8_t *p = beat;
+    while (!t->beats_stopped && len > 0) {
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+            p += n;
+            len -= (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+            break; /* the readers see the broken connection */
+        if (p == beat)
+            break; /* socket full: the peer is not reading, the watchdog will tell */
+        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+        if (poll(&pfd, 1, 200) < 0 && errno != EINTR)
+            break;
+        if (__atomic_load_n(&t->failed, __ATOMIC_RELAXED))
+            break;
+    }
+    pthread_mutex_unlock(wmu);
+}
+
+/* Fail when ring neighbour `r` (whose last sign of life is *when) has been
+ * silent longer than the peer timeout.  Caller holds t->mu. */
+static void check_silent_locked(tcp_transport *t, int r, const int64_t *when, int closed)
+{
+    int64_t silent = now_ms() - __atomic_load_n(when, __ATOMIC_RELAXED);
+    if (closed || t->failed || silent < t->peer_timeout_ms)
+        return;
+    char who[320];
+    fail_locked(t,
+                "lost %s: silent for %.1f s (no data and no heartbeat; process stopped, hung "
+                "or cut off)",
+                peer_str(t, r, who, sizeof(who)), silent / 1000.0);
+}
+
+/* Heartbeats both ways round the ring, and the silence check.  A beat
+ * interval of a quarter of the timeout (at most 1 s) leaves a busy or
+ * briefly descheduled peer plenty of margin. */
+static void *watchdog_main(void *arg)
+{
+    tcp_transport *t = arg;
+    int every_ms = t->peer_timeout_ms > 0 ? t->peer_timeout_ms / 4 : 1000;
+    every_ms = every_ms > 1000 ? 1000 : every_ms < 20 ? 20 : every_ms;
+    const frame_hdr beat_next = {.type = FRAME_BEAT};
+    const uint32_t beat_prev = CREDIT_BEAT;
+    pthread_mutex_lock(&t->mu);
+    while (!t->watchdog_quit) {
+        if (t->peer_timeout_ms > 0) {
+            check_silent_locked(t, t->prev, &t->heard_prev_ms, t->prev_closed);
+            check_silent_locked(t, t->next, &t->heard_next_ms, t->next_closed);
+        }
+        int failed = t->failed;
+        pthread_mutex_unlock(&t->mu);
+        if (!failed) {
+            send_beat(t, t->next_fd, &t->next_wmu, &beat_next, sizeof(beat_next));
+            send_beat(t, t->prev_fd, &t->prev_wmu, &beat_prev, sizeof(beat_prev));
+        }
+        pthread_mutex_lock(&t->mu);
+        if (!t->watchdog_quit)
+            cond_wait_until(&t->cv_watchdog, &t->mu, rt_now() + every_ms / 1000.0);
+    }
+    pthread_mutex_unlock(&t->mu);
+    return NULL;
+}
+
+/* ---- connection setup ----
+ *
+ * Every connection is authenticated before anything about the job crosses
+ * it (verbs/auth.h):
+ *
+ *   connector -> acceptor   hello      {magic, version, purpose, from, to, size, Nc}
+ *   acceptor  -> connector  challenge  {Na, MAC(K, "acceptor" | hello | Na)}
+ *   connector -> acceptor   proof      {MAC(K, "connector" | hello | Na)}
+ *   acceptor  -> connector  verdict    {accepted or why not, initial_occupied}
+ *
+ * The acceptor answers even a stranger's well-formed hello with a challenge,
+ * which is random bytes to anyone without the key; a connection that sends
+ * anything else, or nothing, or a wrong proof, is closed without a word.
+ * Only an authenticated peer gets a verdict, and only then are mismatches
+ * (hostfile, group size) reported and fatal.  Each pending incoming
+ * connection has its own short deadline, and one event loop drives every
+ * connection, so a stranger never delays the real ranks.
+ */
+
+typedef struct hello { /* connector -> acceptor; no padding (MAC'd as bytes) */
+    uint32_t magic;
+    uint16_t version;
+    uint16_t purpose; /* CONN_RING or CONN_CTRL */
+    int32_t from, to; /* sender's rank, the rank it believes it reached */
+    int32_t size;
+    uint32_t secure; /* the sender has a job secret (informational) */
+    uint8_t nonce[AUTH_NONCE_BYTES];
+} hello;
+
+typedef struct challenge { /* acceptor -> connector */
+    uint8_t nonce[AUTH_NONCE_BYTES];
+    uint8_t tag[AUTH_TAG_BYTES]; /* the acceptor's answer to the hello's nonce */
+} challenge;
+
+typedef struct proof {           /* connector -> acceptor */
+    uint8_t tag[AUTH_TAG_BYTES]; /* the connector's answer to the challenge's nonce */
+} proof;
+
+typedef struct verdict { /* acceptor -> authenticated connector */
+    uint32_t status;     /* 0 accepted, 1 rejected (why says why) */
+    uint32_t initial_occupied;
+    char why[200];
+} verdict;
+
+#define ROLE_ACCEPTOR "rotor tcp acceptor"
+#define ROLE_CONNECTOR "rotor tcp connector"
+#define MAX_PENDING 32 /* unauthenticated incoming connections held at once */
+#define RETRY_S 0.02   /* between attempts to reach a peer not yet listening */
+
+typedef enum conn_state {
+    OUT_CONNECTING, /* connect() in progress, or waiting to retry (fd -1) */
+    OUT_HELLO_SENT, /* waiting for the challenge */
+    OUT_PROOF_SENT, /* waiting for the verdict */
+    IN_HELLO,       /* accepted: waiting for the hello */
+    IN_CHALLENGED,  /* waiting for the proof */
+    CONN_READY,
+} conn_state;
 
 typedef struct conn {
-    int fd;
-    int peer;
-    int purpose;
-    int replied; /* outgoing: reply read */
+    int fd; /* -1 when none */
+    int peer, purpose;
+    conn_state state;
+    double when; /* incoming: handshake deadline; outgoing, fd -1: next attempt */
+    hello h;     /* ours (outgoing) or theirs (incoming) */
+    uint8_t nonce[AUTH_NONCE_BYTES]; /* incoming: the nonce we challenged with */
+    uint8_t buf[sizeof(verdict)];    /* the message being read */
+    size_t have;
+    struct addrinfo *res, *ai; /* outgoing: the peer's addresses, the one tried next */
+    uint32_t peer_init;        /* outgoing ring: the next rank's initial_occupied */
+    int last_err;
 } conn;
+
+typedef struct setup {
+    tcp_transport *t;
+    int lfd;
+    double deadline; /* for the whole setup */
+    conn *out;       /* ring to next, control to every lower rank */
+    int n_out;
+    conn pending[MAX_PENDING]; /* incoming, being authenticated */
+    conn *in;                  /* incoming, authenticated */
+    int n_in, want_in;
+} setup;
 
 static int resolve(const rt_peer *p, int passive, struct addrinfo **res, rt_error *err)
 {
@@ -674,89 +867,6 @@ static int same_endpoint(int fd)
     return la == lb && memcmp(&a, &b, la) == 0;
 }
 
-/* One non-blocking connect attempt.  Returns fd, or -1 with *e set. */
-static int try_connect(const struct addrinfo *ai, double deadline, int *e)
-{
-    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-    if (fd < 0) {
-        *e = errno;
-        return -1;
-    }
-    set_nonblocking(fd, 1);
-    if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
-        if (errno != EINPROGRESS) {
-            *e = errno;
-            close(fd);
-            return -1;
-        }
-        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-        int ms = ms_until(deadline);
-        int rc = poll(&pfd, 1, ms < 1000 ? ms : 1000);
-        int soerr = 0;
-        socklen_t sl = sizeof(soerr);
-        if (rc <= 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) || soerr) {
-            *e = rc == 0 ? ETIMEDOUT : rc < 0 ? errno : soerr;
-            close(fd);
-            return -1;
-        }
-    }
-    if (same_endpoint(fd)) { /* TCP simultaneous open onto our own port */
-        *e = ECONNREFUSED;
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-static int read_reply(tcp_transport *t, conn *c, double deadline, uint32_t *their_init,
-                      rt_error *err);
-
-/* Read replies that already arrived on our outgoing connections, so that a
- * peer which rejected us (and quit) is reported while we still retry others. */
-static int early_replies(tcp_transport *t, conn *out, int n_out, double deadline,
-                         uint32_t *next_init, rt_error *err)
-{
-    for (int i = 0; i < n_out; i++) {
-        struct pollfd pfd = {.fd = out[i].fd, .events = POLLIN};
-        if (!out[i].replied && poll(&pfd, 1, 0) == 1 &&
-            read_reply(t, &out[i], deadline, next_init, err))
-            return -1;
-    }
-    return 0;
-}
-
-/* Connect to rank r, retrying until the deadline (peers start at different
- * times).  out[0..n_out-1] are the connections made so far. */
-static int connect_retry(tcp_transport *t, int r, double deadline, conn *out, int n_out,
-                         uint32_t *next_init, rt_error *err)
-{
-    char who[320];
-    struct addrinfo *res;
-    if (resolve(&t->base.peers[r], 0, &res, err))
-        return rt_error_prefix(err, "%s", peer_str(t, r, who, sizeof(who)));
-    int e = 0;
-    for (;;) {
-        for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-            int fd = try_connect(ai, deadline, &e);
-            if (fd >= 0) {
-                freeaddrinfo(res);
-                return fd;
-            }
-        }
-        if (rt_now() >= deadline)
-            break;
-        if (early_replies(t, out, n_out, deadline, next_init, err)) {
-            freeaddrinfo(res);
-            return -1;
-        }
-        struct timespec ts = {0, 20 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    freeaddrinfo(res);
-    return rt_fail_errno(err, RT_EXIT_RUNTIME, e, "cannot connect to %s within %d ms",
-                         peer_str(t, r, who, sizeof(who)), t->base.cfg.connect_timeout_ms);
-}
-
 /* Read or write exactly len bytes on a non-blocking fd before the deadline.
  * Returns 0, -1 for EOF, else errno (ETIMEDOUT at the deadline). */
 static int io_deadline(int fd, void *buf, size_t len, int writing, double deadline)
@@ -783,29 +893,208 @@ static int io_deadline(int fd, void *buf, size_t len, int writing, double deadli
     return 0;
 }
 
-static void make_hello(const tcp_transport *t, hello *h, int purpose, int to)
+/* Handshake messages are small: a peer that cannot take one within a
+ * second is not a rank that wants to connect. */
+static int send_small(int fd, const void *buf, size_t len)
 {
-    memset(h, 0, sizeof(*h));
-    h->magic = TCP_MAGIC;
-    h->version = TCP_VERSION;
-    h->purpose = (uint16_t)purpose;
-    h->from = t->rank;
-    h->to = to;
-    h->size = t->size;
-    h->n_slots = t->n_slots;
-    h->initial_occupied = t->init_occ;
-    h->slot_bytes = t->slot_bytes;
+    return io_deadline(fd, (void *)buf, len, 1, rt_now() + 1.0);
 }
 
-/* Check an incoming hello; on mismatch fill `why`.  Returns 0 if acceptable. */
-static int check_hello(const tcp_transport *t, const hello *h, conn *in, int n_in, char *why,
-                       size_t cap)
+/* Read more of a `need`-byte message into c->buf without blocking.
+ * 1 = complete, 0 = not yet, -1 = EOF or error (c->last_err, 0 for EOF). */
+static int read_more(conn *c, size_t need)
 {
+    while (c->have < need) {
+        ssize_t n = recv(c->fd, c->buf + c->have, need - c->have, 0);
+        if (n > 0) {
+            c->have += (size_t)n;
+            continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+            return 0;
+        c->last_err = n == 0 ? 0 : errno;
+        return -1;
+    }
+    c->have = 0;
+    return 1;
+}
+
+static void close_conn(conn *c)
+{
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = -1;
+    c->have = 0;
+}
+
+static const char *addr_str(int fd, char *buf, size_t cap)
+{
+    struct sockaddr_storage a;
+    socklen_t la = sizeof(a);
+    char host[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    if (getpeername(fd, (struct sockaddr *)&a, &la) == 0) {
+        if (a.ss_family == AF_INET) {
+            struct sockaddr_in *s4 = (struct sockaddr_in *)&a;
+            inet_ntop(AF_INET, &s4->sin_addr, host, sizeof(host));
+            port = ntohs(s4->sin_port);
+        } else if (a.ss_family == AF_INET6) {
+            struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&a;
+            inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
+            port = ntohs(s6->sin6_port);
+        }
+    }
+    snprintf(buf, cap, "%s:%d", host, port);
+    return buf;
+}
+
+/* A pending incoming connection failed its handshake: close it quietly
+ * (the stranger learns nothing) and say so in our log. */
+static void drop_pending(setup *s, conn *c, const char *why)
+{
+    char addr[80];
+    rt_warn("tcp: rank %d dropped a connection from %s: %s", s->t->rank,
+            addr_str(c->fd, addr, sizeof(addr)), why);
+    close_conn(c);
+}
+
+/* ---- outgoing ---- */
+
+static void retry_later(conn *c, int e)
+{
+    close_conn(c);
+    c->last_err = e;
+    c->state = OUT_CONNECTING;
+    c->when = rt_now() + RETRY_S;
+    c->ai = c->ai && c->ai->ai_next ? c->ai->ai_next : c->res;
+}
+
+static int send_hello(setup *s, conn *c)
+{
+    tcp_transport *t = s->t;
+    memset(&c->h, 0, sizeof(c->h));
+    c->h.magic = TCP_MAGIC;
+    c->h.version = TCP_VERSION;
+    c->h.purpose = (uint16_t)c->purpose;
+    c->h.from = t->rank;
+    c->h.to = c->peer;
+    c->h.size = t->size;
+    c->h.secure = (uint32_t)t->base.cfg.secure;
+    auth_nonce(c->h.nonce);
+    int e = send_small(c->fd, &c->h, sizeof(c->h));
+    if (e) {
+        retry_later(c, e < 0 ? ECONNRESET : e);
+        return 0;
+    }
+    c->state = OUT_HELLO_SENT;
+    return 0;
+}
+
+/* Start (or restart) a non-blocking connect to c->peer. */
+static int start_connect(setup *s, conn *c)
+{
+    const struct addrinfo *ai = c->ai;
+    c->fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    if (c->fd < 0) {
+        retry_later(c, errno);
+        return 0;
+    }
+    set_nonblocking(c->fd, 1);
+    if (connect(c->fd, ai->ai_addr, ai->ai_addrlen) == 0)
+        return same_endpoint(c->fd) ? (retry_later(c, ECONNREFUSED), 0) : send_hello(s, c);
+    if (errno != EINPROGRESS)
+        retry_later(c, errno);
+    return 0;
+}
+
+/* The connect in progress finished (POLLOUT or an error). */
+static int connect_done(setup *s, conn *c)
+{
+    int soerr = 0;
+    socklen_t sl = sizeof(soerr);
+    if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) || soerr) {
+        retry_later(c, soerr ? soerr : errno);
+        return 0;
+    }
+    if (same_endpoint(c->fd)) { /* TCP simultaneous open onto our own port */
+        retry_later(c, ECONNREFUSED);
+        return 0;
+    }
+    return send_hello(s, c);
+}
+
+static int auth_failed(setup *s, conn *c, const char *what, rt_error *err)
+{
+    char who[320];
+    return rt_fail(err, RT_EXIT_INPUT,
+                   "authentication failed: %s %s (different ROTOR_TOKEN or --token-file, or "
+                   "only one side --insecure?)",
+                   peer_str(s->t, c->peer, who, sizeof(who)), what);
+}
+
+static int on_challenge(setup *s, conn *c, rt_error *err)
+{
+    challenge ch;
+    memcpy(&ch, c->buf, sizeof(ch));
+    if (!auth_check(&s->t->base.cfg, ROLE_ACCEPTOR, &c->h, sizeof(c->h), ch.nonce, ch.tag))
+        return auth_failed(s, c, "does not know this job's secret", err);
+    proof p;
+    auth_tag(&s->t->base.cfg, ROLE_CONNECTOR, &c->h, sizeof(c->h), ch.nonce, p.tag);
+    int e = send_small(c->fd, &p, sizeof(p));
+    if (e)
+        return auth_failed(s, c, "closed the connection during the handshake", err);
+    c->state = OUT_PROOF_SENT;
+    return 0;
+}
+
+static int on_verdict(setup *s, conn *c, rt_error *err)
+{
+    char who[320];
+    verdict v;
+    memcpy(&v, c->buf, sizeof(v));
+    v.why[sizeof(v.why) - 1] = '\0';
+    if (v.status != 0)
+        return rt_fail(err, RT_EXIT_INPUT, "%s rejected our connection: %s",
+                       peer_str(s->t, c->peer, who, sizeof(who)), v.why);
+    if (c->purpose == CONN_RING && v.initial_occupied >= s->t->n_slots)
+        return rt_fail(err, RT_EXIT_INPUT, "protocol error: %s starts with %u of %u slots occupied",
+                       peer_str(s->t, c->peer, who, sizeof(who)), v.initial_occupied,
+                       s->t->n_slots);
+    c->peer_init = v.initial_occupied;
+    c->state = CONN_READY;
+    return 0;
+}
+
+/* Outgoing connection c is ready for I/O (or failed). */
+static int step_out(setup *s, conn *c, rt_error *err)
+{
+    if (c->state == OUT_CONNECTING)
+        return connect_done(s, c);
+    size_t need = c->state == OUT_HELLO_SENT ? sizeof(challenge) : sizeof(verdict);
+    int rc = read_more(c, need);
+    if (rc == 0)
+        return 0;
+    if (rc < 0) {
+        /* Before the challenge: the peer may have dropped us (too many
+         * pending connections, or we were slow): try again.  After our
+         * proof: it did not accept it. */
+        if (c->state == OUT_HELLO_SENT) {
+            retry_later(c, c->last_err ? c->last_err : ECONNRESET);
+            return 0;
+        }
+        return auth_failed(s, c, "closed the connection after our answer to its challenge", err);
+    }
+    return c->state == OUT_HELLO_SENT ? on_challenge(s, c, err) : on_verdict(s, c, err);
+}
+
+/* ---- incoming ---- */
+
+/* Identity checks on an authenticated hello; on mismatch fill `why`. */
+static int check_hello(const setup *s, const hello *h, char *why, size_t cap)
+{
+    const tcp_transport *t = s->t;
     int from = h->from;
-    if (h->version != TCP_VERSION)
-        snprintf(why, cap, "protocol version %u, rank %d speaks %u", h->version, t->rank,
-                 TCP_VERSION);
-    else if (h->size != t->size)
+    if (h->size != t->size)
         snprintf(why, cap, "group size %d, rank %d has %d (different hostfiles?)", h->size, t->rank,
                  t->size);
     else if (h->to != t->rank)
@@ -815,9 +1104,6 @@ static int check_hello(const tcp_transport *t, const hello *h, conn *in, int n_i
                  t->rank, h->to);
     else if (from < 0 || from >= t->size || from == t->rank)
         snprintf(why, cap, "bad sender rank %d", from);
-    else if (h->slot_bytes != t->slot_bytes || h->n_slots != t->n_slots)
-        snprintf(why, cap, "window %u x %llu bytes, rank %d has %u x %zu", h->n_slots,
-                 (unsigned long long)h->slot_bytes, t->rank, t->n_slots, t->slot_bytes);
     else if (h->purpose == CONN_RING && from != t->prev)
         snprintf(why, cap, "ring connection from rank %d, expected it from rank %d", from, t->prev);
     else if (h->purpose == CONN_CTRL && from < t->rank)
@@ -825,8 +1111,8 @@ static int check_hello(const tcp_transport *t, const hello *h, conn *in, int n_i
     else if (h->purpose != CONN_RING && h->purpose != CONN_CTRL)
         snprintf(why, cap, "unknown connection purpose %u", h->purpose);
     else {
-        for (int i = 0; i < n_in; i++)
-            if (in[i].peer == from && in[i].purpose == h->purpose) {
+        for (int i = 0; i < s->n_in; i++)
+            if (s->in[i].peer == from && s->in[i].purpose == h->purpose) {
                 snprintf(why, cap, "duplicate connection from rank %d", from);
                 return -1;
             }
@@ -835,85 +1121,110 @@ static int check_hello(const tcp_transport *t, const hello *h, conn *in, int n_i
     return -1;
 }
 
-/* Accept one connection and process its hello.  Returns 1 if a connection
- * was added to in[], 0 if a stray connection was dropped, -1 on error. */
-static int accept_one(tcp_transport *t, int lfd, conn *in, int *n_in, double deadline,
-                      rt_error *err)
+static int on_hello(setup *s, conn *c)
 {
-    int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED)
-            return 0;
-        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "rank %d: accept", t->rank);
-    }
-    hello h;
-    int e = io_deadline(fd, &h, sizeof(h), 0, deadline);
-    if (e || h.magic != TCP_MAGIC) {
-        rt_warn("tcp: rank %d dropped a connection that is not a rotor peer", t->rank);
-        close(fd);
+    memcpy(&c->h, c->buf, sizeof(c->h));
+    if (c->h.magic != TCP_MAGIC || c->h.version != TCP_VERSION) {
+        drop_pending(
+            s, c, c->h.magic == TCP_MAGIC ? "another rotor protocol version" : "not a rotor peer");
         return 0;
     }
-    hello reply;
-    make_hello(t, &reply, CONN_ACK, h.from);
-    if (check_hello(t, &h, in, *n_in, reply.why, sizeof(reply.why))) {
-        reply.status = 1;
-        io_deadline(fd, &reply, sizeof(reply), 1, deadline);
-        close(fd);
-        return rt_fail(err, RT_EXIT_INPUT, "rank %d rejected a connection from rank %d: %s",
-                       t->rank, h.from, reply.why);
+    challenge ch;
+    auth_nonce(ch.nonce);
+    memcpy(c->nonce, ch.nonce, sizeof(c->nonce));
+    auth_tag(&s->t->base.cfg, ROLE_ACCEPTOR, &c->h, sizeof(c->h), ch.nonce, ch.tag);
+    if (send_small(c->fd, &ch, sizeof(ch))) {
+        drop_pending(s, c, "closed during the handshake");
+        return 0;
     }
-    e = io_deadline(fd, &reply, sizeof(reply), 1, deadline);
-    if (e) {
-        close(fd);
-        char who[320];
-        return rt_fail(err, RT_EXIT_RUNTIME, "handshake with %s: %s",
-                       peer_str(t, h.from, who, sizeof(who)), errno_text(e < 0 ? 0 : e));
-    }
-    in[(*n_in)++] = (conn){.fd = fd, .peer = h.from, .purpose = h.purpose, .replied = 1};
-    return 1;
-}
-
-/* Read the reply to one of our hellos. */
-static int read_reply(tcp_transport *t, conn *c, double deadline, uint32_t *their_init,
-                      rt_error *err)
-{
-    char who[320];
-    hello h;
-    int e = io_deadline(c->fd, &h, sizeof(h), 0, deadline);
-    if (e)
-        return rt_fail(err, RT_EXIT_RUNTIME, "handshake with %s: %s",
-                       peer_str(t, c->peer, who, sizeof(who)),
-                       e == ETIMEDOUT ? "no reply in time" : errno_text(e < 0 ? 0 : e));
-    h.why[sizeof(h.why) - 1] = '\0';
-    if (h.magic != TCP_MAGIC || h.purpose != CONN_ACK)
-        return rt_fail(err, RT_EXIT_INPUT, "handshake with %s: not a rotor peer",
-                       peer_str(t, c->peer, who, sizeof(who)));
-    if (h.status != 0)
-        return rt_fail(err, RT_EXIT_INPUT, "%s rejected our connection: %s",
-                       peer_str(t, c->peer, who, sizeof(who)), h.why);
-    if (h.from != c->peer)
-        return rt_fail(err, RT_EXIT_INPUT,
-                       "handshake with %s: answered by rank %d (hostfile mismatch?)",
-                       peer_str(t, c->peer, who, sizeof(who)), h.from);
-    if (c->purpose == CONN_RING)
-        *their_init = h.initial_occupied;
-    c->replied = 1;
+    c->state = IN_CHALLENGED;
     return 0;
 }
 
-/* Describe which expected connections are missing (for timeout errors). */
-static void describe_missing(tcp_transport *t, conn *in, int n_in, char *buf, size_t cap)
+static int on_proof(setup *s, conn *c, rt_error *err)
 {
+    tcp_transport *t = s->t;
+    proof p;
+    memcpy(&p, c->buf, sizeof(p));
+    if (!auth_check(&t->base.cfg, ROLE_CONNECTOR, &c->h, sizeof(c->h), c->nonce, p.tag)) {
+        drop_pending(s, c, "failed authentication (it does not know this job's secret)");
+        return 0;
+    }
+    verdict v;
+    memset(&v, 0, sizeof(v));
+    v.initial_occupied = t->init_occ;
+    if (check_hello(s, &c->h, v.why, sizeof(v.why))) {
+        v.status = 1;
+        send_small(c->fd, &v, sizeof(v));
+        close_conn(c);
+        return rt_fail(err, RT_EXIT_INPUT, "rank %d rejected a connection from rank %d: %s",
+                       t->rank, c->h.from, v.why);
+    }
+    int e = send_small(c->fd, &v, sizeof(v));
+    if (e) {
+        char who[320];
+        close_conn(c);
+        return rt_fail(err, RT_EXIT_RUNTIME, "handshake with %s: %s",
+                       peer_str(t, c->h.from, who, sizeof(who)), errno_text(e < 0 ? 0 : e));
+    }
+    s->in[s->n_in++] =
+        (conn){.fd = c->fd, .peer = c->h.from, .purpose = c->h.purpose, .state = CONN_READY};
+    c->fd = -1;
+    return 0;
+}
+
+static int step_in(setup *s, conn *c, rt_error *err)
+{
+    size_t need = c->state == IN_HELLO ? sizeof(hello) : sizeof(proof);
+    int rc = read_more(c, need);
+    if (rc == 0)
+        return 0;
+    if (rc < 0) {
+        drop_pending(s, c,
+                     c->last_err ? errno_text(c->last_err) : "closed before the handshake ended");
+        return 0;
+    }
+    return c->state == IN_HELLO ? on_hello(s, c) : on_proof(s, c, err);
+}
+
+/* Take every connection waiting on the listener into a free pending slot. */
+static int accept_new(setup *s, rt_error *err)
+{
+    for (;;) {
+        int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED)
+                return 0;
+            return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "rank %d: accept", s->t->rank);
+        }
+        conn *c = NULL;
+        for (int i = 0; i < MAX_PENDING && !c; i++)
+            if (s->pending[i].fd < 0)
+                c = &s->pending[i];
+        if (!c) { /* a flood: the real ranks retry */
+            close(fd);
+            continue;
+        }
+        int ms =
+            s->t->base.cfg.handshake_timeout_ms > 0 ? s->t->base.cfg.handshake_timeout_ms : 5000;
+        *c = (conn){.fd = fd, .state = IN_HELLO, .when = rt_now() + ms / 1000.0};
+    }
+}
+
+/* Describe which expected connections are missing (for timeout errors). */
+static void describe_missing(const setup *s, char *buf, size_t cap)
+{
+    const tcp_transport *t = s->t;
     size_t off = 0;
     buf[0] = '\0';
     for (int r = 0; r < t->size; r++) {
         if (r == t->rank)
             continue;
         int want_ring = r == t->prev, want_ctl = r > t->rank;
-        for (int i = 0; i < n_in; i++) {
-            if (in[i].peer == r && in[i].purpose == CONN_RING)
+        for (int i = 0; i < s->n_in; i++) {
+            if (s->in[i].peer == r && s->in[i].purpose == CONN_RING)
                 want_ring = 0;
-            if (in[i].peer == r && in[i].purpose == CONN_CTRL)
+            if (s->in[i].peer == r && s->in[i].purpose == CONN_CTRL)
                 want_ctl = 0;
         }
         if ((want_ring || want_ctl) && off < cap) {
@@ -924,123 +1235,178 @@ static void describe_missing(tcp_transport *t, conn *in, int n_in, char *buf, si
     }
 }
 
-/* Build every connection: listen, connect out (ring to next, control to
- * lower ranks) sending hellos, then accept the expected incoming ones while
- * collecting our replies.  Nothing waits for a reply before accepting, so
- * ranks starting in any order cannot deadlock. */
-static int connect_all(tcp_transport *t, rt_error *err)
+static int setup_timed_out(const setup *s, rt_error *err)
 {
-    int size = t->size;
-    double deadline = rt_now() + t->base.cfg.connect_timeout_ms / 1000.0;
-    conn out[size], in[size + 1];
-    int n_out = 0, n_in = 0, want_in = 1 + (size - 1 - t->rank), rc = -1;
-    uint32_t next_init = 0;
-    int lfd = open_listener(t, err);
-    if (lfd < 0)
-        return -1;
+    const tcp_transport *t = s->t;
+    char who[320];
+    for (int i = 0; i < s->n_out; i++)
+        if (s->out[i].state == OUT_CONNECTING)
+            return rt_fail_errno(
+                err, RT_EXIT_RUNTIME, s->out[i].last_err, "cannot connect to %s within %d ms",
+                peer_str(t, s->out[i].peer, who, sizeof(who)), t->base.cfg.connect_timeout_ms);
+    char missing[700];
+    describe_missing(s, missing, sizeof(missing));
+    if (missing[0])
+        return rt_fail(err, RT_EXIT_RUNTIME,
+                       "rank %d: timed out after %d ms waiting for %s to connect", t->rank,
+                       t->base.cfg.connect_timeout_ms, missing);
+    for (int i = 0; i < s->n_out; i++)
+        if (s->out[i].state != CONN_READY)
+            return rt_fail(err, RT_EXIT_RUNTIME,
+                           "rank %d: timed out after %d ms waiting for %s "
+                           "to answer the handshake",
+                           t->rank, t->base.cfg.connect_timeout_ms,
+                           peer_str(t, s->out[i].peer, who, sizeof(who)));
+    return rt_fail(err, RT_EXIT_RUNTIME, "rank %d: connection setup timed out", t->rank);
+}
 
-    /* Outgoing: ring to next, control to every lower rank. */
-    for (int k = 0; k < t->rank + 1; k++) {
-        int peer = k == 0 ? t->next : k - 1, purpose = k == 0 ? CONN_RING : CONN_CTRL;
-        int fd = connect_retry(t, peer, deadline, out, n_out, &next_init, err);
-        if (fd < 0)
-            goto out;
-        out[n_out++] = (conn){.fd = fd, .peer = peer, .purpose = purpose};
-        hello h;
-        make_hello(t, &h, purpose, peer);
-        int e = io_deadline(fd, &h, sizeof(h), 1, deadline);
-        if (e) {
-            char who[320];
-            rt_fail(err, RT_EXIT_RUNTIME, "handshake with %s: %s",
-                    peer_str(t, peer, who, sizeof(who)), errno_text(e < 0 ? 0 : e));
-            goto out;
-        }
+static int setup_done(const setup *s)
+{
+    for (int i = 0; i < s->n_out; i++)
+        if (s->out[i].state != CONN_READY)
+            return 0;
+    return s->n_in == s->want_in;
+}
+
+/* One round of the event loop: poll everything that can make progress. */
+static int setup_round(setup *s, rt_error *err)
+{
+    int size = s->t->size;
+    struct pollfd pfd[1 + size + MAX_PENDING];
+    conn *owner[1 + size + MAX_PENDING];
+    int np = 0;
+    double now = rt_now(), wake = s->deadline;
+    if (s->n_in < s->want_in) {
+        pfd[np] = (struct pollfd){.fd = s->lfd, .events = POLLIN};
+        owner[np++] = NULL;
     }
-
-    /* Accept incoming connections and read replies, whichever comes first. */
-    for (;;) {
-        int pending_out = 0;
-        struct pollfd pfd[size + 1];
-        int map[size + 1];
-        int np = 0;
-        if (n_in < want_in) {
-            pfd[np] = (struct pollfd){.fd = lfd, .events = POLLIN};
-            map[np++] = -1;
-        }
-        for (int i = 0; i < n_out; i++)
-            if (!out[i].replied) {
-                pfd[np] = (struct pollfd){.fd = out[i].fd, .events = POLLIN};
-                map[np++] = i;
-                pending_out++;
-            }
-        if (np == 0)
-            break;
-        int ms = ms_until(deadline);
-        int ready = ms > 0 ? poll(pfd, (nfds_t)np, ms) : 0;
-        if (ready < 0 && errno == EINTR)
+    for (int i = 0; i < s->n_out; i++) {
+        conn *c = &s->out[i];
+        if (c->state == CONN_READY)
             continue;
-        if (ready < 0) {
-            rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "rank %d: poll", t->rank);
-            goto out;
+        if (c->fd < 0 && c->when <= now && start_connect(s, c))
+            return -1;
+        if (c->fd < 0) {
+            wake = c->when < wake ? c->when : wake;
+            continue;
         }
-        if (ready == 0) {
-            char missing[700];
-            describe_missing(t, in, n_in, missing, sizeof(missing));
-            if (missing[0])
-                rt_fail(err, RT_EXIT_RUNTIME,
-                        "rank %d: timed out after %d ms waiting for %s to connect", t->rank,
-                        t->base.cfg.connect_timeout_ms, missing);
-            else
-                rt_fail(err, RT_EXIT_RUNTIME,
-                        "rank %d: timed out after %d ms waiting for %d handshake replies", t->rank,
-                        t->base.cfg.connect_timeout_ms, pending_out);
-            goto out;
-        }
-        for (int i = 0; i < np; i++) {
-            if (!pfd[i].revents)
-                continue;
-            if (map[i] < 0) {
-                if (accept_one(t, lfd, in, &n_in, deadline, err) < 0)
-                    goto out;
-            } else if (read_reply(t, &out[map[i]], deadline, &next_init, err)) {
-                goto out;
-            }
-        }
+        pfd[np] =
+            (struct pollfd){.fd = c->fd, .events = c->state == OUT_CONNECTING ? POLLOUT : POLLIN};
+        owner[np++] = c;
     }
+    for (int i = 0; i < MAX_PENDING; i++) {
+        conn *c = &s->pending[i];
+        if (c->fd < 0)
+            continue;
+        if (c->when <= now) {
+            drop_pending(s, c, "no handshake in time");
+            continue;
+        }
+        wake = c->when < wake ? c->when : wake;
+        pfd[np] = (struct pollfd){.fd = c->fd, .events = POLLIN};
+        owner[np++] = c;
+    }
+    int ready = poll(pfd, (nfds_t)np, ms_until(wake));
+    if (ready < 0 && errno != EINTR)
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "rank %d: poll", s->t->rank);
+    for (int i = 0; ready > 0 && i < np; i++) {
+        if (!pfd[i].revents)
+            continue;
+        conn *c = owner[i];
+        int rc = !c                     ? accept_new(s, err)
+                 : c->state >= IN_HELLO ? step_in(s, c, err)
+                                        : step_out(s, c, err);
+        if (rc)
+            return -1;
+    }
+    return 0;
+}
 
-    /* Keep the sockets. */
-    for (int i = 0; i < n_out; i++) {
-        if (out[i].purpose == CONN_RING)
-            t->next_fd = out[i].fd;
-        else
-            t->ctl_fd[out[i].peer] = out[i].fd;
-        out[i].fd = -1;
+/* Hand the authenticated sockets to the transport. */
+static void keep_sockets(setup *s)
+{
+    tcp_transport *t = s->t;
+    uint32_t next_init = 0;
+    for (int i = 0; i < s->n_out; i++) {
+        conn *c = &s->out[i];
+        if (c->purpose == CONN_RING) {
+            t->next_fd = c->fd;
+            next_init = c->peer_init;
+        } else {
+            t->ctl_fd[c->peer] = c->fd;
+        }
+        c->fd = -1;
     }
-    for (int i = 0; i < n_in; i++) {
-        if (in[i].purpose == CONN_RING)
-            t->prev_fd = in[i].fd;
+    for (int i = 0; i < s->n_in; i++) {
+        if (s->in[i].purpose == CONN_RING)
+            t->prev_fd = s->in[i].fd;
         else
-            t->ctl_fd[in[i].peer] = in[i].fd;
-        in[i].fd = -1;
+            t->ctl_fd[s->in[i].peer] = s->in[i].fd;
+        s->in[i].fd = -1;
     }
     set_nonblocking(t->next_fd, 0);
     set_nonblocking(t->prev_fd, 0);
     tune_socket(t->next_fd, ring_sockbuf_bytes(t));
     tune_socket(t->prev_fd, ring_sockbuf_bytes(t));
-    for (int r = 0; r < size; r++)
+    for (int r = 0; r < t->size; r++)
         if (t->ctl_fd[r] >= 0)
             tune_socket(t->ctl_fd[r], 0);
     /* We may write into every slot the next rank does not start with. */
     t->credits = t->n_slots - next_init;
+}
+
+/* Build every connection: listen, connect out (ring to next, control to
+ * lower ranks) and accept the expected incoming ones, all in one event loop
+ * so that ranks starting in any order cannot deadlock and no connection
+ * waits for another. */
+static int connect_all(tcp_transport *t, rt_error *err)
+{
+    int size = t->size, rc = -1;
+    conn out[size], in[size];
+    setup s = {.t = t, .out = out, .in = in, .want_in = 1 + (size - 1 - t->rank)};
+    s.deadline = rt_now() + t->base.cfg.connect_timeout_ms / 1000.0;
+    for (int i = 0; i < MAX_PENDING; i++)
+        s.pending[i].fd = -1;
+    s.lfd = open_listener(t, err);
+    if (s.lfd < 0)
+        return -1;
+    if (!t->base.cfg.secure && t->rank == 0)
+        rt_warn("tcp: running without a job secret (--insecure): any process that reaches "
+                "these ports can join");
+    for (int k = 0; k < t->rank + 1; k++) {
+        conn *c = &out[s.n_out];
+        *c = (conn){.fd = -1,
+                    .peer = k == 0 ? t->next : k - 1,
+                    .purpose = k == 0 ? CONN_RING : CONN_CTRL,
+                    .state = OUT_CONNECTING};
+        char who[320];
+        if (resolve(&t->base.peers[c->peer], 0, &c->res, err)) {
+            rt_error_prefix(err, "%s", peer_str(t, c->peer, who, sizeof(who)));
+            goto out;
+        }
+        c->ai = c->res;
+        s.n_out++;
+    }
+    while (!setup_done(&s)) {
+        if (rt_now() >= s.deadline) {
+            setup_timed_out(&s, err);
+            goto out;
+        }
+        if (setup_round(&s, err))
+            goto out;
+    }
+    keep_sockets(&s);
     rc = 0;
 out:
-    for (int i = 0; i < n_out; i++)
-        if (out[i].fd >= 0)
-            close(out[i].fd);
-    for (int i = 0; i < n_in; i++)
-        if (in[i].fd >= 0)
-            close(in[i].fd);
-    close(lfd);
+    for (int i = 0; i < s.n_out; i++) {
+        close_conn(&out[i]);
+        freeaddrinfo(out[i].res);
+    }
+    for (int i = 0; i < s.n_in; i++)
+        close_conn(&in[i]);
+    for (int i = 0; i < MAX_PENDING; i++)
+        close_conn(&s.pending[i]);
+    close(s.lfd);
     return rc;
 }
 
@@ -1050,11 +1416,6 @@ static void *tcp_slot(rt_transport *base, uint32_t slot)
 {
     tcp_transport *t = (tcp_transport *)base;
     return t->window + (size_t)slot * t->slot_bytes;
-}
-
-static double peer_deadline(const tcp_transport *t)
-{
-    return t->peer_timeout_ms > 0 ? rt_now() + t->peer_timeout_ms / 1000.0 : 0;
 }
 
 static int tcp_pass(rt_transport *base, uint32_t src_slot, size_t len, uint32_t block,
@@ -1074,16 +1435,16 @@ static int tcp_pass(rt_transport *base, uint32_t src_slot, size_t len, uint32_t 
                        src_slot, expect);
     }
     if (t->credits == 0) {
-        double t0 = rt_now(), deadline = peer_deadline(t);
+        /* No timeout here: a slow peer is not a failure, and a silent one
+         * fails the transport through the watchdog, which wakes us. */
+        double t0 = rt_now();
         while (t->credits == 0 && !t->failed) {
             if (t->next_closed) {
                 pthread_mutex_unlock(&t->mu);
                 return rt_fail(err, RT_EXIT_RUNTIME, "pass: %s has closed its transport",
                                peer_str(t, t->next, who, sizeof(who)));
             }
-            if (cond_wait_until(&t->cv_credit, &t->mu, deadline) == ETIMEDOUT && !t->credits)
-                fail_locked(t, "lost %s: no free slot for %d ms (peer timeout)",
-                            peer_str(t, t->next, who, sizeof(who)), t->peer_timeout_ms);
+            cond_wait_until(&t->cv_credit, &t->mu, 0);
         }
         t->stats.credit_wait_s += rt_now() - t0;
         if (t->failed)
@@ -1129,7 +1490,6 @@ static int tcp_wait_arrival(rt_transport *base, rt_arrival *out, int timeout_ms,
     tcp_transport *t = (tcp_transport *)base;
     char who[320];
     double user = timeout_ms >= 0 ? rt_now() + timeout_ms / 1000.0 : 0;
-    double peer = peer_deadline(t);
     pthread_mutex_lock(&t->mu);
     while (t->a_count == 0 && !t->failed) {
         if (t->prev_closed) {
@@ -1137,17 +1497,11 @@ static int tcp_wait_arrival(rt_transport *base, rt_arrival *out, int timeout_ms,
             return rt_fail(err, RT_EXIT_RUNTIME, "wait: %s has closed its transport",
                            peer_str(t, t->prev, who, sizeof(who)));
         }
-        int peer_first = peer > 0 && (user <= 0 || peer < user);
-        double deadline = peer_first ? peer : user;
-        if (timeout_ms == 0 || cond_wait_until(&t->cv_arrival, &t->mu, deadline) == ETIMEDOUT) {
+        if (timeout_ms == 0 || cond_wait_until(&t->cv_arrival, &t->mu, user) == ETIMEDOUT) {
             if (t->a_count || t->failed)
                 break;
-            if (!peer_first) {
-                pthread_mutex_unlock(&t->mu);
-                return 0;
-            }
-            fail_locked(t, "lost %s: no block for %d ms (peer timeout)",
-                        peer_str(t, t->prev, who, sizeof(who)), t->peer_timeout_ms);
+            pthread_mutex_unlock(&t->mu);
+            return 0;
         }
     }
     if (t->failed) {
@@ -1165,19 +1519,9 @@ static int tcp_wait_arrival(rt_transport *base, rt_arrival *out, int timeout_ms,
 static int tcp_flush(rt_transport *base, rt_error *err)
 {
     tcp_transport *t = (tcp_transport *)base;
-    char who[320];
     pthread_mutex_lock(&t->mu);
-    uint64_t last = t->passes_done;
-    double deadline = peer_deadline(t);
-    while (t->passes_done < t->passes_queued && !t->failed) {
-        if (cond_wait_until(&t->cv_main, &t->mu, deadline) == ETIMEDOUT) {
-            if (t->passes_done == last)
-                fail_locked(t, "lost %s: flush made no progress for %d ms (peer timeout)",
-                            peer_str(t, t->next, who, sizeof(who)), t->peer_timeout_ms);
-            last = t->passes_done;
-            deadline = peer_deadline(t);
-        }
-    }
+    while (t->passes_done < t->passes_queued && !t->failed)
+        cond_wait_until(&t->cv_main, &t->mu, 0); /* the watchdog bounds this */
     int rc = t->failed ? failed_locked(t, err) : 0;
     pthread_mutex_unlock(&t->mu);
     return rc;
@@ -1188,16 +1532,11 @@ static int tcp_flush(rt_transport *base, rt_error *err)
  * cause, then fail (or report the failure already recorded). */
 static int ctl_failed(tcp_transport *t, int peer, int e, rt_error *err)
 {
-    char who[320];
     pthread_mutex_lock(&t->mu);
     double until = rt_now() + 0.2;
-    while (!t->failed && e != ETIMEDOUT && cond_wait_until(&t->cv_main, &t->mu, until) == 0)
+    while (!t->failed && cond_wait_until(&t->cv_main, &t->mu, until) == 0)
         ;
-    if (e == ETIMEDOUT)
-        fail_locked(t, "lost %s: no control message for %d ms (peer timeout)",
-                    peer_str(t, peer, who, sizeof(who)), t->peer_timeout_ms);
-    else
-        lost_locked(t, peer, e < 0 ? 0 : e);
+    lost_locked(t, peer, e < 0 ? 0 : e);
     failed_locked(t, err);
     pthread_mutex_unlock(&t->mu);
     return -1;
@@ -1213,9 +1552,9 @@ static int check_ctl(tcp_transport *t, int peer, rt_error *err)
     return rc;
 }
 
-/* Control I/O: poll-driven so a shutdown (failure elsewhere) wakes it, and
- * so peer_timeout_ms bounds every wait for progress. */
-static int ctl_io(tcp_transport *t, int fd, void *buf, size_t len, int writing)
+/* Control I/O: poll-driven so a shutdown (failure anywhere, a silent
+ * neighbour found by the watchdog, a relayed loss) wakes it. */
+static int ctl_io(int fd, void *buf, size_t len, int writing)
 {
     uint8_t *p = buf;
     while (len > 0) {
@@ -1230,9 +1569,7 @@ static int ctl_io(tcp_transport *t, int fd, void *buf, size_t len, int writing)
         if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
             return errno;
         struct pollfd pfd = {.fd = fd, .events = writing ? POLLOUT : POLLIN};
-        int rc = poll(&pfd, 1, t->peer_timeout_ms > 0 ? t->peer_timeout_ms : -1);
-        if (rc == 0)
-            return ETIMEDOUT;
+        int rc = poll(&pfd, 1, -1);
         if (rc < 0 && errno != EINTR)
             return errno;
     }
@@ -1245,9 +1582,9 @@ static int tcp_send_msg(rt_transport *base, int peer, const void *buf, size_t le
     if (check_ctl(t, peer, err))
         return -1;
     uint64_t hdr = len;
-    int e = ctl_io(t, t->ctl_fd[peer], &hdr, sizeof(hdr), 1);
+    int e = ctl_io(t->ctl_fd[peer], &hdr, sizeof(hdr), 1);
     if (!e)
-        e = ctl_io(t, t->ctl_fd[peer], (void *)buf, len, 1);
+        e = ctl_io(t->ctl_fd[peer], (void *)buf, len, 1);
     return e ? ctl_failed(t, peer, e, err) : 0;
 }
 
@@ -1257,7 +1594,7 @@ static int tcp_recv_msg(rt_transport *base, int peer, void *buf, size_t len, rt_
     if (check_ctl(t, peer, err))
         return -1;
     uint64_t hdr = 0;
-    int e = ctl_io(t, t->ctl_fd[peer], &hdr, sizeof(hdr), 0);
+    int e = ctl_io(t->ctl_fd[peer], &hdr, sizeof(hdr), 0);
     if (e)
         return ctl_failed(t, peer, e, err);
     if (hdr != len) {
@@ -1271,7 +1608,7 @@ static int tcp_recv_msg(rt_transport *base, int peer, void *buf, size_t len, rt_
         pthread_mutex_unlock(&t->mu);
         return -1;
     }
-    e = ctl_io(t, t->ctl_fd[peer], buf, len, 0);
+    e = ctl_io(t->ctl_fd[peer], buf, len, 0);
     return e ? ctl_failed(t, peer, e, err) : 0;
 }
 
@@ -1299,6 +1636,7 @@ static void tcp_free(tcp_transport *t)
     pthread_cond_destroy(&t->cv_arrival);
     pthread_cond_destroy(&t->cv_main);
     pthread_cond_destroy(&t->cv_send);
+    pthread_cond_destroy(&t->cv_watchdog);
     pthread_mutex_destroy(&t->mu);
     pthread_mutex_destroy(&t->next_wmu);
     pthread_mutex_destroy(&t->prev_wmu);
@@ -1325,21 +1663,25 @@ static void tcp_close(rt_transport *base)
         pthread_mutex_lock(&t->mu);
         int failed = t->failed;
         pthread_mutex_unlock(&t->mu);
+        pthread_mutex_lock(&t->next_wmu);
+        pthread_mutex_lock(&t->prev_wmu);
+        t->beats_stopped = 1;
         if (!failed) {
             frame_hdr h = {.type = FRAME_BYE};
             uint32_t bye = CREDIT_BYE;
-            pthread_mutex_lock(&t->next_wmu);
             write_full(t->next_fd, &h, sizeof(h), MSG_DONTWAIT);
-            pthread_mutex_unlock(&t->next_wmu);
-            pthread_mutex_lock(&t->prev_wmu);
             write_full(t->prev_fd, &bye, sizeof(bye), MSG_DONTWAIT);
-            pthread_mutex_unlock(&t->prev_wmu);
         }
+        pthread_mutex_unlock(&t->prev_wmu);
+        pthread_mutex_unlock(&t->next_wmu);
         pthread_mutex_lock(&t->mu);
         shutdown_all(t);
+        t->watchdog_quit = 1;
+        pthread_cond_broadcast(&t->cv_watchdog);
         pthread_mutex_unlock(&t->mu);
         pthread_join(t->receiver, NULL);
         pthread_join(t->creditor, NULL);
+        pthread_join(t->watchdog, NULL);
     }
     tcp_free(t);
 }
@@ -1372,6 +1714,7 @@ static int init_sync(tcp_transport *t, rt_error *err)
     pthread_cond_init(&t->cv_arrival, &ca);
     pthread_cond_init(&t->cv_main, &ca);
     pthread_cond_init(&t->cv_send, &ca);
+    pthread_cond_init(&t->cv_watchdog, &ca);
     pthread_condattr_destroy(&ca);
     return 0;
 }
@@ -1380,14 +1723,16 @@ static int init_sync(tcp_transport *t, rt_error *err)
  * so the application's signal handlers run on its own threads. */
 static int start_threads(tcp_transport *t, rt_error *err)
 {
-    static const char *const names[3] = {"rotor-tcp-recv", "rotor-tcp-cred", "rotor-tcp-send"};
-    void *(*const mains[3])(void *) = {receiver_main, creditor_main, sender_main};
-    pthread_t *ids[3] = {&t->receiver, &t->creditor, &t->sender};
+    static const char *const names[4] = {"rotor-tcp-recv", "rotor-tcp-cred", "rotor-tcp-send",
+                                         "rotor-tcp-live"};
+    void *(*const mains[4])(void *) = {receiver_main, creditor_main, sender_main, watchdog_main};
+    pthread_t *ids[4] = {&t->receiver, &t->creditor, &t->sender, &t->watchdog};
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
+    t->heard_prev_ms = t->heard_next_ms = now_ms();
     int started = 0, e = 0;
-    for (; started < 3; started++) {
+    for (; started < 4; started++) {
         e = pthread_create(ids[started], NULL, mains[started], t);
         if (e)
             break;
@@ -1397,8 +1742,10 @@ static int start_threads(tcp_transport *t, rt_error *err)
     if (e) {
         pthread_mutex_lock(&t->mu);
         t->closing = 1; /* quiet exits */
+        t->watchdog_quit = 1;
         shutdown_all(t);
         pthread_cond_broadcast(&t->cv_send);
+        pthread_cond_broadcast(&t->cv_watchdog);
         pthread_mutex_unlock(&t->mu);
         for (int i = 0; i < started; i++)
             pthread_join(*ids[i], NULL);

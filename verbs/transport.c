@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "verbs/backend.h"
 
+#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,7 +12,8 @@ void rt_transport_config_init(rt_transport_config *cfg)
     cfg->kind = RT_TRANSPORT_AUTO;
     cfg->n_slots = 2;
     cfg->connect_timeout_ms = 30000;
-    cfg->peer_timeout_ms = 0;
+    cfg->handshake_timeout_ms = 5000;
+    cfg->peer_timeout_ms = RT_PEER_TIMEOUT_MS;
     cfg->gid_index = -1;
 }
 
@@ -90,11 +92,8 @@ static int peers_on_loopback(const rt_transport_config *cfg)
     return 0;
 }
 
-int rt_transport_open(const rt_transport_config *cfg, rt_transport **out, rt_error *err)
+static int open_backend(const rt_transport_config *cfg, rt_transport **out, rt_error *err)
 {
-    *out = NULL;
-    if (check_config(cfg, err))
-        return -1;
     switch (cfg->kind) {
     case RT_TRANSPORT_TCP:
         return rt_tcp_open(cfg, out, err);
@@ -116,6 +115,23 @@ int rt_transport_open(const rt_transport_config *cfg, rt_transport **out, rt_err
         return rt_tcp_open(cfg, out, err);
     }
     }
+}
+
+int rt_transport_open(const rt_transport_config *cfg, rt_transport **out, rt_error *err)
+{
+    *out = NULL;
+    if (check_config(cfg, err))
+        return -1;
+    if (sodium_init() < 0)
+        return rt_fail(err, RT_EXIT_RUNTIME, "transport: libsodium cannot be initialised");
+    if (open_backend(cfg, out, err))
+        return -1;
+    if (rt_transport_check_fingerprint(*out, err)) {
+        rt_transport_close(*out);
+        *out = NULL;
+        return -1;
+    }
+    return 0;
 }
 
 void rt_transport_close(rt_transport *t)

@@ -31,9 +31,17 @@
  * a fixed binary tree whose shape depends only on the rank count, so results
  * are bit-identical on every rank whatever the timing.
  *
- * Failure: a lost peer (closed connection, completion error, timeout while a
- * peer is known dead) makes the current and every later call fail with an
- * rt_error naming the peer rank; no call ever blocks forever on a dead peer.
+ * Failure: a lost peer (closed connection, completion error, or silence: no
+ * heartbeat for peer_timeout_ms) makes the current and every later call fail
+ * with an rt_error naming the peer rank, on every rank; no call, flush and
+ * close included, ever blocks forever on a dead or frozen peer.  A peer that
+ * is alive but slow (heartbeats keep coming) is never a failure.
+ *
+ * Connections: every connection is authenticated with the job key (or runs
+ * insecure when none is given); a stranger that cannot prove it knows the
+ * key is dropped without learning anything about the job, and never delays
+ * the real ranks.  Every length, count and index that comes from the wire is
+ * checked before use.
  * size == 1 is valid: no connections, passes are not allowed, collectives
  * are local no-ops.
  */
@@ -66,12 +74,25 @@ typedef struct rt_peer {
 typedef struct rt_transport_config {
     rt_transport_kind kind;
     int rank, size;
-    const rt_peer *peers;       /* size entries: where each rank listens */
-    size_t slot_bytes;          /* capacity of one slot (rounded up to RT_ALIGN) */
-    uint32_t n_slots;           /* slots in each rank's window (>= 2) */
-    uint32_t initial_occupied;  /* slots 0..initial_occupied-1 start full */
-    int connect_timeout_ms;     /* time allowed to reach every peer (default 30000) */
-    int peer_timeout_ms;        /* a call waiting this long on a silent peer fails (0 = never) */
+    const rt_peer *peers;      /* size entries: where each rank listens */
+    size_t slot_bytes;         /* capacity of one slot (rounded up to RT_ALIGN) */
+    uint32_t n_slots;          /* slots in each rank's window (>= 2) */
+    uint32_t initial_occupied; /* slots 0..initial_occupied-1 start full */
+    int connect_timeout_ms;    /* time allowed to reach every peer (default 30000) */
+    int handshake_timeout_ms;  /* time one incoming connection has to authenticate (5000) */
+    int peer_timeout_ms;       /* a peer that sends nothing, not even a heartbeat, for this
+                                  long is lost (default RT_PEER_TIMEOUT_MS; 0 = never) */
+    /* Job identity.  With `secure`, every connection proves knowledge of
+     * job_key (challenge and response, verbs/auth.h) before it learns
+     * anything about the job; without, connections are only checked for
+     * the protocol (insecure mode). */
+    int secure;
+    uint8_t job_key[32]; /* RT_JOB_KEY_BYTES, from rt_transport_job_key */
+    /* What every rank must agree on, as "name=value" lines (plan, app,
+     * options...).  rt_transport_open compares every rank's lines with rank
+     * 0's before it returns and fails (exit code 2) naming the first field
+     * that differs and both values.  NULL = only the transport's own. */
+    const char *fingerprint;
     rt_collectives collectives; /* default tree */
     /* The ring neighbours: with ring.custom = 0, rank + 1 and rank - 1 (mod
      * size).  The engine sets them when the plan's schedule moves blocks
@@ -88,6 +109,9 @@ typedef struct rt_transport_config {
     int gid_index;      /* -1 = auto: the RoCE v2 GID of the interface's IPv4 address */
     int event_mode;     /* 0 = busy-poll completions, 1 = completion channel */
 } rt_transport_config;
+
+#define RT_JOB_KEY_BYTES 32
+#define RT_PEER_TIMEOUT_MS 8000 /* default silence limit: a frozen peer is named within ~10 s */
 
 typedef struct rt_arrival {
     uint32_t slot;  /* where the bytes are now */
@@ -153,6 +177,12 @@ int rt_transport_gatherv(rt_transport *t, const void *buf, size_t len, void **ou
 int rt_transport_bcast(rt_transport *t, void *buf, size_t len, rt_error *err);
 
 void rt_transport_get_stats(const rt_transport *t, rt_transport_stats *out);
+
+/* The job key for a secret (any bytes; rotor launch makes 64 hex digits). */
+int rt_transport_job_key(const char *secret, size_t len, uint8_t key[RT_JOB_KEY_BYTES],
+                         rt_error *err);
+/* A new random secret as 64 hex digits (cap >= 65). */
+int rt_transport_new_secret(char *hex, size_t cap, rt_error *err);
 
 /* The transport names ("auto", "tcp", "ib", "rdma" = ib): option choices
  * (ground/opts.h) and what rt_transport_kind_parse accepts. */

@@ -11,6 +11,8 @@ cleanup() {
     rm -rf "$TMP"
 }
 trap cleanup EXIT
+# Ranks started by hand (not by rotor launch) share this job secret.
+export ROTOR_TOKEN=rotor-e2e-test-secret
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "SKIP: $*" >&2; exit 77; }

@@ -1,7 +1,10 @@
-/* group_test.c - rt_group_resolve (flags > rotor launch > mpirun > PMI > Slurm)
- * and rt_hostfile_read (formats, errors as "FILE:LINE: what was wrong"). */
+/* group_test.c - rank and size from flags or the launcher's environment
+ * (flags > rotor launch > Open MPI > PMIx > MVAPICH2 > PMI > Flux > Slurm,
+ * tools/launch_env.c, then rt_group_resolve) and rt_hostfile_read (formats,
+ * errors as "FILE:LINE: what was wrong"). */
 #define _GNU_SOURCE
 #include "engine/engine.h"
+#include "tools/launch_env.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,7 +29,22 @@ static const char *const all_vars[] = {
     "SLURM_PROCID",
     "SLURM_NTASKS",
     "SLURM_LOCALID",
+    "PMIX_RANK",
+    "MV2_COMM_WORLD_RANK",
+    "MV2_COMM_WORLD_SIZE",
+    "FLUX_TASK_RANK",
+    "FLUX_JOB_SIZE",
+    "ROTOR_TOKEN",
 };
+
+/* What rotor train does: the environment fills what flags left unset. */
+static int resolve(const rt_group_config *cfg, rt_group *g, rt_error *err)
+{
+    rt_group_config c = *cfg;
+    if (rt_launch_env_group(&c, err))
+        return -1;
+    return rt_group_resolve(&c, g, err);
+}
 
 static char tmpdir[256];
 
@@ -71,7 +89,7 @@ static void test_single_process(void **state)
     rt_group g;
     rt_error err;
     rt_group_config c = cfg_env();
-    assert_int_equal(rt_group_resolve(&c, &g, &err), 0);
+    assert_int_equal(resolve(&c, &g, &err), 0);
     assert_int_equal(g.rank, 0);
     assert_int_equal(g.size, 1);
     assert_int_equal(g.local_rank, 0);
@@ -91,7 +109,7 @@ static void test_precedence(void **state)
     rt_group g;
     rt_error err;
     rt_group_config c = cfg_env();
-    assert_int_equal(rt_group_resolve(&c, &g, &err), 0);
+    assert_int_equal(resolve(&c, &g, &err), 0);
     assert_string_equal(g.source, "slurm");
     assert_int_equal(g.rank, 3);
     assert_int_equal(g.local_rank, 1);
@@ -99,7 +117,7 @@ static void test_precedence(void **state)
 
     setenv("PMI_RANK", "2", 1);
     setenv("PMI_SIZE", "4", 1);
-    assert_int_equal(rt_group_resolve(&c, &g, &err), 0);
+    assert_int_equal(resolve(&c, &g, &err), 0);
     assert_string_equal(g.source, "pmi");
     assert_int_equal(g.rank, 2);
     assert_int_equal(g.local_rank, 2); /* no MPI_LOCALRANKID: the rank */
@@ -108,7 +126,7 @@ static void test_precedence(void **state)
     setenv("OMPI_COMM_WORLD_RANK", "1", 1);
     setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
     setenv("OMPI_COMM_WORLD_LOCAL_RANK", "0", 1);
-    assert_int_equal(rt_group_resolve(&c, &g, &err), 0);
+    assert_int_equal(resolve(&c, &g, &err), 0);
     assert_string_equal(g.source, "mpirun");
     assert_int_equal(g.rank, 1);
     assert_int_equal(g.local_rank, 0);
@@ -116,7 +134,7 @@ static void test_precedence(void **state)
 
     setenv("ROTOR_RANK", "0", 1);
     setenv("ROTOR_SIZE", "4", 1);
-    assert_int_equal(rt_group_resolve(&c, &g, &err), 0);
+    assert_int_equal(resolve(&c, &g, &err), 0);
     assert_string_equal(g.source, "rotor launch");
     assert_int_equal(g.rank, 0);
     assert_int_equal(g.size, 4);
@@ -130,13 +148,105 @@ static void test_precedence(void **state)
     c.rank = 1;
     c.size = 2;
     c.hostfile = hf2;
-    assert_int_equal(rt_group_resolve(&c, &g, &err), 0);
+    assert_int_equal(resolve(&c, &g, &err), 0);
     assert_string_equal(g.source, "flags");
     assert_int_equal(g.rank, 1);
     assert_string_equal(g.peers[0].host, "::1");
     assert_int_equal(g.peers[0].port, 7000);
     assert_int_equal(g.peers[1].port, 7001);
     rt_group_free(&g);
+}
+
+/* Newer launchers, and mpirun inside a Slurm allocation. */
+static void test_more_launchers(void **state)
+{
+    (void)state;
+    const char *hf = write_file("hosts6", "127.0.0.1\n127.0.0.1\n127.0.0.1\n"
+                                          "127.0.0.1\n127.0.0.1\n127.0.0.1\n");
+    setenv("ROTOR_HOSTFILE", hf, 1);
+    rt_group g;
+    rt_error err;
+    rt_group_config c = cfg_env();
+
+    setenv("SLURM_PROCID", "0", 1); /* the allocation's own task */
+    setenv("SLURM_NTASKS", "1", 1);
+    setenv("FLUX_TASK_RANK", "4", 1);
+    setenv("FLUX_JOB_SIZE", "6", 1);
+    assert_int_equal(resolve(&c, &g, &err), 0);
+    assert_string_equal(g.source, "flux");
+    assert_int_equal(g.rank, 4);
+    assert_int_equal(g.size, 6);
+    rt_group_free(&g);
+
+    setenv("MV2_COMM_WORLD_RANK", "2", 1);
+    setenv("MV2_COMM_WORLD_SIZE", "6", 1);
+    assert_int_equal(resolve(&c, &g, &err), 0);
+    assert_string_equal(g.source, "mvapich2");
+    assert_int_equal(g.rank, 2);
+    rt_group_free(&g);
+
+    /* PMIx alone: the size from the other variables (here Open MPI's) */
+    setenv("PMIX_RANK", "5", 1);
+    setenv("OMPI_COMM_WORLD_SIZE", "6", 1);
+    assert_int_equal(resolve(&c, &g, &err), 0);
+    assert_string_equal(g.source, "pmix");
+    assert_int_equal(g.rank, 5);
+    assert_int_equal(g.size, 6);
+    rt_group_free(&g);
+
+    /* Open MPI's own rank beats PMIx and, above all, Slurm's */
+    setenv("OMPI_COMM_WORLD_RANK", "3", 1);
+    assert_int_equal(resolve(&c, &g, &err), 0);
+    assert_string_equal(g.source, "mpirun");
+    assert_int_equal(g.rank, 3);
+    rt_group_free(&g);
+
+    unsetenv("OMPI_COMM_WORLD_SIZE");
+    unsetenv("OMPI_COMM_WORLD_RANK");
+    unsetenv("MV2_COMM_WORLD_RANK");
+    unsetenv("FLUX_TASK_RANK");
+    unsetenv("FLUX_JOB_SIZE");
+    unsetenv("SLURM_NTASKS");
+    /* PMIx with no size anywhere: named */
+    assert_int_equal(resolve(&c, &g, &err), -1);
+    assert_non_null(strstr(err.msg, "PMIX_RANK"));
+    for (size_t i = 0; i < sizeof(all_vars) / sizeof(all_vars[0]); i++)
+        unsetenv(all_vars[i]);
+}
+
+/* The job secret: needed by several processes, --insecure runs without. */
+static void test_secret(void **state)
+{
+    (void)state;
+    rt_transport_config tc;
+    rt_transport_config_init(&tc);
+    rt_error err;
+    unsetenv("ROTOR_TOKEN");
+    assert_int_equal(rt_launch_env_secret(&tc, NULL, 0, 1, &err), 0);
+    assert_int_equal(tc.secure, 0);
+    assert_int_equal(rt_launch_env_secret(&tc, NULL, 0, 4, &err), -1);
+    assert_int_equal(err.code, RT_EXIT_INPUT);
+    assert_non_null(strstr(err.msg, "--insecure"));
+    assert_null(strchr(err.msg, '\n'));
+    assert_int_equal(rt_launch_env_secret(&tc, NULL, 1, 4, &err), 0);
+    assert_int_equal(tc.secure, 0);
+
+    setenv("ROTOR_TOKEN", "s3cret", 1);
+    assert_int_equal(rt_launch_env_secret(&tc, NULL, 0, 4, &err), 0);
+    assert_int_equal(tc.secure, 1);
+    assert_null(getenv("ROTOR_TOKEN")); /* not passed on */
+    uint8_t from_env[32];
+    memcpy(from_env, tc.job_key, 32);
+
+    const char *path = write_file("token", "s3cret\n");
+    assert_int_equal(rt_launch_env_secret(&tc, path, 0, 4, &err), 0);
+    assert_memory_equal(tc.job_key, from_env, 32);
+    path = write_file("token2", "other\n");
+    assert_int_equal(rt_launch_env_secret(&tc, path, 0, 4, &err), 0);
+    assert_memory_not_equal(tc.job_key, from_env, 32);
+    path = write_file("empty", "\n");
+    assert_int_equal(rt_launch_env_secret(&tc, path, 0, 4, &err), -1);
+    assert_non_null(strstr(err.msg, ":1:"));
 }
 
 static void test_bad_identity(void **state)
@@ -148,29 +258,29 @@ static void test_bad_identity(void **state)
 
     setenv("ROTOR_RANK", "3", 1);
     setenv("ROTOR_SIZE", "3", 1);
-    assert_int_equal(rt_group_resolve(&c, &g, &err), -1);
+    assert_int_equal(resolve(&c, &g, &err), -1);
     assert_int_equal(err.code, RT_EXIT_INPUT);
     assert_non_null(strstr(err.msg, "rank 3"));
 
     setenv("ROTOR_RANK", "x1", 1);
-    assert_int_equal(rt_group_resolve(&c, &g, &err), -1);
+    assert_int_equal(resolve(&c, &g, &err), -1);
     assert_non_null(strstr(err.msg, "ROTOR_RANK"));
 
     unsetenv("ROTOR_SIZE");
     setenv("ROTOR_RANK", "0", 1);
-    assert_int_equal(rt_group_resolve(&c, &g, &err), -1);
+    assert_int_equal(resolve(&c, &g, &err), -1);
     assert_non_null(strstr(err.msg, "ROTOR_SIZE"));
 
     /* size > 1 without any hostfile */
     setenv("ROTOR_SIZE", "2", 1);
-    assert_int_equal(rt_group_resolve(&c, &g, &err), -1);
+    assert_int_equal(resolve(&c, &g, &err), -1);
     assert_int_equal(err.code, RT_EXIT_INPUT);
     assert_non_null(strstr(err.msg, "hostfile"));
 
     /* rank flag without size; the message names no particular tool's flags
      * (rotor train says --node/--nodes, bench-link --rank/--size) */
     c.rank = 1;
-    assert_int_equal(rt_group_resolve(&c, &g, &err), -1);
+    assert_int_equal(resolve(&c, &g, &err), -1);
     assert_int_equal(err.code, RT_EXIT_INPUT);
     assert_non_null(strstr(err.msg, "given together"));
     assert_null(strstr(err.msg, "--"));
@@ -178,7 +288,7 @@ static void test_bad_identity(void **state)
     /* size flag (> 1) without rank */
     c.rank = -1;
     c.size = 2;
-    assert_int_equal(rt_group_resolve(&c, &g, &err), -1);
+    assert_int_equal(resolve(&c, &g, &err), -1);
     assert_int_equal(err.code, RT_EXIT_INPUT);
     assert_non_null(strstr(err.msg, "given together"));
 }
@@ -274,6 +384,8 @@ static void test_hostfile_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_more_launchers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_secret, setup, teardown),
         cmocka_unit_test_setup_teardown(test_single_process, setup, teardown),
         cmocka_unit_test_setup_teardown(test_precedence, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_identity, setup, teardown),

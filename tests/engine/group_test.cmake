@@ -1,7 +1,8 @@
-# group_test: rank/size sources and hostfile parsing (engine/group.c).  It
-# compiles group.c itself (it needs only rotor_ground), so it builds while the
-# rest of rotor_engine is in flux.
-add_executable(group_test group_test.c ${CMAKE_SOURCE_DIR}/engine/group.c)
-target_link_libraries(group_test PRIVATE rotor_ground PkgConfig::CMOCKA)
+# group_test: rank/size sources (tools/launch_env.c) and hostfile parsing
+# (engine/group.c).  It compiles both itself, so it builds while the rest of
+# rotor_engine is in flux.
+add_executable(group_test group_test.c ${CMAKE_SOURCE_DIR}/engine/group.c
+                          ${CMAKE_SOURCE_DIR}/tools/launch_env.c)
+target_link_libraries(group_test PRIVATE rotor_verbs rotor_ground PkgConfig::CMOCKA)
 add_test(NAME group_test COMMAND group_test)
 set_tests_properties(group_test PROPERTIES LABELS unit TIMEOUT 120)

@@ -13,7 +13,7 @@ hf=$(mktemp)
 trap 'rm -f "$hf"' EXIT
 printf '127.0.0.1:1\n127.0.0.1:2\n' >"$hf"
 set +e
-msg=$("$ROTOR" bench-link --transport ib --rank 0 --size 2 --hostfile "$hf" 2>&1)
+msg=$("$ROTOR" bench-link --transport ib --rank 0 --size 2 --hostfile "$hf" --insecure 2>&1)
 rc=$?
 set -e
 [[ $rc == 2 ]] || fail "--transport ib without a device: exit $rc, expected 2: $msg"

@@ -1,5 +1,6 @@
 /* tcp_test.c - TCP backend edge cases, with ranks as threads of one process:
- * handshake mismatches, connect and peer timeouts, a peer's normal close,
+ * handshake mismatches, secrets and fingerprints, connect timeouts, a slow
+ * but live peer, a peer's normal close,
  * control-message length mismatches, out-of-order passes, a window that
  * cannot be allocated.  (The multi-process scenarios live in transport_test.c.) */
 #define _GNU_SOURCE
@@ -28,9 +29,11 @@ typedef struct rank_ctx {
     rt_peer *peers;
     size_t slot_bytes;
     int connect_timeout_ms, peer_timeout_ms;
-    int rc;         /* result of the scenario body */
-    rt_error err;   /* its error */
-    double seconds; /* how long the body took */
+    const char *secret;      /* NULL = the test's common secret */
+    const char *fingerprint; /* NULL = none */
+    int rc;                  /* result of the scenario body */
+    rt_error err;            /* its error */
+    double seconds;          /* how long the body took */
     void (*body)(struct rank_ctx *c);
 } rank_ctx;
 
@@ -58,6 +61,11 @@ static int open_rank(rank_ctx *c, rt_transport **t)
     cfg.initial_occupied = 1;
     cfg.connect_timeout_ms = c->connect_timeout_ms ? c->connect_timeout_ms : 5000;
     cfg.peer_timeout_ms = c->peer_timeout_ms;
+    const char *secret = c->secret ? c->secret : "tcp-test-secret";
+    if (rt_transport_job_key(secret, strlen(secret), cfg.job_key, &c->err))
+        return -1;
+    cfg.secure = 1;
+    cfg.fingerprint = c->fingerprint;
     return rt_transport_open(&cfg, t, &c->err);
 }
 
@@ -152,67 +160,103 @@ static void test_connect_timeout(void **state)
     assert_true(c[0].seconds < 10.0);
 }
 
-/* ---- peer timeout: a silent but connected peer ---- */
+/* ---- liveness: a peer that is slow but alive is never lost ---- */
 
 static pthread_barrier_t done_bar;
 
-static void body_silent(rank_ctx *c)
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Rank 1 sends nothing for 5 peer timeouts, then joins a barrier.  Its
+ * heartbeats keep it alive: rank 0's wait just times out (0), and the
+ * barrier completes.  (A frozen peer, whose heartbeats stop too, is
+ * tested with real processes: transport_test --scenario freeze, and the
+ * e2e freeze trials.) */
+static void body_slow(rank_ctx *c)
 {
     rt_transport *t;
-    c->peer_timeout_ms = c->rank == 0 ? 300 : 0;
+    c->peer_timeout_ms = 300;
     if ((c->rc = open_rank(c, &t)) != 0) {
         pthread_barrier_wait(&done_bar);
         return;
     }
     if (c->rank == 0) {
         rt_arrival a;
-        c->rc = rt_transport_wait_arrival(t, &a, -1, &c->err);
-        /* A later call fails the same way. */
-        rt_error again;
-        if (rt_transport_barrier(t, &again) == 0 || !strstr(again.msg, "rank 1"))
-            c->rc = 99;
+        c->rc = rt_transport_wait_arrival(t, &a, 1500, &c->err);
+    } else {
+        sleep_ms(1500);
     }
-    pthread_barrier_wait(&done_bar); /* rank 1 stays silent until rank 0 is done */
-    rt_transport_close(t);
-}
-
-static void test_peer_timeout(void **state)
-{
-    (void)state;
-    rank_ctx c[2];
-    pthread_barrier_init(&done_bar, NULL, 2);
-    run_ranks(c, 2, body_silent, NULL);
-    pthread_barrier_destroy(&done_bar);
-    assert_int_equal(c[0].rc, -1);
-    expect_msg(&c[0], "rank 1", "peer timeout");
-    assert_true(c[0].seconds < 10.0);
-}
-
-/* The same for a collective: rank 1 never joins the barrier. */
-static void body_silent_ctl(rank_ctx *c)
-{
-    rt_transport *t;
-    c->peer_timeout_ms = c->rank == 0 ? 300 : 0;
-    if ((c->rc = open_rank(c, &t)) != 0) {
-        pthread_barrier_wait(&done_bar);
-        return;
-    }
-    if (c->rank == 0)
+    if (c->rc == 0)
         c->rc = rt_transport_barrier(t, &c->err);
     pthread_barrier_wait(&done_bar);
     rt_transport_close(t);
 }
 
-static void test_peer_timeout_collective(void **state)
+static void test_slow_peer_is_alive(void **state)
 {
     (void)state;
     rank_ctx c[2];
     pthread_barrier_init(&done_bar, NULL, 2);
-    run_ranks(c, 2, body_silent_ctl, NULL);
+    run_ranks(c, 2, body_slow, NULL);
     pthread_barrier_destroy(&done_bar);
+    for (int r = 0; r < 2; r++)
+        if (c[r].rc)
+            fail_msg("rank %d: rc %d: %s", r, c[r].rc, c[r].err.msg);
+}
+
+/* ---- job identity: secrets and fingerprints ---- */
+
+static void tweak_other_secret(rank_ctx *c)
+{
+    if (c->rank == 1)
+        c->secret = "another job's secret";
+}
+
+static void test_wrong_secret(void **state)
+{
+    (void)state;
+    rank_ctx c[2];
+    run_ranks(c, 2, body_open_close, tweak_other_secret);
+    /* Whoever checks the other's answer first stops with the message (exit
+     * code 2); the other then cannot reach it and fails too.  Rank 1
+     * connects to rank 0 and always gets its answer. */
+    expect_msg(&c[1], "authentication failed", "secret");
+    assert_int_equal(c[1].err.code, RT_EXIT_INPUT);
     assert_int_equal(c[0].rc, -1);
-    expect_msg(&c[0], "rank 1", "peer timeout");
-    assert_true(c[0].seconds < 10.0);
+    assert_true(c[1].seconds < 10.0);
+}
+
+static void tweak_epochs(rank_ctx *c)
+{
+    c->fingerprint = c->rank == 2 ? "plan=abc\nepochs=30\n" : "plan=abc\nepochs=20\n";
+}
+
+static void test_fingerprint_mismatch(void **state)
+{
+    (void)state;
+    rank_ctx c[3];
+    run_ranks(c, 3, body_open_close, tweak_epochs);
+    for (int r = 0; r < 3; r++) {
+        expect_msg(&c[r], "epochs", "rank 2 has '30', rank 0 has '20'");
+        assert_int_equal(c[r].err.code, RT_EXIT_INPUT);
+    }
+}
+
+static void tweak_missing_field(rank_ctx *c)
+{
+    c->fingerprint = c->rank == 1 ? "plan=abc\n" : "plan=abc\nseed=7\n";
+}
+
+static void test_fingerprint_missing_field(void **state)
+{
+    (void)state;
+    rank_ctx c[2];
+    run_ranks(c, 2, body_open_close, tweak_missing_field);
+    for (int r = 0; r < 2; r++)
+        expect_msg(&c[r], "seed", "rank 1 has nothing");
 }
 
 /* ---- a neighbour's normal close is not a failure for unrelated traffic ---- */
@@ -427,10 +471,16 @@ static void test_bad_window_keeps_fds(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_single_rank),          cmocka_unit_test(test_window_mismatch),
-        cmocka_unit_test(test_connect_timeout),      cmocka_unit_test(test_peer_timeout),
-        cmocka_unit_test(test_peer_closes_normally), cmocka_unit_test(test_length_mismatch),
-        cmocka_unit_test(test_pass_order),           cmocka_unit_test(test_peer_timeout_collective),
+        cmocka_unit_test(test_single_rank),
+        cmocka_unit_test(test_window_mismatch),
+        cmocka_unit_test(test_connect_timeout),
+        cmocka_unit_test(test_slow_peer_is_alive),
+        cmocka_unit_test(test_peer_closes_normally),
+        cmocka_unit_test(test_length_mismatch),
+        cmocka_unit_test(test_pass_order),
+        cmocka_unit_test(test_wrong_secret),
+        cmocka_unit_test(test_fingerprint_mismatch),
+        cmocka_unit_test(test_fingerprint_missing_field),
         cmocka_unit_test(test_bad_window_keeps_fds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,176 @@
+/*
+ * launch_env.c - rank, size and secret from the launcher's environment.
+ *
+ * Rank and size come from the first source that is present, in this order:
+ *   1. flags (--node/--nodes, --rank/--size): nothing is read here
+ *   2. rotor launch:  ROTOR_RANK, ROTOR_SIZE, ROTOR_LOCAL_RANK
+ *   3. Open MPI:      OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK
+ *   4. PMIx:          PMIX_RANK, with the size from OMPI_COMM_WORLD_SIZE,
+ *                     OMPI_UNIVERSE_SIZE, PMI_SIZE, SLURM_NTASKS or
+ *                     FLUX_JOB_SIZE (newer Open MPI may set only PMIX_RANK;
+ *                     rotor does not link the PMIx library)
+ *   5. MVAPICH2:      MV2_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK
+ *   6. PMI (MPICH, Intel MPI, srun --mpi=pmi2): PMI_RANK, PMI_SIZE,
+ *                     MPI_LOCALRANKID
+ *   7. Flux:          FLUX_TASK_RANK, FLUX_JOB_SIZE, FLUX_TASK_LOCAL_ID
+ *   8. Slurm:         SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID
+ *   9. otherwise a single process.
+ * MPI launchers come before Slurm: mpirun inside a Slurm allocation inherits
+ * the allocation's SLURM_* variables, which describe the allocation's own
+ * task, not the MPI job.  (Processes per host, for pinning, come from
+ * tuning_env.c.)
+ *
+ * The job secret: --token-file FILE, else ROTOR_TOKEN (rotor launch sets it
+ * for its children; environment variables are readable only by the user,
+ * unlike command lines, which `ps` shows to everyone).
+ */
+#define _GNU_SOURCE
+#include "tools/launch_env.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+typedef struct env_source {
+    const char *name; /* for rt_group.source and messages */
+    const char *rank, *local;
+    const char *size[5]; /* the first one set gives the size */
+} env_source;
+
+static const env_source sources[] = {
+    {"rotor launch", "ROTOR_RANK", "ROTOR_LOCAL_RANK", {"ROTOR_SIZE"}},
+    {"mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", {"OMPI_COMM_WORLD_SIZE"}},
+    {"pmix",
+     "PMIX_RANK",
+     "OMPI_COMM_WORLD_LOCAL_RANK",
+     {"OMPI_COMM_WORLD_SIZE", "OMPI_UNIVERSE_SIZE", "PMI_SIZE", "SLURM_NTASKS", "FLUX_JOB_SIZE"}},
+    {"mvapich2", "MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_LOCAL_RANK", {"MV2_COMM_WORLD_SIZE"}},
+    {"pmi", "PMI_RANK", "MPI_LOCALRANKID", {"PMI_SIZE"}},
+    {"flux", "FLUX_TASK_RANK", "FLUX_TASK_LOCAL_ID", {"FLUX_JOB_SIZE"}},
+    {"slurm", "SLURM_PROCID", "SLURM_LOCALID", {"SLURM_NTASKS"}},
+};
+
+/* Parse environment variable `var` as a non-negative int into *out.
+ * Returns 1 if set and valid, 0 if unset or empty, -1 (err set) if invalid. */
+static int env_int(const char *var, int *out, rt_error *err)
+{
+    const char *s = var ? getenv(var) : NULL;
+    if (!s || !*s)
+        return 0;
+    if (rt_parse_int(s, out) || *out < 0)
+        return rt_fail(err, RT_EXIT_INPUT, "%s='%s' is not a non-negative integer", var, s);
+    return 1;
+}
+
+/* The size of source s: the first of its size variables that is set. */
+static int env_size(const env_source *s, int *size, rt_error *err)
+{
+    for (size_t i = 0; i < sizeof(s->size) / sizeof(s->size[0]) && s->size[i]; i++) {
+        int rc = env_int(s->size[i], size, err);
+        if (rc)
+            return rc;
+    }
+    return rt_fail(err, RT_EXIT_INPUT, "%s is set but %s is not", s->rank, s->size[0]);
+}
+
+/* Optional local rank: left alone when unset. */
+static int env_local(const env_source *s, rt_group_config *cfg, rt_error *err)
+{
+    int v;
+    int rc = env_int(s->local, &v, err);
+    if (rc < 0)
+        return -1;
+    if (rc > 0 && cfg->local_rank < 0)
+        cfg->local_rank = v;
+    return 0;
+}
+
+int rt_launch_env_group(rt_group_config *cfg, rt_error *err)
+{
+    if ((!cfg->hostfile || !*cfg->hostfile) && getenv("ROTOR_HOSTFILE") &&
+        *getenv("ROTOR_HOSTFILE"))
+        cfg->hostfile = getenv("ROTOR_HOSTFILE");
+    if (cfg->rank >= 0 || cfg->size >= 0)
+        return 0; /* flags */
+    for (size_t i = 0; i < sizeof(sources) / sizeof(sources[0]); i++) {
+        const env_source *s = &sources[i];
+        int rank, size;
+        int rc = env_int(s->rank, &rank, err);
+        if (rc < 0)
+            return -1;
+        if (rc == 0)
+            continue;
+        if (env_size(s, &size, err) < 0)
+            return -1;
+        if (env_local(s, cfg, err))
+            return -1;
+        cfg->rank = rank;
+        cfg->size = size;
+        cfg->source = s->name;
+        return 0;
+    }
+    return 0;
+}
+
+/* Read the secret from `path`: its bytes up to the first newline. */
+static int read_token_file(const char *path, char *buf, size_t cap, size_t *len, rt_error *err)
+{
+    FILE *fp = fopen(path, "r");
+    if (!fp)
+        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "--token-file: cannot open %s", path);
+    struct stat st;
+    if (fstat(fileno(fp), &st) == 0 && (st.st_mode & 077))
+        rt_warn("--token-file %s can be read by other users (chmod 600 it)", path);
+    size_t n = fread(buf, 1, cap - 1, fp);
+    int bad = ferror(fp);
+    fclose(fp);
+    if (bad)
+        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "--token-file: cannot read %s", path);
+    buf[n] = '\0';
+    n = strcspn(buf, "\r\n");
+    buf[n] = '\0';
+    if (n == 0)
+        return rt_fail(err, RT_EXIT_INPUT, "%s:1: the token file is empty", path);
+    *len = n;
+    return 0;
+}
+
+int rt_launch_env_secret(rt_transport_config *tc, const char *token_file, int insecure, int size,
+                         rt_error *err)
+{
+    char buf[4096];
+    size_t len = 0;
+    const char *secret = NULL;
+    tc->secure = 0;
+    if (token_file) {
+        if (read_token_file(token_file, buf, sizeof(buf), &len, err))
+            return -1;
+        secret = buf;
+    } else if (getenv("ROTOR_TOKEN") && *getenv("ROTOR_TOKEN")) {
+        snprintf(buf, sizeof(buf), "%s", getenv("ROTOR_TOKEN"));
+        len = strlen(buf);
+        secret = buf;
+        unsetenv("ROTOR_TOKEN"); /* not for whatever this process starts */
+    }
+    if (insecure) {
+        if (size > 1)
+            rt_warn("--insecure: this job runs without a secret; any process that reaches "
+                    "its ports can join it");
+        return 0;
+    }
+    if (!secret) {
+        if (size <= 1)
+            return 0;
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%d processes need a job secret: set ROTOR_TOKEN or pass --token-file "
+                       "FILE (rotor launch does it for you), or --insecure to run without one",
+                       size);
+    }
+    int rc = rt_transport_job_key(secret, len, tc->job_key, err);
+    memset(buf, 0, sizeof(buf));
+    if (rc)
+        return -1;
+    tc->secure = 1;
+    return 0;
+}

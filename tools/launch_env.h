@@ -1,0 +1,19 @@
+/* launch_env.h - what the launcher's environment says about this process
+ * (the only place rotor reads launcher variables; see launch_env.c). */
+#ifndef ROTOR_TOOLS_LAUNCH_ENV_H
+#define ROTOR_TOOLS_LAUNCH_ENV_H
+
+#include "engine/engine.h"
+
+/* Fill what flags left unset in cfg: rank, size, local rank and size, where
+ * they came from, and the hostfile (ROTOR_HOSTFILE).  Returns 0, or -1 with
+ * err (exit code 2) for a malformed or half-set variable. */
+int rt_launch_env_group(rt_group_config *cfg, rt_error *err);
+
+/* The job secret: --token-file FILE when given, else ROTOR_TOKEN (removed
+ * from the environment once read).  A job of more than one process needs
+ * one unless `insecure`.  Fills tc->secure and tc->job_key. */
+int rt_launch_env_secret(rt_transport_config *tc, const char *token_file, int insecure, int size,
+                         rt_error *err);
+
+#endif

@@ -1,0 +1,63 @@
+/* auth.c - MACs and nonces for connection authentication (see auth.h). */
+#include "verbs/auth.h"
+
+#include <sodium.h>
+#include <string.h>
+
+void auth_nonce(uint8_t nonce[AUTH_NONCE_BYTES])
+{
+    randombytes_buf(nonce, AUTH_NONCE_BYTES);
+}
+
+void auth_tag(const rt_transport_config *cfg, const char *role, const void *ctx, size_t ctx_len,
+              const uint8_t nonce[AUTH_NONCE_BYTES], uint8_t tag[AUTH_TAG_BYTES])
+{
+    memset(tag, 0, AUTH_TAG_BYTES);
+    if (!cfg->secure)
+        return;
+    crypto_auth_hmacsha512256_state st;
+    crypto_auth_hmacsha512256_init(&st, cfg->job_key, sizeof(cfg->job_key));
+    crypto_auth_hmacsha512256_update(&st, (const unsigned char *)role, strlen(role) + 1);
+    crypto_auth_hmacsha512256_update(&st, ctx, ctx_len);
+    crypto_auth_hmacsha512256_update(&st, nonce, AUTH_NONCE_BYTES);
+    crypto_auth_hmacsha512256_final(&st, tag);
+    sodium_memzero(&st, sizeof(st));
+}
+
+int auth_check(const rt_transport_config *cfg, const char *role, const void *ctx, size_t ctx_len,
+               const uint8_t nonce[AUTH_NONCE_BYTES], const uint8_t tag[AUTH_TAG_BYTES])
+{
+    if (!cfg->secure)
+        return 1;
+    uint8_t want[AUTH_TAG_BYTES];
+    auth_tag(cfg, role, ctx, ctx_len, nonce, want);
+    int ok = crypto_verify_32(want, tag) == 0;
+    sodium_memzero(want, sizeof(want));
+    return ok;
+}
+
+int rt_transport_job_key(const char *secret, size_t len, uint8_t key[RT_JOB_KEY_BYTES],
+                         rt_error *err)
+{
+    if (sodium_init() < 0)
+        return rt_fail(err, RT_EXIT_RUNTIME, "libsodium cannot be initialised");
+    if (len == 0)
+        return rt_fail(err, RT_EXIT_INPUT, "the job secret is empty");
+    static const unsigned char label[] = "rotor job key v1";
+    crypto_generichash(key, RT_JOB_KEY_BYTES, (const unsigned char *)secret, len, label,
+                       sizeof(label) - 1);
+    return 0;
+}
+
+int rt_transport_new_secret(char *hex, size_t cap, rt_error *err)
+{
+    if (sodium_init() < 0)
+        return rt_fail(err, RT_EXIT_RUNTIME, "libsodium cannot be initialised");
+    uint8_t raw[32];
+    if (cap < 2 * sizeof(raw) + 1)
+        return rt_fail(err, RT_EXIT_RUNTIME, "secret buffer too small");
+    randombytes_buf(raw, sizeof(raw));
+    sodium_bin2hex(hex, cap, raw, sizeof(raw));
+    sodium_memzero(raw, sizeof(raw));
+    return 0;
+}
