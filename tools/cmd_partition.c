@@ -12,6 +12,7 @@
 #include "apps/apps.h"
 #include "tools/commands.h"
 #include "tools/partition_cmd.h"
+#include "tools/guard.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -348,6 +349,10 @@ int cmd_partition(int argc, char **argv)
     int rc = parse(argc, argv, &o, &err);
     if (rc == 1)
         return RT_EXIT_OK;
+    if (rc == 0 && !o.verify) {
+        rt_guard_output(o.out);
+        rc = rt_guard_start(&err);
+    }
     if (rc == 0) {
         if (o.app == PARTITION_LDA)
             rc = partition_lda(&o, argc, argv, &err);
@@ -355,6 +360,6 @@ int cmd_partition(int argc, char **argv)
             rc = o.verify ? verify(o.verify, &err) : run(argc, argv, &o, &err);
     }
     if (rc < 0)
-        rt_die(&err);
+        rt_guard_die(&err);
     return RT_EXIT_OK;
 }

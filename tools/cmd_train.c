@@ -11,6 +11,7 @@
 #include "tools/app_options.h"
 #include "tools/commands.h"
 #include "tools/link_opts.h"
+#include "tools/guard.h"
 #include "tools/tuning_env.h"
 
 #include <stdlib.h>
@@ -227,6 +228,7 @@ static int train(const train_opts *o, train_run *r, rt_error *err)
     if (rt_plan_open(o->plan_dir, &r->plan, err))
         return -1;
     r->plan_open = 1;
+    rt_guard_mapped_plan(&r->plan);
     if (r->app->check(r->app_opts, &r->plan, err))
         return -1;
     link_opts link = o->link;
@@ -276,16 +278,35 @@ static void train_cleanup(train_run *r)
         rt_plan_close(&r->plan);
 }
 
+/* The value of option `name` ("--x v" or "--x=v") on the command line. */
+static const char *option_value(int argc, char **argv, const char *name)
+{
+    size_t n = strlen(name);
+    for (int i = 1; i < argc; i++) {
+        if (!strncmp(argv[i], name, n) && argv[i][n] == '=')
+            return argv[i] + n + 1;
+        if (!strcmp(argv[i], name) && i + 1 < argc)
+            return argv[i + 1];
+    }
+    return NULL;
+}
+
 int cmd_train(int argc, char **argv)
 {
     train_opts o;
     train_run r = {0};
     rt_error err = {0};
     int rc = parse_args(&o, &r.app_opts, argc, argv, &err);
+    /* The app's output options name what an interrupted or failed run removes. */
+    if (rc == 0) {
+        rt_guard_output(option_value(argc, argv, "--out"));
+        rt_guard_output(option_value(argc, argv, "--metrics"));
+        rc = rt_guard_start(&err);
+    }
     if (rc == 0)
         rc = train(&o, &r, &err);
     train_cleanup(&r);
     if (rc < 0)
-        rt_die(&err);
+        rt_guard_die(&err);
     return RT_EXIT_OK;
 }

@@ -11,6 +11,7 @@
  * and FILE.vocab.txt (word names w1 .. wV).  Everything depends only on
  * the seed. */
 #include "ground/ground.h"
+#include "tools/guard.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -260,7 +261,15 @@ int gen_lda_main(int argc, char **argv)
     int rc = parse(argc, argv, &g, &err);
     if (rc == 1)
         return RT_EXIT_OK;
-    if (rc || generate(&g, &err))
+    if (rc)
         rt_die(&err);
+    char topics[4200], vocab[4200];
+    snprintf(topics, sizeof(topics), "%s.topics.npy", g.out);
+    snprintf(vocab, sizeof(vocab), "%s.vocab.txt", g.out);
+    rt_guard_output(g.out);
+    rt_guard_output(topics);
+    rt_guard_output(vocab);
+    if (rt_guard_start(&err) < 0 || generate(&g, &err))
+        rt_guard_die(&err);
     return RT_EXIT_OK;
 }

@@ -12,6 +12,7 @@
  */
 #include "ground/ground.h"
 #include "tools/gen.h"
+#include "tools/guard.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -399,9 +400,12 @@ int gen_mf_main(int argc, char **argv)
     if (st)
         return st == 1 ? RT_EXIT_OK : st;
     rt_error err = {0};
-    if (generate(&o, &err) < 0) {
-        fprintf(stderr, "rotor: error: %s\n", err.msg);
-        return err.code ? err.code : RT_EXIT_RUNTIME;
-    }
+    char truth[4200];
+    snprintf(truth, sizeof(truth), "%s.truth.json", o.out);
+    rt_guard_output(o.out);
+    rt_guard_output(o.test_out);
+    rt_guard_output(rt_is_stdio(o.out) ? NULL : truth);
+    if (rt_guard_start(&err) < 0 || generate(&o, &err) < 0)
+        rt_guard_die(&err);
     return RT_EXIT_OK;
 }

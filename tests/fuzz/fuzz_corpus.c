@@ -38,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     /* Keep the fuzzer on parsing: a header asking for billions of empty
      * documents or words is valid input that is merely slow. */
-    if (FUZZ_CORPUS == RT_CORPUS_UCI) {
+    if (FUZZ_CORPUS == RT_CORPUS_UCI || FUZZ_CORPUS == RT_CORPUS_AUTO) {
         unsigned long long d = 0, w = 0;
         char head[64] = {0};
         memcpy(head, data, main_len < 63 ? main_len : 63);
