@@ -14,8 +14,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
-#include <xxhash.h>
 
 /* ---- input checks ---- */
 
@@ -259,27 +257,20 @@ static int write_ids(rt_plan_builder *pb, const char *name, const rt_idmap *m, r
 {
     char path[4200];
     snprintf(path, sizeof(path), "%s/%s", pb->tmp, name);
-    FILE *fp = fopen(path, "wb");
-    if (!fp)
-        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot create", path);
-    setvbuf(fp, NULL, _IOFBF, 1 << 20);
-    XXH3_state_t st;
-    XXH3_64bits_reset(&st);
-    uint64_t bytes = 0;
-    int bad = 0;
-    for (uint64_t i = 0; i < m->n && !bad; i++) {
+    rt_hashed_file f;
+    if (rt_hashed_create(&f, path, err))
+        return -1;
+    int rc = 0;
+    for (uint64_t i = 0; i < m->n && rc == 0; i++) {
         const char *s = rt_idmap_str(m, i);
-        size_t len = strlen(s);
-        /* The string is followed by its NUL; hash and write it with a '\n'. */
-        XXH3_64bits_update(&st, s, len);
-        XXH3_64bits_update(&st, "\n", 1);
-        bad = fwrite(s, 1, len, fp) != len || fputc('\n', fp) == EOF;
-        bytes += len + 1;
+        rc = rt_hashed_put(&f, s, strlen(s), err);
+        if (rc == 0)
+            rc = rt_hashed_put(&f, "\n", 1, err);
     }
-    bad |= fclose(fp) != 0;
-    if (bad)
-        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: write failed", path);
-    return rt_plan_note_file(pb, name, bytes, XXH3_64bits_digest(&st), err);
+    uint64_t bytes, check;
+    if (rt_hashed_close(&f, rc, &bytes, &check, err))
+        return -1;
+    return rt_plan_note_file(pb, name, bytes, check, err);
 }
 
 /* Size and XXH3 of a file the before_commit hook wrote. */

@@ -7,8 +7,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
-#include <xxhash.h>
 
 /* Checksum of the header (with header_check = 0) followed by the table. */
 static uint64_t header_checksum(const rt_file_header *hdr, const rt_section_entry *sec)
@@ -22,12 +20,35 @@ static uint64_t header_checksum(const rt_file_header *hdr, const rt_section_entr
     return XXH3_64bits_digest(&st);
 }
 
-/* Write `len` bytes and fold them into the whole-file hash. */
-static int put(FILE *fp, XXH3_state_t *st, const void *p, size_t len, const char *path,
-               rt_error *err)
+int rt_hashed_create(rt_hashed_file *f, const char *path, rt_error *err)
 {
-    XXH3_64bits_update(st, p, len);
-    return rt_write_all(fp, p, len, path, err);
+    f->path = path;
+    f->bytes = 0;
+    XXH3_64bits_reset(&f->st);
+    f->fp = fopen(path, "wb");
+    if (!f->fp)
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot create", path);
+    setvbuf(f->fp, NULL, _IOFBF, 1 << 20);
+    return 0;
+}
+
+int rt_hashed_put(rt_hashed_file *f, const void *p, size_t len, rt_error *err)
+{
+    XXH3_64bits_update(&f->st, p, len);
+    f->bytes += len;
+    return rt_write_all(f->fp, p, len, f->path, err);
+}
+
+int rt_hashed_close(rt_hashed_file *f, int rc, uint64_t *bytes, uint64_t *check, rt_error *err)
+{
+    if (fclose(f->fp) != 0 && rc == 0)
+        rc = rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: write failed", f->path);
+    f->fp = NULL;
+    if (rc == 0) {
+        *bytes = f->bytes;
+        *check = XXH3_64bits_digest(&f->st);
+    }
+    return rc;
 }
 
 int rt_secfile_write(const char *path, const rt_file_header *hdr, const rt_secdata *secs,
@@ -51,29 +72,18 @@ int rt_secfile_write(const char *path, const rt_file_header *hdr, const rt_secda
     h.reserved = 0;
     h.header_check = header_checksum(&h, table);
 
-    FILE *fp = fopen(path, "wb");
-    if (!fp)
-        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot create", path);
-    setvbuf(fp, NULL, _IOFBF, 1 << 20);
-    XXH3_state_t st;
-    XXH3_64bits_reset(&st);
-    int rc = put(fp, &st, &h, sizeof(h), path, err);
+    rt_hashed_file f;
+    if (rt_hashed_create(&f, path, err))
+        return -1;
+    int rc = rt_hashed_put(&f, &h, sizeof(h), err);
     if (rc == 0)
-        rc = put(fp, &st, table, sizeof(table[0]) * n, path, err);
-    uint64_t pos = sizeof(h) + sizeof(table[0]) * n;
+        rc = rt_hashed_put(&f, table, sizeof(table[0]) * n, err);
     for (uint32_t i = 0; rc == 0 && i < n; i++) {
-        rc = put(fp, &st, zeros, table[i].offset - pos, path, err);
+        rc = rt_hashed_put(&f, zeros, table[i].offset - f.bytes, err);
         if (rc == 0)
-            rc = put(fp, &st, secs[i].data, secs[i].bytes, path, err);
-        pos = table[i].offset + secs[i].bytes;
+            rc = rt_hashed_put(&f, secs[i].data, secs[i].bytes, err);
     }
-    if (fclose(fp) != 0 && rc == 0)
-        rc = rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: write failed", path);
-    if (rc == 0) {
-        *file_check = XXH3_64bits_digest(&st);
-        *file_bytes = pos;
-    }
-    return rc;
+    return rt_hashed_close(&f, rc, file_bytes, file_check, err);
 }
 
 static int all_zero(const char *p, uint64_t n)

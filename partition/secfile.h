@@ -7,6 +7,25 @@
 
 #include "partition/partition.h"
 
+#include <stdio.h>
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t by value */
+#include <xxhash.h>
+
+/* A plan file written whole, its size and XXH3 computed on the way
+ * (plan.json records both for every file of the plan). */
+typedef struct rt_hashed_file {
+    FILE *fp;
+    const char *path;
+    XXH3_state_t st;
+    uint64_t bytes;
+} rt_hashed_file;
+
+int rt_hashed_create(rt_hashed_file *f, const char *path, rt_error *err);
+int rt_hashed_put(rt_hashed_file *f, const void *p, size_t len, rt_error *err);
+/* Close the file; when rc == 0 and the close worked, *bytes and *check
+ * describe it.  Returns rc, or -1 when closing failed. */
+int rt_hashed_close(rt_hashed_file *f, int rc, uint64_t *bytes, uint64_t *check, rt_error *err);
+
 /* One section to write: `bytes` bytes at `data`. */
 typedef struct rt_secdata {
     uint32_t id;
