@@ -91,6 +91,10 @@ void *rt_alloc_array(uint64_t count, size_t elem, const char *file, const char *
                      rt_error *err);
 void *rt_calloc_array(uint64_t count, size_t elem, const char *file, const char *field,
                       rt_error *err);
+/* Grow *p (realloc, *cap elements of elem bytes) to hold at least `need`
+ * elements, doubling from 64; the old elements are kept.  -1 with err set
+ * (exit 1) when memory runs out or the size wraps. */
+int rt_grow_array(void **p, uint64_t *cap, uint64_t need, size_t elem, rt_error *err);
 
 /* ---- deterministic random numbers ----
  * xoshiro256** seeded by splitmix64.  rt_rng_seed(rng, seed, stream) gives

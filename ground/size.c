@@ -55,6 +55,23 @@ void *rt_calloc_array(uint64_t count, size_t elem, const char *file, const char 
     return p;
 }
 
+int rt_grow_array(void **p, uint64_t *cap, uint64_t need, size_t elem, rt_error *err)
+{
+    if (need <= *cap)
+        return 0;
+    uint64_t n = *cap ? *cap : 64, bytes;
+    while (n < need)
+        n *= 2;
+    if (rt_mul_overflows(n, elem, &bytes) || bytes > RT_SIZE_LIMIT)
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (%llu items)", (unsigned long long)n);
+    void *q = realloc(*p, (size_t)bytes);
+    if (!q)
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (%llu items)", (unsigned long long)n);
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
 /* Control bytes a text file may hold: \t \n \v \f \r. */
 static int binary_byte(unsigned char c)
 {

@@ -39,23 +39,6 @@ const char *rt_corpus_format_name(rt_corpus_format f)
     return "?";
 }
 
-/* ------------------------------------------------------------ growth */
-
-static int grow(void **p, uint64_t *cap, uint64_t need, size_t elem, rt_error *err)
-{
-    if (need <= *cap)
-        return 0;
-    uint64_t n = *cap ? *cap : 64;
-    while (n < need)
-        n *= 2;
-    void *q = realloc(*p, n * elem);
-    if (!q)
-        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (%llu items)", (unsigned long long)n);
-    *p = q;
-    *cap = n;
-    return 0;
-}
-
 /* ------------------------------------------------------------ strings */
 
 void rt_strpool_free(rt_strpool *p)
@@ -68,8 +51,8 @@ void rt_strpool_free(rt_strpool *p)
 int rt_strpool_add(rt_strpool *p, const char *s, size_t len, rt_error *err)
 {
     uint64_t cap = p->cap;
-    if (grow((void **)&p->buf, &cap, p->len + len + 1, 1, err) ||
-        grow((void **)&p->off, &p->ncap, p->n + 1, sizeof(uint64_t), err))
+    if (rt_grow_array((void **)&p->buf, &cap, p->len + len + 1, 1, err) ||
+        rt_grow_array((void **)&p->off, &p->ncap, p->n + 1, sizeof(uint64_t), err))
         return -1;
     p->cap = (size_t)cap;
     memcpy(p->buf + p->len, s, len);
@@ -151,7 +134,7 @@ void rt_corpus_free(rt_corpus *c)
 
 int rt_corpus_begin_doc(rt_corpus *c, const char *name, size_t name_len, rt_error *err)
 {
-    if (grow((void **)&c->doc_off, &c->doc_cap, c->n_docs + 2, sizeof(uint64_t), err))
+    if (rt_grow_array((void **)&c->doc_off, &c->doc_cap, c->n_docs + 2, sizeof(uint64_t), err))
         return -1;
     if (rt_strpool_add(&c->doc_names, name, name_len, err))
         return -1;
@@ -164,8 +147,8 @@ int rt_corpus_begin_doc(rt_corpus *c, const char *name, size_t name_len, rt_erro
 int rt_corpus_add(rt_corpus *c, uint32_t word, uint32_t count, rt_error *err)
 {
     uint64_t cap = c->cap;
-    if (grow((void **)&c->word, &cap, c->n_entries + 1, sizeof(uint32_t), err) ||
-        grow((void **)&c->count, &c->cap, c->n_entries + 1, sizeof(uint32_t), err))
+    if (rt_grow_array((void **)&c->word, &cap, c->n_entries + 1, sizeof(uint32_t), err) ||
+        rt_grow_array((void **)&c->count, &c->cap, c->n_entries + 1, sizeof(uint32_t), err))
         return -1;
     c->word[c->n_entries] = word;
     c->count[c->n_entries] = count;
@@ -192,7 +175,7 @@ int rt_corpus_finish(rt_corpus *c, rt_error *err)
     uint64_t *tmp = NULL, tcap = 0, out = 0, tokens = 0;
     for (uint64_t d = 0; d < c->n_docs; d++) {
         uint64_t a = c->doc_off[d], b = c->doc_off[d + 1], n = b - a;
-        if (grow((void **)&tmp, &tcap, n + 1, sizeof(uint64_t), err)) {
+        if (rt_grow_array((void **)&tmp, &tcap, n + 1, sizeof(uint64_t), err)) {
             free(tmp);
             return -1;
         }

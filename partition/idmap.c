@@ -161,28 +161,13 @@ static int grow_str(rt_idmap *m, rt_error *err)
     return 0;
 }
 
-static int grow(void **p, uint64_t *cap, uint64_t need, size_t unit, rt_error *err)
-{
-    if (need <= *cap)
-        return 0;
-    uint64_t c = *cap ? *cap : 256;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(*p, c * unit);
-    if (!q)
-        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (id table)");
-    *p = q;
-    *cap = c;
-    return 0;
-}
-
 /* Append string s as the next dense id. */
 static int append(rt_idmap *m, const char *s, size_t len, rt_error *err)
 {
     if (m->n >= UINT32_MAX - 1)
         return rt_fail(err, RT_EXIT_INPUT, "more than 2^32-2 distinct ids");
-    if (grow((void **)&m->off, &m->cap, m->n + 1, sizeof(uint64_t), err) < 0 ||
-        grow((void **)&m->chars, &m->chars_cap, m->chars_len + len + 1, 1, err) < 0)
+    if (rt_grow_array((void **)&m->off, &m->cap, m->n + 1, sizeof(uint64_t), err) < 0 ||
+        rt_grow_array((void **)&m->chars, &m->chars_cap, m->chars_len + len + 1, 1, err) < 0)
         return -1;
     memcpy(m->chars + m->chars_len, s, len);
     m->chars[m->chars_len + len] = '\0';
