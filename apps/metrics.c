@@ -12,6 +12,7 @@ void rt_metrics_init(rt_metrics *m, const char *path, const char *app, json_t *c
         return;
     }
     snprintf(m->path, sizeof(m->path), "%s", path);
+    m->t0 = rt_now();
     m->doc = json_object();
     json_object_set_new(m->doc, "app", json_string(app));
     json_object_set_new(m->doc, "config", config ? config : json_object());
@@ -24,6 +25,7 @@ int rt_metrics_epoch(rt_metrics *m, json_t *epoch, rt_error *err)
         json_decref(epoch);
         return 0;
     }
+    json_object_set_new(epoch, "elapsed_s", json_real(rt_now() - m->t0));
     json_array_append_new(json_object_get(m->doc, "epochs"), epoch);
     json_object_set_new(m->doc, "peak_rss_kib", json_integer(rt_peak_rss_kib()));
     char *text = json_dumps(m->doc, JSON_INDENT(1));

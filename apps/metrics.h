@@ -2,8 +2,10 @@
  * metrics.h - per-epoch metrics as a JSON document (internal to apps/).
  *
  * `--metrics FILE` makes rank 0 rewrite FILE atomically after every epoch:
- *   {"app": ..., "config": {...}, "epochs": [{...}, ...], "peak_rss_kib": N}
- * so a benchmark (bench/) or a person can read progress mid-run.
+ *   {"app": ..., "config": {...}, "epochs": [{..., "elapsed_s": S}, ...], "peak_rss_kib": N}
+ * so a benchmark (bench/), `rotor plot` or a person can read progress mid-run.
+ * "elapsed_s" is the wall time since the app started (set up included), the
+ * x axis of `rotor plot --x seconds`.
  */
 #ifndef ROTOR_APPS_METRICS_H
 #define ROTOR_APPS_METRICS_H
@@ -15,6 +17,7 @@
 typedef struct rt_metrics {
     char path[4096]; /* "" = disabled */
     json_t *doc;
+    double t0; /* rt_metrics_init: each epoch record gets "elapsed_s", wall seconds since */
 } rt_metrics;
 
 /* `config` is taken (reference stolen).  path NULL or "" disables. */

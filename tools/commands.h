@@ -12,5 +12,6 @@ int cmd_topics(int argc, char **argv);     /* tools/cmd_topics.c */
 int cmd_bench_link(int argc, char **argv); /* tools/cmd_bench_link.c */
 int cmd_eval(int argc, char **argv);       /* tools/cmd_eval.c */
 int cmd_simulate(int argc, char **argv);   /* tools/cmd_simulate.c */
+int cmd_plot(int argc, char **argv);       /* tools/cmd_plot.c */
 
 #endif

@@ -19,6 +19,7 @@ static const command commands[] = {
     {"launch", cmd_launch, "start P local processes of a command on loopback"},
     {"eval", cmd_eval, "score a saved MF model on a ratings file"},
     {"topics", cmd_topics, "print the top words of a trained LDA model"},
+    {"plot", cmd_plot, "convergence curves of training runs (--metrics files) as PNG or SVG"},
     {"bench-link", cmd_bench_link, "latency and bandwidth of the transport (like perftest)"},
     {"simulate", cmd_simulate, "predict epoch time, stall and traffic of a schedule on N nodes"},
 };

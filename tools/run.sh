@@ -16,7 +16,7 @@ cd "$ROOT"
 JOBS=$(nproc 2>/dev/null || echo 2)
 
 PACKAGES=(build-essential cmake pkg-config libibverbs-dev librdmacm-dev libhwloc-dev
-          libjansson-dev libxxhash-dev libcmocka-dev libsodium-dev)
+          libjansson-dev libxxhash-dev libcmocka-dev libsodium-dev gnuplot-nox)
 
 # The fuzz targets (tests/fuzz/) need clang's libFuzzer runtime.
 FUZZ_PACKAGES=(clang-14 libclang-rt-14-dev)
@@ -62,7 +62,10 @@ demo() {
     say "training SGD-MF: 2 processes x 2 threads over loopback"
     "$rotor" launch -n 2 -- "$rotor" train --plan "$out/plan" --app sgd-mf --rank 8 \
         --lr 0.05 --lambda 0.001 --schedule bold --no-biases --epochs 25 --seed 7 \
-        --out "$out/model"
+        --out "$out/model" --metrics "$out/metrics.json"
+    say "drawing the convergence curves: $out/convergence.png"
+    "$rotor" plot "$out/metrics.json" --y train_rmse,test_rmse --out "$out/convergence.png" \
+        --title "rotor demo: SGD-MF, 2 processes x 2 threads"
     say "scoring the saved model on the held-out ratings (noise floor: 0.1)"
     "$rotor" eval --model "$out/model" --input "$out/test.txt"
     say "done: model in $out/model (W.npy, H.npy, rows.ids, cols.ids, model.json)"
