@@ -63,6 +63,7 @@ typedef struct lda_opts {
     lda_sampler sampler;
     uint32_t mh_steps; /* MH: proposals per token (alternating doc / word) */
     uint32_t eval_every;
+    uint32_t sync_every; /* all-reduce the topic totals every N steps (and at sweep end) */
     uint64_t seed;
     uint32_t top;        /* words per topic in topics.txt */
     const char *out;     /* NULL = do not save */

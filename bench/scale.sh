@@ -17,13 +17,14 @@
 # For each (app, ranks, gbps): gen + partition once per (app, ranks), run
 # `rotor train` in every namespace (1 thread per rank), take the median epoch
 # time and stall of the epochs after the first, and run `rotor simulate` on
-# the same plan with the kernel rate calibrated here (serial run of the app)
-# and --host-cores = this machine's cores (all ranks share them).  One JSON
-# line per configuration:
-#   {"app", "ranks", "threads", "gbps", "latency_us", "measured_epoch_s",
+# the same plan with the kernel rate calibrated here (--calibrate-threads:
+# the plan's workers as threads of one process, sharing this machine's cores
+# as the ranks do) and the bandwidth TCP reaches through the shaped link
+# (gbps_tcp, rotor bench-link).  One JSON line per configuration:
+#   {"app", "ranks", "threads", "gbps", "gbps_tcp", "latency_us", "measured_epoch_s",
 #    "predicted_epoch_s", "epoch_error", "measured_stall", "predicted_stall",
 #    "critical", "loadavg"}
-# --quick: 4 configurations (about a minute).  Without root or namespaces it
+# --quick: 4 configurations (about a minute and a half).  Without root or namespaces it
 # prints a message and exits 0.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -45,7 +46,6 @@ done
 
 PREFIX=rtscale
 SUBNET=169.254.77
-cores=$(nproc)
 TMP=$(mktemp -d)
 max_ranks=0
 
@@ -96,13 +96,13 @@ netns_up() {
 shape() {
     local rate=$1 burst
     # a burst of ~1 ms of traffic (at least 64 KiB) keeps tbf accurate at high rates
-    burst=$(awk -v g="$rate" 'BEGIN { b = g * 1e9 / 8 / 1000; if (b < 65536) b = 65536; printf "%d", b }')
+    burst=$(awk -v g="$rate" 'BEGIN { b = g * 1e9 / 8 / 1000; if (b < 262144) b = 262144; printf "%d", b }')
     for ((r = 0; r < max_ranks; r++)); do
         tc -n "$PREFIX-$r" qdisc del dev eth0 root 2>/dev/null || true
         tc -n "$PREFIX-sw" qdisc del dev "p$r" root 2>/dev/null || true
         [ "$rate" = 0 ] && continue
-        tc -n "$PREFIX-$r" qdisc add dev eth0 root tbf rate "${rate}gbit" burst "$burst" latency 20ms
-        tc -n "$PREFIX-sw" qdisc add dev "p$r" root tbf rate "${rate}gbit" burst "$burst" latency 20ms
+        tc -n "$PREFIX-$r" qdisc add dev eth0 root tbf rate "${rate}gbit" burst "$burst" latency 200ms
+        tc -n "$PREFIX-sw" qdisc add dev "p$r" root tbf rate "${rate}gbit" burst "$burst" latency 200ms
     done
 }
 
@@ -127,19 +127,29 @@ run_ranks() { # run_ranks N CMD...
     return $rc
 }
 
-# One-way latency between two namespaces (8-byte ring pass, microseconds).
-measure_latency() {
+# bench-link between namespaces 0 and 1; prints rank 0's JSON.
+link_bench() { # link_bench ARGS...
     port=$((port + 16))
     hostfile 2 "$port" "$TMP/hosts2"
-    local r0
     ip netns exec "$PREFIX-1" "$ROTOR" bench-link --rank 1 --size 2 --hostfile "$TMP/hosts2" \
-        --transport tcp --test lat --min-size 8 --max-size 8 --iters 200 --json \
-        >/dev/null 2>&1 &
-    r0=$(ip netns exec "$PREFIX-0" "$ROTOR" bench-link --rank 0 --size 2 \
-        --hostfile "$TMP/hosts2" --transport tcp --test lat --min-size 8 --max-size 8 \
-        --iters 200 --json 2>/dev/null)
+        --transport tcp --json "$@" >/dev/null 2>&1 &
+    ip netns exec "$PREFIX-0" "$ROTOR" bench-link --rank 0 --size 2 --hostfile "$TMP/hosts2" \
+        --transport tcp --json "$@" 2>/dev/null
     wait
-    echo "$r0" | sed -n 's/.*"t_typical_usec": \([0-9.]*\).*/\1/p'
+}
+
+# One-way latency between two namespaces (8-byte ring pass, microseconds).
+measure_latency() {
+    link_bench --test lat --min-size 8 --max-size 8 --iters 200 |
+        sed -n 's/.*"t_typical_usec": \([0-9.]*\).*/\1/p'
+}
+
+# What TCP gets through the shaped link (2 MiB blocks, Gb/s): the link
+# model's bandwidth.  tbf plus TCP's congestion control rarely reach the
+# nominal rate, and on a 2-core machine the copies bound the fast rates.
+measure_gbps() {
+    link_bench --test bw --min-size 2M --max-size 2M --iters 20 |
+        sed -n 's/.*"bw_mb_per_sec": \([0-9.]*\).*/\1/p' | awk '{ printf "%.3f", $1 * 8 / 1000 }'
 }
 
 # ---- data and runs ----
@@ -183,17 +193,21 @@ measured() {
 }
 
 declare -A rate
-calibrate() { # calibrate APP PLAN: kernel rate (units/s per thread) and step overhead
+# The kernel rate with all of the plan's workers as threads of one process on
+# this machine's cores, as the ranks will share them (no network).
+calibrate() { # calibrate APP PLAN KEY: rate[KEY] = units/s per thread
     local out
     # shellcheck disable=SC2046
-    out=$("$ROTOR" simulate --plan "$2" --app "$1" $(app_args "$1") --calibrate --gbps 0 \
+    out=$("$ROTOR" simulate --plan "$2" --app "$1" $(app_args "$1") --calibrate-threads --gbps 0 \
         --json 2>&1) || { echo "$out" >&2; return 1; }
-    rate[$1]=$(echo "$out" | sed -n 's/.*"rate": \([0-9.e+]*\).*/\1/p')
+    rate[$3]=$(echo "$out" | sed -n 's/.*"rate": \([0-9.e+]*\).*/\1/p')
 }
 
+declare -A effective
 one_config() { # one_config APP RANKS GBPS LAT_US
     local app=$1 n=$2 g=$3 lat=$4 plan=$TMP/$1.$2/plan m pred
     shape "$g"
+    [ -n "${effective[$g]:-}" ] || effective[$g]=$(measure_gbps)
     # shellcheck disable=SC2046
     if ! run_ranks "$n" "$ROTOR" train --plan "$plan" --app "$app" $(app_args "$app") \
         --transport tcp; then
@@ -204,15 +218,15 @@ one_config() { # one_config APP RANKS GBPS LAT_US
     m=$(measured)
     # shellcheck disable=SC2046
     pred=$("$ROTOR" simulate --plan "$plan" --app "$app" $(app_args "$app") --json \
-        --rate "${rate[$app]}" --gbps "$g" --latency-us "$lat" --overhead-us 10 \
-        --host-cores "$cores")
+        --rate "${rate[$app.$n]}" --gbps "${effective[$g]}" --latency-us "$lat" --overhead-us 10)
     local pe ps crit
     pe=$(echo "$pred" | sed -n 's/.*"predicted_epoch_s": \([0-9.e+-]*\).*/\1/p')
     ps=$(echo "$pred" | sed -n 's/.*"predicted_stall": \([0-9.e+-]*\).*/\1/p')
     crit=$(echo "$pred" | sed -n 's/.*"critical": "\([a-z]*\)".*/\1/p')
     set -- $m
-    printf '{"app": "%s", "ranks": %d, "threads": 1, "gbps": %s, "latency_us": %s, ' \
-        "$app" "$n" "$g" "$lat"
+    printf '{"app": "%s", "ranks": %d, "threads": 1, "gbps": %s, "gbps_tcp": %s, ' \
+        "$app" "$n" "$g" "${effective[$g]}"
+    printf '"latency_us": %s, ' "$lat"
     printf '"measured_epoch_s": %s, "predicted_epoch_s": %s, "epoch_error": %s, ' "$1" "$pe" \
         "$(awk -v m="$1" -v p="$pe" 'BEGIN { printf "%.3f", (p - m) / m }')"
     printf '"measured_stall": %s, "predicted_stall": %s, "critical": "%s", "loadavg": "%s"}\n' \
@@ -244,6 +258,6 @@ lat=$(measure_latency)
 for c in $configs; do
     IFS=: read -r a n g <<<"$c"
     [ -d "$TMP/$a.$n/plan" ] || gen_plan "$a" "$n"
-    [ -n "${rate[$a]:-}" ] || calibrate "$a" "$TMP/$a.$n/plan"
+    calibrate "$a" "$TMP/$a.$n/plan" "$a.$n" # right before, under the same load
     one_config "$a" "$n" "$g" "$lat" || true
 done

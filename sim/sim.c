@@ -152,6 +152,9 @@ static double sync_all(sim_state *s, double cost)
 static const char *critical_of(const rt_sim_result *r, double imbalance_s, double network_s)
 {
     double compute_s = r->compute_mean_s;
+    if (r->steps_s > compute_s && r->steps_s > network_s && r->steps_s > r->collective_s &&
+        r->steps_s > imbalance_s)
+        return "steps";
     if (r->collective_s >= compute_s && r->collective_s >= network_s &&
         r->collective_s >= imbalance_s)
         return "collectives";
@@ -184,7 +187,8 @@ int rt_sim_rotation(const rt_sim_shape *sh, const rt_sim_link *l, rt_sim_result 
     for (uint32_t step = 0; step < s.B; step++) {
         for (uint32_t n = 0; n < s.N; n++)
             node_step(&s, sh, n, step, worker_sum);
-        if (sh->step_reduce_bytes > 0)
+        uint32_t every = sh->step_reduce_every ? sh->step_reduce_every : 1;
+        if (sh->step_reduce_bytes > 0 && ((step + 1) % every == 0 || step + 1 == s.B))
             out->collective_s += sync_all(&s, step_reduce);
         for (uint32_t n = 0; s.N > 1 && n < s.N; n++)
             node_pass(&s, sh, l, n, step);
@@ -222,6 +226,7 @@ int rt_sim_rotation(const rt_sim_shape *sh, const rt_sim_link *l, rt_sim_result 
         out->link_busy_s = s.B * l->overhead_s + wire_s(l, out->bytes_per_link);
         out->latency_s = s.B * (l->latency_s + l->overhead_s);
     }
+    out->steps_s = s.B * sh->step_overhead_s;
     double imbalance = out->compute_max_s - out->compute_mean_s;
     double network = out->stall_max * out->epoch_s + out->credit_wait_s;
     out->critical = critical_of(out, imbalance, network);

@@ -43,10 +43,11 @@ typedef struct rt_sim_shape {
     const double *cell_work;           /* W x B: work units of cell (w, b), row-major by w */
     const double *block_bytes;         /* B: payload bytes of block b */
     double rate;                       /* work units per second of one thread (<= 0: infinite) */
-    double host_cores;         /* > 0: all workers share this many cores (one host); 0: own cores */
-    double step_overhead_s;    /* fixed cost of every step (thread hand-off, barrier) */
-    double step_reduce_bytes;  /* all-reduced after every step (0: none) */
-    double epoch_reduce_bytes; /* all-reduced once per rotation (statistics, metrics) */
+    double host_cores;        /* > 0: all workers share this many cores (one host); 0: own cores */
+    double step_overhead_s;   /* fixed cost of every step (thread hand-off, barrier) */
+    double step_reduce_bytes; /* all-reduced after every step (0: none) */
+    uint32_t step_reduce_every; /* ... every this many steps and after the last (0 = 1) */
+    double epoch_reduce_bytes;  /* all-reduced once per rotation (statistics, metrics) */
     rt_sim_collectives collectives;
 } rt_sim_shape;
 
@@ -61,7 +62,9 @@ typedef struct rt_sim_result {
     double link_busy_s;    /* max over links of time spent sending */
     double bytes_per_link; /* max over nodes of bytes sent per rotation */
     double latency_s;      /* B x (latency + overhead): pure per-hop cost on one link */
-    const char *critical;  /* "compute", "imbalance", "bandwidth", "latency", "collectives" */
+    double steps_s;        /* B x step_overhead_s: the fixed cost of the steps */
+    const char *critical;  /* "compute", "imbalance", "bandwidth", "latency", "collectives",
+                              or "steps" (many small steps: fixed per-step costs dominate) */
 } rt_sim_result;
 
 /* Time of one all-reduce of `bytes` among `nodes` (the algorithms of

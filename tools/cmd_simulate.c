@@ -30,8 +30,10 @@ typedef struct sim_opts {
     int n_nodes;
     uint32_t threads, pipeline;
     double rate, bytes_per_col;
-    int calibrate;
-    uint32_t topics; /* lda: K (read from the app options) */
+    int calibrate;         /* 1: serial, one thread; 2: all workers as threads of this process */
+    int calibrate_threads; /* --calibrate-threads given */
+    uint32_t topics;       /* lda: K (read from the app options) */
+    uint32_t sync_every;   /* lda: --sync-every (read from the app options) */
     double step_overhead_us, latency_us, overhead_us;
     int collectives; /* rt_sim_collectives */
     rt_sim_link link;
@@ -133,6 +135,11 @@ static const rt_opt sim_options[] = {
      .type = RT_OPT_FLAG,
      .offset = offsetof(sim_opts, calibrate),
      .help = "measure the rate: a short serial run of the app on --plan"},
+    {.name = "calibrate-threads",
+     .type = RT_OPT_FLAG,
+     .offset = offsetof(sim_opts, calibrate_threads),
+     .help = "measure it with all the plan's workers as threads of one process (their "
+             "contention for this machine's cores included)"},
     {.name = "host-cores",
      .type = RT_OPT_DOUBLE,
      .offset = offsetof(sim_opts, knobs.host_cores),
@@ -225,6 +232,8 @@ static int parse_args(sim_opts *o, void **app_opts, int argc, char **argv, rt_er
     memset(o, 0, sizeof(*o));
     rt_opt_group own = {.opts = sim_options, .dest = o};
     int rc = parse_with_app(&sim_doc, &own, 1, &o->app, argc, argv, app_opts, err);
+    if (rc == 0 && o->calibrate_threads)
+        o->calibrate = 2;
     if (rc == 0 && o->calibrate) { /* again, with the calibration run's length */
         int n;
         char **v = with_calibration_args(rt_apps[o->app]->name, argc, argv, &n);
@@ -244,6 +253,9 @@ static int parse_args(sim_opts *o, void **app_opts, int argc, char **argv, rt_er
     const uint32_t *topics = app_option_value(app, *app_opts, "topics");
     if (!strcmp(app->name, "lda") && topics)
         o->topics = *topics;
+    const uint32_t *sync_every = app_option_value(app, *app_opts, "sync-every");
+    if (!strcmp(app->name, "lda") && sync_every)
+        o->sync_every = *sync_every;
     if (o->nodes_list && parse_nodes(o->nodes_list, o, err))
         return -1;
     if (!o->plan_dir && (!o->rows || !o->cols || !o->nnz || !o->n_nodes))
@@ -318,12 +330,13 @@ static int plan_cells(const rt_plan *plan, double *cells, rt_error *err)
 }
 
 /* Bytes per step and per rotation the apps all-reduce (see their step_end
- * and rotation_end): lda's K topic totals every step; MF's per-worker error
- * sums once per rotation. */
+ * and rotation_end): lda's K topic totals every --sync-every steps; MF's
+ * per-worker error sums once per rotation. */
 static void reduce_sizes(const sim_opts *o, uint32_t workers, rt_sim_shape *s)
 {
     int lda = !strcmp(o->app_name, "lda");
     s->step_reduce_bytes = lda ? 8.0 * o->topics : 0;
+    s->step_reduce_every = o->sync_every;
     s->epoch_reduce_bytes = lda ? 0 : 16.0 * workers;
 }
 
@@ -432,16 +445,24 @@ static const rt_app_ops calib_ops = {
     .rotation_end = calib_rotation_end,
 };
 
-/* Run the app serially for a few rotations; rate = work / compute time,
- * and the rest of the rotation time spread over its steps. */
+/* Run the app for a few rotations, serially (rate = work / compute time,
+ * and the rest of the rotation time spread over its steps) or with every
+ * worker a thread (rate = one worker's work over the rotation's wall time). */
 static int calibrate(sim_opts *o, const rt_app_desc *app, const void *app_opts, const rt_plan *plan,
                      size_t slot_bytes, const double *cells, rt_error *err)
 {
+    int parallel = o->calibrate == 2;
+    if (parallel && plan->workers > 256)
+        return rt_fail(err, RT_EXIT_INPUT, "--calibrate-threads: %u workers is too many threads",
+                       plan->workers);
     rt_group_config gc = {.rank = 0, .size = 1, .local_rank = 0, .base_port = 18515};
     rt_group group;
     if (rt_group_resolve(&gc, &group, err))
         return -1;
-    rt_engine_config ec = {.plan = plan, .group = &group, .threads = 1, .serial = 1};
+    rt_engine_config ec = {.plan = plan,
+                           .group = &group,
+                           .threads = parallel ? (int)plan->workers : 1,
+                           .serial = !parallel};
     rt_transport_config_init(&ec.transport);
     ec.slot_bytes = slot_bytes;
     rt_engine *eng = NULL;
@@ -462,13 +483,17 @@ static int calibrate(sim_opts *o, const rt_app_desc *app, const void *app_opts, 
     double work = 0;
     for (uint64_t i = 0; i < (uint64_t)plan->workers * plan->blocks; i++)
         work += cells[i];
-    o->rate = work * c.rotations / c.compute_s;
+    /* With every worker a thread on a shared machine, the threads' time
+     * slices count: one worker's work over the rotation's wall time. */
+    o->rate = parallel ? work * c.rotations / (c.compute_s + c.other_s) / plan->workers
+                       : work * c.rotations / c.compute_s;
     double per_step = c.other_s / c.rotations / plan->blocks;
-    if (per_step > o->knobs.step_overhead_s)
+    if (!parallel && per_step > o->knobs.step_overhead_s)
         o->knobs.step_overhead_s = per_step;
-    rt_info("simulate: calibrated %s on %s: %.4g units/s per thread, %.1f us per step besides "
-            "compute (%d rotations)",
-            app->name, plan->dir, o->rate, per_step * 1e6, c.rotations);
+    rt_info("simulate: calibrated %s on %s (%s): %.4g units/s per thread, %.1f us per step "
+            "besides compute (%d rotations)",
+            app->name, plan->dir, parallel ? "all workers as threads" : "serial", o->rate,
+            per_step * 1e6, c.rotations);
     return 0;
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# 16 local processes (tiny data) train sgd-mf, cd-mf and lda and each model
-# equals the single-thread replay of the same plan (--serial): the tree
+# 16 local processes (tiny data) train sgd-mf, cd-mf and lda (also with
+# --sync-every 3) and each model equals the single-thread replay of the
+# same plan (--serial): the tree
 # collectives (folded pairs, several doubling rounds) keep the serial-replay
 # guarantee at a rank count where they differ most from a star.
 source "$(dirname "$0")/lib.sh"
@@ -31,5 +32,11 @@ check cd "W.npy H.npy" -- train --plan "$TMP/mfplan" --app cd-mf --rank 3 --oute
     --seed 3
 check lda "word_topic.npy doc_topic.npy" -- train --plan "$TMP/ldaplan" --app lda --topics 6 \
     --iters 3 --seed 3
+# Topic totals exchanged every 3 steps: still equal to the serial replay,
+# and a different model from exchanging every step.
+check lda3 "word_topic.npy doc_topic.npy" -- train --plan "$TMP/ldaplan" --app lda --topics 6 \
+    --iters 3 --seed 3 --sync-every 3
+cmp -s "$TMP/lda.16/doc_topic.npy" "$TMP/lda3.16/doc_topic.npy" &&
+    fail "lda --sync-every 3 gave the same model as --sync-every 1"
 grep -q 'epoch   3' "$TMP/sgd.16.log" || fail "sgd run did not log 3 epochs"
 echo PASS
