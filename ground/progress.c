@@ -3,6 +3,7 @@
 #include "ground/ground.h"
 
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define TTY_DELAY 1.0   /* seconds before a bar appears */
@@ -30,6 +31,15 @@ void rt_progress_start(rt_progress *p, const char *what, const char *unit, doubl
     int on = rt_log_level >= RT_LOG_INFO;
     rt_progress_start_on(p, on ? stderr : NULL, on && isatty(STDERR_FILENO), what, unit, scale,
                          total);
+}
+
+void rt_progress_start_reading(rt_progress *p, int fd, const char *path)
+{
+    struct stat sb;
+    uint64_t size = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) ? (uint64_t)sb.st_size : 0;
+    char what[96];
+    snprintf(what, sizeof(what), "reading %s", path);
+    rt_progress_start(p, what, "MB", 1e6, size);
 }
 
 /* "0:07", "12:34", "1:02:03" */

@@ -37,6 +37,9 @@ typedef struct rt_progress {
  * RT_LOG_INFO.  total 0 = unknown. */
 void rt_progress_start(rt_progress *p, const char *what, const char *unit, double scale,
                        uint64_t total);
+/* "reading PATH" in MB, of the size of fd when it is a regular file (no
+ * total for pipes). */
+void rt_progress_start_reading(rt_progress *p, int fd, const char *path);
 /* The same on an explicit stream (NULL = silent), tty chosen by the caller. */
 void rt_progress_start_on(rt_progress *p, FILE *fp, int tty, const char *what, const char *unit,
                           double scale, uint64_t total);

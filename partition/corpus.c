@@ -73,20 +73,29 @@ int rt_text_load(const char *path, rt_text *t, rt_error *err)
         return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot open", path);
     size_t cap = 1 << 16, len = 0;
     char *buf = malloc(cap);
+    rt_progress progress;
+    rt_progress_start_reading(&progress, fileno(fp), path);
     for (;;) {
         if (!buf) {
             fclose(fp);
             return rt_fail(err, RT_EXIT_RUNTIME, "%s: out of memory", path);
         }
-        len += fread(buf + len, 1, cap - len - 1, fp);
-        if (len < cap - 1)
+        /* at most 16 MiB a call, so progress moves on big files */
+        size_t want = cap - len - 1 < (16u << 20) ? cap - len - 1 : (16u << 20);
+        size_t got = fread(buf + len, 1, want, fp);
+        len += got;
+        rt_progress_set(&progress, len);
+        if (got < want)
             break;
+        if (len < cap - 1)
+            continue;
         cap *= 2;
         char *nb = realloc(buf, cap);
         if (!nb)
             free(buf);
         buf = nb;
     }
+    rt_progress_end(&progress);
     int bad = ferror(fp);
     fclose(fp);
     if (bad) {

@@ -11,16 +11,6 @@
 #define LR_CHUNK (16u << 20) /* bytes per read() */
 #define LR_PEEK (64u << 10)  /* bytes a format guess may look at */
 
-/* Progress over bytes; a regular file's size gives the bar and the ETA. */
-static void start_progress(rt_linereader *lr)
-{
-    struct stat sb;
-    uint64_t size = fstat(lr->fd, &sb) == 0 && S_ISREG(sb.st_mode) ? (uint64_t)sb.st_size : 0;
-    char what[96];
-    snprintf(what, sizeof(what), "reading %s", lr->path);
-    rt_progress_start(&lr->progress, what, "MB", 1e6, size);
-}
-
 int rt_linereader_open(rt_linereader *lr, const char *path, rt_error *err)
 {
     memset(lr, 0, sizeof(*lr));
@@ -39,7 +29,7 @@ int rt_linereader_open(rt_linereader *lr, const char *path, rt_error *err)
         lr->fd = -1;
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (line buffer)");
     }
-    start_progress(lr);
+    rt_progress_start_reading(&lr->progress, lr->fd, lr->path);
     return 0;
 }
 
