@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Ranks that disagree stop before training, exit 2, naming what differs:
+# different plans, different --epochs, different secrets; and a job of
+# several processes without any secret stops with a one-line hint.
+source "$(dirname "$0")/lib.sh"
+"$ROTOR" gen mf --rows 2000 --cols 800 --nnz 60000 --rank 4 --noise 0.1 --seed 5 \
+    --out "$TMP/r.txt" 2>/dev/null
+"$ROTOR" partition --input "$TMP/r.txt" --nodes 2 --threads 1 --seed 5 --out "$TMP/a" 2>/dev/null
+"$ROTOR" partition --input "$TMP/r.txt" --nodes 2 --threads 1 --seed 6 --out "$TMP/b" 2>/dev/null
+
+# two_ranks NAME ARGS0 -- ARGS1: ranks 0 and 1 by hand; both must exit 2
+# within 20 s, and the messages are in $TMP/NAME.{0,1}.log.
+two_ranks() {
+    local name=$1 a0=() a1=()
+    shift
+    while [ "$1" != -- ]; do a0+=("$1"); shift; done
+    shift
+    a1=("$@")
+    printf '127.0.0.1:%s\n127.0.0.1:%s\n' "$(free_port)" "$(free_port)" >"$TMP/$name.hosts"
+    local t0=$SECONDS s0=0 s1=0
+    timeout 60 "$ROTOR" train --hostfile "$TMP/$name.hosts" --nodes 2 --node 0 "${a0[@]}" \
+        >/dev/null 2>"$TMP/$name.0.log" &
+    local p0=$!
+    timeout 60 "$ROTOR" train --hostfile "$TMP/$name.hosts" --nodes 2 --node 1 "${a1[@]}" \
+        >/dev/null 2>"$TMP/$name.1.log" || s1=$?
+    wait "$p0" || s0=$?
+    note "$name: exits $s0 $s1 after $((SECONDS - t0)) s: $(grep error "$TMP/$name.0.log")"
+    for r in 0 1; do
+        local s
+        s=$([ $r = 0 ] && echo $s0 || echo $s1)
+        [ "$s" = 2 ] || { cat "$TMP/$name.$r.log" >&2; fail "$name: rank $r exited $s"; }
+    done
+    [ $((SECONDS - t0)) -le 20 ] || fail "$name: took $((SECONDS - t0)) s"
+}
+
+common=(--app sgd-mf --rank 8 --epochs 3)
+two_ranks plans --plan "$TMP/a" "${common[@]}" -- --plan "$TMP/b" "${common[@]}"
+for r in 0 1; do grep -q "ranks disagree on plan: rank 1 has '" "$TMP/plans.$r.log" ||
+    fail "plans: rank $r's message does not name the plan"; done
+
+two_ranks epochs --plan "$TMP/a" --app sgd-mf --rank 8 --epochs 3 -- \
+    --plan "$TMP/a" --app sgd-mf --rank 8 --epochs 4
+for r in 0 1; do grep -q "ranks disagree on --epochs: rank 1 has '4', rank 0 has '3'" \
+    "$TMP/epochs.$r.log" || fail "epochs: rank $r's message does not name --epochs"; done
+
+printf 'one\n' >"$TMP/t1"
+printf 'two\n' >"$TMP/t2"
+chmod 600 "$TMP/t1" "$TMP/t2"
+unset ROTOR_TOKEN
+s=0
+two_ranks_secret() {
+    printf '127.0.0.1:%s\n127.0.0.1:%s\n' "$(free_port)" "$(free_port)" >"$TMP/sec.hosts"
+    local s0=0 s1=0
+    timeout 60 "$ROTOR" train --hostfile "$TMP/sec.hosts" --nodes 2 --node 0 --plan "$TMP/a" \
+        "${common[@]}" --token-file "$TMP/t1" >/dev/null 2>"$TMP/sec.0.log" &
+    local p0=$!
+    timeout 60 "$ROTOR" train --hostfile "$TMP/sec.hosts" --nodes 2 --node 1 --plan "$TMP/a" \
+        "${common[@]}" --token-file "$TMP/t2" >/dev/null 2>"$TMP/sec.1.log" || s1=$?
+    wait "$p0" || s0=$?
+    note "secrets: exits $s0 $s1"
+    # The one that checks the other's answer first stops with exit 2; the
+    # other then fails too (under rotor launch it is ended at once).
+    [ "$s0" != 0 ] && [ "$s1" != 0 ] || fail "different secrets: exits $s0 $s1"
+    grep -q "authentication failed" "$TMP/sec.0.log" "$TMP/sec.1.log" ||
+        fail "different secrets: no authentication message"
+    { [ "$s0" = 2 ] || [ "$s1" = 2 ]; } || fail "different secrets: neither rank exited 2"
+}
+two_ranks_secret
+
+expect_status 2 "$ROTOR" train --hostfile "$TMP/sec.hosts" --nodes 2 --node 0 --plan "$TMP/a" \
+    "${common[@]}"
+grep -q "need a job secret.*--insecure" "$TMP/last.err" || fail "no hint without a secret"
+[ "$(wc -l <"$TMP/last.err")" = 1 ] || fail "the hint is not one line"
+echo PASS
