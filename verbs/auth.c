@@ -1,7 +1,9 @@
 /* auth.c - MACs and nonces for connection authentication (see auth.h). */
 #include "verbs/auth.h"
+#include "verbs/backend.h"
 
 #include <sodium.h>
+#include <stdlib.h>
 #include <string.h>
 
 void auth_nonce(uint8_t nonce[AUTH_NONCE_BYTES])
@@ -60,4 +62,56 @@ int rt_transport_new_secret(char *hex, size_t cap, rt_error *err)
     sodium_bin2hex(hex, cap, raw, sizeof(raw));
     sodium_memzero(raw, sizeof(raw));
     return 0;
+}
+
+/* The identity a peer answer is bound to: who answers whom. */
+typedef struct peer_pair {
+    int32_t from, to;
+} peer_pair;
+
+#define ROLE_PEER "rotor peer proof"
+
+/* Every rank proves to every other that it knows the job key, over the
+ * backend's control messages: a fresh nonce to each peer, then each peer's
+ * answer MAC(K, "rotor peer proof" | (from, to) | our nonce).  For backends
+ * whose connection setup cannot run a challenge and response of its own
+ * (RDMA: the rdma_cm private data is one message each way).  Small messages
+ * only, sent to everyone before anyone waits, so no order can deadlock. */
+int rt_transport_authenticate_peers(rt_transport *t, rt_error *err)
+{
+    int size = t->cfg.size, me = t->cfg.rank;
+    if (!t->cfg.secure || size < 2)
+        return 0;
+    uint8_t(*mine)[AUTH_NONCE_BYTES] = calloc((size_t)size, AUTH_NONCE_BYTES);
+    uint8_t(*theirs)[AUTH_NONCE_BYTES] = calloc((size_t)size, AUTH_NONCE_BYTES);
+    int rc = mine && theirs ? 0 : rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    for (int p = 0; rc == 0 && p < size; p++)
+        if (p != me) {
+            auth_nonce(mine[p]);
+            rc = t->ops->send_msg(t, p, mine[p], AUTH_NONCE_BYTES, err);
+        }
+    for (int p = 0; rc == 0 && p < size; p++)
+        if (p != me)
+            rc = t->ops->recv_msg(t, p, theirs[p], AUTH_NONCE_BYTES, err);
+    for (int p = 0; rc == 0 && p < size; p++)
+        if (p != me) {
+            peer_pair pair = {me, p};
+            uint8_t tag[AUTH_TAG_BYTES];
+            auth_tag(&t->cfg, ROLE_PEER, &pair, sizeof(pair), theirs[p], tag);
+            rc = t->ops->send_msg(t, p, tag, sizeof(tag), err);
+        }
+    for (int p = 0; rc == 0 && p < size; p++)
+        if (p != me) {
+            peer_pair pair = {p, me};
+            uint8_t tag[AUTH_TAG_BYTES];
+            rc = t->ops->recv_msg(t, p, tag, sizeof(tag), err);
+            if (rc == 0 && !auth_check(&t->cfg, ROLE_PEER, &pair, sizeof(pair), mine[p], tag))
+                rc = rt_fail(err, RT_EXIT_INPUT,
+                             "authentication failed: rank %d (%s:%d) does not know this job's "
+                             "secret (different ROTOR_TOKEN or --token-file?)",
+                             p, t->cfg.peers[p].host, t->cfg.peers[p].port);
+        }
+    free(mine);
+    free(theirs);
+    return rc;
 }

@@ -43,6 +43,10 @@ int rt_transport_base_init(rt_transport *t, const struct rt_transport_ops *ops,
                            const rt_transport_config *cfg, rt_error *err);
 void rt_transport_base_free(rt_transport *t);
 
+/* Every rank proves to every other that it knows the job key, over control
+ * messages (auth.c; for backends without authentication at connect). */
+int rt_transport_authenticate_peers(rt_transport *t, rt_error *err);
+
 /* Compare every rank's fingerprint with rank 0's (fingerprint.c). */
 int rt_transport_check_fingerprint(rt_transport *t, rt_error *err);
 

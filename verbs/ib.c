@@ -443,6 +443,17 @@ static void on_arrival(ib_transport *ib, ib_peer *p, uint32_t imm)
         return;
     }
     const ib_meta *m = (const ib_meta *)((const uint8_t *)ib->meta_in + (size_t)slot * META_BYTES);
+    /* Every number from the wire is checked before use: the length against
+     * the slot, the count of blocks held against the window. */
+    if (m->len > c->slot_bytes || ib->received - ib->delivered >= c->n_slots) {
+        set_failed(ib,
+                   "ib: protocol error: pass #%llu from %s says %llu bytes (slots hold %zu) with "
+                   "%llu arrivals not yet taken (window of %u)",
+                   (unsigned long long)ib->received, peer_name(ib, p->rank, pn, sizeof(pn)),
+                   (unsigned long long)m->len, c->slot_bytes,
+                   (unsigned long long)(ib->received - ib->delivered), c->n_slots);
+        return;
+    }
     rt_arrival *a = &ib->arrq[ib->received % c->n_slots];
     a->slot = slot;
     a->block = m->block;
@@ -482,16 +493,33 @@ static void on_recv(ib_transport *ib, ib_peer *p, const struct ibv_wc *wc)
     uint32_t kind = imm >> 30, n = imm & 0x3fffffffu;
     if (!(wc->wc_flags & IBV_WC_WITH_IMM))
         kind = 4; /* not ours */
+    char pn[300];
     switch (kind) {
     case IMM_SLOT_CREDIT:
+        if (p->rank != ib->next || (uint64_t)ib->credits + n > ib->base.cfg.n_slots) {
+            set_failed(ib,
+                       "ib: protocol error: %u slot credits from %s on top of %u (window of %u)", n,
+                       peer_name(ib, p->rank, pn, sizeof(pn)), ib->credits, ib->base.cfg.n_slots);
+            return;
+        }
         ib->credits += n;
         post_recv(ib, p, idx);
         break;
     case IMM_CTRL_CREDIT:
+        if ((uint64_t)p->ctrl_credits + n > CTRL_CREDITS) {
+            set_failed(ib, "ib: protocol error: %u control credits from %s on top of %u (of %d)", n,
+                       peer_name(ib, p->rank, pn, sizeof(pn)), p->ctrl_credits, CTRL_CREDITS);
+            return;
+        }
         p->ctrl_credits += n;
         post_recv(ib, p, idx);
         break;
     case IMM_CTRL_DATA: {
+        if (n != wc->byte_len || n > CTRL_CHUNK || p->rx_count >= p->rq_depth) {
+            set_failed(ib, "ib: protocol error: a %u-byte control chunk from %s says %u bytes",
+                       wc->byte_len, peer_name(ib, p->rank, pn, sizeof(pn)), n);
+            return;
+        }
         uint32_t pos = (p->rx_head + p->rx_count) % p->rq_depth;
         p->rx_fifo[pos] = idx;
         p->rx_len[pos] = wc->byte_len;
@@ -502,11 +530,9 @@ static void on_recv(ib_transport *ib, ib_peer *p, const struct ibv_wc *wc)
         post_recv(ib, p, idx);
         on_notice(ib, p, imm);
         break;
-    default: {
-        char pn[300];
+    default:
         set_failed(ib, "ib: protocol error: unexpected message (imm 0x%08x) from %s", imm,
                    peer_name(ib, p->rank, pn, sizeof(pn)));
-    }
     }
 }
 

@@ -804,6 +804,7 @@ typedef struct conn {
     struct addrinfo *res, *ai; /* outgoing: the peer's addresses, the one tried next */
     uint32_t peer_init;        /* outgoing ring: the next rank's initial_occupied */
     int last_err;
+    double t_open; /* outgoing: when the TCP connection was up (handshake cost) */
 } conn;
 
 typedef struct setup {
@@ -981,6 +982,7 @@ static int send_hello(setup *s, conn *c)
     c->h.size = t->size;
     c->h.secure = (uint32_t)t->base.cfg.secure;
     auth_nonce(c->h.nonce);
+    c->t_open = rt_now();
     int e = send_small(c->fd, &c->h, sizeof(c->h));
     if (e) {
         retry_later(c, e < 0 ? ECONNRESET : e);
@@ -1062,6 +1064,8 @@ static int on_verdict(setup *s, conn *c, rt_error *err)
                        s->t->n_slots);
     c->peer_init = v.initial_occupied;
     c->state = CONN_READY;
+    rt_debug("tcp: rank %d: handshake with %s took %.3f ms", s->t->rank,
+             peer_str(s->t, c->peer, who, sizeof(who)), (rt_now() - c->t_open) * 1e3);
     return 0;
 }
 

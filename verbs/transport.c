@@ -126,7 +126,12 @@ int rt_transport_open(const rt_transport_config *cfg, rt_transport **out, rt_err
         return rt_fail(err, RT_EXIT_RUNTIME, "transport: libsodium cannot be initialised");
     if (open_backend(cfg, out, err))
         return -1;
-    if (rt_transport_check_fingerprint(*out, err)) {
+    /* TCP authenticates each connection as it is made; RDMA cannot in the
+     * rdma_cm exchange, so its ranks prove the secret to each other here,
+     * before anything else crosses the connections. */
+    int authenticated = !strcmp((*out)->ops->name, "tcp");
+    if ((!authenticated && rt_transport_authenticate_peers(*out, err)) ||
+        rt_transport_check_fingerprint(*out, err)) {
         rt_transport_close(*out);
         *out = NULL;
         return -1;

@@ -3,7 +3,9 @@
 #  1. a 2-process SGD-MF run over ib gives W.npy and H.npy bit-identical to
 #     the same run over tcp;
 #  2. killing one of 2 training processes over ib makes the survivor exit
-#     non-zero within 10 s, naming the lost rank.
+#     non-zero within 10 s, naming the lost rank;
+#  3. two ranks with different secrets over ib stop with an authentication
+#     message (exit 2), before any training.
 # Skips (77) until `rotor gen/partition/train/launch` are built.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 for c in gen partition train launch; do
@@ -26,7 +28,20 @@ $ROTOR launch -n 2 -- $ROTOR $train --transport ib --out $W/ib 2> $W/ib.log || {
 grep -q "ib: rank 0 on rxe0" $W/ib.log || { echo "the ib run did not use rxe0"; cat $W/ib.log; exit 1; }
 $ROTOR launch -n 2 -- $ROTOR $train --transport tcp --out $W/tcp 2> $W/tcp.log || { cat $W/tcp.log; exit 1; }
 
+echo "== different secrets over ib"
+printf one > /tmp/t1; printf two > /tmp/t2; chmod 600 /tmp/t1 /tmp/t2
+st="train --plan $W/plan --app sgd-mf --rank 8 --epochs 3 --transport ib --hostfile /tmp/hosts --nodes 2"
+$ROTOR $st --node 0 --token-file /tmp/t1 2> $W/s0.log & q0=$!
+s1=0; $ROTOR $st --node 1 --token-file /tmp/t2 2> $W/s1.log || s1=$?
+s0=0; wait $q0 || s0=$?
+cat $W/s0.log $W/s1.log | grep error
+[ $s0 = 2 ] && [ $s1 = 2 ] || { echo "different secrets: exits $s0 $s1, expected 2 2"; exit 1; }
+grep -q "authentication failed" $W/s0.log && grep -q "authentication failed" $W/s1.log ||
+    { echo "no authentication message"; exit 1; }
+grep -q "epoch " $W/s0.log $W/s1.log && { echo "trained with different secrets"; exit 1; }
+
 echo "== killed peer over ib"
+export ROTOR_TOKEN=rxe-test-secret
 kt="train --plan $W/plan --app sgd-mf --rank 8 --epochs 100000 --transport ib --hostfile /tmp/hosts --nodes 2"
 $ROTOR $kt --node 0 2> $W/r0.log & p0=$!
 $ROTOR $kt --node 1 2> $W/r1.log & p1=$!

@@ -235,6 +235,35 @@ static void test_wrong_secret(void **state)
     expect_msg(&c[told], "authentication failed", "secret");
 }
 
+/* The backend-independent proof (what RDMA relies on): passes with one
+ * key, fails naming the peer when a rank's key differs. */
+static void body_peer_proof(rank_ctx *c)
+{
+    rt_transport *t;
+    if ((c->rc = open_rank(c, &t)) != 0)
+        return;
+    c->rc = rt_transport_authenticate_peers(t, &c->err);
+    if (c->rc == 0) {
+        if (c->rank == 1)
+            t->cfg.job_key[0] ^= 1; /* as if it had another secret */
+        c->rc = rt_transport_authenticate_peers(t, &c->err) == 0 ? 90 : -1;
+    }
+    rt_transport_close(t);
+}
+
+static void test_peer_proof(void **state)
+{
+    (void)state;
+    rank_ctx c[3];
+    run_ranks(c, 3, body_peer_proof, NULL);
+    for (int r = 0; r < 3; r++) {
+        expect_msg(&c[r], "authentication failed", "secret");
+        assert_int_equal(c[r].err.code, RT_EXIT_INPUT);
+    }
+    expect_msg(&c[0], "rank 1", NULL);
+    expect_msg(&c[2], "rank 1", NULL);
+}
+
 static void tweak_epochs(rank_ctx *c)
 {
     c->fingerprint = c->rank == 2 ? "plan=abc\nepochs=30\n" : "plan=abc\nepochs=20\n";
@@ -487,6 +516,7 @@ int main(void)
         cmocka_unit_test(test_wrong_secret),
         cmocka_unit_test(test_fingerprint_mismatch),
         cmocka_unit_test(test_fingerprint_missing_field),
+        cmocka_unit_test(test_peer_proof),
         cmocka_unit_test(test_bad_window_keeps_fds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
