@@ -300,7 +300,10 @@ static void wait_cv(ib_transport *ib, double deadline)
  * peer_timeout_ms.  Caller holds mu.  Returns 1 when it failed the transport. */
 static int check_silence(ib_transport *ib, double t0, int rank, const char *what)
 {
-    int ms = ib->base.cfg.peer_timeout_ms;
+    /* The default peer timeout is meant for heartbeats, which this backend
+     * does not send yet: here it would fail a live peer whose step takes
+     * longer.  So only a timeout the user chose bounds these waits. */
+    int ms = ib->base.cfg.peer_timeout_ms == RT_PEER_TIMEOUT_MS ? 0 : ib->base.cfg.peer_timeout_ms;
     if (ms <= 0 || rt_now() - t0 < ms / 1000.0)
         return 0;
     char pn[300];
