@@ -116,7 +116,7 @@ static int cd_slot_bytes(const void *opts, const rt_plan *plan, size_t *bytes, r
         if (rt_plan_block_cols(plan, b) > max_cols)
             max_cols = rt_plan_block_cols(plan, b);
     size_t phases = cd_payload_max_bytes(max_cols);
-    size_t model = rt_mf_slot_bytes(plan, rt_mf_padded_rank(o->mf.k), o->mf.biases);
+    size_t model = rt_mf_slot_bytes(plan, rt_mf_padded_rank(o->mf.k), o->mf.biases ? 1 : 0);
     *bytes = phases > model ? phases : model;
     return 0;
 }

@@ -11,9 +11,9 @@
 /* Stream ids for the RNG: rows and columns never share a stream. */
 #define COLUMN_STREAM_BASE (1ULL << 40)
 
-size_t rt_mf_slot_bytes(const rt_plan *plan, uint32_t kp, int biases)
+size_t rt_mf_slot_bytes(const rt_plan *plan, uint32_t kp, uint32_t extra)
 {
-    kp += biases ? 1 : 0;
+    kp += extra;
     uint32_t max_cols = 0;
     for (uint32_t b = 0; b < plan->blocks; b++)
         if (rt_plan_block_cols(plan, b) > max_cols)
@@ -38,9 +38,9 @@ void rt_mf_init_vector(float *v, uint32_t k, uint32_t kp, const rt_mf_common_opt
         v[d] = 0.0f;
 }
 
-size_t rt_mf_block_bytes(const rt_plan *plan, uint32_t block, uint32_t kp, int biases)
+size_t rt_mf_block_bytes(const rt_plan *plan, uint32_t block, uint32_t kp, uint32_t extra)
 {
-    return (size_t)rt_plan_block_cols(plan, block) * (kp + (biases ? 1 : 0)) * sizeof(float);
+    return (size_t)rt_plan_block_cols(plan, block) * (kp + extra) * sizeof(float);
 }
 
 size_t rt_mf_init_block(const rt_plan *plan, uint32_t block, float *payload, uint32_t kp,
@@ -52,7 +52,7 @@ size_t rt_mf_init_block(const rt_plan *plan, uint32_t block, float *payload, uin
         rt_mf_init_vector(payload + (size_t)j * kp, o->k, kp, o, 1, ids[j]);
     if (o->biases)
         memset(rt_mf_payload_biases(payload, n, kp), 0, n * sizeof(float));
-    return rt_mf_block_bytes(plan, block, kp, o->biases);
+    return rt_mf_block_bytes(plan, block, kp, o->biases ? 1 : 0);
 }
 
 int rt_mf_is_validation(const rt_mf_common_opts *o, uint32_t global_row, uint32_t global_col)

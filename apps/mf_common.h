@@ -115,12 +115,18 @@ typedef struct rt_mf_local {
 } rt_mf_local;
 
 /* The column-block payload size for rank kp: the largest block's H rows, and
- * with biases one more float per column.  Payload layout: cols x kp floats of
- * H rows, then (with biases) cols floats of column biases. */
-size_t rt_mf_slot_bytes(const rt_plan *plan, uint32_t kp, int biases);
+ * `extra` more floats per column.  Payload layout: cols x kp floats of H
+ * rows, then `extra` arrays of cols floats: the column biases first (with
+ * biases), then what an app keeps per column (sgd-mf's AdaGrad
+ * accumulators). */
+size_t rt_mf_slot_bytes(const rt_plan *plan, uint32_t kp, uint32_t extra);
+static inline float *rt_mf_payload_extra(float *payload, uint32_t cols, uint32_t kp, uint32_t i)
+{
+    return payload + (size_t)cols * kp + (size_t)i * cols;
+}
 static inline float *rt_mf_payload_biases(float *payload, uint32_t cols, uint32_t kp)
 {
-    return payload + (size_t)cols * kp;
+    return rt_mf_payload_extra(payload, cols, kp, 0);
 }
 
 /* Allocate and initialise the W rows (and row biases) of workers
@@ -133,8 +139,8 @@ void rt_mf_local_free(rt_mf_local *m);
 /* Deterministic initial factor row for a global row (is_col = 0) or column. */
 void rt_mf_init_vector(float *v, uint32_t k, uint32_t kp, const rt_mf_common_opts *o, int is_col,
                        uint64_t global_id);
-/* Bytes of block b's payload: its H rows (and column biases). */
-size_t rt_mf_block_bytes(const rt_plan *plan, uint32_t block, uint32_t kp, int biases);
+/* Bytes of block b's payload: its H rows and `extra` floats per column. */
+size_t rt_mf_block_bytes(const rt_plan *plan, uint32_t block, uint32_t kp, uint32_t extra);
 /* Fill a home block payload with initial H rows (and zero column biases when
  * o->biases); returns its length in bytes. */
 size_t rt_mf_init_block(const rt_plan *plan, uint32_t block, float *payload, uint32_t kp,
@@ -197,6 +203,13 @@ typedef struct rt_sgd_params {
     uint32_t kp;
     float *bu, *bi;    /* row / column biases indexed like W / H rows; NULL = none */
     float lambda_bias; /* L2 on the biases */
+    /* Row-wise AdaGrad as in LIBMF (NULL gW = one global rate): one
+     * accumulator per W row (gW), H row (gH), row bias (gbu) and column bias
+     * (gbi), each starting at 1; an update steps by lr / sqrt(G) with the
+     * accumulator before it, then adds the mean squared gradient of the row
+     * (grad_scale = 1 / k) or the bias's squared gradient. */
+    float *gW, *gH, *gbu, *gbi;
+    float grad_scale;
 } rt_sgd_params;
 /* One SGD pass over entries (row/col index W and H rows); returns the sum of
  * squared errors measured before each update. */

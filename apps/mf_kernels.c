@@ -14,6 +14,11 @@
  *               u' = fma(lr, fma(err, h, -(lambda * u)), u)
  *               h' = fma(lr, fma(err, u, -(lambda * h)), h)     (old u)
  *               b' = fma(lr, err - lambda_b * b, b)             (b_u and b_i)
+ *   AdaGrad:    gu = fma(err, h, -(lambda * u)) (the negative gradient, gh
+ *               alike), u' = fma(lr / sqrt(G_u), gu, u); G_u += fold(s) *
+ *               grad_scale with s lane-wise fma(gu, gu, s) over the chunks and
+ *               the same lane fold as dot; biases: g = err - lambda_b * b,
+ *               b' = fma(lr / sqrt(G_b), g, b), G_b = fma(g, g, G_b).
  *
  * There is deliberately no AVX-512 path: 16-lane accumulation would change
  * the summation order (and so the bits), and at the ranks MF uses (k <= 128)
@@ -28,6 +33,8 @@
 
 /* ------------------------------------------------------- portable path */
 
+static inline float fold_lanes(const float s[RT_MF_LANES]);
+
 static float dot_portable(const float *a, const float *b, uint32_t kp)
 {
     float acc[4][RT_MF_LANES] = {{0}};
@@ -37,12 +44,7 @@ static float dot_portable(const float *a, const float *b, uint32_t kp)
     float s[RT_MF_LANES];
     for (int l = 0; l < RT_MF_LANES; l++)
         s[l] = (acc[0][l] + acc[1][l]) + (acc[2][l] + acc[3][l]);
-    float h4[4], h2[2];
-    for (int l = 0; l < 4; l++)
-        h4[l] = s[l] + s[l + 4];
-    for (int l = 0; l < 2; l++)
-        h2[l] = h4[l] + h4[l + 2];
-    return h2[0] + h2[1];
+    return fold_lanes(s);
 }
 
 /* err = ((r - mu) - b_u - b_i) - dot, then b += lr * (err - lambda_b * b). */
@@ -54,13 +56,54 @@ static inline float bias_error(const rt_entry *e, const rt_sgd_params *p)
     return base;
 }
 
+/* lr / sqrt(G) and G += g^2 for one AdaGrad bias; plain lr without. */
+static inline float adagrad_bias_step(const rt_sgd_params *p, float *G, float g)
+{
+    if (!G)
+        return p->lr;
+    float step = p->lr / sqrtf(*G);
+    *G = fmaf(g, g, *G);
+    return step;
+}
+
 static inline void bias_update(const rt_entry *e, const rt_sgd_params *p, float err)
 {
     if (!p->bu)
         return;
     float bu = p->bu[e->row], bi = p->bi[e->col];
-    p->bu[e->row] = fmaf(p->lr, err - p->lambda_bias * bu, bu);
-    p->bi[e->col] = fmaf(p->lr, err - p->lambda_bias * bi, bi);
+    float gu = err - p->lambda_bias * bu, gi = err - p->lambda_bias * bi;
+    float su = adagrad_bias_step(p, p->gbu ? &p->gbu[e->row] : NULL, gu);
+    float si = adagrad_bias_step(p, p->gbi ? &p->gbi[e->col] : NULL, gi);
+    p->bu[e->row] = fmaf(su, gu, bu);
+    p->bi[e->col] = fmaf(si, gi, bi);
+}
+
+/* The lane fold of dot: (l, l+4), then (l, l+2), then (0, 1). */
+static inline float fold_lanes(const float s[RT_MF_LANES])
+{
+    float h4[4], h2[2];
+    for (int l = 0; l < 4; l++)
+        h4[l] = s[l] + s[l + 4];
+    for (int l = 0; l < 2; l++)
+        h2[l] = h4[l] + h4[l + 2];
+    return h2[0] + h2[1];
+}
+
+static void adagrad_rows_portable(float *u, float *h, float err, const rt_sgd_params *p, float *Gu,
+                                  float *Gh)
+{
+    float su[RT_MF_LANES] = {0}, sh[RT_MF_LANES] = {0};
+    float lu = p->lr / sqrtf(*Gu), lh = p->lr / sqrtf(*Gh);
+    for (uint32_t d = 0; d < p->kp; d++) {
+        float ud = u[d], hd = h[d];
+        float gu = fmaf(err, hd, -(p->lambda * ud)), gh = fmaf(err, ud, -(p->lambda * hd));
+        su[d % RT_MF_LANES] = fmaf(gu, gu, su[d % RT_MF_LANES]);
+        sh[d % RT_MF_LANES] = fmaf(gh, gh, sh[d % RT_MF_LANES]);
+        u[d] = fmaf(lu, gu, ud);
+        h[d] = fmaf(lh, gh, hd);
+    }
+    *Gu = fmaf(fold_lanes(su), p->grad_scale, *Gu);
+    *Gh = fmaf(fold_lanes(sh), p->grad_scale, *Gh);
 }
 
 static double sgd_portable(const rt_entry *e, size_t n, float *W, float *H, const rt_sgd_params *p)
@@ -73,6 +116,10 @@ static double sgd_portable(const rt_entry *e, size_t n, float *W, float *H, cons
         float err = bias_error(&e[i], p) - dot_portable(u, h, kp);
         sse += (double)err * err;
         bias_update(&e[i], p, err);
+        if (p->gW) {
+            adagrad_rows_portable(u, h, err, p, &p->gW[e[i].row], &p->gH[e[i].col]);
+            continue;
+        }
         for (uint32_t d = 0; d < kp; d++) {
             float ud = u[d], hd = h[d];
             u[d] = fmaf(p->lr, fmaf(err, hd, -(p->lambda * ud)), ud);
@@ -134,6 +181,31 @@ AVX2 static inline float update_avx2(float *u, float *h, float r, __m256 lr, __m
     return err;
 }
 
+/* The AdaGrad update of the two rows (see the top of the file). */
+AVX2 static inline float adagrad_avx2(float *u, float *h, float r, const rt_sgd_params *p,
+                                      float *Gu, float *Gh, uint32_t kp)
+{
+    float err = r - dot_avx2(u, h, kp);
+    const __m256 ev = _mm256_set1_ps(err), lam = _mm256_set1_ps(p->lambda);
+    const __m256 lu = _mm256_set1_ps(p->lr / sqrtf(*Gu)), lh = _mm256_set1_ps(p->lr / sqrtf(*Gh));
+    __m256 su = _mm256_setzero_ps(), sh = _mm256_setzero_ps();
+    for (uint32_t d = 0; d < kp; d += RT_MF_LANES) {
+        __m256 uo = _mm256_load_ps(u + d), ho = _mm256_load_ps(h + d);
+        __m256 gu = _mm256_fmsub_ps(ev, ho, _mm256_mul_ps(lam, uo));
+        __m256 gh = _mm256_fmsub_ps(ev, uo, _mm256_mul_ps(lam, ho));
+        su = _mm256_fmadd_ps(gu, gu, su);
+        sh = _mm256_fmadd_ps(gh, gh, sh);
+        _mm256_store_ps(u + d, _mm256_fmadd_ps(lu, gu, uo));
+        _mm256_store_ps(h + d, _mm256_fmadd_ps(lh, gh, ho));
+    }
+    float fu[RT_MF_LANES], fh[RT_MF_LANES];
+    _mm256_storeu_ps(fu, su);
+    _mm256_storeu_ps(fh, sh);
+    *Gu = fmaf(fold_lanes(fu), p->grad_scale, *Gu);
+    *Gh = fmaf(fold_lanes(fh), p->grad_scale, *Gh);
+    return err;
+}
+
 #define PREFETCH_AHEAD 8
 
 AVX2 static inline double sgd_avx2_k(const rt_entry *e, size_t n, float *W, float *H,
@@ -147,8 +219,12 @@ AVX2 static inline double sgd_avx2_k(const rt_entry *e, size_t n, float *W, floa
             for (uint32_t d = 0; d < kp; d += 16)
                 _mm_prefetch((const char *)(hn + d), _MM_HINT_T0);
         }
-        float err = update_avx2(W + (size_t)e[i].row * kp, H + (size_t)e[i].col * kp,
-                                bias_error(&e[i], p), lr, lam, kp);
+        float *u = W + (size_t)e[i].row * kp, *h = H + (size_t)e[i].col * kp, err;
+        if (p->gW)
+            err =
+                adagrad_avx2(u, h, bias_error(&e[i], p), p, &p->gW[e[i].row], &p->gH[e[i].col], kp);
+        else
+            err = update_avx2(u, h, bias_error(&e[i], p), lr, lam, kp);
         sse += (double)err * err;
         bias_update(&e[i], p, err);
     }

@@ -15,6 +15,14 @@
  *                LIBMF and NOMAD report it (no extra pass over the data);
  *   test RMSE  - each test rating scored right after its data block's pass.
  *
+ * Step sizes: row-wise AdaGrad as in LIBMF (--adaptive adagrad, the
+ * default): every W row, H row and bias has an accumulator G starting at 1
+ * and steps by lr / sqrt(G) (mf_kernels.c); the accumulators of H rows and
+ * column biases travel with them in the block payload, after the column
+ * biases (rt_mf_payload_extra), those of W rows and row biases stay with
+ * their worker, so every update happens on one thread in schedule order and
+ * runs stay bit-identical.  --adaptive none: one global rate.
+ *
  * Learning rate schedules: fixed (the default); decay (lr0 * decay^epoch);
  * bold driver (x1.05 after an epoch whose training loss fell, x0.5 after one
  * where it rose).  The schedule only reads all-reduced totals, so every rank
@@ -33,6 +41,7 @@ typedef struct sgd_opts {
     int schedule;
     uint32_t epochs;
     int center;
+    int adagrad;             /* row-wise AdaGrad steps (--adaptive adagrad|none) */
     const char *kernel_name; /* --kernel: auto, portable or avx2 */
     rt_mf_kernel kernel;     /* the SGD path, chosen once when the options are parsed */
     double target_rmse;      /* stop early once test RMSE <= this (0 = never) */
@@ -45,7 +54,8 @@ typedef struct sgd_opts {
 typedef struct sgd_core {
     sgd_opts o;
     const rt_plan *plan;
-    rt_mf_local m; /* the local workers' shards, W rows and row biases */
+    rt_mf_local m;     /* the local workers' shards, W rows and row biases */
+    float **gW, **gbu; /* AdaGrad: per local worker, accumulators of W rows and row biases */
     float mu, lr;
     /* Squared errors per global worker (this node's entries only): train in
      * [0, W), test in [W, 2W), so one all-reduce carries both. */
@@ -80,5 +90,9 @@ size_t sgd_core_sums_len(const sgd_core *c);
 /* After the all-reduce: the epoch's metrics, the next learning rate.  Sets
  * *stop when training is over; -1 when it diverged. */
 int sgd_core_epoch_end(sgd_core *c, uint64_t rotation, sgd_epoch *ep, int *stop, rt_error *err);
+
+/* Floats per column after the H rows in a payload: the column biases, then
+ * with AdaGrad the accumulators of the H rows and of the column biases. */
+uint32_t sgd_payload_extra(const sgd_opts *o);
 
 #endif

@@ -8,6 +8,36 @@
 #include <stdlib.h>
 #include <string.h>
 
+uint32_t sgd_payload_extra(const sgd_opts *o)
+{
+    uint32_t biases = o->mf.biases ? 1 : 0;
+    return biases + (o->adagrad ? 1 + biases : 0);
+}
+
+static float *ones(size_t n)
+{
+    float *a = rt_alloc(n * sizeof(float));
+    for (size_t i = 0; a && i < n; i++)
+        a[i] = 1.0f;
+    return a;
+}
+
+/* The accumulators of the local W rows and row biases, all 1 (as LIBMF). */
+static int adagrad_init(sgd_core *c, rt_error *err)
+{
+    uint32_t n = c->m.n_workers;
+    c->gW = calloc(n, sizeof(float *));
+    c->gbu = calloc(n, sizeof(float *));
+    if (!c->gW || !c->gbu)
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    for (uint32_t t = 0; t < n; t++) {
+        size_t rows = rt_plan_worker_rows(c->plan, c->m.first_worker + t);
+        if (!(c->gW[t] = ones(rows)) || (c->o.mf.biases && !(c->gbu[t] = ones(rows))))
+            return rt_fail(err, RT_EXIT_RUNTIME, "out of memory for %zu accumulators", rows);
+    }
+    return 0;
+}
+
 int sgd_core_init(sgd_core *c, const sgd_opts *o, const rt_plan *plan, const rt_shard *shards,
                   uint32_t first_worker, uint32_t n_workers, double train_mean, rt_error *err)
 {
@@ -20,11 +50,21 @@ int sgd_core_init(sgd_core *c, const sgd_opts *o, const rt_plan *plan, const rt_
     c->sse = calloc(2 * (size_t)plan->workers, sizeof(double));
     if (!c->sse)
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
-    return rt_mf_local_init(&c->m, plan, shards, first_worker, n_workers, &o->mf, err);
+    if (rt_mf_local_init(&c->m, plan, shards, first_worker, n_workers, &o->mf, err))
+        return -1;
+    return o->adagrad ? adagrad_init(c, err) : 0;
 }
 
 void sgd_core_free(sgd_core *c)
 {
+    for (uint32_t t = 0; t < c->m.n_workers; t++) {
+        if (c->gW)
+            rt_free(c->gW[t]);
+        if (c->gbu)
+            rt_free(c->gbu[t]);
+    }
+    free(c->gW);
+    free(c->gbu);
     rt_mf_local_free(&c->m);
     free(c->sse);
     memset(c, 0, sizeof(*c));
@@ -33,9 +73,16 @@ void sgd_core_free(sgd_core *c)
 void sgd_core_block_home(sgd_core *c, uint32_t block, uint64_t rotation, float *payload,
                          size_t *len)
 {
-    if (rotation == 0)
+    uint32_t n = rt_plan_block_cols(c->plan, block), first = c->o.mf.biases ? 1 : 0;
+    if (rotation == 0) {
         rt_mf_init_block(c->plan, block, payload, c->m.kp, &c->o.mf);
-    *len = rt_mf_block_bytes(c->plan, block, c->m.kp, c->o.mf.biases);
+        /* The AdaGrad accumulators of the H rows and column biases start at 1. */
+        float *g = rt_mf_payload_extra(payload, n, c->m.kp, first);
+        size_t count = (size_t)(sgd_payload_extra(&c->o) - first) * n;
+        for (size_t i = 0; i < count; i++)
+            g[i] = 1.0f;
+    }
+    *len = rt_mf_block_bytes(c->plan, block, c->m.kp, sgd_payload_extra(&c->o));
 }
 
 void sgd_core_visit(sgd_core *c, uint32_t worker, uint32_t block, float *H)
@@ -47,10 +94,21 @@ void sgd_core_visit(sgd_core *c, uint32_t worker, uint32_t block, float *H)
                             .lambda = (float)c->o.mf.lambda,
                             .mu = c->mu,
                             .kp = c->m.kp,
-                            .lambda_bias = (float)c->o.lambda_bias};
+                            .lambda_bias = (float)c->o.lambda_bias,
+                            .grad_scale = 1.0f / (float)c->o.mf.k};
+    uint32_t n = rt_plan_block_cols(c->plan, block), kp = c->m.kp;
     if (c->m.bu) {
         params.bu = c->m.bu[t];
-        params.bi = rt_mf_payload_biases(H, rt_plan_block_cols(c->plan, block), c->m.kp);
+        params.bi = rt_mf_payload_biases(H, n, kp);
+    }
+    if (c->o.adagrad) {
+        uint32_t first = c->m.bu ? 1 : 0;
+        params.gW = c->gW[t];
+        params.gH = rt_mf_payload_extra(H, n, kp, first);
+        if (c->m.bu) {
+            params.gbu = c->gbu[t];
+            params.gbi = rt_mf_payload_extra(H, n, kp, first + 1);
+        }
     }
     uint64_t b0 = s->train_off[block], b1 = s->train_off[block + 1];
     c->sse[worker] += rt_sgd_block(s->train + b0, b1 - b0, c->m.W[t], H, &params);

@@ -1,7 +1,7 @@
 /*
  * sgd_kernels_test.c - the MF kernels: both code paths give the same bits,
- * SGD actually fits a planted rank-k matrix (on either path), and padding
- * stays zero.
+ * SGD actually fits a planted rank-k matrix (on either path, with one rate or
+ * with AdaGrad), and padding stays zero.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,7 +19,8 @@ typedef struct problem {
     size_t n;
     rt_entry *e;
     float *W, *H;
-    float *bu, *bi; /* NULL unless the problem trains biases */
+    float *bu, *bi;             /* NULL unless the problem trains biases */
+    float *gW, *gH, *gbu, *gbi; /* AdaGrad accumulators; NULL = one rate */
 } problem;
 
 static void make_problem(problem *p, uint32_t k, uint64_t seed)
@@ -32,6 +33,7 @@ static void make_problem(problem *p, uint32_t k, uint64_t seed)
     p->kp = rt_mf_padded_rank(k);
     p->n = 6000;
     p->bu = p->bi = NULL;
+    p->gW = p->gH = p->gbu = p->gbi = NULL;
     p->e = malloc(p->n * sizeof(rt_entry));
     p->W = rt_alloc((size_t)p->rows * p->kp * sizeof(float));
     p->H = rt_alloc((size_t)p->cols * p->kp * sizeof(float));
@@ -67,8 +69,23 @@ static void add_biases(problem *p)
         p->e[i].val += 0.3f * (float)(p->e[i].row % 5) - 0.2f * (float)(p->e[i].col % 3);
 }
 
+static float *ones(size_t n)
+{
+    float *a = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        a[i] = 1.0f;
+    return a;
+}
+
+static void add_adagrad(problem *p)
+{
+    p->gW = ones(p->rows), p->gH = ones(p->cols);
+    p->gbu = ones(p->rows), p->gbi = ones(p->cols);
+}
+
 static void free_problem(problem *p)
 {
+    free(p->gW), free(p->gH), free(p->gbu), free(p->gbi);
     free(p->bu);
     free(p->bi);
     free(p->e);
@@ -79,22 +96,29 @@ static void free_problem(problem *p)
 static double train(problem *p, int epochs, rt_mf_kernel kernel)
 {
     rt_sgd_params params = {.kernel = kernel,
-                            .lr = 0.02f,
+                            .lr = p->gW ? 0.1f : 0.02f,
                             .lambda = 0.001f,
                             .mu = 0.0f,
                             .kp = p->kp,
                             .bu = p->bu,
                             .bi = p->bi,
-                            .lambda_bias = 0.002f};
+                            .lambda_bias = 0.002f,
+                            .gW = p->gW,
+                            .gH = p->gH,
+                            .gbu = p->bu ? p->gbu : NULL,
+                            .gbi = p->bu ? p->gbi : NULL,
+                            .grad_scale = 1.0f / (float)p->k};
     for (int ep = 0; ep < epochs; ep++)
         rt_sgd_block(p->e, p->n, p->W, p->H, &params);
     return sqrt(rt_mf_block_sse(p->e, p->n, p->W, p->H, &params) / (double)p->n);
 }
 
-static void fits_planted_rank4(rt_mf_kernel kernel)
+static void fits_planted_rank4(rt_mf_kernel kernel, int adagrad)
 {
     problem p;
     make_problem(&p, 8, 42);
+    if (adagrad)
+        add_adagrad(&p);
     rt_sgd_params params = {.kernel = kernel, .kp = p.kp};
     double before = sqrt(rt_mf_block_sse(p.e, p.n, p.W, p.H, &params) / (double)p.n);
     double after = train(&p, 200, kernel);
@@ -106,7 +130,8 @@ static void fits_planted_rank4(rt_mf_kernel kernel)
 static void test_portable_fits_planted_rank4(void **state)
 {
     (void)state;
-    fits_planted_rank4(RT_MF_KERNEL_PORTABLE);
+    fits_planted_rank4(RT_MF_KERNEL_PORTABLE, 0);
+    fits_planted_rank4(RT_MF_KERNEL_PORTABLE, 1);
 }
 
 /* Skips (with a message) where the CPU has no AVX2+FMA: there, only the
@@ -124,7 +149,8 @@ static void test_avx2_fits_planted_rank4(void **state)
     (void)state;
     if (!have_avx2())
         skip();
-    fits_planted_rank4(RT_MF_KERNEL_AVX2);
+    fits_planted_rank4(RT_MF_KERNEL_AVX2, 0);
+    fits_planted_rank4(RT_MF_KERNEL_AVX2, 1);
 }
 
 static void test_biases_fit_offsets(void **state)
@@ -167,21 +193,25 @@ static char *fingerprints(rt_mf_kernel kernel)
     size_t cap = 1 << 16, len = 0;
     char *out = calloc(1, cap);
     assert_non_null(out);
-    for (int bias = 0; bias < 2; bias++)
-        for (size_t i = 0; i < sizeof(ks) / sizeof(ks[0]); i++) {
-            problem p;
-            make_problem(&p, ks[i], 1000 + i);
-            if (bias)
-                add_biases(&p);
-            double rmse = train(&p, 3, kernel);
-            uint64_t hw = rt_checksum(p.W, (size_t)p.rows * p.kp * sizeof(float));
-            uint64_t hh = rt_checksum(p.H, (size_t)p.cols * p.kp * sizeof(float));
-            uint64_t hb = bias ? rt_checksum(p.bi, p.cols * sizeof(float)) : 0;
-            len += (size_t)snprintf(
-                out + len, cap - len, "k=%u bias=%d %016llx %016llx %016llx %.17g\n", ks[i], bias,
-                (unsigned long long)hw, (unsigned long long)hh, (unsigned long long)hb, rmse);
-            free_problem(&p);
-        }
+    for (int ada = 0; ada < 2; ada++)
+        for (int bias = 0; bias < 2; bias++)
+            for (size_t i = 0; i < sizeof(ks) / sizeof(ks[0]); i++) {
+                problem p;
+                make_problem(&p, ks[i], 1000 + i);
+                if (bias)
+                    add_biases(&p);
+                if (ada)
+                    add_adagrad(&p);
+                double rmse = train(&p, 3, kernel);
+                uint64_t hw = rt_checksum(p.W, (size_t)p.rows * p.kp * sizeof(float));
+                uint64_t hh = rt_checksum(p.H, (size_t)p.cols * p.kp * sizeof(float));
+                uint64_t hb = bias ? rt_checksum(p.bi, p.cols * sizeof(float)) : 0;
+                len += (size_t)snprintf(out + len, cap - len,
+                                        "k=%u bias=%d adagrad=%d %016llx %016llx %016llx %.17g\n",
+                                        ks[i], bias, ada, (unsigned long long)hw,
+                                        (unsigned long long)hh, (unsigned long long)hb, rmse);
+                free_problem(&p);
+            }
     return out;
 }
 
@@ -195,7 +225,7 @@ static void test_paths_bit_identical(void **state)
     char *fast = fingerprints(RT_MF_KERNEL_AVX2);
     char *portable = fingerprints(RT_MF_KERNEL_PORTABLE);
     assert_string_equal(fast, portable);
-    printf("avx2-fma and portable: identical factors for %d runs\n", 16);
+    printf("avx2-fma and portable: identical factors for %d runs\n", 32);
     free(fast);
     free(portable);
 }
