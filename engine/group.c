@@ -174,8 +174,18 @@ int rt_hostfile_read(const char *path, int size, int base_port, rt_peer **peers,
     }
     char buf[1024];
     int n = 0, lineno = 0, rc = 0;
+    long at = ftell(fp);
     while (rc == 0 && fgets(buf, sizeof(buf), fp)) {
         lineno++;
+        /* fgets hides what follows a NUL: the bytes read tell. */
+        long next = ftell(fp);
+        size_t got = at >= 0 && next > at ? (size_t)(next - at) : strlen(buf);
+        at = next;
+        size_t bad = rt_text_find_binary(buf, got < sizeof(buf) ? got : sizeof(buf) - 1);
+        if (bad < got && bad < sizeof(buf) - 1) {
+            rc = rt_fail_binary(err, path, (uint64_t)lineno, (unsigned char)buf[bad]);
+            break;
+        }
         if (!strchr(buf, '\n') && !feof(fp)) {
             rc = rt_fail(err, RT_EXIT_INPUT, "%s:%d: line too long", path, lineno);
             break;

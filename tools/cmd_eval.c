@@ -89,6 +89,14 @@ int cmd_eval(int argc, char **argv)
         rt_triplets_free(&t);
         rt_die(&err);
     }
+    if (t.n == 0) { /* "rmse 0" over nothing would read as a perfect model */
+        rt_fail(&err, RT_EXIT_INPUT,
+                "%s: no rating to score (%llu lines, %llu ratings with ids the model never saw)",
+                input, (unsigned long long)st.lines, (unsigned long long)st.dropped);
+        rt_model_close(&m);
+        rt_triplets_free(&t);
+        rt_die(&err);
+    }
     double sse = 0, sae = 0;
     for (uint64_t i = 0; i < t.n; i++) {
         double e = (double)t.e[i].val - m.app->model_predict(m.impl, t.e[i].row, t.e[i].col);
