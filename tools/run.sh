@@ -61,7 +61,7 @@ demo() {
         --seed 7 --out "$out/plan"
     say "training SGD-MF: 2 processes x 2 threads over loopback"
     "$rotor" launch -n 2 -- "$rotor" train --plan "$out/plan" --app sgd-mf --rank 8 \
-        --lr 0.05 --lambda 0.001 --schedule bold --no-biases --epochs 25 --seed 7 \
+        --lr 0.05 --lambda 0.001 --schedule bold --adaptive none --no-biases --epochs 25 --seed 7 \
         --out "$out/model" --metrics "$out/metrics.json"
     say "drawing the convergence curves: $out/convergence.png"
     "$rotor" plot "$out/metrics.json" --y train_rmse,test_rmse --out "$out/convergence.png" \
