@@ -1560,24 +1560,7 @@ static int check_ctl(tcp_transport *t, int peer, rt_error *err)
  * neighbour found by the watchdog, a relayed loss) wakes it. */
 static int ctl_io(int fd, void *buf, size_t len, int writing)
 {
-    uint8_t *p = buf;
-    while (len > 0) {
-        ssize_t n = writing ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
-        if (n > 0) {
-            p += n;
-            len -= (size_t)n;
-            continue;
-        }
-        if (n == 0 && !writing)
-            return -1;
-        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-            return errno;
-        struct pollfd pfd = {.fd = fd, .events = writing ? POLLOUT : POLLIN};
-        int rc = poll(&pfd, 1, -1);
-        if (rc < 0 && errno != EINTR)
-            return errno;
-    }
-    return 0;
+    return io_deadline(fd, buf, len, writing, 0); /* no deadline: poll until shut down */
 }
 
 static int tcp_send_msg(rt_transport *base, int peer, const void *buf, size_t len, rt_error *err)
