@@ -86,6 +86,11 @@ typedef struct rt_model {
 int rt_model_open(const char *dir, rt_model *model, rt_error *err);
 void rt_model_close(rt_model *model);
 
+/* For `rotor --version`: the SGD kernel paths built in, and the one
+ * `--kernel auto` picks on this CPU. */
+const char *rt_apps_sgd_kernels(void);
+const char *rt_apps_sgd_kernel_best(void);
+
 /* A zeroed options struct for the app (free() it), initialised for parsing. */
 void *rt_app_opts_alloc(const rt_app_desc *app);
 /* The app's options from argv[1..] with its own table alone (train adds its

@@ -1,6 +1,7 @@
 /* registry.c - the apps `rotor train --app` knows, and what tools reach
  * through them: plan side files and saved models. */
 #include "apps/app_common.h"
+#include "apps/mf_common.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -86,4 +87,14 @@ int rt_app_parse(const rt_app_desc *app, int argc, char **argv, void **opts, rt_
         *opts = NULL;
     }
     return rc;
+}
+
+const char *rt_apps_sgd_kernels(void)
+{
+    return "portable, avx2-fma (same bits)";
+}
+
+const char *rt_apps_sgd_kernel_best(void)
+{
+    return rt_mf_kernel_name(rt_mf_kernel_best());
 }

@@ -317,9 +317,10 @@ typedef struct parse_state {
     size_t n;
     int argc;
     char **argv;
-    int i;         /* the argument being parsed */
-    char *seen;    /* per option of every group: given on the command line */
-    size_t n_opts; /* entries of seen */
+    int i;                   /* the argument being parsed */
+    char *seen;              /* per option of every group: given on the command line */
+    const char *help_format; /* "text", "man" or "bash" after --help */
+    size_t n_opts;           /* entries of seen */
 } parse_state;
 
 static size_t opt_index(const parse_state *s, const rt_opt *opt)
@@ -357,8 +358,16 @@ static int parse_option(parse_state *s, rt_error *err)
     if (is_long) {
         const char *eq = strchr(arg + 2, '=');
         size_t len = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
-        if (len == 4 && !strncmp(arg + 2, "help", 4))
-            return 1;
+        if (len == 4 && !strncmp(arg + 2, "help", 4)) {
+            /* --help=man and --help=bash: the same tables as a man page or
+             * as a bash completion fragment (rotor help --man/--completion) */
+            if (!eq || !strcmp(eq + 1, "text") || !strcmp(eq + 1, "man") ||
+                !strcmp(eq + 1, "bash")) {
+                s->help_format = eq ? eq + 1 : "text";
+                return 1;
+            }
+            return rt_fail(err, RT_EXIT_INPUT, "--help takes no value (or text, man, bash)");
+        }
         if (!find_long(s->g, s->n, arg + 2, len, &f))
             return unknown(s, arg, err);
         if (f.group->refuse)
@@ -432,7 +441,11 @@ int rt_opts_parse(const rt_command_doc *doc, const rt_opt_group *groups, size_t 
         }
         rc = parse_option(&s, err);
     }
-    if (rc == 1)
+    if (rc == 1 && s.help_format && !strcmp(s.help_format, "man"))
+        rt_opts_man(stdout, doc, groups, n_groups);
+    else if (rc == 1 && s.help_format && !strcmp(s.help_format, "bash"))
+        rt_opts_completion(stdout, groups, n_groups);
+    else if (rc == 1)
         rt_opts_help(stdout, doc, groups, n_groups);
     else if (rc == 0)
         rc = check_required(&s, err);
@@ -498,7 +511,7 @@ static void help_line(const rt_opt *o, char *buf, size_t cap)
     const char *help = o->help ? o->help : "";
     size_t len = strlen(help);
     const char *paren = strrchr(help, '(');
-    if (extra[0] && len && help[len - 1] == ')' && paren && !strncmp(paren, "(default", 8))
+    if (extra[0] && len && help[len - 1] == ')' && paren)
         /* "... (default: X)" -> "... (default: X; range)" */
         snprintf(buf, cap, "%.*s; %s)", (int)(len - 1), help, extra);
     else if (extra[0])
@@ -561,4 +574,139 @@ void rt_opts_help(FILE *fp, const rt_command_doc *doc, const rt_opt_group *group
         fputc('\n', fp);
         wrap(fp, doc->notes, 0, 0);
     }
+}
+
+/* ------------------------------------------------------------ man page */
+
+/* Text for roff: backslashes and dashes escaped, a leading '.' or '\''
+ * neutralised; "\n\n" starts a new paragraph, a single '\n' is a space. */
+static void roff(FILE *fp, const char *s, int at_line_start)
+{
+    for (; *s; s++) {
+        if (at_line_start && (*s == '.' || *s == '\''))
+            fputs("\\&", fp);
+        at_line_start = 0;
+        if (*s == '\\')
+            fputs("\\e", fp);
+        else if (*s == '-')
+            fputs("\\-", fp);
+        else if (*s == '\n' && s[1] == '\n') {
+            fputs("\n.PP\n", fp);
+            s++;
+            at_line_start = 1;
+        } else if (*s == '\n')
+            fputc(' ', fp);
+        else
+            fputc(*s, fp);
+    }
+}
+
+static void man_option(FILE *fp, const rt_opt *o)
+{
+    char meta[256], line[1024];
+    metavar_text(o, meta, sizeof(meta));
+    fputs(".TP\n", fp);
+    if (o->short_name)
+        fprintf(fp, "\\fB\\-%c\\fR, ", o->short_name);
+    fputs("\\fB", fp);
+    roff(fp, "--", 0);
+    roff(fp, o->name, 0);
+    fputs("\\fR", fp);
+    if (*meta) {
+        fputs(" \\fI", fp);
+        roff(fp, meta, 0);
+        fputs("\\fR", fp);
+    }
+    fputc('\n', fp);
+    help_line(o, line, sizeof(line));
+    roff(fp, line, 1);
+    fputc('\n', fp);
+}
+
+void rt_opts_man(FILE *fp, const rt_command_doc *doc, const rt_opt_group *groups, size_t n_groups)
+{
+    char title[128];
+    const char *name = doc ? doc->name : "";
+    size_t k = 0;
+    for (const char *p = "ROTOR-"; *p && k + 1 < sizeof(title); p++)
+        title[k++] = *p;
+    for (const char *p = name; *p && k + 1 < sizeof(title); p++)
+        title[k++] = *p == ' ' ? '-' : (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
+    title[k] = '\0';
+    fprintf(fp, ".TH \"%s\" \"1\" \"\" \"rotor\" \"rotor manual\"\n.SH NAME\n", title);
+    fputs("rotor\\-", fp);
+    for (const char *p = name; *p; p++)
+        fputs(*p == ' ' ? "\\-" : (char[2]){*p, 0}, fp);
+    fputs(" \\- ", fp);
+    roff(fp, doc && doc->summary ? doc->summary : "", 0);
+    fputs("\n.SH SYNOPSIS\n.nf\n", fp);
+    const char *u = doc && doc->usage ? doc->usage : "[OPTIONS]";
+    while (*u) {
+        size_t len = strcspn(u, "\n");
+        char line[512];
+        snprintf(line, sizeof(line), "%.*s", (int)len, u);
+        if (*u == ' ')
+            fputs("    ", fp);
+        else
+            fprintf(fp, "\\fBrotor %s\\fR ", name);
+        roff(fp, line + strspn(line, " "), 0);
+        fputc('\n', fp);
+        u += len + (u[len] == '\n');
+    }
+    fputs(".fi\n", fp);
+    if (doc && doc->about) {
+        fputs(".SH DESCRIPTION\n", fp);
+        roff(fp, doc->about, 1);
+        fputc('\n', fp);
+    }
+    fputs(".SH OPTIONS\n", fp);
+    for (size_t i = 0; i < n_groups; i++) {
+        if (i > 0) {
+            fputs(".SS ", fp);
+            roff(fp, groups[i].title ? groups[i].title : "options", 0);
+            fputc('\n', fp);
+        }
+        for (const rt_opt *o = groups[i].opts; o->name; o++)
+            man_option(fp, o);
+        if (i == 0)
+            fputs(".TP\n\\fB\\-h\\fR, \\fB\\-\\-help\\fR\nprint this help and exit\n", fp);
+    }
+    if (doc && doc->notes) {
+        fputs(".SH NOTES\n", fp);
+        roff(fp, doc->notes, 1);
+        fputc('\n', fp);
+    }
+    fputs(".SH SEE ALSO\n\\fBrotor\\fR(1)\n", fp);
+}
+
+/* ------------------------------------------------------------ completion */
+
+/* A bash fragment for a completion function: on the value of an option,
+ * complete its choices, files or directories; otherwise the options. */
+void rt_opts_completion(FILE *fp, const rt_opt_group *groups, size_t n_groups)
+{
+    fputs("    case \"$prev\" in\n", fp);
+    for (size_t i = 0; i < n_groups; i++)
+        for (const rt_opt *o = groups[i].opts; o->name; o++) {
+            if (!takes_value(o))
+                continue;
+            fprintf(fp, "    --%s", o->name);
+            if (o->short_name)
+                fprintf(fp, " | -%c", o->short_name);
+            if (o->type == RT_OPT_ENUM) {
+                char names[512];
+                choices_text(o, " ", names, sizeof(names));
+                fprintf(fp, ") COMPREPLY=($(compgen -W \"%s\" -- \"$cur\")); return ;;\n", names);
+            } else if (o->type == RT_OPT_PATH) {
+                fprintf(fp, ") COMPREPLY=($(compgen -%c -- \"$cur\")); return ;;\n",
+                        (o->flags & RT_OPT_DIR) ? 'd' : 'f');
+            } else {
+                fputs(") return ;;\n", fp);
+            }
+        }
+    fputs("    esac\n    COMPREPLY=($(compgen -W \"--help", fp);
+    for (size_t i = 0; i < n_groups; i++)
+        for (const rt_opt *o = groups[i].opts; o->name; o++)
+            fprintf(fp, " --%s", o->name);
+    fputs("\" -- \"$cur\"))\n", fp);
 }

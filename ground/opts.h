@@ -92,12 +92,22 @@ typedef struct rt_command_doc {
  * "--") and *first_arg is its index (argc when there is none).
  * Returns 0, 1 (help printed) or -1 with err (exit code 2): an unknown option
  * (with the closest known name), a missing or bad value, a missing required
- * option. */
+ * option.  "--help=man" and "--help=bash" print rt_opts_man and
+ * rt_opts_completion instead of the help text. */
 int rt_opts_parse(const rt_command_doc *doc, const rt_opt_group *groups, size_t n_groups, int argc,
                   char **argv, int *first_arg, struct rt_error *err);
 
 /* The --help text: usage, about, every group's options, notes. */
 void rt_opts_help(FILE *fp, const rt_command_doc *doc, const rt_opt_group *groups, size_t n_groups);
+
+/* The same as a man page (roff, section 1): NAME, SYNOPSIS, DESCRIPTION,
+ * OPTIONS (a subsection per group), NOTES.  `--help=man` prints it. */
+void rt_opts_man(FILE *fp, const rt_command_doc *doc, const rt_opt_group *groups, size_t n_groups);
+
+/* The body of a bash completion function (cur and prev set): the choices,
+ * files or directories after an option that takes one, else the option
+ * names.  `--help=bash` prints it. */
+void rt_opts_completion(FILE *fp, const rt_opt_group *groups, size_t n_groups);
 
 /* One option's accepted range as text ("1..4096", ">= 1", "(0, 1]"), or ""
  * for options without one. */

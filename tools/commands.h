@@ -4,6 +4,8 @@
 #ifndef ROTOR_TOOLS_COMMANDS_H
 #define ROTOR_TOOLS_COMMANDS_H
 
+#include <stdio.h>
+
 int cmd_partition(int argc, char **argv);  /* tools/cmd_partition.c */
 int cmd_train(int argc, char **argv);      /* tools/cmd_train.c */
 int cmd_launch(int argc, char **argv);     /* tools/cmd_launch.c */
@@ -13,5 +15,17 @@ int cmd_bench_link(int argc, char **argv); /* tools/cmd_bench_link.c */
 int cmd_eval(int argc, char **argv);       /* tools/cmd_eval.c */
 int cmd_simulate(int argc, char **argv);   /* tools/cmd_simulate.c */
 int cmd_plot(int argc, char **argv);       /* tools/cmd_plot.c */
+int cmd_help(int argc, char **argv);       /* tools/cmd_help.c: help, man pages, completion */
+int cmd_version(void);                     /* tools/cmd_help.c: rotor --version */
+
+/* The commands of `rotor` (tools/rotor.c), ending with a NULL name. */
+typedef struct rotor_command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+    const char *const *subs; /* subcommands with their own options (gen: mf, lda), or NULL */
+} rotor_command;
+extern const rotor_command rotor_commands[];
+void rotor_usage(FILE *fp);
 
 #endif

@@ -6,31 +6,30 @@
 #include <stdio.h>
 #include <string.h>
 
-typedef struct command {
-    const char *name;
-    int (*run)(int argc, char **argv);
-    const char *summary;
-} command;
+static const char *const gen_subs[] = {"mf", "lda", NULL};
 
-static const command commands[] = {
-    {"gen", cmd_gen, "generate data with planted structure (gen mf | gen lda)"},
-    {"partition", cmd_partition, "cut data into blocks and precompute the rotation schedule"},
-    {"train", cmd_train, "train a model by following a plan (sgd-mf, cd-mf, lda)"},
-    {"launch", cmd_launch, "start P local processes of a command on loopback"},
-    {"eval", cmd_eval, "score a saved MF model on a ratings file"},
-    {"topics", cmd_topics, "print the top words of a trained LDA model"},
-    {"plot", cmd_plot, "convergence curves of training runs (--metrics files) as PNG or SVG"},
-    {"bench-link", cmd_bench_link, "latency and bandwidth of the transport (like perftest)"},
-    {"simulate", cmd_simulate, "predict epoch time, stall and traffic of a schedule on N nodes"},
-};
+const rotor_command rotor_commands[] = {
+    {"gen", cmd_gen, "generate data with planted structure (gen mf | gen lda)", gen_subs},
+    {"partition", cmd_partition, "cut data into blocks and precompute the rotation schedule", NULL},
+    {"train", cmd_train, "train a model by following a plan (sgd-mf, cd-mf, lda)", NULL},
+    {"launch", cmd_launch, "start P local processes of a command on loopback", NULL},
+    {"eval", cmd_eval, "score a saved MF model on a ratings file", NULL},
+    {"topics", cmd_topics, "print the top words of a trained LDA model", NULL},
+    {"plot", cmd_plot, "convergence curves of training runs (--metrics files) as PNG or SVG", NULL},
+    {"bench-link", cmd_bench_link, "latency and bandwidth of the transport (like perftest)", NULL},
+    {"simulate", cmd_simulate, "predict epoch time, stall and traffic of a schedule on N nodes",
+     NULL},
+    {"help", cmd_help, "help, man pages (--man) and bash completion (--completion)", NULL},
+    {NULL, NULL, NULL, NULL}};
 
-static void usage(FILE *fp)
+void rotor_usage(FILE *fp)
 {
-    fprintf(fp, "usage: rotor COMMAND [OPTIONS]\n\n"
+    fprintf(fp, "usage: rotor COMMAND [OPTIONS]\n"
+                "       rotor --version\n\n"
                 "Scheduled model-parallel training of matrix factorisation and LDA.\n\n"
                 "commands:\n");
-    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-        fprintf(fp, "  %-11s %s\n", commands[i].name, commands[i].summary);
+    for (const rotor_command *c = rotor_commands; c->name; c++)
+        fprintf(fp, "  %-11s %s\n", c->name, c->summary);
     fprintf(fp, "\n'rotor COMMAND --help' describes each command.\n");
 }
 
@@ -38,21 +37,19 @@ int main(int argc, char **argv)
 {
     rt_env_apply_log_level();
     if (argc < 2) {
-        usage(stderr);
+        rotor_usage(stderr);
         return RT_EXIT_INPUT;
     }
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-        usage(stdout);
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        rotor_usage(stdout);
         return RT_EXIT_OK;
     }
-    if (!strcmp(argv[1], "--version")) {
-        printf("rotor 0.1.0\n");
-        return RT_EXIT_OK;
-    }
-    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-        if (!strcmp(argv[1], commands[i].name))
-            return commands[i].run(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V"))
+        return cmd_version();
+    for (const rotor_command *c = rotor_commands; c->name; c++)
+        if (!strcmp(argv[1], c->name))
+            return c->run(argc - 1, argv + 1);
     fprintf(stderr, "rotor: unknown command '%s'\n", argv[1]);
-    usage(stderr);
+    rotor_usage(stderr);
     return RT_EXIT_INPUT;
 }

@@ -16,7 +16,7 @@ cd "$ROOT"
 JOBS=$(nproc 2>/dev/null || echo 2)
 
 PACKAGES=(build-essential cmake pkg-config libibverbs-dev librdmacm-dev libhwloc-dev
-          libjansson-dev libxxhash-dev libcmocka-dev libsodium-dev gnuplot-nox)
+          libjansson-dev libxxhash-dev libcmocka-dev libsodium-dev gnuplot-nox man-db)
 
 # The fuzz targets (tests/fuzz/) need clang's libFuzzer runtime.
 FUZZ_PACKAGES=(clang-14 libclang-rt-14-dev)

@@ -299,18 +299,24 @@ static void test_required_and_groups(void **state)
     assert_non_null(strstr(err.msg, "--rank is an option of another app"));
 }
 
-/* The help text on a temporary file. */
-static char *help_text(const rt_opt_group *g, size_t n)
+/* What a print function writes, from a temporary file. */
+static char *captured(FILE *fp)
 {
-    FILE *fp = tmpfile();
-    assert_non_null(fp);
-    rt_opts_help(fp, &t_doc, g, n);
     long len = ftell(fp);
     rewind(fp);
     char *buf = calloc((size_t)len + 1, 1);
     assert_int_equal(fread(buf, 1, (size_t)len, fp), (size_t)len);
     fclose(fp);
     return buf;
+}
+
+/* The help text. */
+static char *help_text(const rt_opt_group *g, size_t n)
+{
+    FILE *fp = tmpfile();
+    assert_non_null(fp);
+    rt_opts_help(fp, &t_doc, g, n);
+    return captured(fp);
 }
 
 static void test_help_generation(void **state)
@@ -336,6 +342,28 @@ static void test_help_generation(void **state)
     free(h);
 }
 
+static void test_man_and_completion(void **state)
+{
+    (void)state;
+    rt_opt_group g = {.opts = t_table};
+    FILE *fp = tmpfile();
+    rt_opts_man(fp, &t_doc, &g, 1);
+    char *man = captured(fp);
+    assert_non_null(strstr(man, ".TH \"ROTOR-TEST\" \"1\""));
+    assert_non_null(strstr(man, ".SH OPTIONS"));
+    assert_non_null(strstr(man, "\\fB\\-k\\fR, \\fB\\-\\-rank\\fR \\fIK\\fR\n"));
+    assert_non_null(strstr(man, "factor rank (1..4096; default 32)"));
+    free(man);
+    fp = tmpfile();
+    rt_opts_completion(fp, &g, 1);
+    char *bash = captured(fp);
+    assert_non_null(strstr(bash, "--mode) COMPREPLY=($(compgen -W \"fast slow\""));
+    assert_non_null(strstr(bash, "--out | -o) COMPREPLY=($(compgen -d"));
+    assert_non_null(strstr(bash, "--rank | -k) return ;;"));
+    assert_non_null(strstr(bash, "compgen -W \"--help --flag --no-on --int --rank"));
+    free(bash);
+}
+
 static void test_help_option_returns_1(void **state)
 {
     (void)state;
@@ -346,11 +374,17 @@ static void test_help_option_returns_1(void **state)
     int rc1 = PARSE(&o, &err, "--rank", "3", "--help");
     int rc2 = PARSE(&o, &err, "-h");
     int rc3 = PARSE(&o, &err, "--rank", "0", "-h"); /* the bad value comes first */
+    int rc4 = PARSE(&o, &err, "--help=man");
+    int rc5 = PARSE(&o, &err, "--help=bash");
+    int rc6 = PARSE(&o, &err, "--help=pdf");
     fclose(stdout);
     stdout = saved;
     assert_int_equal(rc1, 1);
     assert_int_equal(rc2, 1);
     assert_int_equal(rc3, -1);
+    assert_int_equal(rc4, 1);
+    assert_int_equal(rc5, 1);
+    assert_int_equal(rc6, -1);
 }
 
 int main(void)
@@ -368,6 +402,7 @@ int main(void)
         cmocka_unit_test(test_required_and_groups),
         cmocka_unit_test(test_help_generation),
         cmocka_unit_test(test_help_option_returns_1),
+        cmocka_unit_test(test_man_and_completion),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

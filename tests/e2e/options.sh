@@ -4,7 +4,7 @@
 # the option and the range with exit status 2, short forms and "--x=v" work.
 source "$(dirname "$0")/lib.sh"
 
-commands=("gen mf" "gen lda" partition train launch eval topics plot bench-link simulate)
+commands=("gen mf" "gen lda" partition train launch eval topics plot bench-link simulate help)
 
 # --help and -h: exit 0, the usage line and the -h entry on stdout, identical.
 for c in "${commands[@]}"; do
