@@ -3,6 +3,7 @@
 #include "apps/app_common.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 int rt_app_shards_open(const rt_plan *plan, uint32_t first, uint32_t n, rt_shard **shards,
                        rt_error *err)
@@ -49,6 +50,24 @@ int rt_app_read_ids(const char *dir, const char *name, rt_idmap *map, uint64_t w
         return rt_fail(err, RT_EXIT_INPUT, "%s: %llu distinct ids, the model has %llu", path,
                        (unsigned long long)map->n, (unsigned long long)want);
     return 0;
+}
+
+int rt_app_write_json(const char *path, const json_t *obj, rt_error *err)
+{
+    char *text = json_dumps(obj, JSON_INDENT(2) | JSON_SORT_KEYS);
+    if (!text)
+        return rt_fail(err, RT_EXIT_RUNTIME, "%s: cannot encode JSON", path);
+    rt_outfile of;
+    int rc = rt_outfile_open(&of, path, err);
+    if (rc == 0 && (rt_write_all(of.fp, text, strlen(text), path, err) ||
+                    rt_write_all(of.fp, "\n", 1, path, err))) {
+        rt_outfile_abort(&of);
+        rc = -1;
+    } else if (rc == 0) {
+        rc = rt_outfile_commit(&of, err);
+    }
+    free(text);
+    return rc;
 }
 
 json_t *rt_app_model_json(const char *dir, char *path, rt_error *err)

@@ -61,6 +61,20 @@ typedef struct rt_app_desc {
     /* Topic models (NULL otherwise): one line per topic with its share of
      * the tokens and its `top` most frequent words. */
     int (*model_topics)(const void *model, uint32_t top, FILE *out, rt_error *err);
+
+    /* ---- training state, for an exact resume ----
+     * Between rotations (every block home), each rank writes ITS part of the
+     * state (its workers' rows, counts and assignments, its home blocks, the
+     * optimiser state) as DIR/state-RRRRR.bin, checksummed and atomic;
+     * `next_rotation` is the rotation the run would run next.  state_load,
+     * after create and before the engine runs, reads this rank's part back
+     * and returns that rotation (the engine's first_rotation).  The resumed
+     * run ends bit-identical to one never interrupted.  Both are called on
+     * every rank (no collectives inside). */
+    int (*state_save)(void *app, rt_engine *eng, const char *dir, uint64_t next_rotation,
+                      rt_error *err);
+    int (*state_load)(void *app, rt_engine *eng, const char *dir, uint64_t *next_rotation,
+                      rt_error *err);
 } rt_app_desc;
 
 extern const rt_app_desc rt_app_sgd_mf;
@@ -77,6 +91,26 @@ const rt_app_desc *rt_app_find(const char *name);
  * (rotor partition calls this from rt_plan_options.before_commit). */
 int rt_apps_plan_side_files(const char *tmp_dir, uint64_t plan_id, const rt_plan_input *in,
                             rt_error *err);
+
+/* ---- running an app, with checkpoints (apps/checkpoint.c) ----
+ * With cfg->dir set, the run writes a checkpoint every cfg->every rotations
+ * and after the last one: CFG_DIR/ckpt-N/ with every rank's state file
+ * (state_save) and, last, rank 0's manifest.json; the newest two complete
+ * ones are kept.  The directory must be one every rank sees. */
+typedef struct rt_checkpoint_config {
+    const char *dir; /* NULL: no checkpoints */
+    uint64_t every;  /* rotations between checkpoints (>= 1) */
+} rt_checkpoint_config;
+int rt_app_run(const rt_app_desc *app, void *state, rt_engine *eng, const rt_plan *plan,
+               const rt_checkpoint_config *cfg, rt_error *err);
+/* The newest complete checkpoint under root: its directory and the rotation
+ * the run continues with (the engine's first_rotation). */
+int rt_checkpoint_latest(const char *root, char *dir, size_t cap, uint64_t *next_rotation,
+                         rt_error *err);
+/* After create, before the run: load this rank's state from a checkpoint
+ * directory (checks that it continues at next_rotation). */
+int rt_app_resume(const rt_app_desc *app, void *state, rt_engine *eng, const char *dir,
+                  uint64_t next_rotation, rt_error *err);
 
 /* A saved model: model.json's "app" names the app whose model_load read it. */
 typedef struct rt_model {

@@ -348,6 +348,52 @@ static int cd_save(void *p, rt_engine *eng, rt_error *err)
     return rc;
 }
 
+/* ------------------------------------------------------------ state */
+
+typedef struct cd_glue_state {
+    cd_metrics last;
+    double seconds, stall_frac;
+    uint64_t rotations, bytes;
+} cd_glue_state;
+
+static int put_state(void *p, rt_state_writer *w, rt_error *err)
+{
+    cd_app *a = p;
+    cd_glue_state g = {.last = a->last,
+                       .seconds = a->seconds,
+                       .stall_frac = a->stall_frac,
+                       .rotations = a->rotations,
+                       .bytes = a->bytes};
+    return cd_core_state_save(&a->core, w, err) || rt_state_put(w, "glue", &g, sizeof(g), err) ? -1
+                                                                                               : 0;
+}
+
+static int get_state(void *p, rt_state_reader *r, rt_error *err)
+{
+    cd_app *a = p;
+    cd_glue_state g;
+    if (cd_core_state_load(&a->core, r, err) || rt_state_get(r, "glue", &g, sizeof(g), err))
+        return -1;
+    a->last = g.last;
+    a->seconds = g.seconds;
+    a->stall_frac = g.stall_frac;
+    a->rotations = g.rotations;
+    a->bytes = g.bytes;
+    return 0;
+}
+
+static int cd_state_save(void *p, rt_engine *eng, const char *dir, uint64_t next, rt_error *err)
+{
+    cd_app *a = p;
+    return rt_app_state_save("cd-mf", a->plan, eng, dir, next, put_state, a, err);
+}
+
+static int cd_state_load(void *p, rt_engine *eng, const char *dir, uint64_t *next, rt_error *err)
+{
+    cd_app *a = p;
+    return rt_app_state_load("cd-mf", a->plan, eng, dir, next, get_state, a, err);
+}
+
 static const rt_app_ops cd_ops = {
     .name = "cd-mf",
     .block_home = cd_block_home,
@@ -372,4 +418,6 @@ const rt_app_desc rt_app_cd_mf = {
     .model_free = rt_mf_model_free,
     .model_ids = rt_mf_model_ids,
     .model_predict = rt_mf_model_predict,
+    .state_save = cd_state_save,
+    .state_load = cd_state_load,
 };

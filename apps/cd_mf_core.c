@@ -2,6 +2,7 @@
  * sequence).  Nothing here knows about the engine or the network: cd_mf.c
  * forwards the engine's callbacks here and does the all-reduce, and the unit
  * tests drive the same functions through an in-memory schedule. */
+#include "apps/app_common.h"
 #include "apps/cd_mf.h"
 
 #include <math.h>
@@ -691,4 +692,141 @@ const float *cd_core_saved_V(const cd_core *c, uint32_t b)
 const float *cd_core_saved_col_bias(const cd_core *c, uint32_t b)
 {
     return c->best_outer ? c->blocks[b].best_bias : c->blocks[b].bias;
+}
+
+/* ---- training state ---- */
+
+typedef struct cd_scalars {
+    cd_phase ph;
+    uint64_t rotation, outer_done, best_outer, since_best;
+    double decrease_max, best_valid;
+    float mu;
+    uint32_t k, n_workers, n_blocks; /* n_blocks: blocks whose state lives here */
+    int32_t stop;
+} cd_scalars;
+
+static int cells_put(rt_state_writer *w, const char *tag, const cd_cells *cl, rt_error *err)
+{
+    return rt_state_put(w, tag, cl->res, cd_cells_count(cl) * sizeof(float), err);
+}
+
+static int cells_get(rt_state_reader *r, const char *tag, cd_cells *cl, rt_error *err)
+{
+    return rt_state_get(r, tag, cl->res, cd_cells_count(cl) * sizeof(float), err);
+}
+
+/* A factor array, its biases and the best-by-validation copies. */
+static int factor_put(rt_state_writer *w, const float *X, const float *bias, const float *best_X,
+                      const float *best_bias, size_t k, size_t n, rt_error *err)
+{
+    return rt_state_put(w, "factor", X, k * n * sizeof(float), err) ||
+                   rt_state_put(w, "bias", bias, n * sizeof(float), err) ||
+                   (best_X && (rt_state_put(w, "best", best_X, k * n * sizeof(float), err) ||
+                               rt_state_put(w, "best_bias", best_bias, n * sizeof(float), err)))
+               ? -1
+               : 0;
+}
+
+static int factor_get(rt_state_reader *r, float *X, float *bias, float *best_X, float *best_bias,
+                      size_t k, size_t n, rt_error *err)
+{
+    return rt_state_get(r, "factor", X, k * n * sizeof(float), err) ||
+                   rt_state_get(r, "bias", bias, n * sizeof(float), err) ||
+                   (best_X && (rt_state_get(r, "best", best_X, k * n * sizeof(float), err) ||
+                               rt_state_get(r, "best_bias", best_bias, n * sizeof(float), err)))
+               ? -1
+               : 0;
+}
+
+int cd_core_state_save(const cd_core *c, rt_state_writer *w, rt_error *err)
+{
+    const size_t k = c->opt.mf.k;
+    cd_scalars sc;
+    memset(&sc, 0, sizeof(sc));
+    sc.ph = c->ph;
+    sc.rotation = c->rotation;
+    sc.outer_done = c->outer_done;
+    sc.best_outer = c->best_outer;
+    sc.since_best = c->since_best;
+    sc.decrease_max = c->decrease_max;
+    sc.best_valid = c->best_valid;
+    sc.mu = c->mu;
+    sc.k = (uint32_t)k;
+    sc.n_workers = c->n_workers;
+    sc.stop = c->stop;
+    for (uint32_t b = 0; b < c->plan->blocks; b++)
+        sc.n_blocks += c->blocks[b].V != NULL;
+    if (rt_state_put(w, "cd", &sc, sizeof(sc), err))
+        return -1;
+    for (uint32_t l = 0; l < c->n_workers; l++) {
+        const cd_worker *wk = &c->workers[l];
+        double sums[4] = {wk->ssq, wk->tssq, wk->vssq, wk->decrease};
+        if (factor_put(w, wk->U, wk->bias, wk->best_U, wk->best_bias, k, wk->n_rows, err) ||
+            rt_state_put(w, "acc", wk->acc, 2 * (size_t)wk->n_rows * sizeof(double), err) ||
+            rt_state_put(w, "sums", sums, sizeof(sums), err) ||
+            cells_put(w, "train_res", &wk->train, err) ||
+            cells_put(w, "valid_res", &wk->valid, err) || cells_put(w, "test_res", &wk->test, err))
+            return -1;
+    }
+    for (uint32_t b = 0; b < c->plan->blocks; b++) {
+        const cd_block *bl = &c->blocks[b];
+        uint64_t id = b;
+        if (!bl->V)
+            continue;
+        if (rt_state_put(w, "cd_block", &id, sizeof(id), err) ||
+            factor_put(w, bl->V, bl->bias, bl->best_V, bl->best_bias, k, bl->n_cols, err) ||
+            rt_state_put(w, "decrease", &bl->decrease, sizeof(double), err))
+            return -1;
+    }
+    return 0;
+}
+
+int cd_core_state_load(cd_core *c, rt_state_reader *r, rt_error *err)
+{
+    const size_t k = c->opt.mf.k;
+    cd_scalars sc;
+    if (rt_state_get(r, "cd", &sc, sizeof(sc), err))
+        return -1;
+    if (sc.k != k || sc.n_workers != c->n_workers)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s: state of rank %u and %u workers, this run has "
+                       "rank %zu and %u",
+                       r->path, sc.k, sc.n_workers, k, c->n_workers);
+    c->ph = sc.ph;
+    c->rotation = sc.rotation;
+    c->outer_done = sc.outer_done;
+    c->best_outer = sc.best_outer;
+    c->since_best = sc.since_best;
+    c->decrease_max = sc.decrease_max;
+    c->best_valid = sc.best_valid;
+    c->mu = sc.mu;
+    c->stop = sc.stop;
+    for (uint32_t l = 0; l < c->n_workers; l++) {
+        cd_worker *wk = &c->workers[l];
+        double sums[4];
+        if (factor_get(r, wk->U, wk->bias, wk->best_U, wk->best_bias, k, wk->n_rows, err) ||
+            rt_state_get(r, "acc", wk->acc, 2 * (size_t)wk->n_rows * sizeof(double), err) ||
+            rt_state_get(r, "sums", sums, sizeof(sums), err) ||
+            cells_get(r, "train_res", &wk->train, err) ||
+            cells_get(r, "valid_res", &wk->valid, err) || cells_get(r, "test_res", &wk->test, err))
+            return -1;
+        wk->ssq = sums[0];
+        wk->tssq = sums[1];
+        wk->vssq = sums[2];
+        wk->decrease = sums[3];
+    }
+    for (uint32_t i = 0; i < sc.n_blocks; i++) {
+        uint64_t id;
+        if (rt_state_get(r, "cd_block", &id, sizeof(id), err))
+            return -1;
+        if (id >= c->plan->blocks)
+            return rt_fail(err, RT_EXIT_INPUT, "%s: block %llu is not in the plan", r->path,
+                           (unsigned long long)id);
+        cd_block *bl = &c->blocks[id];
+        if (block_state(c, (uint32_t)id, err) ||
+            factor_get(r, bl->V, bl->bias, bl->best_V, bl->best_bias, k, bl->n_cols, err) ||
+            rt_state_get(r, "decrease", &bl->decrease, sizeof(double), err))
+            return -1;
+    }
+    return 0;
 }

@@ -289,6 +289,41 @@ static int lda_rotation_end(void *p, rt_engine *eng, uint64_t rot, const rt_rota
     return rec ? rt_metrics_epoch(&a->metrics, rec, err) : 0;
 }
 
+/* ---------------------------------------------------------------- state */
+
+static int put_state(void *p, rt_state_writer *w, rt_error *err)
+{
+    lda_app *a = p;
+    double t[3] = {a->sample_seconds, a->span_seconds, (double)a->span_sweeps};
+    return lda_core_state_save(&a->core, w, err) || rt_state_put(w, "timing", t, sizeof(t), err)
+               ? -1
+               : 0;
+}
+
+static int get_state(void *p, rt_state_reader *r, rt_error *err)
+{
+    lda_app *a = p;
+    double t[3];
+    if (lda_core_state_load(&a->core, r, err) || rt_state_get(r, "timing", t, sizeof(t), err))
+        return -1;
+    a->sample_seconds = t[0];
+    a->span_seconds = t[1];
+    a->span_sweeps = (uint64_t)t[2];
+    return 0;
+}
+
+static int lda_state_save(void *p, rt_engine *eng, const char *dir, uint64_t next, rt_error *err)
+{
+    lda_app *a = p;
+    return rt_app_state_save("lda", a->plan, eng, dir, next, put_state, a, err);
+}
+
+static int lda_state_load(void *p, rt_engine *eng, const char *dir, uint64_t *next, rt_error *err)
+{
+    lda_app *a = p;
+    return rt_app_state_load("lda", a->plan, eng, dir, next, get_state, a, err);
+}
+
 static const rt_app_ops lda_ops = {
     .name = "lda",
     .block_home = lda_block_home,
@@ -313,4 +348,6 @@ const rt_app_desc rt_app_lda = {
     .model_load = lda_model_load,
     .model_free = lda_model_free,
     .model_topics = lda_model_topics,
+    .state_save = lda_state_save,
+    .state_load = lda_state_load,
 };

@@ -258,5 +258,13 @@ size_t lda_core_parts_len(const lda_core *c);
 /* log p(w, z) and the held-out log-likelihood from the reduced parts; sets
  * ll_per_token, perplexity and iters_done. */
 void lda_core_evaluate(lda_core *c, uint64_t rotation, double *ll, double *held_ll);
+/* The node's training state between rotations (topic assignments, doc-topic
+ * counts and their nonzero lists, topic totals, the last evaluation), into
+ * / out of a state file (app_common.h); the home blocks' payloads (the
+ * word-topic counts) are saved by the caller. */
+struct rt_state_writer;
+struct rt_state_reader;
+int lda_core_state_save(const lda_core *c, struct rt_state_writer *w, rt_error *err);
+int lda_core_state_load(lda_core *c, struct rt_state_reader *r, rt_error *err);
 
 #endif

@@ -2,6 +2,7 @@
  * lda.h).  Nothing here knows about the engine or the network: lda.c forwards
  * the engine's callbacks here and does the all-reduces, and tests can drive
  * the same functions through an in-memory schedule. */
+#include "apps/app_common.h"
 #include "apps/lda.h"
 
 #include <math.h>
@@ -169,4 +170,80 @@ void lda_core_evaluate(lda_core *c, uint64_t rotation, double *ll, double *held_
     c->ll_per_token = *ll / (double)(c->tokens ? c->tokens : 1);
     c->perplexity = c->held_tokens && rotation ? exp(-held / (double)c->held_tokens) : NAN;
     c->iters_done = rotation;
+}
+
+/* ---- training state ---- */
+
+typedef struct lda_scalars {
+    uint32_t K, n_local;
+    double ll_per_token, perplexity;
+    uint64_t iters_done;
+} lda_scalars;
+
+/* One token set's mutable state: topics, doc-topic counts and each
+ * document's list of nonzero topics (its order steers the sampler). */
+static int tokens_put(rt_state_writer *w, const lda_tokens *t, uint32_t K, rt_error *err)
+{
+    return rt_state_put(w, "z", t->z, t->n_tokens * sizeof(uint16_t), err) ||
+                   rt_state_put(w, "ndk", t->ndk, (size_t)t->n_docs * K * sizeof(int32_t), err) ||
+                   rt_state_put(w, "dnz", t->dnz, t->dnz_off[t->n_docs] * sizeof(uint16_t), err) ||
+                   rt_state_put(w, "dnz_n", t->dnz_n, t->n_docs * sizeof(uint32_t), err)
+               ? -1
+               : 0;
+}
+
+static int tokens_get(rt_state_reader *r, lda_tokens *t, uint32_t K, rt_error *err)
+{
+    return rt_state_get(r, "z", t->z, t->n_tokens * sizeof(uint16_t), err) ||
+                   rt_state_get(r, "ndk", t->ndk, (size_t)t->n_docs * K * sizeof(int32_t), err) ||
+                   rt_state_get(r, "dnz", t->dnz, t->dnz_off[t->n_docs] * sizeof(uint16_t), err) ||
+                   rt_state_get(r, "dnz_n", t->dnz_n, t->n_docs * sizeof(uint32_t), err)
+               ? -1
+               : 0;
+}
+
+int lda_core_state_save(const lda_core *c, rt_state_writer *w, rt_error *err)
+{
+    const uint32_t K = c->o.K;
+    lda_scalars sc = {.K = K,
+                      .n_local = c->n_local,
+                      .ll_per_token = c->ll_per_token,
+                      .perplexity = c->perplexity,
+                      .iters_done = c->iters_done};
+    if (rt_state_put(w, "lda", &sc, sizeof(sc), err) ||
+        rt_state_put(w, "nk", c->nk, K * sizeof(int64_t), err))
+        return -1;
+    for (uint32_t i = 0; i < c->n_local; i++) {
+        const lda_worker *wk = &c->workers[i];
+        if (tokens_put(w, &wk->train, K, err) || (wk->test.z && tokens_put(w, &wk->test, K, err)) ||
+            rt_state_put(w, "held_ll", &wk->held_ll, sizeof(double), err))
+            return -1;
+    }
+    return 0;
+}
+
+int lda_core_state_load(lda_core *c, rt_state_reader *r, rt_error *err)
+{
+    const uint32_t K = c->o.K;
+    lda_scalars sc;
+    if (rt_state_get(r, "lda", &sc, sizeof(sc), err))
+        return -1;
+    if (sc.K != K || sc.n_local != c->n_local)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s: state of %u topics and %u workers, this run has "
+                       "%u and %u",
+                       r->path, sc.K, sc.n_local, K, c->n_local);
+    c->ll_per_token = sc.ll_per_token;
+    c->perplexity = sc.perplexity;
+    c->iters_done = sc.iters_done;
+    if (rt_state_get(r, "nk", c->nk, K * sizeof(int64_t), err))
+        return -1;
+    for (uint32_t i = 0; i < c->n_local; i++) {
+        lda_worker *wk = &c->workers[i];
+        if (tokens_get(r, &wk->train, K, err) || (wk->test.z && tokens_get(r, &wk->test, K, err)) ||
+            rt_state_get(r, "held_ll", &wk->held_ll, sizeof(double), err))
+            return -1;
+        memcpy(wk->nk, c->nk, K * sizeof(int64_t));
+    }
+    return 0;
 }

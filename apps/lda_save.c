@@ -7,6 +7,7 @@
  *   topics.txt      the top words of every topic
  *   model.json      options, sizes and final metrics
  */
+#include "apps/app_common.h"
 #include "apps/lda_app.h"
 
 #include <errno.h>
@@ -122,15 +123,8 @@ static int write_json(const char *path, lda_app *a, rt_error *err)
                   "sample_seconds", a->sample_seconds, "plan", a->plan->dir);
     if (!j)
         return rt_fail(err, RT_EXIT_RUNTIME, "%s: cannot build JSON", path);
-    char *s = json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS);
+    int rc = rt_app_write_json(path, j, err);
     json_decref(j);
-    rt_outfile of;
-    int rc = s ? rt_outfile_open(&of, path, err) : rt_fail(err, RT_EXIT_RUNTIME, "json");
-    if (rc == 0) {
-        fprintf(of.fp, "%s\n", s);
-        rc = rt_outfile_commit(&of, err);
-    }
-    free(s);
     return rc;
 }
 

@@ -151,24 +151,6 @@ static int copy_file(const char *from, const char *to, rt_error *err)
     return rt_outfile_commit(&of, err);
 }
 
-static int write_json(const char *path, json_t *obj, rt_error *err)
-{
-    char *text = json_dumps(obj, JSON_INDENT(2) | JSON_SORT_KEYS);
-    if (!text)
-        return rt_fail(err, RT_EXIT_RUNTIME, "%s: cannot encode JSON", path);
-    rt_outfile of;
-    int rc = rt_outfile_open(&of, path, err);
-    if (rc == 0 && (rt_write_all(of.fp, text, strlen(text), path, err) ||
-                    rt_write_all(of.fp, "\n", 1, path, err))) {
-        rt_outfile_abort(&of);
-        rc = -1;
-    } else if (rc == 0) {
-        rc = rt_outfile_commit(&of, err);
-    }
-    free(text);
-    return rc;
-}
-
 static int write_matrix(const char *dir, const char *name, const float *m, uint64_t rows,
                         uint32_t cols, rt_error *err)
 {
@@ -212,7 +194,7 @@ int rt_mf_model_write(const char *dir, const rt_plan *plan, const rt_mf_common_o
     }
     if (rt_path_join(path, sizeof(path), dir, "model.json", err))
         goto out;
-    rc = write_json(path, meta, err);
+    rc = rt_app_write_json(path, meta, err);
 out:
     json_decref(meta);
     return rc;

@@ -264,6 +264,38 @@ static int sgd_save(void *p, rt_engine *eng, rt_error *err)
     return rc;
 }
 
+/* ------------------------------------------------------------ state */
+
+static int put_state(void *p, rt_state_writer *w, rt_error *err)
+{
+    sgd_app *a = p;
+    return sgd_core_state_save(&a->core, w, err) ||
+                   rt_state_put(w, "seconds", &a->seconds, sizeof(a->seconds), err)
+               ? -1
+               : 0;
+}
+
+static int get_state(void *p, rt_state_reader *r, rt_error *err)
+{
+    sgd_app *a = p;
+    return sgd_core_state_load(&a->core, r, err) ||
+                   rt_state_get(r, "seconds", &a->seconds, sizeof(a->seconds), err)
+               ? -1
+               : 0;
+}
+
+static int sgd_state_save(void *p, rt_engine *eng, const char *dir, uint64_t next, rt_error *err)
+{
+    sgd_app *a = p;
+    return rt_app_state_save("sgd-mf", a->plan, eng, dir, next, put_state, a, err);
+}
+
+static int sgd_state_load(void *p, rt_engine *eng, const char *dir, uint64_t *next, rt_error *err)
+{
+    sgd_app *a = p;
+    return rt_app_state_load("sgd-mf", a->plan, eng, dir, next, get_state, a, err);
+}
+
 static const rt_app_ops sgd_ops = {
     .name = "sgd-mf",
     .block_home = sgd_block_home,
@@ -289,4 +321,6 @@ const rt_app_desc rt_app_sgd_mf = {
     .model_free = rt_mf_model_free,
     .model_ids = rt_mf_model_ids,
     .model_predict = rt_mf_model_predict,
+    .state_save = sgd_state_save,
+    .state_load = sgd_state_load,
 };

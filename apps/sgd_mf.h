@@ -95,4 +95,14 @@ int sgd_core_epoch_end(sgd_core *c, uint64_t rotation, sgd_epoch *ep, int *stop,
  * with AdaGrad the accumulators of the H rows and of the column biases. */
 uint32_t sgd_payload_extra(const sgd_opts *o);
 
+/* The node's training state between rotations (the local W rows and row
+ * biases, with AdaGrad their accumulators, the learning rate and the
+ * schedule's memory), into / out of a state file (app_common.h); the home
+ * blocks' payloads (H rows, column biases and their accumulators) are saved
+ * by the caller. */
+struct rt_state_writer;
+struct rt_state_reader;
+int sgd_core_state_save(const sgd_core *c, struct rt_state_writer *w, rt_error *err);
+int sgd_core_state_load(sgd_core *c, struct rt_state_reader *r, rt_error *err);
+
 #endif

@@ -2,6 +2,7 @@
  * Nothing here knows about the engine or the network: sgd_mf.c forwards the
  * engine's callbacks here and does the all-reduce, and the unit tests drive
  * the same functions through an in-memory schedule. */
+#include "apps/app_common.h"
 #include "apps/sgd_mf.h"
 
 #include <math.h>
@@ -165,5 +166,67 @@ int sgd_core_epoch_end(sgd_core *c, uint64_t rot, sgd_epoch *ep, int *stop, rt_e
     next_learning_rate(c, train_sse, rot);
     *stop =
         c->epochs_run >= c->o.epochs || (c->o.target_rmse > 0 && c->test_rmse <= c->o.target_rmse);
+    return 0;
+}
+
+/* ---- training state ---- */
+
+typedef struct sgd_scalars {
+    float mu, lr;
+    uint32_t k, biases, adagrad, pad;
+    double prev_loss, train_rmse, test_rmse;
+    uint64_t epochs_run;
+} sgd_scalars;
+
+int sgd_core_state_save(const sgd_core *c, rt_state_writer *w, rt_error *err)
+{
+    sgd_scalars sc = {.mu = c->mu,
+                      .lr = c->lr,
+                      .k = c->m.k,
+                      .biases = c->m.bu != NULL,
+                      .adagrad = c->gW != NULL,
+                      .prev_loss = c->prev_loss,
+                      .train_rmse = c->train_rmse,
+                      .test_rmse = c->test_rmse,
+                      .epochs_run = c->epochs_run};
+    if (rt_state_put(w, "sgd", &sc, sizeof(sc), err))
+        return -1;
+    for (uint32_t t = 0; t < c->m.n_workers; t++) {
+        size_t rows = rt_plan_worker_rows(c->plan, c->m.first_worker + t);
+        if (rt_state_put(w, "W", c->m.W[t], rows * c->m.kp * sizeof(float), err) ||
+            (c->m.bu && rt_state_put(w, "row_bias", c->m.bu[t], rows * sizeof(float), err)) ||
+            (c->gW && rt_state_put(w, "W_adagrad", c->gW[t], rows * sizeof(float), err)) ||
+            (c->gbu && c->m.bu &&
+             rt_state_put(w, "bias_adagrad", c->gbu[t], rows * sizeof(float), err)))
+            return -1;
+    }
+    return 0;
+}
+
+int sgd_core_state_load(sgd_core *c, rt_state_reader *r, rt_error *err)
+{
+    sgd_scalars sc;
+    if (rt_state_get(r, "sgd", &sc, sizeof(sc), err))
+        return -1;
+    if (sc.k != c->m.k || sc.biases != (c->m.bu != NULL) || sc.adagrad != (c->gW != NULL))
+        return rt_fail(err, RT_EXIT_INPUT, "%s: state of rank %u%s%s, this run has rank %u%s%s",
+                       r->path, sc.k, sc.biases ? " with biases" : "",
+                       sc.adagrad ? " with AdaGrad" : "", c->m.k, c->m.bu ? " with biases" : "",
+                       c->gW ? " with AdaGrad" : "");
+    c->mu = sc.mu;
+    c->lr = sc.lr;
+    c->prev_loss = sc.prev_loss;
+    c->train_rmse = sc.train_rmse;
+    c->test_rmse = sc.test_rmse;
+    c->epochs_run = sc.epochs_run;
+    for (uint32_t t = 0; t < c->m.n_workers; t++) {
+        size_t rows = rt_plan_worker_rows(c->plan, c->m.first_worker + t);
+        if (rt_state_get(r, "W", c->m.W[t], rows * c->m.kp * sizeof(float), err) ||
+            (c->m.bu && rt_state_get(r, "row_bias", c->m.bu[t], rows * sizeof(float), err)) ||
+            (c->gW && rt_state_get(r, "W_adagrad", c->gW[t], rows * sizeof(float), err)) ||
+            (c->gbu && c->m.bu &&
+             rt_state_get(r, "bias_adagrad", c->gbu[t], rows * sizeof(float), err)))
+            return -1;
+    }
     return 0;
 }

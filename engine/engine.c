@@ -44,6 +44,7 @@ struct rt_engine {
     rt_transport *tr;
     uint32_t W, B, c, T, P, rank, span, first_worker;
     int serial;
+    uint64_t first_rotation; /* where rt_engine_run starts (resume) */
     rt_pin_mode pin;
     int local_size;
     rt_route route;     /* this node's passes and arrivals (route.h) */
@@ -431,6 +432,7 @@ int rt_engine_create(const rt_engine_config *cfg, rt_engine **out, rt_error *err
     e->plan = p;
     e->group = cfg->group;
     e->serial = cfg->serial;
+    e->first_rotation = cfg->first_rotation;
     e->pin = cfg->pin;
     e->local_size = cfg->local_size;
     e->W = p->workers;
@@ -493,7 +495,7 @@ int rt_engine_run(rt_engine *e, const rt_app_ops *ops, void *app, rt_error *err)
     e->ops = ops;
     e->app = app;
     int stop = 0;
-    for (uint64_t rot = 0; !stop; rot++)
+    for (uint64_t rot = e->first_rotation; !stop; rot++)
         if (run_rotation(e, rot, &stop, err))
             return -1;
     return rt_transport_flush(e->tr, err);
@@ -548,6 +550,11 @@ void rt_engine_home_blocks(const rt_engine *e, uint32_t *first, uint32_t *count)
 {
     *first = e->span * e->rank;
     *count = e->span;
+}
+
+size_t rt_engine_slot_bytes(const rt_engine *e)
+{
+    return rt_transport_slot_bytes(e->tr);
 }
 
 void *rt_engine_home_payload(rt_engine *e, uint32_t block, size_t *len)

@@ -65,10 +65,13 @@ typedef struct rt_engine_config {
                                       unless the plan is replayed with other splits) */
     rt_transport_config transport; /* kind and ib knobs; the engine fills the rest */
     rt_pin_mode pin;
-    int local_size;    /* processes on this host, for RT_PIN_AUTO (0 = unknown) */
-    size_t slot_bytes; /* largest payload the app will put in a block */
-    int serial;        /* 1: run all W workers of the plan on one thread
-                          in schedule order (reference replay; size 1 only) */
+    int local_size;          /* processes on this host, for RT_PIN_AUTO (0 = unknown) */
+    size_t slot_bytes;       /* largest payload the app will put in a block */
+    int serial;              /* 1: run all W workers of the plan on one thread
+                                in schedule order (reference replay; size 1 only) */
+    uint64_t first_rotation; /* the rotation rt_engine_run starts with (0; a resumed
+                                run: the next one, with the home payloads
+                                written back through rt_engine_home_payload) */
 } rt_engine_config;
 
 typedef struct rt_visit {
@@ -119,9 +122,11 @@ const char *rt_engine_transport_name(const rt_engine *e);
 /* The blocks whose home is this node: first .. first + count - 1 (they sit
  * here between rotations and after the run). */
 void rt_engine_home_blocks(const rt_engine *e, uint32_t *first, uint32_t *count);
-/* Payload of home block b between rotations (after run returned, too): valid
- * only for blocks whose home is this node. */
+/* Payload of home block b between rotations (before the run and after it
+ * returned, too): valid only for blocks whose home is this node. */
 void *rt_engine_home_payload(rt_engine *e, uint32_t block, size_t *len);
+/* Capacity of every block slot (at least the configured slot_bytes). */
+size_t rt_engine_slot_bytes(const rt_engine *e);
 
 /* Collectives for apps (orchestrating thread only, same order on all ranks). */
 int rt_engine_barrier(rt_engine *e, rt_error *err);

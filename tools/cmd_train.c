@@ -25,6 +25,9 @@ typedef struct train_opts {
     int node, nodes; /* -1 = from the environment */
     link_opts link;
     rt_pin_mode pin;
+    const char *checkpoint; /* checkpoint root, or NULL */
+    uint64_t checkpoint_every;
+    const char *resume; /* checkpoint root to resume from, or NULL */
 } train_opts;
 
 static const rt_command_doc train_doc = {
@@ -96,6 +99,30 @@ static const rt_opt train_options[] = {
      .def = "auto",
      .choices = pin_modes,
      .help = "pin worker threads to cores (auto: when they fit)"},
+    {.name = "checkpoint",
+     .type = RT_OPT_PATH,
+     .flags = RT_OPT_DIR,
+     .offset = offsetof(train_opts, checkpoint),
+     .metavar = "DIR",
+     .help = "write every rank's training state to DIR/ckpt-N every --checkpoint-every "
+             "rotations and at the end (the newest two kept; DIR must be seen by every rank)"},
+    {.name = "checkpoint-every",
+     .type = RT_OPT_U64,
+     .offset = offsetof(train_opts, checkpoint_every),
+     .metavar = "N",
+     .def = "10",
+     .min = 1,
+     .max = 1e12,
+     .help = "rotations between checkpoints (an epoch of sgd-mf, a sweep of lda, a u or v "
+             "half-step of cd-mf)"},
+    {.name = "resume",
+     .type = RT_OPT_PATH,
+     .flags = RT_OPT_DIR,
+     .offset = offsetof(train_opts, resume),
+     .metavar = "DIR",
+     .help = "continue from the newest complete checkpoint under DIR (same plan, split and "
+             "options; --epochs, --iters and --outer count the total); the model ends "
+             "bit-identical to an uninterrupted run"},
     {NULL}};
 
 /* 0, 1 (help printed) or -1. */
@@ -249,6 +276,10 @@ static int train(const train_opts *o, train_run *r, rt_error *err)
     ec.pin = o->pin;
     ec.local_size = rt_env_local_size();
     ec.serial = o->serial;
+    char resume_dir[4096];
+    if (o->resume &&
+        rt_checkpoint_latest(o->resume, resume_dir, sizeof(resume_dir), &ec.first_rotation, err))
+        return -1;
     if (r->app->slot_bytes(r->app_opts, &r->plan, &ec.slot_bytes, err))
         return -1;
     if (rt_engine_create(&ec, &r->engine, err))
@@ -260,7 +291,11 @@ static int train(const train_opts *o, train_run *r, rt_error *err)
                 (o->serial ? 1 : ec.threads) == 1 ? "" : "s", r->plan.workers, r->plan.blocks);
     if (r->app->create(r->app_opts, &r->plan, r->engine, &r->app_state, err))
         return -1;
-    if (rt_engine_run(r->engine, r->app->ops, r->app_state, err))
+    if (o->resume &&
+        rt_app_resume(r->app, r->app_state, r->engine, resume_dir, ec.first_rotation, err))
+        return -1;
+    rt_checkpoint_config cc = {.dir = o->checkpoint, .every = o->checkpoint_every};
+    if (rt_app_run(r->app, r->app_state, r->engine, &r->plan, &cc, err))
         return -1;
     return r->app->save(r->app_state, r->engine, err);
 }

@@ -7,15 +7,7 @@
 #   ROTOR_GOLDEN_PRINT=1 prints the current hashes instead of checking them.
 source "$(dirname "$0")/lib.sh"
 
-"$ROTOR" gen mf --rows 600 --cols 300 --nnz 12000 --rank 4 --noise 0.1 --seed 5 \
-    --out "$TMP/mf.txt" --test-out "$TMP/mf_test.txt" --test-fraction 0.1 2>/dev/null ||
-    fail "gen mf"
-"$ROTOR" partition --input "$TMP/mf.txt" --test "$TMP/mf_test.txt" --nodes 2 --threads 2 \
-    --seed 5 --out "$TMP/mfplan" >/dev/null 2>&1 || fail "partition mf"
-"$ROTOR" gen lda --docs 300 --vocab 400 --topics 8 --alpha 0.1 --beta 0.01 --doc-len 60 \
-    --seed 5 --out "$TMP/corpus.txt" >/dev/null 2>&1 || fail "gen lda"
-"$ROTOR" partition --app lda --input "$TMP/corpus.txt" --nodes 2 --threads 2 --seed 5 \
-    --test-fraction 0.1 --out "$TMP/ldaplan" >/dev/null 2>&1 || fail "partition lda"
+small_plans
 
 sgd=(train --plan "$TMP/mfplan" --app sgd-mf --rank 8 --epochs 4 --seed 3)
 cdmf=(train --plan "$TMP/mfplan" --app cd-mf --rank 6 --outer 2 --inner 2 --seed 3)

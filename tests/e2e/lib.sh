@@ -57,3 +57,18 @@ last_test_rmse() { grep -o 'test_rmse [0-9.]*' "$1" | tail -1 | awk '{print $2}'
 
 # float_le A B: true when A <= B.
 float_le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }
+
+# Two small fixed plans under $TMP: mfplan (600 x 300 planted ratings, 10%
+# held out) and ldaplan (300 documents, 8 topics), each for 2 nodes x 2
+# threads.  The golden hashes are recorded on exactly these.
+small_plans() {
+    "$ROTOR" gen mf --rows 600 --cols 300 --nnz 12000 --rank 4 --noise 0.1 --seed 5 \
+        --out "$TMP/mf.txt" --test-out "$TMP/mf_test.txt" --test-fraction 0.1 2>/dev/null ||
+        fail "gen mf"
+    "$ROTOR" partition --input "$TMP/mf.txt" --test "$TMP/mf_test.txt" --nodes 2 --threads 2 \
+        --seed 5 --out "$TMP/mfplan" >/dev/null 2>&1 || fail "partition mf"
+    "$ROTOR" gen lda --docs 300 --vocab 400 --topics 8 --alpha 0.1 --beta 0.01 --doc-len 60 \
+        --seed 5 --out "$TMP/corpus.txt" >/dev/null 2>&1 || fail "gen lda"
+    "$ROTOR" partition --app lda --input "$TMP/corpus.txt" --nodes 2 --threads 2 --seed 5 \
+        --test-fraction 0.1 --out "$TMP/ldaplan" >/dev/null 2>&1 || fail "partition lda"
+}

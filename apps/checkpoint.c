@@ -1,0 +1,246 @@
+/*
+ * checkpoint.c - checkpoints of a training run and resuming from them.
+ *
+ * Layout under the checkpoint root:
+ *
+ *   ROOT/ckpt-NNNNNNNNNNNN/state-RRRRR.bin   each rank's part (app_state.c)
+ *   ROOT/ckpt-NNNNNNNNNNNN/manifest.json     written last, by rank 0
+ *
+ * with N the rotation the run continues with.  A checkpoint is complete once
+ * its manifest exists: every rank wrote (fsync, rename) its state file and
+ * passed a barrier before rank 0 writes the manifest (again fsync, rename).
+ * A crash at any point leaves the previous complete checkpoint alone; the
+ * newest two complete ones are kept.  The root must be one directory every
+ * rank sees (a shared filesystem, or one host under rotor launch).
+ *
+ * The checkpoint is taken inside rotation_end (every block home) by wrapping
+ * the app's engine ops, so the engine needs to know nothing about it.
+ */
+#include "apps/app_common.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CKPT_PREFIX "ckpt-"
+#define CKPT_KEEP 2
+
+static int ckpt_dir(char *out, size_t cap, const char *root, uint64_t next, rt_error *err)
+{
+    char name[64];
+    snprintf(name, sizeof(name), CKPT_PREFIX "%012" PRIu64, next);
+    return rt_path_join(out, cap, root, name, err);
+}
+
+/* The rotation of a checkpoint directory name, or -1. */
+static int64_t ckpt_rotation(const char *name)
+{
+    char *end;
+    if (strncmp(name, CKPT_PREFIX, strlen(CKPT_PREFIX)) != 0)
+        return -1;
+    const char *digits = name + strlen(CKPT_PREFIX);
+    if (*digits < '0' || *digits > '9')
+        return -1;
+    errno = 0;
+    unsigned long long v = strtoull(digits, &end, 10);
+    return *end || errno || v > INT64_MAX ? -1 : (int64_t)v;
+}
+
+static int manifest_path(char *out, size_t cap, const char *dir, rt_error *err)
+{
+    return rt_path_join(out, cap, dir, "manifest.json", err);
+}
+
+static int is_complete(const char *root, const char *name)
+{
+    char dir[4096], path[4096];
+    if (ckpt_rotation(name) < 0 || rt_path_join(dir, sizeof(dir), root, name, NULL) ||
+        manifest_path(path, sizeof(path), dir, NULL))
+        return 0;
+    FILE *fp = fopen(path, "rb");
+    if (fp)
+        fclose(fp);
+    return fp != NULL;
+}
+
+/* The complete checkpoints' rotations under root, newest first (at most cap). */
+static int list_complete(const char *root, int64_t *rot, int cap, int *n, rt_error *err)
+{
+    DIR *d = opendir(root);
+    *n = 0;
+    if (!d)
+        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot open checkpoint directory",
+                             root);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        int64_t r = ckpt_rotation(de->d_name);
+        if (r < 0 || !is_complete(root, de->d_name))
+            continue;
+        if (*n == cap && r <= rot[cap - 1])
+            continue;
+        int i = *n < cap ? (*n)++ : cap - 1; /* insert sorted, newest first */
+        for (; i > 0 && rot[i - 1] < r; i--)
+            rot[i] = rot[i - 1];
+        rot[i] = r;
+    }
+    closedir(d);
+    return 0;
+}
+
+int rt_checkpoint_latest(const char *root, char *dir, size_t cap, uint64_t *next_rotation,
+                         rt_error *err)
+{
+    int64_t rot[1];
+    int n;
+    if (list_complete(root, rot, 1, &n, err))
+        return -1;
+    if (n == 0)
+        return rt_fail(err, RT_EXIT_INPUT, "%s: no complete checkpoint (ckpt-N/manifest.json)",
+                       root);
+    *next_rotation = (uint64_t)rot[0];
+    return ckpt_dir(dir, cap, root, *next_rotation, err);
+}
+
+static int write_manifest(const char *dir, const rt_app_desc *app, const rt_plan *plan,
+                          rt_engine *eng, uint64_t next, rt_error *err)
+{
+    char path[4096], id[32];
+    snprintf(id, sizeof(id), "%016llx", (unsigned long long)plan->plan_id);
+    json_t *j = json_pack("{s:s, s:s, s:I, s:i, s:i}", "app", app->name, "plan_id", id,
+                          "next_rotation", (json_int_t)next, "ranks", rt_engine_size(eng),
+                          "threads", rt_engine_threads(eng));
+    if (!j)
+        return rt_fail(err, RT_EXIT_RUNTIME, "checkpoint: cannot encode the manifest");
+    int rc = manifest_path(path, sizeof(path), dir, err);
+    if (rc == 0)
+        rc = rt_app_write_json(path, j, err);
+    json_decref(j);
+    return rc;
+}
+
+/* Rank 0, after a new manifest: remove all but the newest CKPT_KEEP
+ * complete checkpoints, and incomplete ones older than the newest. */
+static void prune(const char *root, uint64_t newest)
+{
+    int64_t keep[CKPT_KEEP];
+    int n;
+    if (list_complete(root, keep, CKPT_KEEP, &n, NULL))
+        return;
+    DIR *d = opendir(root);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        int64_t r = ckpt_rotation(de->d_name);
+        int kept = r < 0 || (uint64_t)r > newest;
+        for (int i = 0; i < n; i++)
+            kept |= r == keep[i];
+        char path[4096];
+        if (!kept && rt_path_join(path, sizeof(path), root, de->d_name, NULL) == 0)
+            rt_remove_tree(path);
+    }
+    closedir(d);
+}
+
+static int checkpoint_write(const rt_app_desc *app, void *state, rt_engine *eng,
+                            const rt_plan *plan, const char *root, uint64_t next, rt_error *err)
+{
+    char dir[4096];
+    double t0 = rt_now();
+    if (ckpt_dir(dir, sizeof(dir), root, next, err) || rt_mkdir_p(dir, err) ||
+        app->state_save(state, eng, dir, next, err))
+        return rt_error_prefix(err, "checkpoint at rotation %" PRIu64, next);
+    /* Every rank's file is in place before the manifest makes the set count. */
+    if (rt_engine_barrier(eng, err))
+        return -1;
+    if (rt_engine_rank(eng) == 0) {
+        if (write_manifest(dir, app, plan, eng, next, err))
+            return rt_error_prefix(err, "checkpoint at rotation %" PRIu64, next);
+        prune(root, next);
+        rt_info("checkpoint: rotation %" PRIu64 " written to %s in %.3fs", next, dir,
+                rt_now() - t0);
+    }
+    return 0;
+}
+
+/* ---- the run ---- */
+
+typedef struct ckpt_run {
+    const rt_app_desc *app;
+    void *state;
+    const rt_plan *plan;
+    const rt_checkpoint_config *cfg;
+} ckpt_run;
+
+static int wrap_block_home(void *p, uint32_t block, uint64_t rotation, void *payload, size_t *len,
+                           rt_error *err)
+{
+    ckpt_run *r = p;
+    return r->app->ops->block_home(r->state, block, rotation, payload, len, err);
+}
+
+static int wrap_visit(void *p, const rt_visit *v, rt_error *err)
+{
+    ckpt_run *r = p;
+    return r->app->ops->visit(r->state, v, err);
+}
+
+static int wrap_step_end(void *p, rt_engine *eng, uint64_t rotation, uint32_t step, rt_error *err)
+{
+    ckpt_run *r = p;
+    return r->app->ops->step_end(r->state, eng, rotation, step, err);
+}
+
+static int wrap_rotation_end(void *p, rt_engine *eng, uint64_t rotation,
+                             const rt_rotation_stats *st, int *stop, rt_error *err)
+{
+    ckpt_run *r = p;
+    if (r->app->ops->rotation_end(r->state, eng, rotation, st, stop, err))
+        return -1;
+    uint64_t next = rotation + 1;
+    /* Also at the end, so a finished run can be continued further. */
+    if (!*stop && next % r->cfg->every != 0)
+        return 0;
+    return checkpoint_write(r->app, r->state, eng, r->plan, r->cfg->dir, next, err);
+}
+
+int rt_app_run(const rt_app_desc *app, void *state, rt_engine *eng, const rt_plan *plan,
+               const rt_checkpoint_config *cfg, rt_error *err)
+{
+    if (!cfg || !cfg->dir)
+        return rt_engine_run(eng, app->ops, state, err);
+    if (!app->state_save)
+        return rt_fail(err, RT_EXIT_INPUT, "--app %s cannot write checkpoints", app->name);
+    if (cfg->every == 0)
+        return rt_fail(err, RT_EXIT_INPUT, "--checkpoint-every must be at least 1");
+    if (rt_mkdir_p(cfg->dir, err))
+        return -1;
+    ckpt_run r = {.app = app, .state = state, .plan = plan, .cfg = cfg};
+    rt_app_ops ops = *app->ops;
+    ops.block_home = wrap_block_home;
+    ops.visit = wrap_visit;
+    ops.step_end = app->ops->step_end ? wrap_step_end : NULL;
+    ops.rotation_end = wrap_rotation_end;
+    return rt_engine_run(eng, &ops, &r, err);
+}
+
+int rt_app_resume(const rt_app_desc *app, void *state, rt_engine *eng, const char *dir,
+                  uint64_t next_rotation, rt_error *err)
+{
+    uint64_t got;
+    if (!app->state_load)
+        return rt_fail(err, RT_EXIT_INPUT, "--app %s cannot resume", app->name);
+    if (app->state_load(state, eng, dir, &got, err))
+        return -1;
+    if (got != next_rotation)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s: state files continue at rotation %" PRIu64
+                       ", the manifest says %" PRIu64,
+                       dir, got, next_rotation);
+    if (rt_engine_rank(eng) == 0)
+        rt_info("resume: %s from %s, continuing at rotation %" PRIu64, app->name, dir, got);
+    return 0;
+}

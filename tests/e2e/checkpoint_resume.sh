@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Checkpoints and exact resume, for sgd-mf, cd-mf and lda on 2 processes over
+# TCP:
+#  1. a run stopped normally after 6 epochs / sweeps / outer iterations and
+#     resumed (--resume) to 12 ends bit-identical to a straight 12;
+#  2. a run checkpointing every few rotations whose rank 1 is killed with
+#     SIGKILL once a checkpoint exists, restarted with --resume, ends
+#     bit-identical to an uninterrupted run;
+#  3. a resume with another split, or from a damaged state file, is refused
+#     (exit 2, naming the problem).
+source "$(dirname "$0")/lib.sh"
+
+small_plans
+
+# app -> training options (without the run length) and the model files to compare
+declare -A OPTS=(
+    [sgd-mf]="--plan $TMP/mfplan --app sgd-mf --rank 8 --seed 3 --schedule bold"
+    [cd-mf]="--plan $TMP/mfplan --app cd-mf --rank 4 --inner 2 --seed 3"
+    [lda]="--plan $TMP/ldaplan --app lda --topics 8 --seed 3 --eval-every 4 --sampler mh"
+)
+declare -A LENGTH=([sgd-mf]=--epochs [cd-mf]=--outer [lda]=--iters)
+declare -A FILES=([sgd-mf]="W.npy H.npy row_bias.npy col_bias.npy" [cd-mf]="W.npy H.npy"
+                  [lda]="word_topic.npy doc_topic.npy topics.txt")
+
+same_model() { # same_model APP DIR_A DIR_B WHAT
+    for f in ${FILES[$1]}; do
+        cmp -s "$2/$f" "$3/$f" || fail "$1: $f of the $4 differs from the uninterrupted run"
+    done
+}
+
+train2() { # train2 LOG ARGS...: 2 processes under rotor launch
+    local log=$1; shift
+    "$ROTOR" launch -n 2 -- "$ROTOR" train "$@" >"$log" 2>&1 || { cat "$log" >&2; return 1; }
+}
+
+for app in sgd-mf cd-mf lda; do
+    # shellcheck disable=SC2086
+    read -r -a opts <<<"${OPTS[$app]}"
+    len=${LENGTH[$app]}
+    note "$app: 6 then resume to 12 == straight 12"
+    train2 "$TMP/$app-12.log" "${opts[@]}" "$len" 12 --out "$TMP/$app-12" || fail "$app straight"
+    train2 "$TMP/$app-6.log" "${opts[@]}" "$len" 6 --checkpoint "$TMP/$app-ck6" ||
+        fail "$app first half"
+    grep -q "checkpoint: rotation .* written to .* in [0-9.]*s" "$TMP/$app-6.log" ||
+        fail "$app: no checkpoint line in the log"
+    train2 "$TMP/$app-r.log" "${opts[@]}" "$len" 12 --resume "$TMP/$app-ck6" \
+        --out "$TMP/$app-r" || fail "$app resume"
+    grep -q "resume: $app from" "$TMP/$app-r.log" || fail "$app: the resume is not logged"
+    same_model "$app" "$TMP/$app-12" "$TMP/$app-r" "resumed run"
+    # It really trained on from the checkpoint: the half run's model differs.
+    train2 "$TMP/$app-6b.log" "${opts[@]}" "$len" 6 --out "$TMP/$app-6" || fail "$app 6"
+    ! cmp -s "$TMP/$app-6/${FILES[$app]%% *}" "$TMP/$app-12/${FILES[$app]%% *}" ||
+        fail "$app: 6 and 12 give the same model (nothing trained?)"
+done
+
+note "a damaged state file and another split are refused"
+ck=$(ls -d "$TMP"/sgd-mf-ck6/ckpt-* | tail -1)
+read -r -a opts <<<"${OPTS[sgd-mf]}"
+expect_status 2 "$ROTOR" train "${opts[@]}" --epochs 12 --resume "$TMP/sgd-mf-ck6" --threads 4
+grep -q "same split" "$TMP/last.err" || fail "another split: $(cat "$TMP/last.err")"
+printf 'X' | dd of="$ck/state-00001.bin" bs=1 seek=300 conv=notrunc status=none
+st=0
+"$ROTOR" launch -n 2 -- "$ROTOR" train "${opts[@]}" --epochs 12 --resume "$TMP/sgd-mf-ck6" \
+    >"$TMP/bad.log" 2>&1 || st=$?
+[ "$st" != 0 ] && grep -q "state-00001.bin: checksum mismatch" "$TMP/bad.log" ||
+    { cat "$TMP/bad.log" >&2; fail "a damaged state file was accepted (exit $st)"; }
+
+# SIGKILL of rank 1 after a checkpoint exists, then --resume.
+declare -A LONG=([sgd-mf]=400 [cd-mf]=30 [lda]=300)
+for app in sgd-mf cd-mf lda; do
+    read -r -a opts <<<"${OPTS[$app]}"
+    len=${LENGTH[$app]}
+    n=${LONG[$app]}
+    note "$app: $len $n, rank 1 killed after a checkpoint, resumed"
+    train2 "$TMP/$app-long.log" "${opts[@]}" "$len" "$n" --out "$TMP/$app-long" ||
+        fail "$app long straight"
+    printf '127.0.0.1:%s\n127.0.0.1:%s\n' "$(free_port)" "$(free_port)" >"$TMP/hosts"
+    run=(train "${opts[@]}" "$len" "$n" --hostfile "$TMP/hosts" --nodes 2
+         --checkpoint "$TMP/$app-ck" --checkpoint-every 3 --out "$TMP/$app-killed")
+    "$ROTOR" "${run[@]}" --node 0 >"$TMP/$app-k0.log" 2>&1 &
+    pid0=$!
+    "$ROTOR" "${run[@]}" --node 1 >"$TMP/$app-k1.log" 2>&1 &
+    pid1=$!
+    for _ in $(seq 600); do
+        ls "$TMP/$app-ck"/ckpt-*/manifest.json >/dev/null 2>&1 && break
+        kill -0 "$pid1" 2>/dev/null || break
+        sleep 0.05
+    done
+    kill -9 "$pid1" 2>/dev/null || fail "$app: rank 1 ended before it could be killed"
+    wait "$pid1" 2>/dev/null || true
+    st=0
+    wait "$pid0" || st=$?
+    [ "$st" != 0 ] || fail "$app: rank 0 finished although rank 1 was killed"
+    [ ! -e "$TMP/$app-killed/model.json" ] || fail "$app: the killed run wrote a model"
+    ls "$TMP/$app-ck"/ckpt-*/manifest.json >/dev/null 2>&1 || fail "$app: no complete checkpoint"
+    train2 "$TMP/$app-res.log" "${opts[@]}" "$len" "$n" --resume "$TMP/$app-ck" \
+        --out "$TMP/$app-res" || fail "$app resume after the kill"
+    note "$app: $(grep -o 'resume: .*' "$TMP/$app-res.log" | head -1)"
+    same_model "$app" "$TMP/$app-long" "$TMP/$app-res" "run resumed after SIGKILL"
+done
+echo PASS
