@@ -1,91 +1,279 @@
 #!/usr/bin/env bash
-# lda.sh - LDA throughput and convergence benchmark; prints JSON.
+# lda.sh - rotor LDA next to WarpLDA on the same corpus files; prints JSON.
 #
-#   bench/lda.sh [--docs D] [--vocab V] [--true-topics K0] [--doc-len L]
-#                [--topics K[,K...]] [--samplers sparse,mh] [--mh-steps M]
-#                [--procs P] [--threads T] [--iters N] [--eval-every E]
-#                [--no-kos] [--no-gen]
+#   bench/lda.sh [--quick] [--corpora synthetic,kos,ap] [--topics 100,1000,10000]
+#                [--samplers mh,sparse] [--threads T] [--iters N] [--rounds R]
+#                [--ll-iters 10,20,...] [--warplda-wait passive|active]
+#                [--no-warplda] [--keep DIR]
 #
-# Generates an LDA corpus (rotor gen lda: D docs of Poisson(L) tokens over V
-# words from K0 planted topics) and, when ../shared/data/uci-kos is present,
-# uses UCI KOS as well; partitions each for P processes x T threads, trains
-# every (corpus, K, sampler) with `rotor launch` and prints
-#   {"benchmark": "lda", "config": {...}, "runs": [{"corpus", "topics",
-#    "sampler", "summary": {"median_tokens_per_s", "final_ll_per_token",
-#    "final_perplexity"}, "metrics": <the run's --metrics document>}, ...]}
-# "metrics" holds one record per evaluation: ll_per_token (Griffiths &
-# Steyvers log p(w,z) / tokens), perplexity (document completion on the
-# held-out documents) and tokens_per_s (mean over the sweeps since the
-# previous evaluation).
+# Corpora (each written once in the Yahoo!LDA line format, "doc doc w w ...",
+# and read by both tools from that file): synthetic = `rotor gen lda`, 20k
+# documents x 20k words, ~4M tokens from 100 planted topics; kos = UCI KOS
+# and ap = Blei's AP from ../shared/data (skipped when absent).  Every
+# (corpus, K) runs with alpha = 50/K, beta = 0.01, T threads (rotor: one
+# process x T workers; WarpLDA: OMP_NUM_THREADS=T), N iterations:
+#
+#  * throughput: R interleaved rounds (the tool order alternates between
+#    rounds); tokens/s over the second half of the iterations (26-50 for
+#    N = 50) and peak RSS (GNU time) of every run; medians over the rounds,
+#    and the median of the per-round ratios to WarpLDA.
+#  * convergence: one run per iteration count in --ll-iters that saves its
+#    state (rotor --out, WarpLDA --dumpz); bench/lda_ll.c, one evaluator
+#    for both, turns each state into the Griffiths & Steyvers log-likelihood
+#    per token.  Each point carries the sampling seconds up to it (rotor:
+#    model.json sample_seconds; WarpLDA: the sum of its per-iteration
+#    times), which gives the log-likelihood at fixed wall times (0.25, 0.5
+#    and 1 x WarpLDA's time for N iterations, linear between points) and the
+#    time each rotor sampler needs to reach WarpLDA's N-iteration value.
+#    WarpLDA seeds its threads' generators in a racy order, so its points
+#    are separate chains; rotor's runs are prefixes of one chain.
+#
+# WarpLDA's OpenMP threads wait passively by default (OMP_WAIT_POLICY): on
+# a machine shared with other work, spinning at its barriers halved its
+# speed (KOS, K = 100, load average 14 on 2 cores: 1.2-1.5M tokens/s
+# active, 2.3-3.0M passive).
+# --quick: KOS only, K = 100 and 1000, 20 iterations, 1 round, 2 points.
+# WarpLDA is built by ../shared/anchors/build.sh (into $ANCHORS_DIR, default
+# /tmp/rotor-anchors) unless WARPLDA=path/to/warplda and WARPLDA_FORMAT are
+# set.  The load average of the machine is recorded before and after.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ROTOR=${ROTOR:-$ROOT/build/tools/rotor}
-docs=20000 vocab=20000 true_topics=100 doc_len=200 topics=100,1000 samplers=sparse,mh
-mh_steps=2 procs=1 threads=2 iters=30 eval_every=10 kos=1 gen=1
+DATA=${ROTOR_DATA_DIR:-$ROOT/../shared/data}
+corpora=synthetic,kos,ap topics=100,1000,10000 samplers=mh,sparse threads=2 iters=50 rounds=3
+ll_iters=10,20,30,40,50 warp=1 keep="" wait=passive
 while [ $# -gt 0 ]; do
     case $1 in
-    --docs) docs=$2; shift ;;
-    --vocab) vocab=$2; shift ;;
-    --true-topics) true_topics=$2; shift ;;
-    --doc-len) doc_len=$2; shift ;;
+    --quick) corpora=kos topics=100,1000 iters=20 rounds=1 ll_iters=10,20 ;;
+    --corpora) corpora=$2; shift ;;
     --topics) topics=$2; shift ;;
     --samplers) samplers=$2; shift ;;
-    --mh-steps) mh_steps=$2; shift ;;
-    --procs) procs=$2; shift ;;
     --threads) threads=$2; shift ;;
     --iters) iters=$2; shift ;;
-    --eval-every) eval_every=$2; shift ;;
-    --no-kos) kos=0 ;;
-    --no-gen) gen=0 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    --rounds) rounds=$2; shift ;;
+    --ll-iters) ll_iters=$2; shift ;;
+    --warplda-wait) wait=$2; shift ;;
+    --no-warplda) warp=0 ;;
+    --keep) keep=$2; shift ;;
+    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
     *) echo "lda.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
 done
-[ -x "$ROTOR" ] || { echo "build first: tools/run.sh build" >&2; exit 2; }
-TMP=$(mktemp -d) && trap 'rm -rf "$TMP"' EXIT
+[ -x "$ROTOR" ] || { echo "lda.sh: build first (cmake --build build)" >&2; exit 2; }
+[ $((iters % 2)) = 0 ] || { echo "lda.sh: --iters must be even" >&2; exit 2; }
+command -v python3 >/dev/null || { echo "lda.sh: needs python3" >&2; exit 2; }
+[ -x /usr/bin/time ] || { echo "lda.sh: needs GNU time (Debian package time)" >&2; exit 2; }
+if [ -n "$keep" ]; then TMP=$keep && mkdir -p "$TMP"; else TMP=$(mktemp -d) && trap 'rm -rf "$TMP"' EXIT; fi
+mkdir -p "$TMP/runs"
+load_before=$(cat /proc/loadavg)
 
-corpora=()
-if [ "$gen" = 1 ]; then
-    "$ROTOR" gen lda --docs "$docs" --vocab "$vocab" --topics "$true_topics" --alpha 0.1 \
-        --beta 0.01 --doc-len "$doc_len" --seed 1 --out "$TMP/gen.txt" >&2
-    "$ROTOR" partition --app lda --input "$TMP/gen.txt" --nodes "$procs" --threads "$threads" \
-        --test-fraction 0.05 --seed 1 --out "$TMP/plan-generated" >&2
-    corpora+=(generated)
+cc -O2 -o "$TMP/lda_ll" "$ROOT/bench/lda_ll.c" -lm
+
+if [ "$warp" = 1 ] && [ -z "${WARPLDA:-}" ]; then
+    if out=$("$ROOT/../shared/anchors/build.sh" "${ANCHORS_DIR:-/tmp/rotor-anchors}" 2>&1); then
+        eval "$(echo "$out" | grep -E '^WARPLDA(_FORMAT)?=')"
+    fi
 fi
-data=${ROTOR_DATA_DIR:-$ROOT/../shared/data}/uci-kos
-if [ "$kos" = 1 ] && [ -f "$data/docword.kos.txt.xz" ]; then
-    xz -dc "$data/docword.kos.txt.xz" >"$TMP/docword.kos.txt"
-    xz -dc "$data/vocab.kos.txt.xz" >"$TMP/vocab.kos.txt"
-    "$ROTOR" partition --app lda --input "$TMP/docword.kos.txt" --vocab "$TMP/vocab.kos.txt" \
-        --nodes "$procs" --threads "$threads" --test-fraction 0.1 --seed 1 \
-        --out "$TMP/plan-kos" >&2
-    corpora+=(kos)
+if [ "$warp" = 1 ] && [ ! -x "${WARPLDA:-}" ]; then
+    echo "lda.sh: WarpLDA not available; rotor only" >&2
+    warp=0
 fi
 
-median() { sort -g | awk '{a[NR]=$1} END {print NR ? ((NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2) : 0}'; }
-field() { grep -o "\"$1\": [-0-9.e+]*" "$2" | awk '{print $2}'; }
+# ---- corpora, in the line format both tools read
+uci_to_lines() { awk 'NR > 3 { if ($1 != d) { if (NR > 4) print ""; d = $1; printf "%s %s", d, d }
+                               for (i = 0; i < $3; i++) printf " w%s", $2 } END { print "" }'; }
+ldac_to_lines() { awk '{ printf "%d %d", NR, NR; for (i = 2; i <= NF; i++) { split($i, p, ":")
+                         for (j = 0; j < p[2]; j++) printf " w%s", p[1] } print "" }'; }
+made=()
+for c in ${corpora//,/ }; do
+    f=$TMP/$c.txt
+    case $c in
+    synthetic)
+        "$ROTOR" gen lda --docs 20000 --vocab 20000 --topics 100 --alpha 0.1 --beta 0.01 \
+            --doc-len 200 --seed 1 --out "$TMP/gen.uci" >&2
+        uci_to_lines <"$TMP/gen.uci" >"$f" ;;
+    kos)
+        [ -f "$DATA/uci-kos/docword.kos.txt.xz" ] || { echo "lda.sh: no KOS, skipped" >&2; continue; }
+        xz -dc "$DATA/uci-kos/docword.kos.txt.xz" | uci_to_lines >"$f" ;;
+    ap)
+        [ -f "$DATA/ap/ap.dat.xz" ] || { echo "lda.sh: no AP, skipped" >&2; continue; }
+        xz -dc "$DATA/ap/ap.dat.xz" | ldac_to_lines >"$f" ;;
+    *) echo "lda.sh: unknown corpus $c" >&2; exit 2 ;;
+    esac
+    "$ROTOR" partition --app lda --format lines --input "$f" --nodes 1 --threads "$threads" \
+        --test-fraction 0 --seed 1 --out "$TMP/plan-$c" >&2
+    if [ "$warp" = 1 ]; then
+        (cd "$TMP" && "$WARPLDA_FORMAT" -input "$f" -prefix "$TMP/w-$c" >&2)
+    fi
+    made+=("$c")
+done
 
-printf '{"benchmark": "lda", "config": {"procs": %s, "threads": %s, "iters": %s, "mh_steps": %s, "generated": {"docs": %s, "vocab": %s, "true_topics": %s, "doc_len": %s}},\n "runs": [' \
-    "$procs" "$threads" "$iters" "$mh_steps" "$docs" "$vocab" "$true_topics" "$doc_len"
-sep=""
-for corpus in "${corpora[@]}"; do
+tools=()
+[ "$warp" = 1 ] && tools+=(warplda)
+for s in ${samplers//,/ }; do tools+=("rotor-$s"); done
+
+# run TOOL CORPUS K ITERS TAG [save]: one run; GNU time writes "peak_kB seconds"
+run() {
+    local tool=$1 c=$2 K=$3 n=$4 tag=$5 save=${6:-}
+    local base=$TMP/runs/$tag alpha
+    alpha=$(awk -v k="$K" 'BEGIN { printf "%.10g", 50 / k }')
+    if [ "$tool" = warplda ]; then
+        local z=(--dumpz=false)
+        [ -n "$save" ] && z=(--z "$base.z") # (--z turns --dumpz on)
+        (cd "$TMP/runs" && OMP_NUM_THREADS=$threads OMP_WAIT_POLICY=$wait /usr/bin/time -f "%M %e" -o "$base.time" \
+            "$WARPLDA" --prefix "$TMP/w-$c" --k "$K" --alpha 50 --beta 0.01 --niter "$n" \
+            --dumpmodel=false --writeinfo=false "${z[@]}" >"$base.log" 2>&1)
+        if [ -n "$save" ]; then
+            "$TMP/lda_ll" --alpha "$alpha" --beta 0.01 --topics "$K" --warplda-z "$base.z" >"$base.ll"
+            rm -f "$base.z"
+        fi
+    else
+        local out=() every=$((n / 2))
+        [ -n "$save" ] && out=(--out "$base.model") every=$n
+        /usr/bin/time -f "%M %e" -o "$base.time" "$ROTOR" train --plan "$TMP/plan-$c" --app lda \
+            --threads "$threads" --sampler "${tool#rotor-}" --topics "$K" --alpha "$alpha" \
+            --beta 0.01 --iters "$n" --eval-every "$every" --seed 1 \
+            --metrics "$base.metrics" "${out[@]}" >"$base.log" 2>&1
+        if [ -n "$save" ]; then
+            "$TMP/lda_ll" --alpha "$alpha" --beta 0.01 --topics "$K" --rotor-model "$base.model" \
+                >"$base.ll"
+            cp "$base.model/model.json" "$base.model.json"
+            rm -rf "$base.model"
+        fi
+    fi
+}
+
+for c in "${made[@]}"; do
     for K in ${topics//,/ }; do
-        for s in ${samplers//,/ }; do
-            alpha=$(awk -v k="$K" 'BEGIN { a = 50 / k; if (a > 0.1) a = 0.1; print a }')
-            m="$TMP/metrics-$corpus-$K-$s.json"
-            "$ROTOR" launch -n "$procs" -- "$ROTOR" train --plan "$TMP/plan-$corpus" --app lda \
-                --topics "$K" --alpha "$alpha" --beta 0.01 --sampler "$s" --mh-steps "$mh_steps" \
-                --iters "$iters" --eval-every "$eval_every" --seed 1 --metrics "$m" >&2
-            tps=$(field tokens_per_s "$m" | awk '$1 > 0' | median)
-            ll=$(field ll_per_token "$m" | tail -1)
-            ppl=$(field perplexity "$m" | tail -1)
-            printf '%s\n  {"corpus": "%s", "topics": %s, "alpha": %s, "sampler": "%s", "summary": {"median_tokens_per_s": %s, "final_ll_per_token": %s, "final_perplexity": %s},\n   "metrics": ' \
-                "$sep" "$corpus" "$K" "$alpha" "$s" "$tps" "$ll" "${ppl:-null}"
-            cat "$m"
-            printf '  }'
-            sep=","
+        for r in $(seq 1 "$rounds"); do
+            order=("${tools[@]}")
+            if [ $((r % 2)) = 0 ]; then
+                order=()
+                for ((i = ${#tools[@]} - 1; i >= 0; i--)); do order+=("${tools[i]}"); done
+            fi
+            for t in "${order[@]}"; do
+                echo "lda.sh: $c K=$K round $r $t" >&2
+                run "$t" "$c" "$K" "$iters" "time-$c-$K-$t-$r"
+            done
+        done
+        for n in ${ll_iters//,/ }; do
+            for t in "${tools[@]}"; do
+                echo "lda.sh: $c K=$K state after $n iterations: $t" >&2
+                run "$t" "$c" "$K" "$n" "ll-$c-$K-$t-$n" save
+            done
         done
     done
 done
-printf '\n]}\n'
+
+load_after=$(cat /proc/loadavg)
+python3 - "$TMP/runs" "$iters" "$rounds" "$threads" "$ll_iters" "$load_before" "$load_after" \
+    "$(nproc)" "${made[*]}" "$topics" "${tools[*]}" "$wait" <<'EOF'
+import json, os, re, statistics, sys
+runs, iters, rounds, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+ll_iters = [int(x) for x in sys.argv[5].split(",")]
+corpora, topics, tools = sys.argv[9].split(), [int(k) for k in sys.argv[10].split(",")], sys.argv[11].split()
+half = iters // 2
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+def peak_and_wall(tag):
+    kb, sec = read(f"{runs}/{tag}.time").split()[-2:]
+    return int(kb) * 1024, float(sec)
+
+def warp_times(tag):
+    """Per-iteration seconds and the token count from WarpLDA's log."""
+    its = [float(m.group(1)) for m in re.finditer(r"^Iteration \d+, ([0-9.]+) s", read(f"{runs}/{tag}.log"), re.M)]
+    return its
+
+def tokens_of(c):
+    m = json.loads(read(f"{runs}/ll-{c}-{topics[0]}-{tools[-1]}-{ll_iters[-1]}.ll"))
+    return m["tokens"]
+
+def throughput(tool, c, K, r):
+    tag = f"time-{c}-{K}-{tool}-{r}"
+    if tool == "warplda":
+        its = warp_times(tag)
+        if len(its) < iters:
+            return None
+        return tokens[c] * half / sum(its[half:iters])
+    recs = json.loads(read(f"{runs}/{tag}.metrics"))["epochs"]
+    last = [e for e in recs if e["iter"] == iters]
+    return last[0]["tokens_per_s"] if last else None
+
+def curve(tool, c, K):
+    pts = []
+    for n in ll_iters:
+        tag = f"ll-{c}-{K}-{tool}-{n}"
+        ll = json.loads(read(f"{runs}/{tag}.ll"))
+        if tool == "warplda":
+            sec = sum(warp_times(tag)[:n])
+            own = None
+        else:
+            mj = json.loads(read(f"{runs}/{tag}.model.json"))
+            sec, own = mj["sample_seconds"], mj["ll_per_token"]
+        p = {"iter": n, "seconds": round(sec, 4), "ll_per_token": ll["ll_per_token"]}
+        if own is not None:
+            p["own_ll_per_token"] = own  # rotor's in-run value, for checking the evaluator
+        pts.append(p)
+    return pts
+
+def at_time(pts, t):
+    """Log-likelihood at wall time t, linear between points; None before the first."""
+    prev = None
+    for p in pts:
+        if p["seconds"] >= t:
+            if prev is None:
+                return None
+            f = (t - prev["seconds"]) / (p["seconds"] - prev["seconds"])
+            return prev["ll_per_token"] + f * (p["ll_per_token"] - prev["ll_per_token"])
+        prev = p
+    return pts[-1]["ll_per_token"] if pts else None
+
+def time_to(pts, target):
+    prev = None
+    for p in pts:
+        if p["ll_per_token"] >= target:
+            if prev is None:
+                return p["seconds"]
+            f = (target - prev["ll_per_token"]) / (p["ll_per_token"] - prev["ll_per_token"])
+            return prev["seconds"] + f * (p["seconds"] - prev["seconds"])
+        prev = p
+    return None
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+tokens = {c: tokens_of(c) for c in corpora}
+results = []
+for c in corpora:
+    for K in topics:
+        tp = {t: [throughput(t, c, K, r) for r in range(1, rounds + 1)] for t in tools}
+        pw = {t: [peak_and_wall(f"time-{c}-{K}-{t}-{r}") for r in range(1, rounds + 1)] for t in tools}
+        cv = {t: curve(t, c, K) for t in tools}
+        w = cv.get("warplda")
+        wt = w[-1]["seconds"] if w else None
+        row = {"corpus": c, "topics": K, "alpha": 50 / K, "beta": 0.01, "tokens": tokens[c], "tools": {}}
+        for t in tools:
+            d = {"tokens_per_s_rounds": tp[t], "median_tokens_per_s": med(tp[t]),
+                 "peak_rss_bytes_rounds": [p for p, _ in pw[t]], "median_peak_rss_bytes": med([p for p, _ in pw[t]]),
+                 "median_process_seconds": med([s for _, s in pw[t]]), "ll_curve": cv[t]}
+            if w and t != "warplda":
+                d["tokens_per_s_ratio_to_warplda"] = med([a / b if a and b else None for a, b in zip(tp[t], tp["warplda"])])
+                d["peak_rss_ratio_to_warplda"] = med([a[0] / b[0] for a, b in zip(pw[t], pw["warplda"])])
+                tt = time_to(cv[t], w[-1]["ll_per_token"])
+                d["seconds_to_warplda_final_ll"] = tt
+                d["time_ratio_to_warplda_final_ll"] = tt / wt if tt is not None and wt else None
+            if wt:
+                d["ll_per_token_at_warplda_time_fraction"] = {str(f): at_time(cv[t], f * wt) for f in (0.25, 0.5, 1.0)}
+            row["tools"][t] = d
+        results.append(row)
+print(json.dumps({"benchmark": "lda", "config": {"threads": threads, "iters": iters, "rounds": rounds,
+                  "ll_iters": ll_iters, "throughput_window": [half + 1, iters], "cpus": int(sys.argv[8]),
+                  "loadavg_before": sys.argv[6], "loadavg_after": sys.argv[7],
+                  "warplda_omp_wait_policy": sys.argv[12]},
+                  "results": results}, indent=1))
+EOF
