@@ -58,6 +58,11 @@ typedef struct rt_app_desc {
      * for dense (row, col), computed as training computes it. */
     void (*model_ids)(void *model, rt_idmap **rows, rt_idmap **cols);
     float (*model_predict)(const void *model, uint32_t row, uint32_t col);
+    /* The same predictions for a block: rows[0..n_rows) against the columns
+     * [col0, col0 + n_cols), into out[i * n_cols + j], each bit for bit what
+     * model_predict gives (recommend and the ranking metrics score with it). */
+    void (*model_scores)(const void *model, const uint32_t *rows, uint32_t n_rows, uint32_t col0,
+                         uint32_t n_cols, float *out);
     /* Topic models (NULL otherwise): one line per topic with its share of
      * the tokens and its `top` most frequent words. */
     int (*model_topics)(const void *model, uint32_t top, FILE *out, rt_error *err);
@@ -124,6 +129,91 @@ void rt_model_close(rt_model *model);
  * `--kernel auto` picks on this CPU. */
 const char *rt_apps_sgd_kernels(void);
 const char *rt_apps_sgd_kernel_best(void);
+/* ---- ranking (apps/ranking.c): top-K lists and their metrics ----
+ *
+ * Items per user as sorted lists (CSR over dense rows): a model's training
+ * items (excluded from recommendations), a test file's relevant items. */
+typedef struct rt_user_items {
+    uint64_t n_rows, n_cols;
+    uint64_t *off;   /* n_rows + 1 */
+    uint32_t *items; /* off[u]..off[u+1]: user u's items, ascending, distinct */
+} rt_user_items;
+
+/* The distinct (row, col) pairs of t (dense ids below n_rows, n_cols). */
+int rt_user_items_build(const rt_triplets *t, uint64_t n_rows, uint64_t n_cols, rt_user_items *out,
+                        rt_error *err);
+/* The items of a ratings file, by the original ids of rows/cols (ratings
+ * with ids the maps lack are dropped and counted in *unknown). */
+int rt_user_items_read(const char *path, rt_rating_format fmt, rt_idmap *rows, rt_idmap *cols,
+                       float min_value, rt_user_items *out, uint64_t *unknown, rt_error *err);
+/* The training items of the plan the model in `dir` was trained on
+ * (model.json's "plan", checked against its "plan_id" and sizes).  When it
+ * cannot be opened the message names --exclude and --no-exclude. */
+int rt_model_plan_items(const char *dir, const rt_model *m, rt_user_items *out, rt_error *err);
+/* What a ranking leaves out: nothing (none), the ratings of `file`, or else
+ * the model's plan; *source says which ("none", the file, "plan"). */
+int rt_user_items_exclusions(const char *dir, const rt_model *m, const char *file, int none,
+                             rt_user_items *out, const char **source, rt_error *err);
+void rt_user_items_free(rt_user_items *u);
+static inline uint64_t rt_user_items_count(const rt_user_items *u, uint64_t row)
+{
+    return u->off[row + 1] - u->off[row];
+}
+
+/* What ranks the items: scores of rows x a range of columns, as the
+ * model_scores hook computes them. */
+typedef struct rt_scorer {
+    void (*scores)(const void *ctx, const uint32_t *rows, uint32_t n_rows, uint32_t col0,
+                   uint32_t n_cols, float *out);
+    const void *ctx;
+    uint64_t n_rows, n_cols;
+} rt_scorer;
+/* The model's own predictions (a rating model: model_scores set). */
+rt_scorer rt_model_scorer(const rt_model *m);
+/* The most-popular baseline: every user gets pop[j] (n_cols floats, kept by
+ * the caller) for item j. */
+rt_scorer rt_popularity_scorer(const float *pop, uint64_t n_rows, uint64_t n_cols);
+/* pop[j] = number of users with item j in `items` (malloc'd, NULL on OOM). */
+float *rt_item_popularity(const rt_user_items *items);
+
+typedef struct rt_topk_opts {
+    uint32_t k;
+    uint32_t threads;             /* 0 = 1 */
+    uint32_t batch;               /* users scored per block (0 = 4096): bounds memory */
+    const rt_user_items *exclude; /* never recommended to their user; NULL = none */
+    rt_progress *progress;        /* users done, or NULL */
+} rt_topk_opts;
+
+/* A block of results, in user order: user users[i] got count[i] <= k items,
+ * items[i * k ..] with scores[i * k ..], best first (higher score; equal
+ * scores by smaller item id).  Non-zero (err set) stops rt_topk. */
+typedef int (*rt_topk_sink)(void *ctx, const uint32_t *users, uint32_t n, const uint32_t *items,
+                            const float *scores, const uint32_t *count, uint32_t k, rt_error *err);
+
+/* The k best items of each of users[0..n_users) (dense ids), in blocks of
+ * opt->batch users x all items, each block split among opt->threads threads;
+ * a NaN score (or an excluded item) is never recommended. */
+int rt_topk(const rt_scorer *s, const uint32_t *users, uint64_t n_users, const rt_topk_opts *opt,
+            rt_topk_sink sink, void *ctx, rt_error *err);
+
+/* Ranking metrics at K, means over the users with at least one relevant
+ * item (definitions in README.md, "Ranking metrics"). */
+typedef struct rt_rank_metrics {
+    uint32_t k;
+    uint64_t users;    /* users evaluated */
+    uint64_t relevant; /* their relevant items */
+    double precision;  /* hits / K */
+    double recall;     /* hits / relevant */
+    double ndcg;       /* DCG / ideal DCG, binary gains */
+    double map;        /* average precision at K, / min(relevant, K) */
+    double coverage;   /* distinct items recommended / items */
+} rt_rank_metrics;
+
+/* The metrics of s's top-K lists (opt) against `relevant` (the test items;
+ * those in opt->exclude are not counted as relevant, they cannot be
+ * recommended). */
+int rt_rank_evaluate(const rt_scorer *s, const rt_user_items *relevant, const rt_topk_opts *opt,
+                     rt_rank_metrics *out, rt_error *err);
 
 /* A zeroed options struct for the app (free() it), initialised for parsing. */
 void *rt_app_opts_alloc(const rt_app_desc *app);

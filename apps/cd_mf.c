@@ -420,4 +420,5 @@ const rt_app_desc rt_app_cd_mf = {
     .model_predict = rt_mf_model_predict,
     .state_save = cd_state_save,
     .state_load = cd_state_load,
+    .model_scores = rt_mf_model_scores,
 };

@@ -178,6 +178,8 @@ int rt_mf_model_load(const char *dir, void **model, rt_error *err);
 void rt_mf_model_free(void *model);
 void rt_mf_model_ids(void *model, rt_idmap **rows, rt_idmap **cols);
 float rt_mf_model_predict(const void *model, uint32_t row, uint32_t col);
+void rt_mf_model_scores(const void *model, const uint32_t *rows, uint32_t n_rows, uint32_t col0,
+                        uint32_t n_cols, float *out);
 
 /* The defaults of the common options (for tests and the serial reference,
  * which build options without a command line). */

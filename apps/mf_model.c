@@ -180,7 +180,11 @@ int rt_mf_model_write(const char *dir, const rt_plan *plan, const rt_mf_common_o
     json_object_set_new(meta, "k", json_integer(o->k));
     json_object_set_new(meta, "n_rows", json_integer((json_int_t)plan->n_rows));
     json_object_set_new(meta, "n_cols", json_integer((json_int_t)plan->n_cols));
-    json_object_set_new(meta, "plan", json_string(plan->dir));
+    /* Absolute, so that recommend and eval find the training items from
+     * any working directory. */
+    char *plan_abs = realpath(plan->dir, NULL);
+    json_object_set_new(meta, "plan", json_string(plan_abs ? plan_abs : plan->dir));
+    free(plan_abs);
     char id[32];
     snprintf(id, sizeof(id), "%016llx", (unsigned long long)plan->plan_id);
     json_object_set_new(meta, "plan_id", json_string(id));
@@ -347,4 +351,12 @@ float rt_mf_model_predict(const void *p, uint32_t row, uint32_t col)
     const rt_mf_model *m = p;
     return rt_mf_predict(m->W + (size_t)row * m->kp, m->H + (size_t)col * m->kp, m->kp, m->mu,
                          m->bu ? m->bu[row] : 0.0f, m->bi ? m->bi[col] : 0.0f);
+}
+
+void rt_mf_model_scores(const void *p, const uint32_t *rows, uint32_t n_rows, uint32_t col0,
+                        uint32_t n_cols, float *out)
+{
+    for (uint32_t i = 0; i < n_rows; i++)
+        for (uint32_t j = 0; j < n_cols; j++)
+            out[(size_t)i * n_cols + j] = rt_mf_model_predict(p, rows[i], col0 + j);
 }

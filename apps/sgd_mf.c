@@ -323,4 +323,5 @@ const rt_app_desc rt_app_sgd_mf = {
     .model_predict = rt_mf_model_predict,
     .state_save = sgd_state_save,
     .state_load = sgd_state_load,
+    .model_scores = rt_mf_model_scores,
 };

@@ -9,6 +9,7 @@
 #include "apps/apps.h"
 #include "tools/commands.h"
 
+#include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,15 +18,27 @@ typedef struct eval_opts {
     const char *model, *input;
     int format; /* rt_rating_format */
     int json;
+    uint32_t top_k;      /* 0 = no ranking metrics */
+    const char *exclude; /* training ratings; NULL = the model's plan */
+    int no_exclude;      /* rank every item */
+    double relevant_min; /* test ratings below this are not relevant */
+    uint32_t threads;
 } eval_opts;
 
 static const rt_command_doc eval_doc = {
     .name = "eval",
     .summary = "score a saved MF model on a ratings file",
-    .usage = "--model DIR --input FILE [--format F] [--json]",
+    .usage = "--model DIR --input FILE [--format F] [--json]\n"
+             "--model DIR --input FILE --top-k K [--exclude FILE | --no-exclude] [--json]",
     .about = "Score an SGD-MF or CD-MF model written by `rotor train --out DIR` on a ratings file "
              "(any format `rotor partition` reads; ids are the original ones).  Ratings whose "
-             "user or item the model never saw are skipped and counted.",
+             "user or item the model never saw are skipped and counted.\n\n"
+             "With --top-k K it also ranks, for every user with a test rating, all items the "
+             "user did not have in training (read from the model's plan, or --exclude FILE) and "
+             "reports precision@K, recall@K, NDCG@K, MAP@K and catalogue coverage of the model "
+             "and of the most-popular baseline (items by their number of training users) on "
+             "the same split; every test rating is a relevant item (--relevant-min R keeps "
+             "those >= R).",
 };
 
 static const rt_opt eval_options[] = {{.name = "model",
@@ -53,11 +66,121 @@ static const rt_opt eval_options[] = {{.name = "model",
                                        .type = RT_OPT_FLAG,
                                        .offset = offsetof(eval_opts, json),
                                        .help = "print the result as JSON"},
+                                      {.name = "top-k",
+                                       .short_name = 'k',
+                                       .type = RT_OPT_U32,
+                                       .offset = offsetof(eval_opts, top_k),
+                                       .metavar = "K",
+                                       .min = 1,
+                                       .max = 100000,
+                                       .help = "also rank items: metrics at K (see README)"},
+                                      {.name = "exclude",
+                                       .type = RT_OPT_PATH,
+                                       .offset = offsetof(eval_opts, exclude),
+                                       .metavar = "FILE",
+                                       .help = "training ratings to exclude from the candidates "
+                                               "(default: the model's plan)"},
+                                      {.name = "no-exclude",
+                                       .type = RT_OPT_FLAG,
+                                       .offset = offsetof(eval_opts, no_exclude),
+                                       .help = "rank every item, training items included"},
+                                      {.name = "relevant-min",
+                                       .type = RT_OPT_DOUBLE,
+                                       .offset = offsetof(eval_opts, relevant_min),
+                                       .metavar = "R",
+                                       .help = "test ratings below R are not relevant (default: "
+                                               "every test rating is)"},
+                                      {.name = "threads",
+                                       .short_name = 't',
+                                       .type = RT_OPT_U32,
+                                       .offset = offsetof(eval_opts, threads),
+                                       .def = "2",
+                                       .min = 1,
+                                       .max = 64,
+                                       .help = "threads ranking the items"},
                                       {NULL}};
+
+static void print_metrics_text(const char *who, const rt_rank_metrics *r)
+{
+    printf("%-13s %12.6f %12.6f %12.6f %12.6f %12.6f\n", who, r->precision, r->recall, r->ndcg,
+           r->map, r->coverage);
+}
+
+static json_t *metrics_json(const rt_rank_metrics *r)
+{
+    return json_pack("{s:f, s:f, s:f, s:f, s:f}", "precision", r->precision, "recall", r->recall,
+                     "ndcg", r->ndcg, "map", r->map, "coverage", r->coverage);
+}
+
+/* The ranking part of an evaluation. */
+typedef struct eval_ranking {
+    rt_rank_metrics model, popular;
+    const char *excluded; /* "plan", "none" or the --exclude file */
+} eval_ranking;
+
+/* Ranking metrics at K of the model and of the most-popular baseline, both
+ * ranking the items each user did not have in training. */
+static int rank_items(const eval_opts *o, const rt_model *m, eval_ranking *r, rt_error *err)
+{
+    rt_idmap *rows, *cols;
+    m->app->model_ids(m->impl, &rows, &cols);
+    rt_user_items seen, relevant = {0};
+    uint64_t unknown;
+    if (rt_user_items_exclusions(o->model, m, o->exclude, o->no_exclude, &seen, &r->excluded, err))
+        return -1;
+    float *pop = rt_item_popularity(&seen);
+    int rc = -1;
+    if (!pop) {
+        rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+        goto out;
+    }
+    if (rt_user_items_read(o->input, (rt_rating_format)o->format, rows, cols,
+                           (float)o->relevant_min, &relevant, &unknown, err))
+        goto out;
+    rt_topk_opts topt = {.k = o->top_k, .threads = o->threads, .exclude = &seen};
+    rt_scorer model = rt_model_scorer(m), popular = rt_popularity_scorer(pop, rows->n, cols->n);
+    if (rt_rank_evaluate(&model, &relevant, &topt, &r->model, err) ||
+        rt_rank_evaluate(&popular, &relevant, &topt, &r->popular, err))
+        goto out;
+    if (r->model.users == 0) {
+        rt_fail(err, RT_EXIT_INPUT, "%s: no user has a relevant test item that is not excluded",
+                o->input);
+        goto out;
+    }
+    rc = 0;
+out:
+    free(pop);
+    rt_user_items_free(&seen);
+    rt_user_items_free(&relevant);
+    return rc;
+}
+
+static void print_ranking(const eval_ranking *r, json_t *doc)
+{
+    const rt_rank_metrics *mm = &r->model;
+    if (doc) {
+        json_object_set_new(doc, "ranking",
+                            json_pack("{s:i, s:I, s:I, s:s, s:o, s:o}", "k", (int)mm->k, "users",
+                                      (json_int_t)mm->users, "relevant", (json_int_t)mm->relevant,
+                                      "excluded", r->excluded, "model", metrics_json(mm),
+                                      "most_popular", metrics_json(&r->popular)));
+        return;
+    }
+    printf("top-%u over %llu users with %llu relevant items; excluded: %s\n", mm->k,
+           (unsigned long long)mm->users, (unsigned long long)mm->relevant,
+           !strcmp(r->excluded, "plan") ? "training items (plan)" : r->excluded);
+    char h[4][24];
+    static const char *const names[] = {"precision", "recall", "ndcg", "map"};
+    for (int i = 0; i < 4; i++)
+        snprintf(h[i], sizeof(h[i]), "%s@%u", names[i], mm->k);
+    printf("%-13s %12s %12s %12s %12s %12s\n", "", h[0], h[1], h[2], h[3], "coverage");
+    print_metrics_text("model", mm);
+    print_metrics_text("most-popular", &r->popular);
+}
 
 int cmd_eval(int argc, char **argv)
 {
-    eval_opts o = {0};
+    eval_opts o = {.relevant_min = -HUGE_VAL};
     rt_error err = {0};
     rt_opt_group g = {.opts = eval_options, .dest = &o};
     int rc = rt_opts_parse(&eval_doc, &g, 1, argc, argv, NULL, &err);
@@ -104,14 +227,26 @@ int cmd_eval(int argc, char **argv)
         sae += fabs(e);
     }
     double n = t.n ? (double)t.n : 1.0;
-    if (json)
-        printf("{\"ratings\": %llu, \"skipped_unknown_ids\": %llu, \"rmse\": %.6f, \"mae\": "
-               "%.6f}\n",
-               (unsigned long long)t.n, (unsigned long long)st.dropped, sqrt(sse / n), sae / n);
-    else
-        printf("ratings %llu  skipped (unknown ids) %llu  rmse %.6f  mae %.6f\n",
-               (unsigned long long)t.n, (unsigned long long)st.dropped, sqrt(sse / n), sae / n);
-    rt_model_close(&m);
     rt_triplets_free(&t);
+    eval_ranking rank;
+    if (o.top_k && rank_items(&o, &m, &rank, &err)) { /* before any output */
+        rt_model_close(&m);
+        rt_die(&err);
+    }
+    json_t *doc =
+        json ? json_pack("{s:I, s:I, s:f, s:f}", "ratings", (json_int_t)n, "skipped_unknown_ids",
+                         (json_int_t)st.dropped, "rmse", sqrt(sse / n), "mae", sae / n)
+             : NULL;
+    if (!json)
+        printf("ratings %llu  skipped (unknown ids) %llu  rmse %.6f  mae %.6f\n",
+               (unsigned long long)n, (unsigned long long)st.dropped, sqrt(sse / n), sae / n);
+    if (o.top_k)
+        print_ranking(&rank, doc);
+    if (doc) {
+        json_dumpf(doc, stdout, JSON_REAL_PRECISION(9));
+        putchar('\n');
+        json_decref(doc);
+    }
+    rt_model_close(&m);
     return RT_EXIT_OK;
 }

@@ -1,0 +1,3 @@
+# Ranking (top-K lists, metrics, rotor recommend) tests.  Paths are relative to tests/apps/.
+rotor_unit_test(ranking_test ranking_test.c)
+rotor_script_test(e2e_ranking e2e/ranking.sh e2e 120)

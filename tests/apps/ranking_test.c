@@ -1,0 +1,300 @@
+/*
+ * ranking_test.c - top-K lists and ranking metrics (apps/ranking.c) against
+ * a brute-force reference written here independently: sort every candidate
+ * of a user by (score desc, item asc), cut at K, and compute the metrics by
+ * their textbook definitions.
+ */
+#include "apps/apps.h"
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+/* ------------------------------------------------------------ toy data */
+
+typedef struct toy {
+    uint32_t rows, cols;
+    float *score;      /* rows x cols */
+    rt_triplets train; /* excluded pairs */
+    rt_triplets test;  /* relevant pairs */
+    rt_user_items seen, relevant;
+    uint8_t *in_train, *in_test; /* rows x cols, for the reference */
+} toy;
+
+static uint64_t next_rand(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return *s >> 33;
+}
+
+/* Scores with many ties (few distinct values), some NaN; a few users see
+ * almost every item, so they get fewer than K candidates. */
+static void toy_make(toy *t, uint32_t rows, uint32_t cols, uint32_t distinct, uint64_t seed)
+{
+    rt_error err = {0};
+    t->rows = rows;
+    t->cols = cols;
+    t->score = malloc((size_t)rows * cols * sizeof(float));
+    rt_triplets_init(&t->train);
+    rt_triplets_init(&t->test);
+    for (uint32_t u = 0; u < rows; u++)
+        for (uint32_t j = 0; j < cols; j++) {
+            uint64_t r = next_rand(&seed);
+            t->score[(size_t)u * cols + j] = r % 97 == 0 ? NAN : (float)(r % distinct) * 0.25f;
+            uint64_t c = next_rand(&seed) % 100;
+            if (u % 11 == 3 ? c < 97 : c < 20)
+                rt_triplets_push(&t->train, u, j, 1.0f, &err);
+            else if (c < 30)
+                rt_triplets_push(&t->test, u, j, 1.0f, &err);
+        }
+    /* A test item also in training counts as not relevant. */
+    rt_triplets_push(&t->test, 0, t->train.e[0].col, 1.0f, &err);
+    t->in_train = calloc((size_t)rows * cols, 1);
+    t->in_test = calloc((size_t)rows * cols, 1);
+    for (uint64_t i = 0; i < t->train.n; i++)
+        t->in_train[(size_t)t->train.e[i].row * cols + t->train.e[i].col] = 1;
+    for (uint64_t i = 0; i < t->test.n; i++)
+        t->in_test[(size_t)t->test.e[i].row * cols + t->test.e[i].col] = 1;
+    assert_int_equal(rt_user_items_build(&t->train, rows, cols, &t->seen, &err), 0);
+    assert_int_equal(rt_user_items_build(&t->test, rows, cols, &t->relevant, &err), 0);
+}
+
+static void toy_free(toy *t)
+{
+    free(t->score);
+    free(t->in_train);
+    free(t->in_test);
+    rt_triplets_free(&t->train);
+    rt_triplets_free(&t->test);
+    rt_user_items_free(&t->seen);
+    rt_user_items_free(&t->relevant);
+}
+
+static void toy_scores(const void *ctx, const uint32_t *rows, uint32_t n_rows, uint32_t col0,
+                       uint32_t n_cols, float *out)
+{
+    const toy *t = ctx;
+    for (uint32_t i = 0; i < n_rows; i++)
+        for (uint32_t j = 0; j < n_cols; j++)
+            out[(size_t)i * n_cols + j] = t->score[(size_t)rows[i] * t->cols + col0 + j];
+}
+
+/* ------------------------------------------------------------ reference */
+
+static int in_train(const toy *t, uint32_t u, uint32_t j)
+{
+    return t->in_train[(size_t)u * t->cols + j];
+}
+static int in_test(const toy *t, uint32_t u, uint32_t j)
+{
+    return t->in_test[(size_t)u * t->cols + j];
+}
+
+static const float *sort_scores;
+static int by_score_then_item(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    if (sort_scores[x] != sort_scores[y])
+        return sort_scores[x] > sort_scores[y] ? -1 : 1;
+    return (x > y) - (x < y);
+}
+
+/* User u's top-k by brute force; returns how many (fewer when the user has
+ * fewer candidates). */
+static uint32_t ref_topk(const toy *t, uint32_t u, uint32_t k, uint32_t *list)
+{
+    uint32_t *cand = malloc(t->cols * sizeof(uint32_t)), n = 0;
+    for (uint32_t j = 0; j < t->cols; j++)
+        if (!in_train(t, u, j) && !isnan(t->score[(size_t)u * t->cols + j]))
+            cand[n++] = j;
+    sort_scores = t->score + (size_t)u * t->cols;
+    qsort(cand, n, sizeof(uint32_t), by_score_then_item);
+    n = n < k ? n : k;
+    memcpy(list, cand, n * sizeof(uint32_t));
+    free(cand);
+    return n;
+}
+
+static void ref_metrics(const toy *t, uint32_t k, rt_rank_metrics *m)
+{
+    memset(m, 0, sizeof(*m));
+    uint8_t *covered = calloc(t->cols, 1);
+    uint32_t *list = malloc(k * sizeof(uint32_t));
+    for (uint32_t u = 0; u < t->rows; u++) {
+        double rel = 0;
+        for (uint32_t j = 0; j < t->cols; j++)
+            rel += in_test(t, u, j) && !in_train(t, u, j);
+        if (rel == 0)
+            continue;
+        uint32_t n = ref_topk(t, u, k, list);
+        double hits = 0, dcg = 0, idcg = 0, ap = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            covered[list[i]] = 1;
+            if (in_test(t, u, list[i])) {
+                hits++;
+                dcg += log(2.0) / log(i + 2.0);
+                ap += hits / (i + 1);
+            }
+        }
+        for (uint32_t i = 0; i < k && i < rel; i++)
+            idcg += log(2.0) / log(i + 2.0);
+        m->users++;
+        m->relevant += (uint64_t)rel;
+        m->precision += hits / k;
+        m->recall += hits / rel;
+        m->ndcg += dcg / idcg;
+        m->map += ap / fmin(rel, k);
+    }
+    m->precision /= m->users;
+    m->recall /= m->users;
+    m->ndcg /= m->users;
+    m->map /= m->users;
+    for (uint32_t j = 0; j < t->cols; j++)
+        m->coverage += covered[j];
+    m->coverage /= t->cols;
+    free(covered);
+    free(list);
+}
+
+/* ------------------------------------------------------------ tests */
+
+/* One user, items 0..4 scored 5,4,3,2,1; relevant {0, 2}; K = 3: hits at
+ * ranks 1 and 3.  Numbers worked out by hand. */
+static void test_metrics_by_hand(void **state)
+{
+    (void)state;
+    rt_error err = {0};
+    float scores[5] = {5, 4, 3, 2, 1};
+    toy t = {.rows = 1, .cols = 5, .score = scores};
+    rt_triplets rel, none;
+    rt_triplets_init(&rel);
+    rt_triplets_init(&none);
+    rt_triplets_push(&rel, 0, 0, 1, &err);
+    rt_triplets_push(&rel, 0, 2, 1, &err);
+    rt_user_items r, seen;
+    assert_int_equal(rt_user_items_build(&rel, 1, 5, &r, &err), 0);
+    assert_int_equal(rt_user_items_build(&none, 1, 5, &seen, &err), 0);
+    rt_scorer s = {.scores = toy_scores, .ctx = &t, .n_rows = 1, .n_cols = 5};
+    rt_topk_opts o = {.k = 3, .exclude = &seen};
+    rt_rank_metrics m;
+    assert_int_equal(rt_rank_evaluate(&s, &r, &o, &m, &err), 0);
+    assert_int_equal(m.users, 1);
+    assert_true(fabs(m.precision - 2.0 / 3) < 1e-12);
+    assert_true(fabs(m.recall - 1.0) < 1e-12);
+    assert_true(fabs(m.ndcg - (1 + 0.5) / (1 + 1 / log2(3.0))) < 1e-12); /* 0.919721 */
+    assert_true(fabs(m.map - (1.0 + 2.0 / 3) / 2) < 1e-12);
+    assert_true(fabs(m.coverage - 3.0 / 5) < 1e-12);
+    rt_triplets_free(&rel);
+    rt_triplets_free(&none);
+    rt_user_items_free(&r);
+    rt_user_items_free(&seen);
+}
+
+static void check_metrics(uint32_t rows, uint32_t cols, uint32_t k, uint32_t threads,
+                          uint32_t batch)
+{
+    toy t;
+    toy_make(&t, rows, cols, 7, rows * 31 + cols);
+    rt_error err = {0};
+    rt_scorer s = {.scores = toy_scores, .ctx = &t, .n_rows = rows, .n_cols = cols};
+    rt_topk_opts o = {.k = k, .threads = threads, .batch = batch, .exclude = &t.seen};
+    rt_rank_metrics got, want;
+    assert_int_equal(rt_rank_evaluate(&s, &t.relevant, &o, &got, &err), 0);
+    ref_metrics(&t, k, &want);
+    assert_int_equal(got.users, want.users);
+    assert_int_equal(got.relevant, want.relevant);
+    assert_true(fabs(got.precision - want.precision) < 1e-12);
+    assert_true(fabs(got.recall - want.recall) < 1e-12);
+    assert_true(fabs(got.ndcg - want.ndcg) < 1e-12);
+    assert_true(fabs(got.map - want.map) < 1e-12);
+    assert_true(fabs(got.coverage - want.coverage) < 1e-12);
+    toy_free(&t);
+}
+
+static void test_metrics_match_reference(void **state)
+{
+    (void)state;
+    check_metrics(23, 40, 5, 1, 0);
+    check_metrics(23, 40, 50, 2, 4); /* K above some users' candidates */
+}
+
+/* The lists themselves: exactly the reference's, whatever the threads,
+ * blocks and tiles (70 users and 5000 items span several of each). */
+typedef struct list_check {
+    const toy *t;
+    uint64_t users_seen;
+} list_check;
+
+static int check_sink(void *ctx, const uint32_t *users, uint32_t n, const uint32_t *items,
+                      const float *scores, const uint32_t *count, uint32_t k, rt_error *err)
+{
+    (void)err;
+    list_check *c = ctx;
+    uint32_t *want = malloc(k * sizeof(uint32_t));
+    for (uint32_t i = 0; i < n; i++) {
+        assert_int_equal(users[i], c->users_seen++); /* in user order */
+        uint32_t wn = ref_topk(c->t, users[i], k, want);
+        assert_int_equal(count[i], wn);
+        for (uint32_t j = 0; j < wn; j++) {
+            assert_int_equal(items[(size_t)i * k + j], want[j]);
+            assert_true(scores[(size_t)i * k + j] ==
+                        c->t->score[(size_t)users[i] * c->t->cols + want[j]]);
+        }
+    }
+    free(want);
+    return 0;
+}
+
+static void test_lists_match_brute_force(void **state)
+{
+    (void)state;
+    toy t;
+    toy_make(&t, 70, 5000, 50, 9);
+    rt_error err = {0};
+    rt_scorer s = {.scores = toy_scores, .ctx = &t, .n_rows = 70, .n_cols = 5000};
+    uint32_t users[70];
+    for (uint32_t u = 0; u < 70; u++)
+        users[u] = u;
+    static const uint32_t threads[] = {1, 3}, batches[] = {0, 17};
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 2; b++) {
+            list_check c = {.t = &t};
+            rt_topk_opts o = {
+                .k = 32, .threads = threads[a], .batch = batches[b], .exclude = &t.seen};
+            assert_int_equal(rt_topk(&s, users, 70, &o, check_sink, &c, &err), 0);
+            assert_int_equal(c.users_seen, 70);
+        }
+    toy_free(&t);
+}
+
+static void test_popularity(void **state)
+{
+    (void)state;
+    toy t;
+    toy_make(&t, 23, 40, 7, 5);
+    float *pop = rt_item_popularity(&t.seen);
+    for (uint32_t j = 0; j < t.cols; j++) {
+        float n = 0;
+        for (uint32_t u = 0; u < t.rows; u++)
+            n += in_train(&t, u, j);
+        assert_true(pop[j] == n);
+    }
+    free(pop);
+    toy_free(&t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_metrics_by_hand),
+        cmocka_unit_test(test_metrics_match_reference),
+        cmocka_unit_test(test_lists_match_brute_force),
+        cmocka_unit_test(test_popularity),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
