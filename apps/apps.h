@@ -21,6 +21,30 @@
 #define ROTOR_APPS_H
 
 #include "engine/engine.h"
+#include "ground/progress.h"
+#include "partition/corpus.h"
+
+/* `rotor infer`: new documents (any corpus the partitioner reads; words the
+ * model never saw are left out and counted) are sampled with the model's
+ * word-topic counts held fixed.  Each document has its own random stream, so
+ * the result depends on the seed but not on the number of threads. */
+typedef struct rt_infer_opts {
+    uint32_t iters;        /* Gibbs sweeps over each document */
+    uint32_t threads;      /* 0 = 1 */
+    uint64_t seed;         /* also picks the document-completion halves */
+    uint32_t top;          /* topics listed per document */
+    const char *out;       /* output directory */
+    const char *input;     /* for messages */
+    rt_progress *progress; /* documents done, or NULL */
+} rt_infer_opts;
+
+typedef struct rt_infer_result {
+    uint64_t docs, empty_docs;              /* empty: no token of a model word */
+    uint64_t tokens;                        /* tokens of model words */
+    uint64_t unknown_words, unknown_tokens; /* words the model lacks */
+    uint64_t held_tokens;                   /* the completion halves */
+    double perplexity;                      /* document completion; NaN without held tokens */
+} rt_infer_result;
 
 typedef struct rt_app_desc {
     const char *name;     /* value of --app */
@@ -66,6 +90,10 @@ typedef struct rt_app_desc {
     /* Topic models (NULL otherwise): one line per topic with its share of
      * the tokens and its `top` most frequent words. */
     int (*model_topics)(const void *model, uint32_t top, FILE *out, rt_error *err);
+    /* Topic models (NULL otherwise): the topic mixtures of new documents,
+     * written under o->out (rotor infer; see rt_infer_opts). */
+    int (*model_infer)(const void *model, const rt_corpus *docs, const rt_infer_opts *o,
+                       rt_infer_result *res, rt_error *err);
 
     /* ---- training state, for an exact resume ----
      * Between rotations (every block home), each rank writes ITS part of the

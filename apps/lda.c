@@ -350,4 +350,5 @@ const rt_app_desc rt_app_lda = {
     .model_topics = lda_model_topics,
     .state_save = lda_state_save,
     .state_load = lda_state_load,
+    .model_infer = lda_model_infer,
 };

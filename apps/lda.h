@@ -48,9 +48,23 @@ int rt_lda_words_read(const char *path, uint64_t plan_id, uint64_t n, uint64_t *
  * wt (V x K), ties by word id. */
 int lda_topics_write(FILE *fp, const int32_t *wt, const int64_t *nk, uint64_t V, uint32_t K,
                      uint32_t top, const char *const *vocab, rt_error *err);
+/* A saved model read back (lda_model.c): the trained counts and the
+ * hyperparameters they were trained with. */
+typedef struct lda_model {
+    uint32_t K;
+    uint64_t V;
+    int32_t *wt; /* V x K: n_wk */
+    int64_t *nk; /* K */
+    double alpha, beta;
+    rt_idmap vocab;
+    const char **words; /* V: the vocabulary strings */
+} lda_model;
 int lda_model_load(const char *dir, void **model, rt_error *err);
 void lda_model_free(void *model);
 int lda_model_topics(const void *model, uint32_t top, FILE *out, rt_error *err);
+/* New documents' topic mixtures (lda_infer.c; the model_infer hook). */
+int lda_model_infer(const void *model, const rt_corpus *docs, const rt_infer_opts *o,
+                    rt_infer_result *res, rt_error *err);
 
 typedef enum lda_sampler { LDA_SAMPLER_SPARSE = 0, LDA_SAMPLER_MH = 1 } lda_sampler;
 
@@ -194,6 +208,12 @@ static inline uint32_t lda_below(rt_rng *r, uint32_t n)
 {
     return (uint32_t)(((rt_rng_next(r) >> 32) * (uint64_t)n) >> 32);
 }
+
+/* Document completion: is copy `i` of word `gword` in document `gdoc` in the
+ * completion half (likelihood only) rather than the observed half?  A hash
+ * of (seed, gdoc, gword, i), shared by training's held-out documents and
+ * rotor infer. */
+int lda_token_held(uint64_t seed, uint32_t gdoc, uint32_t gword, uint32_t i);
 
 /* Random stream for (seed, worker, rotation, block, purpose). */
 uint64_t lda_stream(uint32_t worker, uint64_t rotation, uint32_t block, uint32_t purpose);

@@ -54,15 +54,6 @@ int lda_topics_write(FILE *fp, const int32_t *wt, const int64_t *nk, uint64_t V,
 
 /* ---- the reader ---- */
 
-typedef struct lda_model {
-    uint32_t K;
-    uint64_t V;
-    int32_t *wt; /* V x K: n_wk */
-    int64_t *nk; /* K */
-    rt_idmap vocab;
-    const char **words; /* V: the vocabulary strings */
-} lda_model;
-
 void lda_model_free(void *p)
 {
     lda_model *m = p;
@@ -87,6 +78,24 @@ static int read_vocab(const char *dir, lda_model *m, rt_error *err)
     return 0;
 }
 
+/* alpha and beta from model.json (rotor infer samples with them). */
+static int read_hyper(const char *dir, lda_model *m, rt_error *err)
+{
+    char path[4096];
+    json_t *meta = rt_app_model_json(dir, path, err);
+    if (!meta)
+        return -1;
+    json_t *a = json_object_get(meta, "alpha"), *b = json_object_get(meta, "beta");
+    int ok = json_is_number(a) && json_is_number(b);
+    m->alpha = json_number_value(a);
+    m->beta = json_number_value(b);
+    json_decref(meta);
+    if (!ok || !(m->alpha > 0) || !(m->beta > 0))
+        return rt_fail(err, RT_EXIT_INPUT, "%s: \"alpha\" and \"beta\" must be positive numbers",
+                       path);
+    return 0;
+}
+
 static int load(const char *dir, lda_model *m, rt_error *err)
 {
     char path[4096];
@@ -98,6 +107,8 @@ static int load(const char *dir, lda_model *m, rt_error *err)
         return rt_fail(err, RT_EXIT_INPUT, "%s: %llu topics (2..%u expected)", path,
                        (unsigned long long)K, RT_LDA_MAX_TOPICS);
     m->K = (uint32_t)K;
+    if (read_hyper(dir, m, err))
+        return -1;
     m->nk = calloc(K, sizeof(int64_t));
     if (!m->nk)
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");

@@ -56,8 +56,7 @@ void lda_worker_free(lda_worker *w)
     memset(w, 0, sizeof(*w));
 }
 
-/* Is copy `i` of (doc, word) in a held-out document part of the completion half? */
-static int is_held(uint64_t seed, uint32_t gdoc, uint32_t gword, uint32_t i)
+int lda_token_held(uint64_t seed, uint32_t gdoc, uint32_t gword, uint32_t i)
 {
     return rt_hash64(rt_hash64(seed ^ 0x4e1dULL) ^ ((uint64_t)gdoc << 32 | gword) ^
                      ((uint64_t)i << 20)) &
@@ -92,7 +91,7 @@ static int tokens_build(lda_tokens *t, const rt_plan *plan, const uint64_t *off,
             if (test_ids) {
                 uint32_t gword = plan->block_col_ids[gbase + e[i].col], h = 0;
                 for (uint32_t c = 0; c < cnt; c++)
-                    h += (uint32_t)is_held(o->seed, test_ids[e[i].row], gword, c);
+                    h += (uint32_t)lda_token_held(o->seed, test_ids[e[i].row], gword, c);
                 obs = cnt - h;
                 held_entries += h > 0;
             }
@@ -136,7 +135,7 @@ static int tokens_build(lda_tokens *t, const rt_plan *plan, const uint64_t *off,
                 t->run_word[run++] = e[i].col;
             }
             for (uint32_t c = 0; c < cnt; c++) {
-                if (test_ids && is_held(o->seed, test_ids[d], gword, c)) {
+                if (test_ids && lda_token_held(o->seed, test_ids[d], gword, c)) {
                     h++;
                     continue;
                 }

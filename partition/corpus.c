@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* Readers (corpus_uci.c, corpus_lines.c, corpus_text.c). */
 int rt_corpus_read_uci(const char *path, const rt_corpus_options *opt, rt_corpus *c, rt_error *err);
@@ -22,6 +23,32 @@ const rt_opt_choice rt_corpus_formats[] = {{"auto", RT_CORPUS_AUTO},
                                            {"ldac", RT_CORPUS_LDAC},
                                            {"text", RT_CORPUS_TEXT},
                                            {NULL, 0}};
+
+const rt_opt rt_corpus_option_table[] = {
+    {.name = "format",
+     .short_name = 'f',
+     .type = RT_OPT_ENUM,
+     .offset = offsetof(rt_corpus_options, format),
+     .def = "auto",
+     .choices = rt_corpus_formats,
+     .help = "corpus format of --input"},
+    {.name = "vocab",
+     .type = RT_OPT_PATH,
+     .offset = offsetof(rt_corpus_options, vocab),
+     .metavar = "FILE",
+     .help = "vocabulary, one word per line (uci, libsvm, ldac)"},
+    {.name = "stopwords",
+     .type = RT_OPT_PATH,
+     .offset = offsetof(rt_corpus_options, stopwords),
+     .metavar = "FILE",
+     .help = "text: stop words replacing the built-in English list"},
+    {.name = "min-count",
+     .type = RT_OPT_U64,
+     .offset = offsetof(rt_corpus_options, min_count),
+     .metavar = "N",
+     .def = "0",
+     .help = "drop words with fewer than N tokens"},
+    {NULL}};
 
 rt_corpus_format rt_corpus_format_parse(const char *name)
 {
@@ -67,10 +94,17 @@ int rt_strpool_add(rt_strpool *p, const char *s, size_t len, rt_error *err)
 int rt_text_load(const char *path, rt_text *t, rt_error *err)
 {
     memset(t, 0, sizeof(*t));
-    t->path = path;
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot open", path);
+    int from_stdin = rt_is_stdio(path);
+    t->path = from_stdin ? "standard input" : path;
+    int fd = from_stdin ? dup(STDIN_FILENO) : -1;
+    FILE *fp = from_stdin ? (fd >= 0 ? fdopen(fd, "rb") : NULL) : fopen(path, "rb");
+    if (!fp) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return rt_fail_errno(err, RT_EXIT_INPUT, e, "%s: cannot open", t->path);
+    }
+    path = t->path;
     size_t cap = 1 << 16, len = 0;
     char *buf = malloc(cap);
     rt_progress progress;
@@ -119,8 +153,19 @@ int rt_text_load(const char *path, rt_text *t, rt_error *err)
 
 void rt_text_free(rt_text *t)
 {
-    free(t->data);
+    if (!t->borrowed)
+        free(t->data);
     t->data = NULL;
+}
+
+int rt_corpus_load_input(const rt_corpus *c, const char *path, rt_text *t, rt_error *err)
+{
+    if (c->input) {
+        *t = *c->input;
+        t->borrowed = 1;
+        return 0;
+    }
+    return rt_text_load(path, t, err);
 }
 
 /* ------------------------------------------------------------ builder */
@@ -272,20 +317,24 @@ int rt_corpus_min_count(rt_corpus *c, uint64_t min_count, rt_error *err)
 
 /* ------------------------------------------------------------ dispatch */
 
-/* Guess the format from the first non-blank line. */
-static rt_corpus_format sniff(const char *path, rt_error *err)
+/* Guess the format from the first non-blank line (of `in` when the input
+ * is already in memory). */
+static rt_corpus_format sniff(const char *path, const rt_text *in, rt_error *err)
 {
     struct stat st;
-    if (stat(path, &st) != 0)
+    if (in) {
+        if (!in->len)
+            return RT_CORPUS_TEXT;
+    } else if (stat(path, &st) != 0)
         return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot open", path),
                (rt_corpus_format)-1;
-    if (S_ISDIR(st.st_mode))
+    if (!in && S_ISDIR(st.st_mode))
         return RT_CORPUS_TEXT;
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
-    if (!strncmp(base, "docword", 7))
+    if (!in && !strncmp(base, "docword", 7))
         return RT_CORPUS_UCI;
-    FILE *fp = fopen(path, "r");
+    FILE *fp = in ? fmemopen(in->data, in->len, "r") : fopen(path, "r");
     if (!fp)
         return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot open", path),
                (rt_corpus_format)-1;
@@ -316,12 +365,30 @@ static rt_corpus_format sniff(const char *path, rt_error *err)
     return f;
 }
 
+static int read_format(const char *path, const rt_corpus_options *opt, rt_corpus *c, rt_error *err);
+
 int rt_corpus_read(const char *path, const rt_corpus_options *opt, rt_corpus *c, rt_error *err)
 {
     rt_corpus_init(c);
+    if (!rt_is_stdio(path))
+        return read_format(path, opt, c, err);
+    /* Standard input can be read only once: keep it for the guess and the reader. */
+    rt_text in;
+    if (rt_text_load(path, &in, err))
+        return -1;
+    c->input = &in;
+    int rc = read_format(path, opt, c, err);
+    c->input = NULL;
+    rt_text_free(&in);
+    return rc;
+}
+
+static int read_format(const char *path, const rt_corpus_options *opt, rt_corpus *c, rt_error *err)
+{
+    const char *name = rt_is_stdio(path) ? "standard input" : path;
     rt_corpus_format f = opt->format;
     if (f == RT_CORPUS_AUTO) {
-        f = sniff(path, err);
+        f = sniff(name, c->input, err);
         if ((int)f < 0)
             return -1;
     }
@@ -329,18 +396,18 @@ int rt_corpus_read(const char *path, const rt_corpus_options *opt, rt_corpus *c,
     c->format = f;
     switch (f) {
     case RT_CORPUS_UCI:
-        rc = rt_corpus_read_uci(path, opt, c, err);
+        rc = rt_corpus_read_uci(name, opt, c, err);
         break;
     case RT_CORPUS_LINES:
     case RT_CORPUS_LIBSVM:
     case RT_CORPUS_LDAC: {
         rt_corpus_options o = *opt;
         o.format = f;
-        rc = rt_corpus_read_lines(path, &o, c, err);
+        rc = rt_corpus_read_lines(name, &o, c, err);
         break;
     }
     case RT_CORPUS_TEXT:
-        rc = rt_corpus_read_text(path, opt, c, err);
+        rc = rt_corpus_read_text(name, opt, c, err);
         break;
     default:
         rc = rt_fail(err, RT_EXIT_INPUT, "unknown corpus format");
@@ -354,7 +421,7 @@ int rt_corpus_read(const char *path, const rt_corpus_options *opt, rt_corpus *c,
     else {
         c->format = f;
         if (opt->format == RT_CORPUS_AUTO)
-            rt_info("corpus %s: format %s (guessed; --format overrides)", path,
+            rt_info("corpus %s: format %s (guessed; --format overrides)", name,
                     rt_corpus_format_name(f));
     }
     return rc;

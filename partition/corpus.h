@@ -61,6 +61,7 @@ typedef struct rt_corpus {
     /* builder state */
     uint64_t cap;
     uint64_t doc_cap;
+    const struct rt_text *input; /* standard input, read once by rt_corpus_read, or NULL */
 } rt_corpus;
 
 typedef struct rt_corpus_options {
@@ -70,7 +71,12 @@ typedef struct rt_corpus_options {
     uint64_t min_count;    /* drop words with fewer tokens (0 = keep all) */
 } rt_corpus_options;
 
-/* Read `path` (a file, or a directory of text files) into `c`. */
+/* The options of rt_corpus_options (ground/opts.h): --format, --vocab,
+ * --stopwords, --min-count; offsets into rt_corpus_options. */
+extern const rt_opt rt_corpus_option_table[];
+
+/* Read `path` (a file, a directory of text files, or "-" for standard
+ * input) into `c`. */
 int rt_corpus_read(const char *path, const rt_corpus_options *opt, rt_corpus *c, rt_error *err);
 void rt_corpus_free(rt_corpus *c);
 /* Names of the formats (option choices, ground/opts.h). */
@@ -105,10 +111,14 @@ static inline int64_t rt_corpus_intern(rt_idmap *m, const char *s, size_t len, r
 typedef struct rt_text {
     char *data; /* NUL-terminated copy of the file */
     size_t len;
-    const char *path;
+    const char *path; /* "standard input" for "-" */
+    int borrowed;     /* data belongs to another rt_text */
 } rt_text;
-int rt_text_load(const char *path, rt_text *t, rt_error *err);
+int rt_text_load(const char *path, rt_text *t, rt_error *err); /* "-": standard input */
 void rt_text_free(rt_text *t);
+/* The corpus input itself: c->input when it was read already (standard
+ * input; path is then "standard input", for messages), else the file at path. */
+int rt_corpus_load_input(const rt_corpus *c, const char *path, rt_text *t, rt_error *err);
 
 /* Built-in English stop words (NULL-terminated). */
 extern const char *const rt_english_stopwords[];

@@ -168,7 +168,7 @@ int rt_corpus_read_lines(const char *path, const rt_corpus_options *opt, rt_corp
         x.vocab_path = opt->vocab;
     }
     rt_text t;
-    if (rt_text_load(path, &t, err))
+    if (rt_corpus_load_input(c, path, &t, err))
         return -1;
     const char *s = t.data, *end = t.data + t.len;
     int rc = 0;

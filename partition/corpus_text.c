@@ -165,7 +165,7 @@ static int read_dir(text_ctx *x, const char *path, rt_error *err)
 static int read_file_lines(text_ctx *x, const char *path, rt_error *err)
 {
     rt_text t;
-    if (rt_text_load(path, &t, err))
+    if (rt_corpus_load_input(x->c, path, &t, err))
         return -1;
     const char *s = t.data, *end = t.data + t.len;
     unsigned long long line = 0;
@@ -195,6 +195,8 @@ int rt_corpus_read_text(const char *path, const rt_corpus_options *opt, rt_corpu
     int rc;
     if (load_stopwords(&x, opt->stopwords, err))
         rc = -1;
+    else if (c->input)
+        rc = read_file_lines(&x, path, err);
     else if (stat(path, &st) != 0)
         rc = rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot open", path);
     else if (S_ISDIR(st.st_mode))

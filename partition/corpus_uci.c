@@ -106,7 +106,7 @@ static int read_header(const char *path, char **s, uint64_t *line, const char *w
 int rt_corpus_read_uci(const char *path, const rt_corpus_options *opt, rt_corpus *c, rt_error *err)
 {
     rt_text t;
-    if (rt_text_load(path, &t, err))
+    if (rt_corpus_load_input(c, path, &t, err))
         return -1;
     triple *tr = NULL;
     uint32_t *doc_count = NULL;

@@ -152,15 +152,16 @@ static int parse(int argc, char **argv, partition_opts *o, rt_error *err)
     memset(o, 0, sizeof(*o));
     rt_opt_group g[] = {{.opts = partition_options, .dest = o},
                         {.title = "ratings options (--app mf)", .opts = partition_mf_options},
-                        {.title = "corpus options (--app lda)", .opts = partition_lda_options}};
+                        {.title = "corpus options (--app lda)", .opts = rt_corpus_option_table}};
     int rc = rt_opts_parse(&partition_doc, g, 3, argc, argv, NULL, err);
     if (rc)
         return rc;
     /* The chosen kind fills o; the other kind's options are refused (it
      * comes last, so a name both have, --format, is the chosen one's). */
     int lda = o->app == PARTITION_LDA;
-    g[1] = (rt_opt_group){.opts = lda ? partition_lda_options : partition_mf_options, .dest = o};
-    g[2] = (rt_opt_group){.opts = lda ? partition_mf_options : partition_lda_options,
+    g[1] = (rt_opt_group){.opts = lda ? rt_corpus_option_table : partition_mf_options,
+                          .dest = lda ? (void *)&o->corpus : (void *)o};
+    g[2] = (rt_opt_group){.opts = lda ? partition_mf_options : rt_corpus_option_table,
                           .refuse =
                               lda ? "a ratings option (--app mf)" : "a corpus option (--app lda)"};
     if (rt_opts_parse(&partition_doc, g, 3, argc, argv, NULL, err))

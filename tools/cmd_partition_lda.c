@@ -15,32 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const rt_opt partition_lda_options[] = {
-    {.name = "format",
-     .short_name = 'f',
-     .type = RT_OPT_ENUM,
-     .offset = offsetof(partition_opts, corpus.format),
-     .def = "auto",
-     .choices = rt_corpus_formats,
-     .help = "corpus format of --input"},
-    {.name = "vocab",
-     .type = RT_OPT_PATH,
-     .offset = offsetof(partition_opts, corpus.vocab),
-     .metavar = "FILE",
-     .help = "vocabulary, one word per line (uci, libsvm, ldac)"},
-    {.name = "stopwords",
-     .type = RT_OPT_PATH,
-     .offset = offsetof(partition_opts, corpus.stopwords),
-     .metavar = "FILE",
-     .help = "text: stop words replacing the built-in English list"},
-    {.name = "min-count",
-     .type = RT_OPT_U64,
-     .offset = offsetof(partition_opts, corpus.min_count),
-     .metavar = "N",
-     .def = "0",
-     .help = "drop words with fewer than N tokens"},
-    {NULL}};
-
 /* Is document d held out?  A seeded hash, so the split never depends on
  * anything but (seed, d). */
 static int held_out(uint64_t seed, uint64_t d, double fraction)

@@ -11,6 +11,7 @@ int cmd_train(int argc, char **argv);      /* tools/cmd_train.c */
 int cmd_launch(int argc, char **argv);     /* tools/cmd_launch.c */
 int cmd_gen(int argc, char **argv);        /* tools/cmd_gen.c: gen mf | gen lda */
 int cmd_topics(int argc, char **argv);     /* tools/cmd_topics.c */
+int cmd_infer(int argc, char **argv);      /* tools/cmd_infer.c */
 int cmd_bench_link(int argc, char **argv); /* tools/cmd_bench_link.c */
 int cmd_eval(int argc, char **argv);       /* tools/cmd_eval.c */
 int cmd_simulate(int argc, char **argv);   /* tools/cmd_simulate.c */

@@ -7,7 +7,8 @@
  *   each token: z ~ theta_d, w ~ phi_z
  *
  * Output: FILE in UCI docword format (rotor partition --app lda reads it),
- * FILE.topics.npy (float32 K x V: the true phi; column j = word id j + 1)
+ * FILE.topics.npy (float32 K x V: the true phi; column j = word id j + 1),
+ * FILE.mixtures.npy (float32 D x K: the true theta; row d = document d + 1)
  * and FILE.vocab.txt (word names w1 .. wV).  Everything depends only on
  * the seed. */
 #include "ground/ground.h"
@@ -33,8 +34,8 @@ static const rt_command_doc gen_lda_doc = {
              " [--alpha A] [--beta B] [--len-dist poisson|fixed] [--seed S]",
     .about = "Draw a corpus from the LDA generative process: topics phi_k ~ Dirichlet(beta), "
              "document mixtures theta_d ~ Dirichlet(alpha), lengths fixed or Poisson(L).  "
-             "Writes FILE (UCI docword), FILE.topics.npy (the true K x V topic-word matrix) and "
-             "FILE.vocab.txt.",
+             "Writes FILE (UCI docword), FILE.topics.npy (the true K x V topic-word matrix), "
+             "FILE.mixtures.npy (the true D x K document mixtures) and FILE.vocab.txt.",
 };
 
 static const rt_opt_choice len_dists[] = {{"poisson", 0}, {"fixed", 1}, {NULL, 0}};
@@ -159,9 +160,12 @@ static int generate(const gen_args *g, rt_error *err)
     uint32_t *counts = calloc(V, sizeof(uint32_t)), *seen = malloc(V * sizeof(uint32_t));
     uint64_t *lens = malloc(g->docs * sizeof(uint64_t));
     float *phif = malloc(K * V * sizeof(float));
+    float *thetaf = rt_alloc_array(g->docs * K, sizeof(float), g->out, "docs x topics", err);
     char path[4200];
     rt_outfile of = {0};
     int rc = -1;
+    if (!thetaf)
+        goto out;
     if (!phi || !cum || !theta || !tcum || !counts || !seen || !lens || !phif) {
         rt_fail(err, RT_EXIT_RUNTIME, "gen lda: out of memory");
         goto out;
@@ -192,8 +196,10 @@ static int generate(const gen_args *g, rt_error *err)
             rt_rng_seed(&rng, g->seed, 0x1da0000000ULL + d);
             dirichlet(&rng, g->alpha, theta, K);
             double acc = 0;
-            for (uint64_t k = 0; k < K; k++)
+            for (uint64_t k = 0; k < K; k++) {
                 tcum[k] = (acc += theta[k]);
+                thetaf[d * K + k] = (float)theta[k];
+            }
             tcum[K - 1] = 1.0;
             uint64_t len = g->fixed ? g->len : poisson(&rng, (double)g->len), n = 0;
             for (uint64_t i = 0; i < len; i++) {
@@ -228,6 +234,9 @@ static int generate(const gen_args *g, rt_error *err)
     snprintf(path, sizeof(path), "%s.topics.npy", g->out);
     if (rt_npy_write_f32(path, phif, K, V, V, err))
         goto out;
+    snprintf(path, sizeof(path), "%s.mixtures.npy", g->out);
+    if (rt_npy_write_f32(path, thetaf, g->docs, K, K, err))
+        goto out;
     snprintf(path, sizeof(path), "%s.vocab.txt", g->out);
     if (rt_outfile_open(&of, path, err))
         goto out;
@@ -251,6 +260,7 @@ out:
     free(seen);
     free(lens);
     free(phif);
+    free(thetaf);
     return rc;
 }
 
@@ -263,12 +273,14 @@ int gen_lda_main(int argc, char **argv)
         return RT_EXIT_OK;
     if (rc)
         rt_die(&err);
-    char topics[4200], vocab[4200];
+    char topics[4200], vocab[4200], mixtures[4200];
     snprintf(topics, sizeof(topics), "%s.topics.npy", g.out);
+    snprintf(mixtures, sizeof(mixtures), "%s.mixtures.npy", g.out);
     snprintf(vocab, sizeof(vocab), "%s.vocab.txt", g.out);
     rt_guard_output(g.out);
     rt_guard_output(topics);
     rt_guard_output(vocab);
+    rt_guard_output(mixtures);
     if (rt_guard_start(&err) < 0 || generate(&g, &err))
         rt_guard_die(&err);
     return RT_EXIT_OK;

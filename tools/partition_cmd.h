@@ -25,9 +25,6 @@ typedef struct partition_opts {
     rt_corpus_options corpus;
 } partition_opts;
 
-/* The corpus options (tools/cmd_partition_lda.c), into a partition_opts. */
-extern const rt_opt partition_lda_options[];
-
 /* Read the corpus, hold out documents and write the plan (--app lda). */
 int partition_lda(const partition_opts *o, int argc, char **argv, rt_error *err);
 

@@ -10,6 +10,15 @@
  *   lda_ref cosine TRUE.npy LEARNED.npy
  *       Both K x V float32 topic-word matrices; prints the mean over true
  *       topics of the best cosine similarity with any learned topic.
+ *
+ *   lda_ref mixtures TRUE_THETA.npy FIRST TRUE_TOPICS.npy LEARNED_TOPICS.npy
+ *                    DOC_TOPIC.npy ALPHA
+ *       Inferred mixtures against planted ones: DOC_TOPIC (int32 D x K
+ *       counts, rotor infer's) row d is document FIRST + d of TRUE_THETA
+ *       (float32, gen lda's); each learned topic is matched to the true
+ *       topic of the best cosine.  Prints the mean total-variation distance
+ *       between planted and inferred mixtures, then that of the uniform
+ *       mixture, for scale.
  */
 #include "partition/corpus.h"
 
@@ -114,6 +123,57 @@ static int gibbs(int argc, char **argv)
     return 0;
 }
 
+static double cos_sim(const float *x, const float *y, uint64_t n)
+{
+    double dot = 0, nx = 0, ny = 0;
+    for (uint64_t i = 0; i < n; i++)
+        dot += (double)x[i] * y[i], nx += (double)x[i] * x[i], ny += (double)y[i] * y[i];
+    return dot / (sqrt(nx * ny) + 1e-300);
+}
+
+static int mixtures(int argc, char **argv)
+{
+    float *theta, *tt, *lt;
+    int32_t *dt;
+    uint64_t D, K, first, kt, vt, kl, vl, dd, kd;
+    rt_error err = {0};
+    if (argc != 8 || rt_npy_read_f32(argv[2], &theta, &D, &K, &err) ||
+        rt_npy_read_f32(argv[4], &tt, &kt, &vt, &err) ||
+        rt_npy_read_f32(argv[5], &lt, &kl, &vl, &err) ||
+        rt_npy_read_i32(argv[6], &dt, &dd, &kd, &err) || kt != K || kl != K || kd != K ||
+        vt != vl || (first = strtoull(argv[3], NULL, 10)) + dd > D) {
+        fprintf(stderr,
+                "lda_ref mixtures TRUE_THETA.npy FIRST TRUE_TOPICS.npy LEARNED.npy "
+                "DOC_TOPIC.npy ALPHA: %s\n",
+                err.msg[0] ? err.msg : "bad arguments or shapes");
+        return 2;
+    }
+    double alpha = atof(argv[7]), tv = 0, tv_uniform = 0;
+    uint64_t *match = malloc(K * sizeof(uint64_t));
+    double *est = malloc(K * sizeof(double));
+    for (uint64_t j = 0; j < K; j++) {
+        double best = -2;
+        for (uint64_t i = 0; i < K; i++) {
+            double c = cos_sim(tt + i * vt, lt + j * vt, vt);
+            if (c > best)
+                best = c, match[j] = i;
+        }
+    }
+    for (uint64_t d = 0; d < dd; d++) {
+        const float *truth = theta + (first + d) * K;
+        double len = 0;
+        for (uint64_t k = 0; k < K; k++)
+            len += dt[d * K + k], est[k] = 0;
+        for (uint64_t j = 0; j < K; j++)
+            est[match[j]] += (dt[d * K + j] + alpha) / (len + (double)K * alpha);
+        for (uint64_t k = 0; k < K; k++)
+            tv += 0.5 * fabs(est[k] - truth[k]), tv_uniform += 0.5 * fabs(1.0 / K - truth[k]);
+    }
+    printf("%.6f %.6f\n", tv / (double)dd, tv_uniform / (double)dd);
+    free(theta), free(tt), free(lt), free(dt), free(match), free(est);
+    return 0;
+}
+
 static int cosine(int argc, char **argv)
 {
     float *a, *b;
@@ -152,7 +212,9 @@ int main(int argc, char **argv)
         return gibbs(argc, argv);
     if (argc >= 2 && !strcmp(argv[1], "cosine"))
         return cosine(argc, argv);
-    fprintf(stderr,
-            "usage: lda_ref gibbs --input FILE ... | lda_ref cosine TRUE.npy LEARNED.npy\n");
+    if (argc >= 2 && !strcmp(argv[1], "mixtures"))
+        return mixtures(argc, argv);
+    fprintf(stderr, "usage: lda_ref gibbs --input FILE ... | lda_ref cosine TRUE.npy LEARNED.npy | "
+                    "lda_ref mixtures ...\n");
     return 2;
 }

@@ -6,7 +6,7 @@
 # BYTES (a printf format; "-" for none, EMPTY for an empty file) is written to the file `in`, then
 # COMMAND runs with bash in a fresh directory, where $R is the rotor binary
 # and $F holds valid fixtures (r.txt, plan/, model/, doc.txt, vocab.txt,
-# ldaplan/).  Each case passes when the command exits with EXIT, its stderr
+# ldaplan/, ldamodel/).  Each case passes when the command exits with EXIT, its stderr
 # is ONE line "rotor: error: ..." (or "rotor CMD: ...") containing the extended regex MESSAGE, and
 # nothing is left behind: no `out` and no temporary (*.tmp*) in the case
 # directory or in $F.  Run by ctest in the release and the sanitizer builds.
@@ -29,6 +29,7 @@ mkdir -p "$F"
     "$R" gen lda --docs 30 --vocab 40 --topics 2 --doc-len 12 --seed 3 --out doc.txt
     cp doc.txt.vocab.txt vocab.txt
     "$R" partition --app lda --input doc.txt --vocab vocab.txt --nodes 2 --threads 1 --out ldaplan
+    "$R" train --plan ldaplan --app lda --topics 2 --iters 2 --serial --out ldamodel
 ) >"$T/fixtures.log" 2>&1 || { cat "$T/fixtures.log"; echo "FAIL: fixtures"; exit 1; }
 
 fails=0 n=0

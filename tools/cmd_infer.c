@@ -1,0 +1,183 @@
+/* cmd_infer.c - `rotor infer`: topic mixtures of new documents under a
+ * trained LDA model.  The documents are read by the partitioner's corpus
+ * readers (any format `rotor partition --app lda` takes); the model is
+ * opened and sampled through the hooks of the app that wrote it
+ * (rt_model_open, model_infer), which writes the results under --out. */
+#include "apps/apps.h"
+#include "tools/commands.h"
+#include "tools/guard.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct infer_opts {
+    const char *model, *input, *out;
+    uint32_t iters, threads, top;
+    uint64_t seed;
+    int quiet;
+    rt_corpus_options corpus;
+} infer_opts;
+
+static const rt_command_doc infer_doc = {
+    .name = "infer",
+    .summary = "topic mixtures of new documents under a trained LDA model",
+    .usage = "--model DIR --input PATH [--format FMT] [--vocab FILE] --out DIR\n"
+             " [--iters N] [--threads T] [--seed S] [--top N] [--quiet]",
+    .about = "Sample the topics of new documents with the word-topic counts of an LDA model "
+             "(written by `rotor train --app lda --out DIR`) held fixed.  The documents may be in "
+             "any corpus format `rotor partition --app lda` reads; their words are mapped through "
+             "the model's vocabulary, and words the model never saw are left out and counted.  "
+             "The result depends on --seed, not on --threads.\n\n"
+             "Writes into --out: doc_topic.npy (int32 documents x topics: topic counts), docs.txt "
+             "(document ids), doc_topics.txt (each document's --top topics with their shares) and "
+             "infer.json.  Prints the documents' perplexity by document completion, as training "
+             "reports it for held-out documents: each document's tokens are split in two halves, "
+             "the topics are sampled from one and the other is scored.",
+};
+
+static const rt_opt infer_options[] = {
+    {.name = "model",
+     .short_name = 'm',
+     .type = RT_OPT_PATH,
+     .flags = RT_OPT_REQUIRED | RT_OPT_DIR,
+     .offset = offsetof(infer_opts, model),
+     .metavar = "DIR",
+     .help = "model directory written by rotor train --app lda --out"},
+    {.name = "input",
+     .short_name = 'i',
+     .type = RT_OPT_PATH,
+     .flags = RT_OPT_REQUIRED,
+     .offset = offsetof(infer_opts, input),
+     .metavar = "PATH",
+     .help = "the new documents (a file or, for text, a directory); '-' reads standard input"},
+    {.name = "out",
+     .short_name = 'o',
+     .type = RT_OPT_PATH,
+     .flags = RT_OPT_REQUIRED | RT_OPT_DIR,
+     .offset = offsetof(infer_opts, out),
+     .metavar = "DIR",
+     .help = "directory for doc_topic.npy, docs.txt, doc_topics.txt and infer.json"},
+    {.name = "iters",
+     .type = RT_OPT_U32,
+     .offset = offsetof(infer_opts, iters),
+     .metavar = "N",
+     .def = "100",
+     .min = 1,
+     .max = 1000000,
+     .help = "Gibbs sweeps over each document"},
+    {.name = "threads",
+     .short_name = 't',
+     .type = RT_OPT_U32,
+     .offset = offsetof(infer_opts, threads),
+     .metavar = "T",
+     .def = "1",
+     .min = 1,
+     .max = 4096,
+     .help = "sampling threads (the result does not depend on them)"},
+    {.name = "seed",
+     .short_name = 's',
+     .type = RT_OPT_U64,
+     .offset = offsetof(infer_opts, seed),
+     .metavar = "S",
+     .def = "1",
+     .help = "random seed (also picks the document-completion halves)"},
+    {.name = "top",
+     .short_name = 'n',
+     .type = RT_OPT_U32,
+     .offset = offsetof(infer_opts, top),
+     .metavar = "N",
+     .def = "3",
+     .min = 1,
+     .max = 65535,
+     .help = "topics listed per document in doc_topics.txt"},
+    {.name = "quiet",
+     .short_name = 'q',
+     .type = RT_OPT_FLAG,
+     .offset = offsetof(infer_opts, quiet),
+     .help = "no progress or notes on stderr (warnings and errors only)"},
+    {NULL}};
+
+static int parse(int argc, char **argv, infer_opts *o, rt_error *err)
+{
+    memset(o, 0, sizeof(*o));
+    rt_opt_group g[] = {
+        {.opts = infer_options, .dest = o},
+        {.title = "corpus options", .opts = rt_corpus_option_table, .dest = &o->corpus}};
+    int rc = rt_opts_parse(&infer_doc, g, 2, argc, argv, NULL, err);
+    if (rc == 0 && o->quiet)
+        rt_log_level = RT_LOG_WARN;
+    return rc;
+}
+
+static void report(const infer_opts *o, const rt_infer_result *r)
+{
+    uint64_t all = r->tokens + r->unknown_tokens;
+    printf("infer: %llu documents (%llu without a model word), %llu tokens; %llu words the "
+           "model lacks (%llu tokens, %.2f%%) left out\n",
+           (unsigned long long)r->docs, (unsigned long long)r->empty_docs,
+           (unsigned long long)r->tokens, (unsigned long long)r->unknown_words,
+           (unsigned long long)r->unknown_tokens,
+           all ? 100.0 * (double)r->unknown_tokens / (double)all : 0.0);
+    if (r->held_tokens)
+        printf("infer: document-completion perplexity %.4f (%llu held-out tokens, %u sweeps)\n",
+               r->perplexity, (unsigned long long)r->held_tokens, o->iters);
+    else
+        printf("infer: no held-out token, no perplexity\n");
+    printf("infer: wrote %s/doc_topic.npy, docs.txt, doc_topics.txt, infer.json\n", o->out);
+}
+
+static int run(const infer_opts *o, rt_error *err)
+{
+    rt_model m;
+    rt_corpus c;
+    rt_corpus_init(&c);
+    if (rt_model_open(o->model, &m, err))
+        return -1;
+    int rc = -1;
+    if (!m.app->model_infer) {
+        rt_fail(err, RT_EXIT_INPUT,
+                "%s: the model is from --app %s; rotor infer needs a topic model", o->model,
+                m.app->name);
+        goto out;
+    }
+    if (rt_check_out_dir(o->out, err) || rt_corpus_read(o->input, &o->corpus, &c, err))
+        goto out;
+    rt_progress progress;
+    rt_progress_start(&progress, "sampling documents", "docs", 1, c.n_docs);
+    rt_infer_opts io = {.iters = o->iters,
+                        .threads = o->threads,
+                        .seed = o->seed,
+                        .top = o->top,
+                        .out = o->out,
+                        .input = o->input,
+                        .progress = &progress};
+    rt_infer_result res;
+    double t0 = rt_now();
+    rc = m.app->model_infer(m.impl, &c, &io, &res, err);
+    rt_progress_end(&progress);
+    if (rc == 0) {
+        rt_info("infer: %llu documents x %u sweeps in %.2fs on %u threads",
+                (unsigned long long)res.docs, o->iters, rt_now() - t0, o->threads);
+        report(o, &res);
+    }
+out:
+    rt_corpus_free(&c);
+    rt_model_close(&m);
+    return rc;
+}
+
+int cmd_infer(int argc, char **argv)
+{
+    rt_error err = {0};
+    infer_opts o;
+    int rc = parse(argc, argv, &o, &err);
+    if (rc < 0)
+        rt_die(&err);
+    if (rc == 1)
+        return RT_EXIT_OK;
+    rt_guard_output(o.out);
+    if (rt_guard_start(&err) < 0 || run(&o, &err))
+        rt_guard_die(&err);
+    return RT_EXIT_OK;
+}
