@@ -2,7 +2,9 @@
  * is read with. */
 #include "apps/app_common.h"
 
+#include <errno.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 
 int rt_app_shards_open(const rt_plan *plan, uint32_t first, uint32_t n, rt_shard **shards,
@@ -73,8 +75,18 @@ int rt_app_write_json(const char *path, const json_t *obj, rt_error *err)
 json_t *rt_app_model_json(const char *dir, char *path, rt_error *err)
 {
     json_error_t jerr;
+    struct stat sb;
     if (rt_path_join(path, 4096, dir, "model.json", err))
         return NULL;
+    /* A save writes model.json last: a directory without one is a save
+     * that never finished (or one node's parts of a node-local save). */
+    if (stat(path, &sb) != 0 && errno == ENOENT && stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        rt_fail(err, RT_EXIT_INPUT,
+                "%s: incomplete model: no model.json (a save that did not finish, or one "
+                "node's parts of a node-local save)",
+                dir);
+        return NULL;
+    }
     json_t *meta = json_load_file(path, 0, &jerr);
     if (!meta)
         rt_fail_parse(err, path, jerr.line, jerr.text);

@@ -11,7 +11,9 @@
  * An app owns its file formats, so tools never read or write them directly:
  * `rotor partition` asks it for the side files of a plan, and `rotor eval`,
  * `rotor topics` open a saved model with rt_model_open() and use the hooks
- * of the app that wrote it (prediction, top words).
+ * of the app that wrote it (prediction, top words); `rotor export` merges a
+ * saved model's per-rank parts into single files through model_export.
+ * Saved models are sets of per-rank part files (apps/model_set.h).
  *
  *   sgd-mf  L2-regularised SGD matrix factorisation        (apps/sgd_mf*.c)
  *   cd-mf   CCD++ coordinate descent matrix factorisation   (apps/cd_mf*.c)
@@ -45,6 +47,21 @@ typedef struct rt_infer_result {
     uint64_t held_tokens;                   /* the completion halves */
     double perplexity;                      /* document completion; NaN without held tokens */
 } rt_infer_result;
+
+/* `rotor export`: how to write a saved model as single files. */
+typedef enum rt_export_format {
+    RT_EXPORT_NPY,   /* W.npy, H.npy, ... : the single-file model layout */
+    RT_EXPORT_LIBMF, /* LIBMF's model text (MF models) */
+    RT_EXPORT_TEXT,  /* one line per row: original id, then the values */
+} rt_export_format;
+extern const rt_opt_choice rt_export_formats[];
+
+typedef struct rt_export_opts {
+    const char *out; /* directory to write (replaced as a whole) */
+    int format;      /* rt_export_format */
+    uint64_t memory; /* bytes of buffers to merge with */
+    int quiet;       /* no progress */
+} rt_export_opts;
 
 typedef struct rt_app_desc {
     const char *name;     /* value of --app */
@@ -108,6 +125,8 @@ typedef struct rt_app_desc {
                       rt_error *err);
     int (*state_load)(void *app, rt_engine *eng, const char *dir, uint64_t *next_rotation,
                       rt_error *err);
+    /* Merge the model at `dir` into single files (`rotor export`). */
+    int (*model_export)(const char *dir, const struct rt_export_opts *o, rt_error *err);
 } rt_app_desc;
 
 extern const rt_app_desc rt_app_sgd_mf;
@@ -151,6 +170,8 @@ typedef struct rt_model {
     void *impl;
 } rt_model;
 int rt_model_open(const char *dir, rt_model *model, rt_error *err);
+/* Write the model at `dir` as single files (the app's model_export). */
+int rt_model_export(const char *dir, const rt_export_opts *o, rt_error *err);
 void rt_model_close(rt_model *model);
 
 /* For `rotor --version`: the SGD kernel paths built in, and the one

@@ -421,4 +421,5 @@ const rt_app_desc rt_app_cd_mf = {
     .state_save = cd_state_save,
     .state_load = cd_state_load,
     .model_scores = rt_mf_model_scores,
+    .model_export = rt_mf_model_export,
 };

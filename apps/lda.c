@@ -5,6 +5,7 @@
 #include "apps/app_common.h"
 #include "apps/lda.h"
 #include "apps/lda_app.h"
+#include "apps/model_set.h"
 
 #include <errno.h>
 #include <math.h>
@@ -132,7 +133,7 @@ static int lda_check(const void *opts, const rt_plan *plan, rt_error *err)
         return rt_fail(err, RT_EXIT_INPUT,
                        "%s: is a %s plan; make one with rotor partition --app lda", plan->dir,
                        rt_plan_app_name(plan->app));
-    if (o->out && rt_check_out_dir(o->out, err))
+    if (o->out && rt_model_out_check(o->out, err))
         return -1;
     return 0;
 }
@@ -348,6 +349,7 @@ const rt_app_desc rt_app_lda = {
     .model_load = lda_model_load,
     .model_free = lda_model_free,
     .model_topics = lda_model_topics,
+    .model_export = lda_model_export,
     .state_save = lda_state_save,
     .state_load = lda_state_load,
     .model_infer = lda_model_infer,

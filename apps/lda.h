@@ -44,10 +44,28 @@ int rt_lda_words_read(const char *path, uint64_t plan_id, uint64_t n, uint64_t *
                       rt_error *err);
 
 /* ---- the saved model (lda_save.c writes, lda_model.c reads) ---- */
-/* "topic k (share): words..." for every topic: the `top` words by count in
- * wt (V x K), ties by word id. */
-int lda_topics_write(FILE *fp, const int32_t *wt, const int64_t *nk, uint64_t V, uint32_t K,
-                     uint32_t top, const char *const *vocab, rt_error *err);
+/* The `top` most frequent words of every topic, ties by word id, gathered
+ * word by word (so a saving rank needs only its own words, and rank 0
+ * merges every rank's candidates), then printed as
+ * "topic k (share): words..." lines. */
+typedef struct lda_word_count {
+    int32_t count; /* -1: an unused entry */
+    uint32_t word;
+} lda_word_count;
+typedef struct lda_top {
+    uint32_t K, top;
+    lda_word_count *best; /* K x top, each topic's list best first */
+} lda_top;
+int lda_top_init(lda_top *t, uint32_t K, uint32_t top, rt_error *err);
+void lda_top_free(lda_top *t);
+/* Offer word `word` with its K counts to every topic's list. */
+void lda_top_add_word(lda_top *t, uint32_t word, const int32_t *counts);
+/* The lists as bytes (for a gather), and another rank's lists merged in
+ * (words must be below V; exit 1 otherwise). */
+size_t lda_top_bytes(const lda_top *t);
+int lda_top_merge(lda_top *t, const void *other, uint64_t V, rt_error *err);
+int lda_top_write(FILE *fp, const lda_top *t, const int64_t *nk, const char *const *vocab,
+                  rt_error *err);
 /* A saved model read back (lda_model.c): the trained counts and the
  * hyperparameters they were trained with. */
 typedef struct lda_model {
@@ -65,6 +83,7 @@ int lda_model_topics(const void *model, uint32_t top, FILE *out, rt_error *err);
 /* New documents' topic mixtures (lda_infer.c; the model_infer hook). */
 int lda_model_infer(const void *model, const rt_corpus *docs, const rt_infer_opts *o,
                     rt_infer_result *res, rt_error *err);
+int lda_model_export(const char *dir, const rt_export_opts *o, rt_error *err);
 
 typedef enum lda_sampler { LDA_SAMPLER_SPARSE = 0, LDA_SAMPLER_MH = 1 } lda_sampler;
 

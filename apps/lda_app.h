@@ -16,7 +16,7 @@ typedef struct lda_app {
     rt_metrics metrics;
 } lda_app;
 
-/* lda_save.c: gather the model to rank 0 and write it under the core's o.out. */
+/* lda_save.c: every rank writes its part of the model under the core's o.out. */
 int lda_save(void *app, rt_engine *eng, rt_error *err);
 
 #endif

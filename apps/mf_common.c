@@ -1,6 +1,7 @@
 /* mf_common.c - factor initialisation, training mean and options shared by
  * the MF apps (the model files: mf_model.c). */
 #include "apps/mf_common.h"
+#include "apps/model_set.h"
 
 #include <errno.h>
 #include <math.h>
@@ -163,7 +164,7 @@ int rt_mf_check_common(const rt_mf_common_opts *o, const rt_plan *plan, const ch
                        "--app mf",
                        plan->dir, rt_plan_app_name(plan->app), app);
     /* An unusable output directory fails now, not after the whole run. */
-    if (o->out && rt_check_out_dir(o->out, err))
+    if (o->out && rt_model_out_check(o->out, err))
         return -1;
     return 0;
 }

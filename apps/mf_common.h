@@ -160,11 +160,11 @@ int rt_mf_allreduce_workers(rt_engine *eng, double *v, uint32_t workers, double 
 
 /* ---- the saved model (mf_model.c) ---- */
 
-/* Gather W and H to rank 0 and write, under `o->out`: W.npy (n_rows x k),
- * H.npy (n_cols x k), with biases row_bias.npy (n_rows x 1) and col_bias.npy
- * (n_cols x 1), rows.ids, cols.ids (original ids, line i = row i) and
- * model.json (`meta` plus dimensions; the function takes the reference).
- * Every rank must call it; only rank 0 writes. */
+/* Save the model under `o->out` as a set of per-rank parts (mf_model.c
+ * lists the files): every rank writes its own workers' W rows and its home
+ * blocks' H rows and biases, rank 0 the ids and model.json (`meta` plus
+ * dimensions and the manifest; the function takes the reference).  Every
+ * rank must call it. */
 int rt_mf_save(rt_mf_local *m, rt_engine *eng, const rt_mf_common_opts *o, json_t *meta,
                rt_error *err);
 /* The writer itself, without an engine: dense W (n_rows x k), H (n_cols x
@@ -180,6 +180,9 @@ void rt_mf_model_ids(void *model, rt_idmap **rows, rt_idmap **cols);
 float rt_mf_model_predict(const void *model, uint32_t row, uint32_t col);
 void rt_mf_model_scores(const void *model, const uint32_t *rows, uint32_t n_rows, uint32_t col0,
                         uint32_t n_cols, float *out);
+/* `rotor export`: the parts merged into W.npy, H.npy, ... (npy), W.txt, ...
+ * (text) or LIBMF's model.txt (libmf). */
+int rt_mf_model_export(const char *dir, const rt_export_opts *o, rt_error *err);
 
 /* The defaults of the common options (for tests and the serial reference,
  * which build options without a command line). */

@@ -58,6 +58,19 @@ int rt_model_open(const char *dir, rt_model *model, rt_error *err)
     return 0;
 }
 
+const rt_opt_choice rt_export_formats[] = {
+    {"npy", RT_EXPORT_NPY}, {"libmf", RT_EXPORT_LIBMF}, {"text", RT_EXPORT_TEXT}, {NULL, 0}};
+
+int rt_model_export(const char *dir, const rt_export_opts *o, rt_error *err)
+{
+    const rt_app_desc *app;
+    if (model_app(dir, &app, err))
+        return -1;
+    if (!app->model_export)
+        return rt_fail(err, RT_EXIT_INPUT, "%s: %s models cannot be exported", dir, app->name);
+    return app->model_export(dir, o, err);
+}
+
 void rt_model_close(rt_model *model)
 {
     if (model->app && model->impl)

@@ -324,4 +324,5 @@ const rt_app_desc rt_app_sgd_mf = {
     .state_save = sgd_state_save,
     .state_load = sgd_state_load,
     .model_scores = rt_mf_model_scores,
+    .model_export = rt_mf_model_export,
 };

@@ -136,10 +136,12 @@ run() {
             --beta 0.01 --iters "$n" --eval-every "$every" --seed 1 \
             --metrics "$base.metrics" "${out[@]}" >"$base.log" 2>&1
         if [ -n "$save" ]; then
-            "$TMP/lda_ll" --alpha "$alpha" --beta 0.01 --topics "$K" --rotor-model "$base.model" \
+            # (the saved model is per-rank parts; lda_ll reads the merged files)
+            "$ROTOR" export --quiet --model "$base.model" --out "$base.model.npy" >&2
+            "$TMP/lda_ll" --alpha "$alpha" --beta 0.01 --topics "$K" --rotor-model "$base.model.npy" \
                 >"$base.ll"
-            cp "$base.model/model.json" "$base.model.json"
-            rm -rf "$base.model"
+            cp "$base.model.npy/model.json" "$base.model.json"
+            rm -rf "$base.model" "$base.model.npy"
         fi
     fi
 }

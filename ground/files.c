@@ -32,6 +32,34 @@ uint64_t rt_checksum(const void *data, size_t len)
     return XXH3_64bits(data, len);
 }
 
+int rt_file_checksum(const char *path, uint64_t *bytes, uint64_t *check, rt_error *err)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot open", path);
+    XXH3_state_t *st = XXH3_createState();
+    char *buf = malloc(1 << 20);
+    int rc = 0;
+    if (!st || !buf || XXH3_64bits_reset(st) == XXH_ERROR) {
+        rc = rt_fail(err, RT_EXIT_RUNTIME, "%s: out of memory", path);
+        goto out;
+    }
+    size_t n;
+    *bytes = 0;
+    while ((n = fread(buf, 1, 1 << 20, fp)) > 0) {
+        XXH3_64bits_update(st, buf, n);
+        *bytes += n;
+    }
+    if (ferror(fp))
+        rc = rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: read failed", path);
+    *check = XXH3_64bits_digest(st);
+out:
+    free(buf);
+    XXH3_freeState(st);
+    fclose(fp);
+    return rc;
+}
+
 int rt_is_stdio(const char *path)
 {
     return path && !strcmp(path, "-");

@@ -135,6 +135,9 @@ uint64_t rt_hash64(uint64_t x); /* splitmix64 finaliser: a good integer mix */
 
 /* ---- checksums ---- */
 uint64_t rt_checksum(const void *data, size_t len); /* XXH3-64 */
+/* Size and XXH3-64 of a whole file, read in bounded memory (exit code 2
+ * when it cannot be read). */
+int rt_file_checksum(const char *path, uint64_t *bytes, uint64_t *check, rt_error *err);
 
 /* ---- files ---- */
 /* Create `path` via a temporary sibling and rename on commit, so a crash or
@@ -170,6 +173,14 @@ int rt_npy_write_i32(const char *path, const int32_t *data, uint64_t rows, uint6
 int rt_npy_read_f32(const char *path, float **data, uint64_t *rows, uint64_t *cols, rt_error *err);
 int rt_npy_read_i32(const char *path, int32_t **data, uint64_t *rows, uint64_t *cols,
                     rt_error *err);
+/* Streaming: the header of a C-order 2-D .npy of `descr` ("<f4", "<i4"),
+ * after which the caller writes rows x cols cells; and the reader's side,
+ * which checks the header and that the file holds exactly rows x cols
+ * cells, and leaves *fp at the first cell. */
+int rt_npy_write_header(FILE *fp, const char *descr, uint64_t rows, uint64_t cols, const char *path,
+                        rt_error *err);
+int rt_npy_open(const char *path, const char *descr, FILE **fp, uint64_t *rows, uint64_t *cols,
+                rt_error *err);
 
 /* ---- text input ----
  * Index of the first byte of s[0..n) that cannot occur in a text file (NUL

@@ -9,8 +9,8 @@
 
 /* Header: magic, version 1.0, little-endian u16 header length, then a Python
  * dict literal padded with spaces to a multiple of 64 bytes, ending in '\n'. */
-static int npy_header(FILE *fp, const char *descr, uint64_t rows, uint64_t cols, const char *path,
-                      rt_error *err)
+int rt_npy_write_header(FILE *fp, const char *descr, uint64_t rows, uint64_t cols, const char *path,
+                        rt_error *err)
 {
     char dict[256];
     int n = snprintf(dict, sizeof(dict),
@@ -44,7 +44,7 @@ int rt_npy_write_f32(const char *path, const float *data, uint64_t rows, uint64_
     rt_outfile of;
     if (rt_outfile_open(&of, path, err))
         return -1;
-    if (npy_header(of.fp, "<f4", rows, cols, path, err))
+    if (rt_npy_write_header(of.fp, "<f4", rows, cols, path, err))
         goto fail;
     for (uint64_t r = 0; r < rows; r++)
         if (rt_write_all(of.fp, data + r * row_stride_floats, cols * sizeof(float), path, err))
@@ -61,7 +61,7 @@ int rt_npy_write_i32(const char *path, const int32_t *data, uint64_t rows, uint6
     rt_outfile of;
     if (rt_outfile_open(&of, path, err))
         return -1;
-    if (npy_header(of.fp, "<i4", rows, cols, path, err) ||
+    if (rt_npy_write_header(of.fp, "<i4", rows, cols, path, err) ||
         rt_write_all(of.fp, data, rows * cols * sizeof(int32_t), path, err)) {
         rt_outfile_abort(&of);
         return -1;
@@ -88,11 +88,10 @@ static int parse_dict(const char *dict, const char *descr, unsigned long long *r
     return 0;
 }
 
-/* Read a 2-D .npy of 4-byte cells of dtype `descr` ("<f4" or "<i4"). */
-static int npy_read4(const char *path, const char *descr, const char *what, void **data,
-                     uint64_t *rows, uint64_t *cols, rt_error *err)
+int rt_npy_open(const char *path, const char *descr, FILE **out, uint64_t *rows, uint64_t *cols,
+                rt_error *err)
 {
-    *data = NULL;
+    *out = NULL;
     FILE *fp = fopen(path, "rb");
     if (!fp)
         return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot open", path);
@@ -108,7 +107,7 @@ static int npy_read4(const char *path, const char *descr, const char *what, void
     dict[hlen] = '\0';
     if (parse_dict(dict, descr, &r, &c))
         goto bad;
-    /* The data must be exactly rows x cols floats: checked before allocating. */
+    /* The data must be exactly rows x cols cells: checked before anyone allocates. */
     struct stat sb;
     if (fstat(fileno(fp), &sb) != 0) {
         fclose(fp);
@@ -125,29 +124,44 @@ static int npy_read4(const char *path, const char *descr, const char *what, void
                        "%s: shape (%llu, %llu) needs %zu data bytes, the file has %lld", path, r, c,
                        bytes, (long long)sb.st_size - 10 - (long long)hlen);
     }
+    *out = fp;
+    *rows = r;
+    *cols = c;
+    return 0;
+bad:
+    fclose(fp);
+    return rt_fail(err, RT_EXIT_INPUT, "%s: not a 2-D %s .npy file", path,
+                   !strcmp(descr, "<i4") ? "int32" : "float32");
+}
+
+/* Read a whole 2-D .npy of 4-byte cells of dtype `descr` ("<f4" or "<i4"). */
+static int npy_read4(const char *path, const char *descr, void **data, uint64_t *rows,
+                     uint64_t *cols, rt_error *err)
+{
+    FILE *fp;
+    *data = NULL;
+    if (rt_npy_open(path, descr, &fp, rows, cols, err))
+        return -1;
+    size_t bytes = (size_t)(*rows * *cols * 4);
     *data = malloc(bytes + 1);
     if (!*data) {
         fclose(fp);
         return rt_fail(err, RT_EXIT_RUNTIME, "%s: out of memory (%zu bytes)", path, bytes);
     }
     if (fread(*data, 1, bytes, fp) != bytes) {
+        fclose(fp);
         free(*data);
         *data = NULL;
-        goto bad;
+        return rt_fail(err, RT_EXIT_INPUT, "%s: changed while it was read", path);
     }
     fclose(fp);
-    *rows = r;
-    *cols = c;
     return 0;
-bad:
-    fclose(fp);
-    return rt_fail(err, RT_EXIT_INPUT, "%s: not a 2-D %s .npy file", path, what);
 }
 
 int rt_npy_read_f32(const char *path, float **data, uint64_t *rows, uint64_t *cols, rt_error *err)
 {
     void *p = NULL;
-    int rc = npy_read4(path, "<f4", "float32", &p, rows, cols, err);
+    int rc = npy_read4(path, "<f4", &p, rows, cols, err);
     *data = p;
     return rc;
 }
@@ -155,7 +169,7 @@ int rt_npy_read_f32(const char *path, float **data, uint64_t *rows, uint64_t *co
 int rt_npy_read_i32(const char *path, int32_t **data, uint64_t *rows, uint64_t *cols, rt_error *err)
 {
     void *p = NULL;
-    int rc = npy_read4(path, "<i4", "int32", &p, rows, cols, err);
+    int rc = npy_read4(path, "<i4", &p, rows, cols, err);
     *data = p;
     return rc;
 }

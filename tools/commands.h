@@ -16,6 +16,7 @@ int cmd_bench_link(int argc, char **argv); /* tools/cmd_bench_link.c */
 int cmd_eval(int argc, char **argv);       /* tools/cmd_eval.c */
 int cmd_simulate(int argc, char **argv);   /* tools/cmd_simulate.c */
 int cmd_plot(int argc, char **argv);       /* tools/cmd_plot.c */
+int cmd_export(int argc, char **argv);     /* tools/cmd_export.c */
 int cmd_help(int argc, char **argv);       /* tools/cmd_help.c: help, man pages, completion */
 int cmd_version(void);                     /* tools/cmd_help.c: rotor --version */
 

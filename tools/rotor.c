@@ -16,6 +16,7 @@ const rotor_command rotor_commands[] = {
     {"eval", cmd_eval, "score a saved MF model on a ratings file", NULL},
     {"topics", cmd_topics, "print the top words of a trained LDA model", NULL},
     {"infer", cmd_infer, "topic mixtures of new documents under a trained LDA model", NULL},
+    {"export", cmd_export, "merge a saved model's per-rank parts into single files", NULL},
     {"plot", cmd_plot, "convergence curves of training runs (--metrics files) as PNG or SVG", NULL},
     {"bench-link", cmd_bench_link, "latency and bandwidth of the transport (like perftest)", NULL},
     {"simulate", cmd_simulate, "predict epoch time, stall and traffic of a schedule on N nodes",

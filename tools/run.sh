@@ -68,8 +68,10 @@ demo() {
         --title "rotor demo: SGD-MF, 2 processes x 2 threads"
     say "scoring the saved model on the held-out ratings (noise floor: 0.1)"
     "$rotor" eval --model "$out/model" --input "$out/test.txt"
-    say "done: model in $out/model (W.npy, H.npy, rows.ids, cols.ids, model.json)"
-    cat "$out/model/model.json"
+    say "merging the per-rank parts into $out/model.npy (W.npy, H.npy, rows.ids, cols.ids)"
+    "$rotor" export --model "$out/model" --out "$out/model.npy"
+    say "done: model in $out/model (per-rank parts), single files in $out/model.npy"
+    cat "$out/model.npy/model.json"
 }
 
 run_tests() {

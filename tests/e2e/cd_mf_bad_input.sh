@@ -31,5 +31,5 @@ check '--frobnicate' "${ok[@]}" --frobnicate 1
 check 'lda' --plan "$TMP/lda" --rank 2 --outer 1 --inner 1 --lambda 0.1 --out "$TMP/out"
 # ... while the same options with good values train.
 "$ROTOR" train --app cd-mf "${ok[@]}" 2>"$TMP/good.log" || { cat "$TMP/good.log" >&2; fail "good run failed"; }
-[ -s "$TMP/out/W.npy" ] || fail "good run wrote no model"
+[ -s "$TMP/out/W.part-00000.npy" ] || fail "good run wrote no model"
 echo PASS

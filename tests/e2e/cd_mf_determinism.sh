@@ -20,9 +20,10 @@ run serial "$ROTOR" "${train[@]}" --seed 7 --serial
 run t4 "$ROTOR" "${train[@]}" --seed 7 --threads 4
 run other "$ROTOR" "${train[@]}" --seed 8 --threads 4
 
+single "$TMP/a" "$TMP/b" "$TMP/serial" "$TMP/t4" "$TMP/other"
 for m in b serial t4; do
     for f in W.npy H.npy; do
-        cmp -s "$TMP/a/$f" "$TMP/$m/$f" || fail "$f of run '$m' differs from the 2x2 run"
+        cmp -s "$TMP/a.single/$f" "$TMP/$m.single/$f" || fail "$f of run '$m' differs from the 2x2 run"
     done
     [ "$(cd_mf_curve "$TMP/a.log")" = "$(cd_mf_curve "$TMP/$m.log")" ] ||
         fail "the logged objective curve of run '$m' differs from the 2x2 run"
@@ -30,9 +31,9 @@ done
 # The runs really trained and wrote a whole model; the seed matters.
 [ "$(cd_mf_curve "$TMP/a.log" | wc -l)" = 3 ] || fail "2x2 run did not log 3 outer iterations"
 for f in W.npy H.npy rows.ids cols.ids model.json; do
-    [ -s "$TMP/a/$f" ] || fail "model file $f missing"
+    [ -s "$TMP/a.single/$f" ] || fail "model file $f missing"
 done
-cmp -s "$TMP/a/H.npy" "$TMP/other/H.npy" && fail "another seed gave the same model"
+cmp -s "$TMP/a.single/H.npy" "$TMP/other.single/H.npy" && fail "another seed gave the same model"
 first=$(cd_mf_curve "$TMP/a.log" | awk 'NR == 1 { print $2 }')
 last=$(cd_mf_curve "$TMP/a.log" | awk 'END { print $2 }')
 awk -v a="$last" -v b="$first" 'BEGIN { exit !(a < b) }' ||

@@ -23,8 +23,9 @@ declare -A FILES=([sgd-mf]="W.npy H.npy row_bias.npy col_bias.npy" [cd-mf]="W.np
                   [lda]="word_topic.npy doc_topic.npy topics.txt")
 
 same_model() { # same_model APP DIR_A DIR_B WHAT
+    single "$2" "$3"
     for f in ${FILES[$1]}; do
-        cmp -s "$2/$f" "$3/$f" || fail "$1: $f of the $4 differs from the uninterrupted run"
+        cmp -s "$2.single/$f" "$3.single/$f" || fail "$1: $f of the $4 differs from the uninterrupted run"
     done
 }
 
@@ -49,7 +50,8 @@ for app in sgd-mf cd-mf lda; do
     same_model "$app" "$TMP/$app-12" "$TMP/$app-r" "resumed run"
     # It really trained on from the checkpoint: the half run's model differs.
     train2 "$TMP/$app-6b.log" "${opts[@]}" "$len" 6 --out "$TMP/$app-6" || fail "$app 6"
-    ! cmp -s "$TMP/$app-6/${FILES[$app]%% *}" "$TMP/$app-12/${FILES[$app]%% *}" ||
+    single "$TMP/$app-6"
+    ! cmp -s "$TMP/$app-6.single/${FILES[$app]%% *}" "$TMP/$app-12.single/${FILES[$app]%% *}" ||
         fail "$app: 6 and 12 give the same model (nothing trained?)"
 done
 

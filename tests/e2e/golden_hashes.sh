@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # golden_hashes.sh - the model bytes of fixed runs do not change under
 # refactoring.  Each run below (sgd-mf, cd-mf and lda; one process, and two
-# processes where the run says so) writes a model whose files must hash to the
-# SHA-256 recorded here.  A change that legitimately changes the math updates
+# processes where the run says so) writes a model whose exported files must
+# hash to the SHA-256 recorded here.  A change that legitimately changes the math updates
 # these hashes in the same commit, saying why.
 #   ROTOR_GOLDEN_PRINT=1 prints the current hashes instead of checking them.
 source "$(dirname "$0")/lib.sh"
@@ -24,18 +24,23 @@ run cd2 "$ROTOR" launch -n 2 -- "$ROTOR" "${cdmf[@]}"
 run lda1 "$ROTOR" "${lda[@]}" --threads 4
 run lda2 "$ROTOR" launch -n 2 -- "$ROTOR" "${lda[@]}"
 
+# The runs save per-rank parts; rotor export merges them into the
+# single-file model, whose bytes are the ones pinned here (the same bytes
+# the saves wrote before models were sharded).
+single "$TMP/sgd1" "$TMP/sgd2" "$TMP/cd1" "$TMP/cd2" "$TMP/lda1" "$TMP/lda2"
+
 actual() {
     for r in sgd1 sgd2; do
-        for f in W.npy H.npy; do echo "$r/$f $(sha256sum <"$TMP/$r/$f" | cut -c1-64)"; done
+        for f in W.npy H.npy; do echo "$r/$f $(sha256sum <"$TMP/$r.single/$f" | cut -c1-64)"; done
     done
     for r in cd1 cd2; do
         for f in W.npy H.npy row_bias.npy col_bias.npy; do
-            echo "$r/$f $(sha256sum <"$TMP/$r/$f" | cut -c1-64)"
+            echo "$r/$f $(sha256sum <"$TMP/$r.single/$f" | cut -c1-64)"
         done
     done
     for r in lda1 lda2; do
         for f in word_topic.npy doc_topic.npy; do
-            echo "$r/$f $(sha256sum <"$TMP/$r/$f" | cut -c1-64)"
+            echo "$r/$f $(sha256sum <"$TMP/$r.single/$f" | cut -c1-64)"
         done
     done
 }

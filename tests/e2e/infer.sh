@@ -36,8 +36,9 @@ done
 [ "$(wc -l <"$TMP/i1/doc_topics.txt")" = 200 ] || fail "doc_topics.txt: expected 200 lines"
 [ "$(head -1 "$TMP/i1/doc_topics.txt" | wc -w)" = 4 ] || fail "doc_topics.txt: expected id + 3 topics"
 
+single "$TMP/model"
 read -r tv tv_uniform < <("$LDA_REF" mixtures "$TMP/gen.txt.mixtures.npy" 2000 \
-    "$TMP/gen.txt.topics.npy" "$TMP/model/topic_word.npy" "$TMP/i1/doc_topic.npy" 0.1)
+    "$TMP/gen.txt.topics.npy" "$TMP/model.single/topic_word.npy" "$TMP/i1/doc_topic.npy" 0.1)
 note "mean total-variation distance to the planted mixtures: $tv (uniform mixture: $tv_uniform)"
 float_le "$tv" 0.25 || fail "mixtures not recovered: distance $tv > 0.25"
 float_le "$tv" "$(awk -v u="$tv_uniform" 'BEGIN { print u / 3 }')" || fail "mixtures no better than uniform"

@@ -17,7 +17,8 @@ for s in sparse mh; do
     train=(train --plan "$TMP/plan" "${LDA_OPTS[@]}" --sampler "$s" --iters 100 --eval-every 20)
     "$ROTOR" launch -n 2 -- "$ROTOR" "${train[@]}" --out "$TMP/m-$s" >"$TMP/$s.log" 2>&1 ||
         { cat "$TMP/$s.log"; fail "train $s"; }
-    cos=$("$LDA_REF" cosine "$TMP/gen.txt.topics.npy" "$TMP/m-$s/topic_word.npy")
+    single "$TMP/m-$s"
+    cos=$("$LDA_REF" cosine "$TMP/gen.txt.topics.npy" "$TMP/m-$s.single/topic_word.npy")
     note "$s: mean best-match cosine $cos, ll/token $(ll_at 100 "$TMP/$s.log"), perplexity $(perplexity_at 100 "$TMP/$s.log")"
     float_le 0.9 "$cos" || fail "$s: topics not recovered (cosine $cos < 0.9)"
     float_le "$(ll_at 0 "$TMP/$s.log")" "$(ll_at 100 "$TMP/$s.log")" || fail "$s: ll/token fell"
@@ -34,11 +35,12 @@ for s in sparse mh; do
         "$ROTOR" "${train[@]}" --iters 1 --threads 4 --seed $seed --out "$TMP/m-$s-one$seed" \
             >"$TMP/$s-one$seed.log" 2>&1 || fail "one sweep, seed $seed, $s"
     done
-    cmp -s "$TMP/m-$s-one1/word_topic.npy" "$TMP/m-$s-one2/word_topic.npy" &&
+    single "$TMP/m-$s-one1" "$TMP/m-$s-one2" "$TMP/m-$s-again" "$TMP/m-$s-serial" "$TMP/m-$s-t4"
+    cmp -s "$TMP/m-$s-one1.single/word_topic.npy" "$TMP/m-$s-one2.single/word_topic.npy" &&
         fail "$s: another seed gave the same word-topic counts"
     for other in again serial t4; do
         for f in word_topic.npy doc_topic.npy topic_word.npy topics.txt; do
-            cmp -s "$TMP/m-$s/$f" "$TMP/m-$s-$other/$f" || fail "$s: $f differs in the $other run"
+            cmp -s "$TMP/m-$s.single/$f" "$TMP/m-$s-$other.single/$f" || fail "$s: $f differs in the $other run"
         done
         diff <(ll_lines "$TMP/$s.log") <(ll_lines "$TMP/$s-$other.log") >&2 ||
             fail "$s: metrics differ in the $other run"

@@ -58,6 +58,18 @@ last_test_rmse() { grep -o 'test_rmse [0-9.]*' "$1" | tail -1 | awk '{print $2}'
 # float_le A B: true when A <= B.
 float_le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }
 
+# single DIR...: merge each model saved by `rotor train --out DIR` (per-rank
+# parts) into the single-file model (W.npy, H.npy, ... or word_topic.npy,
+# ...) under DIR.single, as rotor export writes it.
+single() {
+    local d
+    for d in "$@"; do
+        rm -rf "$d.single"
+        "$ROTOR" export --quiet --model "$d" --out "$d.single" 2>"$d.export.err" ||
+            { cat "$d.export.err" >&2; fail "export $d"; }
+    done
+}
+
 # Two small fixed plans under $TMP: mfplan (600 x 300 planted ratings, 10%
 # held out) and ldaplan (300 documents, 8 topics), each for 2 nodes x 2
 # threads.  The golden hashes are recorded on exactly these.

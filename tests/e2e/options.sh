@@ -81,7 +81,7 @@ cmp -s "$TMP/long.txt" "$TMP/short.txt" || fail "short forms and --x=v give diff
     fail "partition with short options"
 "$ROTOR" train -p "$TMP/plan" -k 4 -r 0.02 -l 0.05 --epochs 2 -o "$TMP/model" 2>"$TMP/train.log" ||
     { cat "$TMP/train.log"; fail "train with short options"; }
-[ -f "$TMP/model/W.npy" ] || fail "train -o: no model written"
+[ -f "$TMP/model/W.part-00000.npy" ] || fail "train -o: no model written"
 grep -q '"k": 4' "$TMP/model/model.json" || fail "train -k 4: $(cat "$TMP/model/model.json")"
 # A repeated option: the last one wins.
 "$ROTOR" train -p "$TMP/plan" --rank 9 --rank 4 --epochs 1 --out "$TMP/model2" 2>/dev/null

@@ -21,6 +21,7 @@ run() { # run NAME PLAN ARGS...: model in $TMP/m-NAME, log in $TMP/NAME.log
         { cat "$TMP/$name.log" >&2; fail "run '$name' failed"; }
 }
 run ring "$TMP/ring" "$ROTOR" launch -n 2 -- "$ROTOR" "${train[@]}"
+single "$TMP/m-ring"
 
 for kind in reverse shuffle; do
     cp -r "$TMP/ring" "$TMP/$kind"
@@ -36,13 +37,14 @@ for kind in reverse shuffle; do
     fi
     run "$kind-serial" "$TMP/$kind" "$ROTOR" "${train[@]}" --serial
     run "$kind-t4" "$TMP/$kind" "$ROTOR" "${train[@]}" --threads 4
+    single "$TMP/m-$kind" "$TMP/m-$kind-serial" "$TMP/m-$kind-t4"
     for other in serial t4; do
         for f in W.npy H.npy; do
-            cmp -s "$TMP/m-$kind/$f" "$TMP/m-$kind-$other/$f" ||
+            cmp -s "$TMP/m-$kind.single/$f" "$TMP/m-$kind-$other.single/$f" ||
                 fail "$kind: $f of the 2x2 tcp run differs from the $other run"
         done
     done
-    cmp -s "$TMP/m-$kind/H.npy" "$TMP/m-ring/H.npy" &&
+    cmp -s "$TMP/m-$kind.single/H.npy" "$TMP/m-ring.single/H.npy" &&
         fail "$kind: same model as the default schedule (was the table executed?)"
     first=$(grep -o 'epoch   1 .*train_rmse [0-9.]*' "$TMP/$kind.log" | awk '{print $NF}')
     last=$(grep -o 'epoch   5 .*train_rmse [0-9.]*' "$TMP/$kind.log" | awk '{print $NF}')

@@ -22,9 +22,10 @@ rmse=$(last_test_rmse "$TMP/log")
 note "final test RMSE $rmse (target <= 0.11)"
 float_le "$rmse" 0.11 || fail "test RMSE $rmse > 0.11"
 grep -q '"test_rmse"' "$TMP/model/model.json" || fail "model.json lacks test_rmse"
-for f in W.npy H.npy rows.ids cols.ids; do [ -s "$TMP/model/$f" ] || fail "missing $f"; done
+single "$TMP/model"
+for f in W.npy H.npy rows.ids cols.ids; do [ -s "$TMP/model.single/$f" ] || fail "missing $f"; done
 # W.npy is 16000 x 8 float32 after a 128-byte header.
-[ "$(stat -c %s "$TMP/model/W.npy")" -eq $((128 + 16000 * 8 * 4)) ] || fail "W.npy size"
+[ "$(stat -c %s "$TMP/model.single/W.npy")" -eq $((128 + 16000 * 8 * 4)) ] || fail "W.npy size"
 # Every epoch line carries the documented fields.
 grep -E 'epoch +[0-9]+ +[0-9.]+s +[0-9.]+M upd/s +train_rmse [0-9.]+ +test_rmse [0-9.]+ +stall +[0-9.]+%' \
     "$TMP/log" >/dev/null || fail "epoch line format"

@@ -20,9 +20,10 @@ train=(train --plan "$TMP/plan" --app sgd-mf --rank 12 --epochs 6 --seed 9)
 "$ROTOR" "${train[@]}" --threads 4 --kernel portable --out "$TMP/portable" 2>"$TMP/p.log"
 "$ROTOR" "${train[@]}" --threads 4 --seed 10 --out "$TMP/other" 2>"$TMP/o.log"
 
+single "$TMP/a" "$TMP/b" "$TMP/serial" "$TMP/t4" "$TMP/portable" "$TMP/other"
 for m in b serial t4 portable; do
     for f in W.npy H.npy; do
-        cmp -s "$TMP/a/$f" "$TMP/$m/$f" || fail "$f of run '$m' differs from the 2x2 run"
+        cmp -s "$TMP/a.single/$f" "$TMP/$m.single/$f" || fail "$f of run '$m' differs from the 2x2 run"
     done
 done
 # The runs really trained (not a trivially equal untrained model).
@@ -32,6 +33,6 @@ last=$(grep -o 'epoch   6 .*train_rmse [0-9.]*' "$TMP/a.log" | awk '{print $NF}'
 [ -n "$first" ] && [ -n "$last" ] || fail "no train_rmse in the 2x2 log"
 awk -v a="$last" -v b="$first" 'BEGIN { exit !(a < 0.9 * b) }' ||
     fail "train RMSE did not fall: epoch 1 $first, epoch 6 $last"
-cmp -s "$TMP/a/H.npy" "$TMP/other/H.npy" && fail "another seed (10) gave the same model"
+cmp -s "$TMP/a.single/H.npy" "$TMP/other.single/H.npy" && fail "another seed (10) gave the same model"
 grep -q 'kernel portable' "$TMP/p.log" || fail "the --kernel portable run did not use the portable kernel"
 echo PASS

@@ -22,8 +22,9 @@ check() { # check NAME FILES -- TRAIN ARGS...
         { tail -20 "$TMP/$name.16.log" >&2; fail "$name: 16-process run"; }
     "$ROTOR" "$@" --serial --out "$TMP/$name.serial" 2>"$TMP/$name.serial.log" ||
         { tail -20 "$TMP/$name.serial.log" >&2; fail "$name: serial run"; }
+    single "$TMP/$name.16" "$TMP/$name.serial"
     for f in $files; do
-        cmp -s "$TMP/$name.16/$f" "$TMP/$name.serial/$f" ||
+        cmp -s "$TMP/$name.16.single/$f" "$TMP/$name.serial.single/$f" ||
             fail "$name: $f of the 16-process run differs from the serial replay"
     done
 }
@@ -36,7 +37,7 @@ check lda "word_topic.npy doc_topic.npy" -- train --plan "$TMP/ldaplan" --app ld
 # and a different model from exchanging every step.
 check lda3 "word_topic.npy doc_topic.npy" -- train --plan "$TMP/ldaplan" --app lda --topics 6 \
     --iters 3 --seed 3 --sync-every 3
-cmp -s "$TMP/lda.16/doc_topic.npy" "$TMP/lda3.16/doc_topic.npy" &&
+cmp -s "$TMP/lda.16.single/doc_topic.npy" "$TMP/lda3.16.single/doc_topic.npy" &&
     fail "lda --sync-every 3 gave the same model as --sync-every 1"
 grep -q 'epoch   3' "$TMP/sgd.16.log" || fail "sgd run did not log 3 epochs"
 echo PASS

@@ -66,8 +66,9 @@ t0=$SECONDS
 wait "$r0" || { cat "$TMP/r0.log" >&2; fail "rank 0 failed"; }
 note "the job ran $((SECONDS - t0)) s after rank 1 started"
 [ $((SECONDS - t0)) -lt 20 ] || fail "the job was held up ($((SECONDS - t0)) s)"
+single "$TMP/clean" "$TMP/disturbed"
 for f in W.npy H.npy; do
-    cmp -s "$TMP/clean/$f" "$TMP/disturbed/$f" || fail "$f differs from the undisturbed run"
+    cmp -s "$TMP/clean.single/$f" "$TMP/disturbed.single/$f" || fail "$f differs from the undisturbed run"
 done
 
 wait "$rnd" "$rep" "$idle"

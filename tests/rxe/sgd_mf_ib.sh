@@ -59,7 +59,8 @@ echo "survivor exited with status $st after ${el} s"
 awk -v e=$el "BEGIN { exit !(e <= 10) }" || { echo "too slow"; exit 1; }
 grep -q "rank 1" $W/r0.log || { echo "message does not name rank 1"; exit 1; }
 '
-for f in W.npy H.npy; do
+# Same split over both transports: the same per-rank part files.
+for f in W.part-00000.npy W.part-00001.npy H.part-00000.npy H.part-00001.npy; do
     [[ -s $W/ib/$f ]] || fail "the ib run wrote no $f"
     cmp -s "$W/ib/$f" "$W/tcp/$f" || fail "$f over ib differs from tcp"
 done

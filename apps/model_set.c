@@ -1,0 +1,755 @@
+/* model_set.c - per-rank model parts written, committed as a set, and
+ * found again (see model_set.h for the protocol). */
+#define _GNU_SOURCE
+#include "apps/model_set.h"
+#include "apps/app_common.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------ paths */
+
+/* OUT without trailing slashes, so that OUT.tmp-... is its sibling. */
+static int out_base(const char *out, char *buf, size_t cap, rt_error *err)
+{
+    size_t n = strlen(out);
+    while (n > 1 && out[n - 1] == '/')
+        n--;
+    if (n == 0 || n >= cap)
+        return rt_fail(err, RT_EXIT_INPUT, "%s: --out: bad directory name", out);
+    memcpy(buf, out, n);
+    buf[n] = '\0';
+    return 0;
+}
+
+static int rank_tmp_dir(const char *out, int pid, int rank, char *buf, size_t cap, rt_error *err)
+{
+    char base[4096];
+    if (out_base(out, base, sizeof(base), err))
+        return -1;
+    if ((size_t)snprintf(buf, cap, "%s.tmp-%d-r%d", base, pid, rank) >= cap)
+        return rt_fail(err, RT_EXIT_INPUT, "%s: --out: path too long", out);
+    return 0;
+}
+
+/* fsync a directory, so that the names in it survive a crash. */
+static int sync_dir(const char *dir, rt_error *err)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0)
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot open", dir);
+    int rc = fsync(fd);
+    int e = errno;
+    close(fd);
+    if (rc != 0 && e != EINVAL) /* some filesystems cannot sync directories */
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, e, "%s: fsync", dir);
+    return 0;
+}
+
+static int sync_parent(const char *path, rt_error *err)
+{
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof(dir), ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    return sync_dir(dir, err);
+}
+
+/* A file name from the manifest or the wire: a plain name in the model
+ * directory, NAME.part-RRRRR.npy. */
+static int plain_part_name(const char *name)
+{
+    size_t n = strnlen(name, 48);
+    return n > 0 && n < 48 && name[0] != '.' && !strchr(name, '/') && n > 4 &&
+           !strcmp(name + n - 4, ".npy") && strstr(name, ".part-");
+}
+
+/* ------------------------------------------------------------ --out */
+
+int rt_model_out_check(const char *out, rt_error *err)
+{
+    DIR *d = opendir(out);
+    if (d) {
+        int model = 0, other = 0;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+            /* (other ranks probe the same directory right now) */
+            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+                !strncmp(de->d_name, ".rotor-probe-", 13))
+                continue;
+            if (!strcmp(de->d_name, "model.json"))
+                model = 1;
+            else
+                other = 1;
+        }
+        closedir(d);
+        if (other && !model)
+            return rt_fail(err, RT_EXIT_INPUT,
+                           "%s: --out holds files but no model.json; a save replaces the whole "
+                           "directory, so it must be new, empty or a rotor model",
+                           out);
+    } else if (errno != ENOENT && errno != ENOTDIR) {
+        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: --out: cannot read", out);
+    }
+    return rt_check_out_dir(out, err);
+}
+
+/* ------------------------------------------------------------ writing */
+
+int rt_model_save_begin(rt_model_saver *s, rt_engine *eng, const char *out, rt_error *err)
+{
+    memset(s, 0, sizeof(*s));
+    s->eng = eng;
+    s->out = out;
+    s->mine.pid = (int32_t)getpid();
+    if (rank_tmp_dir(out, s->mine.pid, rt_engine_rank(eng), s->tmp, sizeof(s->tmp), err))
+        return -1;
+    rt_remove_tree(s->tmp); /* a stale one of a process with our pid */
+    return rt_mkdir_p(s->tmp, err);
+}
+
+const char *rt_model_save_dir(const rt_model_saver *s)
+{
+    return s->tmp;
+}
+
+int rt_model_part_begin(rt_model_saver *s, const char *name, const char *descr, uint64_t rows,
+                        uint64_t cols, rt_error *err)
+{
+    if (s->mine.n_files == RT_MODEL_MAX_PART_FILES || strlen(name) >= sizeof(s->mine.files[0].name))
+        return rt_fail(err, RT_EXIT_RUNTIME, "model part %s: too many part files", name);
+    rt_part_file *pf = &s->mine.files[s->mine.n_files];
+    memset(pf, 0, sizeof(*pf));
+    snprintf(pf->name, sizeof(pf->name), "%s", name);
+    snprintf(pf->descr, sizeof(pf->descr), "%s", descr);
+    snprintf(pf->file, sizeof(pf->file), "%s.part-%05d.npy", name, rt_engine_rank(s->eng));
+    pf->rows = rows;
+    pf->cols = cols;
+    char path[4200];
+    uint64_t cells;
+    if (rt_mul_overflows(rows, cols, &cells) || rt_mul_overflows(cells, 4, &s->left))
+        return rt_fail(err, RT_EXIT_RUNTIME,
+                       "model part %s: %" PRIu64 " x %" PRIu64 " is too large", name, rows, cols);
+    if (rt_path_join(path, sizeof(path), s->tmp, pf->file, err) ||
+        rt_outfile_open(&s->of, path, err))
+        return -1;
+    s->open = 1;
+    return rt_npy_write_header(s->of.fp, descr, rows, cols, path, err);
+}
+
+int rt_model_part_write(rt_model_saver *s, const void *cells, size_t bytes, rt_error *err)
+{
+    if (!s->open || bytes > s->left)
+        return rt_fail(err, RT_EXIT_RUNTIME, "%s: more cells than its shape", s->of.path);
+    s->left -= bytes;
+    return rt_write_all(s->of.fp, cells, bytes, s->of.path, err);
+}
+
+int rt_model_part_end(rt_model_saver *s, rt_error *err)
+{
+    rt_part_file *pf = &s->mine.files[s->mine.n_files];
+    if (!s->open || s->left)
+        return rt_fail(err, RT_EXIT_RUNTIME, "%s: fewer cells than its shape", s->of.path);
+    s->open = 0;
+    if (rt_outfile_commit(&s->of, err) || rt_file_checksum(s->of.path, &pf->bytes, &pf->check, err))
+        return -1;
+    s->mine.n_files++;
+    return 0;
+}
+
+/* Exchange the directory `tmp` with `out` (or rename it there when there
+ * is no `out`), then remove what was `out`. */
+static int swap_into(const char *tmp, const char *out, rt_error *err)
+{
+    char base[4096], old[4200];
+    if (out_base(out, base, sizeof(base), err))
+        return -1;
+    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, base, RENAME_EXCHANGE) == 0) {
+        rt_remove_tree(tmp); /* now the previous model */
+        return sync_parent(base, err);
+    }
+    if (errno == ENOENT) {
+        if (rename(tmp, base) != 0)
+            return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot rename to %s", tmp, base);
+        return sync_parent(base, err);
+    }
+    if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot exchange with %s", tmp, base);
+    /* No exchange here: for a moment there is no model at all, never a mix. */
+    snprintf(old, sizeof(old), "%s.tmp-%d-old", base, (int)getpid());
+    if (rename(base, old) != 0)
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot rename to %s", base, old);
+    if (rename(tmp, base) != 0) {
+        int e = errno;
+        if (rename(old, base) != 0)
+            rt_warn("%s: could not put the previous model back from %s", base, old);
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, e, "%s: cannot rename to %s", tmp, base);
+    }
+    rt_remove_tree(old);
+    return sync_parent(base, err);
+}
+
+/* Rank 0: bring part r's files into our directory when we can see them. */
+static int adopt_part(rt_model_saver *s, int r, rt_model_part *p, rt_error *err)
+{
+    char dir[4096], from[4200], to[4200];
+    struct stat sb;
+    if (rank_tmp_dir(s->out, p->pid, r, dir, sizeof(dir), err))
+        return -1;
+    if (stat(dir, &sb) != 0) {
+        p->node_local = 1; /* the rank's own filesystem */
+        return 0;
+    }
+    for (uint32_t i = 0; i < p->n_files; i++) {
+        const rt_part_file *pf = &p->files[i];
+        if (rt_path_join(from, sizeof(from), dir, pf->file, err) ||
+            rt_path_join(to, sizeof(to), s->tmp, pf->file, err))
+            return -1;
+        if (stat(from, &sb) != 0 || (uint64_t)sb.st_size != pf->bytes)
+            return rt_fail(err, RT_EXIT_RUNTIME, "%s: missing or not the size rank %d wrote", from,
+                           r);
+        if (rename(from, to) != 0)
+            return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot move to %s", from, to);
+    }
+    return 0;
+}
+
+/* What rank r sent: the record, a sane count and plain file names. */
+static int check_part(const rt_model_part *p, size_t len, int r, rt_error *err)
+{
+    if (len != sizeof(*p) || p->n_files > RT_MODEL_MAX_PART_FILES)
+        return rt_fail(err, RT_EXIT_RUNTIME,
+                       "model save: rank %d sent a bad part record (%zu bytes)", r, len);
+    for (uint32_t i = 0; i < p->n_files; i++) {
+        const rt_part_file *pf = &p->files[i];
+        char want[48];
+        snprintf(want, sizeof(want), "%.15s.part-%05d.npy", pf->name, r);
+        if (!memchr(pf->name, 0, sizeof(pf->name)) || !memchr(pf->file, 0, sizeof(pf->file)) ||
+            strcmp(pf->file, want) || !plain_part_name(pf->file))
+            return rt_fail(err, RT_EXIT_RUNTIME, "model save: rank %d sent a bad part name", r);
+    }
+    return 0;
+}
+
+static json_t *part_json(const rt_model_part *p, int rank)
+{
+    json_t *files = json_array();
+    for (uint32_t i = 0; i < p->n_files; i++) {
+        const rt_part_file *pf = &p->files[i];
+        char hex[17];
+        snprintf(hex, sizeof(hex), "%016" PRIx64, pf->check);
+        json_array_append_new(
+            files, json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:s}", "name", pf->name, "file",
+                             pf->file, "dtype", pf->descr, "rows", (json_int_t)pf->rows, "cols",
+                             (json_int_t)pf->cols, "bytes", (json_int_t)pf->bytes, "xxh3", hex));
+    }
+    return json_pack("{s:i, s:b, s:o}", "rank", rank, "node_local", (int)p->node_local, "files",
+                     files);
+}
+
+static int write_manifest(const char *dir, json_t *meta, rt_error *err)
+{
+    char path[4200];
+    if (rt_path_join(path, sizeof(path), dir, "model.json", err))
+        return -1;
+    return rt_app_write_json(path, meta, err);
+}
+
+/* Rank 0, everything gathered: adopt the parts, write the manifest, swap
+ * the set into place.  verdict[r]: 1 = rank r's files are committed here,
+ * 2 = rank r commits its own (node-local) directory. */
+static int commit_at_root(rt_model_saver *s, rt_model_part *parts, const size_t *lens, json_t *meta,
+                          int32_t *verdict, rt_error *err)
+{
+    int P = rt_engine_size(s->eng);
+    for (int r = 0; r < P; r++) {
+        if (check_part(&parts[r], lens[r], r, err))
+            return -1;
+        if (!parts[r].ok)
+            return rt_fail(err, RT_EXIT_RUNTIME,
+                           "model not saved: rank %d could not write its part (see its message); "
+                           "%s is unchanged",
+                           r, s->out);
+    }
+    json_t *list = json_array();
+    json_object_set_new(meta, "format_version", json_integer(RT_MODEL_FORMAT_VERSION));
+    json_object_set_new(meta, "ranks", json_integer(P));
+    json_object_set_new(meta, "parts", list);
+    for (int r = 0; r < P; r++) {
+        if (r > 0 && adopt_part(s, r, &parts[r], err))
+            return -1;
+        verdict[r] = parts[r].node_local ? 2 : 1;
+        json_array_append_new(list, part_json(&parts[r], r));
+    }
+    if (write_manifest(s->tmp, meta, err) || sync_dir(s->tmp, err))
+        return -1;
+    return swap_into(s->tmp, s->out, err);
+}
+
+/* After the verdict: this rank's own directory. */
+static int finish_rank(rt_model_saver *s, int32_t v, rt_error *err)
+{
+    if (rt_engine_rank(s->eng) == 0 && v)
+        return 0; /* swapped into place */
+    if (v == 2)
+        return swap_into(s->tmp, s->out, err);
+    rt_remove_tree(s->tmp); /* failed, or emptied by rank 0 */
+    return 0;
+}
+
+int rt_model_save_commit(rt_model_saver *s, int rc, json_t *meta, rt_error *err)
+{
+    rt_engine *eng = s->eng;
+    int P = rt_engine_size(eng), rank = rt_engine_rank(eng);
+    rt_error scratch = {0}, *cerr = rc ? &scratch : err; /* keep the first error */
+    if (rc)
+        rt_error_prefix(err, "model not saved (%s is unchanged)", s->out);
+    if (s->open) {
+        rt_outfile_abort(&s->of);
+        s->open = 0;
+    }
+    if (rc == 0 && sync_dir(s->tmp, err))
+        rc = -1;
+    s->mine.ok = rc == 0;
+    void *all = NULL;
+    size_t *lens = calloc((size_t)P, sizeof(size_t));
+    int32_t *verdict = calloc((size_t)P, sizeof(int32_t));
+    int crc = -1;
+    if (!lens || !verdict) {
+        rt_fail(cerr, RT_EXIT_RUNTIME, "out of memory");
+        goto out;
+    }
+    if (rt_engine_gatherv(eng, &s->mine, sizeof(s->mine), &all, lens, cerr))
+        goto out;
+    if (rank == 0) {
+        if (P == 1)
+            lens[0] = sizeof(s->mine);
+        if (commit_at_root(s, P == 1 ? &s->mine : all, lens, meta, verdict, cerr))
+            memset(verdict, 0, (size_t)P * sizeof(int32_t));
+    }
+    if (rt_engine_bcast(eng, verdict, (size_t)P * sizeof(int32_t), cerr))
+        goto out;
+    crc = finish_rank(s, verdict[rank], cerr);
+    if (crc == 0 && !verdict[rank]) {
+        if (rank != 0)
+            rt_fail(cerr, RT_EXIT_RUNTIME,
+                    "model not saved (see rank 0's message); %s is unchanged", s->out);
+        crc = -1;
+    }
+    /* Nobody reports success before every rank has committed. */
+    if (rt_engine_barrier(eng, crc ? NULL : cerr))
+        crc = -1;
+out:
+    if (crc)
+        rt_remove_tree(s->tmp);
+    json_decref(meta);
+    free(all);
+    free(lens);
+    free(verdict);
+    return rc || crc ? -1 : 0;
+}
+
+/* ------------------------------------------------------------ reading */
+
+int rt_json_u64(json_t *obj, const char *key, uint64_t lo, uint64_t hi, uint64_t *out,
+                const char *path, rt_error *err)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || (uint64_t)json_integer_value(v) < lo ||
+        (uint64_t)json_integer_value(v) > hi)
+        return rt_fail(err, RT_EXIT_INPUT, "%s: \"%s\" must be an integer in %" PRIu64 "..%" PRIu64,
+                       path, key, lo, hi);
+    *out = (uint64_t)json_integer_value(v);
+    return 0;
+}
+
+static int json_str(json_t *obj, const char *key, char *out, size_t cap, const char *path,
+                    rt_error *err)
+{
+    const char *s = json_string_value(json_object_get(obj, key));
+    if (!s || strlen(s) >= cap)
+        return rt_fail(err, RT_EXIT_INPUT, "%s: \"%s\" must be a string of at most %zu bytes", path,
+                       key, cap - 1);
+    memcpy(out, s, strlen(s) + 1);
+    return 0;
+}
+
+static int read_part_file(json_t *f, rt_part_file *pf, const char *path, rt_error *err)
+{
+    char hex[17];
+    char *end;
+    if (!json_is_object(f))
+        return rt_fail(err, RT_EXIT_INPUT, "%s: a part file entry is not an object", path);
+    if (json_str(f, "name", pf->name, sizeof(pf->name), path, err) ||
+        json_str(f, "file", pf->file, sizeof(pf->file), path, err) ||
+        json_str(f, "dtype", pf->descr, sizeof(pf->descr), path, err) ||
+        json_str(f, "xxh3", hex, sizeof(hex), path, err) ||
+        rt_json_u64(f, "rows", 0, UINT32_MAX, &pf->rows, path, err) ||
+        rt_json_u64(f, "cols", 1, UINT32_MAX, &pf->cols, path, err) ||
+        rt_json_u64(f, "bytes", 0, INT64_MAX, &pf->bytes, path, err))
+        return -1;
+    errno = 0;
+    pf->check = strtoull(hex, &end, 16);
+    if (!plain_part_name(pf->file) || (strcmp(pf->descr, "<f4") && strcmp(pf->descr, "<i4")) ||
+        strlen(hex) != 16 || *end || errno)
+        return rt_fail(err, RT_EXIT_INPUT, "%s: bad part file entry '%s'", path, pf->file);
+    return 0;
+}
+
+static int read_parts(rt_model_parts *mp, const char *path, rt_error *err)
+{
+    json_t *list = json_object_get(mp->meta, "parts");
+    uint64_t ranks = 0;
+    if (rt_json_u64(mp->meta, "ranks", 1, 1u << 20, &ranks, path, err))
+        return -1;
+    if (!json_is_array(list) || json_array_size(list) != ranks)
+        return rt_fail(err, RT_EXIT_INPUT, "%s: \"parts\" must list the %" PRIu64 " ranks' parts",
+                       path, ranks);
+    mp->parts = calloc(ranks, sizeof(rt_model_part));
+    if (!mp->parts)
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    mp->n = (uint32_t)ranks;
+    for (uint32_t r = 0; r < mp->n; r++) {
+        json_t *p = json_array_get(list, r), *files = json_object_get(p, "files");
+        uint64_t rank = 0;
+        if (!json_is_object(p) || rt_json_u64(p, "rank", r, r, &rank, path, err) ||
+            !json_is_array(files) || json_array_size(files) > RT_MODEL_MAX_PART_FILES)
+            return err->code ? -1
+                             : rt_fail(err, RT_EXIT_INPUT, "%s: part %u is malformed", path, r);
+        mp->parts[r].n_files = (uint32_t)json_array_size(files);
+        for (uint32_t i = 0; i < mp->parts[r].n_files; i++)
+            if (read_part_file(json_array_get(files, i), &mp->parts[r].files[i], path, err))
+                return -1;
+    }
+    return 0;
+}
+
+/* Every part file present, of its size and checksum. */
+static int verify_parts(const rt_model_parts *mp, rt_error *err)
+{
+    char path[4200];
+    for (uint32_t r = 0; r < mp->n; r++)
+        for (uint32_t i = 0; i < mp->parts[r].n_files; i++) {
+            const rt_part_file *pf = &mp->parts[r].files[i];
+            uint64_t bytes, check;
+            struct stat sb;
+            if (rt_path_join(path, sizeof(path), mp->dir, pf->file, err))
+                return -1;
+            if (stat(path, &sb) != 0)
+                return rt_fail(err, RT_EXIT_INPUT,
+                               "%s: incomplete model: %s (written by rank %u) is missing", mp->dir,
+                               pf->file, r);
+            if ((uint64_t)sb.st_size != pf->bytes)
+                return rt_fail(err, RT_EXIT_INPUT,
+                               "%s: incomplete model: %s has %lld bytes, model.json says %" PRIu64,
+                               mp->dir, pf->file, (long long)sb.st_size, pf->bytes);
+            if (rt_file_checksum(path, &bytes, &check, err))
+                return -1;
+            if (bytes != pf->bytes || check != pf->check)
+                return rt_fail(err, RT_EXIT_INPUT,
+                               "%s: incomplete model: %s does not match its checksum in model.json",
+                               mp->dir, pf->file);
+        }
+    return 0;
+}
+
+int rt_model_parts_open(const char *dir, rt_model_parts *mp, rt_error *err)
+{
+    char path[4096];
+    memset(mp, 0, sizeof(*mp));
+    snprintf(mp->dir, sizeof(mp->dir), "%s", dir);
+    if (!(mp->meta = rt_app_model_json(dir, path, err)))
+        return -1;
+    json_t *v = json_object_get(mp->meta, "format_version");
+    if (!v)
+        return 0; /* a single-file model */
+    if (!json_is_integer(v) || json_integer_value(v) != RT_MODEL_FORMAT_VERSION)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s: \"format_version\" is not %d, the one this rotor reads", path,
+                       RT_MODEL_FORMAT_VERSION);
+    if (read_parts(mp, path, err) || verify_parts(mp, err))
+        return -1;
+    return 0;
+}
+
+void rt_model_parts_close(rt_model_parts *mp)
+{
+    json_decref(mp->meta);
+    free(mp->parts);
+    memset(mp, 0, sizeof(*mp));
+}
+
+const rt_part_file *rt_model_part_find(const rt_model_parts *mp, uint32_t i, const char *name)
+{
+    for (uint32_t f = 0; f < mp->parts[i].n_files; f++)
+        if (!strcmp(mp->parts[i].files[f].name, name))
+            return &mp->parts[i].files[f];
+    return NULL;
+}
+
+int rt_model_part_open(const rt_model_parts *mp, const rt_part_file *pf, FILE **fp, rt_error *err)
+{
+    char path[4200];
+    uint64_t rows, cols;
+    if (rt_path_join(path, sizeof(path), mp->dir, pf->file, err) ||
+        rt_npy_open(path, pf->descr, fp, &rows, &cols, err))
+        return -1;
+    if (rows != pf->rows || cols != pf->cols) {
+        fclose(*fp);
+        *fp = NULL;
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s: is %" PRIu64 " x %" PRIu64 ", model.json says %" PRIu64 " x %" PRIu64,
+                       path, rows, cols, pf->rows, pf->cols);
+    }
+    return 0;
+}
+
+int rt_model_part_read(FILE *fp, const rt_part_file *pf, void *buf, uint64_t rows, rt_error *err)
+{
+    size_t bytes = (size_t)(rows * pf->cols * 4);
+    if (fread(buf, 1, bytes, fp) != bytes)
+        return rt_fail(err, RT_EXIT_INPUT, "%s: changed while it was read", pf->file);
+    return 0;
+}
+
+/* ------------------------------------------------------------ scanning */
+
+int rt_model_scan(const rt_model_parts *mp, const char *name, const char *ids_name, uint64_t n,
+                  uint64_t cols, uint64_t memory, rt_rows_visit visit, void *ctx, rt_error *err)
+{
+    uint64_t row_bytes = cols * 4, block = memory / 2 / (row_bytes + 4), seen_n = 0;
+    if (block < 1)
+        block = 1;
+    if (block > 65536)
+        block = 65536;
+    uint8_t *seen = calloc(n / 8 + 1, 1);
+    int32_t *ids = malloc(block * 4);
+    char *rows = malloc(block * row_bytes);
+    FILE *fi = NULL, *fr = NULL;
+    int rc = -1;
+    if (!seen || !ids || !rows) {
+        rt_fail(err, RT_EXIT_RUNTIME, "out of memory (reading %s)", name);
+        goto out;
+    }
+    for (uint32_t p = 0; p < mp->n; p++) {
+        const rt_part_file *pi = rt_model_part_find(mp, p, ids_name),
+                           *pr = rt_model_part_find(mp, p, name);
+        if (!pi || !pr || pi->rows != pr->rows || pi->cols != 1 || pr->cols != cols) {
+            rt_fail(err, RT_EXIT_INPUT, "%s: part %u: %s and %s missing or of the wrong shape",
+                    mp->dir, p, name, ids_name);
+            goto out;
+        }
+        if (rt_model_part_open(mp, pi, &fi, err) || rt_model_part_open(mp, pr, &fr, err))
+            goto out;
+        for (uint64_t at = 0; at < pr->rows;) {
+            uint64_t m = pr->rows - at < block ? pr->rows - at : block;
+            if (rt_model_part_read(fi, pi, ids, m, err) || rt_model_part_read(fr, pr, rows, m, err))
+                goto out;
+            for (uint64_t i = 0; i < m; i++) {
+                uint64_t id = (uint64_t)(uint32_t)ids[i];
+                if (ids[i] < 0 || id >= n || (seen[id / 8] >> (id % 8) & 1)) {
+                    rt_fail(err, RT_EXIT_INPUT,
+                            "%s: %s: id %d is out of range 0..%" PRIu64 " or appears twice",
+                            mp->dir, pi->file, ids[i], n - 1);
+                    goto out;
+                }
+                seen[id / 8] |= (uint8_t)(1u << (id % 8));
+            }
+            seen_n += m;
+            if (visit(ctx, ids, rows, m, err))
+                goto out;
+            at += m;
+        }
+        fclose(fi);
+        fclose(fr);
+        fi = fr = NULL;
+    }
+    if (seen_n != n) {
+        rt_fail(err, RT_EXIT_INPUT,
+                "%s: incomplete model: the parts hold %" PRIu64 " of the %" PRIu64 " rows of %s",
+                mp->dir, seen_n, n, name);
+        goto out;
+    }
+    rc = 0;
+out:
+    if (fi)
+        fclose(fi);
+    if (fr)
+        fclose(fr);
+    free(seen);
+    free(ids);
+    free(rows);
+    return rc;
+}
+
+typedef struct dense_chunk {
+    uint64_t lo, hi, row_bytes;
+    char *buf;
+    rt_rows_visit inner;
+} dense_chunk;
+
+static int fill_chunk(void *ctx, const int32_t *ids, const void *rows, uint64_t m, rt_error *err)
+{
+    dense_chunk *c = ctx;
+    (void)err;
+    for (uint64_t i = 0; i < m; i++) {
+        uint64_t id = (uint64_t)ids[i];
+        if (id >= c->lo && id < c->hi)
+            memcpy(c->buf + (id - c->lo) * c->row_bytes, (const char *)rows + i * c->row_bytes,
+                   c->row_bytes);
+    }
+    return 0;
+}
+
+int rt_model_dense_rows(const rt_model_parts *mp, const char *name, const char *ids_name,
+                        uint64_t n, uint64_t cols, uint64_t memory, rt_dense_emit emit, void *ctx,
+                        rt_progress *progress, rt_error *err)
+{
+    dense_chunk c = {.row_bytes = cols * 4};
+    uint64_t chunk = memory / 2 / c.row_bytes;
+    if (chunk < 1)
+        chunk = 1;
+    if (chunk > n)
+        chunk = n ? n : 1;
+    c.buf = malloc(chunk * c.row_bytes);
+    if (!c.buf)
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (%s)", name);
+    int rc = 0;
+    for (c.lo = 0; rc == 0 && c.lo < n; c.lo = c.hi) {
+        c.hi = n - c.lo < chunk ? n : c.lo + chunk;
+        rc = rt_model_scan(mp, name, ids_name, n, cols, memory / 2, fill_chunk, &c, err);
+        if (rc == 0)
+            rc = emit(ctx, c.buf, c.lo, c.hi - c.lo, err);
+        if (progress)
+            rt_progress_set(progress, progress->done + (c.hi - c.lo) * c.row_bytes);
+    }
+    free(c.buf);
+    return rc;
+}
+
+/* ------------------------------------------------------------ one writer */
+
+int rt_model_dir_begin(const char *out, char *tmp, size_t cap, rt_error *err)
+{
+    if (rt_model_out_check(out, err) || rank_tmp_dir(out, (int)getpid(), 0, tmp, cap, err))
+        return -1;
+    rt_remove_tree(tmp);
+    return rt_mkdir_p(tmp, err);
+}
+
+int rt_model_dir_commit(const char *tmp, const char *out, rt_error *err)
+{
+    if (sync_dir(tmp, err) || swap_into(tmp, out, err)) {
+        rt_remove_tree(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ merging */
+
+int rt_model_copy_file(const char *from_dir, const char *to_dir, const char *name, rt_error *err)
+{
+    char from[4200], to[4200];
+    if (rt_path_join(from, sizeof(from), from_dir, name, err) ||
+        rt_path_join(to, sizeof(to), to_dir, name, err))
+        return -1;
+    FILE *in = fopen(from, "rb");
+    if (!in)
+        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot open", from);
+    rt_outfile of;
+    if (rt_outfile_open(&of, to, err)) {
+        fclose(in);
+        return -1;
+    }
+    char buf[1 << 16];
+    size_t n;
+    int rc = 0;
+    while (rc == 0 && (n = fread(buf, 1, sizeof(buf), in)) > 0)
+        rc = rt_write_all(of.fp, buf, n, to, err);
+    fclose(in);
+    if (rc) {
+        rt_outfile_abort(&of);
+        return -1;
+    }
+    return rt_outfile_commit(&of, err);
+}
+
+typedef struct merge {
+    const rt_model_parts *mp;
+    FILE *fp;
+    const char *path;
+    uint64_t cols;
+    int ints;          /* <i4 cells */
+    rt_linereader ids; /* text: the original ids, in step with the rows */
+    int text;
+} merge;
+
+static int emit_merged(void *ctx, const void *rows, uint64_t lo, uint64_t n, rt_error *err)
+{
+    merge *g = ctx;
+    (void)lo;
+    if (!g->text)
+        return rt_write_all(g->fp, rows, n * g->cols * 4, g->path, err);
+    for (uint64_t i = 0; i < n; i++) {
+        char *id;
+        size_t len;
+        int r = rt_linereader_next(&g->ids, &id, &len, err);
+        if (r <= 0)
+            return r < 0 ? -1 : rt_fail(err, RT_EXIT_INPUT, "%s: fewer ids than rows", g->mp->dir);
+        fwrite(id, 1, len, g->fp);
+        for (uint64_t c = 0; c < g->cols; c++)
+            if (g->ints)
+                fprintf(g->fp, " %d", ((const int32_t *)rows)[i * g->cols + c]);
+            else
+                fprintf(g->fp, " %.9g", ((const float *)rows)[i * g->cols + c]);
+        fputc('\n', g->fp);
+    }
+    return ferror(g->fp) ? rt_fail(err, RT_EXIT_RUNTIME, "%s: write failed", g->path) : 0;
+}
+
+int rt_model_merge(const rt_model_parts *mp, const char *name, const char *ids, uint64_t n,
+                   uint64_t cols, const char *path, const char *ids_file, uint64_t memory,
+                   rt_progress *progress, rt_error *err)
+{
+    const rt_part_file *pf = mp->n ? rt_model_part_find(mp, 0, name) : NULL;
+    if (!pf)
+        return rt_fail(err, RT_EXIT_INPUT, "%s: the model has no %s parts", mp->dir, name);
+    merge g = {.mp = mp,
+               .path = path,
+               .cols = cols,
+               .ints = !strcmp(pf->descr, "<i4"),
+               .text = ids_file != NULL};
+    char from[4200];
+    rt_outfile of;
+    int rc = 0;
+    if (rt_outfile_open(&of, path, err))
+        return -1;
+    g.fp = of.fp;
+    if (!g.text)
+        rc = rt_npy_write_header(of.fp, pf->descr, n, cols, path, err);
+    else if (rt_path_join(from, sizeof(from), mp->dir, ids_file, err) ||
+             rt_linereader_open(&g.ids, from, err))
+        rc = -1;
+    if (rc == 0)
+        rc = rt_model_dense_rows(mp, name, ids, n, cols, memory, emit_merged, &g, progress, err);
+    if (g.text && rc == 0)
+        rt_linereader_close(&g.ids);
+    if (rc) {
+        rt_outfile_abort(&of);
+        return -1;
+    }
+    return rt_outfile_commit(&of, err);
+}
