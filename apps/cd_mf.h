@@ -84,6 +84,30 @@
  * layout.  One setup all-reduce (cd_core_setup_parts / cd_core_setup)
  * gives every node mu and the column counts n_j.
  *
+ * Implicit feedback (--implicit; Hu, Koren and Volinsky, ICDM'08).  Every
+ * (row, column) pair counts: an observed pair has preference 1 and
+ * confidence c_ij = 1 + alpha f(rating), every other pair preference 0 and
+ * the uniform weight w0 (--unobserved-weight); no mean, no biases:
+ *     sum_{(i,j) observed} c_ij (1 - w_i . h_j)^2 + w0 sum_{unobserved} (w_i . h_j)^2
+ *       + lambda sum_i n_i |w_i|^2 + lambda sum_j n_j |h_j|^2
+ * (n as above; --unweighted: 1).  The unobserved sum is never materialised:
+ * it is w0 times the sum over all pairs minus the observed ones, and the sum
+ * over all pairs only needs the Gram matrices G = H^T H and F = W^T W
+ * (k x k).  With E = 1 - W H^T on the observed pairs, CCD++'s update of
+ * rank s becomes
+ *   u_i = (sum_j ((c_ij - w0) E^_ij + w0) v_j - w0 sum_{r != s} W_ir G_rs)
+ *         / (lambda_i + w0 G_ss + sum_j (c_ij - w0) v_j^2)        (j in row i)
+ * and the same for v_j with F; the accumulators travel as before, each
+ * entry carries c_ij - w0 next to its residual.  Every node keeps G and F
+ * whole: after a u (v) solve each worker (home block) puts its share of the
+ * new column F[:, s] (G[:, s]) into its slot of the sums, one all-reduce of
+ * k doubles per slot and rotation brings them together (in slot order, so
+ * every split gets the same bits), and G starts from the initial H, whose
+ * shares the home workers draw in the setup all-reduce (W, and so F, is 0).
+ * The objective needs no pass over the unobserved pairs either: observed
+ * terms as above (with c E^2 - w0 (1 - E)^2 per entry) plus
+ * w0 sum_rs F_rs G_rs.
+ *
  * Options, shards and the saved model (W.npy, H.npy, biases, ids,
  * model.json) are the MF conventions of mf_common.h, shared with sgd-mf.
  */
@@ -103,7 +127,17 @@ typedef struct cd_opts {
     int center;           /* subtract the training mean (--no-center: 0) */
     int weighted;         /* lambda n_i, lambda n_j (--unweighted: 0) */
     double inner_eps;     /* --inner-eps: early exit of the alternations; 0 = never */
+    int implicit;         /* --implicit: the weighted one-class loss (see below) */
+    double alpha;         /* --alpha: confidence slope of an observed pair */
+    int confidence;       /* --confidence: CD_CONF_* */
+    double unobserved;    /* --unobserved-weight: w0, weight of every unobserved pair */
 } cd_opts;
+
+/* Confidence of an observed pair with rating r: c = 1 + alpha f(r), with
+ * f(r) = r (linear), ln(1 + r) (log) or 1 (binary).  NAN when r is outside
+ * f's domain (r < 0 for linear and log). */
+enum { CD_CONF_LINEAR = 0, CD_CONF_LOG = 1, CD_CONF_BINARY = 2 };
+double cd_confidence(const cd_opts *o, double rating);
 
 /* ---- slots: the rank-one terms updated in turn ---- */
 enum { CD_SLOT_FACTOR = 0, CD_SLOT_ROW_BIAS = 1, CD_SLOT_COL_BIAS = 2 };
@@ -164,6 +198,8 @@ typedef struct cd_cells {
     uint32_t *run_len;   /* entries in each run (>= 1) */
     uint32_t *col;       /* block-local column of each entry */
     float *res;          /* residual of each entry; starts as the rating */
+    float *conf;         /* implicit training cells: c_ij - w0 of each entry, else NULL */
+    double w0;           /* implicit: the weight of an unobserved pair */
 } cd_cells;
 
 /* One data block of a cd_cells, as the kernels take it. */
@@ -172,6 +208,8 @@ typedef struct cd_span {
     const uint32_t *run_row, *run_len;
     const uint32_t *col;
     float *res;
+    const float *conf; /* NULL: squared loss; else the implicit loss with weight w0 */
+    double w0;
 } cd_span;
 
 /* Build from a shard's entries (`off`: blocks + 1 offsets, each block sorted
@@ -181,6 +219,10 @@ typedef struct cd_span {
 int cd_cells_build(cd_cells *c, const rt_entry *ent, const uint64_t *off, uint32_t blocks,
                    const uint8_t *held, int keep, rt_error *err);
 void cd_cells_free(cd_cells *c);
+/* Implicit feedback: confidences c - w0 from the ratings, residuals 1 (the
+ * preference, W being 0).  Fails (exit code 2) on a rating outside the
+ * confidence function's domain or one giving c <= 0. */
+int cd_cells_implicit(cd_cells *c, const cd_opts *o, rt_error *err);
 cd_span cd_cells_block(const cd_cells *c, uint32_t block);
 uint64_t cd_cells_count(const cd_cells *c);
 
@@ -209,13 +251,23 @@ double cd_kernel_v(const cd_span *s, const float *u, double *acc, int want_ssq);
  * lambda_i = lambda count[i], or lambda when count is NULL.  Returns the
  * decrease of the objective, sum (lambda_i + den_i) (old_i - new_i)^2. */
 double cd_solve(const double *acc, size_t n, double lambda, const double *count, float *out);
+/* Implicit feedback: the same solve for rank s of rank-major factors F
+ * (k x n; out = F + s n) with the unobserved pairs' terms from gram_col, the
+ * other side's Gram column s: out[i] = (num_i - w0 sum_{r != s} F[r][i]
+ * gram_col[r]) / (lambda_i + w0 gram_col[s] + den_i). */
+double cd_solve_gram(const double *acc, size_t n, double lambda, const double *count,
+                     const float *F, uint32_t k, uint32_t s, const double *gram_col, double w0,
+                     float *out);
 /* sum over i of v[i]^2 den_i - 2 v[i] num_i: the change of the squared loss
  * of the columns when the new rank-one term is subtracted. */
 double cd_loss_delta(const float *v, const double *acc, size_t n);
 
 /* ---- the solver core (cd_mf_core.c), independent of the engine ---- */
 
-enum { CD_SUMS_PER_SLOT = 5 }; /* train, test, validation, |x|^2 weighted, decrease */
+/* Per worker and per block: train, test, validation, |x|^2 weighted,
+ * decrease, and with implicit feedback k more: its share of the Gram column
+ * of the slot just solved. */
+enum { CD_SUMS_PER_SLOT = 5 };
 
 typedef struct cd_worker { /* one row block; only its thread touches it in a visit */
     uint32_t id;           /* global worker id */
@@ -260,6 +312,7 @@ typedef struct cd_core {
     cd_worker *workers;               /* n_workers */
     cd_block *blocks;                 /* plan->blocks entries */
     double *col_count;                /* n_cols, in block order (after cd_core_setup) */
+    double *gram_w, *gram_h;          /* implicit: F = W^T W and G = H^T H, k x k */
     float mu;                         /* the training mean (0 with --no-center) */
     uint64_t n_train, n_valid;        /* global counts (after cd_core_setup) */
     cd_phase ph;                      /* the phase of rotation `rotation` */
@@ -279,10 +332,12 @@ void cd_core_free(cd_core *c);
 
 /* Before the first rotation: this node's part of the setup vector
  * (cd_core_setup_len doubles: per worker the sum and count of its training
- * ratings and its validation count, then per column its training count, zero
- * where not ours); after the all-reduce, cd_core_setup takes the totals. */
-size_t cd_core_setup_len(const rt_plan *plan);
-void cd_core_setup_parts(const cd_core *c, double *v);
+ * ratings and its validation count, then per column its training count, then
+ * with implicit feedback per block its share of H^T H (k x k) drawn by the
+ * block's home worker, zero where not ours); after the all-reduce,
+ * cd_core_setup takes the totals. */
+size_t cd_core_setup_len(const rt_plan *plan, const cd_opts *o);
+int cd_core_setup_parts(const cd_core *c, double *v, rt_error *err);
 void cd_core_setup(cd_core *c, const double *v);
 
 int cd_core_block_home(cd_core *c, uint32_t block, uint64_t rotation, void *payload, size_t *len,
@@ -296,7 +351,7 @@ int cd_core_block_end(cd_core *c, uint32_t block, uint64_t rotation, const void 
  * (cd_core_sums_len() doubles) holds this node's partial sums, which must be
  * all-reduced (the same answer on every node). */
 int cd_core_rotation_end(cd_core *c, uint64_t rotation, double *sums);
-size_t cd_core_sums_len(const rt_plan *plan);
+size_t cd_core_sums_len(const rt_plan *plan, const cd_opts *o);
 /* Then, with the all-reduced sums (NULL when rotation_end returned 0): take
  * the early-exit decision and move to the next phase.  Returns 1 when
  * `rotation` closed an outer iteration; *m then holds its numbers. */

@@ -5,6 +5,7 @@
  * a separate residual, which is what bounds CCD++ on large data. */
 #include "apps/cd_mf.h"
 
+#include <math.h>
 #include <string.h>
 
 void cd_cells_free(cd_cells *c)
@@ -15,6 +16,7 @@ void cd_cells_free(cd_cells *c)
     rt_free(c->run_len);
     rt_free(c->col);
     rt_free(c->res);
+    rt_free(c->conf);
     memset(c, 0, sizeof(*c));
 }
 
@@ -96,5 +98,40 @@ cd_span cd_cells_block(const cd_cells *c, uint32_t b)
     s.run_len = c->run_len + r0;
     s.col = c->col + e0;
     s.res = c->res + e0;
+    s.conf = c->conf ? c->conf + e0 : NULL;
+    s.w0 = c->w0;
     return s;
+}
+
+double cd_confidence(const cd_opts *o, double r)
+{
+    switch (o->confidence) {
+    case CD_CONF_LOG:
+        return r >= 0 ? 1 + o->alpha * log1p(r) : NAN;
+    case CD_CONF_BINARY:
+        return 1 + o->alpha;
+    default:
+        return r >= 0 ? 1 + o->alpha * r : NAN;
+    }
+}
+
+int cd_cells_implicit(cd_cells *c, const cd_opts *o, rt_error *err)
+{
+    uint64_t n = cd_cells_count(c);
+    c->w0 = o->unobserved;
+    c->conf = rt_alloc((n ? n : 1) * sizeof(float));
+    if (!c->conf)
+        return rt_fail(err, RT_EXIT_RUNTIME, "cd-mf: out of memory for %llu confidences",
+                       (unsigned long long)n);
+    for (uint64_t e = 0; e < n; e++) {
+        double conf = cd_confidence(o, c->res[e]);
+        if (!(conf > 0))
+            return rt_fail(err, RT_EXIT_INPUT,
+                           "cd-mf: --implicit: rating %g gives no positive confidence "
+                           "(1 + alpha f(r) with --confidence %s needs r >= 0)",
+                           (double)c->res[e], o->confidence == CD_CONF_LOG ? "log" : "linear");
+        c->conf[e] = (float)(conf - o->unobserved);
+        c->res[e] = 1.0f;
+    }
+    return 0;
 }

@@ -133,6 +133,17 @@ static uint8_t *held_out(const cd_core *c, const rt_shard *sh, rt_error *err)
     return held;
 }
 
+/* Implicit feedback: every residual is the preference 1 (W is 0); the
+ * training cells take the confidences of their ratings. */
+static int implicit_cells(const cd_core *c, cd_worker *w, rt_error *err)
+{
+    cd_cells *held[2] = {&w->valid, &w->test};
+    for (int x = 0; x < 2; x++)
+        for (uint64_t e = 0; e < cd_cells_count(held[x]); e++)
+            held[x]->res[e] = 1.0f;
+    return cd_cells_implicit(&w->train, &c->opt, err);
+}
+
 static int worker_cells(cd_core *c, cd_worker *w, const rt_shard *sh, rt_error *err)
 {
     uint32_t B = c->plan->blocks;
@@ -141,7 +152,8 @@ static int worker_cells(cd_core *c, cd_worker *w, const rt_shard *sh, rt_error *
         return -1;
     int rc = cd_cells_build(&w->train, sh->train, sh->train_off, B, held, 0, err) ||
              cd_cells_build(&w->valid, sh->train, sh->train_off, B, held, 1, err) ||
-             cd_cells_build(&w->test, sh->test, sh->test_off, B, NULL, 0, err);
+             cd_cells_build(&w->test, sh->test, sh->test_off, B, NULL, 0, err) ||
+             (c->opt.implicit && implicit_cells(c, w, err));
     free(held);
     return rc ? -1 : 0;
 }
@@ -195,6 +207,15 @@ int cd_core_init(cd_core *c, const cd_opts *opt, const rt_plan *plan, const rt_s
     c->col_count = calloc(plan->n_cols + 1, sizeof(double));
     if (!c->workers || !c->blocks || !c->col_count)
         return rt_fail(err, RT_EXIT_RUNTIME, "cd-mf: out of memory");
+    if (opt->implicit) {
+        if (opt->mf.biases || opt->center)
+            return rt_fail(err, RT_EXIT_INPUT, "cd-mf: --implicit has no mean and no biases");
+        size_t kk = (size_t)opt->mf.k * opt->mf.k;
+        c->gram_w = calloc(kk, sizeof(double));
+        c->gram_h = calloc(kk, sizeof(double));
+        if (!c->gram_w || !c->gram_h)
+            return rt_fail(err, RT_EXIT_RUNTIME, "cd-mf: out of memory");
+    }
     for (uint32_t l = 0; l < n_workers; l++)
         if (worker_init(c, &c->workers[l], first_worker + l, &shards[l], err))
             return -1;
@@ -229,19 +250,48 @@ void cd_core_free(cd_core *c)
     free(c->workers);
     free(c->blocks);
     free(c->col_count);
+    free(c->gram_w);
+    free(c->gram_h);
     memset(c, 0, sizeof(*c));
 }
 
-size_t cd_core_setup_len(const rt_plan *plan)
+/* Doubles of one block's share of H^T H in the setup vector. */
+static size_t setup_gram_len(const cd_opts *o)
 {
-    return 3 * (size_t)plan->workers + plan->n_cols;
+    return o->implicit ? (size_t)o->mf.k * o->mf.k : 0;
 }
 
-void cd_core_setup_parts(const cd_core *c, double *v)
+size_t cd_core_setup_len(const rt_plan *plan, const cd_opts *o)
+{
+    return 3 * (size_t)plan->workers + plan->n_cols + plan->blocks * setup_gram_len(o);
+}
+
+/* 1 when block b's home worker runs here: that node owns its initial H. */
+static int home_here(const cd_core *c, uint32_t b)
+{
+    uint32_t w = b / c->plan->pipeline;
+    return w >= c->first_worker && w - c->first_worker < c->n_workers;
+}
+
+/* g += H_b^T H_b of block b's initial H rows (drawn as block_state draws
+ * them), in column order. */
+static void initial_gram(const cd_core *c, uint32_t b, float *h, double *g)
+{
+    uint32_t k = c->opt.mf.k, kp = rt_mf_padded_rank(k);
+    const uint32_t *cols = c->plan->block_col_ids + c->plan->block_col_offset[b];
+    for (uint32_t j = 0; j < rt_plan_block_cols(c->plan, b); j++) {
+        rt_mf_init_vector(h, k, kp, &c->opt.mf, 1, cols[j]);
+        for (uint32_t r = 0; r < k; r++)
+            for (uint32_t q = 0; q < k; q++)
+                g[(size_t)r * k + q] += (double)h[r] * h[q];
+    }
+}
+
+int cd_core_setup_parts(const cd_core *c, double *v, rt_error *err)
 {
     const rt_plan *p = c->plan;
     double *col = v + 3 * (size_t)p->workers;
-    memset(v, 0, cd_core_setup_len(p) * sizeof(double));
+    memset(v, 0, cd_core_setup_len(p, &c->opt) * sizeof(double));
     for (uint32_t l = 0; l < c->n_workers; l++) {
         const cd_worker *w = &c->workers[l];
         const cd_cells *t = &w->train;
@@ -258,6 +308,17 @@ void cd_core_setup_parts(const cd_core *c, double *v)
                 cb[s.col[e]] += 1;
         }
     }
+    size_t gl = setup_gram_len(&c->opt);
+    if (!gl)
+        return 0;
+    float *h = rt_alloc(rt_mf_padded_rank(c->opt.mf.k) * sizeof(float));
+    if (!h)
+        return rt_fail(err, RT_EXIT_RUNTIME, "cd-mf: out of memory");
+    for (uint32_t b = 0; b < p->blocks; b++)
+        if (home_here(c, b))
+            initial_gram(c, b, h, col + p->n_cols + b * gl);
+    rt_free(h);
+    return 0;
 }
 
 static void subtract_mean(cd_cells *cells, float mu)
@@ -279,6 +340,11 @@ void cd_core_setup(cd_core *c, const double *v)
     c->n_valid = (uint64_t)nv;
     c->mu = c->opt.center && n > 0 ? (float)(sum / n) : 0.0f;
     memcpy(c->col_count, v + 3 * (size_t)p->workers, p->n_cols * sizeof(double));
+    size_t gl = setup_gram_len(&c->opt);
+    const double *g = v + 3 * (size_t)p->workers + p->n_cols;
+    for (uint32_t b = 0; b < p->blocks; b++) /* block order: the same on every node */
+        for (size_t x = 0; x < gl; x++)
+            c->gram_h[x] += g[b * gl + x];
     for (uint32_t l = 0; l < c->n_workers; l++) {
         cd_worker *w = &c->workers[l];
         subtract_mean(&w->train, c->mu);
@@ -482,16 +548,28 @@ int cd_core_block_end(cd_core *c, uint32_t b, uint64_t rotation, const void *pay
         return 0;
     void *p = (void *)payload; /* payload_acc serves the writers too */
     float *v = slot_v(c, bl, ph->slot);
-    bl->decrease = cd_solve(payload_acc(p, n, 0), n, c->opt.mf.lambda, reg_count(c, bl->count), v);
+    const double *acc = payload_acc(p, n, 0), *count = reg_count(c, bl->count);
+    if (c->opt.implicit)
+        bl->decrease =
+            cd_solve_gram(acc, n, c->opt.mf.lambda, count, bl->V, c->opt.mf.k, ph->slot,
+                          c->gram_w + (size_t)ph->slot * c->opt.mf.k, c->opt.unobserved, v);
+    else
+        bl->decrease = cd_solve(acc, n, c->opt.mf.lambda, count, v);
     if (ph->eval)
         for (int s = 0; s < 3; s++)
             bl->part[s] = cd_loss_delta(v, payload_acc(p, n, s), n);
     return 0;
 }
 
-size_t cd_core_sums_len(const rt_plan *plan)
+/* Doubles per worker and per block in the sums. */
+static size_t sums_stride(const cd_opts *o)
 {
-    return CD_SUMS_PER_SLOT * ((size_t)plan->workers + plan->blocks);
+    return CD_SUMS_PER_SLOT + (o->implicit ? o->mf.k : 0);
+}
+
+size_t cd_core_sums_len(const rt_plan *plan, const cd_opts *o)
+{
+    return sums_stride(o) * ((size_t)plan->workers + plan->blocks);
 }
 
 /* sum_x weight_x (sum_r F[r][x]^2 + bias_x^2): the regulariser's share of
@@ -510,16 +588,58 @@ static double weighted_norms(const cd_core *c, const float *F, const float *bias
     return s;
 }
 
-static void solve_u(cd_core *c)
+static double solve_rows(const cd_core *c, cd_worker *w)
 {
     const cd_phase *ph = &c->ph;
-    int fixed = cd_slot_kind(&c->opt, ph->slot, NULL) == CD_SLOT_COL_BIAS;
+    const double *count = reg_count(c, w->count);
+    float *u = slot_u(c, w, ph->slot);
+    if (c->opt.implicit)
+        return cd_solve_gram(w->acc, w->n_rows, c->opt.mf.lambda, count, w->U, c->opt.mf.k,
+                             ph->slot, c->gram_h + (size_t)ph->slot * c->opt.mf.k,
+                             c->opt.unobserved, u);
+    return cd_solve(w->acc, w->n_rows, c->opt.mf.lambda, count, u);
+}
+
+static void solve_u(cd_core *c)
+{
+    int fixed = cd_slot_kind(&c->opt, c->ph.slot, NULL) == CD_SLOT_COL_BIAS;
     for (uint32_t l = 0; l < c->n_workers; l++) {
         cd_worker *w = &c->workers[l];
-        w->decrease = fixed ? 0
-                            : cd_solve(w->acc, w->n_rows, c->opt.mf.lambda, reg_count(c, w->count),
-                                       slot_u(c, w, ph->slot));
+        w->decrease = fixed ? 0 : solve_rows(c, w);
         memset(w->acc, 0, 2 * (size_t)w->n_rows * sizeof(double));
+    }
+}
+
+/* g[r] = sum_x F[r][x] F[s][x]: a share of column s of F^T F (rank-major
+ * F, k x n), in x order. */
+static void gram_share(const float *F, size_t n, uint32_t k, uint32_t s, double *g)
+{
+    const float *fs = F + (size_t)s * n;
+    for (uint32_t r = 0; r < k; r++) {
+        const float *fr = F + (size_t)r * n;
+        double sum = 0;
+        for (size_t x = 0; x < n; x++)
+            sum += (double)fr[x] * fs[x];
+        g[r] = sum;
+    }
+}
+
+/* The new column s of F (after a u solve) or G (after a v solve), summed
+ * over the worker or block slots in slot order, into both its row and its
+ * column. */
+static void gram_update(cd_core *c, const double *sums)
+{
+    const rt_plan *p = c->plan;
+    size_t st = sums_stride(&c->opt);
+    uint32_t k = c->opt.mf.k, s = c->ph.slot;
+    int u = c->ph.kind == CD_PHASE_U;
+    size_t first = u ? 0 : p->workers, n = u ? p->workers : p->blocks;
+    double *gram = u ? c->gram_w : c->gram_h;
+    for (uint32_t r = 0; r < k; r++) {
+        double sum = 0;
+        for (size_t x = first; x < first + n; x++)
+            sum += sums[st * x + CD_SUMS_PER_SLOT + r];
+        gram[(size_t)r * k + s] = gram[(size_t)s * k + r] = sum;
     }
 }
 
@@ -530,11 +650,16 @@ static void solve_u(cd_core *c)
 static void fill_sums(cd_core *c, double *sums)
 {
     const cd_phase *ph = &c->ph;
-    uint32_t W = c->plan->workers;
-    memset(sums, 0, cd_core_sums_len(c->plan) * sizeof(double));
+    uint32_t W = c->plan->workers, k = c->opt.mf.k;
+    size_t st = sums_stride(&c->opt);
+    int gram_u = c->opt.implicit && ph->kind == CD_PHASE_U,
+        gram_v = c->opt.implicit && ph->kind == CD_PHASE_V;
+    memset(sums, 0, cd_core_sums_len(c->plan, &c->opt) * sizeof(double));
     for (uint32_t l = 0; l < c->n_workers; l++) {
         cd_worker *w = &c->workers[l];
-        double *s = sums + CD_SUMS_PER_SLOT * (size_t)w->id;
+        double *s = sums + st * (size_t)w->id;
+        if (gram_u)
+            gram_share(w->U, w->n_rows, k, ph->slot, s + CD_SUMS_PER_SLOT);
         if (ph->eval) {
             s[0] = w->ssq;
             s[1] = w->tssq;
@@ -547,7 +672,9 @@ static void fill_sums(cd_core *c, double *sums)
         cd_block *bl = &c->blocks[b];
         if (!bl->V)
             continue;
-        double *s = sums + CD_SUMS_PER_SLOT * ((size_t)W + b);
+        double *s = sums + st * ((size_t)W + b);
+        if (gram_v)
+            gram_share(bl->V, bl->n_cols, k, ph->slot, s + CD_SUMS_PER_SLOT);
         if (ph->eval) {
             for (int x = 0; x < 3; x++)
                 s[x] = bl->part[x];
@@ -568,9 +695,12 @@ int cd_core_rotation_end(cd_core *c, uint64_t rotation, double *sums)
         return 0;
     if (c->ph.kind == CD_PHASE_U) {
         solve_u(c);
-        return 0;
+        if (!c->opt.implicit)
+            return 0;
+        fill_sums(c, sums); /* the new column of F */
+        return 1;
     }
-    int reduce = c->ph.eval || decides_exit(c);
+    int reduce = c->ph.eval || decides_exit(c) || c->opt.implicit;
     if (reduce)
         fill_sums(c, sums);
     for (uint32_t l = 0; l < c->n_workers; l++)
@@ -588,7 +718,7 @@ static int exit_inner(cd_core *c, const double *sums)
     const rt_plan *p = c->plan;
     double dec = 0;
     for (size_t s = 0; s < (size_t)p->workers + p->blocks; s++)
-        dec += sums[CD_SUMS_PER_SLOT * s + 4];
+        dec += sums[sums_stride(&c->opt) * s + 4];
     if (dec < c->decrease_max * c->opt.inner_eps)
         return 1;
     uint32_t rank = 0;
@@ -604,9 +734,20 @@ static void metrics_of(const cd_core *c, const double *sums, cd_metrics *m)
     double part[4] = {0, 0, 0, 0};
     for (size_t s = 0; s < (size_t)p->workers + p->blocks; s++)
         for (int x = 0; x < 4; x++)
-            part[x] += sums[CD_SUMS_PER_SLOT * s + x];
+            part[x] += sums[sums_stride(&c->opt) * s + x];
     memset(m, 0, sizeof(*m));
     m->outer = c->ph.outer + 1;
+    if (c->opt.implicit) { /* observed terms, then the sum over all pairs from the Grams */
+        size_t kk = (size_t)c->opt.mf.k * c->opt.mf.k;
+        double all = 0;
+        for (size_t x = 0; x < kk; x++)
+            all += c->gram_w[x] * c->gram_h[x];
+        m->loss = part[0] + c->opt.unobserved * all;
+        m->reg = c->opt.mf.lambda * part[3];
+        m->objective = m->loss + m->reg;
+        m->train_rmse = m->test_rmse = m->valid_rmse = NAN;
+        return;
+    }
     m->loss = part[0] > 0 ? part[0] : 0;
     m->reg = c->opt.mf.lambda * part[3];
     m->objective = m->loss + m->reg;
@@ -654,6 +795,8 @@ int cd_core_advance(cd_core *c, uint64_t rotation, const double *sums, cd_metric
     if (rotation != c->rotation)
         return 0;
     int closes = 0;
+    if (c->opt.implicit && sums)
+        gram_update(c, sums);
     if (c->ph.kind == CD_PHASE_V) {
         int exit = exit_inner(c, sums);
         closes = c->ph.slot + 1 == cd_slots(&c->opt) &&

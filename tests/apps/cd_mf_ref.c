@@ -201,6 +201,133 @@ static void outer_iteration(ref *f, int o)
     }
 }
 
+/* ---- implicit feedback: dense loops over every pair ---- */
+
+typedef struct dense {
+    uint32_t m, n; /* rows, columns */
+    int k;
+    double *C, *P; /* confidence and preference of every pair, m x n */
+    float *W, *H;  /* rank-major factors */
+    double *nr, *nc;
+} dense;
+
+static double dense_confidence(const cd_ref_opts *o, double r)
+{
+    double f = o->confidence == 2 ? 1 : o->confidence == 1 ? log(1 + r) : r;
+    return 1 + o->alpha * f;
+}
+
+/* The prediction of pair (i, j) without rank s (s = -1: all ranks). */
+static double dense_predict(const dense *g, uint32_t i, uint32_t j, int s)
+{
+    double p = 0;
+    for (int r = 0; r < g->k; r++)
+        if (r != s)
+            p += (double)g->W[(size_t)r * g->m + i] * g->H[(size_t)r * g->n + j];
+    return p;
+}
+
+/* Rank s of one side: x_a = sum_b C (P - p^) y_b / (lambda_a + sum_b C y_b^2)
+ * over every b of the other side (rows when rows = 1). */
+static double dense_solve(const dense *g, const cd_ref_opts *o, int s, int rows)
+{
+    uint32_t na = rows ? g->m : g->n, nb = rows ? g->n : g->m;
+    float *x = (rows ? g->W : g->H) + (size_t)s * na;
+    const float *y = (rows ? g->H : g->W) + (size_t)s * nb;
+    const double *count = rows ? g->nr : g->nc;
+    double dec = 0;
+    for (uint32_t a = 0; a < na; a++) {
+        double num = 0, den = 0;
+        for (uint32_t b = 0; b < nb; b++) {
+            uint32_t i = rows ? a : b, j = rows ? b : a;
+            size_t ij = (size_t)i * g->n + j;
+            num += g->C[ij] * (g->P[ij] - dense_predict(g, i, j, s)) * y[b];
+            den += g->C[ij] * (double)y[b] * y[b];
+        }
+        double d = (o->weighted ? o->lambda * count[a] : o->lambda) + den;
+        float nx = d > 0 ? (float)(num / d) : 0.0f;
+        dec += d * ((double)x[a] - nx) * ((double)x[a] - nx);
+        x[a] = nx;
+    }
+    return dec;
+}
+
+static double dense_objective(const dense *g, const cd_ref_opts *o, double *loss)
+{
+    double l = 0, reg = 0;
+    for (uint32_t i = 0; i < g->m; i++)
+        for (uint32_t j = 0; j < g->n; j++) {
+            size_t ij = (size_t)i * g->n + j;
+            double e = g->P[ij] - dense_predict(g, i, j, -1);
+            l += g->C[ij] * e * e;
+        }
+    for (int r = 0; r < g->k; r++) {
+        for (uint32_t i = 0; i < g->m; i++) {
+            double w = g->W[(size_t)r * g->m + i];
+            reg += (o->weighted ? g->nr[i] : 1.0) * w * w;
+        }
+        for (uint32_t j = 0; j < g->n; j++) {
+            double h = g->H[(size_t)r * g->n + j];
+            reg += (o->weighted ? g->nc[j] : 1.0) * h * h;
+        }
+    }
+    *loss = l;
+    return l + o->lambda * reg;
+}
+
+/* The same outer iterations as CCD++ above, LIBPMF's early exit included. */
+static void dense_outer(dense *g, const cd_ref_opts *o, int it, double *dec_max)
+{
+    for (int s = 0; s < g->k; s++)
+        for (int t = 0; t < o->inner; t++) {
+            double dec = dense_solve(g, o, s, 1) + dense_solve(g, o, s, 0);
+            if (!(o->inner_eps > 0))
+                continue;
+            if (dec < *dec_max * o->inner_eps)
+                break;
+            if (!(it == 0 && s == 0 && t == 0) && dec > *dec_max)
+                *dec_max = dec;
+        }
+}
+
+static int implicit_run(const cd_ref_data *d, const cd_ref_opts *o, const float *H0,
+                        cd_ref_point *per_outer, float *W_out, float *H_out)
+{
+    dense g = {.m = d->n_rows, .n = d->n_cols, .k = o->k};
+    size_t mn = (size_t)g.m * g.n, k = (size_t)o->k;
+    g.C = malloc((mn + 1) * sizeof(double)), g.P = calloc(mn + 1, sizeof(double));
+    g.W = calloc(g.m * k + 1, sizeof(float)), g.H = malloc((g.n * k + 1) * sizeof(float));
+    g.nr = calloc(g.m + 1, sizeof(double)), g.nc = calloc(g.n + 1, sizeof(double));
+    int rc = -1;
+    if (!g.C || !g.P || !g.W || !g.H || !g.nr || !g.nc)
+        goto out;
+    for (size_t x = 0; x < mn; x++)
+        g.C[x] = o->w0;
+    for (size_t e = 0; e < d->n; e++) {
+        size_t ij = (size_t)d->row[e] * g.n + d->col[e];
+        g.C[ij] = dense_confidence(o, d->val[e]);
+        g.P[ij] = 1;
+        g.nr[d->row[e]]++, g.nc[d->col[e]]++;
+    }
+    memcpy(g.H, H0, g.n * k * sizeof(float));
+    double dec_max = 0;
+    for (int it = 0; it < o->outer; it++) {
+        dense_outer(&g, o, it, &dec_max);
+        dec_max = 0;
+        cd_ref_point *pt = &per_outer[it];
+        pt->objective = dense_objective(&g, o, &pt->loss);
+        pt->train_rmse = pt->test_rmse = pt->valid_rmse = NAN;
+    }
+    if (W_out)
+        memcpy(W_out, g.W, g.m * k * sizeof(float));
+    if (H_out)
+        memcpy(H_out, g.H, g.n * k * sizeof(float));
+    rc = 0;
+out:
+    free(g.C), free(g.P), free(g.W), free(g.H), free(g.nr), free(g.nc);
+    return rc;
+}
+
 static float *filled(size_t n, float x)
 {
     float *a = malloc((n ? n : 1) * sizeof(float));
@@ -212,6 +339,8 @@ static float *filled(size_t n, float x)
 int cd_ref_run(const cd_ref_data *d, const cd_ref_opts *o, const float *H0, cd_ref_point *per_outer,
                float *W_out, float *H_out)
 {
+    if (o->implicit)
+        return implicit_run(d, o, H0, per_outer, W_out, H_out);
     ref f = {.d = d, .o = o};
     size_t k = (size_t)o->k;
     f.W = filled(d->n_rows * k, 0), f.H = filled(d->n_cols * k, 0);

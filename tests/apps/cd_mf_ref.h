@@ -26,6 +26,11 @@ typedef struct cd_ref_opts {
     int k, outer, inner;
     double lambda, inner_eps;
     int weighted, biases, center;
+    /* Implicit feedback (no biases, no mean): a dense confidence matrix,
+     * c = 1 + alpha f(r) on the training pairs (f = r, ln(1 + r) or 1 for
+     * confidence 0, 1, 2), w0 elsewhere, and preferences 1 and 0. */
+    int implicit, confidence;
+    double alpha, w0;
 } cd_ref_opts;
 
 typedef struct cd_ref_point { /* after one outer iteration */

@@ -3,6 +3,8 @@
  *   cd_mf_ref PLAN_DIR RANK OUTER INNER LAMBDA SEED [--init-scale S]
  *             [--inner-eps E] [--unweighted] [--no-biases] [--no-center]
  *             [--validation-fraction F]
+ *             [--implicit [--alpha A] [--confidence linear|log|binary]
+ *              [--unobserved-weight W]]
  * (defaults as cd-mf's).  Reads every shard of the plan back into one global
  * ratings list (dense global ids from layout.bin) and prints, per outer
  * iteration,
@@ -70,6 +72,14 @@ static int parse_flags(int argc, char **argv, cd_ref_opts *o, rt_mf_common_opts 
             mf->init_scale = atof(argv[++i]);
         else if (!strcmp(a, "--validation-fraction") && has_value)
             mf->valid_fraction = atof(argv[++i]);
+        else if (!strcmp(a, "--implicit"))
+            o->implicit = 1, o->biases = o->center = 0;
+        else if (!strcmp(a, "--alpha") && has_value)
+            o->alpha = atof(argv[++i]);
+        else if (!strcmp(a, "--unobserved-weight") && has_value)
+            o->w0 = atof(argv[++i]);
+        else if (!strcmp(a, "--confidence") && has_value)
+            o->confidence = !strcmp(argv[++i], "log") ? 1 : !strcmp(argv[i], "binary") ? 2 : 0;
         else
             return -1;
     }
@@ -81,7 +91,7 @@ int main(int argc, char **argv)
     rt_error err = {0};
     rt_plan plan;
     cd_ref_data d = {0};
-    cd_ref_opts o = {.inner_eps = 1e-3, .weighted = 1, .biases = 1, .center = 1};
+    cd_ref_opts o = {.inner_eps = 1e-3, .weighted = 1, .biases = 1, .center = 1, .alpha = 1, .w0 = 1};
     rt_mf_common_opts mf;
     rt_mf_common_defaults(&mf);
     if (argc < 7 || rt_parse_int(argv[2], &o.k) || rt_parse_int(argv[3], &o.outer) ||
@@ -90,7 +100,8 @@ int main(int argc, char **argv)
         parse_flags(argc, argv, &o, &mf)) {
         fprintf(stderr, "usage: cd_mf_ref PLAN_DIR RANK OUTER INNER LAMBDA SEED [--init-scale S] "
                         "[--inner-eps E] [--unweighted] [--no-biases] [--no-center] "
-                        "[--validation-fraction F]\n");
+                        "[--validation-fraction F] [--implicit [--alpha A] "
+                        "[--confidence linear|log|binary] [--unobserved-weight W]]\n");
         return 2;
     }
     if (rt_plan_open(argv[1], &plan, &err) || load(&plan, &mf, &d, &err))

@@ -65,12 +65,12 @@ static void replay(toy *t, const cd_opts *o, uint32_t nodes, run_out *out)
     size_t *len = calloc(B, sizeof(size_t));
     for (uint32_t b = 0; b < B; b++)
         pay[b] = rt_alloc(slot);
-    size_t ns = cd_core_sums_len(p), nsetup = cd_core_setup_len(p);
+    size_t ns = cd_core_sums_len(p, o), nsetup = cd_core_setup_len(p, o);
     size_t nmax = ns > nsetup ? ns : nsetup;
     double *sums = calloc(nmax, sizeof(double)), *part = calloc(nmax, sizeof(double));
     /* The setup all-reduce. */
     for (uint32_t n = 0; n < nodes; n++) {
-        cd_core_setup_parts(&cores[n], part);
+        assert_int_equal(cd_core_setup_parts(&cores[n], part, &err), 0);
         for (size_t x = 0; x < nsetup; x++)
             sums[x] += part[x];
     }
@@ -310,16 +310,32 @@ static void test_kernels(void **state)
 
 /* The core replayed through the ring schedule equals the serial reference
  * to 1e-6 relative after every outer iteration. */
+/* Implicit feedback reads ratings as counts: make the toy's non-negative
+ * (in the shards and in the reference's list alike). */
+static void toy_counts(toy *t)
+{
+    for (uint32_t w = 0; w < t->plan.workers; w++) {
+        const rt_shard *sh = &t->shards[w];
+        for (uint64_t e = 0; e < sh->train_off[t->plan.blocks]; e++)
+            t->train[w][e].val = fabsf(t->train[w][e].val);
+    }
+    for (size_t e = 0; e < t->ref.n; e++)
+        t->ref.val[e] = fabsf(t->ref.val[e]);
+}
+
 static void check_against_reference(cd_opts o)
 {
     toy t;
     toy_make(&t, 48, 40, 4, 2, 2, 0.35, 7);
+    if (o.implicit)
+        toy_counts(&t);
     uint32_t k = o.mf.k, outer = o.outer;
     run_out got;
     replay(&t, &o, 1, &got);
     cd_ref_point ref[16];
-    cd_ref_opts ro = {(int)k,      (int)outer, (int)o.inner, o.mf.lambda,
-                      o.inner_eps, o.weighted, o.mf.biases,  o.center};
+    cd_ref_opts ro = {(int)k,      (int)outer,   (int)o.inner, o.mf.lambda,
+                      o.inner_eps, o.weighted,   o.mf.biases,  o.center,
+                      o.implicit,  o.confidence, o.alpha,      o.unobserved};
     uint8_t *held = calloc(t.ref.n + 1, 1);
     for (size_t e = 0; e < t.ref.n; e++)
         held[e] = (uint8_t)rt_mf_is_validation(&o.mf, t.ref.row[e], t.ref.col[e]);
@@ -356,7 +372,7 @@ static void check_against_reference(cd_opts o)
     if (maxdiff > 1e-4)
         fail_msg("factors differ from the reference by %g", maxdiff);
     /* The planted rank-3 signal is learnt. */
-    if (k >= 4 && outer >= 5)
+    if (k >= 4 && outer >= 5 && !o.implicit)
         assert_true(got.m[outer - 1].train_rmse < 0.5);
     run_out_free(&got);
     free(RW);
@@ -405,13 +421,82 @@ static void test_matches_reference_early_exit_validation(void **state)
     check_against_reference(o);
 }
 
-/* Two emulated nodes of two workers give the same bits as one of four. */
-static void test_split_is_bit_identical(void **state)
+static cd_opts implicit_opts(uint32_t k, uint32_t outer, uint32_t inner, double lambda)
+{
+    cd_opts o = opts(k, outer, inner, lambda, 11);
+    o.implicit = 1;
+    o.mf.biases = o.center = 0;
+    o.alpha = 2;
+    o.unobserved = 0.3;
+    return o;
+}
+
+/* Implicit feedback, through the Gram matrices, equals the dense loops over
+ * every pair of the reference. */
+static void test_implicit_matches_reference(void **state)
+{
+    (void)state;
+    check_against_reference(implicit_opts(4, 6, 2, 0.1));
+}
+
+static void test_implicit_matches_reference_unweighted_log(void **state)
+{
+    (void)state;
+    cd_opts o = implicit_opts(5, 5, 3, 0.5);
+    o.weighted = 0;
+    o.confidence = CD_CONF_LOG;
+    o.alpha = 10;
+    o.unobserved = 1;
+    o.inner_eps = 0;
+    check_against_reference(o);
+}
+
+static void test_implicit_matches_reference_binary_early_exit(void **state)
+{
+    (void)state;
+    cd_opts o = implicit_opts(3, 6, 8, 0.02);
+    o.confidence = CD_CONF_BINARY;
+    o.alpha = 5;
+    o.unobserved = 0.05;
+    o.inner_eps = 0.05;
+    check_against_reference(o);
+}
+
+static void test_implicit_rank1(void **state)
+{
+    (void)state;
+    check_against_reference(implicit_opts(1, 4, 3, 0.2));
+}
+
+/* A rating outside the confidence's domain is an input error. */
+static void test_implicit_rejects_negative_ratings(void **state)
 {
     (void)state;
     toy t;
+    toy_make(&t, 16, 16, 2, 2, 2, 0.5, 1);
+    toy_counts(&t);
+    t.train[1][0].val = -2;
+    cd_opts o = implicit_opts(2, 1, 1, 0.1);
+    cd_core c;
+    rt_error err = {0};
+    assert_int_equal(cd_core_init(&c, &o, &t.plan, t.shards, 0, 2, &err), -1);
+    assert_int_equal(err.code, RT_EXIT_INPUT);
+    if (!strstr(err.msg, "rating -2"))
+        fail_msg("%s", err.msg);
+    cd_core_free(&c);
+    o.confidence = CD_CONF_BINARY; /* any rating will do */
+    assert_int_equal(cd_core_init(&c, &o, &t.plan, t.shards, 0, 2, &err), 0);
+    cd_core_free(&c);
+    toy_free(&t);
+}
+
+/* Two emulated nodes of two workers give the same bits as one of four. */
+static void split_is_bit_identical(cd_opts o)
+{
+    toy t;
     toy_make(&t, 37, 29, 4, 2, 2, 0.4, 3);
-    cd_opts o = opts(3, 3, 2, 0.05, 5);
+    if (o.implicit)
+        toy_counts(&t);
     run_out a, b, c;
     replay(&t, &o, 1, &a);
     replay(&t, &o, 2, &b);
@@ -434,6 +519,20 @@ static void test_split_is_bit_identical(void **state)
     assert_true(memcmp(a.H, d.H, hb) != 0);
     run_out_free(&a), run_out_free(&b), run_out_free(&c), run_out_free(&d);
     toy_free(&t);
+}
+
+static void test_split_is_bit_identical(void **state)
+{
+    (void)state;
+    split_is_bit_identical(opts(3, 3, 2, 0.05, 5));
+}
+
+static void test_implicit_split_is_bit_identical(void **state)
+{
+    (void)state;
+    cd_opts o = implicit_opts(3, 3, 2, 0.05);
+    o.mf.seed = 5;
+    split_is_bit_identical(o);
 }
 
 /* With a validation set and --early-stop 2, an overfitting run (lambda 0,
@@ -633,6 +732,12 @@ int main(void)
         cmocka_unit_test(test_matches_reference_early_exit_validation),
         cmocka_unit_test(test_validation_early_stop),
         cmocka_unit_test(test_split_is_bit_identical),
+        cmocka_unit_test(test_implicit_matches_reference),
+        cmocka_unit_test(test_implicit_matches_reference_unweighted_log),
+        cmocka_unit_test(test_implicit_matches_reference_binary_early_exit),
+        cmocka_unit_test(test_implicit_rank1),
+        cmocka_unit_test(test_implicit_rejects_negative_ratings),
+        cmocka_unit_test(test_implicit_split_is_bit_identical),
         cmocka_unit_test(test_rejects_foreign_payload),
         cmocka_unit_test(test_options),
         cmocka_unit_test(test_rejects_rank),
