@@ -899,7 +899,10 @@ int cd_core_state_save(const cd_core *c, rt_state_writer *w, rt_error *err)
     sc.stop = c->stop;
     for (uint32_t b = 0; b < c->plan->blocks; b++)
         sc.n_blocks += c->blocks[b].V != NULL;
-    if (rt_state_put(w, "cd", &sc, sizeof(sc), err))
+    size_t kk = c->opt.implicit ? k * k * sizeof(double) : 0; /* the Grams, kept up to date */
+    if (rt_state_put(w, "cd", &sc, sizeof(sc), err) ||
+        (kk && (rt_state_put(w, "gram_w", c->gram_w, kk, err) ||
+                rt_state_put(w, "gram_h", c->gram_h, kk, err))))
         return -1;
     for (uint32_t l = 0; l < c->n_workers; l++) {
         const cd_worker *wk = &c->workers[l];
@@ -928,7 +931,10 @@ int cd_core_state_load(cd_core *c, rt_state_reader *r, rt_error *err)
 {
     const size_t k = c->opt.mf.k;
     cd_scalars sc;
-    if (rt_state_get(r, "cd", &sc, sizeof(sc), err))
+    size_t kk = c->opt.implicit ? k * k * sizeof(double) : 0;
+    if (rt_state_get(r, "cd", &sc, sizeof(sc), err) ||
+        (kk && (rt_state_get(r, "gram_w", c->gram_w, kk, err) ||
+                rt_state_get(r, "gram_h", c->gram_h, kk, err))))
         return -1;
     if (sc.k != k || sc.n_workers != c->n_workers)
         return rt_fail(err, RT_EXIT_INPUT,

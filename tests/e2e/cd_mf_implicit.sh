@@ -5,7 +5,8 @@
 # (tests/apps/cd_mf_ref.c), within 1e-6 relative and never rises; a
 # 2-process x 2-thread run, a 1-process x 4-thread run and the one-thread
 # replay (--serial) write the same W.npy and H.npy bytes and log the same
-# curve; the model says it is implicit and has no biases.
+# curve; the model says it is implicit and has no biases; 2 outer iterations,
+# a checkpoint and --resume to 4 give the bytes of a straight run of 4.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/cd_mf_lib.sh"
 
@@ -39,6 +40,13 @@ for m in serial t4; do
 done
 grep -q '"implicit": *true' "$TMP/a/model.json" || fail "model.json does not say implicit"
 [ ! -e "$TMP/a/row_bias.npy" ] || fail "an implicit model has no biases"
+
+"$ROTOR" launch -n 2 -- "$ROTOR" "${train[@]}" --outer 2 --checkpoint "$TMP/ck" 2>"$TMP/half.log" ||
+    { cat "$TMP/half.log" >&2; fail "the first half failed"; }
+run resumed "$ROTOR" launch -n 2 -- "$ROTOR" "${train[@]}" --resume "$TMP/ck"
+for f in W.npy H.npy; do
+    cmp -s "$TMP/a/$f" "$TMP/resumed/$f" || fail "$f of the resumed run differs from a straight run"
+done
 
 "$REF" "$TMP/plan" $k $outer $inner $lambda $seed "${imp[@]}" >"$TMP/ref.txt"
 cd_mf_curve "$TMP/a.log" | awk '{ print $1, $2 }' >"$TMP/run.txt"
