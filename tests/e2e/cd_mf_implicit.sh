@@ -31,21 +31,25 @@ awk '{ $3 = ($3 < 0 ? -$3 : $3); print }' "$TMP/data.txt" >"$TMP/counts.txt"
 run a "$ROTOR" launch -n 2 -- "$ROTOR" "${train[@]}"
 run serial "$ROTOR" "${train[@]}" --serial
 run t4 "$ROTOR" "${train[@]}" --threads 4
+single "$TMP/a" "$TMP/serial" "$TMP/t4"
 for m in serial t4; do
     for f in W.npy H.npy; do
-        cmp -s "$TMP/a/$f" "$TMP/$m/$f" || fail "$f of run '$m' differs from the 2x2 run"
+        cmp -s "$TMP/a.single/$f" "$TMP/$m.single/$f" || fail "$f of run '$m' differs from the 2x2 run"
     done
     [ "$(cd_mf_curve "$TMP/a.log")" = "$(cd_mf_curve "$TMP/$m.log")" ] ||
         fail "the logged objective curve of run '$m' differs from the 2x2 run"
 done
-grep -q '"implicit": *true' "$TMP/a/model.json" || fail "model.json does not say implicit"
-[ ! -e "$TMP/a/row_bias.npy" ] || fail "an implicit model has no biases"
+grep -q '"implicit": *true' "$TMP/a.single/model.json" || fail "model.json does not say implicit"
+[ -s "$TMP/a.single/W.npy" ] && [ ! -e "$TMP/a.single/row_bias.npy" ] ||
+    fail "an implicit model has factors and no biases"
 
 "$ROTOR" launch -n 2 -- "$ROTOR" "${train[@]}" --outer 2 --checkpoint "$TMP/ck" 2>"$TMP/half.log" ||
     { cat "$TMP/half.log" >&2; fail "the first half failed"; }
 run resumed "$ROTOR" launch -n 2 -- "$ROTOR" "${train[@]}" --resume "$TMP/ck"
+single "$TMP/resumed"
 for f in W.npy H.npy; do
-    cmp -s "$TMP/a/$f" "$TMP/resumed/$f" || fail "$f of the resumed run differs from a straight run"
+    cmp -s "$TMP/a.single/$f" "$TMP/resumed.single/$f" ||
+        fail "$f of the resumed run differs from a straight run"
 done
 
 "$REF" "$TMP/plan" $k $outer $inner $lambda $seed "${imp[@]}" >"$TMP/ref.txt"
