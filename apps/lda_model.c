@@ -339,12 +339,9 @@ out:
 static int export_meta(const rt_model_parts *mp, const char *dir, rt_error *err)
 {
     char path[4200];
-    json_t *meta = json_deep_copy(mp->meta);
+    json_t *meta = rt_model_single_meta(mp);
     if (!meta)
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
-    json_object_del(meta, "format_version");
-    json_object_del(meta, "ranks");
-    json_object_del(meta, "parts");
     json_object_del(meta, "topic_totals");
     int rc = rt_path_join(path, sizeof(path), dir, "model.json", err)
                  ? -1

@@ -465,12 +465,9 @@ out:
 static int export_meta(mf_export *x, const char *dir, rt_error *err)
 {
     char path[4200];
-    json_t *meta = json_deep_copy(x->mp->meta);
+    json_t *meta = rt_model_single_meta(x->mp);
     if (!meta)
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
-    json_object_del(meta, "format_version");
-    json_object_del(meta, "ranks");
-    json_object_del(meta, "parts");
     meta_single_files(meta, x->biases);
     int rc = rt_path_join(path, sizeof(path), dir, "model.json", err)
                  ? -1

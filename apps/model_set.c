@@ -271,8 +271,9 @@ static int write_manifest(const char *dir, json_t *meta, rt_error *err)
  * the set into place.  verdict[r]: 1 = rank r's files are committed here,
  * 2 = rank r commits its own (node-local) directory. */
 static int commit_at_root(rt_model_saver *s, rt_model_part *parts, const size_t *lens, json_t *meta,
-                          int32_t *verdict, rt_error *err)
+                          int32_t *verdict, uint64_t save_id, rt_error *err)
 {
+    char id[32];
     int P = rt_engine_size(s->eng);
     for (int r = 0; r < P; r++) {
         if (check_part(&parts[r], lens[r], r, err))
@@ -287,6 +288,8 @@ static int commit_at_root(rt_model_saver *s, rt_model_part *parts, const size_t 
     json_object_set_new(meta, "format_version", json_integer(RT_MODEL_FORMAT_VERSION));
     json_object_set_new(meta, "ranks", json_integer(P));
     json_object_set_new(meta, "parts", list);
+    snprintf(id, sizeof(id), "%016" PRIx64, save_id);
+    json_object_set_new(meta, "save_id", json_string(id));
     for (int r = 0; r < P; r++) {
         if (r > 0 && adopt_part(s, r, &parts[r], err))
             return -1;
@@ -298,13 +301,44 @@ static int commit_at_root(rt_model_saver *s, rt_model_part *parts, const size_t 
     return swap_into(s->tmp, s->out, err);
 }
 
+/* Does OUT already hold the manifest of this very save?  Then this rank's
+ * directory only looked node-local to rank 0 (a shared filesystem slow to
+ * show it), and its parts belong next to that manifest: swapping would
+ * replace the model rank 0 just committed. */
+static int out_has_save(const char *out, uint64_t save_id)
+{
+    char path[4200], want[32];
+    snprintf(path, sizeof(path), "%s/model.json", out);
+    snprintf(want, sizeof(want), "%016" PRIx64, save_id);
+    json_t *meta = json_load_file(path, 0, NULL);
+    const char *id = json_string_value(json_object_get(meta, "save_id"));
+    int same = id && !strcmp(id, want);
+    json_decref(meta);
+    return same;
+}
+
+/* Move this rank's part files into OUT (which holds this save's manifest). */
+static int join_out(rt_model_saver *s, rt_error *err)
+{
+    char from[4200], to[4200];
+    for (uint32_t i = 0; i < s->mine.n_files; i++) {
+        if (rt_path_join(from, sizeof(from), s->tmp, s->mine.files[i].file, err) ||
+            rt_path_join(to, sizeof(to), s->out, s->mine.files[i].file, err))
+            return -1;
+        if (rename(from, to) != 0)
+            return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot move to %s", from, to);
+    }
+    rt_remove_tree(s->tmp);
+    return sync_dir(s->out, err);
+}
+
 /* After the verdict: this rank's own directory. */
-static int finish_rank(rt_model_saver *s, int32_t v, rt_error *err)
+static int finish_rank(rt_model_saver *s, int32_t v, uint64_t save_id, rt_error *err)
 {
     if (rt_engine_rank(s->eng) == 0 && v)
         return 0; /* swapped into place */
     if (v == 2)
-        return swap_into(s->tmp, s->out, err);
+        return out_has_save(s->out, save_id) ? join_out(s, err) : swap_into(s->tmp, s->out, err);
     rt_remove_tree(s->tmp); /* failed, or emptied by rank 0 */
     return 0;
 }
@@ -325,7 +359,9 @@ int rt_model_save_commit(rt_model_saver *s, int rc, json_t *meta, rt_error *err)
     s->mine.ok = rc == 0;
     void *all = NULL;
     size_t *lens = calloc((size_t)P, sizeof(size_t));
-    int32_t *verdict = calloc((size_t)P, sizeof(int32_t));
+    /* verdict[0..P-1], then the save's id in two more ints */
+    int32_t *verdict = calloc((size_t)P + 2, sizeof(int32_t));
+    uint64_t save_id = 0;
     int crc = -1;
     if (!lens || !verdict) {
         rt_fail(cerr, RT_EXIT_RUNTIME, "out of memory");
@@ -336,12 +372,15 @@ int rt_model_save_commit(rt_model_saver *s, int rc, json_t *meta, rt_error *err)
     if (rank == 0) {
         if (P == 1)
             lens[0] = sizeof(s->mine);
-        if (commit_at_root(s, P == 1 ? &s->mine : all, lens, meta, verdict, cerr))
+        save_id = rt_hash64((uint64_t)getpid() ^ (uint64_t)(rt_now() * 1e9)) | 1;
+        memcpy(verdict + P, &save_id, sizeof(save_id));
+        if (commit_at_root(s, P == 1 ? &s->mine : all, lens, meta, verdict, save_id, cerr))
             memset(verdict, 0, (size_t)P * sizeof(int32_t));
     }
-    if (rt_engine_bcast(eng, verdict, (size_t)P * sizeof(int32_t), cerr))
+    if (rt_engine_bcast(eng, verdict, ((size_t)P + 2) * sizeof(int32_t), cerr))
         goto out;
-    crc = finish_rank(s, verdict[rank], cerr);
+    memcpy(&save_id, verdict + P, sizeof(save_id));
+    crc = finish_rank(s, verdict[rank], save_id, cerr);
     if (crc == 0 && !verdict[rank]) {
         if (rank != 0)
             rt_fail(cerr, RT_EXIT_RUNTIME,
@@ -489,6 +528,15 @@ void rt_model_parts_close(rt_model_parts *mp)
     json_decref(mp->meta);
     free(mp->parts);
     memset(mp, 0, sizeof(*mp));
+}
+
+json_t *rt_model_single_meta(const rt_model_parts *mp)
+{
+    static const char *const manifest_keys[] = {"format_version", "ranks", "parts", "save_id"};
+    json_t *meta = json_deep_copy(mp->meta);
+    for (size_t i = 0; meta && i < sizeof(manifest_keys) / sizeof(manifest_keys[0]); i++)
+        json_object_del(meta, manifest_keys[i]);
+    return meta;
 }
 
 const rt_part_file *rt_model_part_find(const rt_model_parts *mp, uint32_t i, const char *name)

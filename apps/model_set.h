@@ -108,6 +108,9 @@ typedef struct rt_model_parts {
  * presence, size and checksum (exit 2: "incomplete model"). */
 int rt_model_parts_open(const char *dir, rt_model_parts *mp, rt_error *err);
 void rt_model_parts_close(rt_model_parts *mp);
+/* A copy of model.json without the manifest's own keys (parts, ranks,
+ * format_version, save_id): the single-file model's model.json. */
+json_t *rt_model_single_meta(const rt_model_parts *mp);
 /* Part file NAME of part i (NULL when that part has none). */
 const rt_part_file *rt_model_part_find(const rt_model_parts *mp, uint32_t i, const char *name);
 /* Open part file `pf` for streaming (rt_npy_open), checking its shape and
