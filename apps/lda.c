@@ -17,7 +17,7 @@
 /* ---------------------------------------------------------------- options */
 
 static const rt_opt_choice lda_samplers[] = {
-    {"sparse", LDA_SAMPLER_SPARSE}, {"mh", LDA_SAMPLER_MH}, {NULL, 0}};
+    {"sparse", LDA_SAMPLER_SPARSE}, {"mh", LDA_SAMPLER_MH}, {"warp", LDA_SAMPLER_WARP}, {NULL, 0}};
 
 static const rt_opt lda_options[] = {
     {.name = "topics",
@@ -59,8 +59,9 @@ static const rt_opt lda_options[] = {
      .offset = offsetof(lda_opts, sampler),
      .def = "sparse",
      .choices = lda_samplers,
-     .help = "sparse (SparseLDA buckets) or mh (Metropolis-Hastings with alias tables: cost per "
-             "token independent of K)"},
+     .help = "sparse (SparseLDA buckets), mh (Metropolis-Hastings with alias tables: cost per "
+             "token independent of K) or warp (WarpLDA's word and document phases with delayed "
+             "count updates: no document-topic matrix, the fastest per token)"},
     {.name = "mh-steps",
      .type = RT_OPT_U32,
      .offset = offsetof(lda_opts, mh_steps),
@@ -169,11 +170,10 @@ static json_t *config_json(const lda_opts *o, const rt_plan *plan)
 {
     return json_pack("{s:i, s:f, s:f, s:i, s:s, s:i, s:i, s:i, s:I, s:I, s:I, s:I}", "topics",
                      (int)o->K, "alpha", o->alpha, "beta", o->beta, "iters", (int)o->iters,
-                     "sampler", o->sampler == LDA_SAMPLER_MH ? "mh" : "sparse", "mh_steps",
-                     (int)o->mh_steps, "eval_every", (int)o->eval_every, "sync_every",
-                     (int)o->sync_every, "seed", (json_int_t)o->seed, "documents",
-                     (json_int_t)plan->n_rows, "words", (json_int_t)plan->n_cols, "tokens",
-                     (json_int_t)plan->tokens_train);
+                     "sampler", lda_sampler_name(o->sampler), "mh_steps", (int)o->mh_steps,
+                     "eval_every", (int)o->eval_every, "sync_every", (int)o->sync_every, "seed",
+                     (json_int_t)o->seed, "documents", (json_int_t)plan->n_rows, "words",
+                     (json_int_t)plan->n_cols, "tokens", (json_int_t)plan->tokens_train);
 }
 
 static int lda_create(const void *opts, const rt_plan *plan, rt_engine *eng, void **out,

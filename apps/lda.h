@@ -85,7 +85,16 @@ int lda_model_infer(const void *model, const rt_corpus *docs, const rt_infer_opt
                     rt_infer_result *res, rt_error *err);
 int lda_model_export(const char *dir, const rt_export_opts *o, rt_error *err);
 
-typedef enum lda_sampler { LDA_SAMPLER_SPARSE = 0, LDA_SAMPLER_MH = 1 } lda_sampler;
+typedef enum lda_sampler {
+    LDA_SAMPLER_SPARSE = 0,
+    LDA_SAMPLER_MH = 1,
+    LDA_SAMPLER_WARP = 2
+} lda_sampler;
+
+static inline const char *lda_sampler_name(lda_sampler s)
+{
+    return s == LDA_SAMPLER_MH ? "mh" : s == LDA_SAMPLER_WARP ? "warp" : "sparse";
+}
 
 typedef struct lda_layout lda_layout;
 
@@ -157,7 +166,9 @@ typedef struct lda_tokens {
     uint64_t n_tokens;
     uint64_t *doc_off; /* n_docs + 1 into z: each document's tokens (doc-major) */
     uint16_t *z;       /* topic of every token, doc-major */
-    int32_t *ndk;      /* n_docs x K */
+    int32_t *ndk;      /* n_docs x K (NULL for the warp sampler's training tokens) */
+    uint16_t *aux;     /* warp: per token (doc-major) its counted topic, then mh_steps proposals */
+    uint32_t aux_stride; /* 1 + mh_steps */
     /* the same tokens word-major, per data block, cut into runs of one word */
     uint64_t *blk_run;  /* B + 1 into run_word / run_end */
     uint32_t *run_word; /* block-local word of the run */
@@ -178,8 +189,9 @@ typedef struct lda_tokens {
 typedef struct lda_worker {
     uint32_t id;
     lda_tokens train, test;
-    int64_t *nk;    /* K: global snapshot + this worker's changes this step */
-    double held_ll; /* this rotation's held-out log-likelihood (eval rotations) */
+    int64_t *nk;                 /* K: global snapshot + this worker's changes this step */
+    uint64_t doc_phase_rotation; /* warp: the last rotation whose document phase ran */
+    double held_ll;              /* this rotation's held-out log-likelihood (eval rotations) */
 } lda_worker;
 
 int lda_worker_init(lda_worker *w, const rt_plan *plan, const rt_shard *sh, const lda_opts *o,
@@ -197,6 +209,7 @@ typedef struct lda_scratch {
     uint16_t *atopic;
     uint32_t *small, *large;
     int32_t *stale; /* K: word counts when the alias table was built (MH) */
+    int32_t *dcnt;  /* K: the current document's counts (warp document phase; zero when idle) */
 } lda_scratch;
 
 int lda_scratch_init(lda_scratch *s, uint32_t K);
@@ -217,6 +230,28 @@ int lda_visit_sparse(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payl
                      rt_rng *rng, rt_error *err);
 int lda_visit_mh(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
                  rt_rng *rng, rt_error *err);
+/* Warp sampler (lda_warp.c): the word phase of a block visit and the
+ * document phase that runs before a worker's first visit of a rotation. */
+int lda_visit_warp(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
+                   rt_rng *rng, rt_error *err);
+void lda_doc_phase(const lda_ctx *c, lda_worker *w, lda_scratch *s, rt_rng *rng);
+/* A training document's topic counts into dense row (K, zeroed by the caller). */
+void lda_doc_counts(const lda_tokens *t, uint32_t K, uint32_t d, int32_t *row);
+
+/* Vose's alias table over the loaded word's nonzero topics, weights n_wk. */
+void lda_alias_build(lda_scratch *s, const lda_word *wd, double total);
+static inline uint32_t lda_alias_draw(const lda_scratch *s, uint32_t n, rt_rng *rng)
+{
+    uint64_t x = rt_rng_next(rng);
+    uint32_t i = (uint32_t)(((x >> 32) * n) >> 32);
+    float u = (float)(x & 0xffffff) * 0x1.0p-24f;
+    return s->atopic[u < s->aprob[i] ? i : s->alias[i]];
+}
+/* The error for a word whose counts no longer fit its sparse slice. */
+int lda_overflow(uint32_t b, uint32_t j, rt_error *err);
+uint32_t *lda_word_slice(const lda_ctx *c, uint32_t b, uint32_t j, uint32_t *payload,
+                         uint32_t *cap);
+
 /* Held-out documents: resample the observed half against the block's words
  * (counts untouched); with eval, add the completion half's log-likelihood. */
 int lda_visit_test(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
@@ -234,7 +269,9 @@ static inline uint32_t lda_below(rt_rng *r, uint32_t n)
  * rotor infer. */
 int lda_token_held(uint64_t seed, uint32_t gdoc, uint32_t gword, uint32_t i);
 
-/* Random stream for (seed, worker, rotation, block, purpose). */
+/* Random stream for (seed, worker, rotation, block, purpose); purpose 0
+ * samples a block visit, 1 and 2 draw the initial topics (lda_state.c). */
+#define LDA_PURPOSE_DOCS 3u /* the warp sampler's document phase (block UINT32_MAX) */
 uint64_t lda_stream(uint32_t worker, uint64_t rotation, uint32_t block, uint32_t purpose);
 
 /* ---- evaluation (lda_eval.c) ---- */

@@ -81,10 +81,24 @@ int lda_core_visit(lda_core *c, uint32_t worker, uint32_t thread, uint32_t block
     if (rotation == 0)
         return lda_visit_init(&c->ctx, w, block, payload, s, err);
     rt_rng rng;
+    if (c->o.sampler == LDA_SAMPLER_WARP && w->doc_phase_rotation != rotation) {
+        /* the worker's first visit of this sweep: its document phase first */
+        rt_rng_seed(&rng, c->o.seed, lda_stream(worker, rotation, UINT32_MAX, LDA_PURPOSE_DOCS));
+        lda_doc_phase(&c->ctx, w, s, &rng);
+        w->doc_phase_rotation = rotation;
+    }
     rt_rng_seed(&rng, c->o.seed, lda_stream(worker, rotation, block, 0));
-    int rc = c->o.sampler == LDA_SAMPLER_MH
-                 ? lda_visit_mh(&c->ctx, w, block, payload, s, &rng, err)
-                 : lda_visit_sparse(&c->ctx, w, block, payload, s, &rng, err);
+    int rc;
+    switch (c->o.sampler) {
+    case LDA_SAMPLER_MH:
+        rc = lda_visit_mh(&c->ctx, w, block, payload, s, &rng, err);
+        break;
+    case LDA_SAMPLER_WARP:
+        rc = lda_visit_warp(&c->ctx, w, block, payload, s, &rng, err);
+        break;
+    default:
+        rc = lda_visit_sparse(&c->ctx, w, block, payload, s, &rng, err);
+    }
     if (rc)
         return -1;
     return lda_visit_test(&c->ctx, w, block, payload, s, &rng, lda_core_is_eval(c, rotation), err);
@@ -180,12 +194,17 @@ typedef struct lda_scalars {
     uint64_t iters_done;
 } lda_scalars;
 
-/* One token set's mutable state: topics, doc-topic counts and each
- * document's list of nonzero topics (its order steers the sampler). */
+/* One token set's mutable state: topics, and either the doc-topic counts
+ * with each document's list of nonzero topics (its order steers the
+ * sparse sampler) or, for the warp sampler, each token's counted topic and
+ * pending proposal. */
 static int tokens_put(rt_state_writer *w, const lda_tokens *t, uint32_t K, rt_error *err)
 {
-    return rt_state_put(w, "z", t->z, t->n_tokens * sizeof(uint16_t), err) ||
-                   rt_state_put(w, "ndk", t->ndk, (size_t)t->n_docs * K * sizeof(int32_t), err) ||
+    if (rt_state_put(w, "z", t->z, t->n_tokens * sizeof(uint16_t), err))
+        return -1;
+    if (t->aux)
+        return rt_state_put(w, "aux", t->aux, t->n_tokens * t->aux_stride * sizeof(uint16_t), err);
+    return rt_state_put(w, "ndk", t->ndk, (size_t)t->n_docs * K * sizeof(int32_t), err) ||
                    rt_state_put(w, "dnz", t->dnz, t->dnz_off[t->n_docs] * sizeof(uint16_t), err) ||
                    rt_state_put(w, "dnz_n", t->dnz_n, t->n_docs * sizeof(uint32_t), err)
                ? -1
@@ -194,8 +213,11 @@ static int tokens_put(rt_state_writer *w, const lda_tokens *t, uint32_t K, rt_er
 
 static int tokens_get(rt_state_reader *r, lda_tokens *t, uint32_t K, rt_error *err)
 {
-    return rt_state_get(r, "z", t->z, t->n_tokens * sizeof(uint16_t), err) ||
-                   rt_state_get(r, "ndk", t->ndk, (size_t)t->n_docs * K * sizeof(int32_t), err) ||
+    if (rt_state_get(r, "z", t->z, t->n_tokens * sizeof(uint16_t), err))
+        return -1;
+    if (t->aux)
+        return rt_state_get(r, "aux", t->aux, t->n_tokens * t->aux_stride * sizeof(uint16_t), err);
+    return rt_state_get(r, "ndk", t->ndk, (size_t)t->n_docs * K * sizeof(int32_t), err) ||
                    rt_state_get(r, "dnz", t->dnz, t->dnz_off[t->n_docs] * sizeof(uint16_t), err) ||
                    rt_state_get(r, "dnz_n", t->dnz_n, t->n_docs * sizeof(uint32_t), err)
                ? -1

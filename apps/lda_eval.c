@@ -10,6 +10,7 @@
 #include "apps/lda.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 double lda_block_word_lgamma(const lda_layout *l, const rt_plan *plan, uint32_t b,
                              const uint32_t *payload, double beta)
@@ -32,16 +33,35 @@ double lda_block_word_lgamma(const lda_layout *l, const rt_plan *plan, uint32_t 
     return sum;
 }
 
+/* Documents without a count matrix (the warp sampler) are counted from
+ * their topics into row, one at a time; a zero count adds lgamma(alpha). */
 double lda_worker_doc_lgamma(const lda_tokens *t, uint32_t K, double alpha)
 {
     const double lg0 = lgamma(alpha);
+    int32_t *row = t->ndk ? NULL : calloc(K, sizeof(int32_t));
     double sum = 0;
     for (uint32_t d = 0; d < t->n_docs; d++) {
-        const int32_t *row = t->ndk + (size_t)d * K;
-        for (uint32_t k = 0; k < K; k++)
-            sum += row[k] ? lgamma(row[k] + alpha) : lg0;
-        sum -= lgamma((double)(t->doc_off[d + 1] - t->doc_off[d]) + K * alpha);
+        const uint64_t beg = t->doc_off[d], end = t->doc_off[d + 1];
+        if (t->ndk) {
+            const int32_t *nd = t->ndk + (size_t)d * K;
+            for (uint32_t k = 0; k < K; k++)
+                sum += nd[k] ? lgamma(nd[k] + alpha) : lg0;
+        } else if (row) {
+            uint32_t distinct = 0;
+            for (uint64_t p = beg; p < end; p++)
+                distinct += row[t->z[p]]++ == 0;
+            for (uint64_t p = beg; p < end; p++)
+                if (row[t->z[p]]) {
+                    sum += lgamma(row[t->z[p]] + alpha);
+                    row[t->z[p]] = 0;
+                }
+            sum += (double)(K - distinct) * lg0;
+        } else {
+            return NAN; /* out of memory: no likelihood rather than a wrong one */
+        }
+        sum -= lgamma((double)(end - beg) + K * alpha);
     }
+    free(row);
     return sum;
 }
 

@@ -41,7 +41,8 @@ int lda_scratch_init(lda_scratch *s, uint32_t K)
     s->small = rt_alloc(K * sizeof(uint32_t));
     s->large = rt_alloc(K * sizeof(uint32_t));
     s->stale = rt_alloc(K * sizeof(int32_t));
-    if (!s->word.nwk || !s->word.nz || !s->word.pos || !s->inv || !s->buf || !s->coef ||
+    s->dcnt = rt_alloc(K * sizeof(int32_t));
+    if (!s->dcnt || !s->word.nwk || !s->word.nz || !s->word.pos || !s->inv || !s->buf || !s->coef ||
         !s->aprob || !s->alias || !s->atopic || !s->small || !s->large || !s->stale) {
         lda_scratch_free(s);
         return -1;
@@ -64,18 +65,18 @@ void lda_scratch_free(lda_scratch *s)
     rt_free(s->small);
     rt_free(s->large);
     rt_free(s->stale);
+    rt_free(s->dcnt);
     memset(s, 0, sizeof(*s));
 }
 
-static inline uint32_t *word_slice(const lda_ctx *c, uint32_t b, uint32_t j, uint32_t *payload,
-                                   uint32_t *cap)
+uint32_t *lda_word_slice(const lda_ctx *c, uint32_t b, uint32_t j, uint32_t *payload, uint32_t *cap)
 {
     uint64_t i = c->plan->block_col_offset[b] + j;
     *cap = c->layout->slice_cap[i];
     return payload + c->layout->slice_off[i];
 }
 
-static int overflow(uint32_t b, uint32_t j, rt_error *err)
+int lda_overflow(uint32_t b, uint32_t j, rt_error *err)
 {
     return rt_fail(err, RT_EXIT_RUNTIME,
                    "lda: word %u of block %u has more topics than tokens (corrupt counts)", j, b);
@@ -89,7 +90,7 @@ int lda_visit_init(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payloa
     lda_word *wd = &s->word;
     for (uint64_t r = t->blk_run[b]; r < t->blk_run[b + 1]; r++) {
         uint32_t cap, j = t->run_word[r];
-        uint32_t *slice = word_slice(c, b, j, payload, &cap);
+        uint32_t *slice = lda_word_slice(c, b, j, payload, &cap);
         lda_word_load(wd, K, slice, cap);
         for (uint64_t i = r == t->blk_run[b] ? t->blk_tok[b] : t->run_end[r - 1]; i < t->run_end[r];
              i++) {
@@ -99,7 +100,7 @@ int lda_visit_init(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payloa
             w->nk[k]++;
         }
         if (lda_word_store(wd, K))
-            return overflow(b, j, err);
+            return lda_overflow(b, j, err);
     }
     return 0;
 }
@@ -137,7 +138,7 @@ int lda_visit_sparse(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payl
     }
     for (uint64_t r = t->blk_run[b]; r < t->blk_run[b + 1]; r++) {
         uint32_t cap, j = t->run_word[r];
-        uint32_t *slice = word_slice(c, b, j, payload, &cap);
+        uint32_t *slice = lda_word_slice(c, b, j, payload, &cap);
         lda_word_load(wd, K, slice, cap);
         int32_t *nwk = wd->nwk;
         double qb = 0;
@@ -213,15 +214,14 @@ int lda_visit_sparse(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payl
         for (uint32_t i = 0; i < wd->n_nz; i++)
             coef[wd->nz[i]] = beta * inv[wd->nz[i]];
         if (lda_word_store(wd, K))
-            return overflow(b, j, err);
+            return lda_overflow(b, j, err);
     }
     return 0;
 }
 
 /* ------------------------------------------------------------ MH */
 
-/* Vose's alias table over the word's nonzero topics with weights n_wk. */
-static void alias_build(lda_scratch *s, const lda_word *wd, double total)
+void lda_alias_build(lda_scratch *s, const lda_word *wd, double total)
 {
     uint32_t n = wd->n_nz, ns = 0, nl = 0;
     for (uint32_t i = 0; i < n; i++) {
@@ -249,14 +249,6 @@ static void alias_build(lda_scratch *s, const lda_word *wd, double total)
         s->aprob[s->small[--ns]] = 1.0f;
 }
 
-static inline uint32_t alias_draw(const lda_scratch *s, uint32_t n, rt_rng *rng)
-{
-    uint64_t x = rt_rng_next(rng);
-    uint32_t i = (uint32_t)(((x >> 32) * n) >> 32);
-    float u = (float)(x & 0xffffff) * 0x1.0p-24f;
-    return s->atopic[u < s->aprob[i] ? i : s->alias[i]];
-}
-
 int lda_visit_mh(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
                  rt_rng *rng, rt_error *err)
 {
@@ -269,7 +261,7 @@ int lda_visit_mh(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload,
     int32_t *stale = s->stale;
     for (uint64_t r = t->blk_run[b]; r < t->blk_run[b + 1]; r++) {
         uint32_t cap, j = t->run_word[r];
-        uint32_t *slice = word_slice(c, b, j, payload, &cap);
+        uint32_t *slice = lda_word_slice(c, b, j, payload, &cap);
         lda_word_load(wd, K, slice, cap);
         int32_t *nwk = wd->nwk;
         uint32_t n_alias = wd->n_nz;
@@ -279,7 +271,7 @@ int lda_visit_mh(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload,
             nw += nwk[wd->nz[i]];
         }
         if (n_alias)
-            alias_build(s, wd, nw);
+            lda_alias_build(s, wd, nw);
         for (uint64_t i = r == t->blk_run[b] ? t->blk_tok[b] : t->run_end[r - 1]; i < t->run_end[r];
              i++) {
             uint32_t d = t->tok_doc[i], p = t->tok_pos[i], k0 = t->z[p], sk = k0;
@@ -301,7 +293,7 @@ int lda_visit_mh(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload,
                      * token i with probability 1 / stale[k0], and redrawn. */
                     if (rt_rng_uniform(rng) * (nw - 1 + Kbeta) < nw - 1) {
                         do
-                            tk = alias_draw(s, n_alias, rng);
+                            tk = lda_alias_draw(s, n_alias, rng);
                         while (tk == k0 && lda_below(rng, (uint32_t)stale[k0]) == 0);
                     } else {
                         tk = lda_below(rng, K);
@@ -344,7 +336,7 @@ int lda_visit_mh(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload,
         for (uint32_t i = 0; i < n_alias; i++)
             stale[s->atopic[i]] = 0;
         if (lda_word_store(wd, K))
-            return overflow(b, j, err);
+            return lda_overflow(b, j, err);
     }
     return 0;
 }
@@ -375,7 +367,7 @@ int lda_visit_test(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payloa
         uint32_t jr = r < rend ? t->run_word[r] : UINT32_MAX;
         uint32_t jh = h < hend ? t->held_word[h] : UINT32_MAX;
         uint32_t cap, j = jr < jh ? jr : jh;
-        uint32_t *slice = word_slice(c, b, j, payload, &cap);
+        uint32_t *slice = lda_word_slice(c, b, j, payload, &cap);
         lda_word_load(&s->word, K, slice, cap);
         double acc = 0;
         for (uint32_t k = 0; k < K; k++) {

@@ -80,14 +80,24 @@ static int save_docs(rt_model_saver *s, lda_app *a, rt_error *err)
     uint64_t n = 0;
     for (uint32_t i = 0; i < a->core.n_local; i++)
         n += a->core.workers[i].train.n_docs;
-    if (rt_model_part_begin(s, "doc_topic", "<i4", n, K, err))
-        return -1;
-    for (uint32_t i = 0; i < a->core.n_local; i++) {
+    int32_t *row = malloc(K * sizeof(int32_t));
+    if (!row)
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    int rc = rt_model_part_begin(s, "doc_topic", "<i4", n, K, err);
+    for (uint32_t i = 0; rc == 0 && i < a->core.n_local; i++) {
         const lda_tokens *t = &a->core.workers[i].train;
-        if (rt_model_part_write(s, t->ndk, (size_t)t->n_docs * K * sizeof(int32_t), err))
-            return -1;
+        if (t->ndk) {
+            rc = rt_model_part_write(s, t->ndk, (size_t)t->n_docs * K * sizeof(int32_t), err);
+            continue;
+        }
+        for (uint32_t d = 0; rc == 0 && d < t->n_docs; d++) { /* counted from the topics (warp) */
+            memset(row, 0, K * sizeof(int32_t));
+            lda_doc_counts(t, K, d, row);
+            rc = rt_model_part_write(s, row, K * sizeof(int32_t), err);
+        }
     }
-    if (rt_model_part_end(s, err) || rt_model_part_begin(s, "docs", "<i4", n, 1, err))
+    free(row);
+    if (rc || rt_model_part_end(s, err) || rt_model_part_begin(s, "docs", "<i4", n, 1, err))
         return -1;
     for (uint32_t i = 0; i < a->core.n_local; i++)
         if (rt_model_part_write(s, a->shards[i].row_ids,
@@ -160,10 +170,10 @@ static json_t *model_meta(lda_app *a)
         json_array_append_new(nk, json_integer((json_int_t)a->core.nk[k]));
     return json_pack("{s:s, s:i, s:f, s:f, s:s, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:s, s:o}",
                      "app", "lda", "topics", (int)o->K, "alpha", o->alpha, "beta", o->beta,
-                     "sampler", o->sampler == LDA_SAMPLER_MH ? "mh" : "sparse", "seed",
-                     (json_int_t)o->seed, "iters", (json_int_t)a->core.iters_done, "documents",
-                     (json_int_t)a->plan->n_rows, "words", (json_int_t)a->plan->n_cols, "tokens",
-                     (json_int_t)a->core.tokens, "ll_per_token", a->core.ll_per_token, "perplexity",
+                     "sampler", lda_sampler_name(o->sampler), "seed", (json_int_t)o->seed, "iters",
+                     (json_int_t)a->core.iters_done, "documents", (json_int_t)a->plan->n_rows,
+                     "words", (json_int_t)a->plan->n_cols, "tokens", (json_int_t)a->core.tokens,
+                     "ll_per_token", a->core.ll_per_token, "perplexity",
                      a->core.perplexity == a->core.perplexity ? a->core.perplexity : 0.0,
                      "sample_seconds", a->sample_seconds, "plan", a->plan->dir, "topic_totals", nk);
 }

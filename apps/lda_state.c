@@ -38,6 +38,7 @@ void lda_worker_free(lda_worker *w)
         free(t->doc_off);
         free(t->z);
         free(t->ndk);
+        free(t->aux);
         free(t->blk_run);
         free(t->run_word);
         free(t->run_end);
@@ -106,7 +107,13 @@ static int tokens_build(lda_tokens *t, const rt_plan *plan, const uint64_t *off,
     t->tok_pos = xcalloc(t->n_tokens, sizeof(uint32_t), &fail);
     t->run_word = xcalloc(runs, sizeof(uint32_t), &fail);
     t->run_end = xcalloc(runs, sizeof(uint64_t), &fail);
-    t->ndk = xcalloc((size_t)n_docs * K, sizeof(int32_t), &fail);
+    /* the warp sampler keeps no document-topic matrix for its training documents */
+    int warp = o->sampler == LDA_SAMPLER_WARP && !test_ids;
+    t->aux_stride = 1 + o->mh_steps;
+    if (warp)
+        t->aux = xcalloc(t->n_tokens * (1 + o->mh_steps), sizeof(uint16_t), &fail);
+    else
+        t->ndk = xcalloc((size_t)n_docs * K, sizeof(int32_t), &fail);
     if (test_ids) {
         t->held_word = xcalloc(held_entries, sizeof(uint32_t), &fail);
         t->held_doc = xcalloc(held_entries, sizeof(uint32_t), &fail);
@@ -144,7 +151,11 @@ static int tokens_build(lda_tokens *t, const rt_plan *plan, const uint64_t *off,
                 t->tok_doc[tok] = d;
                 t->tok_pos[tok] = (uint32_t)p;
                 t->z[p] = k;
-                t->ndk[(size_t)d * K + k]++;
+                if (warp)
+                    for (uint32_t m = 0; m <= o->mh_steps; m++) /* counted k, no proposal yet */
+                        t->aux[p * (1 + o->mh_steps) + m] = k;
+                else
+                    t->ndk[(size_t)d * K + k]++;
                 tok++;
             }
             t->run_end[run - 1] = tok;
@@ -171,6 +182,8 @@ static int tokens_build(lda_tokens *t, const rt_plan *plan, const uint64_t *off,
 static int doc_nz_build(lda_tokens *t, uint32_t K, rt_error *err)
 {
     int fail = 0;
+    if (!t->ndk)
+        return 0;
     t->dnz_off = xcalloc(t->n_docs + 1, sizeof(uint64_t), &fail);
     t->dnz_n = xcalloc(t->n_docs, sizeof(uint32_t), &fail);
     if (fail)

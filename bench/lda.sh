@@ -2,7 +2,7 @@
 # lda.sh - rotor LDA next to WarpLDA on the same corpus files; prints JSON.
 #
 #   bench/lda.sh [--quick] [--corpora synthetic,kos,ap] [--topics 100,1000,10000]
-#                [--samplers mh,sparse] [--threads T] [--iters N] [--rounds R]
+#                [--samplers warp,mh:4,sparse] [--threads T] [--iters N] [--rounds R]
 #                [--ll-iters 10,20,...] [--warplda-wait passive|active]
 #                [--no-warplda] [--keep DIR]
 #
@@ -32,6 +32,7 @@
 # a machine shared with other work, spinning at its barriers halved its
 # speed (KOS, K = 100, load average 14 on 2 cores: 1.2-1.5M tokens/s
 # active, 2.3-3.0M passive).
+# --samplers: NAME or NAME:M (--mh-steps M), reported as rotor-NAME[-mM].
 # --quick: KOS only, K = 100 and 1000, 20 iterations, 1 round, 2 points.
 # WarpLDA is built by ../shared/anchors/build.sh (into $ANCHORS_DIR, default
 # /tmp/rotor-anchors) unless WARPLDA=path/to/warplda and WARPLDA_FORMAT are
@@ -40,7 +41,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ROTOR=${ROTOR:-$ROOT/build/tools/rotor}
 DATA=${ROTOR_DATA_DIR:-$ROOT/../shared/data}
-corpora=synthetic,kos,ap topics=100,1000,10000 samplers=mh,sparse threads=2 iters=50 rounds=3
+corpora=synthetic,kos,ap topics=100,1000,10000 samplers=warp,mh,sparse threads=2 iters=50 rounds=3
 ll_iters=10,20,30,40,50 warp=1 keep="" wait=passive
 while [ $# -gt 0 ]; do
     case $1 in
@@ -111,7 +112,7 @@ done
 
 tools=()
 [ "$warp" = 1 ] && tools+=(warplda)
-for s in ${samplers//,/ }; do tools+=("rotor-$s"); done
+for s in ${samplers//,/ }; do tools+=("rotor-${s/:/-m}"); done # NAME:M = --mh-steps M
 
 # run TOOL CORPUS K ITERS TAG [save]: one run; GNU time writes "peak_kB seconds"
 run() {
@@ -129,10 +130,11 @@ run() {
             rm -f "$base.z"
         fi
     else
-        local out=() every=$((n / 2))
+        local out=() every=$((n / 2)) sampler=${tool#rotor-} steps=()
+        case $sampler in *-m*) steps=(--mh-steps "${sampler##*-m}") sampler=${sampler%-m*} ;; esac
         [ -n "$save" ] && out=(--out "$base.model") every=$n
         /usr/bin/time -f "%M %e" -o "$base.time" "$ROTOR" train --plan "$TMP/plan-$c" --app lda \
-            --threads "$threads" --sampler "${tool#rotor-}" --topics "$K" --alpha "$alpha" \
+            --threads "$threads" --sampler "$sampler" "${steps[@]}" --topics "$K" --alpha "$alpha" \
             --beta 0.01 --iters "$n" --eval-every "$every" --seed 1 \
             --metrics "$base.metrics" "${out[@]}" >"$base.log" 2>&1
         if [ -n "$save" ]; then

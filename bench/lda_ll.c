@@ -6,8 +6,9 @@
  *   lda_ll --alpha A --beta B --topics K --rotor-model DIR
  *
  * WarpLDA's --dumpz file has one line per document, "N w:k w:k ...", the
- * word and topic of each token.  rotor's --out directory has
- * word_topic.npy (V x K int32 n_wk) and doc_topic.npy (D x K int32 n_dk).
+ * word and topic of each token.  rotor's --out directory has the parts
+ * word_topic.part-*.npy (int32 n_wk, K columns) and doc_topic.part-*.npy
+ * (n_dk), or after `rotor export` word_topic.npy and doc_topic.npy.
  * Either is reduced to the counts n_wk, n_dk, n_k and scored with the
  * Griffiths & Steyvers joint log-likelihood
  *
@@ -25,6 +26,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <glob.h>
+#include <unistd.h>
 
 typedef struct sums {
     double word, doc, doc_len; /* the three data-dependent parts */
@@ -141,47 +144,68 @@ static FILE *npy_open(const char *path, uint64_t *rows, uint64_t *cols)
     return fp;
 }
 
-static void read_rotor(const char *dir, uint32_t K, double alpha, double beta, sums *s)
+/* Add the rows of one int32 npy of K columns: to the word part (and n_k),
+ * or to the document part. */
+static void add_rows(const char *path, uint32_t K, double prior, int words, sums *s)
 {
-    char path[4096];
     uint64_t rows, cols;
     int32_t *row = malloc((size_t)K * sizeof(int32_t));
     if (!row)
         die("out of memory", NULL);
-    snprintf(path, sizeof(path), "%s/word_topic.npy", dir);
     FILE *fp = npy_open(path, &rows, &cols);
     if (cols != K)
-        die("word_topic.npy: columns differ from --topics", path);
-    for (uint64_t w = 0; w < rows; w++) {
-        if (fread(row, sizeof(int32_t), K, fp) != K)
-            die("short file", path);
-        for (uint32_t k = 0; k < K; k++)
-            if (row[k] > 0) {
-                s->word += lgamma(row[k] + beta) - lgamma(beta);
-                s->nk[k] += row[k];
-            }
-    }
-    fclose(fp);
-    s->words = rows;
-    snprintf(path, sizeof(path), "%s/doc_topic.npy", dir);
-    fp = npy_open(path, &rows, &cols);
-    if (cols != K)
-        die("doc_topic.npy: columns differ from --topics", path);
-    for (uint64_t d = 0; d < rows; d++) {
+        die("columns differ from --topics", path);
+    for (uint64_t i = 0; i < rows; i++) {
         if (fread(row, sizeof(int32_t), K, fp) != K)
             die("short file", path);
         uint64_t len = 0;
         for (uint32_t k = 0; k < K; k++)
             if (row[k] > 0) {
-                s->doc += lgamma(row[k] + alpha) - lgamma(alpha);
-                len += (uint64_t)row[k];
+                double lg = lgamma(row[k] + prior) - lgamma(prior);
+                if (words) {
+                    s->word += lg;
+                    s->nk[k] += row[k];
+                } else {
+                    s->doc += lg;
+                    len += (uint64_t)row[k];
+                }
             }
-        s->doc_len += lgamma((double)len + K * alpha);
-        s->tokens += len;
+        if (!words) {
+            s->doc_len += lgamma((double)len + K * prior);
+            s->tokens += len;
+        }
     }
-    s->docs = rows;
     fclose(fp);
     free(row);
+    if (words)
+        s->words += rows;
+    else
+        s->docs += rows;
+}
+
+/* DIR/NAME.npy (an exported model) or every DIR/NAME.part-*.npy (as saved). */
+static void add_matrix(const char *dir, const char *name, uint32_t K, double prior, int words,
+                       sums *s)
+{
+    char pat[4096];
+    glob_t g;
+    snprintf(pat, sizeof(pat), "%s/%s.npy", dir, name);
+    if (access(pat, R_OK) == 0) {
+        add_rows(pat, K, prior, words, s);
+        return;
+    }
+    snprintf(pat, sizeof(pat), "%s/%s.part-*.npy", dir, name);
+    if (glob(pat, 0, NULL, &g) != 0)
+        die("no such matrix", pat);
+    for (size_t i = 0; i < g.gl_pathc; i++)
+        add_rows(g.gl_pathv[i], K, prior, words, s);
+    globfree(&g);
+}
+
+static void read_rotor(const char *dir, uint32_t K, double alpha, double beta, sums *s)
+{
+    add_matrix(dir, "word_topic", K, beta, 1, s);
+    add_matrix(dir, "doc_topic", K, alpha, 0, s);
 }
 
 int main(int argc, char **argv)

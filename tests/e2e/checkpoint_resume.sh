@@ -55,6 +55,14 @@ for app in sgd-mf cd-mf lda; do
         fail "$app: 6 and 12 give the same model (nothing trained?)"
 done
 
+note "lda --sampler warp (its per-token proposals are state): 6 then resume to 12 == straight 12"
+read -r -a opts <<<"${OPTS[lda]/--sampler mh/--sampler warp}"
+train2 "$TMP/warp-12.log" "${opts[@]}" --iters 12 --out "$TMP/warp-12" || fail "warp straight"
+train2 "$TMP/warp-6.log" "${opts[@]}" --iters 6 --checkpoint "$TMP/warp-ck6" || fail "warp half"
+train2 "$TMP/warp-r.log" "${opts[@]}" --iters 12 --resume "$TMP/warp-ck6" --out "$TMP/warp-r" ||
+    fail "warp resume"
+same_model lda "$TMP/warp-12" "$TMP/warp-r" "resumed warp run"
+
 note "a damaged state file and another split are refused"
 ck=$(ls -d "$TMP"/sgd-mf-ck6/ckpt-* | tail -1)
 read -r -a opts <<<"${OPTS[sgd-mf]}"

@@ -1,0 +1,158 @@
+/* lda_warp.c - the warp sampler: WarpLDA's split of each sweep into a word
+ * phase and a document phase (Chen et al., VLDB'16), on the rotation.
+ *
+ * Each token carries its topic z (doc-major, as for the other samplers),
+ * the topic its word's block currently counts for it, and M = --mh-steps
+ * pending Metropolis-Hastings proposals (t->aux, 1 + M u16 per token).
+ *
+ * Document phase, before a worker's first block visit of a sweep, document
+ * by document with the document's counts in dense thread scratch: accept
+ * or reject, one after the other, the token's pending word proposals, each was drawn from
+ * q_w(k) ∝ n_wk + beta, so the word factor of the conditional cancels and
+ *     ratio = (n_dt + alpha) (n_s + V beta) / ((n_ds + alpha) (n_t + V beta))
+ * (counts without the token); then draw the next M proposals from the
+ * document, q_d(k) ∝ n_dk + alpha: the topic of a random token of the
+ * document, or a uniform topic.  No word counts are needed, so no block.
+ *
+ * Word phase, at each block visit, word by word with the word's counts
+ * loaded from the block: first move the token's count in the block to its
+ * current topic if the document phase changed it (the delayed count
+ * update), then accept or reject the pending document proposals, whose
+ * document factor cancels:
+ *     ratio = (n_wt + beta) (n_s + V beta) / ((n_ws + beta) (n_t + V beta))
+ * and draw the next M word proposals from an alias table over the word's
+ * counts after the word's tokens moved (or a uniform topic).  No document counts are needed,
+ * so there is no document-topic matrix at all: memory grows with tokens,
+ * not with K x documents.
+ *
+ * As in WarpLDA, each proposal is drawn from counts that move on before it
+ * is judged (delayed updates), which the acceptance ratios ignore; the
+ * topic totals n_k are the worker's own (global snapshot + its changes).
+ * Every random draw comes from a stream per (worker, sweep, block) or
+ * (worker, sweep) for the document phase, so any split of the workers over
+ * nodes and threads gives the same chain. */
+#include "apps/lda.h"
+
+#include <string.h>
+
+/* Metropolis-Hastings acceptance of topic t for a token now at s, when the
+ * proposal cancels all but the factor (c_t + prior) / (n_t + V beta):
+ * c and n are counts with the token, at s. */
+static inline int accept(double ct, double cs, double prior, int64_t nt, int64_t ns, double vbeta,
+                         rt_rng *rng)
+{
+    double num = (ct + prior) * ((double)ns - 1 + vbeta);
+    double den = (cs - 1 + prior) * ((double)nt + vbeta);
+    return num >= den || rt_rng_uniform(rng) * den < num;
+}
+
+int lda_visit_warp(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
+                   rt_rng *rng, rt_error *err)
+{
+    lda_tokens *t = &w->train;
+    const uint32_t K = c->o->K, M = c->o->mh_steps, S = M + 1;
+    const double beta = c->o->beta, vbeta = c->vbeta, Kbeta = K * beta;
+    int64_t *nk = w->nk;
+    lda_word *wd = &s->word;
+    uint16_t *z = t->z, *aux = t->aux;
+    uint64_t i = t->blk_tok[b];
+    for (uint64_t r = t->blk_run[b]; r < t->blk_run[b + 1]; r++) {
+        uint32_t cap, j = t->run_word[r];
+        uint32_t *slice = lda_word_slice(c, b, j, payload, &cap);
+        lda_word_load(wd, K, slice, cap);
+        int32_t *nwk = wd->nwk;
+        const uint64_t first = i;
+        for (; i < t->run_end[r]; i++) {
+            uint16_t *a = aux + (size_t)t->tok_pos[i] * S;
+            uint32_t p = t->tok_pos[i], k = z[p];
+            if (a[0] != k) { /* delayed update from the document phase */
+                nwk[a[0]]--;
+                if (nwk[k]++ == 0)
+                    lda_word_nz_add(wd, k);
+                a[0] = (uint16_t)k;
+            }
+            for (uint32_t m = 1; m <= M; m++) {
+                uint32_t prop = a[m];
+                if (prop == k || !accept(nwk[prop], nwk[k], beta, nk[prop], nk[k], vbeta, rng))
+                    continue;
+                nwk[k]--;
+                if (nwk[prop]++ == 0)
+                    lda_word_nz_add(wd, prop);
+                nk[k]--;
+                nk[prop]++;
+                k = prop;
+            }
+            z[p] = (uint16_t)k;
+            a[0] = (uint16_t)k;
+        }
+        /* the next word proposals, from the counts as they are now */
+        uint32_t n_alias = wd->n_nz;
+        double nw = 0;
+        for (uint32_t x = 0; x < n_alias; x++)
+            nw += nwk[wd->nz[x]];
+        if (nw > 0)
+            lda_alias_build(s, wd, nw);
+        const double p_counts = nw / (nw + Kbeta); /* q_w: the counts' share of the mass */
+        for (uint64_t x = first; x < i; x++) {
+            uint16_t *a = aux + (size_t)t->tok_pos[x] * S;
+            for (uint32_t m = 1; m <= M; m++)
+                a[m] = (uint16_t)(rt_rng_uniform(rng) < p_counts ? lda_alias_draw(s, n_alias, rng)
+                                                                 : lda_below(rng, K));
+        }
+        if (lda_word_store(wd, K))
+            return lda_overflow(b, j, err);
+    }
+    return 0;
+}
+
+void lda_doc_phase(const lda_ctx *c, lda_worker *w, lda_scratch *s, rt_rng *rng)
+{
+    lda_tokens *t = &w->train;
+    const uint32_t K = c->o->K, M = c->o->mh_steps, S = M + 1;
+    const double alpha = c->o->alpha, vbeta = c->vbeta, Kalpha = K * alpha;
+    int64_t *nk = w->nk;
+    int32_t *cnt = s->dcnt;
+    uint16_t *z = t->z, *aux = t->aux;
+    for (uint32_t d = 0; d < t->n_docs; d++) {
+        const uint64_t beg = t->doc_off[d], end = t->doc_off[d + 1];
+        const uint32_t len = (uint32_t)(end - beg);
+        if (!len)
+            continue;
+        for (uint64_t p = beg; p < end; p++)
+            cnt[z[p]]++;
+        for (uint64_t p = beg; p < end; p++) {
+            const uint16_t *a = aux + p * S;
+            uint32_t k = z[p];
+            for (uint32_t m = 1; m <= M; m++) {
+                uint32_t prop = a[m];
+                if (prop == k || !accept(cnt[prop], cnt[k], alpha, nk[prop], nk[k], vbeta, rng))
+                    continue;
+                cnt[k]--;
+                cnt[prop]++;
+                nk[k]--;
+                nk[prop]++;
+                k = prop;
+            }
+            z[p] = (uint16_t)k;
+        }
+        /* the next document proposals, from the topics as they are now */
+        const double p_counts = len / (len + Kalpha); /* q_d: the counts' share of the mass */
+        for (uint64_t p = beg; p < end; p++) {
+            uint16_t *a = aux + p * S;
+            for (uint32_t m = 1; m <= M; m++)
+                a[m] = (uint16_t)(rt_rng_uniform(rng) < p_counts ? z[beg + lda_below(rng, len)]
+                                                                 : lda_below(rng, K));
+            cnt[z[p]] = 0;
+        }
+    }
+}
+
+void lda_doc_counts(const lda_tokens *t, uint32_t K, uint32_t d, int32_t *row)
+{
+    if (t->ndk) {
+        memcpy(row, t->ndk + (size_t)d * K, K * sizeof(int32_t));
+        return;
+    }
+    for (uint64_t p = t->doc_off[d]; p < t->doc_off[d + 1]; p++)
+        row[t->z[p]]++;
+}
