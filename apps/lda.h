@@ -165,10 +165,12 @@ typedef struct lda_tokens {
     uint32_t n_docs;
     uint64_t n_tokens;
     uint64_t *doc_off; /* n_docs + 1 into z: each document's tokens (doc-major) */
-    uint16_t *z;       /* topic of every token, doc-major */
+    uint16_t *z;       /* topic of every token, doc-major (NULL when aux holds them) */
     int32_t *ndk;      /* n_docs x K (NULL for the warp sampler's training tokens) */
-    uint16_t *aux;     /* warp: per token (doc-major) its counted topic, then mh_steps proposals */
-    uint32_t aux_stride; /* 1 + mh_steps */
+    /* warp: per token (doc-major) one record of aux_stride = 2 + mh_steps
+     * u16: its topic, the topic its block counts, its pending proposals */
+    uint16_t *aux;
+    uint32_t aux_stride;
     /* the same tokens word-major, per data block, cut into runs of one word */
     uint64_t *blk_run;  /* B + 1 into run_word / run_end */
     uint32_t *run_word; /* block-local word of the run */
@@ -268,6 +270,12 @@ static inline uint32_t lda_below(rt_rng *r, uint32_t n)
  * of (seed, gdoc, gword, i), shared by training's held-out documents and
  * rotor infer. */
 int lda_token_held(uint64_t seed, uint32_t gdoc, uint32_t gword, uint32_t i);
+
+/* The topic of token p (doc-major) of t, whichever sampler keeps it. */
+static inline uint32_t lda_topic(const lda_tokens *t, uint64_t p)
+{
+    return t->aux ? t->aux[p * t->aux_stride] : t->z[p];
+}
 
 /* Random stream for (seed, worker, rotation, block, purpose); purpose 0
  * samples a block visit, 1 and 2 draw the initial topics (lda_state.c). */

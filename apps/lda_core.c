@@ -194,17 +194,16 @@ typedef struct lda_scalars {
     uint64_t iters_done;
 } lda_scalars;
 
-/* One token set's mutable state: topics, and either the doc-topic counts
- * with each document's list of nonzero topics (its order steers the
- * sparse sampler) or, for the warp sampler, each token's counted topic and
- * pending proposal. */
+/* One token set's mutable state: the topics with the doc-topic counts and
+ * each document's list of nonzero topics (its order steers the sparse
+ * sampler), or for the warp sampler each token's record (topic, counted
+ * topic, pending proposals). */
 static int tokens_put(rt_state_writer *w, const lda_tokens *t, uint32_t K, rt_error *err)
 {
-    if (rt_state_put(w, "z", t->z, t->n_tokens * sizeof(uint16_t), err))
-        return -1;
     if (t->aux)
         return rt_state_put(w, "aux", t->aux, t->n_tokens * t->aux_stride * sizeof(uint16_t), err);
-    return rt_state_put(w, "ndk", t->ndk, (size_t)t->n_docs * K * sizeof(int32_t), err) ||
+    return rt_state_put(w, "z", t->z, t->n_tokens * sizeof(uint16_t), err) ||
+                   rt_state_put(w, "ndk", t->ndk, (size_t)t->n_docs * K * sizeof(int32_t), err) ||
                    rt_state_put(w, "dnz", t->dnz, t->dnz_off[t->n_docs] * sizeof(uint16_t), err) ||
                    rt_state_put(w, "dnz_n", t->dnz_n, t->n_docs * sizeof(uint32_t), err)
                ? -1
@@ -213,11 +212,10 @@ static int tokens_put(rt_state_writer *w, const lda_tokens *t, uint32_t K, rt_er
 
 static int tokens_get(rt_state_reader *r, lda_tokens *t, uint32_t K, rt_error *err)
 {
-    if (rt_state_get(r, "z", t->z, t->n_tokens * sizeof(uint16_t), err))
-        return -1;
     if (t->aux)
         return rt_state_get(r, "aux", t->aux, t->n_tokens * t->aux_stride * sizeof(uint16_t), err);
-    return rt_state_get(r, "ndk", t->ndk, (size_t)t->n_docs * K * sizeof(int32_t), err) ||
+    return rt_state_get(r, "z", t->z, t->n_tokens * sizeof(uint16_t), err) ||
+                   rt_state_get(r, "ndk", t->ndk, (size_t)t->n_docs * K * sizeof(int32_t), err) ||
                    rt_state_get(r, "dnz", t->dnz, t->dnz_off[t->n_docs] * sizeof(uint16_t), err) ||
                    rt_state_get(r, "dnz_n", t->dnz_n, t->n_docs * sizeof(uint32_t), err)
                ? -1

@@ -49,11 +49,11 @@ double lda_worker_doc_lgamma(const lda_tokens *t, uint32_t K, double alpha)
         } else if (row) {
             uint32_t distinct = 0;
             for (uint64_t p = beg; p < end; p++)
-                distinct += row[t->z[p]]++ == 0;
+                distinct += row[lda_topic(t, p)]++ == 0;
             for (uint64_t p = beg; p < end; p++)
-                if (row[t->z[p]]) {
-                    sum += lgamma(row[t->z[p]] + alpha);
-                    row[t->z[p]] = 0;
+                if (row[lda_topic(t, p)]) {
+                    sum += lgamma(row[lda_topic(t, p)] + alpha);
+                    row[lda_topic(t, p)] = 0;
                 }
             sum += (double)(K - distinct) * lg0;
         } else {

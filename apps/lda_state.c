@@ -102,17 +102,19 @@ static int tokens_build(lda_tokens *t, const rt_plan *plan, const uint64_t *off,
     }
     for (uint32_t d = 0; d < n_docs; d++)
         t->doc_off[d + 1] += t->doc_off[d];
-    t->z = xcalloc(t->n_tokens, sizeof(uint16_t), &fail);
+    /* the warp sampler keeps the topics in its token records, and no
+     * document-topic matrix for its training documents */
+    int warp = o->sampler == LDA_SAMPLER_WARP && !test_ids;
+    t->aux_stride = 2 + o->mh_steps;
+    if (warp)
+        t->aux = xcalloc(t->n_tokens * t->aux_stride, sizeof(uint16_t), &fail);
+    else
+        t->z = xcalloc(t->n_tokens, sizeof(uint16_t), &fail);
     t->tok_doc = xcalloc(t->n_tokens, sizeof(uint32_t), &fail);
     t->tok_pos = xcalloc(t->n_tokens, sizeof(uint32_t), &fail);
     t->run_word = xcalloc(runs, sizeof(uint32_t), &fail);
     t->run_end = xcalloc(runs, sizeof(uint64_t), &fail);
-    /* the warp sampler keeps no document-topic matrix for its training documents */
-    int warp = o->sampler == LDA_SAMPLER_WARP && !test_ids;
-    t->aux_stride = 1 + o->mh_steps;
-    if (warp)
-        t->aux = xcalloc(t->n_tokens * (1 + o->mh_steps), sizeof(uint16_t), &fail);
-    else
+    if (!warp)
         t->ndk = xcalloc((size_t)n_docs * K, sizeof(int32_t), &fail);
     if (test_ids) {
         t->held_word = xcalloc(held_entries, sizeof(uint32_t), &fail);
@@ -150,12 +152,13 @@ static int tokens_build(lda_tokens *t, const rt_plan *plan, const uint64_t *off,
                 uint16_t k = (uint16_t)lda_below(&rng, K);
                 t->tok_doc[tok] = d;
                 t->tok_pos[tok] = (uint32_t)p;
-                t->z[p] = k;
-                if (warp)
-                    for (uint32_t m = 0; m <= o->mh_steps; m++) /* counted k, no proposal yet */
-                        t->aux[p * (1 + o->mh_steps) + m] = k;
-                else
+                if (warp) { /* topic k, counted as k, no proposal yet */
+                    for (uint32_t m = 0; m < t->aux_stride; m++)
+                        t->aux[p * t->aux_stride + m] = k;
+                } else {
+                    t->z[p] = k;
                     t->ndk[(size_t)d * K + k]++;
+                }
                 tok++;
             }
             t->run_end[run - 1] = tok;

@@ -1,9 +1,11 @@
 /* lda_warp.c - the warp sampler: WarpLDA's split of each sweep into a word
  * phase and a document phase (Chen et al., VLDB'16), on the rotation.
  *
- * Each token carries its topic z (doc-major, as for the other samplers),
- * the topic its word's block currently counts for it, and M = --mh-steps
- * pending Metropolis-Hastings proposals (t->aux, 1 + M u16 per token).
+ * Each token has a record of 2 + M u16 (t->aux, doc-major; M = --mh-steps):
+ * its topic, the topic its word's block currently counts for it, and M
+ * pending Metropolis-Hastings proposals; one record is all the word phase
+ * touches per token (one cache miss), and the document phase reads a
+ * document's records in a row.
  *
  * Document phase, before a worker's first block visit of a sweep, document
  * by document with the document's counts in dense thread scratch: accept
@@ -35,6 +37,8 @@
 
 #include <string.h>
 
+#define PREFETCH 16 /* tokens ahead (a few hundred ns of sampling) */
+
 /* Metropolis-Hastings acceptance of topic t for a token now at s, when the
  * proposal cancels all but the factor (c_t + prior) / (n_t + V beta):
  * c and n are counts with the token, at s. */
@@ -50,12 +54,15 @@ int lda_visit_warp(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payloa
                    rt_rng *rng, rt_error *err)
 {
     lda_tokens *t = &w->train;
-    const uint32_t K = c->o->K, M = c->o->mh_steps, S = M + 1;
+    const uint32_t K = c->o->K, M = c->o->mh_steps, S = t->aux_stride;
     const double beta = c->o->beta, vbeta = c->vbeta, Kbeta = K * beta;
     int64_t *nk = w->nk;
     lda_word *wd = &s->word;
-    uint16_t *z = t->z, *aux = t->aux;
+    uint16_t *aux = t->aux;
     uint64_t i = t->blk_tok[b];
+    /* the records are visited in word order, scattered over the documents:
+     * fetch the one PREFETCH tokens ahead while this one is sampled */
+    const uint64_t ahead_end = t->blk_tok[b + 1] > PREFETCH ? t->blk_tok[b + 1] - PREFETCH : 0;
     for (uint64_t r = t->blk_run[b]; r < t->blk_run[b + 1]; r++) {
         uint32_t cap, j = t->run_word[r];
         uint32_t *slice = lda_word_slice(c, b, j, payload, &cap);
@@ -64,14 +71,15 @@ int lda_visit_warp(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payloa
         const uint64_t first = i;
         for (; i < t->run_end[r]; i++) {
             uint16_t *a = aux + (size_t)t->tok_pos[i] * S;
-            uint32_t p = t->tok_pos[i], k = z[p];
-            if (a[0] != k) { /* delayed update from the document phase */
-                nwk[a[0]]--;
+            if (i < ahead_end)
+                __builtin_prefetch(aux + (size_t)t->tok_pos[i + PREFETCH] * S, 1);
+            uint32_t k = a[0];
+            if (a[1] != k) { /* delayed update from the document phase */
+                nwk[a[1]]--;
                 if (nwk[k]++ == 0)
                     lda_word_nz_add(wd, k);
-                a[0] = (uint16_t)k;
             }
-            for (uint32_t m = 1; m <= M; m++) {
+            for (uint32_t m = 2; m < M + 2; m++) {
                 uint32_t prop = a[m];
                 if (prop == k || !accept(nwk[prop], nwk[k], beta, nk[prop], nk[k], vbeta, rng))
                     continue;
@@ -82,8 +90,7 @@ int lda_visit_warp(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payloa
                 nk[prop]++;
                 k = prop;
             }
-            z[p] = (uint16_t)k;
-            a[0] = (uint16_t)k;
+            a[0] = a[1] = (uint16_t)k;
         }
         /* the next word proposals, from the counts as they are now */
         uint32_t n_alias = wd->n_nz;
@@ -95,7 +102,7 @@ int lda_visit_warp(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payloa
         const double p_counts = nw / (nw + Kbeta); /* q_w: the counts' share of the mass */
         for (uint64_t x = first; x < i; x++) {
             uint16_t *a = aux + (size_t)t->tok_pos[x] * S;
-            for (uint32_t m = 1; m <= M; m++)
+            for (uint32_t m = 2; m < M + 2; m++)
                 a[m] = (uint16_t)(rt_rng_uniform(rng) < p_counts ? lda_alias_draw(s, n_alias, rng)
                                                                  : lda_below(rng, K));
         }
@@ -108,22 +115,20 @@ int lda_visit_warp(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payloa
 void lda_doc_phase(const lda_ctx *c, lda_worker *w, lda_scratch *s, rt_rng *rng)
 {
     lda_tokens *t = &w->train;
-    const uint32_t K = c->o->K, M = c->o->mh_steps, S = M + 1;
+    const uint32_t K = c->o->K, M = c->o->mh_steps, S = t->aux_stride;
     const double alpha = c->o->alpha, vbeta = c->vbeta, Kalpha = K * alpha;
     int64_t *nk = w->nk;
     int32_t *cnt = s->dcnt;
-    uint16_t *z = t->z, *aux = t->aux;
     for (uint32_t d = 0; d < t->n_docs; d++) {
-        const uint64_t beg = t->doc_off[d], end = t->doc_off[d + 1];
-        const uint32_t len = (uint32_t)(end - beg);
+        uint16_t *beg = t->aux + t->doc_off[d] * S, *end = t->aux + t->doc_off[d + 1] * S;
+        const uint32_t len = (uint32_t)(t->doc_off[d + 1] - t->doc_off[d]);
         if (!len)
             continue;
-        for (uint64_t p = beg; p < end; p++)
-            cnt[z[p]]++;
-        for (uint64_t p = beg; p < end; p++) {
-            const uint16_t *a = aux + p * S;
-            uint32_t k = z[p];
-            for (uint32_t m = 1; m <= M; m++) {
+        for (uint16_t *a = beg; a < end; a += S)
+            cnt[a[0]]++;
+        for (uint16_t *a = beg; a < end; a += S) {
+            uint32_t k = a[0];
+            for (uint32_t m = 2; m < M + 2; m++) {
                 uint32_t prop = a[m];
                 if (prop == k || !accept(cnt[prop], cnt[k], alpha, nk[prop], nk[k], vbeta, rng))
                     continue;
@@ -133,16 +138,16 @@ void lda_doc_phase(const lda_ctx *c, lda_worker *w, lda_scratch *s, rt_rng *rng)
                 nk[prop]++;
                 k = prop;
             }
-            z[p] = (uint16_t)k;
+            a[0] = (uint16_t)k;
         }
         /* the next document proposals, from the topics as they are now */
         const double p_counts = len / (len + Kalpha); /* q_d: the counts' share of the mass */
-        for (uint64_t p = beg; p < end; p++) {
-            uint16_t *a = aux + p * S;
-            for (uint32_t m = 1; m <= M; m++)
-                a[m] = (uint16_t)(rt_rng_uniform(rng) < p_counts ? z[beg + lda_below(rng, len)]
-                                                                 : lda_below(rng, K));
-            cnt[z[p]] = 0;
+        for (uint16_t *a = beg; a < end; a += S) {
+            for (uint32_t m = 2; m < M + 2; m++)
+                a[m] =
+                    (uint16_t)(rt_rng_uniform(rng) < p_counts ? beg[(size_t)lda_below(rng, len) * S]
+                                                              : lda_below(rng, K));
+            cnt[a[0]] = 0;
         }
     }
 }
@@ -154,5 +159,5 @@ void lda_doc_counts(const lda_tokens *t, uint32_t K, uint32_t d, int32_t *row)
         return;
     }
     for (uint64_t p = t->doc_off[d]; p < t->doc_off[d + 1]; p++)
-        row[t->z[p]]++;
+        row[lda_topic(t, p)]++;
 }
