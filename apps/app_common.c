@@ -13,10 +13,20 @@ int rt_app_shards_open(const rt_plan *plan, uint32_t first, uint32_t n, rt_shard
     *shards = calloc(n ? n : 1, sizeof(rt_shard));
     if (!*shards)
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    /* Opening checks every section's checksum, so it reads all the bytes:
+     * the long part of a big job's start-up. */
+    uint64_t total = 0, done = 0;
     for (uint32_t t = 0; t < n; t++)
-        if (rt_shard_open(plan, first + t, &(*shards)[t], err))
-            return -1;
-    return 0;
+        total += plan->shard_bytes[first + t];
+    rt_progress progress;
+    rt_progress_start(&progress, "opening shards", "MB", 1e6, total);
+    int rc = 0;
+    for (uint32_t t = 0; t < n && rc == 0; t++) {
+        rc = rt_shard_open(plan, first + t, &(*shards)[t], err);
+        rt_progress_set(&progress, done += plan->shard_bytes[first + t]);
+    }
+    rt_progress_end(&progress);
+    return rc;
 }
 
 void rt_app_shards_close(rt_shard *shards, uint32_t n)
