@@ -85,6 +85,13 @@ int rt_corpus_read_vocab(const char *path, rt_corpus *c, rt_error *err)
     return 0;
 }
 
+/* The most documents, or words without a vocabulary file, a docword file
+ * of `bytes` bytes may declare. */
+static uint64_t header_bound(uint64_t bytes)
+{
+    return (1u << 20) + 16 * bytes;
+}
+
 typedef struct triple {
     uint32_t doc, word, count;
 } triple;
@@ -120,6 +127,21 @@ int rt_corpus_read_uci(const char *path, const rt_corpus_options *opt, rt_corpus
     if (D >= UINT32_MAX || W >= UINT32_MAX || NNZ > D * W) { /* D x W < 2^64 */
         rt_fail(err, RT_EXIT_INPUT, "%s:3: header D=%llu W=%llu NNZ=%llu is impossible", path,
                 (unsigned long long)D, (unsigned long long)W, (unsigned long long)NNZ);
+        goto out;
+    }
+    /* Documents without triples are kept, and without --vocab every word id
+     * 1..W gets a name: D and W cost memory whatever the body holds, so
+     * they are bounded by the file's size (generously: real corpora stay
+     * far below), not taken from a header that may lie. */
+    uint64_t most = header_bound(t.len);
+    if (D > most || (!opt->vocab && W > most)) {
+        int words = D <= most;
+        rt_fail(err, RT_EXIT_INPUT,
+                "%s:%d: header %s=%llu is more %s than a file of %llu bytes can describe (at "
+                "most %llu%s)",
+                path, words ? 2 : 1, words ? "W" : "D", (unsigned long long)(words ? W : D),
+                words ? "words" : "documents", (unsigned long long)t.len, (unsigned long long)most,
+                words ? "; a vocabulary file (--vocab) may name more" : "");
         goto out;
     }
     /* Each triple takes at least "1 1 1\n": room for the triples the rest of

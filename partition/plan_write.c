@@ -66,9 +66,11 @@ static int check_input(rt_plan_builder *pb, rt_error *err)
         check_entries(in->test, "test", in->app, in->test_rows ? pb->n_test_rows : pb->n_rows,
                       pb->n_cols, err) < 0)
         return -1;
-    if (pb->n_rows < W)
-        rt_warn("only %" PRIu64 " rows for %" PRIu64 " workers: some workers get no rows",
-                pb->n_rows, W);
+    if (pb->n_rows < W) /* a worker without rows would only pass blocks on */
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "plan: only %" PRIu64 " %s for %" PRIu64
+                       " workers (nodes x threads): each worker needs one; use fewer",
+                       pb->n_rows, in->app == RT_PLAN_LDA ? "training documents" : "rows", W);
     if (pb->n_cols < B)
         rt_warn("only %" PRIu64 " columns for %" PRIu64 " blocks: some blocks are empty",
                 pb->n_cols, B);
