@@ -126,7 +126,7 @@ static const rt_opt cd_options[] = {
      .max = HUGE_VAL,
      .flags = RT_OPT_MIN_OPEN,
      .help = "initial H ~ U(0, S), as LIBPMF; W and biases start at 0"},
-    {NULL}};
+    {0}};
 
 /* Initial factors drawn uniformly, as LIBPMF (not an option); --lambda
  * starts negative: "not given" (its default depends on --implicit). */

@@ -116,7 +116,7 @@ static const rt_opt lda_options[] = {
      .offset = offsetof(lda_opts, metrics),
      .metavar = "FILE",
      .help = "per-sweep metrics as JSON, rewritten after every evaluation"},
-    {NULL}};
+    {0}};
 
 static int lda_opts_done(void *opts, rt_error *err)
 {

@@ -112,7 +112,7 @@ static const rt_opt sgd_options[] = {
      .metavar = "auto|portable|avx2",
      .def = "auto",
      .help = "SGD inner loop: auto is avx2 where the CPU has it (both give the same bits)"},
-    {NULL}};
+    {0}};
 
 /* --lambda-bias defaults to --lambda (its field starts negative: "not given"). */
 static void sgd_opts_init(void *opts)

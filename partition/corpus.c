@@ -48,7 +48,7 @@ const rt_opt rt_corpus_option_table[] = {
      .metavar = "N",
      .def = "0",
      .help = "drop words with fewer than N tokens"},
-    {NULL}};
+    {0}};
 
 rt_corpus_format rt_corpus_format_parse(const char *name)
 {

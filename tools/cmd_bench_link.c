@@ -144,7 +144,7 @@ static const rt_opt bench_options[] = {
      .min = 1,
      .max = 1048576,
      .help = "the number of processes (with --rank)"},
-    {NULL}};
+    {0}};
 
 /* 0, 1 (help printed) or -1. */
 static int parse(int argc, char **argv, bench_opts *o, rt_error *err)

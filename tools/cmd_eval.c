@@ -98,7 +98,7 @@ static const rt_opt eval_options[] = {{.name = "model",
                                        .min = 1,
                                        .max = 64,
                                        .help = "threads ranking the items"},
-                                      {NULL}};
+                                      {0}};
 
 static void print_metrics_text(const char *who, const rt_rank_metrics *r)
 {

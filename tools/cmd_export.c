@@ -66,7 +66,7 @@ static const rt_opt export_options[] = {
      .type = RT_OPT_FLAG,
      .offset = offsetof(export_cmd_opts, quiet),
      .help = "no progress on standard error"},
-    {NULL}};
+    {0}};
 
 int cmd_export(int argc, char **argv)
 {

@@ -198,7 +198,7 @@ static const rt_opt help_options[] = {
      .type = RT_OPT_FLAG,
      .offset = offsetof(help_opts, completion),
      .help = "print the bash completion script"},
-    {NULL}};
+    {0}};
 
 int cmd_help(int argc, char **argv)
 {

@@ -96,7 +96,7 @@ static const rt_opt infer_options[] = {
      .type = RT_OPT_FLAG,
      .offset = offsetof(infer_opts, quiet),
      .help = "no progress or notes on stderr (warnings and errors only)"},
-    {NULL}};
+    {0}};
 
 static int parse(int argc, char **argv, infer_opts *o, rt_error *err)
 {

@@ -120,7 +120,7 @@ static const rt_opt launch_options[] = {{.name = "np",
                                          .min = 1,
                                          .max = 100000000,
                                          .help = "end the job after S seconds (exit status 1)"},
-                                        {NULL}};
+                                        {0}};
 
 /* Write all of buf to fd (our stdout/stderr). */
 static void emit(int fd, const char *buf, size_t len)

@@ -122,7 +122,7 @@ static const rt_opt partition_options[] = {
      .type = RT_OPT_FLAG,
      .offset = offsetof(partition_opts, quiet),
      .help = "no progress or notes on stderr (warnings and errors only)"},
-    {NULL}};
+    {0}};
 
 static const rt_opt partition_mf_options[] = {
     {.name = "test",
@@ -143,7 +143,7 @@ static const rt_opt partition_mf_options[] = {
      .offset = offsetof(partition_opts, verify),
      .metavar = "DIR",
      .help = "check an existing plan (manifest, layout, every shard) and do nothing else"},
-    {NULL}};
+    {0}};
 
 /* Two passes: the first learns --app (and prints --help with both kinds'
  * options), the second reads the options of that kind.  0, 1 (help) or -1. */

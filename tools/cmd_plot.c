@@ -71,7 +71,7 @@ static const rt_opt plot_options[] = {
      .type = RT_OPT_FLAG,
      .offset = offsetof(plot_opts, log_y),
      .help = "logarithmic y axis"},
-    {NULL}};
+    {0}};
 
 typedef struct run {
     const char *path;

@@ -189,7 +189,7 @@ static const rt_opt sim_options[] = {
      .type = RT_OPT_FLAG,
      .offset = offsetof(sim_opts, json),
      .help = "one JSON object per configuration instead of the table"},
-    {NULL}};
+    {0}};
 
 static int parse_nodes(const char *v, sim_opts *o, rt_error *err)
 {

@@ -38,7 +38,7 @@ static const rt_opt topics_options[] = {
      .min = 1,
      .max = 1000000,
      .help = "words per topic"},
-    {NULL}};
+    {0}};
 
 int cmd_topics(int argc, char **argv)
 {

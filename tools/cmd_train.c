@@ -123,7 +123,7 @@ static const rt_opt train_options[] = {
      .help = "continue from the newest complete checkpoint under DIR (same plan, split and "
              "options; --epochs, --iters and --outer count the total); the model ends "
              "bit-identical to an uninterrupted run"},
-    {NULL}};
+    {0}};
 
 /* 0, 1 (help printed) or -1. */
 static int parse_args(train_opts *o, void **app_opts, int argc, char **argv, rt_error *err)

@@ -112,7 +112,7 @@ static const rt_opt gen_lda_options[] = {
      .offset = offsetof(gen_args, out),
      .metavar = "FILE",
      .help = "corpus to write"},
-    {NULL}};
+    {0}};
 
 /* 0, 1 (help printed) or -1. */
 static int parse(int argc, char **argv, gen_args *g, rt_error *err)

@@ -117,7 +117,7 @@ static const rt_opt gen_mf_options[] = {
      .max = 1,
      .flags = RT_OPT_MAX_OPEN,
      .help = "fraction of all N ratings written to --test-out"},
-    {NULL}};
+    {0}};
 
 static int bad(const char *what, const char *arg)
 {

@@ -66,7 +66,7 @@ const rt_opt link_options[] = {
      .type = RT_OPT_FLAG,
      .offset = offsetof(link_opts, insecure),
      .help = "run several processes without a secret: anyone who reaches the ports can join"},
-    {NULL}};
+    {0}};
 
 void link_opts_init(link_opts *l, int peer_timeout_s)
 {

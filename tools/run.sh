@@ -102,7 +102,7 @@ main() {
         build build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DROTOR_SANITIZE=ON
         build build-fuzz --target fuzz_targets -- -DCMAKE_C_COMPILER=clang-14 \
             -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-            -DROTOR_FUZZ=ON -DROTOR_WERROR=OFF
+            -DROTOR_FUZZ=ON -DROTOR_WERROR=ON
         run_tests
         ;;
     build)

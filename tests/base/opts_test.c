@@ -92,7 +92,7 @@ static const rt_opt t_table[] = {{.name = "flag",
                                   .def = "slow",
                                   .choices = t_modes,
                                   .help = "how"},
-                                 {NULL}};
+                                 {0}};
 
 static const rt_command_doc t_doc = {
     .name = "test", .usage = "[OPTIONS] [ARGS]", .about = "A command for the tests."};
@@ -271,7 +271,7 @@ static const rt_opt t_required[] = {{.name = "plan",
                                      .metavar = "DIR",
                                      .flags = RT_OPT_REQUIRED,
                                      .help = "plan"},
-                                    {NULL}};
+                                    {0}};
 
 static void test_required_and_groups(void **state)
 {
