@@ -75,9 +75,11 @@ int rt_corpus_read_vocab(const char *path, rt_corpus *c, rt_error *err)
             return rt_error_prefix(err, "%s:%llu", path, (unsigned long long)line);
         }
         if (c->words.n == before) {
+            /* The message quotes the word, which lives in t: format it first. */
+            rt_fail(err, RT_EXIT_INPUT, "%s:%llu: duplicate word '%.*s' (also line %lld)", path,
+                    (unsigned long long)line, (int)(end - b), b, (long long)id + 1);
             rt_text_free(&t);
-            return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: duplicate word '%.*s' (also line %lld)",
-                           path, (unsigned long long)line, (int)(end - b), b, (long long)id + 1);
+            return -1;
         }
         s = next;
     }
