@@ -12,9 +12,11 @@ static int check_entries(const rt_plan *p, const uint64_t *off, const rt_entry *
     if (off[0] != 0 || off[p->blocks] != n_entries)
         return rt_fail(err, RT_EXIT_INPUT, "%s: %s offsets do not cover the entries", path, what);
     for (uint32_t b = 0; b < p->blocks; b++) {
-        if (off[b] > off[b + 1])
-            return rt_fail(err, RT_EXIT_INPUT, "%s: %s offsets decrease at block %u", path, what,
-                           b);
+        /* Checked block by block, so a later block's offset must not be
+         * trusted to bound this one: off[b + 1] may lie past the entries. */
+        if (off[b] > off[b + 1] || off[b + 1] > n_entries)
+            return rt_fail(err, RT_EXIT_INPUT, "%s: %s offsets decrease or overrun at block %u",
+                           path, what, b);
         uint32_t cols = rt_plan_block_cols(p, b);
         for (uint64_t i = off[b]; i < off[b + 1]; i++)
             if (e[i].row >= n_rows || e[i].col >= cols)
