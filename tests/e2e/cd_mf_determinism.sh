@@ -10,21 +10,15 @@ source "$(dirname "$0")/cd_mf_lib.sh"
 cd_mf_planted_plan 900 400 20000 3
 train=(train --plan "$TMP/plan" --app cd-mf --rank 5 --outer 3 --inner 2 --lambda 0.05)
 
-run() { # run NAME ARGS...: a training run whose log is $TMP/NAME.log, model $TMP/NAME/
-    local name=$1; shift
-    "$@" --out "$TMP/$name" 2>"$TMP/$name.log" || { cat "$TMP/$name.log" >&2; fail "run '$name' failed"; }
-}
-run a "$ROTOR" launch -n 2 -- "$ROTOR" "${train[@]}" --seed 7
-run b "$ROTOR" launch -n 2 -- "$ROTOR" "${train[@]}" --seed 7
-run serial "$ROTOR" "${train[@]}" --seed 7 --serial
-run t4 "$ROTOR" "${train[@]}" --seed 7 --threads 4
-run other "$ROTOR" "${train[@]}" --seed 8 --threads 4
+run_logged a "$ROTOR" launch -n 2 -- "$ROTOR" "${train[@]}" --seed 7
+run_logged b "$ROTOR" launch -n 2 -- "$ROTOR" "${train[@]}" --seed 7
+run_logged serial "$ROTOR" "${train[@]}" --seed 7 --serial
+run_logged t4 "$ROTOR" "${train[@]}" --seed 7 --threads 4
+run_logged other "$ROTOR" "${train[@]}" --seed 8 --threads 4
 
 single "$TMP/a" "$TMP/b" "$TMP/serial" "$TMP/t4" "$TMP/other"
 for m in b serial t4; do
-    for f in W.npy H.npy; do
-        cmp -s "$TMP/a.single/$f" "$TMP/$m.single/$f" || fail "$f of run '$m' differs from the 2x2 run"
-    done
+    same_as a "$m" W.npy H.npy
     [ "$(cd_mf_curve "$TMP/a.log")" = "$(cd_mf_curve "$TMP/$m.log")" ] ||
         fail "the logged objective curve of run '$m' differs from the 2x2 run"
 done

@@ -18,24 +18,18 @@ imp=(--implicit --confidence log --alpha 4 --unobserved-weight 0.2)
 train=(train --plan "$TMP/plan" --app cd-mf --rank $k --outer $outer --inner $inner
        --lambda $lambda --seed $seed "${imp[@]}")
 
-run() { # run NAME ARGS...: a training run whose log is $TMP/NAME.log, model $TMP/NAME/
-    local name=$1; shift
-    "$@" --out "$TMP/$name" 2>"$TMP/$name.log" || { cat "$TMP/$name.log" >&2; fail "run '$name' failed"; }
-}
 # Ratings of `rotor gen mf` can be negative; log confidence needs r >= 0.
 awk '{ $3 = ($3 < 0 ? -$3 : $3); print }' "$TMP/data.txt" >"$TMP/counts.txt"
 "$ROTOR" partition --input "$TMP/counts.txt" --test "$TMP/test.txt" --nodes 2 --threads 2 \
     --seed 3 --out "$TMP/plan" --force 2>"$TMP/partition.log" ||
     { cat "$TMP/partition.log" >&2; fail "rotor partition of the counts failed"; }
 
-run a "$ROTOR" launch -n 2 -- "$ROTOR" "${train[@]}"
-run serial "$ROTOR" "${train[@]}" --serial
-run t4 "$ROTOR" "${train[@]}" --threads 4
+run_logged a "$ROTOR" launch -n 2 -- "$ROTOR" "${train[@]}"
+run_logged serial "$ROTOR" "${train[@]}" --serial
+run_logged t4 "$ROTOR" "${train[@]}" --threads 4
 single "$TMP/a" "$TMP/serial" "$TMP/t4"
 for m in serial t4; do
-    for f in W.npy H.npy; do
-        cmp -s "$TMP/a.single/$f" "$TMP/$m.single/$f" || fail "$f of run '$m' differs from the 2x2 run"
-    done
+    same_as a "$m" W.npy H.npy
     [ "$(cd_mf_curve "$TMP/a.log")" = "$(cd_mf_curve "$TMP/$m.log")" ] ||
         fail "the logged objective curve of run '$m' differs from the 2x2 run"
 done
@@ -45,7 +39,7 @@ grep -q '"implicit": *true' "$TMP/a.single/model.json" || fail "model.json does 
 
 "$ROTOR" launch -n 2 -- "$ROTOR" "${train[@]}" --outer 2 --checkpoint "$TMP/ck" 2>"$TMP/half.log" ||
     { cat "$TMP/half.log" >&2; fail "the first half failed"; }
-run resumed "$ROTOR" launch -n 2 -- "$ROTOR" "${train[@]}" --resume "$TMP/ck"
+run_logged resumed "$ROTOR" launch -n 2 -- "$ROTOR" "${train[@]}" --resume "$TMP/ck"
 single "$TMP/resumed"
 for f in W.npy H.npy; do
     cmp -s "$TMP/a.single/$f" "$TMP/resumed.single/$f" ||

@@ -13,16 +13,12 @@ sgd=(train --plan "$TMP/mfplan" --app sgd-mf --rank 8 --epochs 4 --seed 3)
 cdmf=(train --plan "$TMP/mfplan" --app cd-mf --rank 6 --outer 2 --inner 2 --seed 3)
 lda=(train --plan "$TMP/ldaplan" --app lda --topics 8 --iters 6 --seed 3)
 
-run() { # run NAME CMD...: model in $TMP/NAME
-    local name=$1; shift
-    "$@" --out "$TMP/$name" 2>"$TMP/$name.log" || { cat "$TMP/$name.log" >&2; fail "run $name"; }
-}
-run sgd1 "$ROTOR" "${sgd[@]}" --threads 4
-run sgd2 "$ROTOR" launch -n 2 -- "$ROTOR" "${sgd[@]}"
-run cd1 "$ROTOR" "${cdmf[@]}" --threads 4
-run cd2 "$ROTOR" launch -n 2 -- "$ROTOR" "${cdmf[@]}"
-run lda1 "$ROTOR" "${lda[@]}" --threads 4
-run lda2 "$ROTOR" launch -n 2 -- "$ROTOR" "${lda[@]}"
+run_logged sgd1 "$ROTOR" "${sgd[@]}" --threads 4
+run_logged sgd2 "$ROTOR" launch -n 2 -- "$ROTOR" "${sgd[@]}"
+run_logged cd1 "$ROTOR" "${cdmf[@]}" --threads 4
+run_logged cd2 "$ROTOR" launch -n 2 -- "$ROTOR" "${cdmf[@]}"
+run_logged lda1 "$ROTOR" "${lda[@]}" --threads 4
+run_logged lda2 "$ROTOR" launch -n 2 -- "$ROTOR" "${lda[@]}"
 
 # The runs save per-rank parts; rotor export merges them into the
 # single-file model, whose bytes are the ones pinned here (the same bytes

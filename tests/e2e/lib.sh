@@ -70,6 +70,25 @@ single() {
     done
 }
 
+# run_logged NAME CMD...: run a training command with --out $TMP/NAME and its
+# log in $TMP/NAME.log; on failure show the log and fail.
+run_logged() {
+    local name=$1
+    shift
+    "$@" --out "$TMP/$name" 2>"$TMP/$name.log" || { cat "$TMP/$name.log" >&2; fail "run '$name' failed"; }
+}
+
+# same_as REF NAME FILE...: each FILE of the exported model $TMP/NAME.single
+# is byte for byte the one of $TMP/REF.single.
+same_as() {
+    local ref=$1 name=$2 f
+    shift 2
+    for f in "$@"; do
+        cmp -s "$TMP/$ref.single/$f" "$TMP/$name.single/$f" ||
+            fail "$f of run '$name' differs from run '$ref'"
+    done
+}
+
 # Two small fixed plans under $TMP: mfplan (600 x 300 planted ratings, 10%
 # held out) and ldaplan (300 documents, 8 topics), each for 2 nodes x 2
 # threads.  The golden hashes are recorded on exactly these.

@@ -22,9 +22,7 @@ train=(train --plan "$TMP/plan" --app sgd-mf --rank 12 --epochs 6 --seed 9)
 
 single "$TMP/a" "$TMP/b" "$TMP/serial" "$TMP/t4" "$TMP/portable" "$TMP/other"
 for m in b serial t4 portable; do
-    for f in W.npy H.npy; do
-        cmp -s "$TMP/a.single/$f" "$TMP/$m.single/$f" || fail "$f of run '$m' differs from the 2x2 run"
-    done
+    same_as a "$m" W.npy H.npy
 done
 # The runs really trained (not a trivially equal untrained model).
 grep -q 'epoch   6' "$TMP/a.log" || fail "2x2 run did not log 6 epochs"
