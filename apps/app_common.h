@@ -64,23 +64,22 @@ int rt_state_open(rt_state_reader *r, const char *dir, const rt_state_head *want
 int rt_state_get(rt_state_reader *r, const char *tag, void *data, size_t len, rt_error *err);
 void rt_state_close(rt_state_reader *r);
 
+/* One walk serves both directions: an app visits its state once, section
+ * by section, and each section is written (w set) or read back (r set) in
+ * the same order. */
+typedef struct rt_state_io {
+    rt_state_writer *w; /* saving, or NULL */
+    rt_state_reader *r; /* loading, or NULL */
+} rt_state_io;
+/* Saving: write `len` bytes of data as section `tag`; loading: read that
+ * section (exactly `len` bytes) into data. */
+int rt_state_xfer(rt_state_io *io, const char *tag, void *data, size_t len, rt_error *err);
+
 /* The state file's head for this rank of an engine run. */
 void rt_state_head_of(rt_state_head *h, const char *app, const rt_plan *plan, rt_engine *eng,
                       uint64_t next_rotation);
 /* The home blocks' payloads (between rotations), as sections; loading writes
  * them back into the engine's home slots before the run resumes. */
-int rt_state_put_home_blocks(rt_state_writer *w, rt_engine *eng, rt_error *err);
-int rt_state_get_home_blocks(rt_state_reader *r, rt_engine *eng, rt_error *err);
-
-/* The state_save / state_load hooks of every app: the head, the app's own
- * sections (put / get, with ctx), then the home blocks. */
-int rt_app_state_save(const char *app, const rt_plan *plan, rt_engine *eng, const char *dir,
-                      uint64_t next_rotation,
-                      int (*put)(void *ctx, rt_state_writer *w, rt_error *err), void *ctx,
-                      rt_error *err);
-int rt_app_state_load(const char *app, const rt_plan *plan, rt_engine *eng, const char *dir,
-                      uint64_t *next_rotation,
-                      int (*get)(void *ctx, rt_state_reader *r, rt_error *err), void *ctx,
-                      rt_error *err);
+int rt_state_xfer_home_blocks(rt_state_io *io, rt_engine *eng, rt_error *err);
 
 #endif

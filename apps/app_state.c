@@ -197,74 +197,32 @@ void rt_state_head_of(rt_state_head *h, const char *app, const rt_plan *plan, rt
     h->n_workers = (uint32_t)rt_engine_threads(eng);
 }
 
-int rt_state_put_home_blocks(rt_state_writer *w, rt_engine *eng, rt_error *err)
+int rt_state_xfer(rt_state_io *io, const char *tag, void *data, size_t len, rt_error *err)
+{
+    return io->w ? rt_state_put(io->w, tag, data, len, err)
+                 : rt_state_get(io->r, tag, data, len, err);
+}
+
+int rt_state_xfer_home_blocks(rt_state_io *io, rt_engine *eng, rt_error *err)
 {
     uint32_t first, count;
     rt_engine_home_blocks(eng, &first, &count);
     for (uint32_t b = first; b < first + count; b++) {
         size_t len = 0;
-        const void *payload = rt_engine_home_payload(eng, b, &len);
+        void *payload = rt_engine_home_payload(eng, b, &len);
         uint64_t hdr[2] = {b, len};
         if (!payload)
             return rt_fail(err, RT_EXIT_RUNTIME, "state: block %u is not home", b);
-        if (rt_state_put(w, "block", hdr, sizeof(hdr), err) ||
-            rt_state_put(w, "payload", payload, len, err))
+        if (rt_state_xfer(io, "block", hdr, sizeof(hdr), err))
             return -1;
-    }
-    return 0;
-}
-
-int rt_state_get_home_blocks(rt_state_reader *r, rt_engine *eng, rt_error *err)
-{
-    uint32_t first, count;
-    rt_engine_home_blocks(eng, &first, &count);
-    for (uint32_t b = first; b < first + count; b++) {
-        size_t slot = rt_engine_slot_bytes(eng);
-        void *payload = rt_engine_home_payload(eng, b, NULL);
-        uint64_t hdr[2];
-        if (!payload)
-            return rt_fail(err, RT_EXIT_RUNTIME, "state: block %u is not home", b);
-        if (rt_state_get(r, "block", hdr, sizeof(hdr), err))
-            return -1;
-        if (hdr[0] != b || hdr[1] > slot)
+        /* Loading: the saved length, within the slot. */
+        if (hdr[0] != b || (io->r && hdr[1] > rt_engine_slot_bytes(eng)))
             return rt_fail(err, RT_EXIT_INPUT,
-                           "%s: block %llu of %llu bytes where block %u "
-                           "was expected",
-                           r->path, (unsigned long long)hdr[0], (unsigned long long)hdr[1], b);
-        if (rt_state_get(r, "payload", payload, (size_t)hdr[1], err))
+                           "%s: block %llu of %llu bytes where block %u was expected",
+                           io->r ? io->r->path : "state", (unsigned long long)hdr[0],
+                           (unsigned long long)hdr[1], b);
+        if (rt_state_xfer(io, "payload", payload, (size_t)hdr[1], err))
             return -1;
     }
     return 0;
-}
-
-int rt_app_state_save(const char *app, const rt_plan *plan, rt_engine *eng, const char *dir,
-                      uint64_t next_rotation,
-                      int (*put)(void *ctx, rt_state_writer *w, rt_error *err), void *ctx,
-                      rt_error *err)
-{
-    rt_state_head h;
-    rt_state_writer w;
-    rt_state_head_of(&h, app, plan, eng, next_rotation);
-    if (rt_state_create(&w, dir, &h, err))
-        return -1;
-    if (put(ctx, &w, err) || rt_state_put_home_blocks(&w, eng, err)) {
-        rt_state_abort(&w);
-        return -1;
-    }
-    return rt_state_commit(&w, err);
-}
-
-int rt_app_state_load(const char *app, const rt_plan *plan, rt_engine *eng, const char *dir,
-                      uint64_t *next_rotation,
-                      int (*get)(void *ctx, rt_state_reader *r, rt_error *err), void *ctx,
-                      rt_error *err)
-{
-    rt_state_head want;
-    rt_state_reader r;
-    rt_state_head_of(&want, app, plan, eng, 0);
-    int rc = rt_state_open(&r, dir, &want, next_rotation, err);
-    if (rc == 0)
-        rc = get(ctx, &r, err) || rt_state_get_home_blocks(&r, eng, err) ? -1 : 0;
-    rt_state_close(&r);
-    return rc;
 }

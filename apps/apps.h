@@ -63,6 +63,8 @@ typedef struct rt_export_opts {
     int quiet;       /* no progress */
 } rt_export_opts;
 
+struct rt_state_io; /* apps/app_common.h */
+
 typedef struct rt_app_desc {
     const char *name;     /* value of --app */
     rt_plan_app plan_app; /* plans it accepts */
@@ -113,18 +115,21 @@ typedef struct rt_app_desc {
                        rt_infer_result *res, rt_error *err);
 
     /* ---- training state, for an exact resume ----
-     * Between rotations (every block home), each rank writes ITS part of the
-     * state (its workers' rows, counts and assignments, its home blocks, the
-     * optimiser state) as DIR/state-RRRRR.bin, checksummed and atomic;
-     * `next_rotation` is the rotation the run would run next.  state_load,
-     * after create and before the engine runs, reads this rank's part back
-     * and returns that rotation (the engine's first_rotation).  The resumed
-     * run ends bit-identical to one never interrupted.  Both are called on
-     * every rank (no collectives inside). */
-    int (*state_save)(void *app, rt_engine *eng, const char *dir, uint64_t next_rotation,
-                      rt_error *err);
-    int (*state_load)(void *app, rt_engine *eng, const char *dir, uint64_t *next_rotation,
-                      rt_error *err);
+     * Between rotations (every block home), walk ITS part of the training
+     * state on this rank (its workers' rows, counts and assignments, the
+     * optimiser state, the schedule's memory) through io, section by
+     * section: the same walk writes the sections (a checkpoint) or reads
+     * them back (a resume, after create and before the engine runs).  The
+     * home blocks' payloads and the file around it are written by
+     * apps/checkpoint.c.  The resumed run ends bit-identical to one never
+     * interrupted.  Called on every rank (no collectives inside); NULL: the
+     * app cannot checkpoint. */
+    int (*state_io)(void *app, struct rt_state_io *io, rt_error *err);
+    /* The whole epochs / sweeps / outer iterations done so far (the unit of
+     * the app's run length and of --checkpoint-every), the same on every
+     * rank; NULL when each rotation is one (the count is then the next
+     * rotation). */
+    uint64_t (*epochs_done)(const void *app);
     /* Merge the model at `dir` into single files (`rotor export`). */
     int (*model_export)(const char *dir, const struct rt_export_opts *o, rt_error *err);
 } rt_app_desc;
@@ -145,24 +150,30 @@ int rt_apps_plan_side_files(const char *tmp_dir, uint64_t plan_id, const rt_plan
                             rt_error *err);
 
 /* ---- running an app, with checkpoints (apps/checkpoint.c) ----
- * With cfg->dir set, the run writes a checkpoint every cfg->every rotations
- * and after the last one: CFG_DIR/ckpt-N/ with every rank's state file
- * (state_save) and, last, rank 0's manifest.json; the newest two complete
- * ones are kept.  The directory must be one every rank sees. */
+ * With cfg->dir set, the run writes a checkpoint at the first rotation
+ * boundary after every cfg->every epochs (sweeps, outer iterations:
+ * rt_app_desc.epochs_done) and after the last rotation: CFG_DIR/ckpt-N/ with every rank's state
+ * file (state_io) and, last, rank 0's manifest.json; the newest two complete ones are kept.  The
+ * directory must be one every rank sees. */
 typedef struct rt_checkpoint_config {
     const char *dir; /* NULL: no checkpoints */
-    uint64_t every;  /* rotations between checkpoints (>= 1) */
+    uint64_t every;  /* epochs between checkpoints (>= 1) */
+    const char *job; /* "name=value" lines describing the job (plan, app, split, options),
+                        kept in the manifest so that a resume can check them; may be NULL */
 } rt_checkpoint_config;
 int rt_app_run(const rt_app_desc *app, void *state, rt_engine *eng, const rt_plan *plan,
                const rt_checkpoint_config *cfg, rt_error *err);
 /* The newest complete checkpoint under root: its directory and the rotation
- * the run continues with (the engine's first_rotation). */
-int rt_checkpoint_latest(const char *root, char *dir, size_t cap, uint64_t *next_rotation,
-                         rt_error *err);
+ * the run continues with (the engine's first_rotation).  With `job` set, the
+ * job the checkpoint was written by must be the same but for the length of
+ * the run (--epochs, --iters, --outer): else exit 2 naming the first field
+ * that differs and both values. */
+int rt_checkpoint_latest(const char *root, const char *job, char *dir, size_t cap,
+                         uint64_t *next_rotation, rt_error *err);
 /* After create, before the run: load this rank's state from a checkpoint
  * directory (checks that it continues at next_rotation). */
-int rt_app_resume(const rt_app_desc *app, void *state, rt_engine *eng, const char *dir,
-                  uint64_t next_rotation, rt_error *err);
+int rt_app_resume(const rt_app_desc *app, void *state, rt_engine *eng, const rt_plan *plan,
+                  const char *dir, uint64_t next_rotation, rt_error *err);
 
 /* A saved model: model.json's "app" names the app whose model_load read it. */
 typedef struct rt_model {

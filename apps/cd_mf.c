@@ -48,84 +48,34 @@ static const rt_opt_choice cd_confidences[] = {
 
 static const rt_opt cd_options[] = {
     RT_MF_COMMON_OPTIONS(cd_opts),
-    {.name = "outer",
-     .type = RT_OPT_U32,
-     .offset = offsetof(cd_opts, outer),
-     .metavar = "N",
-     .def = "20",
-     .min = 1,
-     .max = 100000000,
-     .help = "outer iterations: passes over all K ranks"},
-    {.name = "inner",
-     .type = RT_OPT_U32,
-     .offset = offsetof(cd_opts, inner),
-     .metavar = "T",
-     .def = "5",
-     .min = 1,
-     .max = 1000000,
-     .help = "most u/v alternations per rank and outer iteration"},
-    {.name = "inner-eps",
-     .type = RT_OPT_DOUBLE,
-     .offset = offsetof(cd_opts, inner_eps),
-     .metavar = "E",
-     .def = "0.001",
-     .min = 0,
-     .max = HUGE_VAL,
-     .help = "stop a rank's alternations once one decreases the objective by less than E times "
-             "the largest decrease so far, as LIBPMF (0 = always T)"},
-    {.name = "lambda",
-     .short_name = 'l',
-     .type = RT_OPT_DOUBLE,
-     .offset = offsetof(cd_opts, mf.lambda),
-     .metavar = "L",
-     .min = 0,
-     .max = HUGE_VAL,
-     .help = "L2 regularisation, weighted by each row's and column's number of ratings as in "
-             "CCD++/LIBPMF (default " CD_LAMBDA ", with --implicit " CD_IMPLICIT_LAMBDA ")"},
-    {.name = "implicit",
-     .type = RT_OPT_FLAG,
-     .offset = offsetof(cd_opts, implicit),
-     .help = "implicit feedback: every pair counts, observed ones as preference 1 with confidence "
-             "1 + alpha f(rating), the others as 0 with weight --unobserved-weight (Hu, Koren "
-             "and Volinsky); no mean, no biases"},
-    {.name = "alpha",
-     .type = RT_OPT_DOUBLE,
-     .offset = offsetof(cd_opts, alpha),
-     .metavar = "A",
-     .def = "1",
-     .min = 0,
-     .max = HUGE_VAL,
-     .help = "--implicit: confidence slope of an observed pair"},
-    {.name = "confidence",
-     .type = RT_OPT_ENUM,
-     .offset = offsetof(cd_opts, confidence),
-     .def = "linear",
-     .choices = cd_confidences,
-     .help = "--implicit: f(rating) in the confidence 1 + alpha f: linear (r), log (ln(1 + r)) or "
-             "binary (1)"},
-    {.name = "unobserved-weight",
-     .type = RT_OPT_DOUBLE,
-     .offset = offsetof(cd_opts, unobserved),
-     .metavar = "W",
-     .def = "0.1",
-     .min = 0,
-     .max = HUGE_VAL,
-     .flags = RT_OPT_MIN_OPEN,
-     .help = "--implicit: weight of every unobserved pair (preference 0)"},
-    {.name = "unweighted",
-     .type = RT_OPT_UNSET,
-     .offset = offsetof(cd_opts, weighted),
-     .def = "1",
-     .help = "plain lambda (|W|^2 + |H|^2 + |b|^2 + |c|^2) instead"},
-    {.name = "init-scale",
-     .type = RT_OPT_DOUBLE,
-     .offset = offsetof(cd_opts, mf.init_scale),
-     .metavar = "S",
-     .def = "0.1",
-     .min = 0,
-     .max = HUGE_VAL,
-     .flags = RT_OPT_MIN_OPEN,
-     .help = "initial H ~ U(0, S), as LIBPMF; W and biases start at 0"},
+    RT_U32_OPT("outer", 0, cd_opts, outer, "N", "20", 1, 100000000, 0,
+               "outer iterations: passes over all K ranks"),
+    RT_U32_OPT("inner", 0, cd_opts, inner, "T", "5", 1, 1000000, 0,
+               "most u/v alternations per rank and outer iteration"),
+    RT_DOUBLE_OPT(
+        "inner-eps", 0, cd_opts, inner_eps, "E", "0.001", 0, HUGE_VAL, 0,
+        "stop a rank's alternations once one decreases the objective by less than E times "
+        "the largest decrease so far, as LIBPMF (0 = always T)"),
+    RT_DOUBLE_OPT("lambda", 'l', cd_opts, mf.lambda, "L", NULL, 0, HUGE_VAL, 0,
+                  "L2 regularisation, weighted by each row's and column's number of ratings as in "
+                  "CCD++/LIBPMF (default " CD_LAMBDA ", with --implicit " CD_IMPLICIT_LAMBDA ")"),
+    RT_FLAG_OPT(
+        "implicit", 0, cd_opts, implicit,
+        "implicit feedback: every pair counts, observed ones as preference 1 with confidence "
+        "1 + alpha f(rating), the others as 0 with weight --unobserved-weight (Hu, Koren "
+        "and Volinsky); no mean, no biases"),
+    RT_DOUBLE_OPT("alpha", 0, cd_opts, alpha, "A", "0", 0, HUGE_VAL, 0,
+                  "--implicit: confidence slope of an observed pair"),
+    RT_ENUM_OPT(
+        "confidence", 0, cd_opts, confidence, cd_confidences, "linear",
+        "--implicit: f(rating) in the confidence 1 + alpha f: linear (r), log (ln(1 + r)) or "
+        "binary (1)"),
+    RT_DOUBLE_OPT("unobserved-weight", 0, cd_opts, unobserved, "W", "1", 0, HUGE_VAL,
+                  RT_OPT_MIN_OPEN, "--implicit: weight of every unobserved pair (preference 0)"),
+    RT_UNSET_OPT("unweighted", 0, cd_opts, weighted,
+                 "plain lambda (|W|^2 + |H|^2 + |b|^2 + |c|^2) instead"),
+    RT_DOUBLE_OPT("init-scale", 0, cd_opts, mf.init_scale, "S", "0.1", 0, HUGE_VAL, RT_OPT_MIN_OPEN,
+                  "initial H ~ U(0, S), as LIBPMF; W and biases start at 0"),
     {0}};
 
 /* Initial factors drawn uniformly, as LIBPMF (not an option); --lambda
@@ -430,7 +380,7 @@ typedef struct cd_glue_state {
     uint64_t rotations, bytes;
 } cd_glue_state;
 
-static int put_state(void *p, rt_state_writer *w, rt_error *err)
+static int cd_state_io(void *p, rt_state_io *io, rt_error *err)
 {
     cd_app *a = p;
     cd_glue_state g = {.last = a->last,
@@ -438,15 +388,7 @@ static int put_state(void *p, rt_state_writer *w, rt_error *err)
                        .stall_frac = a->stall_frac,
                        .rotations = a->rotations,
                        .bytes = a->bytes};
-    return cd_core_state_save(&a->core, w, err) || rt_state_put(w, "glue", &g, sizeof(g), err) ? -1
-                                                                                               : 0;
-}
-
-static int get_state(void *p, rt_state_reader *r, rt_error *err)
-{
-    cd_app *a = p;
-    cd_glue_state g;
-    if (cd_core_state_load(&a->core, r, err) || rt_state_get(r, "glue", &g, sizeof(g), err))
+    if (cd_core_state_io(&a->core, io, err) || rt_state_xfer(io, "glue", &g, sizeof(g), err))
         return -1;
     a->last = g.last;
     a->seconds = g.seconds;
@@ -456,16 +398,10 @@ static int get_state(void *p, rt_state_reader *r, rt_error *err)
     return 0;
 }
 
-static int cd_state_save(void *p, rt_engine *eng, const char *dir, uint64_t next, rt_error *err)
+static uint64_t cd_outer_done(const void *p)
 {
-    cd_app *a = p;
-    return rt_app_state_save("cd-mf", a->plan, eng, dir, next, put_state, a, err);
-}
-
-static int cd_state_load(void *p, rt_engine *eng, const char *dir, uint64_t *next, rt_error *err)
-{
-    cd_app *a = p;
-    return rt_app_state_load("cd-mf", a->plan, eng, dir, next, get_state, a, err);
+    const cd_app *a = p;
+    return a->core.outer_done;
 }
 
 static const rt_app_ops cd_ops = {
@@ -493,8 +429,8 @@ const rt_app_desc rt_app_cd_mf = {
     .model_free = rt_mf_model_free,
     .model_ids = rt_mf_model_ids,
     .model_predict = rt_mf_model_predict,
-    .state_save = cd_state_save,
-    .state_load = cd_state_load,
+    .state_io = cd_state_io,
     .model_scores = rt_mf_model_scores,
     .model_export = rt_mf_model_export,
+    .epochs_done = cd_outer_done,
 };

@@ -362,10 +362,8 @@ int cd_core_done(const cd_core *c);
  * the phase and the early-exit / early-stopping memory, the home blocks'
  * factors), into / out of a state file (app_common.h).  Load after
  * cd_core_setup. */
-struct rt_state_writer;
-struct rt_state_reader;
-int cd_core_state_save(const cd_core *c, struct rt_state_writer *w, rt_error *err);
-int cd_core_state_load(cd_core *c, struct rt_state_reader *r, rt_error *err);
+struct rt_state_io;
+int cd_core_state_io(cd_core *c, struct rt_state_io *io, rt_error *err);
 /* The model to save: the best by validation when there is a validation set. */
 const float *cd_core_saved_U(const cd_core *c, uint32_t local_worker);
 const float *cd_core_saved_row_bias(const cd_core *c, uint32_t local_worker);

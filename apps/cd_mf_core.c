@@ -848,133 +848,102 @@ typedef struct cd_scalars {
     int32_t stop;
 } cd_scalars;
 
-static int cells_put(rt_state_writer *w, const char *tag, const cd_cells *cl, rt_error *err)
+static int cells_xfer(rt_state_io *io, const char *tag, cd_cells *cl, rt_error *err)
 {
-    return rt_state_put(w, tag, cl->res, cd_cells_count(cl) * sizeof(float), err);
-}
-
-static int cells_get(rt_state_reader *r, const char *tag, cd_cells *cl, rt_error *err)
-{
-    return rt_state_get(r, tag, cl->res, cd_cells_count(cl) * sizeof(float), err);
+    return rt_state_xfer(io, tag, cl->res, cd_cells_count(cl) * sizeof(float), err);
 }
 
 /* A factor array, its biases and the best-by-validation copies. */
-static int factor_put(rt_state_writer *w, const float *X, const float *bias, const float *best_X,
-                      const float *best_bias, size_t k, size_t n, rt_error *err)
+static int factor_xfer(rt_state_io *io, float *X, float *bias, float *best_X, float *best_bias,
+                       size_t k, size_t n, rt_error *err)
 {
-    return rt_state_put(w, "factor", X, k * n * sizeof(float), err) ||
-                   rt_state_put(w, "bias", bias, n * sizeof(float), err) ||
-                   (best_X && (rt_state_put(w, "best", best_X, k * n * sizeof(float), err) ||
-                               rt_state_put(w, "best_bias", best_bias, n * sizeof(float), err)))
+    return rt_state_xfer(io, "factor", X, k * n * sizeof(float), err) ||
+                   rt_state_xfer(io, "bias", bias, n * sizeof(float), err) ||
+                   (best_X && (rt_state_xfer(io, "best", best_X, k * n * sizeof(float), err) ||
+                               rt_state_xfer(io, "best_bias", best_bias, n * sizeof(float), err)))
                ? -1
                : 0;
 }
 
-static int factor_get(rt_state_reader *r, float *X, float *bias, float *best_X, float *best_bias,
-                      size_t k, size_t n, rt_error *err)
+static int scalars_xfer(cd_core *c, rt_state_io *io, cd_scalars *sc, rt_error *err)
 {
-    return rt_state_get(r, "factor", X, k * n * sizeof(float), err) ||
-                   rt_state_get(r, "bias", bias, n * sizeof(float), err) ||
-                   (best_X && (rt_state_get(r, "best", best_X, k * n * sizeof(float), err) ||
-                               rt_state_get(r, "best_bias", best_bias, n * sizeof(float), err)))
-               ? -1
-               : 0;
-}
-
-int cd_core_state_save(const cd_core *c, rt_state_writer *w, rt_error *err)
-{
-    const size_t k = c->opt.mf.k;
-    cd_scalars sc;
-    memset(&sc, 0, sizeof(sc));
-    sc.ph = c->ph;
-    sc.rotation = c->rotation;
-    sc.outer_done = c->outer_done;
-    sc.best_outer = c->best_outer;
-    sc.since_best = c->since_best;
-    sc.decrease_max = c->decrease_max;
-    sc.best_valid = c->best_valid;
-    sc.mu = c->mu;
-    sc.k = (uint32_t)k;
-    sc.n_workers = c->n_workers;
-    sc.stop = c->stop;
+    memset(sc, 0, sizeof(*sc));
+    sc->ph = c->ph;
+    sc->rotation = c->rotation;
+    sc->outer_done = c->outer_done;
+    sc->best_outer = c->best_outer;
+    sc->since_best = c->since_best;
+    sc->decrease_max = c->decrease_max;
+    sc->best_valid = c->best_valid;
+    sc->mu = c->mu;
+    sc->k = c->opt.mf.k;
+    sc->n_workers = c->n_workers;
+    sc->stop = c->stop;
     for (uint32_t b = 0; b < c->plan->blocks; b++)
-        sc.n_blocks += c->blocks[b].V != NULL;
-    size_t kk = c->opt.implicit ? k * k * sizeof(double) : 0; /* the Grams, kept up to date */
-    if (rt_state_put(w, "cd", &sc, sizeof(sc), err) ||
-        (kk && (rt_state_put(w, "gram_w", c->gram_w, kk, err) ||
-                rt_state_put(w, "gram_h", c->gram_h, kk, err))))
+        sc->n_blocks += c->blocks[b].V != NULL;
+    if (rt_state_xfer(io, "cd", sc, sizeof(*sc), err))
         return -1;
-    for (uint32_t l = 0; l < c->n_workers; l++) {
-        const cd_worker *wk = &c->workers[l];
-        double sums[4] = {wk->ssq, wk->tssq, wk->vssq, wk->decrease};
-        if (factor_put(w, wk->U, wk->bias, wk->best_U, wk->best_bias, k, wk->n_rows, err) ||
-            rt_state_put(w, "acc", wk->acc, 2 * (size_t)wk->n_rows * sizeof(double), err) ||
-            rt_state_put(w, "sums", sums, sizeof(sums), err) ||
-            cells_put(w, "train_res", &wk->train, err) ||
-            cells_put(w, "valid_res", &wk->valid, err) || cells_put(w, "test_res", &wk->test, err))
-            return -1;
-    }
-    for (uint32_t b = 0; b < c->plan->blocks; b++) {
-        const cd_block *bl = &c->blocks[b];
-        uint64_t id = b;
-        if (!bl->V)
-            continue;
-        if (rt_state_put(w, "cd_block", &id, sizeof(id), err) ||
-            factor_put(w, bl->V, bl->bias, bl->best_V, bl->best_bias, k, bl->n_cols, err) ||
-            rt_state_put(w, "decrease", &bl->decrease, sizeof(double), err))
-            return -1;
-    }
+    /* Only a state read back can differ from this run. */
+    if (sc->k != c->opt.mf.k || sc->n_workers != c->n_workers)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s: state of rank %u and %u workers, this run has rank %u and %u",
+                       io->r->path, sc->k, sc->n_workers, c->opt.mf.k, c->n_workers);
+    c->ph = sc->ph;
+    c->rotation = sc->rotation;
+    c->outer_done = sc->outer_done;
+    c->best_outer = sc->best_outer;
+    c->since_best = sc->since_best;
+    c->decrease_max = sc->decrease_max;
+    c->best_valid = sc->best_valid;
+    c->mu = sc->mu;
+    c->stop = sc->stop;
     return 0;
 }
 
-int cd_core_state_load(cd_core *c, rt_state_reader *r, rt_error *err)
+static int worker_xfer(cd_worker *wk, rt_state_io *io, size_t k, rt_error *err)
+{
+    double sums[4] = {wk->ssq, wk->tssq, wk->vssq, wk->decrease};
+    if (factor_xfer(io, wk->U, wk->bias, wk->best_U, wk->best_bias, k, wk->n_rows, err) ||
+        rt_state_xfer(io, "acc", wk->acc, 2 * (size_t)wk->n_rows * sizeof(double), err) ||
+        rt_state_xfer(io, "sums", sums, sizeof(sums), err) ||
+        cells_xfer(io, "train_res", &wk->train, err) ||
+        cells_xfer(io, "valid_res", &wk->valid, err) || cells_xfer(io, "test_res", &wk->test, err))
+        return -1;
+    wk->ssq = sums[0];
+    wk->tssq = sums[1];
+    wk->vssq = sums[2];
+    wk->decrease = sums[3];
+    return 0;
+}
+
+int cd_core_state_io(cd_core *c, rt_state_io *io, rt_error *err)
 {
     const size_t k = c->opt.mf.k;
     cd_scalars sc;
-    size_t kk = c->opt.implicit ? k * k * sizeof(double) : 0;
-    if (rt_state_get(r, "cd", &sc, sizeof(sc), err) ||
-        (kk && (rt_state_get(r, "gram_w", c->gram_w, kk, err) ||
-                rt_state_get(r, "gram_h", c->gram_h, kk, err))))
+    size_t kk = c->opt.implicit ? k * k * sizeof(double) : 0; /* the Grams, kept up to date */
+    if (scalars_xfer(c, io, &sc, err) || (kk && (rt_state_xfer(io, "gram_w", c->gram_w, kk, err) ||
+                                                 rt_state_xfer(io, "gram_h", c->gram_h, kk, err))))
         return -1;
-    if (sc.k != k || sc.n_workers != c->n_workers)
-        return rt_fail(err, RT_EXIT_INPUT,
-                       "%s: state of rank %u and %u workers, this run has "
-                       "rank %zu and %u",
-                       r->path, sc.k, sc.n_workers, k, c->n_workers);
-    c->ph = sc.ph;
-    c->rotation = sc.rotation;
-    c->outer_done = sc.outer_done;
-    c->best_outer = sc.best_outer;
-    c->since_best = sc.since_best;
-    c->decrease_max = sc.decrease_max;
-    c->best_valid = sc.best_valid;
-    c->mu = sc.mu;
-    c->stop = sc.stop;
-    for (uint32_t l = 0; l < c->n_workers; l++) {
-        cd_worker *wk = &c->workers[l];
-        double sums[4];
-        if (factor_get(r, wk->U, wk->bias, wk->best_U, wk->best_bias, k, wk->n_rows, err) ||
-            rt_state_get(r, "acc", wk->acc, 2 * (size_t)wk->n_rows * sizeof(double), err) ||
-            rt_state_get(r, "sums", sums, sizeof(sums), err) ||
-            cells_get(r, "train_res", &wk->train, err) ||
-            cells_get(r, "valid_res", &wk->valid, err) || cells_get(r, "test_res", &wk->test, err))
+    for (uint32_t l = 0; l < c->n_workers; l++)
+        if (worker_xfer(&c->workers[l], io, k, err))
             return -1;
-        wk->ssq = sums[0];
-        wk->tssq = sums[1];
-        wk->vssq = sums[2];
-        wk->decrease = sums[3];
-    }
+    /* The blocks whose state lives here, by id: a resumed node creates them. */
+    uint32_t next = 0;
     for (uint32_t i = 0; i < sc.n_blocks; i++) {
-        uint64_t id;
-        if (rt_state_get(r, "cd_block", &id, sizeof(id), err))
+        uint64_t id = 0;
+        while (io->w && !c->blocks[next].V)
+            next++;
+        if (io->w)
+            id = next++;
+        if (rt_state_xfer(io, "cd_block", &id, sizeof(id), err))
             return -1;
         if (id >= c->plan->blocks)
-            return rt_fail(err, RT_EXIT_INPUT, "%s: block %llu is not in the plan", r->path,
+            return rt_fail(err, RT_EXIT_INPUT, "%s: block %llu is not in the plan", io->r->path,
                            (unsigned long long)id);
         cd_block *bl = &c->blocks[id];
         if (block_state(c, (uint32_t)id, err) ||
-            factor_get(r, bl->V, bl->bias, bl->best_V, bl->best_bias, k, bl->n_cols, err) ||
-            rt_state_get(r, "decrease", &bl->decrease, sizeof(double), err))
+            factor_xfer(io, bl->V, bl->bias, bl->best_V, bl->best_bias, k, bl->n_cols, err) ||
+            rt_state_xfer(io, "decrease", &bl->decrease, sizeof(double), err))
             return -1;
     }
     return 0;

@@ -90,8 +90,39 @@ static int list_complete(const char *root, int64_t *rot, int cap, int *n, rt_err
     return 0;
 }
 
-int rt_checkpoint_latest(const char *root, char *dir, size_t cap, uint64_t *next_rotation,
-                         rt_error *err)
+/* Options that count the whole run: a resume may ask for more. */
+static const char *const run_length[] = {"--epochs", "--iters", "--outer", NULL};
+
+/* The job that wrote the checkpoint in dir is `job` but for its length. */
+static int check_job(const char *dir, const char *job, rt_error *err)
+{
+    char path[4096];
+    json_error_t jerr;
+    if (manifest_path(path, sizeof(path), dir, err))
+        return -1;
+    json_t *m = json_load_file(path, 0, &jerr);
+    if (!m)
+        return rt_fail_parse(err, path, jerr.line, jerr.text);
+    const char *was = json_string_value(json_object_get(m, "job"));
+    int rc = 0;
+    rt_field_diff d;
+    char then[256], now[256];
+    if (!was) {
+        rc = rt_fail(err, RT_EXIT_INPUT, "%s: no \"job\" string", path);
+    } else if (rt_fields_diff(was, strlen(was), job, strlen(job), run_length, &d)) {
+        rt_field_quote(then, sizeof(then), d.a, d.a_len);
+        rt_field_quote(now, sizeof(now), d.b, d.b_len);
+        rc = rt_fail(err, RT_EXIT_INPUT,
+                     "%s: the checkpoint's job had %.*s %s, this run has %s (a resume needs "
+                     "the same plan, split and options)",
+                     dir, (int)d.name_len, d.name, then, now);
+    }
+    json_decref(m);
+    return rc;
+}
+
+int rt_checkpoint_latest(const char *root, const char *job, char *dir, size_t cap,
+                         uint64_t *next_rotation, rt_error *err)
 {
     int64_t rot[1];
     int n;
@@ -101,17 +132,19 @@ int rt_checkpoint_latest(const char *root, char *dir, size_t cap, uint64_t *next
         return rt_fail(err, RT_EXIT_INPUT, "%s: no complete checkpoint (ckpt-N/manifest.json)",
                        root);
     *next_rotation = (uint64_t)rot[0];
-    return ckpt_dir(dir, cap, root, *next_rotation, err);
+    if (ckpt_dir(dir, cap, root, *next_rotation, err))
+        return -1;
+    return job ? check_job(dir, job, err) : 0;
 }
 
 static int write_manifest(const char *dir, const rt_app_desc *app, const rt_plan *plan,
-                          rt_engine *eng, uint64_t next, rt_error *err)
+                          rt_engine *eng, uint64_t next, const char *job, rt_error *err)
 {
     char path[4096], id[32];
     snprintf(id, sizeof(id), "%016llx", (unsigned long long)plan->plan_id);
-    json_t *j = json_pack("{s:s, s:s, s:I, s:i, s:i}", "app", app->name, "plan_id", id,
+    json_t *j = json_pack("{s:s, s:s, s:I, s:i, s:i, s:s}", "app", app->name, "plan_id", id,
                           "next_rotation", (json_int_t)next, "ranks", rt_engine_size(eng),
-                          "threads", rt_engine_threads(eng));
+                          "threads", rt_engine_threads(eng), "job", job ? job : "");
     if (!j)
         return rt_fail(err, RT_EXIT_RUNTIME, "checkpoint: cannot encode the manifest");
     int rc = manifest_path(path, sizeof(path), dir, err);
@@ -145,21 +178,54 @@ static void prune(const char *root, uint64_t newest)
     closedir(d);
 }
 
+/* This rank's state file in dir: the head, the app's sections, the home
+ * blocks. */
+static int state_save(const rt_app_desc *app, void *state, const rt_plan *plan, rt_engine *eng,
+                      const char *dir, uint64_t next_rotation, rt_error *err)
+{
+    rt_state_head h;
+    rt_state_writer w;
+    rt_state_io io = {.w = &w};
+    rt_state_head_of(&h, app->name, plan, eng, next_rotation);
+    if (rt_state_create(&w, dir, &h, err))
+        return -1;
+    if (app->state_io(state, &io, err) || rt_state_xfer_home_blocks(&io, eng, err)) {
+        rt_state_abort(&w);
+        return -1;
+    }
+    return rt_state_commit(&w, err);
+}
+
+static int state_load(const rt_app_desc *app, void *state, const rt_plan *plan, rt_engine *eng,
+                      const char *dir, uint64_t *next_rotation, rt_error *err)
+{
+    rt_state_head want;
+    rt_state_reader r;
+    rt_state_io io = {.r = &r};
+    rt_state_head_of(&want, app->name, plan, eng, 0);
+    int rc = rt_state_open(&r, dir, &want, next_rotation, err);
+    if (rc == 0)
+        rc = app->state_io(state, &io, err) || rt_state_xfer_home_blocks(&io, eng, err) ? -1 : 0;
+    rt_state_close(&r);
+    return rc;
+}
+
 static int checkpoint_write(const rt_app_desc *app, void *state, rt_engine *eng,
-                            const rt_plan *plan, const char *root, uint64_t next, rt_error *err)
+                            const rt_plan *plan, const rt_checkpoint_config *cfg, uint64_t next,
+                            rt_error *err)
 {
     char dir[4096];
     double t0 = rt_now();
-    if (ckpt_dir(dir, sizeof(dir), root, next, err) || rt_mkdir_p(dir, err) ||
-        app->state_save(state, eng, dir, next, err))
+    if (ckpt_dir(dir, sizeof(dir), cfg->dir, next, err) || rt_mkdir_p(dir, err) ||
+        state_save(app, state, plan, eng, dir, next, err))
         return rt_error_prefix(err, "checkpoint at rotation %" PRIu64, next);
     /* Every rank's file is in place before the manifest makes the set count. */
     if (rt_engine_barrier(eng, err))
         return -1;
     if (rt_engine_rank(eng) == 0) {
-        if (write_manifest(dir, app, plan, eng, next, err))
+        if (write_manifest(dir, app, plan, eng, next, cfg->job, err))
             return rt_error_prefix(err, "checkpoint at rotation %" PRIu64, next);
-        prune(root, next);
+        prune(cfg->dir, next);
         rt_info("checkpoint: rotation %" PRIu64 " written to %s in %.3fs", next, dir,
                 rt_now() - t0);
     }
@@ -173,7 +239,13 @@ typedef struct ckpt_run {
     void *state;
     const rt_plan *plan;
     const rt_checkpoint_config *cfg;
+    uint64_t last_epochs; /* epochs done at the last checkpoint (or the start) */
 } ckpt_run;
+
+static uint64_t epochs_done(const ckpt_run *r, uint64_t next_rotation)
+{
+    return r->app->epochs_done ? r->app->epochs_done(r->state) : next_rotation;
+}
 
 static int wrap_block_home(void *p, uint32_t block, uint64_t rotation, void *payload, size_t *len,
                            rt_error *err)
@@ -200,11 +272,12 @@ static int wrap_rotation_end(void *p, rt_engine *eng, uint64_t rotation,
     ckpt_run *r = p;
     if (r->app->ops->rotation_end(r->state, eng, rotation, st, stop, err))
         return -1;
-    uint64_t next = rotation + 1;
+    uint64_t next = rotation + 1, done = epochs_done(r, next);
     /* Also at the end, so a finished run can be continued further. */
-    if (!*stop && next % r->cfg->every != 0)
+    if (!*stop && (done == r->last_epochs || done % r->cfg->every != 0))
         return 0;
-    return checkpoint_write(r->app, r->state, eng, r->plan, r->cfg->dir, next, err);
+    r->last_epochs = done;
+    return checkpoint_write(r->app, r->state, eng, r->plan, r->cfg, next, err);
 }
 
 int rt_app_run(const rt_app_desc *app, void *state, rt_engine *eng, const rt_plan *plan,
@@ -212,13 +285,15 @@ int rt_app_run(const rt_app_desc *app, void *state, rt_engine *eng, const rt_pla
 {
     if (!cfg || !cfg->dir)
         return rt_engine_run(eng, app->ops, state, err);
-    if (!app->state_save)
+    if (!app->state_io)
         return rt_fail(err, RT_EXIT_INPUT, "--app %s cannot write checkpoints", app->name);
     if (cfg->every == 0)
         return rt_fail(err, RT_EXIT_INPUT, "--checkpoint-every must be at least 1");
     if (rt_mkdir_p(cfg->dir, err))
         return -1;
+    uint64_t start = rt_engine_first_rotation(eng);
     ckpt_run r = {.app = app, .state = state, .plan = plan, .cfg = cfg};
+    r.last_epochs = epochs_done(&r, start);
     rt_app_ops ops = *app->ops;
     ops.block_home = wrap_block_home;
     ops.visit = wrap_visit;
@@ -227,13 +302,13 @@ int rt_app_run(const rt_app_desc *app, void *state, rt_engine *eng, const rt_pla
     return rt_engine_run(eng, &ops, &r, err);
 }
 
-int rt_app_resume(const rt_app_desc *app, void *state, rt_engine *eng, const char *dir,
-                  uint64_t next_rotation, rt_error *err)
+int rt_app_resume(const rt_app_desc *app, void *state, rt_engine *eng, const rt_plan *plan,
+                  const char *dir, uint64_t next_rotation, rt_error *err)
 {
     uint64_t got;
-    if (!app->state_load)
+    if (!app->state_io)
         return rt_fail(err, RT_EXIT_INPUT, "--app %s cannot resume", app->name);
-    if (app->state_load(state, eng, dir, &got, err))
+    if (state_load(app, state, plan, eng, dir, &got, err))
         return -1;
     if (got != next_rotation)
         return rt_fail(err, RT_EXIT_INPUT,

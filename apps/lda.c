@@ -20,102 +20,32 @@ static const rt_opt_choice lda_samplers[] = {
     {"sparse", LDA_SAMPLER_SPARSE}, {"mh", LDA_SAMPLER_MH}, {"warp", LDA_SAMPLER_WARP}, {NULL, 0}};
 
 static const rt_opt lda_options[] = {
-    {.name = "topics",
-     .short_name = 'k',
-     .type = RT_OPT_U32,
-     .offset = offsetof(lda_opts, K),
-     .metavar = "K",
-     .def = "100",
-     .min = 2,
-     .max = RT_LDA_MAX_TOPICS,
-     .help = "number of topics"},
-    {.name = "alpha",
-     .type = RT_OPT_DOUBLE,
-     .offset = offsetof(lda_opts, alpha),
-     .metavar = "A",
-     .min = 0,
-     .max = HUGE_VAL,
-     .flags = RT_OPT_MIN_OPEN,
-     .help = "symmetric document-topic prior (default 50/K)"},
-    {.name = "beta",
-     .type = RT_OPT_DOUBLE,
-     .offset = offsetof(lda_opts, beta),
-     .metavar = "B",
-     .def = "0.01",
-     .min = 0,
-     .max = HUGE_VAL,
-     .flags = RT_OPT_MIN_OPEN,
-     .help = "symmetric topic-word prior"},
-    {.name = "iters",
-     .type = RT_OPT_U32,
-     .offset = offsetof(lda_opts, iters),
-     .metavar = "N",
-     .def = "100",
-     .min = 0,
-     .max = 100000000,
-     .help = "Gibbs sweeps over the corpus"},
-    {.name = "sampler",
-     .type = RT_OPT_ENUM,
-     .offset = offsetof(lda_opts, sampler),
-     .def = "sparse",
-     .choices = lda_samplers,
-     .help = "sparse (SparseLDA buckets), mh (Metropolis-Hastings with alias tables: cost per "
-             "token independent of K) or warp (WarpLDA's word and document phases with delayed "
-             "count updates: no document-topic matrix, the fastest per token)"},
-    {.name = "mh-steps",
-     .type = RT_OPT_U32,
-     .offset = offsetof(lda_opts, mh_steps),
-     .metavar = "M",
-     .def = "2",
-     .min = 1,
-     .max = 1000,
-     .help = "MH proposals per token, alternating doc/word"},
-    {.name = "eval-every",
-     .type = RT_OPT_U32,
-     .offset = offsetof(lda_opts, eval_every),
-     .metavar = "N",
-     .def = "10",
-     .min = 1,
-     .max = 100000000,
-     .help = "log-likelihood and held-out perplexity every N sweeps"},
-    {.name = "sync-every",
-     .type = RT_OPT_U32,
-     .offset = offsetof(lda_opts, sync_every),
-     .metavar = "N",
-     .def = "1",
-     .min = 1,
-     .max = 1000000,
-     .help = "all-reduce the topic totals every N steps and at the end of each sweep: N times "
-             "fewer collectives, totals up to N steps stale; the model depends on N but not on "
-             "the split or timing"},
-    {.name = "seed",
-     .short_name = 's',
-     .type = RT_OPT_U64,
-     .offset = offsetof(lda_opts, seed),
-     .metavar = "S",
-     .def = "1",
-     .help = "random seed"},
-    {.name = "top",
-     .type = RT_OPT_U32,
-     .offset = offsetof(lda_opts, top),
-     .metavar = "N",
-     .def = "20",
-     .min = 1,
-     .max = 1000000,
-     .help = "words per topic in topics.txt"},
-    {.name = "out",
-     .short_name = 'o',
-     .type = RT_OPT_PATH,
-     .flags = RT_OPT_DIR,
-     .offset = offsetof(lda_opts, out),
-     .metavar = "DIR",
-     .help = "write topics.txt, word_topic.npy, topic_word.npy, doc_topic.npy, vocab.txt, "
-             "docs.txt, model.json into DIR"},
-    {.name = "metrics",
-     .type = RT_OPT_PATH,
-     .offset = offsetof(lda_opts, metrics),
-     .metavar = "FILE",
-     .help = "per-sweep metrics as JSON, rewritten after every evaluation"},
+    RT_U32_OPT("topics", 'k', lda_opts, K, "K", "100", 2, RT_LDA_MAX_TOPICS, 0, "number of topics"),
+    RT_DOUBLE_OPT("alpha", 0, lda_opts, alpha, "A", NULL, 0, HUGE_VAL, RT_OPT_MIN_OPEN,
+                  "symmetric document-topic prior (default 50/K)"),
+    RT_DOUBLE_OPT("beta", 0, lda_opts, beta, "B", "0.01", 0, HUGE_VAL, RT_OPT_MIN_OPEN,
+                  "symmetric topic-word prior"),
+    RT_U32_OPT("iters", 0, lda_opts, iters, "N", "100", 0, 100000000, 0,
+               "Gibbs sweeps over the corpus"),
+    RT_ENUM_OPT("sampler", 0, lda_opts, sampler, lda_samplers, "sparse",
+                "sparse (SparseLDA buckets), mh (Metropolis-Hastings with alias tables: cost per "
+                "token independent of K) or warp (WarpLDA's word and document phases with delayed "
+                "count updates: no document-topic matrix, the fastest per token)"),
+    RT_U32_OPT("mh-steps", 0, lda_opts, mh_steps, "M", "2", 1, 1000, 0,
+               "MH proposals per token, alternating doc/word"),
+    RT_U32_OPT("eval-every", 0, lda_opts, eval_every, "N", "10", 1, 100000000, 0,
+               "log-likelihood and held-out perplexity every N sweeps"),
+    RT_U32_OPT("sync-every", 0, lda_opts, sync_every, "N", "1", 1, 1000000, 0,
+               "all-reduce the topic totals every N steps and at the end of each sweep: N times "
+               "fewer collectives, totals up to N steps stale; the model depends on N but not on "
+               "the split or timing"),
+    RT_U64_OPT("seed", 's', lda_opts, seed, "S", "1", 0, 0, 0, "random seed"),
+    RT_U32_OPT("top", 0, lda_opts, top, "N", "20", 1, 1000000, 0, "words per topic in topics.txt"),
+    RT_PATH_OPT("out", 'o', lda_opts, out, "DIR", NULL, RT_OPT_DIR,
+                "write topics.txt, word_topic.npy, topic_word.npy, doc_topic.npy, vocab.txt, "
+                "docs.txt, model.json into DIR"),
+    RT_PATH_OPT("metrics", 0, lda_opts, metrics, "FILE", NULL, 0,
+                "per-sweep metrics as JSON, rewritten after every evaluation"),
     {0}};
 
 static int lda_opts_done(void *opts, rt_error *err)
@@ -292,37 +222,18 @@ static int lda_rotation_end(void *p, rt_engine *eng, uint64_t rot, const rt_rota
 
 /* ---------------------------------------------------------------- state */
 
-static int put_state(void *p, rt_state_writer *w, rt_error *err)
+static int lda_state_io(void *p, rt_state_io *io, rt_error *err)
 {
     lda_app *a = p;
     double t[3] = {a->sample_seconds, a->span_seconds, (double)a->span_sweeps};
-    return lda_core_state_save(&a->core, w, err) || rt_state_put(w, "timing", t, sizeof(t), err)
-               ? -1
-               : 0;
-}
-
-static int get_state(void *p, rt_state_reader *r, rt_error *err)
-{
-    lda_app *a = p;
-    double t[3];
-    if (lda_core_state_load(&a->core, r, err) || rt_state_get(r, "timing", t, sizeof(t), err))
+    int rc = io->w ? lda_core_state_save(&a->core, io->w, err)
+                   : lda_core_state_load(&a->core, io->r, err);
+    if (rc || rt_state_xfer(io, "timing", t, sizeof(t), err))
         return -1;
     a->sample_seconds = t[0];
     a->span_seconds = t[1];
     a->span_sweeps = (uint64_t)t[2];
     return 0;
-}
-
-static int lda_state_save(void *p, rt_engine *eng, const char *dir, uint64_t next, rt_error *err)
-{
-    lda_app *a = p;
-    return rt_app_state_save("lda", a->plan, eng, dir, next, put_state, a, err);
-}
-
-static int lda_state_load(void *p, rt_engine *eng, const char *dir, uint64_t *next, rt_error *err)
-{
-    lda_app *a = p;
-    return rt_app_state_load("lda", a->plan, eng, dir, next, get_state, a, err);
 }
 
 static const rt_app_ops lda_ops = {
@@ -350,7 +261,6 @@ const rt_app_desc rt_app_lda = {
     .model_free = lda_model_free,
     .model_topics = lda_model_topics,
     .model_export = lda_model_export,
-    .state_save = lda_state_save,
-    .state_load = lda_state_load,
     .model_infer = lda_model_infer,
+    .state_io = lda_state_io,
 };

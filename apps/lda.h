@@ -212,9 +212,12 @@ typedef struct lda_scratch {
     uint32_t *small, *large;
     int32_t *stale; /* K: word counts when the alias table was built (MH) */
     int32_t *dcnt;  /* K: the current document's counts (warp document phase; zero when idle) */
+    uint16_t *urn;  /* warp: the loaded word's topics, one per token (lda_scratch_urn) */
 } lda_scratch;
 
 int lda_scratch_init(lda_scratch *s, uint32_t K);
+/* Room for the warp sampler's urn: the most tokens of any word. */
+int lda_scratch_urn(lda_scratch *s, const lda_layout *l, uint64_t n_words);
 void lda_scratch_free(lda_scratch *s);
 
 typedef struct lda_ctx {

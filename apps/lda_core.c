@@ -34,7 +34,9 @@ int lda_core_init(lda_core *c, const lda_opts *o, const rt_plan *plan, const rt_
     if (lda_layout_build(&c->layout, plan, o->K, err))
         return -1;
     for (uint32_t t = 0; t < n_threads; t++)
-        if (lda_scratch_init(&c->scratch[t], o->K))
+        if (lda_scratch_init(&c->scratch[t], o->K) ||
+            (o->sampler == LDA_SAMPLER_WARP &&
+             lda_scratch_urn(&c->scratch[t], &c->layout, plan->n_cols)))
             return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (LDA scratch)");
     for (uint32_t i = 0; i < n_workers; i++)
         if (lda_worker_init(&c->workers[i], plan, &shards[i], &c->o, err))

@@ -115,6 +115,14 @@ static int tokens_build(infer_tokens *d, const lda_model *m, const rt_corpus *c,
             seen[c->word[i]] = 1;
         }
     }
+    if (n == 0 && res->unknown_tokens > 0) {
+        /* Nothing to sample: almost always word ids read without the
+         * vocabulary they index (uci, libsvm, ldac need --vocab). */
+        rt_fail(err, RT_EXIT_INPUT,
+                "no word of the input is in the model's vocabulary (word ids read without "
+                "--vocab?)");
+        goto out;
+    }
     d->n_docs = c->n_docs;
     d->off = rt_calloc_array(c->n_docs + 1, sizeof(uint64_t), "corpus", "documents", err);
     d->word = d->off ? rt_alloc_array(n ? n : 1, sizeof(uint32_t), "corpus", "tokens", err) : NULL;

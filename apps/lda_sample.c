@@ -51,6 +51,16 @@ int lda_scratch_init(lda_scratch *s, uint32_t K)
     return 0;
 }
 
+int lda_scratch_urn(lda_scratch *s, const lda_layout *l, uint64_t n_words)
+{
+    uint64_t most = 1;
+    for (uint64_t i = 0; i < n_words; i++)
+        if (l->tokens[i] > most)
+            most = l->tokens[i];
+    s->urn = rt_alloc(most * sizeof(uint16_t));
+    return s->urn ? 0 : -1;
+}
+
 void lda_scratch_free(lda_scratch *s)
 {
     rt_free(s->word.nwk);
@@ -66,6 +76,7 @@ void lda_scratch_free(lda_scratch *s)
     rt_free(s->large);
     rt_free(s->stale);
     rt_free(s->dcnt);
+    rt_free(s->urn);
     memset(s, 0, sizeof(*s));
 }
 

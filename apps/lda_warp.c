@@ -22,10 +22,11 @@
  * update), then accept or reject the pending document proposals, whose
  * document factor cancels:
  *     ratio = (n_wt + beta) (n_s + V beta) / ((n_ws + beta) (n_t + V beta))
- * and draw the next M word proposals from an alias table over the word's
- * counts after the word's tokens moved (or a uniform topic).  No document counts are needed,
- * so there is no document-topic matrix at all: memory grows with tokens,
- * not with K x documents.
+ * and draw the next M word proposals from the word's counts after its
+ * tokens moved (the topic of a random one of its tokens, from an urn with
+ * n_wk copies of topic k, or a uniform topic).  No document counts are
+ * needed, so there is no document-topic matrix at all: memory grows with
+ * tokens, not with K x documents.
  *
  * As in WarpLDA, each proposal is drawn from counts that move on before it
  * is judged (delayed updates), which the acceptance ratios ignore; the
@@ -41,13 +42,34 @@
 
 /* Metropolis-Hastings acceptance of topic t for a token now at s, when the
  * proposal cancels all but the factor (c_t + prior) / (n_t + V beta):
- * c and n are counts with the token, at s. */
+ * c and n are counts with the token, at s.  One draw every time, and no
+ * branch: whether a proposal is taken is a coin flip the branch predictor
+ * cannot learn.  (t == s is "accepted" as a move that changes nothing.) */
 static inline int accept(double ct, double cs, double prior, int64_t nt, int64_t ns, double vbeta,
                          rt_rng *rng)
 {
     double num = (ct + prior) * ((double)ns - 1 + vbeta);
     double den = (cs - 1 + prior) * ((double)nt + vbeta);
-    return num >= den || rt_rng_uniform(rng) * den < num;
+    return rt_rng_uniform(rng) * den < num;
+}
+
+/* The probability of drawing from the counts rather than uniformly, as a
+ * threshold on 32 random bits (2^32: always the counts). */
+static inline uint64_t counts_threshold(double counts, double prior_mass)
+{
+    return (uint64_t)(counts / (counts + prior_mass) * 4294967296.0);
+}
+
+/* One proposal from q(k) ∝ c_k + prior with one 64-bit draw: the high half
+ * picks the counts (below thr) or a uniform topic, the low half the topic
+ * of one of the n tokens of `topics` (stride apart), i.e. a topic in
+ * proportion to its count, or the uniform topic. */
+static inline uint16_t propose(rt_rng *rng, uint64_t thr, const uint16_t *topics, uint32_t n,
+                               size_t stride, uint32_t K)
+{
+    uint64_t x = rt_rng_next(rng), lo = x & 0xffffffffu;
+    uint16_t counted = topics[((lo * n) >> 32) * stride], uniform = (uint16_t)((lo * K) >> 32);
+    return (x >> 32) < thr ? counted : uniform;
 }
 
 int lda_visit_warp(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
@@ -58,7 +80,8 @@ int lda_visit_warp(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payloa
     const double beta = c->o->beta, vbeta = c->vbeta, Kbeta = K * beta;
     int64_t *nk = w->nk;
     lda_word *wd = &s->word;
-    uint16_t *aux = t->aux;
+    uint16_t *aux = t->aux, *urn = s->urn;
+    const uint32_t *tok_pos = t->tok_pos;
     uint64_t i = t->blk_tok[b];
     /* the records are visited in word order, scattered over the documents:
      * fetch the one PREFETCH tokens ahead while this one is sampled */
@@ -70,41 +93,43 @@ int lda_visit_warp(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payloa
         int32_t *nwk = wd->nwk;
         const uint64_t first = i;
         for (; i < t->run_end[r]; i++) {
-            uint16_t *a = aux + (size_t)t->tok_pos[i] * S;
+            uint16_t *a = aux + (size_t)tok_pos[i] * S;
             if (i < ahead_end)
-                __builtin_prefetch(aux + (size_t)t->tok_pos[i + PREFETCH] * S, 1);
+                __builtin_prefetch(aux + (size_t)tok_pos[i + PREFETCH] * S, 1);
             uint32_t k = a[0];
-            if (a[1] != k) { /* delayed update from the document phase */
-                nwk[a[1]]--;
-                if (nwk[k]++ == 0)
-                    lda_word_nz_add(wd, k);
-            }
+            /* the delayed update from the document phase (a no-op when
+             * the topic did not change) */
+            nwk[a[1]]--;
+            if (nwk[k]++ == 0)
+                lda_word_nz_add(wd, k);
             for (uint32_t m = 2; m < M + 2; m++) {
                 uint32_t prop = a[m];
-                if (prop == k || !accept(nwk[prop], nwk[k], beta, nk[prop], nk[k], vbeta, rng))
-                    continue;
-                nwk[k]--;
-                if (nwk[prop]++ == 0)
+                int take = accept(nwk[prop], nwk[k], beta, nk[prop], nk[k], vbeta, rng);
+                nwk[k] -= take;
+                nk[k] -= take;
+                nk[prop] += take;
+                if ((nwk[prop] += take) == 1 && take)
                     lda_word_nz_add(wd, prop);
-                nk[k]--;
-                nk[prop]++;
-                k = prop;
+                k = take ? prop : k;
             }
             a[0] = a[1] = (uint16_t)k;
         }
-        /* the next word proposals, from the counts as they are now */
-        uint32_t n_alias = wd->n_nz;
-        double nw = 0;
-        for (uint32_t x = 0; x < n_alias; x++)
-            nw += nwk[wd->nz[x]];
-        if (nw > 0)
-            lda_alias_build(s, wd, nw);
-        const double p_counts = nw / (nw + Kbeta); /* q_w: the counts' share of the mass */
+        /* the next word proposals, q_w(k) ∝ n_wk + beta with the counts as
+         * they are now: the topic of a random one of the word's tokens over
+         * all workers (an urn with n_wk copies of topic k, written in one
+         * pass: cheaper than an alias table's build for all but the
+         * longest words, and one draw per proposal), or a uniform topic */
+        uint32_t n = 0;
+        for (uint32_t x = 0; x < wd->n_nz; x++) {
+            uint16_t k = wd->nz[x];
+            for (int32_t y = 0; y < nwk[k]; y++)
+                urn[n++] = k;
+        }
+        const uint64_t thr = counts_threshold(n, Kbeta);
         for (uint64_t x = first; x < i; x++) {
-            uint16_t *a = aux + (size_t)t->tok_pos[x] * S;
+            uint16_t *a = aux + (size_t)tok_pos[x] * S;
             for (uint32_t m = 2; m < M + 2; m++)
-                a[m] = (uint16_t)(rt_rng_uniform(rng) < p_counts ? lda_alias_draw(s, n_alias, rng)
-                                                                 : lda_below(rng, K));
+                a[m] = propose(rng, thr, urn, n, 1, K);
         }
         if (lda_word_store(wd, K))
             return lda_overflow(b, j, err);
@@ -130,23 +155,21 @@ void lda_doc_phase(const lda_ctx *c, lda_worker *w, lda_scratch *s, rt_rng *rng)
             uint32_t k = a[0];
             for (uint32_t m = 2; m < M + 2; m++) {
                 uint32_t prop = a[m];
-                if (prop == k || !accept(cnt[prop], cnt[k], alpha, nk[prop], nk[k], vbeta, rng))
-                    continue;
-                cnt[k]--;
-                cnt[prop]++;
-                nk[k]--;
-                nk[prop]++;
-                k = prop;
+                int take = accept(cnt[prop], cnt[k], alpha, nk[prop], nk[k], vbeta, rng);
+                cnt[k] -= take;
+                cnt[prop] += take;
+                nk[k] -= take;
+                nk[prop] += take;
+                k = take ? prop : k;
             }
             a[0] = (uint16_t)k;
         }
-        /* the next document proposals, from the topics as they are now */
-        const double p_counts = len / (len + Kalpha); /* q_d: the counts' share of the mass */
+        /* the next document proposals, q_d(k) ∝ n_dk + alpha from the
+         * topics as they are now */
+        const uint64_t thr = counts_threshold(len, Kalpha);
         for (uint16_t *a = beg; a < end; a += S) {
             for (uint32_t m = 2; m < M + 2; m++)
-                a[m] =
-                    (uint16_t)(rt_rng_uniform(rng) < p_counts ? beg[(size_t)lda_below(rng, len) * S]
-                                                              : lda_below(rng, K));
+                a[m] = propose(rng, thr, beg, len, S, K);
             cnt[a[0]] = 0;
         }
     }

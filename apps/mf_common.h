@@ -49,60 +49,22 @@ int rt_mf_is_validation(const rt_mf_common_opts *o, uint32_t global_row, uint32_
  * rt_mf_common_opts member `mf` and an int `center`.  --lambda and
  * --init-scale differ between the apps and are in each app's own table. */
 #define RT_MF_COMMON_OPTIONS(T)                                                                    \
-    {.name = "rank",                                                                               \
-     .short_name = 'k',                                                                            \
-     .type = RT_OPT_U32,                                                                           \
-     .offset = offsetof(T, mf.k),                                                                  \
-     .metavar = "K",                                                                               \
-     .def = "32",                                                                                  \
-     .min = 1,                                                                                     \
-     .max = 4096,                                                                                  \
-     .help = "factor rank"},                                                                       \
-        {.name = "seed",                                                                           \
-         .short_name = 's',                                                                        \
-         .type = RT_OPT_U64,                                                                       \
-         .offset = offsetof(T, mf.seed),                                                           \
-         .metavar = "S",                                                                           \
-         .def = "1",                                                                               \
-         .help = "random seed of the initial factors"},                                            \
-        {.name = "no-center",                                                                      \
-         .type = RT_OPT_UNSET,                                                                     \
-         .offset = offsetof(T, center),                                                            \
-         .def = "1",                                                                               \
-         .help = "do not subtract the training mean from ratings"},                                \
-        {.name = "no-biases",                                                                      \
-         .type = RT_OPT_UNSET,                                                                     \
-         .offset = offsetof(T, mf.biases),                                                         \
-         .def = "1",                                                                               \
-         .help = "no per-row and per-column bias terms"},                                          \
-        {.name = "validation-fraction",                                                            \
-         .type = RT_OPT_DOUBLE,                                                                    \
-         .offset = offsetof(T, mf.valid_fraction),                                                 \
-         .metavar = "F",                                                                           \
-         .min = 0,                                                                                 \
-         .max = 0.5,                                                                               \
-         .flags = RT_OPT_MIN_OPEN,                                                                 \
-         .help = "hold out a seeded share F of the training ratings, score it every outer "        \
-                 "iteration and keep the best model (cd-mf)"},                                     \
-        {.name = "early-stop",                                                                     \
-         .type = RT_OPT_U32,                                                                       \
-         .offset = offsetof(T, mf.early_stop),                                                     \
-         .metavar = "N",                                                                           \
-         .min = 1,                                                                                 \
-         .max = 100000000,                                                                         \
-         .help = "stop after N outer iterations without a better validation RMSE (cd-mf)"},        \
-        {.name = "out",                                                                            \
-         .short_name = 'o',                                                                        \
-         .type = RT_OPT_PATH,                                                                      \
-         .flags = RT_OPT_DIR,                                                                      \
-         .offset = offsetof(T, mf.out),                                                            \
-         .metavar = "DIR",                                                                         \
-         .help = "write W.npy, H.npy, biases, rows.ids, cols.ids, model.json into DIR (the best "  \
-                 "model by validation when there is a validation set)"},                           \
-    {                                                                                              \
-        .name = "metrics", .type = RT_OPT_PATH, .offset = offsetof(T, mf.metrics),                 \
-        .metavar = "FILE", .help = "metrics as JSON, rewritten after every epoch"                  \
-    }
+    RT_U32_OPT("rank", 'k', T, mf.k, "K", "32", 1, 4096, 0, "factor rank"),                        \
+        RT_U64_OPT("seed", 's', T, mf.seed, "S", "1", 0, 0, 0,                                     \
+                   "random seed of the initial factors"),                                          \
+        RT_UNSET_OPT("no-center", 0, T, center, "do not subtract the training mean from ratings"), \
+        RT_UNSET_OPT("no-biases", 0, T, mf.biases, "no per-row and per-column bias terms"),        \
+        RT_DOUBLE_OPT("validation-fraction", 0, T, mf.valid_fraction, "F", NULL, 0, 0.5,           \
+                      RT_OPT_MIN_OPEN,                                                             \
+                      "hold out a seeded share F of the training ratings, score it every outer "   \
+                      "iteration and keep the best model (cd-mf)"),                                \
+        RT_U32_OPT("early-stop", 0, T, mf.early_stop, "N", NULL, 1, 100000000, 0,                  \
+                   "stop after N outer iterations without a better validation RMSE (cd-mf)"),      \
+        RT_PATH_OPT("out", 'o', T, mf.out, "DIR", NULL, RT_OPT_DIR,                                \
+                    "write W.npy, H.npy, biases, rows.ids, cols.ids, model.json into DIR (the "    \
+                    "best model by validation when there is a validation set)"),                   \
+        RT_PATH_OPT("metrics", 0, T, mf.metrics, "FILE", NULL, 0,                                  \
+                    "metrics as JSON, rewritten after every epoch")
 
 /* This node's MF state: one shard and one W row block per local worker. */
 typedef struct rt_mf_local {
@@ -232,5 +194,21 @@ static inline float rt_mf_predict(const float *w, const float *h, uint32_t kp, f
 {
     return ((mu + bu) + bi) + rt_mf_dot(w, h, kp);
 }
+
+/* Block scoring (apps/mf_scores.c): H packed into panels of 8 items, each
+ * user x panel scored with rt_mf_predict's operations in its order. */
+typedef struct rt_mf_scores_args {
+    const float *W;       /* rows padded to kp */
+    const float *panels;  /* rt_mf_pack_panels(H) */
+    const float *bu, *bi; /* NULL: no biases */
+    float mu;
+    uint32_t kp;
+    rt_mf_kernel kernel;
+} rt_mf_scores_args;
+/* H (n_cols x kp) as panels: RT_ALIGN-aligned, free with rt_free; NULL on OOM. */
+float *rt_mf_pack_panels(const float *H, uint64_t n_cols, uint32_t kp);
+/* out[i * n_cols + j] = prediction for (rows[i], col0 + j). */
+void rt_mf_scores_block(const rt_mf_scores_args *a, const uint32_t *rows, uint32_t n_rows,
+                        uint32_t col0, uint32_t n_cols, float *out);
 
 #endif

@@ -196,6 +196,8 @@ typedef struct rt_mf_model {
     float *W, *H;   /* rows padded to kp floats, RT_ALIGN aligned */
     float *bu, *bi; /* NULL when the model has no biases */
     rt_idmap rows, cols;
+    float *panels;       /* H packed for block scoring (mf_scores.c) */
+    rt_mf_kernel kernel; /* its path on this CPU */
 } rt_mf_model;
 
 /* Read DIR/NAME (rows x cols floats, cols = want_cols unless 0) into rows
@@ -236,6 +238,7 @@ void rt_mf_model_free(void *p)
     rt_free(m->H);
     rt_free(m->bu);
     rt_free(m->bi);
+    rt_free(m->panels);
     rt_idmap_free(&m->rows);
     rt_idmap_free(&m->cols);
     free(m);
@@ -323,6 +326,11 @@ static int load(const char *dir, rt_mf_model *m, rt_error *err)
     m->kp = rt_mf_padded_rank(m->k);
     if (mp.n ? load_parts(&mp, m, biases, path, err) : load_single(dir, m, biases, err))
         goto out;
+    m->kernel = rt_mf_kernel_best();
+    if (!(m->panels = rt_mf_pack_panels(m->H, m->n_cols, m->kp))) {
+        rt_fail(err, RT_EXIT_RUNTIME, "%s: out of memory", dir);
+        goto out;
+    }
     rc = rt_app_read_ids(dir, "rows.ids", &m->rows, m->n_rows, err) ||
                  rt_app_read_ids(dir, "cols.ids", &m->cols, m->n_cols, err)
              ? -1
@@ -364,9 +372,15 @@ float rt_mf_model_predict(const void *p, uint32_t row, uint32_t col)
 void rt_mf_model_scores(const void *p, const uint32_t *rows, uint32_t n_rows, uint32_t col0,
                         uint32_t n_cols, float *out)
 {
-    for (uint32_t i = 0; i < n_rows; i++)
-        for (uint32_t j = 0; j < n_cols; j++)
-            out[(size_t)i * n_cols + j] = rt_mf_model_predict(p, rows[i], col0 + j);
+    const rt_mf_model *m = p;
+    rt_mf_scores_args a = {.W = m->W,
+                           .panels = m->panels,
+                           .bu = m->bu,
+                           .bi = m->bi,
+                           .mu = m->mu,
+                           .kp = m->kp,
+                           .kernel = m->kernel};
+    rt_mf_scores_block(&a, rows, n_rows, col0, n_cols, out);
 }
 
 /* ------------------------------------------------------------ export */

@@ -30,94 +30,54 @@ static const rt_opt_choice sgd_schedules[] = {
 static const rt_opt_choice sgd_step_rules[] = {{"adagrad", 1}, {"none", 0}, {NULL, 0}};
 
 /* Defaults from a sweep on MovieLens 100K u1/u2 and FilmTrust folds
- * (bench/quality.sh): AdaGrad, lr 0.05, lambda 0.1, 20 epochs. */
+ * (bench/quality.sh): AdaGrad, lr 0.05, lambda 0.1, 20 epochs; with
+ * --implicit by the ranking quality on the same data (bench/ranking.sh). */
+#define SGD_EPOCHS "20"
+#define SGD_LR "0.05"
+#define SGD_LAMBDA "0.1"
+#define SGD_BPR_EPOCHS "20"
+#define SGD_BPR_LR "0.05"
+#define SGD_BPR_LAMBDA "0.01"
+
 static const rt_opt sgd_options[] = {
     RT_MF_COMMON_OPTIONS(sgd_opts),
-    {.name = "epochs",
-     .type = RT_OPT_U32,
-     .offset = offsetof(sgd_opts, epochs),
-     .metavar = "N",
-     .def = "20",
-     .min = 1,
-     .max = 100000000,
-     .help = "epochs"},
-    {.name = "lr",
-     .short_name = 'r',
-     .type = RT_OPT_DOUBLE,
-     .offset = offsetof(sgd_opts, lr),
-     .metavar = "ETA",
-     .def = "0.05",
-     .min = 0,
-     .max = HUGE_VAL,
-     .flags = RT_OPT_MIN_OPEN,
-     .help = "initial learning rate"},
-    {.name = "lambda",
-     .short_name = 'l',
-     .type = RT_OPT_DOUBLE,
-     .offset = offsetof(sgd_opts, mf.lambda),
-     .metavar = "L",
-     .def = "0.1",
-     .min = 0,
-     .max = HUGE_VAL,
-     .help = "L2 regularisation per rating"},
-    {.name = "adaptive",
-     .type = RT_OPT_ENUM,
-     .offset = offsetof(sgd_opts, adagrad),
-     .def = "adagrad",
-     .choices = sgd_step_rules,
-     .help = "step sizes: adagrad (row-wise AdaGrad as in LIBMF: lr / sqrt(1 + accumulated "
-             "mean squared gradients)) or none (one rate)"},
-    {.name = "schedule",
-     .type = RT_OPT_ENUM,
-     .offset = offsetof(sgd_opts, schedule),
-     .def = "fixed",
-     .choices = sgd_schedules,
-     .help = "learning-rate schedule: fixed; bold (bold driver: x1.05 after an epoch whose loss "
-             "fell, x0.5 otherwise); decay (x --decay every epoch)"},
-    {.name = "decay",
-     .type = RT_OPT_DOUBLE,
-     .offset = offsetof(sgd_opts, decay),
-     .metavar = "D",
-     .def = "0.9",
-     .min = 0,
-     .max = 1,
-     .flags = RT_OPT_MIN_OPEN,
-     .help = "factor per epoch for --schedule decay"},
-    {.name = "lambda-bias",
-     .type = RT_OPT_DOUBLE,
-     .offset = offsetof(sgd_opts, lambda_bias),
-     .metavar = "L",
-     .min = 0,
-     .max = HUGE_VAL,
-     .help = "L2 regularisation of the biases (default: --lambda)"},
-    {.name = "target-rmse",
-     .type = RT_OPT_DOUBLE,
-     .offset = offsetof(sgd_opts, target_rmse),
-     .metavar = "X",
-     .min = 0,
-     .max = HUGE_VAL,
-     .help = "stop once test RMSE <= X"},
-    {.name = "init-scale",
-     .type = RT_OPT_DOUBLE,
-     .offset = offsetof(sgd_opts, mf.init_scale),
-     .metavar = "S",
-     .def = "0.3",
-     .min = 0,
-     .max = HUGE_VAL,
-     .flags = RT_OPT_MIN_OPEN,
-     .help = "initial factors ~ N(0, S/sqrt(K))"},
-    {.name = "kernel",
-     .type = RT_OPT_STRING,
-     .offset = offsetof(sgd_opts, kernel_name),
-     .metavar = "auto|portable|avx2",
-     .def = "auto",
-     .help = "SGD inner loop: auto is avx2 where the CPU has it (both give the same bits)"},
+    RT_U32_OPT("epochs", 0, sgd_opts, epochs, "N", NULL, 1, 100000000, 0,
+               "epochs (default " SGD_EPOCHS ", with --implicit " SGD_BPR_EPOCHS ")"),
+    RT_DOUBLE_OPT("lr", 'r', sgd_opts, lr, "ETA", NULL, 0, HUGE_VAL, RT_OPT_MIN_OPEN,
+                  "initial learning rate (default " SGD_LR ", with --implicit " SGD_BPR_LR ")"),
+    RT_DOUBLE_OPT("lambda", 'l', sgd_opts, mf.lambda, "L", NULL, 0, HUGE_VAL, 0,
+                  "L2 regularisation per rating (default " SGD_LAMBDA
+                  ", with --implicit " SGD_BPR_LAMBDA ")"),
+    RT_FLAG_OPT("implicit", 0, sgd_opts, implicit,
+                "implicit feedback: BPR (every training pair ranked above a column drawn from the "
+                "block in hand that the row lacks), plain SGD steps, column biases only, no mean"),
+    RT_ENUM_OPT("adaptive", 0, sgd_opts, adagrad, sgd_step_rules, "adagrad",
+                "step sizes: adagrad (row-wise AdaGrad as in LIBMF: lr / sqrt(1 + accumulated "
+                "mean squared gradients)) or none (one rate)"),
+    RT_ENUM_OPT("schedule", 0, sgd_opts, schedule, sgd_schedules, "fixed",
+                "learning-rate schedule: fixed; bold (bold driver: x1.05 after an epoch whose loss "
+                "fell, x0.5 otherwise); decay (x --decay every epoch)"),
+    RT_DOUBLE_OPT("decay", 0, sgd_opts, decay, "D", "0.9", 0, 1, RT_OPT_MIN_OPEN,
+                  "factor per epoch for --schedule decay"),
+    RT_DOUBLE_OPT("lambda-bias", 0, sgd_opts, lambda_bias, "L", NULL, 0, HUGE_VAL, 0,
+                  "L2 regularisation of the biases (default: --lambda)"),
+    RT_DOUBLE_OPT("target-rmse", 0, sgd_opts, target_rmse, "X", NULL, 0, HUGE_VAL, 0,
+                  "stop once test RMSE <= X"),
+    RT_DOUBLE_OPT("init-scale", 0, sgd_opts, mf.init_scale, "S", "0.3", 0, HUGE_VAL,
+                  RT_OPT_MIN_OPEN, "initial factors ~ N(0, S/sqrt(K))"),
+    RT_STRING_OPT("kernel", 0, sgd_opts, kernel_name, "auto|portable|avx2", "auto", 0,
+                  "SGD inner loop: auto is avx2 where the CPU has it (both give the same bits)"),
     {0}};
 
-/* --lambda-bias defaults to --lambda (its field starts negative: "not given"). */
+/* --lambda-bias defaults to --lambda, and --epochs, --lr and --lambda depend
+ * on --implicit (their fields start at "not given": negative or 0). */
 static void sgd_opts_init(void *opts)
 {
-    ((sgd_opts *)opts)->lambda_bias = -1;
+    sgd_opts *o = opts;
+    o->lambda_bias = -1;
+    o->lr = -1;
+    o->mf.lambda = -1;
+    o->epochs = 0;
 }
 
 static int sgd_opts_done(void *opts, rt_error *err)
@@ -125,8 +85,16 @@ static int sgd_opts_done(void *opts, rt_error *err)
     sgd_opts *o = opts;
     if (rt_mf_kernel_pick(o->kernel_name, &o->kernel, err))
         return -1;
+    if (o->epochs == 0)
+        o->epochs = (uint32_t)atoi(o->implicit ? SGD_BPR_EPOCHS : SGD_EPOCHS);
+    if (o->lr < 0)
+        o->lr = atof(o->implicit ? SGD_BPR_LR : SGD_LR);
+    if (o->mf.lambda < 0)
+        o->mf.lambda = atof(o->implicit ? SGD_BPR_LAMBDA : SGD_LAMBDA);
     if (o->lambda_bias < 0)
         o->lambda_bias = o->mf.lambda;
+    if (o->implicit) /* ranks, not ratings: no mean, no row biases' use, one rate */
+        o->center = o->adagrad = 0;
     return 0;
 }
 
@@ -136,6 +104,9 @@ static int sgd_check(const void *opts, const rt_plan *plan, rt_error *err)
     if (o->mf.valid_fraction > 0 || o->mf.early_stop)
         return rt_fail(err, RT_EXIT_INPUT,
                        "sgd-mf: --validation-fraction and --early-stop are cd-mf only for now");
+    if (o->implicit && o->target_rmse > 0)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "sgd-mf: --target-rmse scores ratings, not rankings: not with --implicit");
     return rt_mf_check_common(&o->mf, plan, "sgd-mf", err);
 }
 
@@ -226,16 +197,19 @@ static int sgd_rotation_end(void *p, rt_engine *eng, uint64_t rot, const rt_rota
     a->seconds += st->seconds;
     if (rt_engine_rank(eng) != 0)
         return 0;
-    rt_info("epoch %3llu  %7.3fs  %7.2fM upd/s  train_rmse %.5f  test_rmse %.5f  "
+    rt_info("epoch %3llu  %7.3fs  %7.2fM upd/s  %s %.5f  %s %.5f  "
             "stall %5.1f%%  lr %.4g  moved %.1f MB",
             (unsigned long long)rot + 1, st->seconds,
-            (double)a->plan->nnz_train / st->seconds / 1e6, ep.train_rmse, ep.test_rmse,
-            100.0 * st->stall_frac_max, (double)ep.lr, (double)st->bytes_moved / 1e6);
+            (double)a->plan->nnz_train / st->seconds / 1e6,
+            a->o.implicit ? "bpr_loss" : "train_rmse", ep.train_rmse,
+            a->o.implicit ? "test_auc" : "test_rmse", ep.test_rmse, 100.0 * st->stall_frac_max,
+            (double)ep.lr, (double)st->bytes_moved / 1e6);
     return rt_metrics_epoch(&a->metrics,
                             json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I}", "epoch",
                                       (json_int_t)rot + 1, "seconds", st->seconds, "updates_per_s",
-                                      (double)a->plan->nnz_train / st->seconds, "train_rmse",
-                                      ep.train_rmse, "test_rmse",
+                                      (double)a->plan->nnz_train / st->seconds,
+                                      a->o.implicit ? "bpr_loss" : "train_rmse", ep.train_rmse,
+                                      a->o.implicit ? "test_auc" : "test_rmse",
                                       isfinite(ep.test_rmse) ? ep.test_rmse : -1.0, "stall_frac",
                                       st->stall_frac_max, "compute_s", st->compute_s, "lr",
                                       (double)ep.lr, "bytes_moved", (json_int_t)st->bytes_moved),
@@ -254,9 +228,12 @@ static int sgd_save(void *p, rt_engine *eng, rt_error *err)
     json_object_set_new(meta, "biases", json_boolean(a->o.mf.biases));
     json_object_set_new(meta, "epochs", json_integer((json_int_t)c->epochs_run));
     json_object_set_new(meta, "lr", json_real(a->o.lr));
-    json_object_set_new(meta, "train_rmse", json_real(c->train_rmse));
+    if (a->o.implicit)
+        json_object_set_new(meta, "implicit", json_string("bpr"));
+    json_object_set_new(meta, a->o.implicit ? "bpr_loss" : "train_rmse", json_real(c->train_rmse));
     if (isfinite(c->test_rmse))
-        json_object_set_new(meta, "test_rmse", json_real(c->test_rmse));
+        json_object_set_new(meta, a->o.implicit ? "test_auc" : "test_rmse",
+                            json_real(c->test_rmse));
     json_object_set_new(meta, "seconds", json_real(a->seconds));
     int rc = rt_mf_save(&a->core.m, eng, &a->o.mf, meta, err);
     if (rc == 0 && rt_engine_rank(eng) == 0)
@@ -266,34 +243,13 @@ static int sgd_save(void *p, rt_engine *eng, rt_error *err)
 
 /* ------------------------------------------------------------ state */
 
-static int put_state(void *p, rt_state_writer *w, rt_error *err)
+static int sgd_state_io(void *p, rt_state_io *io, rt_error *err)
 {
     sgd_app *a = p;
-    return sgd_core_state_save(&a->core, w, err) ||
-                   rt_state_put(w, "seconds", &a->seconds, sizeof(a->seconds), err)
+    return sgd_core_state_io(&a->core, io, err) ||
+                   rt_state_xfer(io, "seconds", &a->seconds, sizeof(a->seconds), err)
                ? -1
                : 0;
-}
-
-static int get_state(void *p, rt_state_reader *r, rt_error *err)
-{
-    sgd_app *a = p;
-    return sgd_core_state_load(&a->core, r, err) ||
-                   rt_state_get(r, "seconds", &a->seconds, sizeof(a->seconds), err)
-               ? -1
-               : 0;
-}
-
-static int sgd_state_save(void *p, rt_engine *eng, const char *dir, uint64_t next, rt_error *err)
-{
-    sgd_app *a = p;
-    return rt_app_state_save("sgd-mf", a->plan, eng, dir, next, put_state, a, err);
-}
-
-static int sgd_state_load(void *p, rt_engine *eng, const char *dir, uint64_t *next, rt_error *err)
-{
-    sgd_app *a = p;
-    return rt_app_state_load("sgd-mf", a->plan, eng, dir, next, get_state, a, err);
 }
 
 static const rt_app_ops sgd_ops = {
@@ -321,8 +277,7 @@ const rt_app_desc rt_app_sgd_mf = {
     .model_free = rt_mf_model_free,
     .model_ids = rt_mf_model_ids,
     .model_predict = rt_mf_model_predict,
-    .state_save = sgd_state_save,
-    .state_load = sgd_state_load,
+    .state_io = sgd_state_io,
     .model_scores = rt_mf_model_scores,
     .model_export = rt_mf_model_export,
 };

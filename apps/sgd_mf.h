@@ -45,6 +45,7 @@ typedef struct sgd_opts {
     const char *kernel_name; /* --kernel: auto, portable or avx2 */
     rt_mf_kernel kernel;     /* the SGD path, chosen once when the options are parsed */
     double target_rmse;      /* stop early once test RMSE <= this (0 = never) */
+    int implicit;            /* --implicit: BPR with negatives from the block held */
 } sgd_opts;
 
 /* ---- the core: state and math of one node, no engine ----
@@ -91,18 +92,35 @@ size_t sgd_core_sums_len(const sgd_core *c);
  * *stop when training is over; -1 when it diverged. */
 int sgd_core_epoch_end(sgd_core *c, uint64_t rotation, sgd_epoch *ep, int *stop, rt_error *err);
 
+/* ---- --implicit: BPR over one data block (sgd_mf_bpr.c) ---- */
+typedef struct sgd_bpr_block {
+    const rt_entry *e; /* the block's pairs, sorted by (row, col) */
+    size_t n;
+    float *W, *H; /* worker-local W rows, block-local H rows, kp floats each */
+    float *bias;  /* the block's column biases, or NULL */
+    uint32_t n_cols, k, kp;
+    float lr, lambda, lambda_bias;
+} sgd_bpr_block;
+/* The stream of negative draws of (epoch, worker, block): test = 1 for the
+ * held-out pairs' draws. */
+uint64_t sgd_bpr_stream(uint64_t epoch, uint32_t worker, uint32_t block, int test);
+/* One BPR pass; returns the sum of -ln sigmoid(x_ui - x_uj) before each step. */
+double sgd_bpr_train(const sgd_bpr_block *b, rt_rng *rng);
+/* The held-out pairs b->e against one negative each (drawn as in training,
+ * avoiding the row's training pairs train[0..n_train) of the block): the
+ * number ranked above their negative (ties count 1/2), for a sampled AUC. */
+double sgd_bpr_test(const sgd_bpr_block *b, const rt_entry *train, size_t n_train, rt_rng *rng);
+
 /* Floats per column after the H rows in a payload: the column biases, then
  * with AdaGrad the accumulators of the H rows and of the column biases. */
 uint32_t sgd_payload_extra(const sgd_opts *o);
 
 /* The node's training state between rotations (the local W rows and row
  * biases, with AdaGrad their accumulators, the learning rate and the
- * schedule's memory), into / out of a state file (app_common.h); the home
- * blocks' payloads (H rows, column biases and their accumulators) are saved
- * by the caller. */
-struct rt_state_writer;
-struct rt_state_reader;
-int sgd_core_state_save(const sgd_core *c, struct rt_state_writer *w, rt_error *err);
-int sgd_core_state_load(sgd_core *c, struct rt_state_reader *r, rt_error *err);
+ * schedule's memory), into or out of a state file (rt_state_io,
+ * app_common.h); the home blocks' payloads (H rows, column biases and their
+ * accumulators) are the caller's. */
+struct rt_state_io;
+int sgd_core_state_io(sgd_core *c, struct rt_state_io *io, rt_error *err);
 
 #endif

@@ -86,8 +86,39 @@ void sgd_core_block_home(sgd_core *c, uint32_t block, uint64_t rotation, float *
     *len = rt_mf_block_bytes(c->plan, block, c->m.kp, sgd_payload_extra(&c->o));
 }
 
+/* --implicit: BPR over the block's training pairs, then the sampled AUC of
+ * its held-out pairs; one stream of draws each per (epoch, worker, block). */
+static void visit_bpr(sgd_core *c, uint32_t worker, uint32_t block, float *H)
+{
+    uint32_t t = worker - c->m.first_worker, n = rt_plan_block_cols(c->plan, block);
+    const rt_shard *s = &c->m.shards[t];
+    sgd_bpr_block b = {.W = c->m.W[t],
+                       .H = H,
+                       .bias = c->m.bu ? rt_mf_payload_biases(H, n, c->m.kp) : NULL,
+                       .n_cols = n,
+                       .k = c->m.k,
+                       .kp = c->m.kp,
+                       .lr = c->lr,
+                       .lambda = (float)c->o.mf.lambda,
+                       .lambda_bias = (float)c->o.lambda_bias};
+    uint64_t b0 = s->train_off[block], b1 = s->train_off[block + 1];
+    rt_rng rng;
+    b.e = s->train + b0;
+    b.n = b1 - b0;
+    rt_rng_seed(&rng, c->o.mf.seed, sgd_bpr_stream(c->epochs_run, worker, block, 0));
+    c->sse[worker] += sgd_bpr_train(&b, &rng);
+    b.e = s->test + s->test_off[block];
+    b.n = s->test_off[block + 1] - s->test_off[block];
+    rt_rng_seed(&rng, c->o.mf.seed, sgd_bpr_stream(c->epochs_run, worker, block, 1));
+    c->sse[c->plan->workers + worker] += sgd_bpr_test(&b, s->train + b0, b1 - b0, &rng);
+}
+
 void sgd_core_visit(sgd_core *c, uint32_t worker, uint32_t block, float *H)
 {
+    if (c->o.implicit) {
+        visit_bpr(c, worker, block, H);
+        return;
+    }
     uint32_t t = worker - c->m.first_worker, W = c->plan->workers;
     const rt_shard *s = &c->m.shards[t];
     rt_sgd_params params = {.kernel = c->o.kernel,
@@ -152,8 +183,14 @@ int sgd_core_epoch_end(sgd_core *c, uint64_t rot, sgd_epoch *ep, int *stop, rt_e
         test_sse += c->sse[W + w];
     }
     memset(c->sse, 0, 2 * (size_t)W * sizeof(double));
-    c->train_rmse = sqrt(train_sse / (double)(plan->nnz_train ? plan->nnz_train : 1));
-    c->test_rmse = plan->nnz_test ? sqrt(test_sse / (double)plan->nnz_test) : NAN;
+    double n_train = (double)(plan->nnz_train ? plan->nnz_train : 1);
+    if (c->o.implicit) { /* mean BPR loss and sampled AUC instead (sgd_mf_bpr.c) */
+        c->train_rmse = train_sse / n_train;
+        c->test_rmse = plan->nnz_test ? test_sse / (double)plan->nnz_test : NAN;
+    } else {
+        c->train_rmse = sqrt(train_sse / n_train);
+        c->test_rmse = plan->nnz_test ? sqrt(test_sse / (double)plan->nnz_test) : NAN;
+    }
     c->epochs_run = rot + 1;
     ep->train_sse = train_sse;
     ep->train_rmse = c->train_rmse;
@@ -178,7 +215,7 @@ typedef struct sgd_scalars {
     uint64_t epochs_run;
 } sgd_scalars;
 
-int sgd_core_state_save(const sgd_core *c, rt_state_writer *w, rt_error *err)
+int sgd_core_state_io(sgd_core *c, rt_state_io *io, rt_error *err)
 {
     sgd_scalars sc = {.mu = c->mu,
                       .lr = c->lr,
@@ -189,28 +226,12 @@ int sgd_core_state_save(const sgd_core *c, rt_state_writer *w, rt_error *err)
                       .train_rmse = c->train_rmse,
                       .test_rmse = c->test_rmse,
                       .epochs_run = c->epochs_run};
-    if (rt_state_put(w, "sgd", &sc, sizeof(sc), err))
+    if (rt_state_xfer(io, "sgd", &sc, sizeof(sc), err))
         return -1;
-    for (uint32_t t = 0; t < c->m.n_workers; t++) {
-        size_t rows = rt_plan_worker_rows(c->plan, c->m.first_worker + t);
-        if (rt_state_put(w, "W", c->m.W[t], rows * c->m.kp * sizeof(float), err) ||
-            (c->m.bu && rt_state_put(w, "row_bias", c->m.bu[t], rows * sizeof(float), err)) ||
-            (c->gW && rt_state_put(w, "W_adagrad", c->gW[t], rows * sizeof(float), err)) ||
-            (c->gbu && c->m.bu &&
-             rt_state_put(w, "bias_adagrad", c->gbu[t], rows * sizeof(float), err)))
-            return -1;
-    }
-    return 0;
-}
-
-int sgd_core_state_load(sgd_core *c, rt_state_reader *r, rt_error *err)
-{
-    sgd_scalars sc;
-    if (rt_state_get(r, "sgd", &sc, sizeof(sc), err))
-        return -1;
+    /* Only a state read back can differ from this run. */
     if (sc.k != c->m.k || sc.biases != (c->m.bu != NULL) || sc.adagrad != (c->gW != NULL))
         return rt_fail(err, RT_EXIT_INPUT, "%s: state of rank %u%s%s, this run has rank %u%s%s",
-                       r->path, sc.k, sc.biases ? " with biases" : "",
+                       io->r->path, sc.k, sc.biases ? " with biases" : "",
                        sc.adagrad ? " with AdaGrad" : "", c->m.k, c->m.bu ? " with biases" : "",
                        c->gW ? " with AdaGrad" : "");
     c->mu = sc.mu;
@@ -221,11 +242,11 @@ int sgd_core_state_load(sgd_core *c, rt_state_reader *r, rt_error *err)
     c->epochs_run = sc.epochs_run;
     for (uint32_t t = 0; t < c->m.n_workers; t++) {
         size_t rows = rt_plan_worker_rows(c->plan, c->m.first_worker + t);
-        if (rt_state_get(r, "W", c->m.W[t], rows * c->m.kp * sizeof(float), err) ||
-            (c->m.bu && rt_state_get(r, "row_bias", c->m.bu[t], rows * sizeof(float), err)) ||
-            (c->gW && rt_state_get(r, "W_adagrad", c->gW[t], rows * sizeof(float), err)) ||
+        if (rt_state_xfer(io, "W", c->m.W[t], rows * c->m.kp * sizeof(float), err) ||
+            (c->m.bu && rt_state_xfer(io, "row_bias", c->m.bu[t], rows * sizeof(float), err)) ||
+            (c->gW && rt_state_xfer(io, "W_adagrad", c->gW[t], rows * sizeof(float), err)) ||
             (c->gbu && c->m.bu &&
-             rt_state_get(r, "bias_adagrad", c->gbu[t], rows * sizeof(float), err)))
+             rt_state_xfer(io, "bias_adagrad", c->gbu[t], rows * sizeof(float), err)))
             return -1;
     }
     return 0;

@@ -15,44 +15,15 @@
 # "baseline" the baseline's per-iteration numbers with OpenMP over
 # min(P*T, nproc) threads, "baseline_1t" with one thread.
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-ROTOR=${ROTOR:-$ROOT/build/tools/rotor}
+source "$(dirname "$0")/lib.sh"
 rows=100000 cols=20000 nnz=4000000 true_rank=8 rank=8 outer=5 inner=2 lambda=5
 procs=2 threads=1 ml100k=0 baseline=1
-while [ $# -gt 0 ]; do
-    case $1 in
-    --rows) rows=$2; shift ;;
-    --cols) cols=$2; shift ;;
-    --nnz) nnz=$2; shift ;;
-    --true-rank) true_rank=$2; shift ;;
-    --rank) rank=$2; shift ;;
-    --outer) outer=$2; shift ;;
-    --inner) inner=$2; shift ;;
-    --lambda) lambda=$2; shift ;;
-    --procs) procs=$2; shift ;;
-    --threads) threads=$2; shift ;;
-    --ml100k) ml100k=1 ;;
-    --no-baseline) baseline=0 ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
-    *) echo "cd_mf.sh: unknown option $1" >&2; exit 2 ;;
-    esac
-    shift
-done
-[ -x "$ROTOR" ] || { echo "build first: tools/run.sh build" >&2; exit 2; }
-TMP=$(mktemp -d) && trap 'rm -rf "$TMP"' EXIT
+BENCH_FLAGS=([ml100k]=ml100k=1 [no-baseline]=baseline=0)
+bench_options 2,16 "$@"
+bench_start
 
-if [ "$ml100k" = 1 ]; then
-    data=${ROTOR_DATA_DIR:-$ROOT/../shared/data}/ml-100k
-    xz -dc "$data/u1.base.xz" >"$TMP/train.txt"
-    xz -dc "$data/u1.test.xz" >"$TMP/test.txt"
-    rank=3 lambda=3 inner=3 outer=10
-else
-    "$ROTOR" gen mf --rows "$rows" --cols "$cols" --nnz "$nnz" --rank "$true_rank" --noise 0.1 \
-        --seed 1 --out "$TMP/train.txt" --test-out "$TMP/test.txt" --test-fraction 0.05 \
-        >/dev/null 2>&1
-fi
-"$ROTOR" partition --input "$TMP/train.txt" --test "$TMP/test.txt" --nodes "$procs" \
-    --threads "$threads" --seed 1 --out "$TMP/plan" >/dev/null 2>&1
+[ "$ml100k" = 1 ] && rank=3 lambda=3 inner=3 outer=10
+bench_mf_data "$ml100k"
 "$ROTOR" launch -n "$procs" -- "$ROTOR" train --plan "$TMP/plan" --app cd-mf --rank "$rank" \
     --outer "$outer" --inner "$inner" --lambda "$lambda" --seed 1 \
     --metrics "$TMP/metrics.json" >&2
@@ -70,8 +41,6 @@ fi
 
 # Summary: median seconds per outer iteration (robust to a slow first one)
 # and the last iteration's numbers.
-median() { sort -g | awk '{a[NR]=$1} END {print NR ? ((NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2) : "null"}'; }
-field() { grep -o "\"$1\": [-0-9.e+]*" "$2" | awk '{print $2}' || true; }
 last() { local v; v=$(field "$1" "$2" | tail -1); echo "${v:-null}"; }
 rotor_s=$(field seconds "$TMP/metrics.json" | median)
 base_s=$(field seconds "$TMP/baseline.json" | median)

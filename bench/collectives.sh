@@ -17,22 +17,10 @@
 # tree's advantage (log2 P rounds instead of P - 1 messages through one rank)
 # shows where every rank has its own core and link.
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-ROTOR=${ROTOR:-$ROOT/build/tools/rotor}
+source "$(dirname "$0")/lib.sh"
 ranks=2,4,8,16 sizes=8,8192,65536 rounds=3 iters=100
-while [ $# -gt 0 ]; do
-    case $1 in
-    --ranks) ranks=$2; shift ;;
-    --sizes) sizes=$2; shift ;;
-    --rounds) rounds=$2; shift ;;
-    --iters) iters=$2; shift ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
-    *) echo "collectives.sh: unknown option $1" >&2; exit 2 ;;
-    esac
-    shift
-done
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+bench_options 2,18 "$@"
+bench_start
 
 # one P ALGO SIZE ROUND: appends "SIZE USEC" to $TMP/P.ALGO.SIZE
 one() {
@@ -41,7 +29,6 @@ one() {
         --collectives "$2" --min-size "$3" --max-size "$3" --iters "$iters" 2>/dev/null)
     echo "$out" | sed -n 's/.*"t_typical_usec": \([0-9.]*\).*/\1/p' >>"$TMP/$1.$2.$3"
 }
-median() { sort -g "$1" | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 
 for ((r = 1; r <= rounds; r++)); do
     for p in ${ranks//,/ }; do
@@ -53,7 +40,7 @@ for ((r = 1; r <= rounds; r++)); do
 done
 for p in ${ranks//,/ }; do
     for s in ${sizes//,/ }; do
-        st=$(median "$TMP/$p.star.$s") tr=$(median "$TMP/$p.tree.$s")
+        st=$(median <"$TMP/$p.star.$s") tr=$(median <"$TMP/$p.tree.$s")
         printf '{"benchmark": "allreduce", "ranks": %d, "bytes": %d, "star_usec": %s, ' "$p" "$s" "$st"
         printf '"tree_usec": %s, "star_over_tree": %s, "rounds": %d, "loadavg": "%s"}\n' \
             "$tr" "$(awk -v a="$st" -v b="$tr" 'BEGIN {printf "%.2f", a / b}')" "$rounds" \

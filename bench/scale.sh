@@ -3,7 +3,8 @@
 # network namespaces joined by shaped veth links, next to `rotor simulate`.
 #
 #   bench/scale.sh [--quick] [--ranks 2,4,8] [--gbps 1,5,25] [--apps sgd-mf,lda]
-#                  [--epochs N] [--keep]
+#                  [--epochs N] [--rounds 3] [--configs APP:RANKS:GBPS,...] [--keep]
+#   bench/scale.sh --auto APP:RANKS:GBPS [--rounds 3] [--epochs N]
 #
 # Needs root (ip netns, tc).  Topology: one namespace per rank (rtscale-R,
 # address 169.254.77.R+1/24 on its veth) and one holding a bridge
@@ -14,35 +15,29 @@
 # added: the link latency the model gets is the one measured between two
 # namespaces (rotor bench-link, 8-byte ping-pong).
 #
-# For each (app, ranks, gbps): gen + partition once per (app, ranks), run
-# `rotor train` in every namespace (1 thread per rank), take the median epoch
-# time and stall of the epochs after the first, and run `rotor simulate` on
-# the same plan with the kernel rate calibrated here (--calibrate-threads:
-# the plan's workers as threads of one process, sharing this machine's cores
-# as the ranks do) and the bandwidth TCP reaches through the shaped link
-# (gbps_tcp, rotor bench-link).  One JSON line per configuration:
-#   {"app", "ranks", "threads", "gbps", "gbps_tcp", "latency_us", "measured_epoch_s",
-#    "predicted_epoch_s", "epoch_error", "measured_stall", "predicted_stall",
-#    "critical", "loadavg"}
-# --quick: 4 configurations (about a minute and a half).  Without root or namespaces it
-# prints a message and exits 0.
+# For each (app, ranks, gbps), --rounds times: calibrate the kernel rate
+# (rotor simulate --calibrate: a short serial run of the app on the same
+# plan, unpinned like the ranks, right before the run and so under the same
+# load), run `rotor train` in every namespace (1 thread per rank, --pin no:
+# on one machine every rank would pin to the same core), take the median
+# epoch time and stall of the epochs after the first, and predict them with
+# `rotor simulate` from that round's rate and the bandwidth TCP reaches
+# through the shaped link (gbps_tcp, rotor bench-link).  One JSON line per
+# configuration with the medians over the rounds:
+#   {"app", "ranks", "threads", "gbps", "gbps_tcp", "latency_us", "rounds",
+#    "measured_epoch_s", "predicted_epoch_s", "epoch_error", "measured_stall",
+#    "predicted_stall", "critical", "loadavg"}
+# --auto: the plan of `rotor partition --pipeline auto` (for the measured
+# link and the rate calibrated right before) against the default plan, run
+# alternately; one JSON line with the medians and their ratio.
+# --quick: 4 configurations, one round of 4 epochs each (about a minute and
+# a half under load).  Without root or namespaces it prints a message and
+# exits 0.
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-ROTOR=${ROTOR:-$ROOT/build/tools/rotor}
-ranks=2,4,8 gbps=1,5,25 apps=sgd-mf,lda epochs=6 quick=0 keep=0
-while [ $# -gt 0 ]; do
-    case $1 in
-    --quick) quick=1 ;;
-    --ranks) ranks=$2; shift ;;
-    --gbps) gbps=$2; shift ;;
-    --apps) apps=$2; shift ;;
-    --epochs) epochs=$2; shift ;;
-    --keep) keep=1 ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
-    *) echo "scale.sh: unknown option $1" >&2; exit 2 ;;
-    esac
-    shift
-done
+source "$(dirname "$0")/lib.sh"
+ranks=2,4,8 gbps=1,5,25 apps=sgd-mf,lda epochs=6 rounds=3 quick=0 keep=0 configs="" auto=""
+BENCH_FLAGS=([quick]=quick=1 [keep]=keep=1)
+bench_options 2,35 "$@"
 
 PREFIX=rtscale
 SUBNET=169.254.77
@@ -70,6 +65,9 @@ cleanup() {
 command -v ip >/dev/null && command -v tc >/dev/null || skip "needs iproute2 (ip, tc)"
 [ -x "$ROTOR" ] || { echo "scale.sh: build rotor first ($ROTOR)" >&2; exit 2; }
 trap cleanup EXIT
+# every rank of a job proves this secret to the others (bench-link and train)
+ROTOR_TOKEN=${ROTOR_TOKEN:-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')}
+export ROTOR_TOKEN
 
 # ---- network ----
 
@@ -156,25 +154,30 @@ measure_gbps() {
 
 # Workload per app: transfer and compute of the same order at 1-5 Gb/s
 # on one core per rank, so the stall moves with the link.
-gen_plan() { # gen_plan APP RANKS -> $TMP/APP.RANKS/plan
-    local app=$1 n=$2 d=$TMP/$1.$2
-    mkdir -p "$d"
+gen_plan() { # gen_plan APP RANKS OUT [PARTITION OPTIONS...]
+    local app=$1 n=$2 out=$3
+    shift 3
+    mkdir -p "$(dirname "$out")"
     if [ "$app" = lda ]; then
         [ -f "$TMP/corpus.txt" ] || "$ROTOR" gen lda --docs 6000 --vocab 20000 --topics 50 \
             --doc-len 150 --seed 1 --out "$TMP/corpus.txt" >/dev/null 2>&1
         "$ROTOR" partition --app lda --input "$TMP/corpus.txt" --nodes "$n" --threads 1 \
-            --seed 1 --out "$d/plan" >/dev/null 2>&1
+            --seed 1 --out "$out" --force "$@" 2>"$out.log" >/dev/null
     else
         [ -f "$TMP/mf.txt" ] || "$ROTOR" gen mf --rows 40000 --cols 40000 --nnz 1500000 \
             --rank 8 --seed 1 --out "$TMP/mf.txt" >/dev/null 2>&1
         "$ROTOR" partition --input "$TMP/mf.txt" --nodes "$n" --threads 1 --seed 1 \
-            --out "$d/plan" >/dev/null 2>&1
+            --out "$out" --force "$@" 2>"$out.log" >/dev/null
     fi
 }
 
 app_args() { # the app's options (block size and kernel cost)
     if [ "$1" = lda ]; then echo "--topics 100 --iters $epochs --eval-every 1"
     else echo "--rank 64 --epochs $epochs"; fi
+}
+
+col_bytes() { # what a column adds to a block with app_args: K counts, or k floats and a bias
+    if [ "$1" = lda ]; then echo 400; else echo 260; fi
 }
 
 # median of the epoch times and stalls after the first epoch, from rank 0's log
@@ -193,52 +196,102 @@ measured() {
 }
 
 declare -A rate
-# The kernel rate with all of the plan's workers as threads of one process on
-# this machine's cores, as the ranks will share them (no network).
+# The kernel rate of one thread on this machine now (serial, unpinned): the
+# ranks each run one such thread (no network).
 calibrate() { # calibrate APP PLAN KEY: rate[KEY] = units/s per thread
     local out
     # shellcheck disable=SC2046
-    out=$("$ROTOR" simulate --plan "$2" --app "$1" $(app_args "$1") --calibrate-threads --gbps 0 \
+    out=$("$ROTOR" simulate --plan "$2" --app "$1" $(app_args "$1") --calibrate --gbps 0 \
         --json 2>&1) || { echo "$out" >&2; return 1; }
     rate[$3]=$(echo "$out" | sed -n 's/.*"rate": \([0-9.e+]*\).*/\1/p')
 }
 
 declare -A effective
-one_config() { # one_config APP RANKS GBPS LAT_US
+# one_round APP RANKS GBPS LAT_US: calibrate, run, predict; appends
+# "measured_epoch measured_stall predicted_epoch predicted_stall critical"
+# to $TMP/rounds.
+one_round() {
     local app=$1 n=$2 g=$3 lat=$4 plan=$TMP/$1.$2/plan m pred
+    calibrate "$app" "$plan" "$app.$n" || return 1 # right before, under the same load
     shape "$g"
-    [ -n "${effective[$g]:-}" ] || effective[$g]=$(measure_gbps)
     # shellcheck disable=SC2046
     if ! run_ranks "$n" "$ROTOR" train --plan "$plan" --app "$app" $(app_args "$app") \
-        --transport tcp; then
+        --transport tcp --pin no; then
         echo "scale.sh: $app on $n ranks at $g Gb/s failed:" >&2
-        tail -5 "$TMP"/log.* >&2
+        tail -n 5 "$TMP"/log.* >&2
         return 1
     fi
     m=$(measured)
     # shellcheck disable=SC2046
     pred=$("$ROTOR" simulate --plan "$plan" --app "$app" $(app_args "$app") --json \
         --rate "${rate[$app.$n]}" --gbps "${effective[$g]}" --latency-us "$lat" --overhead-us 10)
-    local pe ps crit
-    pe=$(echo "$pred" | sed -n 's/.*"predicted_epoch_s": \([0-9.e+-]*\).*/\1/p')
-    ps=$(echo "$pred" | sed -n 's/.*"predicted_stall": \([0-9.e+-]*\).*/\1/p')
-    crit=$(echo "$pred" | sed -n 's/.*"critical": "\([a-z]*\)".*/\1/p')
-    set -- $m
+    echo "$m $(echo "$pred" | sed -n 's/.*"predicted_epoch_s": \([0-9.e+-]*\).*"predicted_stall": \([0-9.e+-]*\).*"critical": "\([a-z]*\)".*/\1 \2 \3/p')" \
+        >>"$TMP/rounds"
+}
+
+col_median() { cut -d' ' -f"$1" "$TMP/rounds" | median; }
+
+one_config() { # one_config APP RANKS GBPS LAT_US
+    local app=$1 n=$2 g=$3 lat=$4 load me pe ms ps crit
+    shape "$g"
+    [ -n "${effective[$g]:-}" ] || effective[$g]=$(measure_gbps)
+    : >"$TMP/rounds"
+    load=$(cut -d' ' -f1-3 /proc/loadavg)
+    for ((i = 0; i < rounds; i++)); do one_round "$@" || return 1; done
+    me=$(col_median 1) ms=$(col_median 2) pe=$(col_median 3) ps=$(col_median 4)
+    crit=$(cut -d' ' -f5 "$TMP/rounds" | sort | uniq -c | sort -rn | awk 'NR == 1 { print $2 }')
     printf '{"app": "%s", "ranks": %d, "threads": 1, "gbps": %s, "gbps_tcp": %s, ' \
         "$app" "$n" "$g" "${effective[$g]}"
-    printf '"latency_us": %s, ' "$lat"
-    printf '"measured_epoch_s": %s, "predicted_epoch_s": %s, "epoch_error": %s, ' "$1" "$pe" \
-        "$(awk -v m="$1" -v p="$pe" 'BEGIN { printf "%.3f", (p - m) / m }')"
+    printf '"latency_us": %s, "rounds": %d, ' "$lat" "$rounds"
+    printf '"measured_epoch_s": %s, "predicted_epoch_s": %s, "epoch_error": %s, ' "$me" "$pe" \
+        "$(awk -v m="$me" -v p="$pe" 'BEGIN { printf "%.3f", (p - m) / m }')"
     printf '"measured_stall": %s, "predicted_stall": %s, "critical": "%s", "loadavg": "%s"}\n' \
-        "$2" "$ps" "$crit" "$(cut -d' ' -f1-3 /proc/loadavg)"
+        "$ms" "$ps" "$crit" "$load"
+}
+
+# run_epoch APP RANKS PLAN: the measured median epoch of one run
+run_epoch() {
+    # shellcheck disable=SC2046
+    run_ranks "$2" "$ROTOR" train --plan "$3" --app "$1" $(app_args "$1") --transport tcp \
+        --pin no || { tail -n 5 "$TMP"/log.* >&2; return 1; }
+    measured | cut -d' ' -f1
+}
+
+# auto_compare APP RANKS GBPS LAT_US: the default plan against the plan of
+# --pipeline auto (partitioned for the link measured here and the rate
+# calibrated right before), run alternately, medians over the rounds.
+auto_compare() {
+    local app=$1 n=$2 g=$3 lat=$4 d=$TMP/$1.$2 pa load
+    shape "$g"
+    effective[$g]=$(measure_gbps)
+    load=$(cut -d' ' -f1-3 /proc/loadavg)
+    calibrate "$app" "$d/plan" "$app.$n" || return 1
+    gen_plan "$app" "$n" "$d/auto" --pipeline auto --rate "${rate[$app.$n]}" \
+        --gbps "${effective[$g]}" --latency-us "$lat" --overhead-us 10 \
+        --bytes-per-col "$(col_bytes "$app")"
+    pa=$(sed -n 's/.*"pipeline": \([0-9]*\).*/\1/p' "$d/auto/plan.json")
+    : >"$TMP/ab"
+    for ((i = 0; i < rounds; i++)); do
+        echo "$(run_epoch "$app" "$n" "$d/plan") $(run_epoch "$app" "$n" "$d/auto")" >>"$TMP/ab"
+    done
+    local md ma
+    md=$(cut -d' ' -f1 "$TMP/ab" | median) ma=$(cut -d' ' -f2 "$TMP/ab" | median)
+    printf '{"app": "%s", "ranks": %d, "gbps": %s, "gbps_tcp": %s, "latency_us": %s, ' \
+        "$app" "$n" "$g" "${effective[$g]}" "$lat"
+    printf '"auto_pipeline": %s, "rounds": %d, "default_epoch_s": %s, "auto_epoch_s": %s, ' \
+        "$pa" "$rounds" "$md" "$ma"
+    printf '"auto_over_default": %s, "predicted": "%s", "loadavg": "%s"}\n' \
+        "$(awk -v a="$ma" -v b="$md" 'BEGIN { printf "%.3f", a / b }')" \
+        "$(grep -o 'pipeline auto: [0-9]* blocks per worker (.*s)' "$d/auto.log")" "$load"
 }
 
 # ---- main ----
 
-if [ "$quick" = 1 ]; then
-    configs="sgd-mf:2:1 sgd-mf:4:1 lda:2:1 lda:4:5"
+if [ -n "$configs" ]; then
+    configs=${configs//,/ }
+elif [ "$quick" = 1 ]; then
+    configs="sgd-mf:2:1 sgd-mf:4:1 lda:2:1 lda:4:5" rounds=1 epochs=4
 else
-    configs=""
     for a in ${apps//,/ }; do
         for n in ${ranks//,/ }; do
             for g in ${gbps//,/ }; do configs="$configs $a:$n:$g"; done
@@ -250,14 +303,20 @@ for c in $configs; do
     IFS=: read -r a n g <<<"$c"
     [ "$n" -gt "$need" ] && need=$n
 done
+[ -z "$auto" ] || need=${auto#*:} need=${need%%:*}
 teardown
 netns_up "$need"
 shape 0
 lat=$(measure_latency)
 [ -n "$lat" ] || lat=30
+if [ -n "$auto" ]; then
+    IFS=: read -r a n g <<<"$auto"
+    gen_plan "$a" "$n" "$TMP/$a.$n/plan"
+    auto_compare "$a" "$n" "$g" "$lat"
+    exit 0
+fi
 for c in $configs; do
     IFS=: read -r a n g <<<"$c"
-    [ -d "$TMP/$a.$n/plan" ] || gen_plan "$a" "$n"
-    calibrate "$a" "$TMP/$a.$n/plan" "$a.$n" # right before, under the same load
+    [ -d "$TMP/$a.$n/plan" ] || gen_plan "$a" "$n" "$TMP/$a.$n/plan"
     one_config "$a" "$n" "$g" "$lat" || true
 done

@@ -557,6 +557,11 @@ size_t rt_engine_slot_bytes(const rt_engine *e)
     return rt_transport_slot_bytes(e->tr);
 }
 
+uint64_t rt_engine_first_rotation(const rt_engine *e)
+{
+    return e->first_rotation;
+}
+
 void *rt_engine_home_payload(rt_engine *e, uint32_t block, size_t *len)
 {
     if (block >= e->B || e->slot_of[block] == NO_SLOT)

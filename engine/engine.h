@@ -43,6 +43,8 @@ typedef struct rt_group_config {
     const char *source;   /* where rank and size came from (NULL = "flags") */
     const char *hostfile; /* one line per rank: "host[:port]" or "host [port]" */
     int base_port;        /* port for hostfile lines without one: base_port + rank */
+    int pmix;             /* rank and size (when -1) from the launcher's PMIx server, and
+                             without a hostfile every rank's address (engine/pmix.c) */
 } rt_group_config;
 
 typedef struct rt_group {
@@ -53,6 +55,12 @@ typedef struct rt_group {
 
 int rt_group_resolve(const rt_group_config *cfg, rt_group *group, rt_error *err);
 void rt_group_free(rt_group *group);
+/* 1 when this build can bootstrap through PMIx (libpmix found at build time). */
+int rt_pmix_compiled(void);
+/* The group from PMIx: rank, size and, without a hostfile, a free port of
+ * every rank (exchanged through the PMIx server).  Called by
+ * rt_group_resolve for cfg->pmix. */
+int rt_pmix_group(const rt_group_config *cfg, rt_group *g, rt_error *err);
 /* Read a hostfile into peers (exactly `size` usable lines expected). */
 int rt_hostfile_read(const char *path, int size, int base_port, rt_peer **peers, rt_error *err);
 
@@ -127,6 +135,8 @@ void rt_engine_home_blocks(const rt_engine *e, uint32_t *first, uint32_t *count)
 void *rt_engine_home_payload(rt_engine *e, uint32_t block, size_t *len);
 /* Capacity of every block slot (at least the configured slot_bytes). */
 size_t rt_engine_slot_bytes(const rt_engine *e);
+/* The rotation rt_engine_run starts with (rt_engine_config.first_rotation). */
+uint64_t rt_engine_first_rotation(const rt_engine *e);
 
 /* Collectives for apps (orchestrating thread only, same order on all ranks). */
 int rt_engine_barrier(rt_engine *e, rt_error *err);

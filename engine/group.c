@@ -4,8 +4,9 @@
  *
  * Rank and size come from the config (flags, or the launcher's environment
  * as read by tools/launch_env.c); with neither, this is a single process
- * (rank 0 of 1).  More than one rank needs a hostfile with one line per
- * rank, in rank order:
+ * (rank 0 of 1).  Under a launcher with a PMIx server and no hostfile,
+ * they and every rank's address come from PMIx (pmix.c).  Otherwise more
+ * than one rank needs a hostfile with one line per rank, in rank order:
  *   host            port = base_port + rank
  *   host:port
  *   host port
@@ -48,7 +49,8 @@ static int resolve_identity(const rt_group_config *cfg, rt_group *g, rt_error *e
 int rt_group_resolve(const rt_group_config *cfg, rt_group *group, rt_error *err)
 {
     memset(group, 0, sizeof(*group));
-    if (resolve_identity(cfg, group, err))
+    int pmix = cfg->pmix && (!cfg->hostfile || !*cfg->hostfile); /* peers from PMIx */
+    if (cfg->pmix ? rt_pmix_group(cfg, group, err) : resolve_identity(cfg, group, err))
         return -1;
     if (group->size < 1)
         return rt_fail(err, RT_EXIT_INPUT, "group size must be at least 1 (got %d from %s)",
@@ -60,7 +62,7 @@ int rt_group_resolve(const rt_group_config *cfg, rt_group *group, rt_error *err)
         group->local_rank = cfg->local_rank;
     if (group->local_rank < 0)
         group->local_rank = group->rank;
-    if (group->size == 1)
+    if (group->size == 1 || pmix)
         return 0;
 
     const char *hostfile = cfg->hostfile;

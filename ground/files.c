@@ -155,8 +155,17 @@ int rt_mkdir_p(const char *path, rt_error *err)
             return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot create directory", buf);
         *p = '/';
     }
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+    if (mkdir(buf, 0755) == 0)
+        return 0;
+    if (errno != EEXIST)
         return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot create directory", buf);
+    /* An existing file is no directory: say so now, not at the first file
+     * written into it (for --checkpoint, after a whole training run). */
+    struct stat sb;
+    if (stat(buf, &sb) != 0)
+        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot stat", buf);
+    if (!S_ISDIR(sb.st_mode))
+        return rt_fail(err, RT_EXIT_INPUT, "%s: exists and is not a directory", buf);
     return 0;
 }
 

@@ -104,7 +104,21 @@ typedef struct rt_rng {
     uint64_t s[4];
 } rt_rng;
 void rt_rng_seed(rt_rng *rng, uint64_t seed, uint64_t stream);
-uint64_t rt_rng_next(rt_rng *rng);
+/* inline: the samplers draw several numbers per token, and a call costs
+ * as much as the generator itself */
+static inline uint64_t rt_rng_next(rt_rng *rng)
+{
+    uint64_t *s = rng->s;
+    uint64_t x = s[1] * 5, result = ((x << 7) | (x >> 57)) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = (s[3] << 45) | (s[3] >> 19);
+    return result;
+}
 static inline double rt_rng_uniform(rt_rng *rng) /* [0, 1) */
 {
     return (double)(rt_rng_next(rng) >> 11) * 0x1.0p-53;
@@ -138,6 +152,22 @@ uint64_t rt_checksum(const void *data, size_t len); /* XXH3-64 */
 /* Size and XXH3-64 of a whole file, read in bounded memory (exit code 2
  * when it cannot be read). */
 int rt_file_checksum(const char *path, uint64_t *bytes, uint64_t *check, rt_error *err);
+
+/* ---- "name=value" lines (job descriptions, fingerprints) ---- */
+typedef struct rt_field_diff {
+    const char *name; /* not terminated: name_len bytes */
+    size_t name_len;
+    const char *a, *b; /* the two values (not terminated), NULL where missing */
+    size_t a_len, b_len;
+} rt_field_diff;
+/* The first field, in a's order then b's, whose value differs between the
+ * "name=value" line lists a (alen bytes) and b (blen bytes), skipping the
+ * names listed in `skip` (NULL-terminated; may be NULL).  1 and *d filled
+ * when they differ, 0 when they agree. */
+int rt_fields_diff(const char *a, size_t alen, const char *b, size_t blen, const char *const *skip,
+                   rt_field_diff *d);
+/* A value of rt_field_diff for a message: "'value'", or "nothing" (v NULL). */
+void rt_field_quote(char *out, size_t cap, const char *v, size_t len);
 
 /* ---- files ---- */
 /* Create `path` via a temporary sibling and rename on commit, so a crash or

@@ -63,6 +63,52 @@ typedef struct rt_opt {
     const char *help;             /* one sentence; --help adds range and default */
 } rt_opt;
 
+/*
+ * Table entries, one per option, so that a table reads like getopt's long
+ * options: the long name, the short form (0 for none), where the value goes
+ * (the options struct and its field, which may be nested: mf.rank), what
+ * the type needs, and the help line.  DEF is the default as typed on a
+ * command line (NULL: none, or computed); LO and HI are a number's range
+ * (both 0: the type's whole range); FLAGS are RT_OPT_REQUIRED, ... (0: none).
+ *
+ *   RT_U32_OPT("threads", 't', train_opts, threads, "T", "1", 1, 4096, 0, "worker threads"),
+ */
+#define RT_OPT_ENTRY(type_, name_, short_, st_, field_, metavar_, def_, lo_, hi_, flags_,          \
+                     choices_, help_)                                                              \
+    {                                                                                              \
+        .name = (name_), .short_name = (short_), .type = (type_), .offset = offsetof(st_, field_), \
+        .metavar = (metavar_), .def = (def_), .min = (lo_), .max = (hi_), .flags = (flags_),       \
+        .choices = (choices_), .help = (help_)                                                     \
+    }
+
+/* A flag sets its int field to 1; an unset option (--no-X, --unweighted)
+ * clears an int field that starts at 1. */
+#define RT_FLAG_OPT(name, short_name, st, field, help)                                             \
+    RT_OPT_ENTRY(RT_OPT_FLAG, name, short_name, st, field, NULL, NULL, 0, 0, 0, NULL, help)
+#define RT_UNSET_OPT(name, short_name, st, field, help)                                            \
+    RT_OPT_ENTRY(RT_OPT_UNSET, name, short_name, st, field, NULL, "1", 0, 0, 0, NULL, help)
+
+/* Numbers: int, uint32_t, uint64_t (k/M/G suffixes) and double. */
+#define RT_INT_OPT(name, short_name, st, field, metavar, def, lo, hi, flags, help)                 \
+    RT_OPT_ENTRY(RT_OPT_INT, name, short_name, st, field, metavar, def, lo, hi, flags, NULL, help)
+#define RT_U32_OPT(name, short_name, st, field, metavar, def, lo, hi, flags, help)                 \
+    RT_OPT_ENTRY(RT_OPT_U32, name, short_name, st, field, metavar, def, lo, hi, flags, NULL, help)
+#define RT_U64_OPT(name, short_name, st, field, metavar, def, lo, hi, flags, help)                 \
+    RT_OPT_ENTRY(RT_OPT_U64, name, short_name, st, field, metavar, def, lo, hi, flags, NULL, help)
+#define RT_DOUBLE_OPT(name, short_name, st, field, metavar, def, lo, hi, flags, help)              \
+    RT_OPT_ENTRY(RT_OPT_DOUBLE, name, short_name, st, field, metavar, def, lo, hi, flags, NULL,    \
+                 help)
+
+/* Text: a string, or a path (RT_OPT_DIR in flags: a directory). */
+#define RT_STRING_OPT(name, short_name, st, field, metavar, def, flags, help)                      \
+    RT_OPT_ENTRY(RT_OPT_STRING, name, short_name, st, field, metavar, def, 0, 0, flags, NULL, help)
+#define RT_PATH_OPT(name, short_name, st, field, metavar, def, flags, help)                        \
+    RT_OPT_ENTRY(RT_OPT_PATH, name, short_name, st, field, metavar, def, 0, 0, flags, NULL, help)
+
+/* One of a list of names (CHOICES, an rt_opt_choice array). */
+#define RT_ENUM_OPT(name, short_name, st, field, choices, def, help)                               \
+    RT_OPT_ENTRY(RT_OPT_ENUM, name, short_name, st, field, NULL, def, 0, 0, 0, choices, help)
+
 /* A table and the struct it fills. */
 typedef struct rt_opt_group {
     const char *title; /* heading in --help; NULL = "options" */

@@ -22,25 +22,6 @@ void rt_rng_seed(rt_rng *rng, uint64_t seed, uint64_t stream)
         rng->s[0] = 1;
 }
 
-static inline uint64_t rotl(uint64_t x, int k)
-{
-    return (x << k) | (x >> (64 - k));
-}
-
-uint64_t rt_rng_next(rt_rng *rng)
-{
-    uint64_t *s = rng->s;
-    uint64_t result = rotl(s[1] * 5, 7) * 9;
-    uint64_t t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return result;
-}
-
 uint64_t rt_rng_below(rt_rng *rng, uint64_t n)
 {
     if (n <= 1)

@@ -41,64 +41,23 @@ static const rt_command_doc eval_doc = {
              "those >= R).",
 };
 
-static const rt_opt eval_options[] = {{.name = "model",
-                                       .short_name = 'm',
-                                       .type = RT_OPT_PATH,
-                                       .flags = RT_OPT_REQUIRED | RT_OPT_DIR,
-                                       .offset = offsetof(eval_opts, model),
-                                       .metavar = "DIR",
-                                       .help = "model directory written by rotor train --out"},
-                                      {.name = "input",
-                                       .short_name = 'i',
-                                       .type = RT_OPT_PATH,
-                                       .flags = RT_OPT_REQUIRED,
-                                       .offset = offsetof(eval_opts, input),
-                                       .metavar = "FILE",
-                                       .help = "ratings to score"},
-                                      {.name = "format",
-                                       .short_name = 'f',
-                                       .type = RT_OPT_ENUM,
-                                       .offset = offsetof(eval_opts, format),
-                                       .def = "auto",
-                                       .choices = rt_rating_formats,
-                                       .help = "format of --input"},
-                                      {.name = "json",
-                                       .type = RT_OPT_FLAG,
-                                       .offset = offsetof(eval_opts, json),
-                                       .help = "print the result as JSON"},
-                                      {.name = "top-k",
-                                       .short_name = 'k',
-                                       .type = RT_OPT_U32,
-                                       .offset = offsetof(eval_opts, top_k),
-                                       .metavar = "K",
-                                       .min = 1,
-                                       .max = 100000,
-                                       .help = "also rank items: metrics at K (see README)"},
-                                      {.name = "exclude",
-                                       .type = RT_OPT_PATH,
-                                       .offset = offsetof(eval_opts, exclude),
-                                       .metavar = "FILE",
-                                       .help = "training ratings to exclude from the candidates "
-                                               "(default: the model's plan)"},
-                                      {.name = "no-exclude",
-                                       .type = RT_OPT_FLAG,
-                                       .offset = offsetof(eval_opts, no_exclude),
-                                       .help = "rank every item, training items included"},
-                                      {.name = "relevant-min",
-                                       .type = RT_OPT_DOUBLE,
-                                       .offset = offsetof(eval_opts, relevant_min),
-                                       .metavar = "R",
-                                       .help = "test ratings below R are not relevant (default: "
-                                               "every test rating is)"},
-                                      {.name = "threads",
-                                       .short_name = 't',
-                                       .type = RT_OPT_U32,
-                                       .offset = offsetof(eval_opts, threads),
-                                       .def = "2",
-                                       .min = 1,
-                                       .max = 64,
-                                       .help = "threads ranking the items"},
-                                      {0}};
+static const rt_opt eval_options[] = {
+    ROTOR_MODEL_OPT(eval_opts, model, "rotor train --out"),
+    RT_PATH_OPT("input", 'i', eval_opts, input, "FILE", NULL, RT_OPT_REQUIRED, "ratings to score"),
+    RT_ENUM_OPT("format", 'f', eval_opts, format, rt_rating_formats, "auto", "format of --input"),
+    RT_FLAG_OPT("json", 0, eval_opts, json, "print the result as JSON"),
+    RT_U32_OPT("top-k", 'k', eval_opts, top_k, "K", NULL, 1, 100000, 0,
+               "also rank items: metrics at K (see README)"),
+    RT_PATH_OPT("exclude", 0, eval_opts, exclude, "FILE", NULL, 0,
+                "training ratings to exclude from the candidates "
+                "(default: the model's plan)"),
+    RT_FLAG_OPT("no-exclude", 0, eval_opts, no_exclude, "rank every item, training items included"),
+    RT_DOUBLE_OPT("relevant-min", 0, eval_opts, relevant_min, "R", NULL, 0, 0, 0,
+                  "test ratings below R are not relevant (default: "
+                  "every test rating is)"),
+    RT_U32_OPT("threads", 't', eval_opts, threads, NULL, "2", 1, 64, 0,
+               "threads ranking the items"),
+    {0}};
 
 static void print_metrics_text(const char *who, const rt_rank_metrics *r)
 {
@@ -182,11 +141,7 @@ int cmd_eval(int argc, char **argv)
 {
     eval_opts o = {.relevant_min = -HUGE_VAL};
     rt_error err = {0};
-    rt_opt_group g = {.opts = eval_options, .dest = &o};
-    int rc = rt_opts_parse(&eval_doc, &g, 1, argc, argv, NULL, &err);
-    if (rc < 0)
-        rt_die(&err);
-    if (rc == 1)
+    if (rotor_parse_options(&eval_doc, eval_options, &o, argc, argv))
         return RT_EXIT_OK;
     const char *model_dir = o.model, *input = o.input;
     rt_rating_format fmt = (rt_rating_format)o.format;

@@ -3,6 +3,7 @@
  * that wrote the model lays them out (its model_export hook). */
 #include "apps/apps.h"
 #include "tools/commands.h"
+#include "tools/guard.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -32,57 +33,27 @@ static const rt_command_doc export_doc = {
 };
 
 static const rt_opt export_options[] = {
-    {.name = "model",
-     .short_name = 'm',
-     .type = RT_OPT_PATH,
-     .flags = RT_OPT_REQUIRED | RT_OPT_DIR,
-     .offset = offsetof(export_cmd_opts, model),
-     .metavar = "DIR",
-     .help = "model directory written by rotor train --out"},
-    {.name = "out",
-     .short_name = 'o',
-     .type = RT_OPT_PATH,
-     .flags = RT_OPT_REQUIRED | RT_OPT_DIR,
-     .offset = offsetof(export_cmd_opts, out),
-     .metavar = "OUT",
-     .help = "directory to write (new, empty, or a model it replaces as a whole)"},
-    {.name = "format",
-     .short_name = 'f',
-     .type = RT_OPT_ENUM,
-     .offset = offsetof(export_cmd_opts, format),
-     .def = "npy",
-     .choices = rt_export_formats,
-     .help = "what to write"},
-    {.name = "memory",
-     .type = RT_OPT_U64,
-     .offset = offsetof(export_cmd_opts, memory_mb),
-     .metavar = "MB",
-     .def = "256",
-     .min = 1,
-     .max = 1048576,
-     .help = "megabytes of buffers for merging (more: fewer passes over the parts)"},
-    {.name = "quiet",
-     .short_name = 'q',
-     .type = RT_OPT_FLAG,
-     .offset = offsetof(export_cmd_opts, quiet),
-     .help = "no progress on standard error"},
+    ROTOR_MODEL_OPT(export_cmd_opts, model, "rotor train --out"),
+    RT_PATH_OPT("out", 'o', export_cmd_opts, out, "OUT", NULL, RT_OPT_REQUIRED | RT_OPT_DIR,
+                "directory to write (new, empty, or a model it replaces as a whole)"),
+    RT_ENUM_OPT("format", 'f', export_cmd_opts, format, rt_export_formats, "npy", "what to write"),
+    RT_U64_OPT("memory", 0, export_cmd_opts, memory_mb, "MB", "256", 1, 1048576, 0,
+               "megabytes of buffers for merging (more: fewer passes over the parts)"),
+    RT_FLAG_OPT("quiet", 'q', export_cmd_opts, quiet, "no progress on standard error"),
     {0}};
 
 int cmd_export(int argc, char **argv)
 {
     export_cmd_opts o = {0};
     rt_error err = {0};
-    rt_opt_group g = {.opts = export_options, .dest = &o};
-    int rc = rt_opts_parse(&export_doc, &g, 1, argc, argv, NULL, &err);
-    if (rc < 0)
-        rt_die(&err);
-    if (rc == 1)
+    if (rotor_parse_options(&export_doc, export_options, &o, argc, argv))
         return RT_EXIT_OK;
     if (o.quiet) /* progress and notes off; warnings and errors stay */
         rt_log_level = RT_LOG_WARN;
     rt_export_opts eo = {
         .out = o.out, .format = o.format, .memory = o.memory_mb << 20, .quiet = o.quiet};
-    if (rt_model_export(o.model, &eo, &err))
-        rt_die(&err);
+    rt_guard_output(o.out); /* an interrupted export leaves no OUT.tmp-* */
+    if (rt_guard_start(&err) < 0 || rt_model_export(o.model, &eo, &err))
+        rt_guard_die(&err);
     return RT_EXIT_OK;
 }

@@ -6,27 +6,25 @@
 #include <stdio.h>
 #include <string.h>
 
+static const rotor_command generators[] = {
+    {"mf", gen_mf_main, "planted low-rank ratings (triplets)", NULL},
+    {"lda", gen_lda_main, "planted-topic documents", NULL},
+    {NULL, NULL, NULL, NULL}};
+
 static void usage(FILE *fp)
 {
-    fprintf(fp, "usage: rotor gen mf  [OPTIONS]   planted low-rank ratings (triplets)\n"
-                "       rotor gen lda [OPTIONS]   planted-topic documents\n\n"
-                "'rotor gen mf --help' and 'rotor gen lda --help' list the options.\n");
+    for (const rotor_command *g = generators; g->name; g++)
+        fprintf(fp, "%s rotor gen %-3s [OPTIONS]   %s\n", g == generators ? "usage:" : "      ",
+                g->name, g->summary);
+    fprintf(fp, "\n'rotor gen mf --help' and 'rotor gen lda --help' list the options.\n");
 }
 
 int cmd_gen(int argc, char **argv)
 {
-    if (argc < 2) {
-        usage(stderr);
-        return RT_EXIT_INPUT;
+    int rc = rotor_dispatch(generators, usage, argc, argv);
+    if (rc < 0) {
+        fprintf(stderr, "rotor: error: gen: unknown generator '%s' (mf or lda)\n", argv[1]);
+        rc = RT_EXIT_INPUT;
     }
-    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        usage(stdout);
-        return RT_EXIT_OK;
-    }
-    if (!strcmp(argv[1], "mf"))
-        return gen_mf_main(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "lda"))
-        return gen_lda_main(argc - 1, argv + 1);
-    fprintf(stderr, "rotor: error: gen: unknown generator '%s' (mf or lda)\n", argv[1]);
-    return RT_EXIT_INPUT;
+    return rc;
 }

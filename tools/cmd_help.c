@@ -186,18 +186,10 @@ static const rt_command_doc help_doc = {
 };
 
 static const rt_opt help_options[] = {
-    {.name = "man",
-     .type = RT_OPT_FLAG,
-     .offset = offsetof(help_opts, man),
-     .help = "print the man page of rotor or of CMD"},
-    {.name = "pages",
-     .type = RT_OPT_FLAG,
-     .offset = offsetof(help_opts, pages),
-     .help = "list the man pages, one name per line (rotor-NAME.1)"},
-    {.name = "completion",
-     .type = RT_OPT_FLAG,
-     .offset = offsetof(help_opts, completion),
-     .help = "print the bash completion script"},
+    RT_FLAG_OPT("man", 0, help_opts, man, "print the man page of rotor or of CMD"),
+    RT_FLAG_OPT("pages", 0, help_opts, pages,
+                "list the man pages, one name per line (rotor-NAME.1)"),
+    RT_FLAG_OPT("completion", 0, help_opts, completion, "print the bash completion script"),
     {0}};
 
 int cmd_help(int argc, char **argv)
@@ -246,6 +238,9 @@ int cmd_version(void)
     printf("transports: tcp, ib (libibverbs %s, librdmacm %s); RDMA on this machine: %s\n",
            ROTOR_IBVERBS_VERSION, ROTOR_RDMACM_VERSION, ib ? "an active port" : why);
     printf("sgd-mf kernels: %s; this CPU: %s\n", rt_apps_sgd_kernels(), rt_apps_sgd_kernel_best());
+    printf("bootstrap: hostfile, rotor launch%s\n",
+           rt_pmix_compiled() ? ", pmix (mpirun, srun: no hostfile needed)"
+                              : "; no pmix (built without libpmix-dev)");
     printf("apps:");
     for (size_t i = 0; rt_apps[i]; i++)
         printf(" %s", rt_apps[i]->name);

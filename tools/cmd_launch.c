@@ -97,30 +97,14 @@ static const rt_command_doc launch_doc = {
              "is the first failure's, 0 when every rank exited 0.",
 };
 
-static const rt_opt launch_options[] = {{.name = "np",
-                                         .short_name = 'n',
-                                         .type = RT_OPT_INT,
-                                         .flags = RT_OPT_REQUIRED,
-                                         .offset = offsetof(launch_opts, np),
-                                         .metavar = "P",
-                                         .min = 1,
-                                         .max = MAX_RANKS,
-                                         .help = "number of ranks"},
-                                        {.name = "base-port",
-                                         .type = RT_OPT_INT,
-                                         .offset = offsetof(launch_opts, base_port),
-                                         .metavar = "N",
-                                         .min = 1,
-                                         .max = 65535,
-                                         .help = "use ports N..N+P-1 instead of free ones"},
-                                        {.name = "timeout",
-                                         .type = RT_OPT_INT,
-                                         .offset = offsetof(launch_opts, timeout_s),
-                                         .metavar = "S",
-                                         .min = 1,
-                                         .max = 100000000,
-                                         .help = "end the job after S seconds (exit status 1)"},
-                                        {0}};
+static const rt_opt launch_options[] = {
+    RT_INT_OPT("np", 'n', launch_opts, np, "P", NULL, 1, MAX_RANKS, RT_OPT_REQUIRED,
+               "number of ranks"),
+    RT_INT_OPT("base-port", 0, launch_opts, base_port, "N", NULL, 1, 65535, 0,
+               "use ports N..N+P-1 instead of free ones"),
+    RT_INT_OPT("timeout", 0, launch_opts, timeout_s, "S", NULL, 1, 100000000, 0,
+               "end the job after S seconds (exit status 1)"),
+    {0}};
 
 /* Write all of buf to fd (our stdout/stderr). */
 static void emit(int fd, const char *buf, size_t len)

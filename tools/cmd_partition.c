@@ -12,6 +12,7 @@
 #include "apps/apps.h"
 #include "tools/commands.h"
 #include "tools/partition_cmd.h"
+#include "tools/sim_shape.h"
 #include "tools/guard.h"
 
 #include <inttypes.h>
@@ -45,115 +46,71 @@ static const rt_opt_choice balance_methods[] = {
     {"greedy", RT_BALANCE_GREEDY}, {"random", RT_BALANCE_RANDOM}, {NULL, 0}};
 
 static const rt_opt partition_options[] = {
-    {.name = "app",
-     .short_name = 'a',
-     .type = RT_OPT_ENUM,
-     .offset = offsetof(partition_opts, app),
-     .def = "mf",
-     .choices = partition_apps,
-     .help = "mf: a ratings matrix; lda: a corpus, documents x words"},
-    {.name = "input",
-     .short_name = 'i',
-     .type = RT_OPT_PATH,
-     .offset = offsetof(partition_opts, input),
-     .metavar = "FILE",
-     .help = "training ratings, or the corpus (a file or, for text, a directory); '-' reads "
-             "standard input"},
-    {.name = "nodes",
-     .short_name = 'n',
-     .type = RT_OPT_U32,
-     .offset = offsetof(partition_opts, nodes),
-     .metavar = "P",
-     .min = 1,
-     .max = 1048576,
-     .help = "nodes (processes)"},
-    {.name = "threads",
-     .short_name = 't',
-     .type = RT_OPT_U32,
-     .offset = offsetof(partition_opts, threads),
-     .metavar = "T",
-     .min = 1,
-     .max = 4096,
-     .help = "worker threads per node"},
-    {.name = "pipeline",
-     .short_name = 'c',
-     .type = RT_OPT_U32,
-     .offset = offsetof(partition_opts, pipeline),
-     .metavar = "C",
-     .def = "2",
-     .min = 1,
-     .max = 1024,
-     .help = "column blocks per worker (>= 2 hides transfers behind compute)"},
-    {.name = "test-fraction",
-     .type = RT_OPT_DOUBLE,
-     .offset = offsetof(partition_opts, test_fraction),
-     .metavar = "F",
-     .min = 0,
-     .max = 1,
-     .flags = RT_OPT_MAX_OPEN,
-     .help = "hold out a seeded random fraction F of the ratings (of the documents, for lda)"},
-    {.name = "seed",
-     .short_name = 's',
-     .type = RT_OPT_U64,
-     .offset = offsetof(partition_opts, seed),
-     .metavar = "S",
-     .def = "1",
-     .help = "seed for the split and tie-breaking"},
-    {.name = "balance",
-     .type = RT_OPT_ENUM,
-     .offset = offsetof(partition_opts, balance),
-     .def = "greedy",
-     .choices = balance_methods,
-     .help = "greedy: heaviest rows first into the lightest block, columns grid-aware; random: "
-             "a seeded shuffle cut into equal counts"},
-    {.name = "out",
-     .short_name = 'o',
-     .type = RT_OPT_PATH,
-     .flags = RT_OPT_DIR,
-     .offset = offsetof(partition_opts, out),
-     .metavar = "DIR",
-     .help = "plan directory to create"},
-    {.name = "force",
-     .type = RT_OPT_FLAG,
-     .offset = offsetof(partition_opts, force),
-     .help = "replace DIR if it already holds a plan"},
-    {.name = "quiet",
-     .short_name = 'q',
-     .type = RT_OPT_FLAG,
-     .offset = offsetof(partition_opts, quiet),
-     .help = "no progress or notes on stderr (warnings and errors only)"},
+    RT_ENUM_OPT("app", 'a', partition_opts, app, partition_apps, "mf",
+                "mf: a ratings matrix; lda: a corpus, documents x words"),
+    RT_PATH_OPT("input", 'i', partition_opts, input, "FILE", NULL, 0,
+                "training ratings, or the corpus (a file or, for text, a directory); '-' reads "
+                "standard input"),
+    RT_U32_OPT("nodes", 'n', partition_opts, nodes, "P", NULL, 1, 1048576, 0, "nodes (processes)"),
+    RT_U32_OPT("threads", 't', partition_opts, threads, "T", NULL, 1, 4096, 0,
+               "worker threads per node"),
+    RT_STRING_OPT("pipeline", 'c', partition_opts, pipeline_arg, "C|auto", "2", 0,
+                  "column blocks per worker, 1..1024 (>= 2 hides transfers behind compute); "
+                  "auto: the factor `rotor simulate` predicts fastest for these sizes on the "
+                  "link below (the default 2 unless another wins by more than 5%; without "
+                  "--rate, 6.8e7 ratings/s (SGD-MF, k = 32) or 9e6 tokens/s per thread; without "
+                  "--bytes-per-col, 132 (k = 32) or 400 (K = 100))"),
+    RT_DOUBLE_OPT("test-fraction", 0, partition_opts, test_fraction, "F", NULL, 0, 1,
+                  RT_OPT_MAX_OPEN,
+                  "hold out a seeded random fraction F of the ratings (of the documents, for lda)"),
+    RT_U64_OPT("seed", 's', partition_opts, seed, "S", "1", 0, 0, 0,
+               "seed for the split and tie-breaking"),
+    RT_ENUM_OPT("balance", 0, partition_opts, balance, balance_methods, "greedy",
+                "greedy: heaviest rows first into the lightest block, columns grid-aware; random: "
+                "a seeded shuffle cut into equal counts"),
+    RT_PATH_OPT("out", 'o', partition_opts, out, "DIR", NULL, RT_OPT_DIR,
+                "plan directory to create"),
+    RT_FLAG_OPT("force", 0, partition_opts, force, "replace DIR if it already holds a plan"),
+    RT_FLAG_OPT("quiet", 'q', partition_opts, quiet,
+                "no progress or notes on stderr (warnings and errors only)"),
     {0}};
 
 static const rt_opt partition_mf_options[] = {
-    {.name = "test",
-     .type = RT_OPT_PATH,
-     .offset = offsetof(partition_opts, test),
-     .metavar = "FILE",
-     .help = "test ratings (users and items unseen in training are dropped)"},
-    {.name = "format",
-     .short_name = 'f',
-     .type = RT_OPT_ENUM,
-     .offset = offsetof(partition_opts, format),
-     .def = "auto",
-     .choices = rt_rating_formats,
-     .help = "format of --input and --test"},
-    {.name = "verify",
-     .type = RT_OPT_PATH,
-     .flags = RT_OPT_DIR,
-     .offset = offsetof(partition_opts, verify),
-     .metavar = "DIR",
-     .help = "check an existing plan (manifest, layout, every shard) and do nothing else"},
+    RT_PATH_OPT("test", 0, partition_opts, test, "FILE", NULL, 0,
+                "test ratings (users and items unseen in training are dropped)"),
+    RT_ENUM_OPT("format", 'f', partition_opts, format, rt_rating_formats, "auto",
+                "format of --input and --test"),
+    RT_PATH_OPT("verify", 0, partition_opts, verify, "DIR", NULL, RT_OPT_DIR,
+                "check an existing plan (manifest, layout, every shard) and do nothing else"),
     {0}};
+
+/* --pipeline C (1..1024) or auto (0). */
+static int parse_pipeline(const char *v, uint32_t *pipeline, rt_error *err)
+{
+    int c;
+    if (!strcmp(v, "auto")) {
+        *pipeline = 0;
+        return 0;
+    }
+    if (rt_parse_int(v, &c))
+        return rt_fail(err, RT_EXIT_INPUT, "--pipeline: want 1..1024 or auto, got '%s'", v);
+    if (c < 1 || c > 1024)
+        return rt_fail(err, RT_EXIT_INPUT, "--pipeline: %s is out of range 1..1024 (or auto)", v);
+    *pipeline = (uint32_t)c;
+    return 0;
+}
 
 /* Two passes: the first learns --app (and prints --help with both kinds'
  * options), the second reads the options of that kind.  0, 1 (help) or -1. */
 static int parse(int argc, char **argv, partition_opts *o, rt_error *err)
 {
     memset(o, 0, sizeof(*o));
-    rt_opt_group g[] = {{.opts = partition_options, .dest = o},
-                        {.title = "ratings options (--app mf)", .opts = partition_mf_options},
-                        {.title = "corpus options (--app lda)", .opts = rt_corpus_option_table}};
-    int rc = rt_opts_parse(&partition_doc, g, 3, argc, argv, NULL, err);
+    rt_opt_group g[] = {
+        {.opts = partition_options, .dest = o},
+        {.title = "ratings options (--app mf)", .opts = partition_mf_options},
+        {.title = "corpus options (--app lda)", .opts = rt_corpus_option_table},
+        {.title = "--pipeline auto: the link and kernel", .opts = sim_link_options}};
+    int rc = rt_opts_parse(&partition_doc, g, 4, argc, argv, NULL, err);
     if (rc)
         return rc;
     /* The chosen kind fills o; the other kind's options are refused (it
@@ -164,7 +121,9 @@ static int parse(int argc, char **argv, partition_opts *o, rt_error *err)
     g[2] = (rt_opt_group){.opts = lda ? partition_mf_options : rt_corpus_option_table,
                           .refuse =
                               lda ? "a ratings option (--app mf)" : "a corpus option (--app lda)"};
-    if (rt_opts_parse(&partition_doc, g, 3, argc, argv, NULL, err))
+    g[3].dest = &o->link;
+    if (rt_opts_parse(&partition_doc, g, 4, argc, argv, NULL, err) ||
+        parse_pipeline(o->pipeline_arg, &o->pipeline, err))
         return -1;
     if (o->quiet) /* progress and notes off; warnings and errors stay */
         rt_log_level = RT_LOG_WARN;
@@ -323,9 +282,12 @@ static int run(int argc, char **argv, const partition_opts *o, rt_error *err)
                             .rows = &d.rows,
                             .cols = &d.cols,
                             .test = &d.test};
+        uint32_t pipeline = o->pipeline;
+        if (pipeline == 0)
+            rc = partition_auto_pipeline(o, (double)d.cols.n, (double)d.train.n, &pipeline, err);
         rt_plan_options po = {.nodes = o->nodes,
                               .threads = o->threads,
-                              .pipeline = o->pipeline,
+                              .pipeline = pipeline,
                               .seed = o->seed,
                               .balance = (rt_balance)o->balance,
                               .force = o->force,
@@ -336,7 +298,8 @@ static int run(int argc, char **argv, const partition_opts *o, rt_error *err)
                               .n_counts = 1,
                               .before_commit = side_files,
                               .before_commit_ctx = &in};
-        rc = rt_plan_write(o->out, &in, &po, NULL, err);
+        if (rc == 0)
+            rc = rt_plan_write(o->out, &in, &po, NULL, err);
     }
     free(cmd);
     data_free(&d);

@@ -123,9 +123,14 @@ static int run(lda_part *p, const partition_opts *a, int argc, char **argv, rt_e
                         .cols = &p->c.words,
                         .test = p->test.n ? &p->test : NULL,
                         .test_rows = p->test.n ? &p->test_rows : NULL};
+    uint32_t pipeline = a->pipeline;
+    if (pipeline == 0 &&
+        partition_auto_pipeline(a, (double)p->c.n_words, (double)(p->c.n_tokens - p->test_tokens),
+                                &pipeline, err))
+        return -1;
     rt_plan_options po = {.nodes = a->nodes,
                           .threads = a->threads,
-                          .pipeline = a->pipeline,
+                          .pipeline = pipeline,
                           .seed = a->seed,
                           .balance = (rt_balance)a->balance,
                           .force = a->force,

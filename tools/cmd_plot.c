@@ -35,42 +35,19 @@ static const rt_command_doc plot_doc = {
 static const rt_opt_choice x_axes[] = {{"epoch", 0}, {"seconds", 1}, {NULL, 0}};
 
 static const rt_opt plot_options[] = {
-    {.name = "out",
-     .short_name = 'o',
-     .type = RT_OPT_PATH,
-     .flags = RT_OPT_REQUIRED,
-     .offset = offsetof(plot_opts, out),
-     .metavar = "FILE",
-     .help = "picture to write: FILE.png or FILE.svg"},
-    {.name = "x",
-     .type = RT_OPT_ENUM,
-     .offset = offsetof(plot_opts, seconds),
-     .def = "epoch",
-     .choices = x_axes,
-     .help = "x axis: epoch (outer iteration for cd-mf, sweep for lda) or wall seconds since "
-             "the run started"},
-    {.name = "y",
-     .type = RT_OPT_STRING,
-     .offset = offsetof(plot_opts, y),
-     .metavar = "KEYS",
-     .help = "comma-separated epoch-record fields, e.g. train_rmse,test_rmse, objective, "
-             "perplexity, ll_per_token (default: test_rmse for MF, train_rmse without a test "
-             "set; perplexity for lda)"},
-    {.name = "title",
-     .type = RT_OPT_STRING,
-     .offset = offsetof(plot_opts, title),
-     .metavar = "TEXT",
-     .help = "a title above the chart"},
-    {.name = "size",
-     .type = RT_OPT_STRING,
-     .offset = offsetof(plot_opts, size),
-     .metavar = "WxH",
-     .def = "800x500",
-     .help = "picture size in pixels, 64 to 10000 each"},
-    {.name = "log-y",
-     .type = RT_OPT_FLAG,
-     .offset = offsetof(plot_opts, log_y),
-     .help = "logarithmic y axis"},
+    RT_PATH_OPT("out", 'o', plot_opts, out, "FILE", NULL, RT_OPT_REQUIRED,
+                "picture to write: FILE.png or FILE.svg"),
+    RT_ENUM_OPT("x", 0, plot_opts, seconds, x_axes, "epoch",
+                "x axis: epoch (outer iteration for cd-mf, sweep for lda) or wall seconds since "
+                "the run started"),
+    RT_STRING_OPT("y", 0, plot_opts, y, "KEYS", NULL, 0,
+                  "comma-separated epoch-record fields, e.g. train_rmse,test_rmse, objective, "
+                  "perplexity, ll_per_token (default: test_rmse for MF, train_rmse without a test "
+                  "set; perplexity for lda)"),
+    RT_STRING_OPT("title", 0, plot_opts, title, "TEXT", NULL, 0, "a title above the chart"),
+    RT_STRING_OPT("size", 0, plot_opts, size, "WxH", "800x500", 0,
+                  "picture size in pixels, 64 to 10000 each"),
+    RT_FLAG_OPT("log-y", 0, plot_opts, log_y, "logarithmic y axis"),
     {0}};
 
 typedef struct run {

@@ -13,6 +13,7 @@
 #include "sim/sim.h"
 #include "tools/app_options.h"
 #include "tools/commands.h"
+#include "tools/sim_shape.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -29,13 +30,13 @@ typedef struct sim_opts {
     uint32_t nodes[MAX_SWEEP];
     int n_nodes;
     uint32_t threads, pipeline;
-    double rate, bytes_per_col;
     int calibrate;         /* 1: serial, one thread; 2: all workers as threads of this process */
     int calibrate_threads; /* --calibrate-threads given */
     uint32_t topics;       /* lda: K (read from the app options) */
     uint32_t sync_every;   /* lda: --sync-every (read from the app options) */
-    double step_overhead_us, latency_us, overhead_us;
-    int collectives; /* rt_sim_collectives */
+    double step_overhead_us;
+    sim_link_args args; /* --gbps --latency-us --overhead-us --rate --bytes-per-col */
+    int collectives;    /* rt_sim_collectives */
     rt_sim_link link;
     rt_sim_shape knobs; /* host_cores, step_overhead_s, collectives */
     int json;
@@ -57,138 +58,34 @@ static const rt_opt_choice sim_collectives[] = {
     {"tree", RT_SIM_TREE}, {"star", RT_SIM_STAR}, {NULL, 0}};
 
 static const rt_opt sim_options[] = {
-    {.name = "plan",
-     .short_name = 'p',
-     .type = RT_OPT_PATH,
-     .flags = RT_OPT_DIR,
-     .offset = offsetof(sim_opts, plan_dir),
-     .metavar = "DIR",
-     .help = "a plan: its cells, blocks, nodes, threads and schedule"},
-    {.name = "app",
-     .short_name = 'a',
-     .type = RT_OPT_ENUM,
-     .offset = offsetof(sim_opts, app),
-     .def = "sgd-mf",
-     .choices = rt_app_choices,
-     .help = "the model whose schedule to simulate"},
-    {.name = "rows",
-     .type = RT_OPT_U64,
-     .offset = offsetof(sim_opts, rows),
-     .metavar = "R",
-     .min = 1,
-     .max = UINT32_MAX,
-     .help = "rows, instead of a plan"},
-    {.name = "cols",
-     .type = RT_OPT_U64,
-     .offset = offsetof(sim_opts, cols),
-     .metavar = "C",
-     .min = 1,
-     .max = UINT32_MAX,
-     .help = "columns, instead of a plan"},
-    {.name = "nnz",
-     .type = RT_OPT_U64,
-     .offset = offsetof(sim_opts, nnz),
-     .metavar = "N",
-     .min = 1,
-     .max = 1e15,
-     .help = "ratings (tokens for lda), instead of a plan"},
-    {.name = "nodes",
-     .short_name = 'n',
-     .type = RT_OPT_STRING,
-     .offset = offsetof(sim_opts, nodes_list),
-     .metavar = "N[,N...]",
-     .help = "nodes (sizes only; a list of up to 32 counts in 1..65536 sweeps)"},
-    {.name = "threads",
-     .short_name = 't',
-     .type = RT_OPT_U32,
-     .offset = offsetof(sim_opts, threads),
-     .metavar = "T",
-     .def = "16",
-     .min = 1,
-     .max = 4096,
-     .help = "threads per node (sizes only)"},
-    {.name = "pipeline",
-     .short_name = 'c',
-     .type = RT_OPT_U32,
-     .offset = offsetof(sim_opts, pipeline),
-     .metavar = "C",
-     .def = "2",
-     .min = 1,
-     .max = 1024,
-     .help = "column blocks per worker (sizes only)"},
-    {.name = "bytes-per-col",
-     .type = RT_OPT_DOUBLE,
-     .offset = offsetof(sim_opts, bytes_per_col),
-     .metavar = "B",
-     .min = 1,
-     .max = HUGE_VAL,
-     .help = "payload bytes per column (sizes only; default from the app for MF, 4 K for lda)"},
-    {.name = "rate",
-     .type = RT_OPT_DOUBLE,
-     .offset = offsetof(sim_opts, rate),
-     .metavar = "R",
-     .min = 0,
-     .max = HUGE_VAL,
-     .flags = RT_OPT_MIN_OPEN,
-     .help = "work units (ratings or tokens) per second per thread"},
-    {.name = "calibrate",
-     .type = RT_OPT_FLAG,
-     .offset = offsetof(sim_opts, calibrate),
-     .help = "measure the rate: a short serial run of the app on --plan"},
-    {.name = "calibrate-threads",
-     .type = RT_OPT_FLAG,
-     .offset = offsetof(sim_opts, calibrate_threads),
-     .help = "measure it with all the plan's workers as threads of one process (their "
-             "contention for this machine's cores included)"},
-    {.name = "host-cores",
-     .type = RT_OPT_DOUBLE,
-     .offset = offsetof(sim_opts, knobs.host_cores),
-     .metavar = "N",
-     .min = 0,
-     .max = HUGE_VAL,
-     .help = "all workers share N cores (one machine); default: own cores"},
-    {.name = "step-overhead-us",
-     .type = RT_OPT_DOUBLE,
-     .offset = offsetof(sim_opts, step_overhead_us),
-     .metavar = "U",
-     .def = "20",
-     .min = 0,
-     .max = HUGE_VAL,
-     .help = "fixed cost per step"},
-    {.name = "gbps",
-     .type = RT_OPT_DOUBLE,
-     .offset = offsetof(sim_opts, link.gbps),
-     .metavar = "G",
-     .def = "10",
-     .min = 0,
-     .max = HUGE_VAL,
-     .help = "link bandwidth per node and direction (0 = infinite)"},
-    {.name = "latency-us",
-     .type = RT_OPT_DOUBLE,
-     .offset = offsetof(sim_opts, latency_us),
-     .metavar = "L",
-     .def = "20",
-     .min = 0,
-     .max = HUGE_VAL,
-     .help = "one-way latency"},
-    {.name = "overhead-us",
-     .type = RT_OPT_DOUBLE,
-     .offset = offsetof(sim_opts, overhead_us),
-     .metavar = "O",
-     .def = "5",
-     .min = 0,
-     .max = HUGE_VAL,
-     .help = "per-message overhead"},
-    {.name = "collectives",
-     .type = RT_OPT_ENUM,
-     .offset = offsetof(sim_opts, collectives),
-     .def = "tree",
-     .choices = sim_collectives,
-     .help = "all-reduce algorithm"},
-    {.name = "json",
-     .type = RT_OPT_FLAG,
-     .offset = offsetof(sim_opts, json),
-     .help = "one JSON object per configuration instead of the table"},
+    RT_PATH_OPT("plan", 'p', sim_opts, plan_dir, "DIR", NULL, RT_OPT_DIR,
+                "a plan: its cells, blocks, nodes, threads and schedule"),
+    RT_ENUM_OPT("app", 'a', sim_opts, app, rt_app_choices, "sgd-mf",
+                "the model whose schedule to simulate"),
+    RT_U64_OPT("rows", 0, sim_opts, rows, "R", NULL, 1, UINT32_MAX, 0, "rows, instead of a plan"),
+    RT_U64_OPT("cols", 0, sim_opts, cols, "C", NULL, 1, UINT32_MAX, 0,
+               "columns, instead of a plan"),
+    RT_U64_OPT("nnz", 0, sim_opts, nnz, "N", NULL, 1, 1e15, 0,
+               "ratings (tokens for lda), instead of a plan"),
+    RT_STRING_OPT("nodes", 'n', sim_opts, nodes_list, "N[,N...]", NULL, 0,
+                  "nodes (sizes only; a list of up to 32 counts in 1..65536 sweeps)"),
+    RT_U32_OPT("threads", 't', sim_opts, threads, "T", "16", 1, 4096, 0,
+               "threads per node (sizes only)"),
+    RT_U32_OPT("pipeline", 'c', sim_opts, pipeline, "C", "2", 1, 1024, 0,
+               "column blocks per worker (sizes only)"),
+    RT_FLAG_OPT("calibrate", 0, sim_opts, calibrate,
+                "measure the rate: a short serial run of the app on --plan"),
+    RT_FLAG_OPT("calibrate-threads", 0, sim_opts, calibrate_threads,
+                "measure it with all the plan's workers as threads of one process (their "
+                "contention for this machine's cores included)"),
+    RT_DOUBLE_OPT("host-cores", 0, sim_opts, knobs.host_cores, "N", NULL, 0, HUGE_VAL, 0,
+                  "all workers share N cores (one machine); default: own cores"),
+    RT_DOUBLE_OPT("step-overhead-us", 0, sim_opts, step_overhead_us, "U", "20", 0, HUGE_VAL, 0,
+                  "fixed cost per step"),
+    RT_ENUM_OPT("collectives", 0, sim_opts, collectives, sim_collectives, "tree",
+                "all-reduce algorithm"),
+    RT_FLAG_OPT("json", 0, sim_opts, json,
+                "one JSON object per configuration instead of the table"),
     {0}};
 
 static int parse_nodes(const char *v, sim_opts *o, rt_error *err)
@@ -230,15 +127,16 @@ static char **with_calibration_args(const char *app, int argc, char **argv, int 
 static int parse_args(sim_opts *o, void **app_opts, int argc, char **argv, rt_error *err)
 {
     memset(o, 0, sizeof(*o));
-    rt_opt_group own = {.opts = sim_options, .dest = o};
-    int rc = parse_with_app(&sim_doc, &own, 1, &o->app, argc, argv, app_opts, err);
+    rt_opt_group own[] = {{.opts = sim_options, .dest = o},
+                          {.title = "link and kernel", .opts = sim_link_options, .dest = &o->args}};
+    int rc = parse_with_app(&sim_doc, own, 2, &o->app, argc, argv, app_opts, err);
     if (rc == 0 && o->calibrate_threads)
         o->calibrate = 2;
     if (rc == 0 && o->calibrate) { /* again, with the calibration run's length */
         int n;
         char **v = with_calibration_args(rt_apps[o->app]->name, argc, argv, &n);
         free(*app_opts);
-        rc = v ? parse_with_app(&sim_doc, &own, 1, &o->app, n, v, app_opts, err)
+        rc = v ? parse_with_app(&sim_doc, own, 2, &o->app, n, v, app_opts, err)
                : rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
         free(v);
     }
@@ -247,8 +145,7 @@ static int parse_args(sim_opts *o, void **app_opts, int argc, char **argv, rt_er
     const rt_app_desc *app = rt_apps[o->app];
     o->app_name = app->name;
     o->knobs.step_overhead_s = o->step_overhead_us * 1e-6;
-    o->link.latency_s = o->latency_us * 1e-6;
-    o->link.overhead_s = o->overhead_us * 1e-6;
+    o->link = sim_link_of(&o->args);
     o->knobs.collectives = (rt_sim_collectives)o->collectives;
     const uint32_t *topics = app_option_value(app, *app_opts, "topics");
     if (!strcmp(app->name, "lda") && topics)
@@ -265,48 +162,12 @@ static int parse_args(sim_opts *o, void **app_opts, int argc, char **argv, rt_er
         return rt_fail(err, RT_EXIT_INPUT, "--nodes is for sizes; a plan has its own nodes");
     if (o->calibrate && !o->plan_dir)
         return rt_fail(err, RT_EXIT_INPUT, "--calibrate runs the app on a plan: give --plan");
-    if (!o->calibrate && o->rate <= 0)
+    if (!o->calibrate && o->args.rate <= 0)
         return rt_fail(err, RT_EXIT_INPUT, "give --rate R or --calibrate (see --help)");
     return 0;
 }
 
 /* ---- shape from a plan ---- */
-
-/* The model's inputs, owned here. */
-typedef struct shape_buf {
-    rt_sim_shape shape;
-    double *cells, *bytes;
-    uint32_t *schedule;
-} shape_buf;
-
-static void shape_free(shape_buf *s)
-{
-    free(s->cells);
-    free(s->bytes);
-    free(s->schedule);
-    memset(s, 0, sizeof(*s));
-}
-
-static int shape_alloc(shape_buf *s, const sim_opts *o, uint32_t nodes, uint32_t threads,
-                       uint32_t pipeline, rt_error *err)
-{
-    memset(s, 0, sizeof(*s));
-    s->shape = o->knobs;
-    s->shape.nodes = nodes, s->shape.threads = threads, s->shape.pipeline = pipeline;
-    s->shape.rate = o->rate;
-    uint64_t W = (uint64_t)nodes * threads, B = W * pipeline;
-    s->cells = rt_calloc_array(W * B, sizeof(double), "simulate", "cells", err);
-    s->bytes = s->cells ? rt_calloc_array(B, sizeof(double), "simulate", "blocks", err) : NULL;
-    s->schedule =
-        s->bytes ? rt_calloc_array(W * B, sizeof(uint32_t), "simulate", "schedule", err) : NULL;
-    if (!s->schedule) {
-        shape_free(s);
-        return -1;
-    }
-    s->shape.cell_work = s->cells, s->shape.block_bytes = s->bytes;
-    s->shape.schedule = s->schedule;
-    return 0;
-}
 
 /* Work of every cell (w, b): ratings, or tokens (sum of counts) for lda. */
 static int plan_cells(const rt_plan *plan, double *cells, rt_error *err)
@@ -329,21 +190,23 @@ static int plan_cells(const rt_plan *plan, double *cells, rt_error *err)
     return 0;
 }
 
-/* Bytes per step and per rotation the apps all-reduce (see their step_end
- * and rotation_end): lda's K topic totals every --sync-every steps; MF's
- * per-worker error sums once per rotation. */
-static void reduce_sizes(const sim_opts *o, uint32_t workers, rt_sim_shape *s)
+/* The sizes of this job that the model needs besides cells and blocks. */
+static sim_sizes sizes_of(const sim_opts *o, uint32_t nodes, uint32_t threads, double col_bytes)
 {
-    int lda = !strcmp(o->app_name, "lda");
-    s->step_reduce_bytes = lda ? 8.0 * o->topics : 0;
-    s->step_reduce_every = o->sync_every;
-    s->epoch_reduce_bytes = lda ? 0 : 16.0 * workers;
+    return (sim_sizes){.nodes = nodes,
+                       .threads = threads,
+                       .cols = (double)o->cols,
+                       .work = (double)o->nnz,
+                       .col_bytes = col_bytes,
+                       .lda = !strcmp(o->app_name, "lda"),
+                       .topics = o->topics,
+                       .sync_every = o->sync_every};
 }
 
-static int shape_from_plan(const sim_opts *o, const rt_plan *plan, size_t slot_bytes, shape_buf *s,
-                           rt_error *err)
+static int shape_from_plan(const sim_opts *o, const rt_plan *plan, size_t slot_bytes,
+                           sim_shape_buf *s, rt_error *err)
 {
-    if (shape_alloc(s, o, plan->nodes, plan->threads, plan->pipeline, err))
+    if (sim_shape_alloc(s, &o->knobs, plan->nodes, plan->threads, plan->pipeline, err))
         return -1;
     memcpy(s->schedule, plan->schedule, (size_t)plan->blocks * plan->workers * sizeof(uint32_t));
     uint32_t max_cols = 0;
@@ -353,7 +216,8 @@ static int shape_from_plan(const sim_opts *o, const rt_plan *plan, size_t slot_b
     /* Payloads grow with the block's columns up to the app's largest. */
     for (uint32_t b = 0; b < plan->blocks; b++)
         s->bytes[b] = max_cols ? (double)slot_bytes * rt_plan_block_cols(plan, b) / max_cols : 0;
-    reduce_sizes(o, plan->workers, &s->shape);
+    sim_sizes z = sizes_of(o, plan->nodes, plan->threads, 0);
+    sim_reduce_sizes(&z, plan->workers, &s->shape);
     return plan_cells(plan, s->cells, err);
 }
 
@@ -365,8 +229,8 @@ static int shape_from_plan(const sim_opts *o, const rt_plan *plan, size_t slot_b
 static int bytes_per_col(const sim_opts *o, const rt_app_desc *app, const void *app_opts,
                          double *out, rt_error *err)
 {
-    if (o->bytes_per_col > 0) {
-        *out = o->bytes_per_col;
+    if (o->args.bytes_per_col > 0) {
+        *out = o->args.bytes_per_col;
         return 0;
     }
     if (!strcmp(o->app_name, "lda")) {
@@ -379,21 +243,6 @@ static int bytes_per_col(const sim_opts *o, const rt_app_desc *app, const void *
     if (app->slot_bytes(app_opts, &one, &bytes, err))
         return -1;
     *out = (double)bytes;
-    return 0;
-}
-
-static int shape_from_sizes(const sim_opts *o, uint32_t nodes, double col_bytes, shape_buf *s,
-                            rt_error *err)
-{
-    if (shape_alloc(s, o, nodes, o->threads, o->pipeline, err))
-        return -1;
-    uint32_t W = nodes * o->threads, B = W * o->pipeline;
-    for (uint64_t i = 0; i < (uint64_t)W * B; i++)
-        s->cells[i] = (double)o->nnz / ((double)W * B);
-    for (uint32_t b = 0; b < B; b++)
-        s->bytes[b] = col_bytes * (double)o->cols / B;
-    rt_schedule_ring(W, o->pipeline, s->schedule);
-    reduce_sizes(o, W, &s->shape);
     return 0;
 }
 
@@ -462,7 +311,10 @@ static int calibrate(sim_opts *o, const rt_app_desc *app, const void *app_opts, 
     rt_engine_config ec = {.plan = plan,
                            .group = &group,
                            .threads = parallel ? (int)plan->workers : 1,
-                           .serial = !parallel};
+                           .serial = !parallel,
+                           /* unpinned: the rate the scheduler gives a thread, not the
+                            * share of whichever core hwloc picks for local rank 0 */
+                           .pin = RT_PIN_NO};
     rt_transport_config_init(&ec.transport);
     ec.slot_bytes = slot_bytes;
     rt_engine *eng = NULL;
@@ -485,14 +337,14 @@ static int calibrate(sim_opts *o, const rt_app_desc *app, const void *app_opts, 
         work += cells[i];
     /* With every worker a thread on a shared machine, the threads' time
      * slices count: one worker's work over the rotation's wall time. */
-    o->rate = parallel ? work * c.rotations / (c.compute_s + c.other_s) / plan->workers
-                       : work * c.rotations / c.compute_s;
+    o->args.rate = parallel ? work * c.rotations / (c.compute_s + c.other_s) / plan->workers
+                            : work * c.rotations / c.compute_s;
     double per_step = c.other_s / c.rotations / plan->blocks;
     if (!parallel && per_step > o->knobs.step_overhead_s)
         o->knobs.step_overhead_s = per_step;
     rt_info("simulate: calibrated %s on %s (%s): %.4g units/s per thread, %.1f us per step "
             "besides compute (%d rotations)",
-            app->name, plan->dir, parallel ? "all workers as threads" : "serial", o->rate,
+            app->name, plan->dir, parallel ? "all workers as threads" : "serial", o->args.rate,
             per_step * 1e6, c.rotations);
     return 0;
 }
@@ -530,9 +382,9 @@ static void print_result(const sim_opts *o, const rt_sim_shape *s, const rt_sim_
            r->bytes_per_link / 1e6, r->critical);
 }
 
-static int run_shape(const sim_opts *o, shape_buf *s, int first, rt_error *err)
+static int run_shape(const sim_opts *o, sim_shape_buf *s, int first, rt_error *err)
 {
-    s->shape.rate = o->rate;
+    s->shape.rate = o->args.rate;
     s->shape.step_overhead_s = o->knobs.step_overhead_s;
     rt_sim_result r;
     if (rt_sim_rotation(&s->shape, &o->link, &r, err))
@@ -547,7 +399,7 @@ static int simulate_plan(sim_opts *o, const rt_app_desc *app, const void *app_op
     if (rt_plan_open(o->plan_dir, &plan, err))
         return -1;
     size_t slot_bytes = 0;
-    shape_buf s = {0};
+    sim_shape_buf s = {0};
     int rc = app->check(app_opts, &plan, err) ||
              app->slot_bytes(app_opts, &plan, &slot_bytes, err) ||
              shape_from_plan(o, &plan, slot_bytes, &s, err);
@@ -560,10 +412,10 @@ static int simulate_plan(sim_opts *o, const rt_app_desc *app, const void *app_op
                    plan.dir, o->app_name, (unsigned long long)plan.n_rows,
                    (unsigned long long)plan.n_cols,
                    (double)(plan.app == RT_PLAN_LDA ? plan.tokens_train : plan.nnz_train),
-                   o->link.gbps, o->link.latency_s * 1e6, o->link.overhead_s * 1e6, o->rate);
+                   o->link.gbps, o->link.latency_s * 1e6, o->link.overhead_s * 1e6, o->args.rate);
         rc = run_shape(o, &s, 1, err);
     }
-    shape_free(&s);
+    sim_shape_free(&s);
     rt_plan_close(&plan);
     return rc ? -1 : 0;
 }
@@ -579,13 +431,15 @@ static int simulate_sizes(const sim_opts *o, const rt_app_desc *app, const void 
                "rate %.4g/s per thread\n",
                o->app_name, (unsigned long long)o->rows, (unsigned long long)o->cols,
                (unsigned long long)o->nnz, strcmp(o->app_name, "lda") ? "ratings" : "tokens",
-               col_bytes, o->link.gbps, o->link.latency_s * 1e6, o->link.overhead_s * 1e6, o->rate);
+               col_bytes, o->link.gbps, o->link.latency_s * 1e6, o->link.overhead_s * 1e6,
+               o->args.rate);
     for (int i = 0; i < o->n_nodes; i++) {
-        shape_buf s;
-        if (shape_from_sizes(o, o->nodes[i], col_bytes, &s, err))
+        sim_shape_buf s;
+        sim_sizes z = sizes_of(o, o->nodes[i], o->threads, col_bytes);
+        if (sim_shape_uniform(&s, &o->knobs, &z, o->pipeline, err))
             return -1;
         int rc = run_shape(o, &s, i == 0, err);
-        shape_free(&s);
+        sim_shape_free(&s);
         if (rc)
             return -1;
     }

@@ -22,33 +22,15 @@ static const rt_command_doc topics_doc = {
 };
 
 static const rt_opt topics_options[] = {
-    {.name = "model",
-     .short_name = 'm',
-     .type = RT_OPT_PATH,
-     .flags = RT_OPT_REQUIRED | RT_OPT_DIR,
-     .offset = offsetof(topics_opts, model),
-     .metavar = "DIR",
-     .help = "model directory written by rotor train --app lda --out"},
-    {.name = "top",
-     .short_name = 'n',
-     .type = RT_OPT_U32,
-     .offset = offsetof(topics_opts, top),
-     .metavar = "N",
-     .def = "10",
-     .min = 1,
-     .max = 1000000,
-     .help = "words per topic"},
+    ROTOR_MODEL_OPT(topics_opts, model, "rotor train --app lda --out"),
+    RT_U32_OPT("top", 'n', topics_opts, top, "N", "10", 1, 1000000, 0, "words per topic"),
     {0}};
 
 int cmd_topics(int argc, char **argv)
 {
     rt_error err = {0};
     topics_opts o = {0};
-    rt_opt_group g = {.opts = topics_options, .dest = &o};
-    int rc = rt_opts_parse(&topics_doc, &g, 1, argc, argv, NULL, &err);
-    if (rc < 0)
-        rt_die(&err);
-    if (rc == 1)
+    if (rotor_parse_options(&topics_doc, topics_options, &o, argc, argv))
         return RT_EXIT_OK;
     const char *model = o.model;
     uint32_t top = o.top;
@@ -59,7 +41,7 @@ int cmd_topics(int argc, char **argv)
         rt_fail(&err, RT_EXIT_INPUT,
                 "%s: the model is from --app %s; rotor topics lists topic models", model,
                 m.app->name);
-    rc = m.app->model_topics ? m.app->model_topics(m.impl, top, stdout, &err) : -1;
+    int rc = m.app->model_topics ? m.app->model_topics(m.impl, top, stdout, &err) : -1;
     rt_model_close(&m);
     if (rc)
         rt_die(&err);

@@ -52,77 +52,29 @@ static const rt_opt_choice pin_modes[] = {
     {"auto", RT_PIN_AUTO}, {"yes", RT_PIN_YES}, {"no", RT_PIN_NO}, {NULL, 0}};
 
 static const rt_opt train_options[] = {
-    {.name = "plan",
-     .short_name = 'p',
-     .type = RT_OPT_PATH,
-     .flags = RT_OPT_REQUIRED | RT_OPT_DIR,
-     .offset = offsetof(train_opts, plan_dir),
-     .metavar = "DIR",
-     .help = "plan directory made by rotor partition"},
-    {.name = "app",
-     .short_name = 'a',
-     .type = RT_OPT_ENUM,
-     .offset = offsetof(train_opts, app),
-     .def = "sgd-mf",
-     .choices = rt_app_choices,
-     .help = "the model to train"},
-    {.name = "threads",
-     .short_name = 't',
-     .type = RT_OPT_INT,
-     .offset = offsetof(train_opts, threads),
-     .metavar = "T",
-     .min = 1,
-     .max = 4096,
-     .help = "worker threads per process (default: the plan's)"},
-    {.name = "serial",
-     .type = RT_OPT_FLAG,
-     .offset = offsetof(train_opts, serial),
-     .help = "replay all of the plan's workers on one thread, in schedule order (a reference "
-             "run; one process only)"},
-    {.name = "node",
-     .type = RT_OPT_INT,
-     .offset = offsetof(train_opts, node),
-     .metavar = "R",
-     .min = 0,
-     .max = 1048575,
-     .help = "this process's rank (with --nodes)"},
-    {.name = "nodes",
-     .type = RT_OPT_INT,
-     .offset = offsetof(train_opts, nodes),
-     .metavar = "P",
-     .min = 1,
-     .max = 1048576,
-     .help = "the number of processes (with --node)"},
-    {.name = "pin",
-     .type = RT_OPT_ENUM,
-     .offset = offsetof(train_opts, pin),
-     .def = "auto",
-     .choices = pin_modes,
-     .help = "pin worker threads to cores (auto: when they fit)"},
-    {.name = "checkpoint",
-     .type = RT_OPT_PATH,
-     .flags = RT_OPT_DIR,
-     .offset = offsetof(train_opts, checkpoint),
-     .metavar = "DIR",
-     .help = "write every rank's training state to DIR/ckpt-N every --checkpoint-every "
-             "rotations and at the end (the newest two kept; DIR must be seen by every rank)"},
-    {.name = "checkpoint-every",
-     .type = RT_OPT_U64,
-     .offset = offsetof(train_opts, checkpoint_every),
-     .metavar = "N",
-     .def = "10",
-     .min = 1,
-     .max = 1e12,
-     .help = "rotations between checkpoints (an epoch of sgd-mf, a sweep of lda, a u or v "
-             "half-step of cd-mf)"},
-    {.name = "resume",
-     .type = RT_OPT_PATH,
-     .flags = RT_OPT_DIR,
-     .offset = offsetof(train_opts, resume),
-     .metavar = "DIR",
-     .help = "continue from the newest complete checkpoint under DIR (same plan, split and "
-             "options; --epochs, --iters and --outer count the total); the model ends "
-             "bit-identical to an uninterrupted run"},
+    RT_PATH_OPT("plan", 'p', train_opts, plan_dir, "DIR", NULL, RT_OPT_REQUIRED | RT_OPT_DIR,
+                "plan directory made by rotor partition"),
+    RT_ENUM_OPT("app", 'a', train_opts, app, rt_app_choices, "sgd-mf", "the model to train"),
+    RT_INT_OPT("threads", 't', train_opts, threads, "T", NULL, 1, 4096, 0,
+               "worker threads per process (default: the plan's)"),
+    RT_FLAG_OPT("serial", 0, train_opts, serial,
+                "replay all of the plan's workers on one thread, in schedule order (a reference "
+                "run; one process only)"),
+    RT_INT_OPT("node", 0, train_opts, node, "R", NULL, 0, 1048575, 0,
+               "this process's rank (with --nodes)"),
+    RT_INT_OPT("nodes", 0, train_opts, nodes, "P", NULL, 1, 1048576, 0,
+               "the number of processes (with --node)"),
+    RT_ENUM_OPT("pin", 0, train_opts, pin, pin_modes, "auto",
+                "pin worker threads to cores (auto: when they fit)"),
+    RT_PATH_OPT("checkpoint", 0, train_opts, checkpoint, "DIR", NULL, RT_OPT_DIR,
+                "write every rank's training state to DIR/ckpt-N every --checkpoint-every "
+                "epochs and at the end (the newest two kept; DIR must be seen by every rank)"),
+    RT_U64_OPT("checkpoint-every", 0, train_opts, checkpoint_every, "N", "10", 1, 1e12, 0,
+               "epochs (sgd-mf), sweeps (lda) or outer iterations (cd-mf) between checkpoints"),
+    RT_PATH_OPT("resume", 0, train_opts, resume, "DIR", NULL, RT_OPT_DIR,
+                "continue from the newest complete checkpoint under DIR (same plan, split and "
+                "options; --epochs, --iters and --outer count the total); the model ends "
+                "bit-identical to an uninterrupted run"),
     {0}};
 
 /* 0, 1 (help printed) or -1. */
@@ -277,8 +229,8 @@ static int train(const train_opts *o, train_run *r, rt_error *err)
     ec.local_size = rt_env_local_size();
     ec.serial = o->serial;
     char resume_dir[4096];
-    if (o->resume &&
-        rt_checkpoint_latest(o->resume, resume_dir, sizeof(resume_dir), &ec.first_rotation, err))
+    if (o->resume && rt_checkpoint_latest(o->resume, r->fingerprint, resume_dir, sizeof(resume_dir),
+                                          &ec.first_rotation, err))
         return -1;
     if (r->app->slot_bytes(r->app_opts, &r->plan, &ec.slot_bytes, err))
         return -1;
@@ -291,10 +243,11 @@ static int train(const train_opts *o, train_run *r, rt_error *err)
                 (o->serial ? 1 : ec.threads) == 1 ? "" : "s", r->plan.workers, r->plan.blocks);
     if (r->app->create(r->app_opts, &r->plan, r->engine, &r->app_state, err))
         return -1;
-    if (o->resume &&
-        rt_app_resume(r->app, r->app_state, r->engine, resume_dir, ec.first_rotation, err))
+    if (o->resume && rt_app_resume(r->app, r->app_state, r->engine, &r->plan, resume_dir,
+                                   ec.first_rotation, err))
         return -1;
-    rt_checkpoint_config cc = {.dir = o->checkpoint, .every = o->checkpoint_every};
+    rt_checkpoint_config cc = {
+        .dir = o->checkpoint, .every = o->checkpoint_every, .job = r->fingerprint};
     if (rt_app_run(r->app, r->app_state, r->engine, &r->plan, &cc, err))
         return -1;
     return r->app->save(r->app_state, r->engine, err);

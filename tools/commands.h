@@ -14,6 +14,7 @@ int cmd_topics(int argc, char **argv);     /* tools/cmd_topics.c */
 int cmd_infer(int argc, char **argv);      /* tools/cmd_infer.c */
 int cmd_bench_link(int argc, char **argv); /* tools/cmd_bench_link.c */
 int cmd_eval(int argc, char **argv);       /* tools/cmd_eval.c */
+int cmd_recommend(int argc, char **argv);  /* tools/cmd_recommend.c */
 int cmd_simulate(int argc, char **argv);   /* tools/cmd_simulate.c */
 int cmd_plot(int argc, char **argv);       /* tools/cmd_plot.c */
 int cmd_export(int argc, char **argv);     /* tools/cmd_export.c */
@@ -29,5 +30,26 @@ typedef struct rotor_command {
 } rotor_command;
 extern const rotor_command rotor_commands[];
 void rotor_usage(FILE *fp);
+
+/* Run the command argv[1] of cmds (a table ending with a NULL name) with
+ * argv[1..]: none given prints usage to stderr (exit 2), -h or --help to
+ * stdout (exit 0).  Returns its exit status, or -1 when argv[1] names none
+ * of them (the caller says so). */
+int rotor_dispatch(const rotor_command *cmds, void (*usage)(FILE *fp), int argc, char **argv);
+
+/* --model DIR (-m), the saved model that eval, recommend, export, topics
+ * and infer open; WRITTEN_BY is the train command line that makes one. */
+#define ROTOR_MODEL_OPT(st, field, written_by)                                                     \
+    RT_PATH_OPT("model", 'm', st, field, "DIR", NULL, RT_OPT_REQUIRED | RT_OPT_DIR,                \
+                "model directory written by " written_by)
+
+struct rt_command_doc;
+struct rt_opt;
+
+/* Parse the options of a command with one option table (ground/opts.h)
+ * into dest.  Bad input prints the one-line message and exits 2.  Returns 1
+ * when --help was printed (the command then exits 0), else 0. */
+int rotor_parse_options(const struct rt_command_doc *doc, const struct rt_opt *table, void *dest,
+                        int argc, char **argv);
 
 #endif

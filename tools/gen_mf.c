@@ -11,6 +11,7 @@
  * the seed: independent RNG streams for each purpose.
  */
 #include "ground/ground.h"
+#include "tools/commands.h"
 #include "tools/gen.h"
 #include "tools/guard.h"
 
@@ -40,83 +41,24 @@ static const rt_command_doc gen_mf_doc = {
 };
 
 static const rt_opt gen_mf_options[] = {
-    {.name = "rows",
-     .type = RT_OPT_U64,
-     .flags = RT_OPT_REQUIRED,
-     .offset = offsetof(gen_opts, rows),
-     .metavar = "R",
-     .min = 1,
-     .max = UINT32_MAX,
-     .help = "rows (users)"},
-    {.name = "cols",
-     .type = RT_OPT_U64,
-     .flags = RT_OPT_REQUIRED,
-     .offset = offsetof(gen_opts, cols),
-     .metavar = "C",
-     .min = 1,
-     .max = UINT32_MAX,
-     .help = "columns (items)"},
-    {.name = "nnz",
-     .type = RT_OPT_U64,
-     .flags = RT_OPT_REQUIRED,
-     .offset = offsetof(gen_opts, nnz),
-     .metavar = "N",
-     .min = 1,
-     .max = 1e15,
-     .help = "ratings, training and test together"},
-    {.name = "rank",
-     .short_name = 'k',
-     .type = RT_OPT_U64,
-     .offset = offsetof(gen_opts, rank),
-     .metavar = "K",
-     .def = "8",
-     .min = 1,
-     .max = 4096,
-     .help = "planted rank"},
-    {.name = "noise",
-     .type = RT_OPT_DOUBLE,
-     .offset = offsetof(gen_opts, noise),
-     .metavar = "SIGMA",
-     .def = "0.1",
-     .min = 0,
-     .max = HUGE_VAL,
-     .help = "noise std: the best achievable test RMSE"},
-    {.name = "powerlaw",
-     .type = RT_OPT_DOUBLE,
-     .offset = offsetof(gen_opts, powerlaw),
-     .metavar = "ALPHA",
-     .def = "0",
-     .min = 0,
-     .max = HUGE_VAL,
-     .help = "degree of the k-th heaviest row/column ~ k^-ALPHA"},
-    {.name = "seed",
-     .short_name = 's',
-     .type = RT_OPT_U64,
-     .offset = offsetof(gen_opts, seed),
-     .metavar = "S",
-     .def = "1",
-     .help = "random seed"},
-    {.name = "out",
-     .short_name = 'o',
-     .type = RT_OPT_PATH,
-     .flags = RT_OPT_REQUIRED,
-     .offset = offsetof(gen_opts, out),
-     .metavar = "FILE",
-     .help = "training ratings to write"},
-    {.name = "test-out",
-     .type = RT_OPT_PATH,
-     .offset = offsetof(gen_opts, test_out),
-     .metavar = "FILE",
-     .help = "test ratings to write (with --test-fraction)"},
-    {.name = "test-fraction",
-     .type = RT_OPT_DOUBLE,
-     .offset = offsetof(gen_opts, test_fraction),
-     .metavar = "F",
-     .def = "0",
-     .min = 0,
-     .max = 1,
-     .flags = RT_OPT_MAX_OPEN,
-     .help = "fraction of all N ratings written to --test-out"},
+    RT_U64_OPT("rows", 0, gen_opts, rows, "R", NULL, 1, UINT32_MAX, RT_OPT_REQUIRED,
+               "rows (users)"),
+    RT_U64_OPT("cols", 0, gen_opts, cols, "C", NULL, 1, UINT32_MAX, RT_OPT_REQUIRED,
+               "columns (items)"),
+    RT_U64_OPT("nnz", 0, gen_opts, nnz, "N", NULL, 1, 1e15, RT_OPT_REQUIRED,
+               "ratings, training and test together"),
+    RT_U64_OPT("rank", 'k', gen_opts, rank, "K", "8", 1, 4096, 0, "planted rank"),
+    RT_DOUBLE_OPT("noise", 0, gen_opts, noise, "SIGMA", "0.1", 0, HUGE_VAL, 0,
+                  "noise std: the best achievable test RMSE"),
+    RT_DOUBLE_OPT("powerlaw", 0, gen_opts, powerlaw, "ALPHA", "0", 0, HUGE_VAL, 0,
+                  "degree of the k-th heaviest row/column ~ k^-ALPHA"),
+    RT_U64_OPT("seed", 's', gen_opts, seed, "S", "1", 0, 0, 0, "random seed"),
+    RT_PATH_OPT("out", 'o', gen_opts, out, "FILE", NULL, RT_OPT_REQUIRED,
+                "training ratings to write"),
+    RT_PATH_OPT("test-out", 0, gen_opts, test_out, "FILE", NULL, 0,
+                "test ratings to write (with --test-fraction)"),
+    RT_DOUBLE_OPT("test-fraction", 0, gen_opts, test_fraction, "F", "0", 0, 1, RT_OPT_MAX_OPEN,
+                  "fraction of all N ratings written to --test-out"),
     {0}};
 
 static int bad(const char *what, const char *arg)
@@ -128,13 +70,8 @@ static int bad(const char *what, const char *arg)
 /* 0 = parsed, 1 = --help printed, else an exit status. */
 static int parse(int argc, char **argv, gen_opts *o)
 {
-    rt_error err = {0};
     memset(o, 0, sizeof(*o));
-    rt_opt_group g = {.opts = gen_mf_options, .dest = o};
-    int rc = rt_opts_parse(&gen_mf_doc, &g, 1, argc, argv, NULL, &err);
-    if (rc < 0)
-        rt_die(&err);
-    if (rc == 1)
+    if (rotor_parse_options(&gen_mf_doc, gen_mf_options, o, argc, argv))
         return 1;
     if (!!o->test_out != (o->test_fraction > 0))
         return bad("give both or neither of", "--test-out and --test-fraction");

@@ -7,8 +7,8 @@
  *   3. Open MPI:      OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK
  *   4. PMIx:          PMIX_RANK, with the size from OMPI_COMM_WORLD_SIZE,
  *                     OMPI_UNIVERSE_SIZE, PMI_SIZE, SLURM_NTASKS or
- *                     FLUX_JOB_SIZE (newer Open MPI may set only PMIX_RANK;
- *                     rotor does not link the PMIx library)
+ *                     FLUX_JOB_SIZE, else (newer Open MPI may set only
+ *                     PMIX_RANK) from the PMIx server itself
  *   5. MVAPICH2:      MV2_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK
  *   6. PMI (MPICH, Intel MPI, srun --mpi=pmi2): PMI_RANK, PMI_SIZE,
  *                     MPI_LOCALRANKID
@@ -19,6 +19,10 @@
  * the allocation's SLURM_* variables, which describe the allocation's own
  * task, not the MPI job.  (Processes per host, for pinning, come from
  * tuning_env.c.)
+ *
+ * Under Open MPI or any PMIx launcher (PMIX_RANK set: mpirun, srun
+ * --mpi=pmix) with no hostfile, and when this rotor was built with PMIx,
+ * the ranks find each other through the PMIx server (engine/pmix.c).
  *
  * The job secret: --token-file FILE, else ROTOR_TOKEN (rotor launch sets it
  * for its children; environment variables are readable only by the user,
@@ -63,13 +67,18 @@ static int env_int(const char *var, int *out, rt_error *err)
     return 1;
 }
 
-/* The size of source s: the first of its size variables that is set. */
+/* The size of source s: the first of its size variables that is set, or
+ * -1 (PMIx will tell) under a PMIx launcher when this build has PMIx. */
 static int env_size(const env_source *s, int *size, rt_error *err)
 {
     for (size_t i = 0; i < sizeof(s->size) / sizeof(s->size[0]) && s->size[i]; i++) {
         int rc = env_int(s->size[i], size, err);
         if (rc)
             return rc;
+    }
+    if (getenv("PMIX_RANK") && rt_pmix_compiled()) {
+        *size = -1;
+        return 1;
     }
     return rt_fail(err, RT_EXIT_INPUT, "%s is set but %s is not", s->rank, s->size[0]);
 }
@@ -108,6 +117,10 @@ int rt_launch_env_group(rt_group_config *cfg, rt_error *err)
         cfg->rank = rank;
         cfg->size = size;
         cfg->source = s->name;
+        /* Through PMIx (built in, a PMIx launcher): the peers when there is
+         * no hostfile, the size when no variable gave it. */
+        cfg->pmix = getenv("PMIX_RANK") && rt_pmix_compiled() &&
+                    (size < 0 || !cfg->hostfile || !*cfg->hostfile);
         return 0;
     }
     return 0;

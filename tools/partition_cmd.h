@@ -6,14 +6,17 @@
 
 #include "partition/corpus.h"
 #include "partition/partition.h"
+#include "tools/sim_shape.h"
 
 enum { PARTITION_MF = 0, PARTITION_LDA = 1 }; /* --app */
 
 typedef struct partition_opts {
     int app; /* PARTITION_MF or PARTITION_LDA */
     const char *input, *out;
-    uint32_t nodes, threads, pipeline;
-    double test_fraction; /* 0 = none held out */
+    uint32_t nodes, threads, pipeline; /* pipeline 0: --pipeline auto */
+    const char *pipeline_arg;          /* --pipeline as typed: C or auto */
+    sim_link_args link;                /* --pipeline auto: the link and kernel it is chosen for */
+    double test_fraction;              /* 0 = none held out */
     uint64_t seed;
     int balance; /* rt_balance */
     int force;
@@ -24,6 +27,12 @@ typedef struct partition_opts {
     /* corpus (--app lda) */
     rt_corpus_options corpus;
 } partition_opts;
+
+/* --pipeline auto: the factor for this job's sizes (cols columns, work
+ * ratings or tokens) on the link of o's options, by simulating the
+ * candidates (tools/sim_shape.h).  0 with *pipeline set, or -1 with err. */
+int partition_auto_pipeline(const partition_opts *o, double cols, double work, uint32_t *pipeline,
+                            rt_error *err);
 
 /* Read the corpus, hold out documents and write the plan (--app lda). */
 int partition_lda(const partition_opts *o, int argc, char **argv, rt_error *err);

@@ -14,6 +14,7 @@ const rotor_command rotor_commands[] = {
     {"train", cmd_train, "train a model by following a plan (sgd-mf, cd-mf, lda)", NULL},
     {"launch", cmd_launch, "start P local processes of a command on loopback", NULL},
     {"eval", cmd_eval, "score a saved MF model on a ratings file", NULL},
+    {"recommend", cmd_recommend, "the K best items for each user of a saved MF model", NULL},
     {"topics", cmd_topics, "print the top words of a trained LDA model", NULL},
     {"infer", cmd_infer, "topic mixtures of new documents under a trained LDA model", NULL},
     {"export", cmd_export, "merge a saved model's per-rank parts into single files", NULL},
@@ -35,23 +36,43 @@ void rotor_usage(FILE *fp)
     fprintf(fp, "\n'rotor COMMAND --help' describes each command.\n");
 }
 
-int main(int argc, char **argv)
+int rotor_parse_options(const rt_command_doc *doc, const rt_opt *table, void *dest, int argc,
+                        char **argv)
 {
-    rt_env_apply_log_level();
+    rt_error err = {0};
+    rt_opt_group g = {.opts = table, .dest = dest};
+    int rc = rt_opts_parse(doc, &g, 1, argc, argv, NULL, &err);
+    if (rc < 0)
+        rt_die(&err);
+    return rc;
+}
+
+int rotor_dispatch(const rotor_command *cmds, void (*usage)(FILE *fp), int argc, char **argv)
+{
     if (argc < 2) {
-        rotor_usage(stderr);
+        usage(stderr);
         return RT_EXIT_INPUT;
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        rotor_usage(stdout);
+        usage(stdout);
         return RT_EXIT_OK;
     }
-    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V"))
-        return cmd_version();
-    for (const rotor_command *c = rotor_commands; c->name; c++)
+    for (const rotor_command *c = cmds; c->name; c++)
         if (!strcmp(argv[1], c->name))
             return c->run(argc - 1, argv + 1);
-    fprintf(stderr, "rotor: unknown command '%s'\n", argv[1]);
-    rotor_usage(stderr);
-    return RT_EXIT_INPUT;
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    rt_env_apply_log_level();
+    if (argc >= 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")))
+        return cmd_version();
+    int rc = rotor_dispatch(rotor_commands, rotor_usage, argc, argv);
+    if (rc < 0) {
+        fprintf(stderr, "rotor: unknown command '%s'\n", argv[1]);
+        rotor_usage(stderr);
+        rc = RT_EXIT_INPUT;
+    }
+    return rc;
 }

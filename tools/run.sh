@@ -15,8 +15,11 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 JOBS=$(nproc 2>/dev/null || echo 2)
 
+# libpmix-dev: ranks under mpirun/srun find each other without a hostfile
+# (optional at build time); openmpi-bin: mpirun for the test that shows it.
 PACKAGES=(build-essential cmake pkg-config libibverbs-dev librdmacm-dev libhwloc-dev
-          libjansson-dev libxxhash-dev libcmocka-dev libsodium-dev gnuplot-nox man-db)
+          libjansson-dev libxxhash-dev libcmocka-dev libsodium-dev gnuplot-nox man-db
+          libpmix-dev openmpi-bin)
 
 # The fuzz targets (tests/fuzz/) need clang's libFuzzer runtime.
 FUZZ_PACKAGES=(clang-14 libclang-rt-14-dev)
@@ -81,6 +84,7 @@ run_tests() {
     ctest --test-dir "$ROOT/build" --output-on-failure -j"$JOBS" || rc=1
     say "test suite (ASan + UBSan build; slow and VM tests run in the release build only)"
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+        LSAN_OPTIONS=suppressions="$ROOT/tests/lsan.supp" \
         ctest --test-dir "$ROOT/build-asan" --output-on-failure -j"$JOBS" -LE 'slow|rxe|data' ||
         rc=1
     say "fuzz targets (libFuzzer + ASan + UBSan, ROTOR_FUZZ_SECONDS each; any crash fails)"

@@ -100,17 +100,24 @@ int rt_transport_authenticate_peers(rt_transport *t, rt_error *err)
             auth_tag(&t->cfg, ROLE_PEER, &pair, sizeof(pair), theirs[p], tag);
             rc = t->ops->send_msg(t, p, tag, sizeof(tag), err);
         }
+    /* Every answer is read before any is judged: a rank that stopped at the
+     * first wrong answer would close while others still wrote to it, and
+     * they would report a broken pipe instead of the failed proof. */
+    uint8_t(*tags)[AUTH_TAG_BYTES] = rc == 0 ? calloc((size_t)size, AUTH_TAG_BYTES) : NULL;
+    if (rc == 0 && !tags)
+        rc = rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
     for (int p = 0; rc == 0 && p < size; p++)
-        if (p != me) {
-            peer_pair pair = {p, me};
-            uint8_t tag[AUTH_TAG_BYTES];
-            rc = t->ops->recv_msg(t, p, tag, sizeof(tag), err);
-            if (rc == 0 && !auth_check(&t->cfg, ROLE_PEER, &pair, sizeof(pair), mine[p], tag))
-                rc = rt_fail(err, RT_EXIT_INPUT,
-                             "authentication failed: rank %d (%s:%d) does not know this job's "
-                             "secret (different ROTOR_TOKEN or --token-file?)",
-                             p, t->cfg.peers[p].host, t->cfg.peers[p].port);
-        }
+        if (p != me)
+            rc = t->ops->recv_msg(t, p, tags[p], AUTH_TAG_BYTES, err);
+    for (int p = 0; rc == 0 && p < size; p++) {
+        peer_pair pair = {p, me};
+        if (p != me && !auth_check(&t->cfg, ROLE_PEER, &pair, sizeof(pair), mine[p], tags[p]))
+            rc = rt_fail(err, RT_EXIT_INPUT,
+                         "authentication failed: rank %d (%s:%d) does not know this job's "
+                         "secret (different ROTOR_TOKEN or --token-file?)",
+                         p, t->cfg.peers[p].host, t->cfg.peers[p].port);
+    }
+    free(tags);
     free(mine);
     free(theirs);
     return rc;

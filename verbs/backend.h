@@ -25,6 +25,9 @@ struct rt_transport_ops {
     int (*send_msg)(rt_transport *t, int peer, const void *buf, size_t len, rt_error *err);
     int (*recv_msg)(rt_transport *t, int peer, void *buf, size_t len, rt_error *err);
     void (*get_stats)(const rt_transport *t, rt_transport_stats *out);
+    /* Optional: called once every rank has proven the job secret, before
+     * anything else crosses the connections (RDMA sends its window here). */
+    int (*authenticated)(rt_transport *t, rt_error *err);
 };
 
 struct rt_transport {

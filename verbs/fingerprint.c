@@ -33,52 +33,21 @@ static char *own_fingerprint(const rt_transport *t)
     return s;
 }
 
-/* The value of field `name` (name_len bytes) in `fp` (len bytes, not
- * terminated), or NULL; *vlen gets its length. */
-static const char *field_value(const char *fp, size_t len, const char *name, size_t name_len,
-                               size_t *vlen)
-{
-    const char *p = fp, *end = fp + len;
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        const char *line_end = nl ? nl : end;
-        if ((size_t)(line_end - p) > name_len && !memcmp(p, name, name_len) && p[name_len] == '=') {
-            *vlen = (size_t)(line_end - p) - name_len - 1;
-            return p + name_len + 1;
-        }
-        p = line_end + 1;
-    }
-    return NULL;
-}
-
 /* Compare rank r's fingerprint `b` with rank 0's `a` field by field, in
  * both directions; write the first difference into verdict. */
 static void compare(const char *a, size_t alen, const char *b, size_t blen, int r, char *verdict)
 {
-    for (int pass = 0; pass < 2 && !verdict[0]; pass++) {
-        const char *x = pass ? b : a, *y = pass ? a : b;
-        size_t xlen = pass ? blen : alen, ylen = pass ? alen : blen;
-        const char *p = x, *end = x + xlen;
-        while (p < end && !verdict[0]) {
-            const char *nl = memchr(p, '\n', (size_t)(end - p));
-            const char *line_end = nl ? nl : end;
-            const char *eq = memchr(p, '=', (size_t)(line_end - p));
-            if (eq) {
-                size_t nlen = (size_t)(eq - p), xv = (size_t)(line_end - eq - 1), yv = 0;
-                const char *v = field_value(y, ylen, p, nlen, &yv);
-                if (!v || yv != xv || memcmp(v, eq + 1, xv)) {
-                    const char *v0 = pass ? v : eq + 1, *vr = pass ? eq + 1 : v;
-                    int l0 = (int)(pass ? yv : xv), lr = (int)(pass ? xv : yv);
-                    snprintf(verdict, VERDICT_BYTES,
-                             "ranks disagree on %.*s: rank %d has %s%.*s%s, rank 0 has %s%.*s%s",
-                             (int)nlen, p, r, vr ? "'" : "", vr ? lr : 7, vr ? vr : "nothing",
-                             vr ? "'" : "", v0 ? "'" : "", v0 ? l0 : 7, v0 ? v0 : "nothing",
-                             v0 ? "'" : "");
-                }
-            }
-            p = line_end + 1;
-        }
-    }
+    rt_field_diff d;
+    char v0[VERDICT_BYTES / 2], vr[VERDICT_BYTES / 2];
+    if (!rt_fields_diff(a, alen, b, blen, NULL, &d))
+        return;
+    rt_field_quote(v0, sizeof(v0), d.a, d.a_len);
+    rt_field_quote(vr, sizeof(vr), d.b, d.b_len);
+    int n =
+        snprintf(verdict, VERDICT_BYTES, "ranks disagree on %.*s: rank %d has %s, rank 0 has %s",
+                 (int)d.name_len, d.name, r, vr, v0);
+    if (n >= VERDICT_BYTES) /* cut short; the field's name comes first */
+        verdict[VERDICT_BYTES - 1] = '\0';
 }
 
 /* Rank 0: receive and compare every rank's fingerprint. */

@@ -11,9 +11,12 @@
  * private data), honour an explicit GID index, and choose the ACK timeout and
  * retry counts that make a dead peer visible within a few seconds.
  *
- * The connect/accept private data ("hello", 40 bytes) carries the sender's
- * rank, port MTU and window: address, rkey, n_slots, initial_occupied and
- * slot_bytes.  The window is registered once, at open.
+ * The connect/accept private data (wire_ib_hello) carries only the sender's
+ * rank, group size and port MTU.  The window is registered once, at open;
+ * its address, rkey and geometry go to the previous rank in a control
+ * message (wire_ib_window) only after every rank has proven the job secret
+ * (rt_transport_authenticate_peers, then ib_authenticated), so a stranger
+ * that completes an rdma_cm connect never learns where to write.
  *
  * Window layout (one MR, IBV_ACCESS_REMOTE_WRITE):
  *   [ n_slots x slot_bytes | n_slots x 64 B meta_in | n_slots x 64 B meta_out ]
@@ -42,9 +45,10 @@
  * every SIGNAL_EVERY-th time (selective signalling); passes and data chunks
  * are always signalled because their completion frees a slot or a buffer.
  *
- * Receive queue depth per QP is 2 n_slots + 2 CTRL_CREDITS + 8: at most
- * n_slots passes and n_slots slot credits, CTRL_CREDITS data chunks and as
- * many control-credit messages can be outstanding, so RNR never happens.
+ * Receive queue depth per QP is 2 n_slots + 2 CTRL_CREDITS + 8 + BEAT_SLACK:
+ * at most n_slots passes and n_slots slot credits, CTRL_CREDITS data chunks
+ * and as many control-credit messages can be outstanding, plus notices and
+ * heartbeats (reposted as soon as they arrive), so RNR never happens.
  *
  * Progress.  Completions are handled under a poll lock (so they are
  * processed in CQ order) by whichever thread polls: caller threads post
@@ -61,7 +65,13 @@
  * fails (receives still return what had already arrived).  A killed
  * process's kernel sends a DREQ at once; a silent host is caught by the RC
  * retry limit (ACK timeout 2^IB_ACK_TIMEOUT x 4.096 us, IB_RETRY_CNT tries:
- * about 2 s).  On close a rank sends each peer a notice (SEND_WITH_IMM,
+ * about 2 s).  A stopped or hung process, whose HCA (or rxe) still ACKs, is
+ * caught by heartbeats: the comm thread sends a NOTICE_BEAT to both ring
+ * neighbours every second (a quarter of the peer timeout when that is
+ * shorter) and fails the transport when one of them has sent nothing, not
+ * even a beat, for peer_timeout_ms.  Waits for data have no timeout of
+ * their own, so a slow peer is never a failure and a rank stuck behind the
+ * silent one is never blamed.  On close a rank sends each peer a notice (SEND_WITH_IMM,
  * kind 0): "bye" for a normal close, so that its disconnect is not a
  * failure (only calls that need it fail: "rank N has closed its transport"),
  * or "lost rank N", so that ranks that are not its neighbours name the
@@ -69,6 +79,7 @@
  */
 #define _GNU_SOURCE
 #include "verbs/backend.h"
+#include "verbs/wire.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -85,8 +96,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define IB_MAGIC 0x524f5452u /* "ROTR" */
-#define IB_VERSION 1
 #define CTRL_CHUNK (16 * 1024) /* bytes per control chunk (bounce buffer) */
 #define CTRL_CREDITS 16        /* chunks in flight per peer and direction */
 #define SIGNAL_EVERY 16        /* signal every n-th credit send */
@@ -95,39 +104,20 @@
 #define IB_RETRY_CNT 7         /* tries before IBV_WC_RETRY_EXC_ERR */
 #define IB_RNR_RETRY 7         /* 7 = retry forever (RNR cannot happen, see above) */
 #define RETRY_DELAY_S 0.2      /* between attempts to reach a peer not yet listening */
+#define BEAT_SLACK 8           /* receives for heartbeats not yet reposted */
 
-enum { IMM_NOTICE = 0, IMM_SLOT_CREDIT = 1, IMM_CTRL_CREDIT = 2, IMM_CTRL_DATA = 3 };
-/* IMM_NOTICE: bits 29..28 = NOTICE_BYE (the sender closes normally) or
- * NOTICE_LOST (the sender lost rank bits 15..0 and is giving up). */
-enum { NOTICE_BYE = 0, NOTICE_LOST = 1 };
 enum { WR_PASS = 1, WR_CTRL = 2, WR_CREDIT = 3, WR_RECV = 4, WR_DRAIN = 5 };
 enum { PEER_NONE, PEER_CONNECTING, PEER_CONNECTED };
-
-/* Connect/accept private data (must fit the 56 bytes of an RC REQ). */
-typedef struct __attribute__((packed)) ib_hello {
-    uint32_t magic;
-    uint16_t version, rank, size;
-    uint8_t mtu; /* enum ibv_mtu of the sender's port */
-    uint8_t pad;
-    uint32_t n_slots, initial_occupied;
-    uint32_t rkey;
-    uint64_t addr; /* window base */
-    uint64_t slot_bytes;
-} ib_hello;
-
-/* Per-slot metadata of a pass, written next to the slots. */
-typedef struct ib_meta {
-    uint32_t block, epoch;
-    uint64_t len;
-    uint64_t seq;
-} ib_meta;
 
 typedef struct ib_peer {
     int rank;
     int state;
     struct rdma_cm_id *id;
     struct ibv_qp *qp;
-    ib_hello remote; /* the peer's hello */
+    wire_ib_hello remote; /* the peer's hello */
+    wire_ib_window win;   /* the peer's window (next rank only, after authentication) */
+    int have_win;
+    double heard_at; /* rt_now() of the last message from the peer (under mu) */
     double retry_at; /* next connect attempt (active side), 0 = now */
     enum ibv_mtu path_mtu;
     /* send queue accounting */
@@ -165,7 +155,7 @@ typedef struct ib_transport {
     uint8_t *window;
     size_t window_bytes;
     struct ibv_mr *win_mr;
-    ib_meta *meta_in, *meta_out;
+    wire_ib_meta *meta_in, *meta_out;
     uint8_t *bufs;
     size_t bufs_bytes;
     struct ibv_mr *buf_mr;
@@ -189,6 +179,7 @@ typedef struct ib_transport {
     int thread_started;
     volatile int stop;
     int wake_fd;
+    double next_beat; /* comm thread: when to send the next heartbeats */
 } ib_transport;
 
 static const struct rt_transport_ops ib_ops;
@@ -296,24 +287,6 @@ static void wait_cv(ib_transport *ib, double deadline)
     __atomic_sub_fetch(&ib->waiters, 1, __ATOMIC_RELAXED);
 }
 
-/* A blocking call has waited since t0 on `rank`: fail it once that exceeds
- * peer_timeout_ms.  Caller holds mu.  Returns 1 when it failed the transport. */
-static int check_silence(ib_transport *ib, double t0, int rank, const char *what)
-{
-    /* The default peer timeout is meant for heartbeats, which this backend
-     * does not send yet: here it would fail a live peer whose step takes
-     * longer.  So only a timeout the user chose bounds these waits. */
-    int ms = ib->base.cfg.peer_timeout_ms == RT_PEER_TIMEOUT_MS ? 0 : ib->base.cfg.peer_timeout_ms;
-    if (ms <= 0 || rt_now() - t0 < ms / 1000.0)
-        return 0;
-    char pn[300];
-    if (!ib->failed)
-        ib->lost_rank = rank;
-    set_failed(ib, "ib: lost %s: silent for %d ms while waiting for %s",
-               peer_name(ib, rank, pn, sizeof(pn)), ms, what);
-    return 1;
-}
-
 /* A call needs `rank`, which closed its transport normally. */
 static int gone_fail(ib_transport *ib, int rank, const char *what, rt_error *err)
 {
@@ -393,7 +366,7 @@ static void send_credits(ib_transport *ib, ib_peer *p, int kind, uint32_t *owed)
         return;
     struct ibv_send_wr wr = {
         .opcode = IBV_WR_SEND_WITH_IMM,
-        .imm_data = htonl((uint32_t)kind << 30 | (*owed & 0x3fffffffu)),
+        .imm_data = htonl(wire_ib_imm(kind, *owed)),
     };
     if (post_send(ib, p, &wr, 1, WR_CREDIT, 0, 0, "credit") == 0)
         *owed = 0;
@@ -402,10 +375,10 @@ static void send_credits(ib_transport *ib, ib_peer *p, int kind, uint32_t *owed)
 static void send_owed_credits(ib_transport *ib)
 {
     if (ib->prev >= 0)
-        send_credits(ib, &ib->peers[ib->prev], IMM_SLOT_CREDIT, &ib->slot_owed);
+        send_credits(ib, &ib->peers[ib->prev], WIRE_IMM_SLOT_CREDIT, &ib->slot_owed);
     for (int r = 0; r < ib->base.cfg.size; r++)
         if (r != ib->base.cfg.rank)
-            send_credits(ib, &ib->peers[r], IMM_CTRL_CREDIT, &ib->peers[r].ctrl_owed);
+            send_credits(ib, &ib->peers[r], WIRE_IMM_CTRL_CREDIT, &ib->peers[r].ctrl_owed);
 }
 
 /* --------------------------------------------------------- completions ---- */
@@ -431,111 +404,106 @@ static void on_arrival(ib_transport *ib, ib_peer *p, uint32_t imm)
 {
     const rt_transport_config *c = &ib->base.cfg;
     char pn[300];
+    rt_error why = {0};
+    peer_name(ib, p->rank, pn, sizeof(pn));
     if (p->rank != ib->prev) {
-        set_failed(ib, "ib: protocol error: ring pass from %s, which is not the previous rank",
-                   peer_name(ib, p->rank, pn, sizeof(pn)));
+        set_failed(ib, "ib: protocol error: ring pass from %s, which is not the previous rank", pn);
         return;
     }
-    uint32_t slot = (uint32_t)((c->initial_occupied + ib->received) % c->n_slots);
-    if ((imm >> 24) != (slot & 0xff) || (imm & 0xffffff) != (ib->received & 0xffffff)) {
-        set_failed(ib,
-                   "ib: protocol error: pass #%llu from %s has immediate 0x%08x (expected "
-                   "slot %u, sequence %llu)",
-                   (unsigned long long)ib->received, peer_name(ib, p->rank, pn, sizeof(pn)), imm,
-                   slot, (unsigned long long)ib->received);
-        return;
-    }
-    const ib_meta *m = (const ib_meta *)((const uint8_t *)ib->meta_in + (size_t)slot * META_BYTES);
-    /* Every number from the wire is checked before use: the length against
-     * the slot, the count of blocks held against the window. */
-    if (m->len > c->slot_bytes || ib->received - ib->delivered >= c->n_slots) {
-        set_failed(ib,
-                   "ib: protocol error: pass #%llu from %s says %llu bytes (slots hold %zu) with "
-                   "%llu arrivals not yet taken (window of %u)",
-                   (unsigned long long)ib->received, peer_name(ib, p->rank, pn, sizeof(pn)),
-                   (unsigned long long)m->len, c->slot_bytes,
-                   (unsigned long long)(ib->received - ib->delivered), c->n_slots);
+    /* The metadata entry of the slot the immediate must name, copied once
+     * so that what is checked is what is used. */
+    uint32_t want = (uint32_t)((c->initial_occupied + ib->received) % c->n_slots);
+    wire_ib_meta m;
+    memcpy(&m, (const uint8_t *)ib->meta_in + (size_t)want * META_BYTES, sizeof(m));
+    wire_ib_ring ring = {.n_slots = c->n_slots,
+                         .initial_occupied = c->initial_occupied,
+                         .slot_bytes = c->slot_bytes,
+                         .received = ib->received,
+                         .delivered = ib->delivered};
+    uint32_t slot;
+    if (wire_ib_arrival_parse(imm, &m, &ring, &slot, pn, &why)) {
+        set_failed(ib, "%s", why.msg);
         return;
     }
     rt_arrival *a = &ib->arrq[ib->received % c->n_slots];
     a->slot = slot;
-    a->block = m->block;
-    a->epoch = m->epoch;
-    a->len = (size_t)m->len;
+    a->block = m.block;
+    a->epoch = m.epoch;
+    a->len = (size_t)m.len;
     ib->received++;
     ib->stats.passes_received++;
-    ib->stats.bytes_received += m->len;
+    ib->stats.bytes_received += m.len;
 }
 
-/* A peer says bye (normal close) or that it lost another rank. */
-static void on_notice(ib_transport *ib, ib_peer *p, uint32_t imm)
+/* A peer says bye (normal close), that it lost another rank, or only that
+ * it lives (a heartbeat: its arrival already counted). */
+static void on_notice(ib_transport *ib, ib_peer *p, const wire_ib_msg *m)
 {
     char pn[300], qn[300];
-    if (((imm >> 28) & 3) == NOTICE_BYE) {
+    if (m->notice == WIRE_NOTICE_BEAT)
+        return;
+    if (m->notice == WIRE_NOTICE_BYE) {
         p->gone = 1;
         return;
     }
-    int lost = (int)(imm & 0xffff);
-    if (lost >= ib->base.cfg.size)
-        lost = p->rank;
+    int lost = m->lost >= 0 ? m->lost : p->rank;
     if (!ib->failed)
         ib->lost_rank = lost;
     set_failed(ib, "ib: lost %s (reported by %s)", peer_name(ib, lost, pn, sizeof(pn)),
                peer_name(ib, p->rank, qn, sizeof(qn)));
 }
 
+/* What a receive from p is checked against. */
+static wire_ib_state recv_state(const ib_transport *ib, const ib_peer *p)
+{
+    return (wire_ib_state){.size = ib->base.cfg.size,
+                           .from_next = p->rank == ib->next,
+                           .n_slots = p->have_win ? p->win.n_slots : 0,
+                           .credits = ib->credits,
+                           .ctrl_credits = p->ctrl_credits,
+                           .ctrl_max = CTRL_CREDITS,
+                           .chunk_max = CTRL_CHUNK,
+                           .chunks_held = p->rx_count,
+                           .chunks_max = p->rq_depth};
+}
+
 static void on_recv(ib_transport *ib, ib_peer *p, const struct ibv_wc *wc)
 {
     uint32_t idx = wr_aux(wc->wr_id);
+    p->heard_at = rt_now();
     if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
         on_arrival(ib, p, ntohl(wc->imm_data));
         post_recv(ib, p, idx);
         return;
     }
-    uint32_t imm = ntohl(wc->imm_data);
-    uint32_t kind = imm >> 30, n = imm & 0x3fffffffu;
-    if (!(wc->wc_flags & IBV_WC_WITH_IMM))
-        kind = 4; /* not ours */
     char pn[300];
-    switch (kind) {
-    case IMM_SLOT_CREDIT:
-        if (p->rank != ib->next || (uint64_t)ib->credits + n > ib->base.cfg.n_slots) {
-            set_failed(ib,
-                       "ib: protocol error: %u slot credits from %s on top of %u (window of %u)", n,
-                       peer_name(ib, p->rank, pn, sizeof(pn)), ib->credits, ib->base.cfg.n_slots);
-            return;
-        }
-        ib->credits += n;
+    rt_error why = {0};
+    wire_ib_msg m;
+    wire_ib_state st = recv_state(ib, p);
+    if (wire_ib_recv_parse(!!(wc->wc_flags & IBV_WC_WITH_IMM), ntohl(wc->imm_data), wc->byte_len,
+                           &st, &m, peer_name(ib, p->rank, pn, sizeof(pn)), &why)) {
+        set_failed(ib, "%s", why.msg);
+        return;
+    }
+    switch (m.kind) {
+    case WIRE_IMM_SLOT_CREDIT:
+        ib->credits += m.n;
         post_recv(ib, p, idx);
         break;
-    case IMM_CTRL_CREDIT:
-        if ((uint64_t)p->ctrl_credits + n > CTRL_CREDITS) {
-            set_failed(ib, "ib: protocol error: %u control credits from %s on top of %u (of %d)", n,
-                       peer_name(ib, p->rank, pn, sizeof(pn)), p->ctrl_credits, CTRL_CREDITS);
-            return;
-        }
-        p->ctrl_credits += n;
+    case WIRE_IMM_CTRL_CREDIT:
+        p->ctrl_credits += m.n;
         post_recv(ib, p, idx);
         break;
-    case IMM_CTRL_DATA: {
-        if (n != wc->byte_len || n > CTRL_CHUNK || p->rx_count >= p->rq_depth) {
-            set_failed(ib, "ib: protocol error: a %u-byte control chunk from %s says %u bytes",
-                       wc->byte_len, peer_name(ib, p->rank, pn, sizeof(pn)), n);
-            return;
-        }
+    case WIRE_IMM_CTRL_DATA: {
         uint32_t pos = (p->rx_head + p->rx_count) % p->rq_depth;
         p->rx_fifo[pos] = idx;
-        p->rx_len[pos] = wc->byte_len;
+        p->rx_len[pos] = m.n;
         p->rx_count++;
         break;
     }
-    case IMM_NOTICE:
+    default: /* WIRE_IMM_NOTICE */
         post_recv(ib, p, idx);
-        on_notice(ib, p, imm);
-        break;
-    default:
-        set_failed(ib, "ib: protocol error: unexpected message (imm 0x%08x) from %s", imm,
-                   peer_name(ib, p->rank, pn, sizeof(pn)));
+        on_notice(ib, p, &m);
     }
 }
 
@@ -717,11 +685,76 @@ static int block_for_events(ib_transport *ib)
     return 0;
 }
 
+/* ---------------------------------------------------------- liveness ---- */
+
+/* The heartbeat interval: a quarter of the peer timeout, at most 1 s, so a
+ * busy or briefly descheduled peer has plenty of margin. */
+static double beat_every_s(const ib_transport *ib)
+{
+    int ms = ib->base.cfg.peer_timeout_ms > 0 ? ib->base.cfg.peer_timeout_ms / 4 : 1000;
+    ms = ms > 1000 ? 1000 : ms < 20 ? 20 : ms;
+    return ms / 1000.0;
+}
+
+/* One heartbeat to ring neighbour r, when its send queue has room (when it
+ * has none, real traffic is queued and the peer hears from us anyway).
+ * Caller holds mu. */
+static void send_beat_locked(ib_transport *ib, int r)
+{
+    ib_peer *p = &ib->peers[r];
+    if (p->state != PEER_CONNECTED || p->gone || !sq_room(p, 1))
+        return;
+    struct ibv_send_wr wr = {
+        .opcode = IBV_WR_SEND_WITH_IMM,
+        .imm_data = htonl(wire_ib_notice(WIRE_NOTICE_BEAT, ib->base.cfg.rank)),
+    };
+    post_send(ib, p, &wr, 1, WR_CREDIT, 0, 0, "heartbeat");
+}
+
+/* Fail when ring neighbour r has been silent longer than the peer timeout.
+ * Caller holds mu. */
+static void check_silent_locked(ib_transport *ib, int r, double now)
+{
+    ib_peer *p = &ib->peers[r];
+    double silent = now - p->heard_at;
+    if (ib->failed || p->gone || p->state != PEER_CONNECTED ||
+        silent * 1000.0 < ib->base.cfg.peer_timeout_ms)
+        return;
+    char pn[300];
+    ib->lost_rank = r;
+    set_failed(ib,
+               "ib: lost %s: silent for %.1f s (no data and no heartbeat; process stopped, hung "
+               "or cut off)",
+               peer_name(ib, r, pn, sizeof(pn)), silent);
+}
+
+/* Comm thread, every turn: heartbeats both ways round the ring when they
+ * are due, and the silence check. */
+static void liveness_tick(ib_transport *ib)
+{
+    double now = rt_now();
+    if (now < ib->next_beat)
+        return;
+    ib->next_beat = now + beat_every_s(ib);
+    pthread_mutex_lock(&ib->mu);
+    if (!ib->failed && !ib->closing) {
+        if (ib->base.cfg.peer_timeout_ms > 0) {
+            check_silent_locked(ib, ib->prev, now);
+            check_silent_locked(ib, ib->next, now);
+        }
+        send_beat_locked(ib, ib->next);
+        if (ib->prev != ib->next)
+            send_beat_locked(ib, ib->prev);
+    }
+    pthread_mutex_unlock(&ib->mu);
+}
+
 static void *comm_thread(void *arg)
 {
     ib_transport *ib = arg;
     unsigned spins = 0;
     while (!ib->stop) {
+        liveness_tick(ib);
         int n = drain_cq(ib);
         if (n < 0)
             break;
@@ -758,24 +791,23 @@ static int ib_pass(rt_transport *t, uint32_t src_slot, size_t len, uint32_t bloc
     ib_peer *p = &ib->peers[ib->next];
     pthread_mutex_lock(&ib->mu);
     double t0 = rt_now();
-    while (!ib->failed && !p->gone && (ib->credits == 0 || !sq_room(p, 2))) {
-        if (check_silence(ib, t0, ib->next, "a slot credit"))
-            break;
+    /* No timeout here: a slow peer is not a failure, and a silent one fails
+     * the transport through the heartbeats, which wakes us. */
+    while (!ib->failed && !p->gone && (ib->credits == 0 || !sq_room(p, 2)))
         wait_cv(ib, -1);
-    }
     ib->stats.credit_wait_s += rt_now() - t0;
     if (ib->failed || p->gone) {
         pthread_mutex_unlock(&ib->mu);
         return ib->failed ? fail_from_state(ib, err) : gone_fail(ib, ib->next, "pass", err);
     }
-    const ib_hello *rw = &p->remote;
-    if (len > rw->slot_bytes) {
+    const wire_ib_window *rw = &p->win;
+    if (!p->have_win || len > rw->slot_bytes) {
         pthread_mutex_unlock(&ib->mu);
         return rt_fail(err, RT_EXIT_RUNTIME, "ib: pass of %zu bytes exceeds rank %d's slots (%llu)",
                        len, ib->next, (unsigned long long)rw->slot_bytes);
     }
     uint32_t dst = (uint32_t)((rw->initial_occupied + ib->sent) % rw->n_slots);
-    ib_meta *m = (ib_meta *)((uint8_t *)ib->meta_out + (size_t)src_slot * META_BYTES);
+    wire_ib_meta *m = (wire_ib_meta *)((uint8_t *)ib->meta_out + (size_t)src_slot * META_BYTES);
     m->block = block;
     m->epoch = epoch;
     m->len = len;
@@ -789,7 +821,7 @@ static int ib_pass(rt_transport *t, uint32_t src_slot, size_t len, uint32_t bloc
         .sg_list = &dsge,
         .num_sge = len ? 1 : 0,
         .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
-        .imm_data = htonl((dst & 0xff) << 24 | (uint32_t)(ib->sent & 0xffffff)),
+        .imm_data = htonl(wire_ib_pass_imm(dst, ib->sent)),
         .wr.rdma = {.remote_addr = rw->addr + (uint64_t)dst * rw->slot_bytes, .rkey = rw->rkey},
     };
     struct ibv_send_wr meta = {
@@ -824,7 +856,7 @@ static int ib_wait_arrival(rt_transport *t, rt_arrival *out, int timeout_ms, rt_
             got = 1;
             break;
         }
-        if (ib->failed || check_silence(ib, t0, ib->prev, "a ring pass")) {
+        if (ib->failed) {
             got = -1;
             break;
         }
@@ -869,11 +901,8 @@ static int ib_send_msg(rt_transport *t, int peer, const void *buf, size_t len, r
     ib_peer *p = &ib->peers[peer];
     const uint8_t *src = buf;
     pthread_mutex_lock(&ib->mu);
-    double t0 = rt_now();
     while (len > 0 && !ib->failed && !p->gone) {
         if (p->ctrl_credits == 0 || p->tx_busy == CTRL_CREDITS || !sq_room(p, 1)) {
-            if (check_silence(ib, t0, peer, "control credits"))
-                break;
             wait_cv(ib, -1);
             continue;
         }
@@ -886,7 +915,7 @@ static int ib_send_msg(rt_transport *t, int peer, const void *buf, size_t len, r
             .sg_list = &sge,
             .num_sge = 1,
             .opcode = IBV_WR_SEND_WITH_IMM,
-            .imm_data = htonl((uint32_t)IMM_CTRL_DATA << 30 | n),
+            .imm_data = htonl(wire_ib_imm(WIRE_IMM_CTRL_DATA, n)),
         };
         if (post_send(ib, p, &wr, 1, WR_CTRL, b, 1, "control message"))
             break;
@@ -895,7 +924,6 @@ static int ib_send_msg(rt_transport *t, int peer, const void *buf, size_t len, r
         p->ctrl_credits--;
         src += n;
         len -= n;
-        t0 = rt_now();
     }
     int failed = ib->failed, gone = len > 0 && p->gone;
     pthread_mutex_unlock(&ib->mu);
@@ -911,10 +939,9 @@ static int ib_recv_msg(rt_transport *t, int peer, void *buf, size_t len, rt_erro
     uint8_t *dst = buf;
     int rc = 0;
     pthread_mutex_lock(&ib->mu);
-    double t0 = rt_now();
     while (len > 0) {
         if (p->rx_count == 0) {
-            if (ib->failed || check_silence(ib, t0, peer, "a control message")) {
+            if (ib->failed) {
                 rc = -1;
                 break;
             }
@@ -939,15 +966,44 @@ static int ib_recv_msg(rt_transport *t, int peer, void *buf, size_t len, rt_erro
             if (!ib->failed && post_recv(ib, p, idx) == 0)
                 p->ctrl_owed++;
             if (p->ctrl_owed >= CTRL_CREDITS / 2)
-                send_credits(ib, p, IMM_CTRL_CREDIT, &p->ctrl_owed);
+                send_credits(ib, p, WIRE_IMM_CTRL_CREDIT, &p->ctrl_owed);
         }
-        t0 = rt_now();
     }
-    send_credits(ib, p, IMM_CTRL_CREDIT, &p->ctrl_owed);
+    send_credits(ib, p, WIRE_IMM_CTRL_CREDIT, &p->ctrl_owed);
     pthread_mutex_unlock(&ib->mu);
     if (rc == -2)
         return gone_fail(ib, peer, "receive", err);
     return rc ? fail_from_state(ib, err) : 0;
+}
+
+/* After every rank has proven the job secret: tell the previous rank where
+ * our window is, learn where the next rank's is, and take its free slots as
+ * our credits.  (Sent to everyone before anyone waits: no order deadlocks.) */
+static int ib_authenticated(rt_transport *t, rt_error *err)
+{
+    ib_transport *ib = (ib_transport *)t;
+    const rt_transport_config *c = &t->cfg;
+    if (c->size < 2)
+        return 0;
+    wire_ib_window mine = {.addr = (uintptr_t)ib->window,
+                           .slot_bytes = c->slot_bytes,
+                           .rkey = ib->win_mr->rkey,
+                           .n_slots = c->n_slots,
+                           .initial_occupied = c->initial_occupied};
+    uint8_t buf[sizeof(wire_ib_window)];
+    if (ib_send_msg(t, ib->prev, &mine, sizeof(mine), err) ||
+        ib_recv_msg(t, ib->next, buf, sizeof(buf), err))
+        return rt_error_prefix(err, "ib: exchanging windows");
+    char pn[300];
+    wire_ib_window w;
+    if (wire_ib_window_parse(buf, sizeof(buf), &w, peer_name(ib, ib->next, pn, sizeof(pn)), err))
+        return -1;
+    pthread_mutex_lock(&ib->mu);
+    ib->peers[ib->next].win = w;
+    ib->peers[ib->next].have_win = 1;
+    ib->credits = w.n_slots - w.initial_occupied;
+    pthread_mutex_unlock(&ib->mu);
+    return 0;
 }
 
 static void ib_get_stats(const rt_transport *t, rt_transport_stats *out)
@@ -959,29 +1015,24 @@ static void ib_get_stats(const rt_transport *t, rt_transport_stats *out)
 }
 
 /* Wait (bounded) until every posted send to every peer has completed, so
- * that nothing we queued is cut off by the disconnect: a signalled zero-byte
- * RDMA write completes only after all earlier work requests on its QP. */
+ * that nothing we queued is cut off by the disconnect: the signalled notice
+ * completes only after all earlier work requests on its QP (RC order). */
 static void drain_sends(ib_transport *ib)
 {
     pthread_mutex_lock(&ib->mu);
     const rt_transport_config *c = &ib->base.cfg;
     /* Tell every peer why we go: bye, or which rank we lost (so that ranks
      * that are not its neighbours can name it). */
-    uint32_t notice = ib->failed ? (uint32_t)NOTICE_LOST << 28 |
-                                       (uint32_t)(ib->lost_rank >= 0 ? ib->lost_rank : c->rank)
-                                 : (uint32_t)NOTICE_BYE << 28;
+    uint32_t notice =
+        ib->failed ? wire_ib_notice(WIRE_NOTICE_LOST, ib->lost_rank >= 0 ? ib->lost_rank : c->rank)
+                   : wire_ib_notice(WIRE_NOTICE_BYE, c->rank);
     for (int r = 0; r < c->size; r++) {
         ib_peer *p = &ib->peers[r];
         if (r == c->rank || p->state != PEER_CONNECTED || p->gone || r == ib->lost_rank ||
-            !sq_room(p, 2))
+            !sq_room(p, 1))
             continue;
-        struct ibv_send_wr note = {.opcode = IBV_WR_SEND_WITH_IMM,
-                                   .imm_data = htonl((uint32_t)IMM_NOTICE << 30 | notice)};
-        struct ibv_send_wr wr = {
-            .opcode = IBV_WR_RDMA_WRITE,
-            .wr.rdma = {.remote_addr = p->remote.addr, .rkey = p->remote.rkey}};
-        note.next = &wr;
-        if (post_send(ib, p, &note, 2, WR_DRAIN, 0, 1, "drain") == 0)
+        struct ibv_send_wr note = {.opcode = IBV_WR_SEND_WITH_IMM, .imm_data = htonl(notice)};
+        if (post_send(ib, p, &note, 1, WR_DRAIN, 0, 1, "drain") == 0)
             p->drains_pending++;
     }
     double deadline = rt_now() + (ib->failed ? 1.0 : 5.0);
@@ -1062,6 +1113,7 @@ static const struct rt_transport_ops ib_ops = {
     .send_msg = ib_send_msg,
     .recv_msg = ib_recv_msg,
     .get_stats = ib_get_stats,
+    .authenticated = ib_authenticated,
 };
 
 /* ------------------------------------------------------------- probing ---- */
@@ -1216,7 +1268,7 @@ static int setup_device(ib_transport *ib, rt_error *err)
 
     if (!(ib->pd = ibv_alloc_pd(ib->ctx)))
         return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "ib: ibv_alloc_pd on %s", dev);
-    uint32_t rq = 2 * c->n_slots + 2 * CTRL_CREDITS + 8;
+    uint32_t rq = 2 * c->n_slots + 2 * CTRL_CREDITS + 8 + BEAT_SLACK;
     uint32_t sq = 3 * c->n_slots + 2 * CTRL_CREDITS + SIGNAL_EVERY + 8;
     int cqe = (int)((rq + sq) * (uint32_t)(c->size > 1 ? c->size - 1 : 1));
     if (!(ib->cc = ibv_create_comp_channel(ib->ctx)))
@@ -1236,8 +1288,8 @@ static int setup_device(ib_transport *ib, rt_error *err)
     if (!ib->window || !ib->bufs)
         return rt_fail(err, RT_EXIT_RUNTIME, "ib: out of memory for a %zu-byte window",
                        ib->window_bytes);
-    ib->meta_in = (ib_meta *)(ib->window + slots);
-    ib->meta_out = (ib_meta *)(ib->window + slots + (size_t)c->n_slots * META_BYTES);
+    ib->meta_in = (wire_ib_meta *)(ib->window + slots);
+    ib->meta_out = (wire_ib_meta *)(ib->window + slots + (size_t)c->n_slots * META_BYTES);
     if (reg_mr(ib, ib->window, ib->window_bytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
                &ib->win_mr, err) ||
         reg_mr(ib, ib->bufs, ib->bufs_bytes, IBV_ACCESS_LOCAL_WRITE, &ib->buf_mr, err))
@@ -1261,40 +1313,17 @@ static int setup_device(ib_transport *ib, rt_error *err)
     return 0;
 }
 
-static void fill_hello(const ib_transport *ib, ib_hello *h)
+/* Our connect private data: who we are and our port's MTU, nothing that
+ * lets the peer touch our memory (see the top of the file). */
+static void fill_hello(const ib_transport *ib, wire_ib_hello *h)
 {
     const rt_transport_config *c = &ib->base.cfg;
     memset(h, 0, sizeof(*h));
-    h->magic = IB_MAGIC;
-    h->version = IB_VERSION;
+    h->magic = WIRE_MAGIC;
+    h->version = WIRE_IB_VERSION;
     h->rank = (uint16_t)c->rank;
     h->size = (uint16_t)c->size;
     h->mtu = (uint8_t)ib->active_mtu;
-    h->n_slots = c->n_slots;
-    h->initial_occupied = c->initial_occupied;
-    h->rkey = ib->win_mr->rkey;
-    h->addr = (uintptr_t)ib->window;
-    h->slot_bytes = c->slot_bytes;
-}
-
-/* Validate a peer's hello from the connect private data; -1 with err. */
-static int check_hello(const ib_transport *ib, const void *data, size_t len, ib_hello *out,
-                       rt_error *err)
-{
-    if (!data || len < sizeof(ib_hello))
-        return rt_fail(err, RT_EXIT_RUNTIME, "ib: connection without rotor hello (%zu bytes)", len);
-    memcpy(out, data, sizeof(*out));
-    if (out->magic != IB_MAGIC || out->version != IB_VERSION)
-        return rt_fail(err, RT_EXIT_RUNTIME,
-                       "ib: connection from something that is not rotor "
-                       "(or another protocol version)");
-    if (out->size != ib->base.cfg.size || out->rank >= ib->base.cfg.size)
-        return rt_fail(err, RT_EXIT_INPUT, "ib: rank %u thinks there are %u ranks, we have %d",
-                       out->rank, out->size, ib->base.cfg.size);
-    if (out->n_slots < 2 || out->initial_occupied >= out->n_slots)
-        return rt_fail(err, RT_EXIT_RUNTIME, "ib: rank %u sent a bad window description",
-                       out->rank);
-    return 0;
 }
 
 static int create_qp(ib_transport *ib, ib_peer *p, struct rdma_cm_id *id, rt_error *err)
@@ -1375,7 +1404,7 @@ static int qp_ready(ib_transport *ib, ib_peer *p, rt_error *err)
     return 0;
 }
 
-static void conn_param(const ib_transport *ib, ib_hello *h, struct rdma_conn_param *cp,
+static void conn_param(const ib_transport *ib, wire_ib_hello *h, struct rdma_conn_param *cp,
                        const ib_peer *p)
 {
     fill_hello(ib, h);
@@ -1422,8 +1451,9 @@ static int start_connect(ib_transport *ib, ib_peer *p, rt_error *err)
 /* A connection request from a higher rank: set up its QP and accept. */
 static int on_connect_request(ib_transport *ib, struct rdma_cm_event *ev, rt_error *err)
 {
-    ib_hello h, mine;
-    if (check_hello(ib, ev->param.conn.private_data, ev->param.conn.private_data_len, &h, err))
+    wire_ib_hello h, mine;
+    if (wire_ib_hello_parse(ev->param.conn.private_data, ev->param.conn.private_data_len,
+                            ib->base.cfg.size, &h, err))
         return -1;
     ib_peer *p = &ib->peers[h.rank];
     if (h.rank <= ib->base.cfg.rank || p->state != PEER_NONE)
@@ -1459,7 +1489,7 @@ static int setup_event(ib_transport *ib, struct rdma_cm_event *ev, int *connecte
             return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "ib: rdma_resolve_route to %s", pn);
         return 0;
     case RDMA_CM_EVENT_ROUTE_RESOLVED: {
-        ib_hello mine;
+        wire_ib_hello mine;
         struct rdma_conn_param cp;
         if (create_qp(ib, p, p->id, err))
             return -1;
@@ -1469,8 +1499,8 @@ static int setup_event(ib_transport *ib, struct rdma_cm_event *ev, int *connecte
         return 0;
     }
     case RDMA_CM_EVENT_CONNECT_RESPONSE:
-        if (check_hello(ib, ev->param.conn.private_data, ev->param.conn.private_data_len,
-                        &p->remote, err) ||
+        if (wire_ib_hello_parse(ev->param.conn.private_data, ev->param.conn.private_data_len,
+                                ib->base.cfg.size, &p->remote, err) ||
             qp_ready(ib, p, err))
             return -1;
         if (p->remote.rank != p->rank)
@@ -1630,8 +1660,9 @@ int rt_ib_open(const rt_transport_config *cfg, rt_transport **out, rt_error *err
         ib_close(&ib->base);
         return -1;
     }
-    ib->credits = ib->peers[ib->next].remote.n_slots - ib->peers[ib->next].remote.initial_occupied;
     log_paths(ib);
+    for (int r = 0; r < c->size; r++)
+        ib->peers[r].heard_at = rt_now(); /* the silence clock starts now */
     ib->wake_fd = eventfd(0, EFD_NONBLOCK);
     if (ib->wake_fd < 0 || pthread_create(&ib->thread, NULL, comm_thread, ib)) {
         ib_close(&ib->base);

@@ -43,8 +43,8 @@
  * its later EOF is not a failure unless we still needed something from it.
  */
 #define _GNU_SOURCE
-#include "verbs/auth.h"
 #include "verbs/backend.h"
+#include "verbs/wire.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -62,34 +62,10 @@
 #include <time.h>
 #include <unistd.h>
 
-/* ---- wire format (native byte order; the magic catches a foreign peer) ---- */
-
-#define TCP_MAGIC 0x524f5452u /* "ROTR" */
-#define TCP_VERSION 2
-
-enum { CONN_RING = 1, CONN_CTRL = 2 };
-
-/* Ring frames from the previous rank: a header, then `len` payload bytes. */
-enum { FRAME_BLOCK = 0xB10C, FRAME_BYE = 0xB7E, FRAME_FAIL = 0xFA11, FRAME_BEAT = 0xBEA7 };
-typedef struct frame_hdr {
-    uint32_t type;
-    uint32_t block;
-    uint32_t epoch;
-    uint32_t reserved;
-    uint64_t len; /* payload bytes (FRAME_FAIL: message bytes) */
-} frame_hdr;
-
-/* Credits from the next rank: a uint32 count, or one of these markers.
- * CREDIT_FAIL is followed by a uint32 length and the failure message. */
-#define CREDIT_BYE 0xFFFFFFFFu
-#define CREDIT_FAIL 0xFFFFFFFEu
-#define CREDIT_BEAT 0xFFFFFFFDu
-
 /* Payloads are read in chunks of this size, so that the watchdog sees a
  * large block that is still arriving as progress. */
 #define READ_CHUNK (256 << 10)
 
-#define FAIL_MSG_MAX 1000
 #define SOCK_BUF_BYTES (4 << 20)
 
 /* Blocks up to this size are written by the calling thread when the sender
@@ -105,6 +81,23 @@ typedef struct pass_item {
     size_t off; /* bytes of header + payload already written */
 } pass_item;
 
+/* One direction of the ring connection as its reader thread sees it: the
+ * receiver reads block frames from the previous rank, the creditor reads
+ * credits from the next; both share the reader loop below. */
+typedef struct ring_reader {
+    struct tcp_transport *t;
+    int fd, peer;
+    int64_t *heard;     /* last sign of life of the peer */
+    int *closed;        /* the peer said BYE */
+    pthread_cond_t *cv; /* woken on BYE and on the end of the reader */
+    size_t unit;        /* bytes of one frame header or credit word */
+    int (*parse)(const void *buf, size_t len, const wire_ring *ring, wire_msg *out,
+                 const char *peer, rt_error *err);
+    /* Act on a block or credits; called and returns with t->mu held.
+     * Returns 0 to read on, -1 when the reader must stop. */
+    int (*on_data)(struct tcp_transport *t, const wire_msg *m);
+} ring_reader;
+
 typedef struct tcp_transport {
     rt_transport base; /* must be first */
     int rank, size, next, prev;
@@ -117,6 +110,7 @@ typedef struct tcp_transport {
     int peer_timeout_ms;
 
     pthread_t sender, receiver, creditor, watchdog;
+    ring_reader readers[2]; /* the receiver's (from prev) and the creditor's (from next) */
     int threads_started;
     /* Liveness: when bytes last came from each ring neighbour (rt_now()
      * milliseconds, atomic).  The watchdog thread sends heartbeats both
@@ -310,16 +304,16 @@ static void shutdown_all(tcp_transport *t)
 static void relay_failure(tcp_transport *t, const char *msg)
 {
     uint32_t len = (uint32_t)strlen(msg);
-    if (len > FAIL_MSG_MAX)
-        len = FAIL_MSG_MAX;
+    if (len > WIRE_FAIL_MSG_MAX)
+        len = WIRE_FAIL_MSG_MAX;
     if (t->next_fd >= 0 && pthread_mutex_trylock(&t->next_wmu) == 0) {
-        frame_hdr h = {.type = FRAME_FAIL, .len = len};
+        wire_frame_hdr h = {.type = WIRE_FRAME_FAIL, .len = len};
         struct iovec iov[2] = {{&h, sizeof(h)}, {(void *)msg, len}};
         writev_full(t->next_fd, iov, 2, MSG_DONTWAIT);
         pthread_mutex_unlock(&t->next_wmu);
     }
     if (t->prev_fd >= 0 && pthread_mutex_trylock(&t->prev_wmu) == 0) {
-        uint32_t head[2] = {CREDIT_FAIL, len};
+        uint32_t head[2] = {WIRE_CREDIT_FAIL, len};
         struct iovec iov[2] = {{head, sizeof(head)}, {(void *)msg, len}};
         writev_full(t->prev_fd, iov, 2, MSG_DONTWAIT);
         pthread_mutex_unlock(&t->prev_wmu);
@@ -380,31 +374,31 @@ static int failed_locked(tcp_transport *t, rt_error *err)
 /* ---- background threads ---- */
 
 /* A ring neighbour relayed a failure: read its message from fd and fail with
- * it, so every rank reports the same root cause.  For FRAME_FAIL (receiver)
- * the header gave the length: `len` bytes follow, of which at most
- * FAIL_MSG_MAX are read.  For CREDIT_FAIL (creditor, len_follows) a uint32
- * length comes first, and one over FAIL_MSG_MAX is a protocol error.  A
- * message that cannot be read or is empty blames `peer` instead.  Called
- * and returns with t->mu held; drops it while reading. */
-static void read_fail_msg_locked(tcp_transport *t, int fd, int peer, int len_follows, uint64_t len)
+ * it, so every rank reports the same root cause.  m says how long it is, or
+ * that a uint32 length comes first (credits).  A message that cannot be
+ * read, is too long or is empty blames `peer` instead.  Called and returns
+ * with t->mu held; drops it while reading. */
+static void read_fail_msg_locked(tcp_transport *t, int fd, int peer, const wire_msg *m)
 {
     pthread_mutex_unlock(&t->mu);
-    char msg[FAIL_MSG_MAX + 1];
+    char who[320], raw[WIRE_FAIL_MSG_MAX], msg[WIRE_FAIL_MSG_MAX + 1];
+    uint8_t head[WIRE_CREDIT_UNIT];
+    uint64_t len = m->len;
+    rt_error why = {0};
+    peer_str(t, peer, who, sizeof(who));
     int e = 0;
-    if (len_follows) {
-        uint32_t n = 0;
-        e = read_full(fd, &n, sizeof(n));
-        if (!e && n > FAIL_MSG_MAX)
+    if (m->len_follows) {
+        e = read_full(fd, head, sizeof(head));
+        if (!e && wire_fail_len_parse(head, sizeof(head), &len, who, &why))
             e = EPROTO;
-        len = n;
-    } else if (len > FAIL_MSG_MAX) {
-        len = FAIL_MSG_MAX;
     }
     if (!e)
-        e = read_full(fd, msg, (size_t)len);
-    msg[e ? 0 : len] = '\0';
+        e = read_full(fd, raw, (size_t)len);
+    int empty = e || wire_fail_text(raw, (size_t)len, msg, sizeof(msg));
     pthread_mutex_lock(&t->mu);
-    if (e || !msg[0])
+    if (why.msg[0])
+        fail_locked(t, "%s", why.msg);
+    else if (empty)
         lost_locked(t, peer, 0);
     else
         fail_locked(t, "%s", msg);
@@ -436,117 +430,100 @@ static int read_heard(int fd, void *buf, size_t len, int64_t *when)
     return 0;
 }
 
-static void *receiver_main(void *arg)
+/* The ring state frames are checked against.  Caller holds t->mu. */
+static wire_ring ring_state_locked(const tcp_transport *t)
 {
-    tcp_transport *t = arg;
-    for (;;) {
-        frame_hdr h;
-        int e = read_heard(t->prev_fd, &h, sizeof(h), &t->heard_prev_ms);
-        if (!e && h.type == FRAME_BEAT && h.len == 0)
-            continue;
-        pthread_mutex_lock(&t->mu);
-        if (e) {
-            if (!t->closing && !t->prev_closed)
-                lost_soon_locked(t, t->prev, e < 0 ? 0 : e);
-            pthread_cond_broadcast(&t->cv_arrival);
-            pthread_mutex_unlock(&t->mu);
-            return NULL;
-        }
-        if (h.type == FRAME_BYE) {
-            t->prev_closed = 1;
-            pthread_cond_broadcast(&t->cv_arrival);
-            pthread_mutex_unlock(&t->mu);
-            continue; /* expect EOF next */
-        }
-        if (h.type == FRAME_FAIL) {
-            read_fail_msg_locked(t, t->prev_fd, t->prev, 0, h.len);
-            pthread_mutex_unlock(&t->mu);
-            return NULL;
-        }
-        char who[320];
-        if (h.type != FRAME_BLOCK || h.len > t->slot_bytes) {
-            fail_locked(t, "lost %s: protocol error: bad block frame (type %#x, %llu bytes)",
-                        peer_str(t, t->prev, who, sizeof(who)), h.type, (unsigned long long)h.len);
-            pthread_mutex_unlock(&t->mu);
-            return NULL;
-        }
-        /* Slots in use: initial + received - freed by our own passes. */
-        uint64_t in_use = t->init_occ + t->arrivals - t->passes_freed;
-        if (in_use >= t->n_slots) {
-            fail_locked(t, "lost %s: protocol error: block %u arrived with all %u slots in use",
-                        peer_str(t, t->prev, who, sizeof(who)), h.block, t->n_slots);
-            pthread_mutex_unlock(&t->mu);
-            return NULL;
-        }
-        uint32_t slot = (uint32_t)((t->init_occ + t->arrivals) % t->n_slots);
-        pthread_mutex_unlock(&t->mu);
-
-        e = read_heard(t->prev_fd, t->window + (size_t)slot * t->slot_bytes, (size_t)h.len,
-                       &t->heard_prev_ms);
-
-        pthread_mutex_lock(&t->mu);
-        if (e) {
-            if (!t->closing)
-                lost_soon_locked(t, t->prev, e < 0 ? 0 : e);
-            pthread_mutex_unlock(&t->mu);
-            return NULL;
-        }
-        uint32_t at = (t->a_head + t->a_count) % t->n_slots;
-        t->aq[at] =
-            (rt_arrival){.slot = slot, .block = h.block, .epoch = h.epoch, .len = (size_t)h.len};
-        t->a_count++;
-        t->arrivals++;
-        t->stats.passes_received++;
-        t->stats.bytes_received += h.len;
-        pthread_cond_signal(&t->cv_arrival);
-        pthread_mutex_unlock(&t->mu);
-    }
+    return (wire_ring){.slot_bytes = t->slot_bytes,
+                       .n_slots = t->n_slots,
+                       .slots_in_use = t->init_occ + t->arrivals - t->passes_freed,
+                       .credits = t->credits};
 }
 
-static void *creditor_main(void *arg)
+/* Read units from one ring connection until it ends or fails: beats only
+ * refresh the peer's sign of life, BYE marks a normal close, FAIL relays a
+ * failure, anything that does not parse fails the transport naming the
+ * peer, and the rest goes to r->on_data. */
+static void read_ring(const ring_reader *r)
 {
-    tcp_transport *t = arg;
+    tcp_transport *t = r->t;
+    char who[320];
+    peer_str(t, r->peer, who, sizeof(who));
     for (;;) {
-        uint32_t c;
-        int e = read_heard(t->next_fd, &c, sizeof(c), &t->heard_next_ms);
-        if (!e && c == CREDIT_BEAT)
-            continue;
+        uint8_t unit[WIRE_FRAME_UNIT];
+        int e = read_heard(r->fd, unit, r->unit, r->heard);
         pthread_mutex_lock(&t->mu);
         if (e) {
-            if (!t->closing && !t->next_closed)
-                lost_soon_locked(t, t->next, e < 0 ? 0 : e);
-            pthread_cond_broadcast(&t->cv_credit);
-            pthread_mutex_unlock(&t->mu);
-            return NULL;
+            if (!t->closing && !*r->closed)
+                lost_soon_locked(t, r->peer, e < 0 ? 0 : e);
+            break;
         }
-        if (c == CREDIT_BYE) {
-            t->next_closed = 1;
-            pthread_cond_broadcast(&t->cv_credit);
-            pthread_mutex_unlock(&t->mu);
-            continue;
+        wire_ring ring = ring_state_locked(t);
+        wire_msg m;
+        rt_error why = {0};
+        if (r->parse(unit, r->unit, &ring, &m, who, &why)) {
+            fail_locked(t, "%s", why.msg);
+            break;
         }
-        if (c == CREDIT_FAIL) {
-            read_fail_msg_locked(t, t->next_fd, t->next, 1, 0);
-            pthread_mutex_unlock(&t->mu);
-            return NULL;
+        if (m.kind == WIRE_FAIL) {
+            read_fail_msg_locked(t, r->fd, r->peer, &m);
+            break;
         }
-        if ((uint64_t)t->credits + c > t->n_slots || c == 0) {
-            char who[320];
-            fail_locked(t, "lost %s: protocol error: %u credits on top of %u (window of %u)",
-                        peer_str(t, t->next, who, sizeof(who)), c, t->credits, t->n_slots);
-            pthread_mutex_unlock(&t->mu);
-            return NULL;
+        if (m.kind == WIRE_BYE) {
+            *r->closed = 1; /* expect EOF next */
+            pthread_cond_broadcast(r->cv);
+        } else if (m.kind != WIRE_BEAT && r->on_data(t, &m)) {
+            break;
         }
-        t->credits += c;
-        pthread_cond_signal(&t->cv_credit);
         pthread_mutex_unlock(&t->mu);
     }
+    pthread_cond_broadcast(r->cv);
+    pthread_mutex_unlock(&t->mu);
+}
+
+/* A block frame from the previous rank: land its payload in the next slot
+ * (the frame was checked against the slot size and the free slots). */
+static int on_block_locked(tcp_transport *t, const wire_msg *m)
+{
+    uint32_t slot = (uint32_t)((t->init_occ + t->arrivals) % t->n_slots);
+    pthread_mutex_unlock(&t->mu);
+    int e = read_heard(t->prev_fd, t->window + (size_t)slot * t->slot_bytes, (size_t)m->len,
+                       &t->heard_prev_ms);
+    pthread_mutex_lock(&t->mu);
+    if (e) {
+        if (!t->closing)
+            lost_soon_locked(t, t->prev, e < 0 ? 0 : e);
+        return -1;
+    }
+    uint32_t at = (t->a_head + t->a_count) % t->n_slots;
+    t->aq[at] =
+        (rt_arrival){.slot = slot, .block = m->block, .epoch = m->epoch, .len = (size_t)m->len};
+    t->a_count++;
+    t->arrivals++;
+    t->stats.passes_received++;
+    t->stats.bytes_received += m->len;
+    pthread_cond_signal(&t->cv_arrival);
+    return 0;
+}
+
+/* Credits from the next rank (checked against the window). */
+static int on_credits_locked(tcp_transport *t, const wire_msg *m)
+{
+    t->credits += m->count;
+    pthread_cond_signal(&t->cv_credit);
+    return 0;
+}
+
+static void *reader_main(void *arg)
+{
+    read_ring(arg);
+    return NULL;
 }
 
 /* Write (the rest of) a pass's frame: header, then payload.  0 or errno. */
 static int write_frame(tcp_transport *t, pass_item *it, int flags)
 {
-    frame_hdr h = {.type = FRAME_BLOCK, .block = it->block, .epoch = it->epoch, .len = it->len};
+    wire_frame_hdr h = {
+        .type = WIRE_FRAME_BLOCK, .block = it->block, .epoch = it->epoch, .len = it->len};
     uint8_t *payload = t->window + (size_t)it->slot * t->slot_bytes;
     struct iovec iov[2] = {{&h, sizeof(h)}, {payload, it->len}};
     int n = 2, e = 0;
@@ -712,8 +689,8 @@ static void *watchdog_main(void *arg)
     tcp_transport *t = arg;
     int every_ms = t->peer_timeout_ms > 0 ? t->peer_timeout_ms / 4 : 1000;
     every_ms = every_ms > 1000 ? 1000 : every_ms < 20 ? 20 : every_ms;
-    const frame_hdr beat_next = {.type = FRAME_BEAT};
-    const uint32_t beat_prev = CREDIT_BEAT;
+    const wire_frame_hdr beat_next = {.type = WIRE_FRAME_BEAT};
+    const uint32_t beat_prev = WIRE_CREDIT_BEAT;
     pthread_mutex_lock(&t->mu);
     while (!t->watchdog_quit) {
         if (t->peer_timeout_ms > 0) {
@@ -753,31 +730,6 @@ static void *watchdog_main(void *arg)
  * connection, so a stranger never delays the real ranks.
  */
 
-typedef struct hello { /* connector -> acceptor; no padding (MAC'd as bytes) */
-    uint32_t magic;
-    uint16_t version;
-    uint16_t purpose; /* CONN_RING or CONN_CTRL */
-    int32_t from, to; /* sender's rank, the rank it believes it reached */
-    int32_t size;
-    uint32_t secure; /* the sender has a job secret (informational) */
-    uint8_t nonce[AUTH_NONCE_BYTES];
-} hello;
-
-typedef struct challenge { /* acceptor -> connector */
-    uint8_t nonce[AUTH_NONCE_BYTES];
-    uint8_t tag[AUTH_TAG_BYTES]; /* the acceptor's answer to the hello's nonce */
-} challenge;
-
-typedef struct proof {           /* connector -> acceptor */
-    uint8_t tag[AUTH_TAG_BYTES]; /* the connector's answer to the challenge's nonce */
-} proof;
-
-typedef struct verdict { /* acceptor -> authenticated connector */
-    uint32_t status;     /* 0 accepted, 1 rejected (why says why) */
-    uint32_t initial_occupied;
-    char why[200];
-} verdict;
-
 #define ROLE_ACCEPTOR "rotor tcp acceptor"
 #define ROLE_CONNECTOR "rotor tcp connector"
 #define MAX_PENDING 32 /* unauthenticated incoming connections held at once */
@@ -796,10 +748,10 @@ typedef struct conn {
     int fd; /* -1 when none */
     int peer, purpose;
     conn_state state;
-    double when; /* incoming: handshake deadline; outgoing, fd -1: next attempt */
-    hello h;     /* ours (outgoing) or theirs (incoming) */
-    uint8_t nonce[AUTH_NONCE_BYTES]; /* incoming: the nonce we challenged with */
-    uint8_t buf[sizeof(verdict)];    /* the message being read */
+    double when;  /* incoming: handshake deadline; outgoing, fd -1: next attempt */
+    wire_hello h; /* ours (outgoing) or theirs (incoming) */
+    uint8_t nonce[AUTH_NONCE_BYTES];   /* incoming: the nonce we challenged with */
+    uint8_t buf[sizeof(wire_verdict)]; /* the message being read */
     size_t have;
     struct addrinfo *res, *ai; /* outgoing: the peer's addresses, the one tried next */
     uint32_t peer_init;        /* outgoing ring: the next rank's initial_occupied */
@@ -974,8 +926,8 @@ static int send_hello(setup *s, conn *c)
 {
     tcp_transport *t = s->t;
     memset(&c->h, 0, sizeof(c->h));
-    c->h.magic = TCP_MAGIC;
-    c->h.version = TCP_VERSION;
+    c->h.magic = WIRE_MAGIC;
+    c->h.version = WIRE_TCP_VERSION;
     c->h.purpose = (uint16_t)c->purpose;
     c->h.from = t->rank;
     c->h.to = c->peer;
@@ -1036,11 +988,11 @@ static int auth_failed(setup *s, conn *c, const char *what, rt_error *err)
 
 static int on_challenge(setup *s, conn *c, rt_error *err)
 {
-    challenge ch;
+    wire_challenge ch;
     memcpy(&ch, c->buf, sizeof(ch));
     if (!auth_check(&s->t->base.cfg, ROLE_ACCEPTOR, &c->h, sizeof(c->h), ch.nonce, ch.tag))
         return auth_failed(s, c, "does not know this job's secret", err);
-    proof p;
+    wire_proof p;
     auth_tag(&s->t->base.cfg, ROLE_CONNECTOR, &c->h, sizeof(c->h), ch.nonce, p.tag);
     int e = send_small(c->fd, &p, sizeof(p));
     if (e)
@@ -1052,20 +1004,14 @@ static int on_challenge(setup *s, conn *c, rt_error *err)
 static int on_verdict(setup *s, conn *c, rt_error *err)
 {
     char who[320];
-    verdict v;
-    memcpy(&v, c->buf, sizeof(v));
-    v.why[sizeof(v.why) - 1] = '\0';
-    if (v.status != 0)
-        return rt_fail(err, RT_EXIT_INPUT, "%s rejected our connection: %s",
-                       peer_str(s->t, c->peer, who, sizeof(who)), v.why);
-    if (c->purpose == CONN_RING && v.initial_occupied >= s->t->n_slots)
-        return rt_fail(err, RT_EXIT_INPUT, "protocol error: %s starts with %u of %u slots occupied",
-                       peer_str(s->t, c->peer, who, sizeof(who)), v.initial_occupied,
-                       s->t->n_slots);
+    wire_verdict v;
+    peer_str(s->t, c->peer, who, sizeof(who));
+    if (wire_verdict_parse(c->buf, sizeof(v), c->purpose, s->t->n_slots, &v, who, err))
+        return -1;
     c->peer_init = v.initial_occupied;
     c->state = CONN_READY;
-    rt_debug("tcp: rank %d: handshake with %s took %.3f ms", s->t->rank,
-             peer_str(s->t, c->peer, who, sizeof(who)), (rt_now() - c->t_open) * 1e3);
+    rt_debug("tcp: rank %d: handshake with %s took %.3f ms", s->t->rank, who,
+             (rt_now() - c->t_open) * 1e3);
     return 0;
 }
 
@@ -1074,7 +1020,7 @@ static int step_out(setup *s, conn *c, rt_error *err)
 {
     if (c->state == OUT_CONNECTING)
         return connect_done(s, c);
-    size_t need = c->state == OUT_HELLO_SENT ? sizeof(challenge) : sizeof(verdict);
+    size_t need = c->state == OUT_HELLO_SENT ? sizeof(wire_challenge) : sizeof(wire_verdict);
     int rc = read_more(c, need);
     if (rc == 0)
         return 0;
@@ -1093,47 +1039,31 @@ static int step_out(setup *s, conn *c, rt_error *err)
 
 /* ---- incoming ---- */
 
-/* Identity checks on an authenticated hello; on mismatch fill `why`. */
-static int check_hello(const setup *s, const hello *h, char *why, size_t cap)
+/* Identity checks on an authenticated hello (wire.c), and that it is not a
+ * second connection of the same kind from the same rank; on mismatch fill
+ * `why`. */
+static int check_hello(const setup *s, const wire_hello *h, char *why, size_t cap)
 {
     const tcp_transport *t = s->t;
-    int from = h->from;
-    if (h->size != t->size)
-        snprintf(why, cap, "group size %d, rank %d has %d (different hostfiles?)", h->size, t->rank,
-                 t->size);
-    else if (h->to != t->rank)
-        snprintf(why, cap,
-                 "connected to rank %d's address believing it rank %d (hostfile "
-                 "mismatch?)",
-                 t->rank, h->to);
-    else if (from < 0 || from >= t->size || from == t->rank)
-        snprintf(why, cap, "bad sender rank %d", from);
-    else if (h->purpose == CONN_RING && from != t->prev)
-        snprintf(why, cap, "ring connection from rank %d, expected it from rank %d", from, t->prev);
-    else if (h->purpose == CONN_CTRL && from < t->rank)
-        snprintf(why, cap, "control connection from lower rank %d", from);
-    else if (h->purpose != CONN_RING && h->purpose != CONN_CTRL)
-        snprintf(why, cap, "unknown connection purpose %u", h->purpose);
-    else {
-        for (int i = 0; i < s->n_in; i++)
-            if (s->in[i].peer == from && s->in[i].purpose == h->purpose) {
-                snprintf(why, cap, "duplicate connection from rank %d", from);
-                return -1;
-            }
-        return 0;
-    }
-    return -1;
+    wire_self self = {.rank = t->rank, .size = t->size, .prev = t->prev};
+    if (wire_hello_check(h, &self, why, cap))
+        return -1;
+    for (int i = 0; i < s->n_in; i++)
+        if (s->in[i].peer == h->from && s->in[i].purpose == h->purpose) {
+            snprintf(why, cap, "duplicate connection from rank %d", h->from);
+            return -1;
+        }
+    return 0;
 }
 
 static int on_hello(setup *s, conn *c)
 {
-    memcpy(&c->h, c->buf, sizeof(c->h));
-    if (c->h.magic != TCP_MAGIC || c->h.version != TCP_VERSION) {
-        drop_pending(
-            s, c, c->h.magic == TCP_MAGIC ? "another rotor protocol version" : "not a rotor peer");
+    rt_error why = {0};
+    if (wire_hello_parse(c->buf, sizeof(c->h), &c->h, "it", &why)) {
+        drop_pending(s, c, why.msg);
         return 0;
     }
-    challenge ch;
+    wire_challenge ch;
     auth_nonce(ch.nonce);
     memcpy(c->nonce, ch.nonce, sizeof(c->nonce));
     auth_tag(&s->t->base.cfg, ROLE_ACCEPTOR, &c->h, sizeof(c->h), ch.nonce, ch.tag);
@@ -1148,13 +1078,13 @@ static int on_hello(setup *s, conn *c)
 static int on_proof(setup *s, conn *c, rt_error *err)
 {
     tcp_transport *t = s->t;
-    proof p;
+    wire_proof p;
     memcpy(&p, c->buf, sizeof(p));
     if (!auth_check(&t->base.cfg, ROLE_CONNECTOR, &c->h, sizeof(c->h), c->nonce, p.tag)) {
         drop_pending(s, c, "failed authentication (it does not know this job's secret)");
         return 0;
     }
-    verdict v;
+    wire_verdict v;
     memset(&v, 0, sizeof(v));
     v.initial_occupied = t->init_occ;
     if (check_hello(s, &c->h, v.why, sizeof(v.why))) {
@@ -1179,7 +1109,7 @@ static int on_proof(setup *s, conn *c, rt_error *err)
 
 static int step_in(setup *s, conn *c, rt_error *err)
 {
-    size_t need = c->state == IN_HELLO ? sizeof(hello) : sizeof(proof);
+    size_t need = c->state == IN_HELLO ? sizeof(wire_hello) : sizeof(wire_proof);
     int rc = read_more(c, need);
     if (rc == 0)
         return 0;
@@ -1226,9 +1156,9 @@ static void describe_missing(const setup *s, char *buf, size_t cap)
             continue;
         int want_ring = r == t->prev, want_ctl = r > t->rank;
         for (int i = 0; i < s->n_in; i++) {
-            if (s->in[i].peer == r && s->in[i].purpose == CONN_RING)
+            if (s->in[i].peer == r && s->in[i].purpose == WIRE_CONN_RING)
                 want_ring = 0;
-            if (s->in[i].peer == r && s->in[i].purpose == CONN_CTRL)
+            if (s->in[i].peer == r && s->in[i].purpose == WIRE_CONN_CTRL)
                 want_ctl = 0;
         }
         if ((want_ring || want_ctl) && off < cap) {
@@ -1333,7 +1263,7 @@ static void keep_sockets(setup *s)
     uint32_t next_init = 0;
     for (int i = 0; i < s->n_out; i++) {
         conn *c = &s->out[i];
-        if (c->purpose == CONN_RING) {
+        if (c->purpose == WIRE_CONN_RING) {
             t->next_fd = c->fd;
             next_init = c->peer_init;
         } else {
@@ -1342,7 +1272,7 @@ static void keep_sockets(setup *s)
         c->fd = -1;
     }
     for (int i = 0; i < s->n_in; i++) {
-        if (s->in[i].purpose == CONN_RING)
+        if (s->in[i].purpose == WIRE_CONN_RING)
             t->prev_fd = s->in[i].fd;
         else
             t->ctl_fd[s->in[i].peer] = s->in[i].fd;
@@ -1381,7 +1311,7 @@ static int connect_all(tcp_transport *t, rt_error *err)
         conn *c = &out[s.n_out];
         *c = (conn){.fd = -1,
                     .peer = k == 0 ? t->next : k - 1,
-                    .purpose = k == 0 ? CONN_RING : CONN_CTRL,
+                    .purpose = k == 0 ? WIRE_CONN_RING : WIRE_CONN_CTRL,
                     .state = OUT_CONNECTING};
         char who[320];
         if (resolve(&t->base.peers[c->peer], 0, &c->res, err)) {
@@ -1475,7 +1405,7 @@ static int tcp_pass(rt_transport *base, uint32_t src_slot, size_t len, uint32_t 
     it->inline_owned = 0;
     if (e && e != EAGAIN && e != EWOULDBLOCK)
         send_failed_locked(t, it, e);
-    else if (it->off == sizeof(frame_hdr) + it->len)
+    else if (it->off == sizeof(wire_frame_hdr) + it->len)
         complete_head_locked(t);
     else
         pthread_cond_signal(&t->cv_send); /* the sender thread writes the rest */
@@ -1580,17 +1510,15 @@ static int tcp_recv_msg(rt_transport *base, int peer, void *buf, size_t len, rt_
     tcp_transport *t = (tcp_transport *)base;
     if (check_ctl(t, peer, err))
         return -1;
-    uint64_t hdr = 0;
-    int e = ctl_io(t->ctl_fd[peer], &hdr, sizeof(hdr), 0);
+    uint8_t hdr[sizeof(uint64_t)];
+    int e = ctl_io(t->ctl_fd[peer], hdr, sizeof(hdr), 0);
     if (e)
         return ctl_failed(t, peer, e, err);
-    if (hdr != len) {
-        char who[320];
+    char who[320];
+    rt_error why = {0};
+    if (wire_ctl_len_parse(hdr, sizeof(hdr), len, peer_str(t, peer, who, sizeof(who)), &why)) {
         pthread_mutex_lock(&t->mu);
-        fail_locked(t,
-                    "protocol error: %s sent a %llu-byte control message where %zu bytes were "
-                    "expected (collectives called in different orders?)",
-                    peer_str(t, peer, who, sizeof(who)), (unsigned long long)hdr, len);
+        fail_locked(t, "%s", why.msg);
         failed_locked(t, err);
         pthread_mutex_unlock(&t->mu);
         return -1;
@@ -1654,8 +1582,8 @@ static void tcp_close(rt_transport *base)
         pthread_mutex_lock(&t->prev_wmu);
         t->beats_stopped = 1;
         if (!failed) {
-            frame_hdr h = {.type = FRAME_BYE};
-            uint32_t bye = CREDIT_BYE;
+            wire_frame_hdr h = {.type = WIRE_FRAME_BYE};
+            uint32_t bye = WIRE_CREDIT_BYE;
             write_full(t->next_fd, &h, sizeof(h), MSG_DONTWAIT);
             write_full(t->prev_fd, &bye, sizeof(bye), MSG_DONTWAIT);
         }
@@ -1712,15 +1640,34 @@ static int start_threads(tcp_transport *t, rt_error *err)
 {
     static const char *const names[4] = {"rotor-tcp-recv", "rotor-tcp-cred", "rotor-tcp-send",
                                          "rotor-tcp-live"};
-    void *(*const mains[4])(void *) = {receiver_main, creditor_main, sender_main, watchdog_main};
+    void *(*const mains[4])(void *) = {reader_main, reader_main, sender_main, watchdog_main};
+    void *args[4] = {&t->readers[0], &t->readers[1], t, t};
     pthread_t *ids[4] = {&t->receiver, &t->creditor, &t->sender, &t->watchdog};
+    t->readers[0] = (ring_reader){t,
+                                  t->prev_fd,
+                                  t->prev,
+                                  &t->heard_prev_ms,
+                                  &t->prev_closed,
+                                  &t->cv_arrival,
+                                  WIRE_FRAME_UNIT,
+                                  wire_frame_parse,
+                                  on_block_locked};
+    t->readers[1] = (ring_reader){t,
+                                  t->next_fd,
+                                  t->next,
+                                  &t->heard_next_ms,
+                                  &t->next_closed,
+                                  &t->cv_credit,
+                                  WIRE_CREDIT_UNIT,
+                                  wire_credit_parse,
+                                  on_credits_locked};
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     t->heard_prev_ms = t->heard_next_ms = now_ms();
     int started = 0, e = 0;
     for (; started < 4; started++) {
-        e = pthread_create(ids[started], NULL, mains[started], t);
+        e = pthread_create(ids[started], NULL, mains[started], args[started]);
         if (e)
             break;
         pthread_setname_np(*ids[started], names[started]);

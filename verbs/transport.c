@@ -128,9 +128,11 @@ int rt_transport_open(const rt_transport_config *cfg, rt_transport **out, rt_err
         return -1;
     /* TCP authenticates each connection as it is made; RDMA cannot in the
      * rdma_cm exchange, so its ranks prove the secret to each other here,
-     * before anything else crosses the connections. */
+     * before anything else crosses the connections (then the backend may
+     * tell its peers what only authenticated ones may know). */
     int authenticated = !strcmp((*out)->ops->name, "tcp");
     if ((!authenticated && rt_transport_authenticate_peers(*out, err)) ||
+        ((*out)->ops->authenticated && (*out)->ops->authenticated(*out, err)) ||
         rt_transport_check_fingerprint(*out, err)) {
         rt_transport_close(*out);
         *out = NULL;

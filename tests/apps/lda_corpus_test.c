@@ -12,35 +12,7 @@
 
 #include <cmocka.h>
 
-static char dir[256];
-
-static const char *write_file(const char *name, const char *text)
-{
-    static char path[8][512];
-    static int next;
-    char *p = path[next++ % 8];
-    snprintf(p, 512, "%s/%s", dir, name);
-    FILE *fp = fopen(p, "w");
-    assert_non_null(fp);
-    fputs(text, fp);
-    fclose(fp);
-    return p;
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    snprintf(dir, sizeof(dir), "/tmp/lda-corpus-test.XXXXXX");
-    assert_non_null(mkdtemp(dir));
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    rt_remove_tree(dir);
-    return 0;
-}
+#include "tests/common/scratch.h"
 
 static uint32_t count_of(const rt_corpus *c, uint64_t d, const char *word)
 {
@@ -51,6 +23,15 @@ static uint32_t count_of(const rt_corpus *c, uint64_t d, const char *word)
         if (c->word[i] == (uint32_t)w)
             return c->count[i];
     return 0;
+}
+
+/* Reading path with options o must succeed, in format `want`. */
+static void read_ok(const char *path, const rt_corpus_options *o, rt_corpus_format want,
+                    rt_corpus *c)
+{
+    rt_error err = {0};
+    assert_int_equal(rt_corpus_read(path, o, c, &err), 0);
+    assert_int_equal(c->format, want);
 }
 
 /* Reading must fail with exit 2 and a message containing `want`. */
@@ -68,13 +49,11 @@ static void expect_bad(const char *path, rt_corpus_format f, const char *vocab, 
 static void test_uci(void **state)
 {
     (void)state;
-    const char *dw = write_file("docword.t.txt", "3\n4\n4\n1 1 2\n1 3 1\n3 4 5\n3 1 1\n");
-    const char *vo = write_file("vocab.t.txt", "apple\nbanana\ncherry\ndate\n");
+    const char *dw = scratch_file("docword.t.txt", "3\n4\n4\n1 1 2\n1 3 1\n3 4 5\n3 1 1\n");
+    const char *vo = scratch_file("vocab.t.txt", "apple\nbanana\ncherry\ndate\n");
     rt_corpus c;
-    rt_error err = {0};
     rt_corpus_options o = {.vocab = vo};
-    assert_int_equal(rt_corpus_read(dw, &o, &c, &err), 0);
-    assert_int_equal(c.format, RT_CORPUS_UCI);
+    read_ok(dw, &o, RT_CORPUS_UCI, &c);
     assert_int_equal(c.n_docs, 3);
     assert_int_equal(c.n_words, 4);
     assert_int_equal(c.n_tokens, 9);
@@ -85,39 +64,64 @@ static void test_uci(void **state)
     rt_corpus_free(&c);
 }
 
-static void test_uci_bad(void **state)
+/* Bad input, one case a row: the file's name and bytes, the format it is
+ * read as, whether the UCI/LDA-C vocabulary (vocab.b.txt: a b c, or
+ * ap.vocab: zero one two) is given, and what the message must contain. */
+typedef struct bad_case {
+    const char *name, *bytes;
+    rt_corpus_format format;
+    const char *vocab;
+    const char *want;
+} bad_case;
+
+static const bad_case bad_cases[] = {
+    {"docword.b1.txt", "2\n3\n2\n1 1 1\n2 4 1\n", RT_CORPUS_UCI, NULL,
+     "docword.b1.txt:5: word id 4 outside"},
+    {"docword.b2.txt", "2\n3\n2\n1 1 0\n2 2 1\n", RT_CORPUS_UCI, NULL, "docword.b2.txt:4: count 0"},
+    {"docword.b3.txt", "2\n3\n2\n1 1 1\n2 2 -3\n", RT_CORPUS_UCI, NULL,
+     "docword.b3.txt:5: count -3"},
+    {"docword.b4.txt", "2\n3\n3\n1 1 1\n2 2 1\n", RT_CORPUS_UCI, NULL,
+     "docword.b4.txt:5: file ends after 2 triples, header NNZ=3"},
+    {"docword.b5.txt", "2\n3\n1\n1 1 1\n2 2 1\n", RT_CORPUS_UCI, NULL,
+     "docword.b5.txt:5: more triples"},
+    {"docword.b6.txt", "2\n3\n1\n3 1 1\n", RT_CORPUS_UCI, NULL,
+     "docword.b6.txt:4: document id 3 outside"},
+    {"docword.b7.txt", "2\n4\n1\n1 1 1\n", RT_CORPUS_UCI, "vocab.b.txt",
+     "vocab.b.txt:4: vocabulary has 3 words"},
+    {"docword.b8.txt", "2\nx\n1\n1 1 1\n", RT_CORPUS_UCI, NULL,
+     "docword.b8.txt:2: expected the vocabulary count"},
+    {"docword.b9.txt", "1\n3\n1\n1 1\n", RT_CORPUS_UCI, NULL,
+     "docword.b9.txt:4: expected 'docID wordID count'"},
+    {"bad1.dat", "2 0:1 1:1\n2 0:1\n", RT_CORPUS_LDAC, "ap.vocab",
+     "bad1.dat:2: line says 2 pairs but has 1"},
+    {"bad2.dat", "1 0:1\n1 3:1\n", RT_CORPUS_LDAC, "ap.vocab",
+     "bad2.dat:2: word id 3 outside the vocabulary"},
+    {"bad3.svm", "a x:1\nb y:0\n", RT_CORPUS_LIBSVM, NULL,
+     "bad3.svm:2: count in 'y:0' must be a positive integer"},
+    {"bad4.svm", "a x:1\nb y:-2\n", RT_CORPUS_LIBSVM, NULL, "bad4.svm:2: count"},
+};
+
+static void test_bad_input(void **state)
 {
     (void)state;
-    const char *vo = write_file("vocab.b.txt", "a\nb\nc\n");
-    expect_bad(write_file("docword.b1.txt", "2\n3\n2\n1 1 1\n2 4 1\n"), RT_CORPUS_UCI, NULL,
-               "docword.b1.txt:5: word id 4 outside");
-    expect_bad(write_file("docword.b2.txt", "2\n3\n2\n1 1 0\n2 2 1\n"), RT_CORPUS_UCI, NULL,
-               "docword.b2.txt:4: count 0");
-    expect_bad(write_file("docword.b3.txt", "2\n3\n2\n1 1 1\n2 2 -3\n"), RT_CORPUS_UCI, NULL,
-               "docword.b3.txt:5: count -3");
-    expect_bad(write_file("docword.b4.txt", "2\n3\n3\n1 1 1\n2 2 1\n"), RT_CORPUS_UCI, NULL,
-               "docword.b4.txt:5: file ends after 2 triples, header NNZ=3");
-    expect_bad(write_file("docword.b5.txt", "2\n3\n1\n1 1 1\n2 2 1\n"), RT_CORPUS_UCI, NULL,
-               "docword.b5.txt:5: more triples");
-    expect_bad(write_file("docword.b6.txt", "2\n3\n1\n3 1 1\n"), RT_CORPUS_UCI, NULL,
-               "docword.b6.txt:4: document id 3 outside");
-    expect_bad(write_file("docword.b7.txt", "2\n4\n1\n1 1 1\n"), RT_CORPUS_UCI, vo,
-               "vocab.b.txt:4: vocabulary has 3 words");
-    expect_bad(write_file("docword.b8.txt", "2\nx\n1\n1 1 1\n"), RT_CORPUS_UCI, NULL,
-               "docword.b8.txt:2: expected the vocabulary count");
-    expect_bad(write_file("docword.b9.txt", "1\n3\n1\n1 1\n"), RT_CORPUS_UCI, NULL,
-               "docword.b9.txt:4: expected 'docID wordID count'");
+    scratch_file("vocab.b.txt", "a\nb\nc\n");
+    scratch_file("ap.vocab", "zero\none\ntwo\n");
+    for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+        const bad_case *k = &bad_cases[i];
+        char vocab[512];
+        if (k->vocab)
+            snprintf(vocab, sizeof(vocab), "%s/%s", scratch_dir, k->vocab);
+        expect_bad(scratch_file(k->name, k->bytes), k->format, k->vocab ? vocab : NULL, k->want);
+    }
 }
 
 static void test_lines(void **state)
 {
     (void)state;
-    const char *p = write_file("lines.txt", "d1 d1 cat dog cat\n\nd2 d2\nd3 d3 7 dog\n");
+    const char *p = scratch_file("lines.txt", "d1 d1 cat dog cat\n\nd2 d2\nd3 d3 7 dog\n");
     rt_corpus c;
-    rt_error err = {0};
     rt_corpus_options o = {.format = RT_CORPUS_AUTO};
-    assert_int_equal(rt_corpus_read(p, &o, &c, &err), 0);
-    assert_int_equal(c.format, RT_CORPUS_LINES);
+    read_ok(p, &o, RT_CORPUS_LINES, &c);
     assert_int_equal(c.n_docs, 3);
     assert_int_equal(c.n_words, 3); /* cat dog 7 */
     assert_int_equal(count_of(&c, 0, "cat"), 2);
@@ -129,45 +133,32 @@ static void test_lines(void **state)
 static void test_libsvm_ldac(void **state)
 {
     (void)state;
-    const char *p = write_file("s.libsvm", "a x:2 y:1\nb y:3 x:1 y:1\n");
+    const char *p = scratch_file("s.libsvm", "a x:2 y:1\nb y:3 x:1 y:1\n");
     rt_corpus c;
-    rt_error err = {0};
     rt_corpus_options o = {.format = RT_CORPUS_AUTO};
-    assert_int_equal(rt_corpus_read(p, &o, &c, &err), 0);
-    assert_int_equal(c.format, RT_CORPUS_LIBSVM);
+    read_ok(p, &o, RT_CORPUS_LIBSVM, &c);
     assert_int_equal(count_of(&c, 1, "y"), 4); /* duplicates merged */
     assert_int_equal(c.n_tokens, 8);
     rt_corpus_free(&c);
 
-    const char *vo = write_file("ap.vocab", "zero\none\ntwo\n");
-    p = write_file("ap.dat", "2 0:1 2:4 \n1 1:2 \n");
+    const char *vo = scratch_file("ap.vocab", "zero\none\ntwo\n");
+    p = scratch_file("ap.dat", "2 0:1 2:4 \n1 1:2 \n");
     o.vocab = vo;
-    assert_int_equal(rt_corpus_read(p, &o, &c, &err), 0);
-    assert_int_equal(c.format, RT_CORPUS_LDAC);
+    read_ok(p, &o, RT_CORPUS_LDAC, &c);
     assert_int_equal(count_of(&c, 0, "two"), 4);
     assert_int_equal(count_of(&c, 1, "one"), 2);
     rt_corpus_free(&c);
-
-    expect_bad(write_file("bad1.dat", "2 0:1 1:1\n2 0:1\n"), RT_CORPUS_LDAC, vo,
-               "bad1.dat:2: line says 2 pairs but has 1");
-    expect_bad(write_file("bad2.dat", "1 0:1\n1 3:1\n"), RT_CORPUS_LDAC, vo,
-               "bad2.dat:2: word id 3 outside the vocabulary");
-    expect_bad(write_file("bad3.svm", "a x:1\nb y:0\n"), RT_CORPUS_LIBSVM, NULL,
-               "bad3.svm:2: count in 'y:0' must be a positive integer");
-    expect_bad(write_file("bad4.svm", "a x:1\nb y:-2\n"), RT_CORPUS_LIBSVM, NULL,
-               "bad4.svm:2: count");
 }
 
 static void test_text(void **state)
 {
     (void)state;
-    const char *p = write_file("raw.txt", "The Cat sat on the mat; the cat!\n"
-                                          "\n"
-                                          "A dog, a DOG and 3 cats.\n");
+    const char *p = scratch_file("raw.txt", "The Cat sat on the mat; the cat!\n"
+                                            "\n"
+                                            "A dog, a DOG and 3 cats.\n");
     rt_corpus c;
-    rt_error err = {0};
     rt_corpus_options o = {.format = RT_CORPUS_TEXT};
-    assert_int_equal(rt_corpus_read(p, &o, &c, &err), 0);
+    read_ok(p, &o, RT_CORPUS_TEXT, &c);
     assert_int_equal(c.n_docs, 3); /* the empty line is an (empty) document */
     assert_int_equal(count_of(&c, 0, "cat"), 2);
     assert_int_equal(count_of(&c, 0, "the"), 0); /* stop word */
@@ -176,9 +167,9 @@ static void test_text(void **state)
     rt_corpus_free(&c);
 
     /* own stop words and a minimum count */
-    o.stopwords = write_file("stop.txt", "cat\n");
+    o.stopwords = scratch_file("stop.txt", "cat\n");
     o.min_count = 2;
-    assert_int_equal(rt_corpus_read(p, &o, &c, &err), 0);
+    read_ok(p, &o, RT_CORPUS_TEXT, &c);
     assert_int_equal(count_of(&c, 0, "cat"), 0);
     assert_int_equal(count_of(&c, 0, "the"), 3);
     assert_true(rt_idmap_find(&c.words, "mat", 3) < 0); /* once only: dropped */
@@ -186,13 +177,12 @@ static void test_text(void **state)
     rt_corpus_free(&c);
 
     /* a directory: one document per file, in name order */
-    char sub[512];
-    snprintf(sub, sizeof(sub), "%s/docs", dir);
+    const char *sub = scratch_path("docs");
     assert_int_equal(mkdir(sub, 0755), 0);
-    write_file("docs/b.txt", "zebra zebra");
-    write_file("docs/a.txt", "apple");
+    scratch_file("docs/b.txt", "zebra zebra");
+    scratch_file("docs/a.txt", "apple");
     o = (rt_corpus_options){.format = RT_CORPUS_AUTO};
-    assert_int_equal(rt_corpus_read(sub, &o, &c, &err), 0);
+    read_ok(sub, &o, RT_CORPUS_TEXT, &c);
     assert_int_equal(c.n_docs, 2);
     assert_string_equal(rt_strpool_get(&c.doc_names, 0), "a.txt");
     assert_int_equal(count_of(&c, 1, "zebra"), 2);
@@ -202,9 +192,9 @@ static void test_text(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_uci),   cmocka_unit_test(test_uci_bad),
+        cmocka_unit_test(test_uci),   cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_lines), cmocka_unit_test(test_libsvm_ldac),
         cmocka_unit_test(test_text),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);
 }

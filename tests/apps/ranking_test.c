@@ -5,6 +5,7 @@
  * their textbook definitions.
  */
 #include "apps/apps.h"
+#include "apps/mf_common.h"
 
 #include <math.h>
 #include <setjmp.h>
@@ -12,6 +13,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -288,6 +290,155 @@ static void test_popularity(void **state)
     toy_free(&t);
 }
 
+/* Block scores of an MF model equal rt_mf_predict bit for bit, for ranks
+ * that leave 1 to 9 chunks per accumulator group unused or used, both
+ * kernel paths, any column window. */
+static void test_mf_block_scores_equal_predict(void **state)
+{
+    (void)state;
+    static const uint32_t ranks[] = {8, 16, 24, 32, 40, 72};
+    uint64_t seed = 3;
+    for (size_t r = 0; r < sizeof(ranks) / sizeof(ranks[0]); r++) {
+        uint32_t kp = ranks[r], n_rows = 9, n_cols = 45;
+        float *W = rt_alloc((size_t)n_rows * kp * sizeof(float));
+        float *H = rt_alloc((size_t)n_cols * kp * sizeof(float));
+        float bu[9], bi[45], out[9 * 45];
+        for (size_t i = 0; i < (size_t)n_rows * kp; i++)
+            W[i] = ((float)(next_rand(&seed) % 20001) - 10000.0f) / 7777.0f;
+        for (size_t i = 0; i < (size_t)n_cols * kp; i++)
+            H[i] = ((float)(next_rand(&seed) % 20001) - 10000.0f) / 3333.0f;
+        for (uint32_t i = 0; i < n_rows; i++)
+            bu[i] = (float)(next_rand(&seed) % 1000) / 999.0f;
+        for (uint32_t j = 0; j < n_cols; j++)
+            bi[j] = (float)(next_rand(&seed) % 1000) / 333.0f;
+        float *panels = rt_mf_pack_panels(H, n_cols, kp);
+        uint32_t rows[9] = {8, 0, 3, 3, 1, 7, 2, 6, 5};
+        for (int kernel = 0; kernel < 2; kernel++) {
+            if (kernel == RT_MF_KERNEL_AVX2 && rt_mf_kernel_best() != RT_MF_KERNEL_AVX2)
+                continue;
+            for (int biases = 0; biases < 2; biases++) {
+                rt_mf_scores_args a = {.W = W,
+                                       .panels = panels,
+                                       .bu = biases ? bu : NULL,
+                                       .bi = biases ? bi : NULL,
+                                       .mu = 3.5f,
+                                       .kp = kp,
+                                       .kernel = (rt_mf_kernel)kernel};
+                static const uint32_t win[][2] = {{0, 45}, {3, 13}, {8, 8}, {41, 4}};
+                for (int w = 0; w < 4; w++) {
+                    uint32_t c0 = win[w][0], nc = win[w][1];
+                    rt_mf_scores_block(&a, rows, n_rows, c0, nc, out);
+                    for (uint32_t i = 0; i < n_rows; i++)
+                        for (uint32_t j = 0; j < nc; j++) {
+                            uint32_t u = rows[i], c = c0 + j;
+                            float want =
+                                rt_mf_predict(W + (size_t)u * kp, H + (size_t)c * kp, kp, 3.5f,
+                                              biases ? bu[u] : 0.0f, biases ? bi[c] : 0.0f);
+                            assert_memory_equal(&out[i * nc + j], &want, sizeof(float));
+                        }
+                }
+            }
+        }
+        rt_free(panels);
+        rt_free(W);
+        rt_free(H);
+    }
+}
+
+/* A saved model written here (k = 5, biases, items 3j and 3j+1 sharing one
+ * vector and bias, so exact ties), opened through rt_model_open: rt_topk
+ * through the model_scores hook equals a brute force over model_predict,
+ * ties by item id. */
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+}
+
+static void test_saved_model_topk_equals_brute_force(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/rotor-ranking-XXXXXX", path[4200];
+    assert_non_null(mkdtemp(dir));
+    enum { USERS = 50, ITEMS = 90, K = 5, TOP = 12 };
+    float W[USERS * K], H[ITEMS * K], bu[USERS], bi[ITEMS];
+    uint64_t seed = 11;
+    for (int i = 0; i < USERS * K; i++)
+        W[i] = (float)(next_rand(&seed) % 2001) / 1000.0f - 1.0f;
+    for (int j = 0; j < ITEMS; j++) {
+        int src = j % 3 == 1 ? j - 1 : j;
+        for (int d = 0; d < K; d++)
+            H[j * K + d] =
+                src == j ? (float)(next_rand(&seed) % 2001) / 1000.0f - 1.0f : H[src * K + d];
+        bi[j] = src == j ? (float)(next_rand(&seed) % 100) / 100.0f : bi[src];
+    }
+    for (int i = 0; i < USERS; i++)
+        bu[i] = (float)(next_rand(&seed) % 100) / 100.0f;
+    rt_error err = {0};
+    static const char *const names[] = {"W.npy", "H.npy", "row_bias.npy", "col_bias.npy"};
+    const float *mats[] = {W, H, bu, bi};
+    const uint64_t n[] = {USERS, ITEMS, USERS, ITEMS}, c[] = {K, K, 1, 1};
+    for (int f = 0; f < 4; f++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, names[f]);
+        assert_int_equal(rt_npy_write_f32(path, mats[f], n[f], c[f], c[f], &err), 0);
+    }
+    char ids[2][2000] = {"", ""};
+    for (int i = 0; i < ITEMS; i++) {
+        char line[32];
+        snprintf(line, sizeof(line), "u%d\n", i);
+        if (i < USERS)
+            strcat(ids[0], line);
+        snprintf(line, sizeof(line), "item-%d\n", 1000 - i);
+        strcat(ids[1], line);
+    }
+    snprintf(path, sizeof(path), "%s/rows.ids", dir);
+    write_text(path, ids[0]);
+    snprintf(path, sizeof(path), "%s/cols.ids", dir);
+    write_text(path, ids[1]);
+    snprintf(path, sizeof(path), "%s/model.json", dir);
+    write_text(path, "{\"app\": \"sgd-mf\", \"k\": 5, \"mu\": 3.25, \"biases\": true}\n");
+
+    rt_model m;
+    assert_int_equal(rt_model_open(dir, &m, &err), 0);
+    toy t = {.rows = USERS, .cols = ITEMS};
+    t.score = malloc(sizeof(float) * USERS * ITEMS);
+    for (uint32_t u = 0; u < USERS; u++)
+        for (uint32_t j = 0; j < ITEMS; j++)
+            t.score[u * ITEMS + j] = m.app->model_predict(m.impl, u, j);
+    rt_triplets none;
+    rt_triplets_init(&none);
+    for (uint32_t u = 0; u < USERS; u++) /* a few training items per user */
+        for (uint32_t j = u % 7; j < ITEMS; j += 11)
+            rt_triplets_push(&none, u, j, 1.0f, &err);
+    t.train = none;
+    t.in_train = calloc(USERS * ITEMS, 1);
+    for (uint64_t i = 0; i < none.n; i++)
+        t.in_train[none.e[i].row * ITEMS + none.e[i].col] = 1;
+    assert_int_equal(rt_user_items_build(&none, USERS, ITEMS, &t.seen, &err), 0);
+    rt_scorer s = rt_model_scorer(&m);
+    uint32_t users[USERS];
+    list_check chk = {.t = &t, .users_seen = 0};
+    rt_topk_opts o = {.k = TOP, .threads = 2, .batch = 7, .exclude = &t.seen};
+    for (uint32_t u = 0; u < USERS; u++)
+        users[u] = u;
+    assert_int_equal(rt_topk(&s, users, USERS, &o, check_sink, &chk, &err), 0);
+    assert_int_equal(chk.users_seen, USERS);
+    rt_model_close(&m);
+    free(t.score);
+    free(t.in_train);
+    rt_triplets_free(&none);
+    rt_user_items_free(&t.seen);
+    static const char *const all[] = {"W.npy",    "H.npy",    "row_bias.npy", "col_bias.npy",
+                                      "rows.ids", "cols.ids", "model.json"};
+    for (int f = 0; f < 7; f++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, all[f]);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -295,6 +446,8 @@ int main(void)
         cmocka_unit_test(test_metrics_match_reference),
         cmocka_unit_test(test_lists_match_brute_force),
         cmocka_unit_test(test_popularity),
+        cmocka_unit_test(test_mf_block_scores_equal_predict),
+        cmocka_unit_test(test_saved_model_topk_equals_brute_force),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,7 @@
 # BYTES (a printf format; "-" for none, EMPTY for an empty file) is written to the file `in`, then
 # COMMAND runs with bash in a fresh directory, where $R is the rotor binary
 # and $F holds valid fixtures (r.txt, plan/, model/ (as saved), single/ (exported), doc.txt,
-# vocab.txt, ldaplan/, ldamodel/).  Each case passes when the command exits with EXIT, its stderr
+# vocab.txt, ldaplan/, ldamodel/, ck/ (checkpoints of 2 epochs of sgd-mf --rank 2 on plan)).  Each case passes when the command exits with EXIT, its stderr
 # is ONE line "rotor: error: ..." (or "rotor CMD: ...") containing the extended regex MESSAGE, and
 # nothing is left behind: no `out` and no temporary (*.tmp*) in the case
 # directory or in $F.  Run by ctest in the release and the sanitizer builds.
@@ -27,6 +27,8 @@ mkdir -p "$F"
     "$R" partition --input r.txt --nodes 2 --threads 1 --test-fraction 0.1 --out plan
     "$R" train --plan plan --app sgd-mf --rank 2 --epochs 1 --serial --out model
     "$R" export --model model --out single
+    "$R" train --plan plan --app sgd-mf --rank 2 --epochs 2 --serial --out ckmodel \
+        --checkpoint ck --checkpoint-every 1
     "$R" gen lda --docs 30 --vocab 40 --topics 2 --doc-len 12 --seed 3 --out doc.txt
     cp doc.txt.vocab.txt vocab.txt
     "$R" partition --app lda --input doc.txt --vocab vocab.txt --nodes 2 --threads 1 --out ldaplan

@@ -25,74 +25,18 @@ typedef struct t_opts {
 
 static const rt_opt_choice t_modes[] = {{"fast", 1}, {"slow", 2}, {"alias", 1}, {NULL, 0}};
 
-static const rt_opt t_table[] = {{.name = "flag",
-                                  .short_name = 'f',
-                                  .type = RT_OPT_FLAG,
-                                  .offset = offsetof(t_opts, flag),
-                                  .help = "a flag"},
-                                 {.name = "no-on",
-                                  .type = RT_OPT_UNSET,
-                                  .offset = offsetof(t_opts, on),
-                                  .def = "1",
-                                  .help = "turn it off"},
-                                 {.name = "int",
-                                  .type = RT_OPT_INT,
-                                  .offset = offsetof(t_opts, i),
-                                  .metavar = "N",
-                                  .def = "-3",
-                                  .min = -10,
-                                  .max = 10,
-                                  .help = "a small int"},
-                                 {.name = "rank",
-                                  .short_name = 'k',
-                                  .type = RT_OPT_U32,
-                                  .offset = offsetof(t_opts, u),
-                                  .metavar = "K",
-                                  .def = "32",
-                                  .min = 1,
-                                  .max = 4096,
-                                  .help = "factor rank"},
-                                 {.name = "size",
-                                  .type = RT_OPT_U64,
-                                  .offset = offsetof(t_opts, big),
-                                  .metavar = "BYTES",
-                                  .help = "any size"},
-                                 {.name = "lr",
-                                  .type = RT_OPT_DOUBLE,
-                                  .offset = offsetof(t_opts, d),
-                                  .metavar = "ETA",
-                                  .def = "0.01",
-                                  .min = 0,
-                                  .max = HUGE_VAL,
-                                  .flags = RT_OPT_MIN_OPEN,
-                                  .help = "learning rate"},
-                                 {.name = "fraction",
-                                  .type = RT_OPT_DOUBLE,
-                                  .offset = offsetof(t_opts, frac),
-                                  .metavar = "F",
-                                  .min = 0,
-                                  .max = 1,
-                                  .flags = RT_OPT_MAX_OPEN,
-                                  .help = "a fraction"},
-                                 {.name = "name",
-                                  .type = RT_OPT_STRING,
-                                  .offset = offsetof(t_opts, s),
-                                  .metavar = "NAME",
-                                  .help = "a name"},
-                                 {.name = "out",
-                                  .short_name = 'o',
-                                  .type = RT_OPT_PATH,
-                                  .offset = offsetof(t_opts, path),
-                                  .metavar = "DIR",
-                                  .flags = RT_OPT_DIR,
-                                  .help = "output directory"},
-                                 {.name = "mode",
-                                  .type = RT_OPT_ENUM,
-                                  .offset = offsetof(t_opts, mode),
-                                  .def = "slow",
-                                  .choices = t_modes,
-                                  .help = "how"},
-                                 {0}};
+static const rt_opt t_table[] = {
+    RT_FLAG_OPT("flag", 'f', t_opts, flag, "a flag"),
+    RT_UNSET_OPT("no-on", 0, t_opts, on, "turn it off"),
+    RT_INT_OPT("int", 0, t_opts, i, "N", "-3", -10, 10, 0, "a small int"),
+    RT_U32_OPT("rank", 'k', t_opts, u, "K", "32", 1, 4096, 0, "factor rank"),
+    RT_U64_OPT("size", 0, t_opts, big, "BYTES", NULL, 0, 0, 0, "any size"),
+    RT_DOUBLE_OPT("lr", 0, t_opts, d, "ETA", "0.01", 0, HUGE_VAL, RT_OPT_MIN_OPEN, "learning rate"),
+    RT_DOUBLE_OPT("fraction", 0, t_opts, frac, "F", NULL, 0, 1, RT_OPT_MAX_OPEN, "a fraction"),
+    RT_STRING_OPT("name", 0, t_opts, s, "NAME", NULL, 0, "a name"),
+    RT_PATH_OPT("out", 'o', t_opts, path, "DIR", NULL, RT_OPT_DIR, "output directory"),
+    RT_ENUM_OPT("mode", 0, t_opts, mode, t_modes, "slow", "how"),
+    {0}};
 
 static const rt_command_doc t_doc = {
     .name = "test", .usage = "[OPTIONS] [ARGS]", .about = "A command for the tests."};
@@ -265,13 +209,8 @@ static void test_first_arg_and_double_dash(void **state)
     assert_int_equal(first, 2); /* argc: no argument */
 }
 
-static const rt_opt t_required[] = {{.name = "plan",
-                                     .type = RT_OPT_PATH,
-                                     .offset = offsetof(t_opts, path),
-                                     .metavar = "DIR",
-                                     .flags = RT_OPT_REQUIRED,
-                                     .help = "plan"},
-                                    {0}};
+static const rt_opt t_required[] = {
+    RT_PATH_OPT("plan", 0, t_opts, path, "DIR", NULL, RT_OPT_REQUIRED, "plan"), {0}};
 
 static void test_required_and_groups(void **state)
 {

@@ -10,8 +10,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/cd_mf_lib.sh"
 
-REF=${ROTOR_BUILD:?}/tests/apps/cd_mf_ref
-[ -x "$REF" ] || fail "serial reference $REF is not built"
+cd_mf_need_reference
 cd_mf_planted_plan 300 200 6000 3
 k=4 outer=4 inner=2 lambda=0.05 seed=5
 imp=(--implicit --confidence log --alpha 4 --unobserved-weight 0.2)
@@ -59,4 +58,15 @@ paste -d' ' "$TMP/run.txt" "$TMP/ref2.txt" | awk -v tol=1e-6 '
         prev = $2
     }
     END { exit bad }' >&2 || fail "distributed implicit cd-mf differs from the serial reference"
+# sgd-mf --implicit (BPR, negatives from the block in hand) on the same plan:
+# 2 processes x 2 threads over TCP, 1 x 4 threads and --serial give the same bytes.
+bpr=(train --plan "$TMP/plan" --app sgd-mf --implicit --rank 4 --epochs 3 --seed 5)
+run_logged ba "$ROTOR" launch -n 2 -- "$ROTOR" "${bpr[@]}"
+run_logged bserial "$ROTOR" "${bpr[@]}" --serial
+run_logged bt4 "$ROTOR" "${bpr[@]}" --threads 4
+single "$TMP/ba" "$TMP/bserial" "$TMP/bt4"
+for m in bserial bt4; do
+    same_as ba "$m" W.npy H.npy col_bias.npy
+done
+grep -q 'bpr_loss' "$TMP/ba.log" || fail "sgd-mf --implicit logs no bpr_loss"
 echo PASS

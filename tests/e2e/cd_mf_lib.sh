@@ -7,6 +7,13 @@ help_text=$("$ROTOR" train --help 2>/dev/null)
 grep -q '^cd-mf options' <<<"$help_text" ||
     fail "rotor was built without the cd-mf app (is rt_app_cd_mf still weak in apps/registry.c?)"
 
+# Sets REF: the plain serial CCD++ reference (tests/apps/cd_mf_ref.c) that
+# the objective curves are compared with.
+cd_mf_need_reference() {
+    REF=${ROTOR_BUILD:?}/tests/apps/cd_mf_ref
+    [ -x "$REF" ] || fail "serial reference $REF is not built"
+}
+
 # Planted data and a 2-node x 2-thread plan under $TMP (data.txt, test.txt, plan/).
 cd_mf_planted_plan() { # cd_mf_planted_plan ROWS COLS NNZ TRUE_RANK
     "$ROTOR" gen mf --rows "$1" --cols "$2" --nnz "$3" --rank "$4" --noise 0.1 --seed 3 \

@@ -8,8 +8,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/cd_mf_lib.sh"
 
-REF=${ROTOR_BUILD:?}/tests/apps/cd_mf_ref
-[ -x "$REF" ] || fail "serial reference $REF is not built"
+cd_mf_need_reference
 cd_mf_planted_plan 1200 500 30000 4
 k=6 outer=6 inner=2 lambda=0.05 seed=4
 

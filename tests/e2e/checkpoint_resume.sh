@@ -3,11 +3,11 @@
 # TCP:
 #  1. a run stopped normally after 6 epochs / sweeps / outer iterations and
 #     resumed (--resume) to 12 ends bit-identical to a straight 12;
-#  2. a run checkpointing every few rotations whose rank 1 is killed with
-#     SIGKILL once a checkpoint exists, restarted with --resume, ends
-#     bit-identical to an uninterrupted run;
-#  3. a resume with another split, or from a damaged state file, is refused
-#     (exit 2, naming the problem).
+#  2. a run checkpointing every 2 epochs (sweeps, outer iterations) whose
+#     rank 1 is killed with SIGKILL once a checkpoint exists, restarted with
+#     --resume, ends bit-identical to an uninterrupted run;
+#  3. a resume with another split, other options or another plan, or from a
+#     damaged state file, is refused (exit 2, naming what differs).
 source "$(dirname "$0")/lib.sh"
 
 small_plans
@@ -63,11 +63,23 @@ train2 "$TMP/warp-r.log" "${opts[@]}" --iters 12 --resume "$TMP/warp-ck6" --out 
     fail "warp resume"
 same_model lda "$TMP/warp-12" "$TMP/warp-r" "resumed warp run"
 
-note "a damaged state file and another split are refused"
+note "another split, other options, another plan and a damaged state file are refused"
 ck=$(ls -d "$TMP"/sgd-mf-ck6/ckpt-* | tail -1)
 read -r -a opts <<<"${OPTS[sgd-mf]}"
 expect_status 2 "$ROTOR" train "${opts[@]}" --epochs 12 --resume "$TMP/sgd-mf-ck6" --threads 4
-grep -q "same split" "$TMP/last.err" || fail "another split: $(cat "$TMP/last.err")"
+grep -q "job had processes '2', this run has '1'" "$TMP/last.err" ||
+    fail "another split: $(cat "$TMP/last.err")"
+# Rank 0 of a 2-process job checks before it connects to anyone.
+printf '127.0.0.1:%s\n127.0.0.1:%s\n' "$(free_port)" "$(free_port)" >"$TMP/hosts"
+as_rank0=(--hostfile "$TMP/hosts" --nodes 2 --node 0 --epochs 12 --resume "$TMP/sgd-mf-ck6")
+expect_status 2 "$ROTOR" train "${opts[@]}" "${as_rank0[@]}" --adaptive none
+grep -q "job had --adaptive 'adagrad', this run has 'none'" "$TMP/last.err" ||
+    fail "other options: $(cat "$TMP/last.err")"
+"$ROTOR" partition --input "$TMP/mf.txt" --test "$TMP/mf_test.txt" --nodes 2 --threads 2 \
+    --seed 6 --out "$TMP/mfplan6" >/dev/null 2>&1 || fail "partition mf (seed 6)"
+expect_status 2 "$ROTOR" train "${opts[@]}" "${as_rank0[@]}" --plan "$TMP/mfplan6"
+grep -q "job had plan '[0-9a-f]*', this run has '[0-9a-f]*'" "$TMP/last.err" ||
+    fail "another plan: $(cat "$TMP/last.err")"
 printf 'X' | dd of="$ck/state-00001.bin" bs=1 seek=300 conv=notrunc status=none
 st=0
 "$ROTOR" launch -n 2 -- "$ROTOR" train "${opts[@]}" --epochs 12 --resume "$TMP/sgd-mf-ck6" \
@@ -76,7 +88,7 @@ st=0
     { cat "$TMP/bad.log" >&2; fail "a damaged state file was accepted (exit $st)"; }
 
 # SIGKILL of rank 1 after a checkpoint exists, then --resume.
-declare -A LONG=([sgd-mf]=400 [cd-mf]=30 [lda]=300)
+declare -A LONG=([sgd-mf]=400 [cd-mf]=80 [lda]=300)
 for app in sgd-mf cd-mf lda; do
     read -r -a opts <<<"${OPTS[$app]}"
     len=${LENGTH[$app]}
@@ -86,7 +98,7 @@ for app in sgd-mf cd-mf lda; do
         fail "$app long straight"
     printf '127.0.0.1:%s\n127.0.0.1:%s\n' "$(free_port)" "$(free_port)" >"$TMP/hosts"
     run=(train "${opts[@]}" "$len" "$n" --hostfile "$TMP/hosts" --nodes 2
-         --checkpoint "$TMP/$app-ck" --checkpoint-every 3 --out "$TMP/$app-killed")
+         --checkpoint "$TMP/$app-ck" --checkpoint-every 2 --out "$TMP/$app-killed")
     "$ROTOR" "${run[@]}" --node 0 >"$TMP/$app-k0.log" 2>&1 &
     pid0=$!
     "$ROTOR" "${run[@]}" --node 1 >"$TMP/$app-k1.log" 2>&1 &

@@ -1,9 +1,10 @@
 #!/bin/bash
 # Interrupted commands leave nothing: SIGTERM while `rotor partition` writes
 # its plan, while `rotor train` rewrites its metrics file and holds a fresh
-# --out directory, and while `rotor gen mf` writes its output.  Each dies by
-# the signal, and no temporary file or directory, and no partial output, is
-# left behind.
+# --out directory, while `rotor gen mf` writes its output, while `rotor
+# export` fills its temporary directory, while `rotor recommend` writes its
+# list and while `rotor infer` samples.  Each dies by the signal, and no
+# temporary file or directory, and no partial output, is left behind.
 source "$(dirname "$0")/lib.sh"
 cd "$TMP"
 export ROTOR_LOG=warn
@@ -71,6 +72,56 @@ wait $pid || rc=$?
 [ $rc = 143 ] || { cat gen.err >&2; fail "gen: exit $rc, want 143"; }
 [ -z "$(ls -A gen)" ] || fail "gen left: $(ls -A gen)"
 note "ok: $(cat gen.err)"
+
+# term_when GLOB ERR CMD...: run CMD (stderr to ERR) and SIGTERM it once GLOB
+# matches; its exit status in $rc; 1 when CMD ended before GLOB appeared.
+term_when() {
+    local glob=$1 log=$2 caught=1
+    shift 2
+    "$@" 2>"$log" &
+    local pid=$!
+    wait_for "$glob" $pid && kill -TERM $pid && caught=0
+    rc=0
+    wait $pid || rc=$?
+    return $caught
+}
+
+# expect_clean WHAT DIR ERR: the command died by SIGTERM and DIR is empty.
+expect_clean() {
+    [ $rc = 143 ] || { cat "$3" >&2; fail "$1: exit $rc, want 143 (SIGTERM)"; }
+    [ -z "$(ls -A "$2")" ] || fail "$1 left: $(ls -A "$2")"
+    note "ok: $(cat "$3")"
+}
+
+note "export: SIGTERM while its temporary directory is filled"
+"$ROTOR" train --plan plan --app sgd-mf --rank 32 --epochs 1 --serial --out model 2>/dev/null
+for attempt in 1 2 3; do
+    rm -rf ex && mkdir ex
+    term_when 'ex/single.tmp-*' ex.err "$ROTOR" export --model model --out ex/single && break
+    note "export finished before its temporary appeared (attempt $attempt)"
+done
+expect_clean export ex ex.err
+
+note "recommend: SIGTERM while the list is written"
+mkdir rec
+term_when 'rec/top.txt.tmp.*' rec.err "$ROTOR" recommend --model model --top 10 --no-exclude \
+    --out rec/top.txt || fail "recommend finished before its temporary appeared"
+expect_clean recommend rec rec.err
+
+note "infer: SIGTERM while sampling"
+"$ROTOR" gen lda --docs 3000 --vocab 2000 --topics 10 --doc-len 100 --seed 2 --out d.txt \
+    2>/dev/null
+"$ROTOR" partition --app lda --input d.txt --vocab d.txt.vocab.txt --nodes 1 --threads 1 \
+    --out ldaplan 2>/dev/null
+"$ROTOR" train --plan ldaplan --app lda --topics 10 --iters 1 --serial --out ldamodel 2>/dev/null
+mkdir inf
+"$ROTOR" infer --model ldamodel --input d.txt --vocab d.txt.vocab.txt --iters 100000 --out inf/out 2>inf.err &
+pid=$!
+sleep 1
+kill -TERM $pid
+rc=0
+wait $pid || rc=$?
+expect_clean infer inf inf.err
 
 note "a failed train (bad option after the --out directory was made) leaves no --out"
 expect_status 2 "$ROTOR" train --plan plan --app sgd-mf --rank 4 --epochs 1 --serial \

@@ -86,6 +86,26 @@ void fuzz_split(const uint8_t *data, size_t size, size_t *before, const uint8_t 
     *after_len = 0;
 }
 
+int fuzz_take(fuzz_input *in, void *out, size_t n)
+{
+    if (in->left < n)
+        return -1;
+    if (out)
+        memcpy(out, in->p, n);
+    in->p += n;
+    in->left -= n;
+    return 0;
+}
+
+void fuzz_pick(const uint8_t *data, size_t size, void (*const *parsers)(fuzz_input *), size_t n)
+{
+    fuzz_quiet();
+    if (size < 1)
+        return;
+    fuzz_input in = {data + 1, size - 1};
+    parsers[data[0] % n](&in);
+}
+
 void fuzz_quiet(void)
 {
     rt_log_level = RT_LOG_ERROR - 1;

@@ -29,6 +29,17 @@ const char *fuzz_write(const char *name, const void *data, size_t size);
  * (after = NULL when there is no separator). */
 void fuzz_split(const uint8_t *data, size_t size, size_t *before, const uint8_t **after,
                 size_t *after_len);
+/* The fuzzer's bytes, read front to back by targets that parse a stream. */
+typedef struct fuzz_input {
+    const uint8_t *p;
+    size_t left;
+} fuzz_input;
+/* Take n bytes into out (NULL: skip them); -1 when fewer are left. */
+int fuzz_take(fuzz_input *in, void *out, size_t n);
+
+/* Quietly run parsers[data[0] % n] on the bytes after the first. */
+void fuzz_pick(const uint8_t *data, size_t size, void (*const *parsers)(fuzz_input *), size_t n);
+
 /* Quiet logging; call from each target's first input. */
 void fuzz_quiet(void);
 /* A small valid MF plan (12 x 8 ratings, 2 nodes x 1 thread) at

@@ -15,22 +15,7 @@
 #include <jansson.h>
 
 #include "partition/partition.h"
-
-static char tmpdir[256];
-
-static int setup(void **state)
-{
-    (void)state;
-    snprintf(tmpdir, sizeof(tmpdir), "/tmp/rotor-test-plan-XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    rt_remove_tree(tmpdir);
-    return 0;
-}
+#include "tests/common/scratch.h"
 
 /* A small random problem with string ids: n entries over about rows x cols,
  * skewed so balancing has work to do.  LDA values are counts 1..5. */
@@ -205,7 +190,7 @@ static void test_roundtrip_mf(void **state)
     problem_make(&p, RT_PLAN_MF, 300, 120, 5000, 0, 1);
     for (size_t i = 0; i < 4; i++) {
         char dir[512];
-        snprintf(dir, sizeof(dir), "%s/mf%zu", tmpdir, i);
+        snprintf(dir, sizeof(dir), "%s/mf%zu", scratch_dir, i);
         rt_error err;
         assert_int_equal(
             write_plan(&p, RT_PLAN_MF, 0, dir, shapes[i][0], shapes[i][1], shapes[i][2], 0, &err),
@@ -220,8 +205,7 @@ static void test_roundtrip_lda_heldout(void **state)
     (void)state;
     problem p;
     problem_make(&p, RT_PLAN_LDA, 200, 500, 6000, 1, 2);
-    char dir[512];
-    snprintf(dir, sizeof(dir), "%s/lda", tmpdir);
+    const char *dir = scratch_path("lda");
     rt_error err;
     assert_int_equal(write_plan(&p, RT_PLAN_LDA, 1, dir, 2, 2, 2, 0, &err), 0);
     check_roundtrip(&p, RT_PLAN_LDA, 1, dir);
@@ -242,8 +226,7 @@ static void test_lda_bad_count(void **state)
     problem p;
     problem_make(&p, RT_PLAN_LDA, 50, 50, 500, 0, 3);
     p.train.e[17].val = 0.5f;
-    char dir[512];
-    snprintf(dir, sizeof(dir), "%s/ldabad", tmpdir);
+    const char *dir = scratch_path("ldabad");
     rt_error err;
     assert_int_equal(write_plan(&p, RT_PLAN_LDA, 0, dir, 1, 2, 2, 0, &err), -1);
     assert_int_equal(err.code, RT_EXIT_INPUT);
@@ -271,9 +254,8 @@ static void test_deterministic_and_force(void **state)
     (void)state;
     problem p;
     problem_make(&p, RT_PLAN_MF, 100, 80, 2000, 0, 4);
-    char a[512], b[512];
-    snprintf(a, sizeof(a), "%s/det-a", tmpdir);
-    snprintf(b, sizeof(b), "%s/det-b", tmpdir);
+    const char *a = scratch_path("det-a");
+    const char *b = scratch_path("det-b");
     rt_error err;
     assert_int_equal(write_plan(&p, RT_PLAN_MF, 0, a, 2, 1, 2, 0, &err), 0);
     assert_int_equal(write_plan(&p, RT_PLAN_MF, 0, b, 2, 1, 2, 0, &err), 0);
@@ -299,8 +281,8 @@ static void test_deterministic_and_force(void **state)
     assert_int_equal(plan.workers, 1);
     rt_plan_close(&plan);
     /* force never wipes a directory that is not a plan */
-    char other[512], f[600];
-    snprintf(other, sizeof(other), "%s/notaplan", tmpdir);
+    char f[600];
+    const char *other = scratch_path("notaplan");
     mkdir(other, 0755);
     snprintf(f, sizeof(f), "%s/precious", other);
     fclose(fopen(f, "w"));
@@ -315,8 +297,8 @@ static void test_corrupt_shard(void **state)
     (void)state;
     problem p;
     problem_make(&p, RT_PLAN_MF, 100, 80, 3000, 0, 5);
-    char dir[512], shard[600];
-    snprintf(dir, sizeof(dir), "%s/corrupt", tmpdir);
+    char shard[600];
+    const char *dir = scratch_path("corrupt");
     rt_error err;
     assert_int_equal(write_plan(&p, RT_PLAN_MF, 0, dir, 1, 2, 2, 0, &err), 0);
     rt_plan plan;
@@ -360,9 +342,9 @@ static void test_bad_manifest(void **state)
     (void)state;
     problem p;
     problem_make(&p, RT_PLAN_MF, 60, 60, 1000, 0, 6);
-    char dir[512], other[512], path[600], path2[600];
-    snprintf(dir, sizeof(dir), "%s/manifest", tmpdir);
-    snprintf(other, sizeof(other), "%s/manifest2", tmpdir);
+    char path[600], path2[600];
+    const char *dir = scratch_path("manifest");
+    const char *other = scratch_path("manifest2");
     rt_error err;
     assert_int_equal(write_plan(&p, RT_PLAN_MF, 0, dir, 1, 2, 2, 0, &err), 0);
     p.train.e[0].val += 1; /* a different plan id */
@@ -451,8 +433,8 @@ static void test_budget_fallback_and_ids(void **state)
     (void)state;
     problem p;
     problem_make(&p, RT_PLAN_MF, 400, 300, 8000, 0, 8);
-    char dir[512], slash[520], path[600];
-    snprintf(dir, sizeof(dir), "%s/budget", tmpdir);
+    char slash[520], path[600];
+    const char *dir = scratch_path("budget");
     snprintf(slash, sizeof(slash), "%s/", dir);
     rt_plan_input in = {
         .app = RT_PLAN_MF, .train = &p.train, .rows = &p.rows, .cols = &p.cols, .test = &p.test};
@@ -520,7 +502,7 @@ static void test_presorted_inputs(void **state)
             qsort(p.train.e, p.train.n, sizeof(rt_entry), cmps[k]);
             qsort(p.test.e, p.test.n, sizeof(rt_entry), cmps[k]);
             char dir[512];
-            snprintf(dir, sizeof(dir), "%s/sorted-%d-%d", tmpdir, app, k);
+            snprintf(dir, sizeof(dir), "%s/sorted-%d-%d", scratch_dir, app, k);
             rt_error err;
             assert_int_equal(
                 write_plan(&p, (rt_plan_app)app, app == RT_PLAN_LDA, dir, 2, 2, 2, 0, &err), 0);
@@ -573,10 +555,10 @@ static int write_plan_hook(const problem *p, const char *dir, int force, hook_ct
     return rt_plan_write(dir, &in, &opt, sum, err);
 }
 
-/* Entries of tmpdir whose name starts with `prefix`. */
+/* Entries of scratch_dir whose name starts with `prefix`. */
 static int count_prefixed(const char *prefix)
 {
-    DIR *d = opendir(tmpdir);
+    DIR *d = opendir(scratch_dir);
     assert_non_null(d);
     int n = 0;
     for (struct dirent *de; (de = readdir(d));)
@@ -590,8 +572,8 @@ static void test_before_commit(void **state)
     (void)state;
     problem p;
     problem_make(&p, RT_PLAN_LDA, 60, 50, 800, 0, 11);
-    char dir[512], path[600];
-    snprintf(dir, sizeof(dir), "%s/hook-ok", tmpdir);
+    char path[600];
+    const char *dir = scratch_path("hook-ok");
     hook_ctx h = {0};
     rt_plan_summary sum;
     rt_error err = {0};
@@ -623,8 +605,7 @@ static void test_before_commit(void **state)
     rt_plan_close(&plan);
 
     /* A failing hook: error passed through, no plan and no temporary left. */
-    char bad[512];
-    snprintf(bad, sizeof(bad), "%s/hook-fail", tmpdir);
+    const char *bad = scratch_path("hook-fail");
     hook_ctx hf = {.fail = 1};
     memset(&err, 0, sizeof(err));
     assert_int_equal(write_plan_hook(&p, bad, 0, &hf, NULL, &err), -1);
@@ -661,5 +642,5 @@ int main(void)
         cmocka_unit_test(test_presorted_inputs),
         cmocka_unit_test(test_before_commit),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);
 }

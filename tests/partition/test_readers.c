@@ -11,36 +11,9 @@
 
 #include <cmocka.h>
 
+#include "tests/common/scratch.h"
+
 #include "partition/partition.h"
-
-static char tmpdir[256];
-
-static int setup(void **state)
-{
-    (void)state;
-    snprintf(tmpdir, sizeof(tmpdir), "/tmp/rotor-test-readers-XXXXXX");
-    return mkdtemp(tmpdir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    rt_remove_tree(tmpdir);
-    return 0;
-}
-
-static const char *put(const char *name, const char *text)
-{
-    static char path[8][512];
-    static int k;
-    char *p = path[k++ % 8];
-    snprintf(p, 512, "%s/%s", tmpdir, name);
-    FILE *fp = fopen(p, "wb");
-    assert_non_null(fp);
-    fputs(text, fp);
-    fclose(fp);
-    return p;
-}
 
 typedef struct parsed {
     rt_idmap rows, cols;
@@ -93,7 +66,7 @@ static void test_formats(void **state)
          RT_FMT_TRIPLETS},
     };
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
-        const char *path = put(cases[k].name, cases[k].text);
+        const char *path = scratch_file(cases[k].name, cases[k].text);
         rt_rating_format f;
         const char *why;
         rt_error err;
@@ -122,16 +95,16 @@ static void test_libmf_and_string_ids(void **state)
 {
     (void)state;
     parsed p;
-    parse(&p, put("libmf.txt", "0 0 1.5\n007 3 2\n0 3 -0.25\n"), RT_FMT_LIBMF);
+    parse(&p, scratch_file("libmf.txt", "0 0 1.5\n007 3 2\n0 3 -0.25\n"), RT_FMT_LIBMF);
     assert_int_equal(p.rc, 0);
     expect(&p, 1, "7", "3", 2.0f); /* canonical integer ids */
     expect(&p, 2, "0", "3", -0.25f);
     parsed_free(&p);
-    parse(&p, put("libmf-bad.txt", "0 0 1.5\nu1 3 2\n"), RT_FMT_LIBMF);
+    parse(&p, scratch_file("libmf-bad.txt", "0 0 1.5\nu1 3 2\n"), RT_FMT_LIBMF);
     assert_int_equal(p.rc, -1);
     assert_non_null(strstr(p.err.msg, "libmf-bad.txt:2:"));
     parsed_free(&p);
-    parse(&p, put("str.txt", "alice  The-Matrix 5\nbob Alien 4\nalice Alien 3.25\n"),
+    parse(&p, scratch_file("str.txt", "alice  The-Matrix 5\nbob Alien 4\nalice Alien 3.25\n"),
           RT_FMT_TRIPLETS);
     assert_int_equal(p.rc, 0);
     expect(&p, 2, "alice", "Alien", 3.25f);
@@ -143,12 +116,12 @@ static void test_test_file_drops(void **state)
 {
     (void)state;
     parsed p;
-    parse(&p, put("train.txt", "1 10 5\n2 20 4\n"), RT_FMT_AUTO);
+    parse(&p, scratch_file("train.txt", "1 10 5\n2 20 4\n"), RT_FMT_AUTO);
     assert_int_equal(p.rc, 0);
     rt_triplets test;
     rt_triplets_init(&test);
     rt_ratings_stats st;
-    assert_int_equal(rt_read_ratings(put("test.txt", "1 20 3\n3 10 1\n2 30 2\n2 10 1\n"),
+    assert_int_equal(rt_read_ratings(scratch_file("test.txt", "1 20 3\n3 10 1\n2 30 2\n2 10 1\n"),
                                      RT_FMT_AUTO, &p.rows, &p.cols, 0, &test, &st, &p.err),
                      0);
     assert_int_equal(test.n, 2);
@@ -196,7 +169,7 @@ static void test_bad_inputs(void **state)
     };
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
         parsed p;
-        parse(&p, put(cases[k].name, cases[k].text), cases[k].fmt);
+        parse(&p, scratch_file(cases[k].name, cases[k].text), cases[k].fmt);
         if (p.rc != -1 || p.err.code != RT_EXIT_INPUT || !strstr(p.err.msg, cases[k].where) ||
             !strstr(p.err.msg, cases[k].what))
             fail_msg("%s: rc %d code %d msg '%s'", cases[k].name, p.rc, p.err.code, p.err.msg);
@@ -209,8 +182,7 @@ static void test_bad_inputs(void **state)
 static void test_many_lines(void **state)
 {
     (void)state;
-    char path[512];
-    snprintf(path, sizeof(path), "%s/many.txt", tmpdir);
+    const char *path = scratch_path("many.txt");
     FILE *fp = fopen(path, "w");
     const int n = 300000;
     for (int i = 0; i < n; i++)
@@ -280,5 +252,5 @@ int main(void)
         cmocka_unit_test(test_test_file_drops), cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_many_lines),      cmocka_unit_test(test_idmap),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);
 }

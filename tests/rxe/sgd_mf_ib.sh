@@ -5,7 +5,10 @@
 #  2. killing one of 2 training processes over ib makes the survivor exit
 #     non-zero within 10 s, naming the lost rank;
 #  3. two ranks with different secrets over ib stop with an authentication
-#     message (exit 2), before any training.
+#     message (exit 2), before any training;
+#  4. stopping one of 2 training processes over ib with SIGSTOP, with no
+#     flags, makes the survivor exit non-zero within 15 s, naming the
+#     stopped rank as silent (heartbeats on the RDMA control path).
 # Skips (77) until `rotor gen/partition/train/launch` are built.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 for c in gen partition train launch; do
@@ -58,10 +61,29 @@ echo "survivor exited with status $st after ${el} s"
 [ $st -ne 0 ] || { echo "survivor exited 0"; exit 1; }
 awk -v e=$el "BEGIN { exit !(e <= 10) }" || { echo "too slow"; exit 1; }
 grep -q "rank 1" $W/r0.log || { echo "message does not name rank 1"; exit 1; }
+
+echo "== stopped peer over ib, no flags"
+$ROTOR $kt --node 0 2> $W/f0.log & p0=$!
+$ROTOR $kt --node 1 2> $W/f1.log & p1=$!
+for i in $(seq 600); do grep -q "epoch " $W/f0.log && break; sleep 0.1; done
+grep -q "epoch " $W/f0.log || { echo "training never started"; cat $W/f0.log; exit 1; }
+kill -STOP $p1
+t0=$(date +%s.%N)
+for i in $(seq 200); do kill -0 $p0 2>/dev/null || break; sleep 0.1; done
+alive=0; kill -0 $p0 2>/dev/null && alive=1
+kill -9 $p1 $p0 2>/dev/null || true
+st=0; wait $p0 || st=$?
+el=$(awk -v a=$t0 -v b=$(date +%s.%N) "BEGIN { printf \"%.2f\", b - a }")
+tail -n 2 $W/f0.log
+echo "survivor exited with status $st after ${el} s"
+[ $alive = 0 ] || { echo "survivor still running 20 s after its peer stopped"; exit 1; }
+[ $st -ne 0 ] || { echo "survivor exited 0"; exit 1; }
+awk -v e=$el "BEGIN { exit !(e <= 15) }" || { echo "too slow"; exit 1; }
+grep -q "lost rank 1 .*silent" $W/f0.log || { echo "message does not name rank 1 as silent"; exit 1; }
 '
 # Same split over both transports: the same per-rank part files.
 for f in W.part-00000.npy W.part-00001.npy H.part-00000.npy H.part-00001.npy; do
     [[ -s $W/ib/$f ]] || fail "the ib run wrote no $f"
     cmp -s "$W/ib/$f" "$W/tcp/$f" || fail "$f over ib differs from tcp"
 done
-echo "PASS: sgd-mf over ib is bit-identical to tcp; a killed peer is reported"
+echo "PASS: sgd-mf over ib is bit-identical to tcp; a killed and a stopped peer are reported"

@@ -65,6 +65,15 @@ static void shape_free(test_shape *t)
     free(t->sched);
 }
 
+/* One rotation of t over link; it must succeed. */
+static rt_sim_result rotation(const test_shape *t, const rt_sim_link *link)
+{
+    rt_sim_result r;
+    rt_error err = {0};
+    assert_int_equal(rt_sim_rotation(&t->s, link, &r, &err), 0);
+    return r;
+}
+
 static const rt_sim_link infinite = {.gbps = 0, .latency_s = 0, .overhead_s = 0};
 
 /* Infinitely fast link, balanced cells: the epoch is the compute alone,
@@ -75,9 +84,7 @@ static void test_infinite_link_is_compute(void **state)
     test_shape t;
     shape_make(&t, 4, 2, 2, cell_uniform, 1e6);
     t.s.step_overhead_s = 1e-5;
-    rt_sim_result r;
-    rt_error err = {0};
-    assert_int_equal(rt_sim_rotation(&t.s, &infinite, &r, &err), 0);
+    rt_sim_result r = rotation(&t, &infinite);
     uint32_t B = 16;
     assert_true(fabs(r.epoch_s - B * (1000 / 1e6 + 1e-5)) < 1e-12);
     assert_true(r.stall_max == 0);
@@ -92,9 +99,7 @@ static void test_one_node_sums_slowest_cells(void **state)
     (void)state;
     test_shape t;
     shape_make(&t, 1, 3, 2, cell_skewed, 1e6);
-    rt_sim_result r;
-    rt_error err = {0};
-    assert_int_equal(rt_sim_rotation(&t.s, &infinite, &r, &err), 0);
+    rt_sim_result r = rotation(&t, &infinite);
     double want = 0, sum = 0;
     for (uint32_t s = 0; s < 6; s++) {
         double slowest = 0;
@@ -120,9 +125,7 @@ static void test_compute_free_is_transfer_bound(void **state)
     shape_make(&t, 3, 2, 2, cell_uniform, 125000); /* 1 ms at 1 Gb/s */
     t.s.rate = 0;                                  /* infinitely fast kernel */
     rt_sim_link link = {.gbps = 1};
-    rt_sim_result r;
-    rt_error err = {0};
-    assert_int_equal(rt_sim_rotation(&t.s, &link, &r, &err), 0);
+    rt_sim_result r = rotation(&t, &link);
     uint32_t B = 12;
     double want = B * 1e-3 + rt_sim_allreduce_s(&link, 3, 8.0 * 4, RT_SIM_TREE);
     assert_true(fabs(r.epoch_s - want) < 1e-12);
@@ -140,9 +143,7 @@ static void test_step_collectives_can_dominate(void **state)
     shape_make(&t, 8, 1, 2, cell_uniform, 100);
     t.s.step_reduce_bytes = 8000;
     rt_sim_link link = {.gbps = 10, .latency_s = 1e-3, .overhead_s = 1e-5};
-    rt_sim_result r;
-    rt_error err = {0};
-    assert_int_equal(rt_sim_rotation(&t.s, &link, &r, &err), 0);
+    rt_sim_result r = rotation(&t, &link);
     assert_string_equal(r.critical, "collectives");
     /* 3 doubling rounds per step for 8 nodes; the star sends 7 each way. */
     assert_true(fabs(rt_sim_allreduce_s(&link, 8, 8000, RT_SIM_TREE) -
@@ -167,10 +168,7 @@ static void test_deterministic(void **state)
     shape_make(&t, 5, 3, 3, cell_skewed, 3e5);
     t.s.step_reduce_bytes = 800;
     rt_sim_link link = {.gbps = 2.5, .latency_s = 3e-5, .overhead_s = 4e-6};
-    rt_sim_result a, b;
-    rt_error err = {0};
-    assert_int_equal(rt_sim_rotation(&t.s, &link, &a, &err), 0);
-    assert_int_equal(rt_sim_rotation(&t.s, &link, &b, &err), 0);
+    rt_sim_result a = rotation(&t, &link), b = rotation(&t, &link);
     assert_memory_equal(&a, &b, offsetof(rt_sim_result, critical));
     assert_string_equal(a.critical, b.critical);
     shape_free(&t);
