@@ -71,17 +71,6 @@ static uint32_t fifo_pop(slot_fifo *f)
     return s;
 }
 
-static const rt_command_doc bench_doc = {
-    .name = "bench-link",
-    .summary = "latency and bandwidth of the transport (like perftest)",
-    .usage = "[OPTIONS]   (under rotor launch -n 2, mpirun or srun)",
-    .about = "Latency (ping-pong) and one-way bandwidth of the transport's ring pass for block "
-             "sizes from --min-size to --max-size (powers of two), printed by rank 0 like "
-             "perftest's ib_write_lat / ib_write_bw.  Run it as two ranks: "
-             "`rotor launch -n 2 -- rotor bench-link`.",
-    .notes = "Here --peer-timeout defaults to 60 seconds.",
-};
-
 static const rt_opt_choice bench_tests[] = {{"lat", TEST_LAT},
                                             {"bw", TEST_BW},
                                             {"both", TEST_BOTH},
@@ -117,7 +106,7 @@ static int parse(int argc, char **argv, bench_opts *o, rt_error *err)
     link_opts_init(&o->link, 60);
     rt_opt_group g[] = {{.opts = bench_options, .dest = o},
                         {.title = "transport options", .opts = link_options, .dest = &o->link}};
-    int rc = rt_opts_parse(&bench_doc, g, 2, argc, argv, NULL, err);
+    int rc = rt_opts_parse(&rotor_doc_bench_link, g, 2, argc, argv, NULL, err);
     if (rc)
         return rc;
     link_opts_finish(&o->link);

@@ -25,22 +25,6 @@ typedef struct eval_opts {
     uint32_t threads;
 } eval_opts;
 
-static const rt_command_doc eval_doc = {
-    .name = "eval",
-    .summary = "score a saved MF model on a ratings file",
-    .usage = "--model DIR --input FILE [--format F] [--json]\n"
-             "--model DIR --input FILE --top-k K [--exclude FILE | --no-exclude] [--json]",
-    .about = "Score an SGD-MF or CD-MF model written by `rotor train --out DIR` on a ratings file "
-             "(any format `rotor partition` reads; ids are the original ones).  Ratings whose "
-             "user or item the model never saw are skipped and counted.\n\n"
-             "With --top-k K it also ranks, for every user with a test rating, all items the "
-             "user did not have in training (read from the model's plan, or --exclude FILE) and "
-             "reports precision@K, recall@K, NDCG@K, MAP@K and catalogue coverage of the model "
-             "and of the most-popular baseline (items by their number of training users) on "
-             "the same split; every test rating is a relevant item (--relevant-min R keeps "
-             "those >= R).",
-};
-
 static const rt_opt eval_options[] = {
     ROTOR_MODEL_OPT(eval_opts, model, "rotor train --out"),
     RT_PATH_OPT("input", 'i', eval_opts, input, "FILE", NULL, RT_OPT_REQUIRED, "ratings to score"),
@@ -141,7 +125,7 @@ int cmd_eval(int argc, char **argv)
 {
     eval_opts o = {.relevant_min = -HUGE_VAL};
     rt_error err = {0};
-    if (rotor_parse_options(&eval_doc, eval_options, &o, argc, argv))
+    if (rotor_parse_options(&rotor_doc_eval, eval_options, &o, argc, argv))
         return RT_EXIT_OK;
     const char *model_dir = o.model, *input = o.input;
     rt_rating_format fmt = (rt_rating_format)o.format;

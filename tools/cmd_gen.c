@@ -6,16 +6,15 @@
 #include <stdio.h>
 #include <string.h>
 
-static const rotor_command generators[] = {
-    {"mf", gen_mf_main, "planted low-rank ratings (triplets)", NULL},
-    {"lda", gen_lda_main, "planted-topic documents", NULL},
-    {NULL, NULL, NULL, NULL}};
+static const rotor_command generators[] = {{"mf", gen_mf_main, &rotor_doc_gen_mf, NULL},
+                                           {"lda", gen_lda_main, &rotor_doc_gen_lda, NULL},
+                                           {NULL, NULL, NULL, NULL}};
 
 static void usage(FILE *fp)
 {
     for (const rotor_command *g = generators; g->name; g++)
         fprintf(fp, "%s rotor gen %-3s [OPTIONS]   %s\n", g == generators ? "usage:" : "      ",
-                g->name, g->summary);
+                g->name, g->doc->summary);
     fprintf(fp, "\n'rotor gen mf --help' and 'rotor gen lda --help' list the options.\n");
 }
 

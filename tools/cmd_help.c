@@ -98,7 +98,7 @@ static void man_rotor(void)
         printf(".TP\n\\fB");
         roff_plain(k->name);
         printf("\\fR\n");
-        roff_plain(k->summary);
+        roff_plain(k->doc->summary);
         printf("\n");
     }
     printf(".SH SEE ALSO\n");
@@ -175,16 +175,6 @@ typedef struct help_opts {
     int man, pages, completion;
 } help_opts;
 
-static const rt_command_doc help_doc = {
-    .name = "help",
-    .summary = "help, man pages and bash completion of rotor",
-    .usage = "[CMD [SUB]]\n--man [CMD [SUB]]\n--pages\n--completion",
-    .about = "Print the help of rotor or of a command; or, generated from the same option tables "
-             "as --help: a man page in roff (rotor.1 without a command, rotor-CMD.1 with one), "
-             "the names of the man pages, or the bash completion script.  The build installs "
-             "them (cmake --install).",
-};
-
 static const rt_opt help_options[] = {
     RT_FLAG_OPT("man", 0, help_opts, man, "print the man page of rotor or of CMD"),
     RT_FLAG_OPT("pages", 0, help_opts, pages,
@@ -197,7 +187,7 @@ int cmd_help(int argc, char **argv)
     help_opts o = {0};
     rt_error err = {0};
     rt_opt_group g = {.opts = help_options, .dest = &o};
-    int first, rc = rt_opts_parse(&help_doc, &g, 1, argc, argv, &first, &err);
+    int first, rc = rt_opts_parse(&rotor_doc_help, &g, 1, argc, argv, &first, &err);
     if (rc < 0)
         rt_die(&err);
     if (rc == 1)

@@ -19,23 +19,6 @@ typedef struct infer_opts {
     rt_corpus_options corpus;
 } infer_opts;
 
-static const rt_command_doc infer_doc = {
-    .name = "infer",
-    .summary = "topic mixtures of new documents under a trained LDA model",
-    .usage = "--model DIR --input PATH [--format FMT] [--vocab FILE] --out DIR\n"
-             " [--iters N] [--threads T] [--seed S] [--top N] [--quiet]",
-    .about = "Sample the topics of new documents with the word-topic counts of an LDA model "
-             "(written by `rotor train --app lda --out DIR`) held fixed.  The documents may be in "
-             "any corpus format `rotor partition --app lda` reads; their words are mapped through "
-             "the model's vocabulary, and words the model never saw are left out and counted.  "
-             "The result depends on --seed, not on --threads.\n\n"
-             "Writes into --out: doc_topic.npy (int32 documents x topics: topic counts), docs.txt "
-             "(document ids), doc_topics.txt (each document's --top topics with their shares) and "
-             "infer.json.  Prints the documents' perplexity by document completion, as training "
-             "reports it for held-out documents: each document's tokens are split in two halves, "
-             "the topics are sampled from one and the other is scored.",
-};
-
 static const rt_opt infer_options[] = {
     ROTOR_MODEL_OPT(infer_opts, model, "rotor train --app lda --out"),
     RT_PATH_OPT("input", 'i', infer_opts, input, "PATH", NULL, RT_OPT_REQUIRED,
@@ -60,7 +43,7 @@ static int parse(int argc, char **argv, infer_opts *o, rt_error *err)
     rt_opt_group g[] = {
         {.opts = infer_options, .dest = o},
         {.title = "corpus options", .opts = rt_corpus_option_table, .dest = &o->corpus}};
-    int rc = rt_opts_parse(&infer_doc, g, 2, argc, argv, NULL, err);
+    int rc = rt_opts_parse(&rotor_doc_infer, g, 2, argc, argv, NULL, err);
     if (rc == 0 && o->quiet)
         rt_log_level = RT_LOG_WARN;
     return rc;

@@ -84,19 +84,6 @@ typedef struct launch_opts {
     int timeout_s;     /* 0 = none */
 } launch_opts;
 
-static const rt_command_doc launch_doc = {
-    .name = "launch",
-    .summary = "start P local processes of a command on loopback",
-    .usage = "-n P [--base-port N] [--timeout S] [--] CMD [ARGS...]",
-    .about = "Run P local copies of CMD as ranks 0..P-1 of one group on loopback.  Each gets "
-             "ROTOR_RANK, ROTOR_SIZE, ROTOR_LOCAL_RANK, ROTOR_LOCAL_SIZE, ROTOR_HOSTFILE and "
-             "ROTOR_TOKEN, a secret made for this job (or the launcher's own ROTOR_TOKEN); "
-             "their output lines are prefixed with \"[rank] \".  When one rank fails, the "
-             "others get 5 s to exit, then are terminated; a rank stopped for 12 s is killed; "
-             "the ranks die with the launcher, which leaves no files behind.  The exit status "
-             "is the first failure's, 0 when every rank exited 0.",
-};
-
 static const rt_opt launch_options[] = {
     RT_INT_OPT("np", 'n', launch_opts, np, "P", NULL, 1, MAX_RANKS, RT_OPT_REQUIRED,
                "number of ranks"),
@@ -495,7 +482,7 @@ int cmd_launch(int argc, char **argv)
     launch_opts o = {0};
     rt_error err = {0};
     rt_opt_group g = {.opts = launch_options, .dest = &o};
-    int i, rc = rt_opts_parse(&launch_doc, &g, 1, argc, argv, &i, &err);
+    int i, rc = rt_opts_parse(&rotor_doc_launch, &g, 1, argc, argv, &i, &err);
     if (rc == 1)
         return RT_EXIT_OK;
     if (rc == 0 && i >= argc)

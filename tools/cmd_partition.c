@@ -19,27 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const rt_command_doc partition_doc = {
-    .name = "partition",
-    .summary = "cut data into blocks and precompute the rotation schedule",
-    .usage = "--input FILE [--test FILE | --test-fraction F] [--format FMT]\n"
-             " --nodes P --threads T [--pipeline C] [--seed S] [--balance greedy|random]\n"
-             " --out DIR [--force]\n"
-             "--app lda --input PATH [--format FMT] [--vocab FILE] [--stopwords FILE]\n"
-             " [--min-count N] [--test-fraction F] --nodes P --threads T ... --out DIR\n"
-             "--verify DIR",
-    .about = "Cut a ratings matrix (or with --app lda a corpus: documents x words) into P*T row "
-             "blocks and C*P*T column blocks, balance them and precompute the rotation schedule; "
-             "write the plan directory DIR.\n\n"
-             "Ratings formats: triplets 'user item rating [timestamp]' (spaces or tabs), csv "
-             "(optional header), movielens-dat 'u::i::r[::t]', mm (MatrixMarket coordinate), "
-             "libmf (0-based 'u v r').\n\n"
-             "Corpus formats: uci (docword.*.txt: D, W, NNZ header; 'doc word count', 1-based), "
-             "lines ('docid docid w1 w2 ...', Yahoo!LDA / WarpLDA / STRADS), libsvm "
-             "('docid w:count ...'), ldac ('N w:count ...', Blei's lda-c; 0-based ids into "
-             "--vocab), text (raw text: one document per line, or a directory of files).",
-};
-
 static const rt_opt_choice partition_apps[] = {
     {"mf", PARTITION_MF}, {"lda", PARTITION_LDA}, {NULL, 0}};
 static const rt_opt_choice balance_methods[] = {
@@ -110,7 +89,7 @@ static int parse(int argc, char **argv, partition_opts *o, rt_error *err)
         {.title = "ratings options (--app mf)", .opts = partition_mf_options},
         {.title = "corpus options (--app lda)", .opts = rt_corpus_option_table},
         {.title = "--pipeline auto: the link and kernel", .opts = sim_link_options}};
-    int rc = rt_opts_parse(&partition_doc, g, 4, argc, argv, NULL, err);
+    int rc = rt_opts_parse(&rotor_doc_partition, g, 4, argc, argv, NULL, err);
     if (rc)
         return rc;
     /* The chosen kind fills o; the other kind's options are refused (it
@@ -122,7 +101,7 @@ static int parse(int argc, char **argv, partition_opts *o, rt_error *err)
                           .refuse =
                               lda ? "a ratings option (--app mf)" : "a corpus option (--app lda)"};
     g[3].dest = &o->link;
-    if (rt_opts_parse(&partition_doc, g, 4, argc, argv, NULL, err) ||
+    if (rt_opts_parse(&rotor_doc_partition, g, 4, argc, argv, NULL, err) ||
         parse_pipeline(o->pipeline_arg, &o->pipeline, err))
         return -1;
     if (o->quiet) /* progress and notes off; warnings and errors stay */

@@ -21,17 +21,6 @@ typedef struct plot_opts {
     int seconds, log_y, width, height;
 } plot_opts;
 
-static const rt_command_doc plot_doc = {
-    .name = "plot",
-    .summary = "convergence curves of training runs (--metrics files) as PNG or SVG",
-    .usage = "METRICS.json... --out FILE.png|FILE.svg [--x epoch|seconds] [--y KEYS] [...]",
-    .about = "Draw the convergence curves of training runs from the files `rotor train "
-             "--metrics FILE` writes (sgd-mf, cd-mf and lda); several runs are overlaid, each "
-             "labelled with its app and the settings that differ between the runs.\n\n"
-             "Needs gnuplot (Debian package gnuplot-nox); without it the command says so and "
-             "exits with status 1.",
-};
-
 static const rt_opt_choice x_axes[] = {{"epoch", 0}, {"seconds", 1}, {NULL, 0}};
 
 static const rt_opt plot_options[] = {
@@ -133,7 +122,7 @@ static int parse(int argc, char **argv, plot_opts *o, rt_error *err)
     }
     int opt_argc = split_args(argc, argv, o, opt_argv);
     rt_opt_group g = {.opts = plot_options, .dest = o};
-    int rc = rt_opts_parse(&plot_doc, &g, 1, opt_argc, opt_argv, NULL, err);
+    int rc = rt_opts_parse(&rotor_doc_plot, &g, 1, opt_argc, opt_argv, NULL, err);
     free(opt_argv);
     if (rc)
         return rc;

@@ -23,24 +23,6 @@ typedef struct recommend_opts {
     int no_exclude, json, quiet;
 } recommend_opts;
 
-static const rt_command_doc recommend_doc = {
-    .name = "recommend",
-    .summary = "the K best items for each user of a saved MF model",
-    .usage = "--model DIR --top K [--users FILE] [--exclude FILE | --no-exclude] [--out FILE] "
-             "[--threads T] [--json]",
-    .about = "For each user of the model (or each user listed in --users, one original id a "
-             "line) write the K items with the highest predicted scores that the user did not "
-             "have in training (read from the plan the model was trained on, or from the "
-             "ratings file --exclude; --no-exclude ranks every item).  Equal scores go to the "
-             "item the model numbered first.  Output: one line per recommendation, "
-             "`user<TAB>item<TAB>score<TAB>rank` (rank 1 = best), or with --json one JSON "
-             "object per user and line: {\"user\", \"items\", \"scores\"}.  A user with fewer "
-             "than K candidate items gets them all.\n\n"
-             "Users are scored in blocks of --batch users x all items on --threads threads, "
-             "so memory is bounded by the block.  Ids in --users the model does not know are "
-             "reported and skipped; if none is known that is an error.",
-};
-
 static const rt_opt recommend_options[] = {
     ROTOR_MODEL_OPT(recommend_opts, model, "rotor train --out"),
     RT_U32_OPT("top", 'k', recommend_opts, top, "K", NULL, 1, 100000, RT_OPT_REQUIRED,
@@ -295,7 +277,7 @@ int cmd_recommend(int argc, char **argv)
 {
     recommend_opts o = {0};
     rt_error err = {0};
-    if (rotor_parse_options(&recommend_doc, recommend_options, &o, argc, argv))
+    if (rotor_parse_options(&rotor_doc_recommend, recommend_options, &o, argc, argv))
         return RT_EXIT_OK;
     if (o.quiet && rt_log_level > RT_LOG_WARN) /* progress and summary off */
         rt_log_level = RT_LOG_WARN;

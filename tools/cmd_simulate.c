@@ -42,18 +42,6 @@ typedef struct sim_opts {
     int json;
 } sim_opts;
 
-static const rt_command_doc sim_doc = {
-    .name = "simulate",
-    .summary = "predict epoch time, stall and traffic of a schedule",
-    .usage = "--plan DIR --app APP [OPTIONS] [APP OPTIONS]\n"
-             "--app APP --rows R --cols C --nnz N --nodes N[,N...] [OPTIONS]",
-    .about = "Predict the epoch time, stall % and bytes per link of a rotation schedule on N "
-             "nodes x T threads, from a discrete-event model of the engine (sim/sim.h): per-cell "
-             "compute, ring passes with slots and credits, per-step collectives.  The shape comes "
-             "from a plan, or from sizes alone (uniform cells), which can sweep the node count.  "
-             "App options such as --rank K or --topics K are given as for rotor train.",
-};
-
 static const rt_opt_choice sim_collectives[] = {
     {"tree", RT_SIM_TREE}, {"star", RT_SIM_STAR}, {NULL, 0}};
 
@@ -129,14 +117,14 @@ static int parse_args(sim_opts *o, void **app_opts, int argc, char **argv, rt_er
     memset(o, 0, sizeof(*o));
     rt_opt_group own[] = {{.opts = sim_options, .dest = o},
                           {.title = "link and kernel", .opts = sim_link_options, .dest = &o->args}};
-    int rc = parse_with_app(&sim_doc, own, 2, &o->app, argc, argv, app_opts, err);
+    int rc = parse_with_app(&rotor_doc_simulate, own, 2, &o->app, argc, argv, app_opts, err);
     if (rc == 0 && o->calibrate_threads)
         o->calibrate = 2;
     if (rc == 0 && o->calibrate) { /* again, with the calibration run's length */
         int n;
         char **v = with_calibration_args(rt_apps[o->app]->name, argc, argv, &n);
         free(*app_opts);
-        rc = v ? parse_with_app(&sim_doc, own, 2, &o->app, n, v, app_opts, err)
+        rc = v ? parse_with_app(&rotor_doc_simulate, own, 2, &o->app, n, v, app_opts, err)
                : rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
         free(v);
     }

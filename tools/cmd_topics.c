@@ -12,15 +12,6 @@ typedef struct topics_opts {
     uint32_t top;
 } topics_opts;
 
-static const rt_command_doc topics_doc = {
-    .name = "topics",
-    .summary = "print the top words of a trained LDA model",
-    .usage = "--model DIR [--top N]",
-    .about = "Print the N most frequent words of every topic of an LDA model saved by "
-             "`rotor train --app lda --out DIR`, one line per topic: topic K (share of the "
-             "tokens): words...",
-};
-
 static const rt_opt topics_options[] = {
     ROTOR_MODEL_OPT(topics_opts, model, "rotor train --app lda --out"),
     RT_U32_OPT("top", 'n', topics_opts, top, "N", "10", 1, 1000000, 0, "words per topic"),
@@ -30,7 +21,7 @@ int cmd_topics(int argc, char **argv)
 {
     rt_error err = {0};
     topics_opts o = {0};
-    if (rotor_parse_options(&topics_doc, topics_options, &o, argc, argv))
+    if (rotor_parse_options(&rotor_doc_topics, topics_options, &o, argc, argv))
         return RT_EXIT_OK;
     const char *model = o.model;
     uint32_t top = o.top;

@@ -30,24 +30,6 @@ typedef struct train_opts {
     const char *resume; /* checkpoint root to resume from, or NULL */
 } train_opts;
 
-static const rt_command_doc train_doc = {
-    .name = "train",
-    .summary = "train a model by following a plan (sgd-mf, cd-mf, lda)",
-    .usage = "--plan DIR [--app sgd-mf|cd-mf|lda] [OPTIONS] [APP OPTIONS]",
-    .about = "Train a model by following a plan made by `rotor partition`.  Run it under "
-             "`rotor launch -n P -- rotor train ...`, mpirun or srun for P processes; the "
-             "plan's worker count must equal processes x threads.  The process's rank and the "
-             "process count come from --node and --nodes, else from rotor launch, Open MPI "
-             "(OMPI_COMM_WORLD_RANK/SIZE), PMIx (PMIX_RANK), MVAPICH2 (MV2_COMM_WORLD_RANK/SIZE), "
-             "PMI (PMI_RANK/SIZE), Flux (FLUX_TASK_RANK, FLUX_JOB_SIZE) or Slurm "
-             "(SLURM_PROCID/NTASKS), in that order, else 0 and 1.  Several processes need a job "
-             "secret (rotor launch makes one; else ROTOR_TOKEN or --token-file) or --insecure.  "
-             "All ranks must agree on the plan, the app and its options: a difference stops "
-             "every rank before training (exit 2), naming the option.",
-    .notes = "One log line per epoch: epoch, seconds, updates/s, train RMSE, test RMSE, stall % "
-             "(share of the epoch spent waiting for blocks to arrive).",
-};
-
 static const rt_opt_choice pin_modes[] = {
     {"auto", RT_PIN_AUTO}, {"yes", RT_PIN_YES}, {"no", RT_PIN_NO}, {NULL, 0}};
 
@@ -85,7 +67,7 @@ static int parse_args(train_opts *o, void **app_opts, int argc, char **argv, rt_
     link_opts_init(&o->link, RT_PEER_TIMEOUT_MS / 1000);
     rt_opt_group own[] = {{.opts = train_options, .dest = o},
                           {.title = "transport options", .opts = link_options, .dest = &o->link}};
-    int rc = parse_with_app(&train_doc, own, 2, &o->app, argc, argv, app_opts, err);
+    int rc = parse_with_app(&rotor_doc_train, own, 2, &o->app, argc, argv, app_opts, err);
     if (rc)
         return rc;
     link_opts_finish(&o->link);

@@ -21,11 +21,21 @@ int cmd_export(int argc, char **argv);     /* tools/cmd_export.c */
 int cmd_help(int argc, char **argv);       /* tools/cmd_help.c: help, man pages, completion */
 int cmd_version(void);                     /* tools/cmd_help.c: rotor --version */
 
+struct rt_command_doc;
+struct rt_opt;
+
+/* What each command says about itself (tools/command_docs.c): the text of
+ * its --help, its man page and its line in `rotor --help`. */
+extern const struct rt_command_doc rotor_doc_gen, rotor_doc_gen_mf, rotor_doc_gen_lda,
+    rotor_doc_partition, rotor_doc_train, rotor_doc_launch, rotor_doc_eval, rotor_doc_recommend,
+    rotor_doc_topics, rotor_doc_infer, rotor_doc_export, rotor_doc_plot, rotor_doc_bench_link,
+    rotor_doc_simulate, rotor_doc_help;
+
 /* The commands of `rotor` (tools/rotor.c), ending with a NULL name. */
 typedef struct rotor_command {
-    const char *name;
+    const char *name; /* the word that selects it: "export", or "mf" of `rotor gen mf` */
     int (*run)(int argc, char **argv);
-    const char *summary;
+    const struct rt_command_doc *doc; /* its summary, for the list of commands */
     const char *const *subs; /* subcommands with their own options (gen: mf, lda), or NULL */
 } rotor_command;
 extern const rotor_command rotor_commands[];
@@ -42,9 +52,6 @@ int rotor_dispatch(const rotor_command *cmds, void (*usage)(FILE *fp), int argc,
 #define ROTOR_MODEL_OPT(st, field, written_by)                                                     \
     RT_PATH_OPT("model", 'm', st, field, "DIR", NULL, RT_OPT_REQUIRED | RT_OPT_DIR,                \
                 "model directory written by " written_by)
-
-struct rt_command_doc;
-struct rt_opt;
 
 /* Parse the options of a command with one option table (ground/opts.h)
  * into dest.  Bad input prints the one-line message and exits 2.  Returns 1

@@ -12,6 +12,7 @@
  * and FILE.vocab.txt (word names w1 .. wV).  Everything depends only on
  * the seed. */
 #include "ground/ground.h"
+#include "tools/commands.h"
 #include "tools/guard.h"
 
 #include <math.h>
@@ -26,17 +27,6 @@ typedef struct gen_args {
     int fixed;
     const char *out;
 } gen_args;
-
-static const rt_command_doc gen_lda_doc = {
-    .name = "gen lda",
-    .summary = "generate a corpus from the LDA generative process",
-    .usage = "--docs D --vocab V --topics K --doc-len L --out FILE\n"
-             " [--alpha A] [--beta B] [--len-dist poisson|fixed] [--seed S]",
-    .about = "Draw a corpus from the LDA generative process: topics phi_k ~ Dirichlet(beta), "
-             "document mixtures theta_d ~ Dirichlet(alpha), lengths fixed or Poisson(L).  "
-             "Writes FILE (UCI docword), FILE.topics.npy (the true K x V topic-word matrix), "
-             "FILE.mixtures.npy (the true D x K document mixtures) and FILE.vocab.txt.",
-};
 
 static const rt_opt_choice len_dists[] = {{"poisson", 0}, {"fixed", 1}, {NULL, 0}};
 
@@ -62,7 +52,7 @@ static int parse(int argc, char **argv, gen_args *g, rt_error *err)
 {
     memset(g, 0, sizeof(*g));
     rt_opt_group group = {.opts = gen_lda_options, .dest = g};
-    return rt_opts_parse(&gen_lda_doc, &group, 1, argc, argv, NULL, err);
+    return rt_opts_parse(&rotor_doc_gen_lda, &group, 1, argc, argv, NULL, err);
 }
 
 /* Dirichlet(a) of dimension n into p (double), via normalised gammas. */

@@ -29,17 +29,6 @@ typedef struct gen_opts {
     const char *out, *test_out;
 } gen_opts;
 
-static const rt_command_doc gen_mf_doc = {
-    .name = "gen mf",
-    .summary = "generate ratings with a planted low-rank structure",
-    .usage = "--rows R --cols C --nnz N [--rank K] [--noise SIGMA] [--powerlaw ALPHA]\n"
-             " [--seed S] --out FILE [--test-out FILE --test-fraction F]",
-    .about = "Planted low-rank ratings: rating = w_u . h_i + SIGMA * N(0,1), factor entries "
-             "N(0, 1/sqrt(K)); distinct (u, i) pairs; every row and column has a training "
-             "rating.  Writes 'u i r' lines (1-based ids) and FILE.truth.json ('-' for FILE or "
-             "the test file: standard output, without the truth file).",
-};
-
 static const rt_opt gen_mf_options[] = {
     RT_U64_OPT("rows", 0, gen_opts, rows, "R", NULL, 1, UINT32_MAX, RT_OPT_REQUIRED,
                "rows (users)"),
@@ -71,7 +60,7 @@ static int bad(const char *what, const char *arg)
 static int parse(int argc, char **argv, gen_opts *o)
 {
     memset(o, 0, sizeof(*o));
-    if (rotor_parse_options(&gen_mf_doc, gen_mf_options, o, argc, argv))
+    if (rotor_parse_options(&rotor_doc_gen_mf, gen_mf_options, o, argc, argv))
         return 1;
     if (!!o->test_out != (o->test_fraction > 0))
         return bad("give both or neither of", "--test-out and --test-fraction");

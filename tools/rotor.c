@@ -8,22 +8,20 @@
 
 static const char *const gen_subs[] = {"mf", "lda", NULL};
 
-const rotor_command rotor_commands[] = {
-    {"gen", cmd_gen, "generate data with planted structure (gen mf | gen lda)", gen_subs},
-    {"partition", cmd_partition, "cut data into blocks and precompute the rotation schedule", NULL},
-    {"train", cmd_train, "train a model by following a plan (sgd-mf, cd-mf, lda)", NULL},
-    {"launch", cmd_launch, "start P local processes of a command on loopback", NULL},
-    {"eval", cmd_eval, "score a saved MF model on a ratings file", NULL},
-    {"recommend", cmd_recommend, "the K best items for each user of a saved MF model", NULL},
-    {"topics", cmd_topics, "print the top words of a trained LDA model", NULL},
-    {"infer", cmd_infer, "topic mixtures of new documents under a trained LDA model", NULL},
-    {"export", cmd_export, "merge a saved model's per-rank parts into single files", NULL},
-    {"plot", cmd_plot, "convergence curves of training runs (--metrics files) as PNG or SVG", NULL},
-    {"bench-link", cmd_bench_link, "latency and bandwidth of the transport (like perftest)", NULL},
-    {"simulate", cmd_simulate, "predict epoch time, stall and traffic of a schedule on N nodes",
-     NULL},
-    {"help", cmd_help, "help, man pages (--man) and bash completion (--completion)", NULL},
-    {NULL, NULL, NULL, NULL}};
+const rotor_command rotor_commands[] = {{"gen", cmd_gen, &rotor_doc_gen, gen_subs},
+                                        {"partition", cmd_partition, &rotor_doc_partition, NULL},
+                                        {"train", cmd_train, &rotor_doc_train, NULL},
+                                        {"launch", cmd_launch, &rotor_doc_launch, NULL},
+                                        {"eval", cmd_eval, &rotor_doc_eval, NULL},
+                                        {"recommend", cmd_recommend, &rotor_doc_recommend, NULL},
+                                        {"topics", cmd_topics, &rotor_doc_topics, NULL},
+                                        {"infer", cmd_infer, &rotor_doc_infer, NULL},
+                                        {"export", cmd_export, &rotor_doc_export, NULL},
+                                        {"plot", cmd_plot, &rotor_doc_plot, NULL},
+                                        {"bench-link", cmd_bench_link, &rotor_doc_bench_link, NULL},
+                                        {"simulate", cmd_simulate, &rotor_doc_simulate, NULL},
+                                        {"help", cmd_help, &rotor_doc_help, NULL},
+                                        {NULL, NULL, NULL, NULL}};
 
 void rotor_usage(FILE *fp)
 {
@@ -32,7 +30,7 @@ void rotor_usage(FILE *fp)
                 "Scheduled model-parallel training of matrix factorisation and LDA.\n\n"
                 "commands:\n");
     for (const rotor_command *c = rotor_commands; c->name; c++)
-        fprintf(fp, "  %-11s %s\n", c->name, c->summary);
+        fprintf(fp, "  %-11s %s\n", c->name, c->doc->summary);
     fprintf(fp, "\n'rotor COMMAND --help' describes each command.\n");
 }
 
