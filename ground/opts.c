@@ -540,6 +540,16 @@ static void help_option(FILE *fp, const rt_opt *o)
     wrap(fp, line, HELP_COLUMN, HELP_COLUMN);
 }
 
+/* A paragraph of the help's prose (about, notes) after a blank line, when
+ * there is text. */
+static void help_prose(FILE *fp, const char *text)
+{
+    if (!text)
+        return;
+    fputc('\n', fp);
+    wrap(fp, text, 0, 0);
+}
+
 void rt_opts_help(FILE *fp, const rt_command_doc *doc, const rt_opt_group *groups, size_t n_groups)
 {
     if (doc) {
@@ -556,10 +566,7 @@ void rt_opts_help(FILE *fp, const rt_command_doc *doc, const rt_opt_group *group
                         u);
             u += len + (u[len] == '\n');
         }
-        if (doc->about) {
-            fputc('\n', fp);
-            wrap(fp, doc->about, 0, 0);
-        }
+        help_prose(fp, doc->about);
     }
     for (size_t i = 0; i < n_groups; i++) {
         fprintf(fp, "\n%s:\n", groups[i].title ? groups[i].title : "options");
@@ -570,10 +577,7 @@ void rt_opts_help(FILE *fp, const rt_command_doc *doc, const rt_opt_group *group
     }
     if (!n_groups)
         fprintf(fp, "\noptions:\n  -h, --help%*sprint this help and exit\n", HELP_COLUMN - 12, "");
-    if (doc && doc->notes) {
-        fputc('\n', fp);
-        wrap(fp, doc->notes, 0, 0);
-    }
+    help_prose(fp, doc ? doc->notes : NULL);
 }
 
 /* ------------------------------------------------------------ man page */
@@ -623,6 +627,16 @@ static void man_option(FILE *fp, const rt_opt *o)
     fputc('\n', fp);
 }
 
+/* A man page section of prose (DESCRIPTION, NOTES), when there is text. */
+static void man_prose(FILE *fp, const char *heading, const char *text)
+{
+    if (!text)
+        return;
+    fprintf(fp, ".SH %s\n", heading);
+    roff(fp, text, 1);
+    fputc('\n', fp);
+}
+
 void rt_opts_man(FILE *fp, const rt_command_doc *doc, const rt_opt_group *groups, size_t n_groups)
 {
     char title[128];
@@ -654,11 +668,7 @@ void rt_opts_man(FILE *fp, const rt_command_doc *doc, const rt_opt_group *groups
         u += len + (u[len] == '\n');
     }
     fputs(".fi\n", fp);
-    if (doc && doc->about) {
-        fputs(".SH DESCRIPTION\n", fp);
-        roff(fp, doc->about, 1);
-        fputc('\n', fp);
-    }
+    man_prose(fp, "DESCRIPTION", doc ? doc->about : NULL);
     fputs(".SH OPTIONS\n", fp);
     for (size_t i = 0; i < n_groups; i++) {
         if (i > 0) {
@@ -671,11 +681,7 @@ void rt_opts_man(FILE *fp, const rt_command_doc *doc, const rt_opt_group *groups
         if (i == 0)
             fputs(".TP\n\\fB\\-h\\fR, \\fB\\-\\-help\\fR\nprint this help and exit\n", fp);
     }
-    if (doc && doc->notes) {
-        fputs(".SH NOTES\n", fp);
-        roff(fp, doc->notes, 1);
-        fputc('\n', fp);
-    }
+    man_prose(fp, "NOTES", doc ? doc->notes : NULL);
     fputs(".SH SEE ALSO\n\\fBrotor\\fR(1)\n", fp);
 }
 

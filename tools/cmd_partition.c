@@ -121,8 +121,7 @@ static int parse(int argc, char **argv, partition_opts *o, rt_error *err)
     return 0;
 }
 
-/* The command line as typed, quoted for a shell where needed. */
-static char *command_line(int argc, char **argv)
+char *partition_command_line(int argc, char **argv)
 {
     size_t cap = 32;
     for (int i = 0; i < argc; i++)
@@ -147,6 +146,19 @@ static char *command_line(int argc, char **argv)
         *p = '\0';
     }
     return s;
+}
+
+int partition_plan_options(const partition_opts *o, const char *command_line, double cols,
+                           double work, rt_plan_options *po, rt_error *err)
+{
+    *po = (rt_plan_options){.nodes = o->nodes,
+                            .threads = o->threads,
+                            .pipeline = o->pipeline,
+                            .seed = o->seed,
+                            .balance = (rt_balance)o->balance,
+                            .force = o->force,
+                            .command_line = command_line};
+    return po->pipeline ? 0 : partition_auto_pipeline(o, cols, work, &po->pipeline, err);
 }
 
 static int verify(const char *dir, rt_error *err)
@@ -246,7 +258,7 @@ static int run(int argc, char **argv, const partition_opts *o, rt_error *err)
     data d;
     memset(&d, 0, sizeof(d));
     int rc = load(o, &d, err);
-    char *cmd = command_line(argc, argv);
+    char *cmd = partition_command_line(argc, argv);
     if (rc == 0) {
         rt_plan_source src[2] = {
             {"train", o->input, rt_rating_format_name(d.st_train.format), d.st_train.lines,
@@ -261,22 +273,14 @@ static int run(int argc, char **argv, const partition_opts *o, rt_error *err)
                             .rows = &d.rows,
                             .cols = &d.cols,
                             .test = &d.test};
-        uint32_t pipeline = o->pipeline;
-        if (pipeline == 0)
-            rc = partition_auto_pipeline(o, (double)d.cols.n, (double)d.train.n, &pipeline, err);
-        rt_plan_options po = {.nodes = o->nodes,
-                              .threads = o->threads,
-                              .pipeline = pipeline,
-                              .seed = o->seed,
-                              .balance = (rt_balance)o->balance,
-                              .force = o->force,
-                              .command_line = cmd,
-                              .sources = src,
-                              .n_sources = o->test ? 2 : 1,
-                              .counts = counts,
-                              .n_counts = 1,
-                              .before_commit = side_files,
-                              .before_commit_ctx = &in};
+        rt_plan_options po;
+        rc = partition_plan_options(o, cmd, (double)d.cols.n, (double)d.train.n, &po, err);
+        po.sources = src;
+        po.n_sources = o->test ? 2 : 1;
+        po.counts = counts;
+        po.n_counts = 1;
+        po.before_commit = side_files;
+        po.before_commit_ctx = &in;
         if (rc == 0)
             rc = rt_plan_write(o->out, &in, &po, NULL, err);
     }

@@ -90,7 +90,7 @@ static int write_side_files(const char *dir, uint64_t plan_id, void *ctx, rt_err
     return rt_outfile_commit(&of, err);
 }
 
-static int run(lda_part *p, const partition_opts *a, int argc, char **argv, rt_error *err)
+static int run(lda_part *p, const partition_opts *a, const char *cmdline, rt_error *err)
 {
     double t0 = rt_now();
     if (rt_corpus_read(a->input, &a->corpus, &p->c, err))
@@ -103,12 +103,6 @@ static int run(lda_part *p, const partition_opts *a, int argc, char **argv, rt_e
             (unsigned long long)p->test_rows.n, (unsigned long long)p->test_tokens,
             (unsigned long long)p->c.n_words, (unsigned long long)(p->c.n_tokens - p->test_tokens),
             rt_now() - t0);
-    char cmdline[4096];
-    size_t len = 0;
-    cmdline[0] = '\0';
-    for (int i = 0; i < argc && len + 1 < sizeof(cmdline); i++)
-        len +=
-            (size_t)snprintf(cmdline + len, sizeof(cmdline) - len, "%s%s", i ? " " : "", argv[i]);
     rt_plan_source src[2] = {{.role = "train",
                               .path = a->input,
                               .format = rt_corpus_format_name(p->c.format),
@@ -123,24 +117,16 @@ static int run(lda_part *p, const partition_opts *a, int argc, char **argv, rt_e
                         .cols = &p->c.words,
                         .test = p->test.n ? &p->test : NULL,
                         .test_rows = p->test.n ? &p->test_rows : NULL};
-    uint32_t pipeline = a->pipeline;
-    if (pipeline == 0 &&
-        partition_auto_pipeline(a, (double)p->c.n_words, (double)(p->c.n_tokens - p->test_tokens),
-                                &pipeline, err))
+    rt_plan_options po;
+    if (partition_plan_options(a, cmdline, (double)p->c.n_words,
+                               (double)(p->c.n_tokens - p->test_tokens), &po, err))
         return -1;
-    rt_plan_options po = {.nodes = a->nodes,
-                          .threads = a->threads,
-                          .pipeline = pipeline,
-                          .seed = a->seed,
-                          .balance = (rt_balance)a->balance,
-                          .force = a->force,
-                          .command_line = cmdline,
-                          .sources = src,
-                          .n_sources = a->corpus.vocab ? 2 : 1,
-                          .counts = counts,
-                          .n_counts = 3,
-                          .before_commit = write_side_files,
-                          .before_commit_ctx = p};
+    po.sources = src;
+    po.n_sources = a->corpus.vocab ? 2 : 1;
+    po.counts = counts;
+    po.n_counts = 3;
+    po.before_commit = write_side_files;
+    po.before_commit_ctx = p;
     rt_plan_summary sum;
     p->in = &in;
     if (rt_plan_write(a->out, &in, &po, &sum, err))
@@ -164,7 +150,9 @@ int partition_lda(const partition_opts *a, int argc, char **argv, rt_error *err)
     rt_idmap_init(&p.test_rows);
     rt_triplets_init(&p.train);
     rt_triplets_init(&p.test);
-    int rc = run(&p, a, argc, argv, err);
+    char *cmdline = partition_command_line(argc, argv);
+    int rc = run(&p, a, cmdline, err);
+    free(cmdline);
     rt_corpus_free(&p.c);
     rt_idmap_free(&p.rows);
     rt_idmap_free(&p.test_rows);

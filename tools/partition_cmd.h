@@ -34,6 +34,18 @@ typedef struct partition_opts {
 int partition_auto_pipeline(const partition_opts *o, double cols, double work, uint32_t *pipeline,
                             rt_error *err);
 
+/* The command line as typed ("rotor partition ..."), quoted for a shell
+ * where needed, as plan.json records it; malloc'd, NULL when out of memory. */
+char *partition_command_line(int argc, char **argv);
+
+/* The plan options that come from the command line, the same for ratings
+ * and corpora: nodes, threads, seed, balance, force, the command line, and
+ * the pipeline factor (--pipeline auto: chosen for cols columns and work
+ * ratings or tokens).  The caller adds its sources, counts and side files.
+ * 0, or -1 with err (*po is set either way). */
+int partition_plan_options(const partition_opts *o, const char *command_line, double cols,
+                           double work, rt_plan_options *po, rt_error *err);
+
 /* Read the corpus, hold out documents and write the plan (--app lda). */
 int partition_lda(const partition_opts *o, int argc, char **argv, rt_error *err);
 
