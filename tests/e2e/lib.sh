@@ -52,6 +52,10 @@ shared_data() { # shared_data ml-100k/u1.base
     echo "$dst"
 }
 
+# json_int KEY FILE: the first integer value of "KEY" in a pretty-printed
+# JSON file (plan.json).
+json_int() { grep -m1 "\"$1\":" "$2" | tr -dc '0-9'; }
+
 # Pull "test_rmse X" of the last epoch line out of a log.
 last_test_rmse() { grep -o 'test_rmse [0-9.]*' "$1" | tail -1 | awk '{print $2}'; }
 

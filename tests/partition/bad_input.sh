@@ -1,11 +1,8 @@
 #!/bin/bash
 # Bad input to `rotor partition`: exit status 2, ONE line
 # "rotor: error: FILE:LINE: what", and no plan directory (or temporary) left.
-set -u
-: "${ROTOR:?set ROTOR to the rotor binary}"
-T=$(mktemp -d /tmp/rotor-bad-input-XXXXXX)
-trap 'rm -rf "$T"' EXIT
-cd "$T" || exit 1
+source "$(dirname "$0")/../e2e/lib.sh"
+cd "$TMP"
 fails=0
 
 # expect_fail NAME PATTERN -- ARGS...: rc 2, one stderr line matching PATTERN, no plan.
@@ -13,9 +10,8 @@ expect_fail() {
     local name=$1 pattern=$2
     shift 3
     rm -rf plan plan.tmp-* err
-    ROTOR_LOG=warn "$ROTOR" partition "$@" --nodes 2 --threads 1 --out plan 2>err
-    local rc=$?
-    local lines
+    local rc=0 lines
+    ROTOR_LOG=warn "$ROTOR" partition "$@" --nodes 2 --threads 1 --out plan 2>err || rc=$?
     lines=$(wc -l <err)
     if [ $rc -ne 2 ]; then
         echo "FAIL $name: exit status $rc, want 2"; fails=$((fails + 1))
@@ -23,6 +19,18 @@ expect_fail() {
         echo "FAIL $name: stderr does not match '$pattern':"; cat err; fails=$((fails + 1))
     elif [ -e plan ] || compgen -G 'plan.tmp-*' >/dev/null; then
         echo "FAIL $name: a plan directory was left behind"; fails=$((fails + 1))
+    else
+        echo "ok   $name: $(cat err)"
+    fi
+}
+
+# expect_verify_fails NAME DIR PATTERN: `partition --verify DIR` exits 2 and
+# its stderr matches PATTERN.
+expect_verify_fails() {
+    local name=$1 rc=0
+    "$ROTOR" partition --verify "$2" >/dev/null 2>err || rc=$?
+    if [ $rc -ne 2 ] || ! grep -q "$3" err; then
+        echo "FAIL $name: rc $rc"; cat err; fails=$((fails + 1))
     else
         echo "ok   $name: $(cat err)"
     fi
@@ -53,8 +61,8 @@ expect_fail both-tests 'partition: --test and --test-fraction' -- --input good.t
 
 # An existing output directory is refused without --force (and left alone).
 mkdir plan2 && echo keep >plan2/file
-"$ROTOR" partition --input good.txt --nodes 1 --threads 1 --out plan2 2>err
-rc=$?
+rc=0
+"$ROTOR" partition --input good.txt --nodes 1 --threads 1 --out plan2 2>err || rc=$?
 if [ $rc -ne 2 ] || ! grep -q 'plan2: already exists' err || [ "$(cat plan2/file)" != keep ]; then
     echo "FAIL existing-dir: rc $rc"; cat err; fails=$((fails + 1))
 else
@@ -69,31 +77,13 @@ cp -r okplan flipped
 size=$(stat -c %s flipped/shard-00001.bin)
 # a byte inside the first section (72-byte header + 4 x 32-byte table, aligned to 256)
 printf '\x7f' | dd of=flipped/shard-00001.bin bs=1 seek=260 conv=notrunc 2>/dev/null
-"$ROTOR" partition --verify flipped >/dev/null 2>err
-rc=$?
-if [ $rc -ne 2 ] || ! grep -q 'flipped/shard-00001.bin: section 10: section checksum mismatch' err; then
-    echo "FAIL corrupted-shard: rc $rc"; cat err; fails=$((fails + 1))
-else
-    echo "ok   corrupted-shard: $(cat err)"
-fi
+expect_verify_fails corrupted-shard flipped 'flipped/shard-00001.bin: section 10: section checksum mismatch'
 cp -r okplan padded
 printf '\x01' | dd of=padded/shard-00001.bin bs=1 seek=$((size - 3)) conv=notrunc 2>/dev/null
-"$ROTOR" partition --verify padded >/dev/null 2>err
-rc=$?
-if [ $rc -ne 2 ] || ! grep -q 'padded/shard-00001.bin: .*corrupted padding' err; then
-    echo "FAIL corrupted-padding: rc $rc"; cat err; fails=$((fails + 1))
-else
-    echo "ok   corrupted-padding: $(cat err)"
-fi
+expect_verify_fails corrupted-padding padded 'padded/shard-00001.bin: .*corrupted padding'
 cp -r okplan cut
 truncate -s $((size - 8)) cut/shard-00000.bin
-"$ROTOR" partition --verify cut >/dev/null 2>err
-rc=$?
-if [ $rc -ne 2 ] || ! grep -q 'cut/shard-00000.bin: .*truncated' err; then
-    echo "FAIL truncated-shard: rc $rc"; cat err; fails=$((fails + 1))
-else
-    echo "ok   truncated-shard: $(cat err)"
-fi
+expect_verify_fails truncated-shard cut 'cut/shard-00000.bin: .*truncated'
 
 [ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "all bad-input cases ok"
