@@ -266,6 +266,11 @@ static int report(cd_app *a, rt_engine *eng, rt_error *err)
             "bytes_moved", (json_int_t)a->bytes, "rotations", (json_int_t)a->rotations);
         if (rt_metrics_epoch(&a->metrics, rec, err))
             return -1;
+        if (a->core.stop)
+            rt_info("cd-mf: early stop after outer %llu: no better validation RMSE in the last %u "
+                    "outer iterations; the model kept is outer %llu's (valid_rmse %.6f)",
+                    (unsigned long long)m->outer, a->o.mf.early_stop,
+                    (unsigned long long)a->core.best_outer, a->core.best_valid);
     }
     a->stall_frac = 0;
     a->bytes = 0;

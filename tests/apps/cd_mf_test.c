@@ -40,7 +40,50 @@ typedef struct run_out {
     uint32_t n_outer;
     float *W; /* k x n_rows, rank-major, global row order */
     float *H; /* k x n_cols */
+    /* What the app saves (cd_core_saved_*: the best by validation when there
+     * is a validation set), in the same layout, biases by global id. */
+    float *saved_W, *saved_H, *saved_row_bias, *saved_col_bias;
 } run_out;
+
+/* The factors of the emulated nodes in global order: the current ones into
+ * W/H, the saved ones (and their biases) into the saved_* arrays. */
+static void gather(const toy *t, cd_core *cores, uint32_t per_node, const uint32_t *home,
+                   uint32_t k, run_out *out)
+{
+    const rt_plan *p = &t->plan;
+    size_t nw = (size_t)p->n_rows * k, nh = (size_t)p->n_cols * k;
+    out->W = calloc(nw, sizeof(float)), out->saved_W = calloc(nw, sizeof(float));
+    out->H = calloc(nh, sizeof(float)), out->saved_H = calloc(nh, sizeof(float));
+    out->saved_row_bias = calloc(p->n_rows, sizeof(float));
+    out->saved_col_bias = calloc(p->n_cols, sizeof(float));
+    for (uint32_t w = 0; w < p->workers; w++) {
+        cd_core *c = &cores[w / per_node];
+        const cd_worker *cw = &c->workers[w % per_node];
+        const float *sU = cd_core_saved_U(c, w % per_node),
+                    *sb = cd_core_saved_row_bias(c, w % per_node);
+        for (uint32_t i = 0; i < cw->n_rows; i++) {
+            uint32_t g = cw->shard->row_ids[i];
+            out->saved_row_bias[g] = sb[i];
+            for (uint32_t r = 0; r < k; r++) {
+                out->W[(size_t)r * p->n_rows + g] = cw->U[(size_t)r * cw->n_rows + i];
+                out->saved_W[(size_t)r * p->n_rows + g] = sU[(size_t)r * cw->n_rows + i];
+            }
+        }
+    }
+    for (uint32_t b = 0; b < p->blocks; b++) {
+        cd_core *c = &cores[home[b]];
+        const cd_block *bl = &c->blocks[b];
+        const float *sV = cd_core_saved_V(c, b), *sb = cd_core_saved_col_bias(c, b);
+        const uint32_t *cols = p->block_col_ids + p->block_col_offset[b];
+        for (uint32_t j = 0; j < bl->n_cols; j++) {
+            out->saved_col_bias[cols[j]] = sb[j];
+            for (uint32_t r = 0; r < k; r++) {
+                out->H[(size_t)r * p->n_cols + cols[j]] = bl->V[(size_t)r * bl->n_cols + j];
+                out->saved_H[(size_t)r * p->n_cols + cols[j]] = sV[(size_t)r * bl->n_cols + j];
+            }
+        }
+    }
+}
 
 static void replay(toy *t, const cd_opts *o, uint32_t nodes, run_out *out)
 {
@@ -110,23 +153,7 @@ static void replay(toy *t, const cd_opts *o, uint32_t nodes, run_out *out)
         done = cd_core_done(&cores[0]);
     }
 
-    uint32_t k = o->mf.k;
-    out->W = calloc((size_t)p->n_rows * k, sizeof(float));
-    out->H = calloc((size_t)p->n_cols * k, sizeof(float));
-    for (uint32_t w = 0; w < W; w++) {
-        cd_worker *cw = &cores[w / per_node].workers[w % per_node];
-        for (uint32_t i = 0; i < cw->n_rows; i++)
-            for (uint32_t r = 0; r < k; r++)
-                out->W[(size_t)r * p->n_rows + cw->shard->row_ids[i]] =
-                    cw->U[(size_t)r * cw->n_rows + i];
-    }
-    for (uint32_t b = 0; b < B; b++) {
-        cd_block *bl = &cores[home[b]].blocks[b];
-        const uint32_t *cols = p->block_col_ids + p->block_col_offset[b];
-        for (uint32_t j = 0; j < bl->n_cols; j++)
-            for (uint32_t r = 0; r < k; r++)
-                out->H[(size_t)r * p->n_cols + cols[j]] = bl->V[(size_t)r * bl->n_cols + j];
-    }
+    gather(t, cores, per_node, home, o->mf.k, out);
     for (uint32_t n = 0; n < nodes; n++)
         cd_core_free(&cores[n]);
     for (uint32_t b = 0; b < B; b++)
@@ -138,6 +165,7 @@ static void run_out_free(run_out *r)
 {
     free(r->W);
     free(r->H);
+    free(r->saved_W), free(r->saved_H), free(r->saved_row_bias), free(r->saved_col_bias);
 }
 
 static double rel(double a, double b)
@@ -535,27 +563,47 @@ static void test_implicit_split_is_bit_identical(void **state)
     split_is_bit_identical(o);
 }
 
-/* With a validation set and --early-stop 2, an overfitting run (lambda 0,
- * rank 8 on a rank-3 problem) stops two outer iterations after its best
- * validation RMSE, which is the smallest one logged. */
+/* With a validation set and --early-stop 2, an overfitting run (lambda
+ * 0.003, rank 6 on a rank-3 problem) stops two outer iterations after its best
+ * validation RMSE, which is the smallest one logged; the model it saves is
+ * that best one: bit for bit the last model of a run of exactly best_outer
+ * outer iterations on the same validation split, and not its own last one. */
 static void test_validation_early_stop(void **state)
 {
     (void)state;
     toy t;
     toy_make(&t, 48, 40, 4, 2, 2, 0.35, 7);
-    cd_opts o = opts(8, 16, 3, 0.0, 11);
+    cd_opts o = opts(6, 16, 1, 0.003, 11);
     o.mf.valid_fraction = 0.25;
     o.mf.early_stop = 2;
     run_out got;
     replay(&t, &o, 2, &got);
-    assert_true(got.n_outer < 16);
     const cd_metrics *last = &got.m[got.n_outer - 1];
-    assert_int_equal(last->best_outer + 2, got.n_outer);
+    /* The epoch it stops at, fixed by the data and the seed: a change in
+     * the stopping rule or in the validation split shows here. */
+    assert_int_equal(got.n_outer, 4);
+    assert_int_equal(last->best_outer, 2);
     for (uint32_t x = 0; x < got.n_outer; x++) {
         assert_true(isfinite(got.m[x].valid_rmse));
-        assert_true(got.m[x].valid_rmse >= got.m[last->best_outer - 1].valid_rmse);
+        if (x + 1 != last->best_outer)
+            assert_true(got.m[x].valid_rmse > got.m[last->best_outer - 1].valid_rmse);
     }
+
+    cd_opts upto = o;
+    upto.outer = (uint32_t)last->best_outer;
+    upto.mf.early_stop = 0;
+    run_out best;
+    replay(&t, &upto, 1, &best);
+    assert_int_equal(best.n_outer, last->best_outer);
+    size_t nw = (size_t)t.plan.n_rows * o.mf.k * sizeof(float),
+           nh = (size_t)t.plan.n_cols * o.mf.k * sizeof(float);
+    assert_memory_equal(got.saved_W, best.W, nw);
+    assert_memory_equal(got.saved_H, best.H, nh);
+    assert_memory_equal(got.saved_row_bias, best.saved_row_bias, t.plan.n_rows * sizeof(float));
+    assert_memory_equal(got.saved_col_bias, best.saved_col_bias, t.plan.n_cols * sizeof(float));
+    assert_true(memcmp(got.saved_H, got.H, nh) != 0); /* training went on past the best */
     run_out_free(&got);
+    run_out_free(&best);
     toy_free(&t);
 }
 

@@ -15,8 +15,8 @@ cd_mf_need_reference() {
 }
 
 # Planted data and a 2-node x 2-thread plan under $TMP (data.txt, test.txt, plan/).
-cd_mf_planted_plan() { # cd_mf_planted_plan ROWS COLS NNZ TRUE_RANK
-    "$ROTOR" gen mf --rows "$1" --cols "$2" --nnz "$3" --rank "$4" --noise 0.1 --seed 3 \
+cd_mf_planted_plan() { # cd_mf_planted_plan ROWS COLS NNZ TRUE_RANK [NOISE (0.1)]
+    "$ROTOR" gen mf --rows "$1" --cols "$2" --nnz "$3" --rank "$4" --noise "${5:-0.1}" --seed 3 \
         --out "$TMP/data.txt" --test-out "$TMP/test.txt" --test-fraction 0.1 2>"$TMP/gen.log" ||
         { cat "$TMP/gen.log" >&2; fail "rotor gen mf failed"; }
     "$ROTOR" partition --input "$TMP/data.txt" --test "$TMP/test.txt" --nodes 2 --threads 2 \
