@@ -410,7 +410,6 @@ static uint64_t cd_outer_done(const void *p)
 }
 
 static const rt_app_ops cd_ops = {
-    .name = "cd-mf",
     .block_home = cd_block_home,
     .visit = cd_visit,
     .step_end = NULL,

@@ -237,7 +237,6 @@ static int lda_state_io(void *p, rt_state_io *io, rt_error *err)
 }
 
 static const rt_app_ops lda_ops = {
-    .name = "lda",
     .block_home = lda_block_home,
     .visit = lda_visit,
     .step_end = lda_step_end,

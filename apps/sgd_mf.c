@@ -253,7 +253,6 @@ static int sgd_state_io(void *p, rt_state_io *io, rt_error *err)
 }
 
 static const rt_app_ops sgd_ops = {
-    .name = "sgd-mf",
     .block_home = sgd_block_home,
     .visit = sgd_visit,
     .step_end = NULL,

@@ -101,7 +101,6 @@ typedef struct rt_rotation_stats {
 } rt_rotation_stats;
 
 typedef struct rt_app_ops {
-    const char *name;
     /* Orchestrating thread, block at home.  Write/refresh the payload (at most
      * slot_bytes) and set *len.  Required. */
     int (*block_home)(void *app, uint32_t block, uint64_t rotation, void *payload, size_t *len,

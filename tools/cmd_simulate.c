@@ -275,7 +275,6 @@ static int calib_rotation_end(void *p, rt_engine *eng, uint64_t rot, const rt_ro
 }
 
 static const rt_app_ops calib_ops = {
-    .name = "calibrate",
     .block_home = calib_block_home,
     .visit = calib_visit,
     .step_end = calib_step_end,

@@ -108,7 +108,6 @@ static int rec_rotation_end(void *app, rt_engine *eng, uint64_t rot, const rt_ro
 }
 
 static const rt_app_ops recorder_ops = {
-    .name = "recorder",
     .block_home = rec_home,
     .visit = rec_visit,
     .step_end = rec_step_end,
