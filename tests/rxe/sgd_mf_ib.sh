@@ -14,6 +14,7 @@
 for c in gen partition train launch; do
     "$ROTOR" "$c" --help >/dev/null 2>&1 || { echo "SKIP: 'rotor $c' is not built yet"; exit 77; }
 done
+RXE_TIMEOUT=${RXE_TIMEOUT:-1200} # 100 s under ctest's timeout
 W=$(mktemp -d "$ROTOR_BUILD/rxe-sgd.XXXXXX")
 trap 'rm -rf "$W"' EXIT
 "$ROTOR" gen mf --rows 1200 --cols 400 --nnz 20000 --rank 4 --noise 0.1 --seed 5 \

@@ -8,13 +8,17 @@
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 TT=$ROTOR_BUILD/tests/verbs/transport_test
 [[ -x $TT ]] || fail "$TT not built"
+# The VM deadline, 100 s under ctest's; the ranks' own guard (--alarm) is
+# raised to match, since a TCG guest under load can take minutes per scenario.
+RXE_TIMEOUT=${RXE_TIMEOUT:-1300}
+ALARM=$((RXE_TIMEOUT - 60))
 in_vm '
 set -e
 A=$ROTOR_RXE_ADDR
 echo "== transport_test, 2 ranks"
-'"$TT"' --transport ib --host $A --ranks 2
+'"$TT"' --transport ib --host $A --ranks 2 --alarm '"$ALARM"'
 echo "== transport_test, 3 ranks"
-'"$TT"' --transport ib --host $A --ranks 3 --scenario order,collectives,kill,kill-collective
+'"$TT"' --transport ib --host $A --ranks 3 --alarm '"$ALARM"' --scenario order,collectives,kill,kill-collective
 echo "== bench-link over ib"
 printf "%s:18515\n%s:18516\n" $A $A > /tmp/hosts
 $ROTOR launch -n 2 -- $ROTOR bench-link --transport ib --hostfile /tmp/hosts --max-size 1048576 --iters 30 > /tmp/bench.txt

@@ -3,7 +3,11 @@
  *
  *   transport_test [--transport tcp|ib] [--host ADDR] [--ranks P]
  *                  [--collectives tree|star]
- *                  [--scenario NAME[,NAME...]|all] [--bench]
+ *                  [--scenario NAME[,NAME...]|all] [--bench] [--alarm S]
+ *
+ * Every forked rank arms alarm(S) (default 90) so that it never outlives a
+ * hung parent; a slow host (the soft-RoCE VM under TCG on a loaded machine)
+ * passes a larger S so that the guard does not end a healthy but slow rank.
  *
  * For each scenario the parent picks P free ports on ADDR, forks P ranks and
  * checks their exit statuses; every rank opens its own transport and checks
@@ -42,6 +46,7 @@ typedef struct opts {
     char host[256];
     int ranks;
     rt_collectives collectives;
+    int alarm_s; /* SIGALRM deadline of every forked rank */
 } opts;
 
 /* One rank's view while running a scenario. */
@@ -763,7 +768,7 @@ static int run_once(const opts *o, const scenario *sc)
         pids[r] = fork();
         if (pids[r] == 0) {
             c.rank = r;
-            alarm(90); /* never outlive a hung parent */
+            alarm((unsigned)o->alarm_s); /* never outlive a hung parent */
             int rc = sc->run(&c);
             fflush(stdout);
             _exit(port_clash ? EXIT_PORT_CLASH : rc ? 1 : 0);
@@ -832,7 +837,7 @@ static void usage(FILE *fp)
 {
     fprintf(fp, "usage: transport_test [--transport tcp|ib] [--host ADDR] [--ranks P]\n"
                 "                      [--collectives tree|star]\n"
-                "                      [--scenario NAME[,NAME...]|all] [--bench]\n"
+                "                      [--scenario NAME[,NAME...]|all] [--bench] [--alarm S]\n"
                 "scenarios:");
     for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
         fprintf(fp, " %s", scenarios[i].name);
@@ -841,7 +846,7 @@ static void usage(FILE *fp)
 
 int main(int argc, char **argv)
 {
-    opts o = {.kind = RT_TRANSPORT_TCP, .host = "127.0.0.1", .ranks = 2};
+    opts o = {.kind = RT_TRANSPORT_TCP, .host = "127.0.0.1", .ranks = 2, .alarm_s = 90};
     char list[512] = "all";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -869,6 +874,12 @@ int main(int argc, char **argv)
             i++;
         } else if (!strcmp(a, "--scenario") && v) {
             snprintf(list, sizeof(list), "%s", v);
+            i++;
+        } else if (!strcmp(a, "--alarm") && v) {
+            if (rt_parse_int(v, &o.alarm_s) || o.alarm_s < 1) {
+                fprintf(stderr, "transport_test: --alarm must be a positive number of seconds\n");
+                return 2;
+            }
             i++;
         } else if (!strcmp(a, "--bench")) {
             snprintf(list, sizeof(list), "bench");
