@@ -12,28 +12,33 @@
 #include "ground/ground.h"
 #include "ground/progress.h"
 
+/* The line of a step LABEL in MB of which DONE of TOTAL bytes (0: unknown)
+ * are done after SECONDS, with a bar or plain. */
+static void line_at(const char *label, uint64_t total, uint64_t done, double seconds, int bar,
+                    char *line, size_t cap)
+{
+    rt_progress p;
+    rt_progress_start_on(&p, NULL, 0, label, "MB", 1e6, total);
+    p.done = done;
+    rt_progress_format(&p, p.t0 + seconds, bar, line, cap);
+}
+
 static void test_line_with_total_has_percent_rate_and_eta(void **state)
 {
     (void)state;
-    rt_progress p;
-    rt_progress_start_on(&p, NULL, 0, "reading r.txt", "MB", 1e6, 100000000);
-    p.done = 25000000;
     char line[256];
-    rt_progress_format(&p, p.t0 + 10.0, 0, line, sizeof(line));
     /* 25 MB in 10 s: 2.5 MB/s, 75 MB left: 30 s */
+    line_at("reading r.txt", 100000000, 25000000, 10.0, 0, line, sizeof(line));
     assert_string_equal(line, "rotor: reading r.txt  25%  25.0/100.0 MB  2.5 MB/s  ETA 0:30");
-    rt_progress_format(&p, p.t0 + 10.0, 1, line, sizeof(line));
+    line_at("reading r.txt", 100000000, 25000000, 10.0, 1, line, sizeof(line));
     assert_non_null(strstr(line, " [######..................]  25%"));
 }
 
 static void test_line_without_total_has_amount_and_elapsed(void **state)
 {
     (void)state;
-    rt_progress p;
-    rt_progress_start_on(&p, NULL, 0, "reading standard input", "MB", 1e6, 0);
-    p.done = 3000000;
     char line[256];
-    rt_progress_format(&p, p.t0 + 125.0, 1, line, sizeof(line));
+    line_at("reading standard input", 0, 3000000, 125.0, 1, line, sizeof(line));
     assert_string_equal(line, "rotor: reading standard input  3.0 MB  0.0 MB/s  elapsed 2:05");
 }
 

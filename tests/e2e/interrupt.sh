@@ -19,60 +19,6 @@ wait_for() {
     return 1
 }
 
-leftovers() { find "$TMP/$1" -maxdepth 2 \( -name '*.tmp*' -o -name "$2" \) 2>/dev/null; }
-
-"$ROTOR" gen mf --rows 20000 --cols 4000 --nnz 1500000 --rank 4 --seed 5 --out r.txt
-
-note "partition: SIGTERM while the plan's temporary directory is being written"
-caught=0
-for attempt in 1 2 3; do
-    rm -rf out && mkdir out
-    "$ROTOR" partition --input r.txt --nodes 2 --threads 2 --out out/plan 2>part.err &
-    pid=$!
-    if wait_for 'out/plan.tmp-*' $pid; then
-        kill -TERM $pid
-        caught=1
-    fi
-    rc=0
-    wait $pid || rc=$?
-    [ $caught = 1 ] && break
-    note "partition finished before the temporary appeared (attempt $attempt)"
-done
-[ $caught = 1 ] || fail "never caught partition mid-write"
-[ $rc = 143 ] || { cat part.err >&2; fail "partition: exit $rc, want 143 (SIGTERM)"; }
-grep -q 'interrupted' part.err || fail "partition: no 'interrupted' message"
-[ -z "$(ls -A out)" ] || fail "partition left: $(ls -A out)"
-note "ok: $(cat part.err)"
-
-note "train: SIGTERM while the metrics file is rewritten (a fresh --out directory exists)"
-"$ROTOR" partition --input r.txt --nodes 1 --threads 1 --out plan 2>/dev/null
-mkdir tr
-"$ROTOR" train --plan plan --app sgd-mf --rank 4 --epochs 100000 --serial \
-    --out tr/model --metrics tr/metrics.json 2>train.err &
-pid=$!
-wait_for 'tr/model' $pid || fail "train never created its --out directory"
-mid=0
-if wait_for 'tr/metrics.json.tmp.*' $pid; then mid=1; fi
-kill -TERM $pid
-rc=0
-wait $pid || rc=$?
-[ $rc = 143 ] || { cat train.err >&2; fail "train: exit $rc, want 143"; }
-[ -z "$(ls -A tr)" ] || fail "train left: $(ls -A tr)"
-note "ok (metrics temporary caught: $mid): $(grep interrupted train.err)"
-
-note "gen mf: SIGTERM while the output is written"
-mkdir gen
-"$ROTOR" gen mf --rows 20000 --cols 4000 --nnz 2000000 --seed 1 --out gen/big.txt \
-    2>gen.err &
-pid=$!
-wait_for 'gen/big.txt.tmp.*' $pid || fail "gen never started writing"
-kill -TERM $pid
-rc=0
-wait $pid || rc=$?
-[ $rc = 143 ] || { cat gen.err >&2; fail "gen: exit $rc, want 143"; }
-[ -z "$(ls -A gen)" ] || fail "gen left: $(ls -A gen)"
-note "ok: $(cat gen.err)"
-
 # term_when GLOB ERR CMD...: run CMD (stderr to ERR) and SIGTERM it once GLOB
 # matches; its exit status in $rc; 1 when CMD ended before GLOB appeared.
 term_when() {
@@ -92,6 +38,43 @@ expect_clean() {
     [ -z "$(ls -A "$2")" ] || fail "$1 left: $(ls -A "$2")"
     note "ok: $(cat "$3")"
 }
+
+leftovers() { find "$TMP/$1" -maxdepth 2 \( -name '*.tmp*' -o -name "$2" \) 2>/dev/null; }
+
+"$ROTOR" gen mf --rows 20000 --cols 4000 --nnz 1500000 --rank 4 --seed 5 --out r.txt
+
+note "partition: SIGTERM while the plan's temporary directory is being written"
+caught=0
+for attempt in 1 2 3; do
+    rm -rf out && mkdir out
+    term_when 'out/plan.tmp-*' part.err "$ROTOR" partition --input r.txt --nodes 2 --threads 2 \
+        --out out/plan && caught=1 && break
+    note "partition finished before the temporary appeared (attempt $attempt)"
+done
+[ $caught = 1 ] || fail "never caught partition mid-write"
+grep -q 'interrupted' part.err || fail "partition: no 'interrupted' message"
+expect_clean partition out part.err
+
+note "train: SIGTERM while the metrics file is rewritten (a fresh --out directory exists)"
+"$ROTOR" partition --input r.txt --nodes 1 --threads 1 --out plan 2>/dev/null
+mkdir tr
+"$ROTOR" train --plan plan --app sgd-mf --rank 4 --epochs 100000 --serial \
+    --out tr/model --metrics tr/metrics.json 2>train.err &
+pid=$!
+wait_for 'tr/model' $pid || fail "train never created its --out directory"
+mid=0
+if wait_for 'tr/metrics.json.tmp.*' $pid; then mid=1; fi
+kill -TERM $pid
+rc=0
+wait $pid || rc=$?
+note "metrics temporary caught: $mid"
+expect_clean train tr train.err
+
+note "gen mf: SIGTERM while the output is written"
+mkdir gen
+term_when 'gen/big.txt.tmp.*' gen.err "$ROTOR" gen mf --rows 20000 --cols 4000 --nnz 2000000 \
+    --seed 1 --out gen/big.txt || fail "gen never started writing"
+expect_clean gen gen gen.err
 
 note "export: SIGTERM while its temporary directory is filled"
 "$ROTOR" train --plan plan --app sgd-mf --rank 32 --epochs 1 --serial --out model 2>/dev/null
