@@ -4,7 +4,13 @@
  * (the usual case: MovieLens, LIBMF, MatrixMarket) are keyed by their value,
  * anything else by the string, with 32 hash bits kept in the slot so that a
  * probe rarely needs a string compare.  Small values (MovieLens-style ids)
- * skip hashing altogether: a direct array indexed by value. */
+ * skip hashing altogether: a direct array indexed by value.
+ *
+ * The direct array covers values [0, n_direct) and every value below
+ * n_direct lives there, every larger one in the integer table.  It grows
+ * only as far as the ids seen so far justify (DIRECT_SLACK slots per id), so
+ * a 100-byte file naming id 4000000 costs a hash slot, not a 16 MB table;
+ * when it grows, the integer-table values it now covers move into it. */
 #include "partition/partition.h"
 
 #include <stdlib.h>
@@ -44,24 +50,13 @@ static inline int canon_uint(const char *s, size_t len, uint64_t *v)
 }
 
 #define DIRECT_MAX (1u << 22)
+#define DIRECT_MIN 4096u /* slots any table may have */
+#define DIRECT_SLACK 8u  /* slots per distinct id beyond DIRECT_MIN */
 
-/* Make direct[v] addressable (v < DIRECT_MAX). */
-static int grow_direct(rt_idmap *m, uint64_t v, rt_error *err)
+/* May value v (not yet covered) get a direct slot, given m->n ids so far? */
+static inline int direct_worth(const rt_idmap *m, uint64_t v)
 {
-    uint64_t n = m->n_direct ? m->n_direct : 4096;
-    while (n <= v)
-        n *= 2;
-    /* calloc, not realloc + memset: a big table comes zeroed from mmap, so
-     * pages no id ever lands on are never touched. */
-    uint32_t *d = calloc(n, sizeof(uint32_t));
-    if (!d)
-        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (id table)");
-    if (m->n_direct)
-        memcpy(d, m->direct, sizeof(uint32_t) * m->n_direct);
-    free(m->direct);
-    m->direct = d;
-    m->n_direct = n;
-    return 0;
+    return v < DIRECT_MAX && v < DIRECT_MIN + DIRECT_SLACK * m->n;
 }
 
 static inline uint64_t hash_str(const char *s, size_t len)
@@ -102,8 +97,8 @@ static inline uint64_t str_slot(const rt_idmap *m, const char *s, size_t len, ui
 int64_t rt_idmap_find(const rt_idmap *m, const char *s, size_t len)
 {
     uint64_t v;
-    if (canon_uint(s, len, &v) && v < DIRECT_MAX)
-        return v < m->n_direct && m->direct[v] ? (int64_t)m->direct[v] - 1 : -1;
+    if (canon_uint(s, len, &v) && v < m->n_direct)
+        return m->direct[v] ? (int64_t)m->direct[v] - 1 : -1;
     if (canon_uint(s, len, &v)) {
         if (!m->n_islots)
             return -1;
@@ -116,9 +111,10 @@ int64_t rt_idmap_find(const rt_idmap *m, const char *s, size_t len)
     return x ? (int64_t)((uint32_t)x - 1) : -1;
 }
 
-static int grow_int(rt_idmap *m, rt_error *err)
+/* Rebuild the integer table with n slots, leaving out the values below
+ * `below` (they moved to the direct array).  Nothing changes on failure. */
+static int rebuild_int(rt_idmap *m, uint64_t n, uint64_t below, rt_error *err)
 {
-    uint64_t n = m->n_islots ? m->n_islots * 2 : 1024;
     uint64_t *keys = calloc(n, sizeof(uint64_t));
     uint32_t *vals = malloc(sizeof(uint32_t) * n);
     if (!keys || !vals) {
@@ -129,13 +125,50 @@ static int grow_int(rt_idmap *m, rt_error *err)
     m->ikeys = keys;
     m->ivals = vals;
     m->n_islots = n;
+    m->n_int = 0;
     for (uint64_t i = 0; i < old.n_islots; i++)
-        if (old.ikeys[i]) {
+        if (old.ikeys[i] && old.ikeys[i] - 1 >= below) {
             uint64_t j = int_slot(m, old.ikeys[i]);
             keys[j] = old.ikeys[i];
             vals[j] = old.ivals[i];
+            m->n_int++;
         }
     free(old.ikeys), free(old.ivals);
+    return 0;
+}
+
+static int grow_int(rt_idmap *m, rt_error *err)
+{
+    return rebuild_int(m, m->n_islots ? m->n_islots * 2 : 1024, 0, err);
+}
+
+/* Make direct[v] addressable (direct_worth(m, v)), moving the integer-table
+ * values the grown array covers into it.  Nothing changes on failure. */
+static int grow_direct(rt_idmap *m, uint64_t v, rt_error *err)
+{
+    uint64_t n = m->n_direct ? m->n_direct : DIRECT_MIN;
+    while (n <= v)
+        n *= 2;
+    /* calloc, not realloc + memset: a big table comes zeroed from mmap, so
+     * pages no id ever lands on are never touched. */
+    uint32_t *d = calloc(n, sizeof(uint32_t));
+    if (!d)
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (id table)");
+    if (m->n_direct)
+        memcpy(d, m->direct, sizeof(uint32_t) * m->n_direct);
+    uint64_t moved = 0;
+    for (uint64_t i = 0; i < m->n_islots; i++)
+        if (m->ikeys[i] && m->ikeys[i] - 1 < n) {
+            d[m->ikeys[i] - 1] = m->ivals[i] + 1;
+            moved++;
+        }
+    if (moved && rebuild_int(m, m->n_islots, n, err) < 0) {
+        free(d);
+        return -1;
+    }
+    free(m->direct);
+    m->direct = d;
+    m->n_direct = n;
     return 0;
 }
 
@@ -181,9 +214,9 @@ int rt_idmap_intern(rt_idmap *m, const char *s, size_t len, uint32_t *id, rt_err
 {
     uint64_t v;
     int is_int = canon_uint(s, len, &v);
-    if (is_int && v < DIRECT_MAX) {
-        if (v >= m->n_direct && grow_direct(m, v, err) < 0)
-            return -1;
+    if (is_int && v >= m->n_direct && direct_worth(m, v) && grow_direct(m, v, err) < 0)
+        return -1;
+    if (is_int && v < m->n_direct) {
         if (m->direct[v]) {
             *id = m->direct[v] - 1;
             return 0;

@@ -220,7 +220,7 @@ typedef struct rt_idmap {
     uint64_t *ikeys;         /* integer table: value + 1 (0 = empty) */
     uint32_t *ivals;         /* dense id */
     uint64_t n_islots, n_int;
-    uint32_t *direct; /* values < 2^22: direct[value] = dense id + 1 */
+    uint32_t *direct; /* values < n_direct (<= 2^22): direct[value] = dense id + 1 */
     uint64_t n_direct;
 } rt_idmap;
 

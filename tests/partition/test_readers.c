@@ -244,13 +244,56 @@ static void test_idmap(void **state)
     rt_idmap_free(&m);
 }
 
+static uint32_t intern_ok(rt_idmap *m, const char *s)
+{
+    rt_error err;
+    uint32_t id;
+    assert_int_equal(rt_idmap_intern(m, s, strlen(s), &id, &err), 0);
+    assert_int_equal(rt_idmap_find(m, s, strlen(s)), (int64_t)id);
+    return id;
+}
+
+/* A few ids with big values get no big direct table (fuzz_ratings_csv: one
+ * id near 4M in a 146-byte file made a 16 MB table), and values first kept in
+ * the integer table keep their dense ids once the direct table grows over
+ * them. */
+static void test_idmap_direct_bound(void **state)
+{
+    (void)state;
+    rt_idmap m;
+    rt_idmap_init(&m);
+    assert_int_equal(intern_ok(&m, "4000000"), 0);
+    assert_int_equal(intern_ok(&m, "100000"), 1);
+    assert_int_equal(intern_ok(&m, "3"), 2);
+    assert_true(m.n_direct <= 4096);
+    char s[32];
+    for (uint32_t k = 4; k < 20000; k++) {
+        snprintf(s, sizeof(s), "%u", k);
+        assert_int_equal(intern_ok(&m, s), k - 1);
+    }
+    /* 20k ids justify a direct table over 150000, which covers 100000 */
+    assert_int_equal(intern_ok(&m, "150000"), 19999);
+    assert_true(m.n_direct > 150000 && m.n_direct < 4000000);
+    assert_int_equal(intern_ok(&m, "100000"), 1);
+    assert_int_equal(intern_ok(&m, "4000000"), 0);
+    assert_int_equal(intern_ok(&m, "3"), 2);
+    assert_int_equal(m.n, 20000);
+    assert_int_equal(rt_idmap_find(&m, "100001", 6), -1);
+    assert_string_equal(rt_idmap_str(&m, 1), "100000");
+    rt_idmap_free(&m);
+}
+
 int main(void)
 {
     rt_log_level = RT_LOG_ERROR;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_formats),         cmocka_unit_test(test_libmf_and_string_ids),
-        cmocka_unit_test(test_test_file_drops), cmocka_unit_test(test_bad_inputs),
-        cmocka_unit_test(test_many_lines),      cmocka_unit_test(test_idmap),
+        cmocka_unit_test(test_formats),
+        cmocka_unit_test(test_libmf_and_string_ids),
+        cmocka_unit_test(test_test_file_drops),
+        cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_many_lines),
+        cmocka_unit_test(test_idmap),
+        cmocka_unit_test(test_idmap_direct_bound),
     };
     return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);
 }
