@@ -83,6 +83,16 @@ static rt_group_config cfg_env(void)
     return c;
 }
 
+/* Resolve c into g, which must name the launcher SOURCE and rank RANK
+ * (further checks may follow; the caller frees g). */
+static void resolve_as(const rt_group_config *c, rt_group *g, const char *source, int rank)
+{
+    rt_error err;
+    assert_int_equal(resolve(c, g, &err), 0);
+    assert_string_equal(g->source, source);
+    assert_int_equal(g->rank, rank);
+}
+
 static void test_single_process(void **state)
 {
     (void)state;
@@ -107,36 +117,27 @@ static void test_precedence(void **state)
     setenv("SLURM_NTASKS", "4", 1);
     setenv("SLURM_LOCALID", "1", 1);
     rt_group g;
-    rt_error err;
     rt_group_config c = cfg_env();
-    assert_int_equal(resolve(&c, &g, &err), 0);
-    assert_string_equal(g.source, "slurm");
-    assert_int_equal(g.rank, 3);
+    resolve_as(&c, &g, "slurm", 3);
     assert_int_equal(g.local_rank, 1);
     rt_group_free(&g);
 
     setenv("PMI_RANK", "2", 1);
     setenv("PMI_SIZE", "4", 1);
-    assert_int_equal(resolve(&c, &g, &err), 0);
-    assert_string_equal(g.source, "pmi");
-    assert_int_equal(g.rank, 2);
+    resolve_as(&c, &g, "pmi", 2);
     assert_int_equal(g.local_rank, 2); /* no MPI_LOCALRANKID: the rank */
     rt_group_free(&g);
 
     setenv("OMPI_COMM_WORLD_RANK", "1", 1);
     setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
     setenv("OMPI_COMM_WORLD_LOCAL_RANK", "0", 1);
-    assert_int_equal(resolve(&c, &g, &err), 0);
-    assert_string_equal(g.source, "mpirun");
-    assert_int_equal(g.rank, 1);
+    resolve_as(&c, &g, "mpirun", 1);
     assert_int_equal(g.local_rank, 0);
     rt_group_free(&g);
 
     setenv("ROTOR_RANK", "0", 1);
     setenv("ROTOR_SIZE", "4", 1);
-    assert_int_equal(resolve(&c, &g, &err), 0);
-    assert_string_equal(g.source, "rotor launch");
-    assert_int_equal(g.rank, 0);
+    resolve_as(&c, &g, "rotor launch", 0);
     assert_int_equal(g.size, 4);
     assert_non_null(g.peers);
     assert_string_equal(g.peers[3].host, "127.0.0.1");
@@ -148,9 +149,7 @@ static void test_precedence(void **state)
     c.rank = 1;
     c.size = 2;
     c.hostfile = hf2;
-    assert_int_equal(resolve(&c, &g, &err), 0);
-    assert_string_equal(g.source, "flags");
-    assert_int_equal(g.rank, 1);
+    resolve_as(&c, &g, "flags", 1);
     assert_string_equal(g.peers[0].host, "::1");
     assert_int_equal(g.peers[0].port, 7000);
     assert_int_equal(g.peers[1].port, 7001);
@@ -172,33 +171,25 @@ static void test_more_launchers(void **state)
     setenv("SLURM_NTASKS", "1", 1);
     setenv("FLUX_TASK_RANK", "4", 1);
     setenv("FLUX_JOB_SIZE", "6", 1);
-    assert_int_equal(resolve(&c, &g, &err), 0);
-    assert_string_equal(g.source, "flux");
-    assert_int_equal(g.rank, 4);
+    resolve_as(&c, &g, "flux", 4);
     assert_int_equal(g.size, 6);
     rt_group_free(&g);
 
     setenv("MV2_COMM_WORLD_RANK", "2", 1);
     setenv("MV2_COMM_WORLD_SIZE", "6", 1);
-    assert_int_equal(resolve(&c, &g, &err), 0);
-    assert_string_equal(g.source, "mvapich2");
-    assert_int_equal(g.rank, 2);
+    resolve_as(&c, &g, "mvapich2", 2);
     rt_group_free(&g);
 
     /* PMIx alone: the size from the other variables (here Open MPI's) */
     setenv("PMIX_RANK", "5", 1);
     setenv("OMPI_COMM_WORLD_SIZE", "6", 1);
-    assert_int_equal(resolve(&c, &g, &err), 0);
-    assert_string_equal(g.source, "pmix");
-    assert_int_equal(g.rank, 5);
+    resolve_as(&c, &g, "pmix", 5);
     assert_int_equal(g.size, 6);
     rt_group_free(&g);
 
     /* Open MPI's own rank beats PMIx and, above all, Slurm's */
     setenv("OMPI_COMM_WORLD_RANK", "3", 1);
-    assert_int_equal(resolve(&c, &g, &err), 0);
-    assert_string_equal(g.source, "mpirun");
-    assert_int_equal(g.rank, 3);
+    resolve_as(&c, &g, "mpirun", 3);
     rt_group_free(&g);
 
     unsetenv("OMPI_COMM_WORLD_SIZE");

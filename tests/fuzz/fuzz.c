@@ -148,7 +148,7 @@ const char *fuzz_seed_plan(const char *name)
     return path;
 }
 
-void fuzz_fix_secfile(uint8_t *buf, size_t len)
+static void fix_secfile(uint8_t *buf, size_t len)
 {
     rt_file_header h;
     if (len < sizeof(h))
@@ -178,6 +178,19 @@ void fuzz_fix_secfile(uint8_t *buf, size_t len)
         h.header_check = rt_checksum(tmp, table_end);
     free(tmp);
     memcpy(buf, &h, sizeof(h));
+}
+
+uint64_t fuzz_write_secfile(const char *name, const uint8_t *data, size_t size)
+{
+    uint8_t *buf = malloc(size ? size : 1);
+    if (!buf)
+        abort();
+    memcpy(buf, data, size);
+    fix_secfile(buf, size);
+    fuzz_write(name, buf, size);
+    uint64_t sum = rt_checksum(buf, size);
+    free(buf);
+    return sum;
 }
 
 void fuzz_use_plan(const char *dir)

@@ -45,9 +45,11 @@ void fuzz_quiet(void);
 /* A small valid MF plan (12 x 8 ratings, 2 nodes x 1 thread) at
  * fuzz_dir()/NAME, made once; returns its path. */
 const char *fuzz_seed_plan(const char *name);
-/* Make the checksums of a sectioned file (layout.bin, shard) right for its
- * bytes: every section that lies inside the buffer, then the header. */
-void fuzz_fix_secfile(uint8_t *buf, size_t len);
+/* Write the fuzzer's bytes as the sectioned file (layout.bin, shard)
+ * fuzz_dir()/NAME, with the checksums made right for them (every section
+ * that lies inside, then the header) so the fuzzer reaches the structural
+ * checks behind them; returns the checksum of the whole file as written. */
+uint64_t fuzz_write_secfile(const char *name, const uint8_t *data, size_t size);
 /* Open the plan at dir as rotor train does, then every shard and id list. */
 void fuzz_use_plan(const char *dir);
 

@@ -16,13 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!open && rt_plan_open(fuzz_seed_plan("plan"), &plan, &err) < 0)
         abort();
     open = 1;
-    uint8_t *buf = malloc(size ? size : 1);
-    if (!buf)
-        abort();
-    memcpy(buf, data, size);
-    fuzz_fix_secfile(buf, size);
-    fuzz_write("plan/shard-00000.bin", buf, size);
-    free(buf);
+    fuzz_write_secfile("plan/shard-00000.bin", data, size);
     plan.shard_bytes[0] = size;
     rt_shard sh;
     if (rt_shard_open(&plan, 0, &sh, &err) == 0) {
