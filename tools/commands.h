@@ -24,14 +24,14 @@ int cmd_version(void);                     /* tools/cmd_help.c: rotor --version 
 struct rt_command_doc;
 struct rt_opt;
 
-/* What each command says about itself (tools/command_docs.c): the text of
+/* What each command says about itself (tools/commands.c): the text of
  * its --help, its man page and its line in `rotor --help`. */
 extern const struct rt_command_doc rotor_doc_gen, rotor_doc_gen_mf, rotor_doc_gen_lda,
     rotor_doc_partition, rotor_doc_train, rotor_doc_launch, rotor_doc_eval, rotor_doc_recommend,
     rotor_doc_topics, rotor_doc_infer, rotor_doc_export, rotor_doc_plot, rotor_doc_bench_link,
     rotor_doc_simulate, rotor_doc_help;
 
-/* The commands of `rotor` (tools/rotor.c), ending with a NULL name. */
+/* The commands of `rotor` (tools/commands.c), ending with a NULL name. */
 typedef struct rotor_command {
     const char *name; /* the word that selects it: "export", or "mf" of `rotor gen mf` */
     int (*run)(int argc, char **argv);

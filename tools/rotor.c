@@ -1,27 +1,11 @@
-/* rotor.c - the `rotor` command: dispatch to subcommands. */
+/* rotor.c - the `rotor` command: dispatch to the subcommands of the table
+ * in commands.c. */
 #include "tools/commands.h"
 #include "tools/tuning_env.h"
 #include "ground/ground.h"
 
 #include <stdio.h>
 #include <string.h>
-
-static const char *const gen_subs[] = {"mf", "lda", NULL};
-
-const rotor_command rotor_commands[] = {{"gen", cmd_gen, &rotor_doc_gen, gen_subs},
-                                        {"partition", cmd_partition, &rotor_doc_partition, NULL},
-                                        {"train", cmd_train, &rotor_doc_train, NULL},
-                                        {"launch", cmd_launch, &rotor_doc_launch, NULL},
-                                        {"eval", cmd_eval, &rotor_doc_eval, NULL},
-                                        {"recommend", cmd_recommend, &rotor_doc_recommend, NULL},
-                                        {"topics", cmd_topics, &rotor_doc_topics, NULL},
-                                        {"infer", cmd_infer, &rotor_doc_infer, NULL},
-                                        {"export", cmd_export, &rotor_doc_export, NULL},
-                                        {"plot", cmd_plot, &rotor_doc_plot, NULL},
-                                        {"bench-link", cmd_bench_link, &rotor_doc_bench_link, NULL},
-                                        {"simulate", cmd_simulate, &rotor_doc_simulate, NULL},
-                                        {"help", cmd_help, &rotor_doc_help, NULL},
-                                        {NULL, NULL, NULL, NULL}};
 
 void rotor_usage(FILE *fp)
 {

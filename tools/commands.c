@@ -1,8 +1,9 @@
-/* command_docs.c - what each `rotor` command says about itself: its name,
- * one-line summary, synopsis, description and notes.  `rotor --help`, the
- * rotor(1) command list, each command's --help and its man page all print
- * from here, so a summary is written once; the options' own help lines stay
- * with their tables in the command's file. */
+/* commands.c - the commands of `rotor`: the table rotor.c dispatches on,
+ * and what each command says about itself: its name, one-line summary,
+ * synopsis, description and notes.  `rotor --help`, the rotor(1) command
+ * list, each command's --help and its man page all print from here, so a
+ * summary is written once; the options' own help lines stay with their
+ * tables in the command's file. */
 #include "tools/commands.h"
 #include "ground/ground.h"
 
@@ -204,4 +205,23 @@ const rt_command_doc rotor_doc_help = {
              "as --help: a man page in roff (rotor.1 without a command, rotor-CMD.1 with one), "
              "the names of the man pages, or the bash completion script.  The build installs "
              "them (cmake --install).",
+};
+
+static const char *const gen_subs[] = {"mf", "lda", NULL};
+
+const rotor_command rotor_commands[] = {
+    {"gen", cmd_gen, &rotor_doc_gen, gen_subs},
+    {"partition", cmd_partition, &rotor_doc_partition, NULL},
+    {"train", cmd_train, &rotor_doc_train, NULL},
+    {"launch", cmd_launch, &rotor_doc_launch, NULL},
+    {"eval", cmd_eval, &rotor_doc_eval, NULL},
+    {"recommend", cmd_recommend, &rotor_doc_recommend, NULL},
+    {"topics", cmd_topics, &rotor_doc_topics, NULL},
+    {"infer", cmd_infer, &rotor_doc_infer, NULL},
+    {"export", cmd_export, &rotor_doc_export, NULL},
+    {"plot", cmd_plot, &rotor_doc_plot, NULL},
+    {"bench-link", cmd_bench_link, &rotor_doc_bench_link, NULL},
+    {"simulate", cmd_simulate, &rotor_doc_simulate, NULL},
+    {"help", cmd_help, &rotor_doc_help, NULL},
+    {NULL, NULL, NULL, NULL},
 };
