@@ -6,7 +6,6 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 const char *rt_plan_app_name(rt_plan_app app)
 {
@@ -300,8 +299,8 @@ int rt_plan_open(const char *dir, rt_plan *plan, rt_error *err)
 
 void rt_plan_close(rt_plan *plan)
 {
-    if (plan->layout_map)
-        munmap(plan->layout_map, plan->layout_len);
+    rt_secfile layout = {.map = plan->layout_map, .len = plan->layout_len}; /* read_layout's */
+    rt_secfile_close(&layout);
     free(plan->schedule);
     free(plan->shard_bytes);
     char dir[sizeof(plan->dir)];

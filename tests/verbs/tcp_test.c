@@ -108,6 +108,22 @@ static void run_ranks(rank_ctx *ctx, int size, void (*body)(rank_ctx *), void (*
         pthread_join(th[r], NULL);
 }
 
+/* Every one of the n ranks succeeded. */
+static void expect_all_ok(const rank_ctx *c, int n)
+{
+    for (int r = 0; r < n; r++)
+        if (c[r].rc)
+            fail_msg("rank %d: rc %d: %s", r, c[r].rc, c[r].err.msg);
+}
+
+/* Run body on n ranks; every one must succeed. */
+static void expect_ranks_ok(int n, void (*body)(rank_ctx *))
+{
+    rank_ctx c[MAXR];
+    run_ranks(c, n, body, NULL);
+    expect_all_ok(c, n);
+}
+
 static void expect_msg(const rank_ctx *c, const char *a, const char *b)
 {
     if (c->rc == 0)
@@ -204,9 +220,7 @@ static void test_slow_peer_is_alive(void **state)
     pthread_barrier_init(&done_bar, NULL, 2);
     run_ranks(c, 2, body_slow, NULL);
     pthread_barrier_destroy(&done_bar);
-    for (int r = 0; r < 2; r++)
-        if (c[r].rc)
-            fail_msg("rank %d: rc %d: %s", r, c[r].rc, c[r].err.msg);
+    expect_all_ok(c, 2);
 }
 
 /* ---- job identity: secrets and fingerprints ---- */
@@ -342,11 +356,7 @@ static void body_early_close(rank_ctx *c)
 static void test_peer_closes_normally(void **state)
 {
     (void)state;
-    rank_ctx c[3];
-    run_ranks(c, 3, body_early_close, NULL);
-    for (int r = 0; r < 3; r++)
-        if (c[r].rc)
-            fail_msg("rank %d: rc %d: %s", r, c[r].rc, c[r].err.msg);
+    expect_ranks_ok(3, body_early_close);
 }
 
 /* ---- collectives called with different lengths ---- */
@@ -397,11 +407,7 @@ static void body_order(rank_ctx *c)
 static void test_pass_order(void **state)
 {
     (void)state;
-    rank_ctx c[2];
-    run_ranks(c, 2, body_order, NULL);
-    for (int r = 0; r < 2; r++)
-        if (c[r].rc)
-            fail_msg("rank %d: rc %d: %s", r, c[r].rc, c[r].err.msg);
+    expect_ranks_ok(2, body_order);
 }
 
 static void test_single_rank(void **state)
