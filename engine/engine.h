@@ -45,21 +45,30 @@ typedef struct rt_group_config {
     int base_port;        /* port for hostfile lines without one: base_port + rank */
     int pmix;             /* rank and size (when -1) from the launcher's PMIx server, and
                              without a hostfile every rank's address (engine/pmix.c) */
+    int pmix_secret;      /* with pmix and more than one rank: rank 0 makes a job secret
+                             and every rank receives it through PMIx (rt_group.secret) */
 } rt_group_config;
+
+/* A secret made by rt_transport_new_secret: 64 hex digits and a NUL. */
+#define RT_GROUP_SECRET_CAP 65
 
 typedef struct rt_group {
     int rank, size, local_rank;
     rt_peer *peers;  /* size entries (NULL when size == 1) */
     char source[64]; /* where rank/size came from: "flags", "rotor launch", "mpirun", ... */
+    char secret[RT_GROUP_SECRET_CAP]; /* cfg->pmix_secret: the job secret ("" otherwise);
+                                         rt_group_forget_secret once it is used */
 } rt_group;
 
 int rt_group_resolve(const rt_group_config *cfg, rt_group *group, rt_error *err);
 void rt_group_free(rt_group *group);
+/* Wipe group->secret (rt_group_free does too). */
+void rt_group_forget_secret(rt_group *group);
 /* 1 when this build can bootstrap through PMIx (libpmix found at build time). */
 int rt_pmix_compiled(void);
-/* The group from PMIx: rank, size and, without a hostfile, a free port of
- * every rank (exchanged through the PMIx server).  Called by
- * rt_group_resolve for cfg->pmix. */
+/* The group from PMIx: rank, size, without a hostfile a free port of every
+ * rank, and with cfg->pmix_secret the job secret (exchanged through the PMIx
+ * server).  Called by rt_group_resolve for cfg->pmix. */
 int rt_pmix_group(const rt_group_config *cfg, rt_group *g, rt_error *err);
 /* Read a hostfile into peers (exactly `size` usable lines expected). */
 int rt_hostfile_read(const char *path, int size, int base_port, rt_peer **peers, rt_error *err);

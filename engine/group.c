@@ -75,10 +75,16 @@ int rt_group_resolve(const rt_group_config *cfg, rt_group *group, rt_error *err)
     return rt_hostfile_read(hostfile, group->size, base, &group->peers, err);
 }
 
+void rt_group_forget_secret(rt_group *group)
+{
+    rt_transport_wipe_secret(group->secret, sizeof(group->secret));
+}
+
 void rt_group_free(rt_group *group)
 {
     free(group->peers);
     group->peers = NULL;
+    rt_group_forget_secret(group);
 }
 
 /* ---- hostfile ---- */

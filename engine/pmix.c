@@ -10,9 +10,16 @@
  * the machine) and the node's host name otherwise.  PMIx is finalized right
  * after the exchange: nothing later needs it.
  *
- * The job secret does not travel this way: a PMIx server hands published
- * data to any process of the job, so the secret still comes from
- * ROTOR_TOKEN or --token-file (rotor launch makes one), as without PMIx.
+ * The job secret can travel this way too.  When none was given (no
+ * ROTOR_TOKEN, no --token-file, no --insecure: see cfg->pmix_secret), rank 0
+ * makes one with libsodium's generator (rt_transport_new_secret) and
+ * publishes it under rotor.secret in the same fence; every other rank reads
+ * it from rank 0's entries.  That is safe because a PMIx server hands
+ * published data only to the processes of this job (its clients are the
+ * processes the launcher started, registered in the job's namespace; mpirun
+ * and srun run one server per job or step), which is exactly the set of
+ * processes that should know the secret; it never appears in an environment
+ * or on a command line.  A secret given explicitly still wins.
  *
  * Built only when pkg-config finds pmix (Debian: libpmix-dev); otherwise
  * rt_pmix_compiled() is 0 and asking for PMIx says how to get it.
@@ -32,6 +39,7 @@
 #include <pmix.h>
 
 #define PEER_KEY "rotor.peer"
+#define SECRET_KEY "rotor.secret"
 
 int rt_pmix_compiled(void)
 {
@@ -106,29 +114,85 @@ static int get_peer(const pmix_proc_t *me, int r, rt_peer *peer, rt_error *err)
                         s);
 }
 
-/* Publish ours, fence, read everyone's. */
-static int exchange(const pmix_proc_t *me, rt_group *g, rt_error *err)
+/* Pick a free port and publish "PORT HOST" (not yet committed). */
+static int put_address(const pmix_proc_t *me, rt_group *g, char *host, size_t cap, int *port,
+                       rt_error *err)
 {
     uint32_t local = 0;
     pmix_proc_t wild;
     PMIX_LOAD_PROCID(&wild, me->nspace, PMIX_RANK_WILDCARD);
     if (get_u32(&wild, PMIX_LOCAL_SIZE, &local, err))
         return -1;
-    char host[256] = "127.0.0.1";
-    if ((int)local != g->size && gethostname(host, sizeof(host)))
+    snprintf(host, cap, "127.0.0.1");
+    if ((int)local != g->size && gethostname(host, cap))
         return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "PMIx: gethostname");
-    host[sizeof(host) - 1] = '\0';
-    int port = 0;
-    if (free_port(host, &port, err))
+    host[cap - 1] = '\0';
+    if (free_port(host, port, err))
         return -1;
     char entry[300];
-    snprintf(entry, sizeof(entry), "%d %s", port, host);
+    snprintf(entry, sizeof(entry), "%d %s", *port, host);
     pmix_value_t v;
     PMIX_VALUE_LOAD(&v, entry, PMIX_STRING);
     pmix_status_t rc = PMIx_Put(PMIX_GLOBAL, PEER_KEY, &v);
     PMIX_VALUE_DESTRUCT(&v);
-    if (rc == PMIX_SUCCESS)
-        rc = PMIx_Commit();
+    if (rc != PMIX_SUCCESS)
+        return rt_fail(err, RT_EXIT_RUNTIME, "PMIx: publishing this rank's address: %s",
+                       PMIx_Error_string(rc));
+    return 0;
+}
+
+/* Rank 0: make the job secret and publish it (not yet committed). */
+static int put_secret(rt_group *g, rt_error *err)
+{
+    if (rt_transport_new_secret(g->secret, sizeof(g->secret), err))
+        return -1;
+    pmix_value_t v;
+    PMIX_VALUE_LOAD(&v, g->secret, PMIX_STRING);
+    pmix_status_t rc = PMIx_Put(PMIX_GLOBAL, SECRET_KEY, &v);
+    rt_transport_wipe_secret(v.data.string, strlen(v.data.string));
+    PMIX_VALUE_DESTRUCT(&v);
+    if (rc != PMIX_SUCCESS)
+        return rt_fail(err, RT_EXIT_RUNTIME, "PMIx: publishing the job secret: %s",
+                       PMIx_Error_string(rc));
+    return 0;
+}
+
+/* Ranks other than 0: rank 0's secret, which must look like one
+ * rt_transport_new_secret made (64 hex digits). */
+static int get_secret(const pmix_proc_t *me, rt_group *g, rt_error *err)
+{
+    pmix_proc_t root;
+    PMIX_LOAD_PROCID(&root, me->nspace, 0);
+    pmix_value_t *v = NULL;
+    pmix_status_t rc = PMIx_Get(&root, SECRET_KEY, NULL, 0, &v);
+    if (rc != PMIX_SUCCESS || !v)
+        return rt_fail(err, RT_EXIT_RUNTIME, "PMIx: rank 0 published no job secret: %s",
+                       PMIx_Error_string(rc));
+    char *s = v->type == PMIX_STRING && v->data.string ? v->data.string : NULL;
+    size_t n = s ? strlen(s) : 0;
+    int ok = n == sizeof(g->secret) - 1 && strspn(s, "0123456789abcdef") == n;
+    if (ok)
+        memcpy(g->secret, s, n + 1);
+    if (s)
+        rt_transport_wipe_secret(s, n);
+    PMIX_VALUE_RELEASE(v);
+    return ok ? 0 : rt_fail(err, RT_EXIT_RUNTIME, "PMIx: rank 0 published a malformed job secret");
+}
+
+/* Publish what this job needs (our address when want_peers, the secret from
+ * rank 0 when want_secret), fence with data collection, read everyone's. */
+static int exchange(const pmix_proc_t *me, rt_group *g, int want_peers, int want_secret,
+                    rt_error *err)
+{
+    char host[256] = "";
+    int port = 0;
+    if (want_peers && put_address(me, g, host, sizeof(host), &port, err))
+        return -1;
+    if (want_secret && g->rank == 0 && put_secret(g, err))
+        return -1;
+    pmix_status_t rc = PMIx_Commit();
+    pmix_proc_t wild;
+    PMIX_LOAD_PROCID(&wild, me->nspace, PMIX_RANK_WILDCARD);
     pmix_info_t info;
     bool collect = true;
     PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
@@ -136,8 +200,12 @@ static int exchange(const pmix_proc_t *me, rt_group *g, rt_error *err)
         rc = PMIx_Fence(&wild, 1, &info, 1);
     PMIX_INFO_DESTRUCT(&info);
     if (rc != PMIX_SUCCESS)
-        return rt_fail(err, RT_EXIT_RUNTIME, "PMIx: exchanging addresses: %s",
-                       PMIx_Error_string(rc));
+        return rt_fail(err, RT_EXIT_RUNTIME, "PMIx: exchanging %s: %s",
+                       want_peers ? "addresses" : "the job secret", PMIx_Error_string(rc));
+    if (want_secret && g->rank != 0 && get_secret(me, g, err))
+        return -1;
+    if (!want_peers)
+        return 0;
     g->peers = calloc((size_t)g->size, sizeof(rt_peer));
     if (!g->peers)
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
@@ -180,13 +248,12 @@ int rt_pmix_group(const rt_group_config *cfg, rt_group *g, rt_error *err)
                        "run under mpirun or srun --mpi=pmix, or pass --rank/--size and --hostfile",
                        PMIx_Error_string(rc));
     int ret = identity(&me, cfg, g, err);
-    if (ret == 0 && g->size > 1 && (!cfg->hostfile || !*cfg->hostfile))
-        ret = exchange(&me, g, err);
+    int want_peers = !cfg->hostfile || !*cfg->hostfile;
+    if (ret == 0 && g->size > 1 && (want_peers || cfg->pmix_secret))
+        ret = exchange(&me, g, want_peers, cfg->pmix_secret, err);
     PMIx_Finalize(NULL, 0);
-    if (ret) {
-        free(g->peers);
-        g->peers = NULL;
-    }
+    if (ret)
+        rt_group_free(g);
     return ret;
 }
 

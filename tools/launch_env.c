@@ -24,9 +24,14 @@
  * --mpi=pmix) with no hostfile, and when this rotor was built with PMIx,
  * the ranks find each other through the PMIx server (engine/pmix.c).
  *
- * The job secret: --token-file FILE, else ROTOR_TOKEN (rotor launch sets it
- * for its children; environment variables are readable only by the user,
- * unlike command lines, which `ps` shows to everyone).
+ * The job secret, from the first source that is present:
+ *   1. --token-file FILE
+ *   2. ROTOR_TOKEN (rotor launch sets it for its children; environment
+ *      variables are readable only by the user, unlike command lines, which
+ *      `ps` shows to everyone)
+ *   3. PMIx, when the group came through it: rank 0 makes one and the PMIx
+ *      server hands it to the job's other ranks (engine/pmix.c)
+ * --insecure runs without one.  The log says which it was.
  */
 #define _GNU_SOURCE
 #include "tools/launch_env.h"
@@ -149,41 +154,55 @@ static int read_token_file(const char *path, char *buf, size_t cap, size_t *len,
     return 0;
 }
 
-int rt_launch_env_secret(rt_transport_config *tc, const char *token_file, int insecure, int size,
-                         rt_error *err)
+int rt_launch_env_secret_given(const char *token_file)
+{
+    return token_file || (getenv("ROTOR_TOKEN") && *getenv("ROTOR_TOKEN"));
+}
+
+int rt_launch_env_secret(rt_transport_config *tc, const char *token_file, int insecure,
+                         const rt_group *g, rt_error *err)
 {
     char buf[4096];
     size_t len = 0;
-    const char *secret = NULL;
+    const char *secret = NULL, *from = NULL;
     tc->secure = 0;
     if (token_file) {
         if (read_token_file(token_file, buf, sizeof(buf), &len, err))
             return -1;
         secret = buf;
+        from = "--token-file";
     } else if (getenv("ROTOR_TOKEN") && *getenv("ROTOR_TOKEN")) {
         snprintf(buf, sizeof(buf), "%s", getenv("ROTOR_TOKEN"));
         len = strlen(buf);
         secret = buf;
+        from = "ROTOR_TOKEN";
         unsetenv("ROTOR_TOKEN"); /* not for whatever this process starts */
+    } else if (g->secret[0]) {
+        len = strlen(g->secret);
+        secret = g->secret;
+        from = "PMIx (made by rank 0 for this job)";
     }
     if (insecure) {
-        if (size > 1)
+        if (g->size > 1)
             rt_warn("--insecure: this job runs without a secret; any process that reaches "
                     "its ports can join it");
         return 0;
     }
     if (!secret) {
-        if (size <= 1)
+        if (g->size <= 1)
             return 0;
         return rt_fail(err, RT_EXIT_INPUT,
                        "%d processes need a job secret: set ROTOR_TOKEN or pass --token-file "
-                       "FILE (rotor launch does it for you), or --insecure to run without one",
-                       size);
+                       "FILE (rotor launch does it for you; so does mpirun or srun through "
+                       "PMIx without a hostfile), or --insecure to run without one",
+                       g->size);
     }
     int rc = rt_transport_job_key(secret, len, tc->job_key, err);
-    memset(buf, 0, sizeof(buf));
+    rt_transport_wipe_secret(buf, sizeof(buf));
     if (rc)
         return -1;
     tc->secure = 1;
+    if (g->size > 1)
+        rt_info("rank %d: job secret from %s", g->rank, from);
     return 0;
 }

@@ -10,10 +10,15 @@
  * err (exit code 2) for a malformed or half-set variable. */
 int rt_launch_env_group(rt_group_config *cfg, rt_error *err);
 
+/* 1 when the job secret is given explicitly (--token-file or ROTOR_TOKEN),
+ * so it need not come through PMIx. */
+int rt_launch_env_secret_given(const char *token_file);
+
 /* The job secret: --token-file FILE when given, else ROTOR_TOKEN (removed
- * from the environment once read).  A job of more than one process needs
- * one unless `insecure`.  Fills tc->secure and tc->job_key. */
-int rt_launch_env_secret(rt_transport_config *tc, const char *token_file, int insecure, int size,
-                         rt_error *err);
+ * from the environment once read), else g->secret (from PMIx).  A job of
+ * more than one process needs one unless `insecure`.  Logs the source and
+ * fills tc->secure and tc->job_key. */
+int rt_launch_env_secret(rt_transport_config *tc, const char *token_file, int insecure,
+                         const rt_group *g, rt_error *err);
 
 #endif

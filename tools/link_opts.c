@@ -25,7 +25,8 @@ const rt_opt link_options[] = {
                "never; a peer that dies is always detected at once)"),
     RT_PATH_OPT("token-file", 0, link_opts, token_file, "FILE", NULL, 0,
                 "the job secret, which every connection must prove it knows (default: "
-                "$ROTOR_TOKEN, which rotor launch sets)"),
+                "$ROTOR_TOKEN, which rotor launch sets; else, under mpirun or srun without a "
+                "hostfile, one made for the job and shared through PMIx)"),
     RT_FLAG_OPT("insecure", 0, link_opts, insecure,
                 "run several processes without a secret: anyone who reaches the ports can join"),
     {0}};
@@ -45,9 +46,16 @@ void link_opts_finish(link_opts *l)
 
 int link_opts_join(link_opts *l, rt_group *g, rt_error *err)
 {
-    if (rt_launch_env_group(&l->group, err) || rt_group_resolve(&l->group, g, err))
+    if (rt_launch_env_group(&l->group, err))
         return -1;
-    if (rt_launch_env_secret(&l->transport, l->token_file, l->insecure, g->size, err)) {
+    /* Through PMIx, a job given no secret gets one made for it there. */
+    l->group.pmix_secret =
+        l->group.pmix && !l->insecure && !rt_launch_env_secret_given(l->token_file);
+    if (rt_group_resolve(&l->group, g, err))
+        return -1;
+    int rc = rt_launch_env_secret(&l->transport, l->token_file, l->insecure, g, err);
+    rt_group_forget_secret(g); /* the transport keeps only the key */
+    if (rc) {
         rt_group_free(g);
         return -1;
     }

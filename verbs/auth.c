@@ -64,6 +64,11 @@ int rt_transport_new_secret(char *hex, size_t cap, rt_error *err)
     return 0;
 }
 
+void rt_transport_wipe_secret(void *secret, size_t len)
+{
+    sodium_memzero(secret, len);
+}
+
 /* The identity a peer answer is bound to: who answers whom. */
 typedef struct peer_pair {
     int32_t from, to;

@@ -183,6 +183,8 @@ int rt_transport_job_key(const char *secret, size_t len, uint8_t key[RT_JOB_KEY_
                          rt_error *err);
 /* A new random secret as 64 hex digits (cap >= 65). */
 int rt_transport_new_secret(char *hex, size_t cap, rt_error *err);
+/* Overwrite a secret's bytes with zeros, in a way no compiler removes. */
+void rt_transport_wipe_secret(void *secret, size_t len);
 
 /* The transport names ("auto", "tcp", "ib", "rdma" = ib): option choices
  * (ground/opts.h) and what rt_transport_kind_parse accepts. */

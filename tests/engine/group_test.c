@@ -205,6 +205,15 @@ static void test_more_launchers(void **state)
         unsetenv(all_vars[i]);
 }
 
+/* A group of `size` ranks as rt_group_resolve leaves it; `pmix_secret` is
+ * what PMIx handed over ("" when it did not). */
+static rt_group group_of(int size, const char *pmix_secret)
+{
+    rt_group g = {.rank = 0, .size = size};
+    snprintf(g.secret, sizeof(g.secret), "%s", pmix_secret);
+    return g;
+}
+
 /* The job secret: needed by several processes, --insecure runs without. */
 static void test_secret(void **state)
 {
@@ -212,32 +221,75 @@ static void test_secret(void **state)
     rt_transport_config tc;
     rt_transport_config_init(&tc);
     rt_error err;
+    rt_group one = group_of(1, ""), four = group_of(4, "");
     unsetenv("ROTOR_TOKEN");
-    assert_int_equal(rt_launch_env_secret(&tc, NULL, 0, 1, &err), 0);
+    assert_int_equal(rt_launch_env_secret_given(NULL), 0);
+    assert_int_equal(rt_launch_env_secret(&tc, NULL, 0, &one, &err), 0);
     assert_int_equal(tc.secure, 0);
-    assert_int_equal(rt_launch_env_secret(&tc, NULL, 0, 4, &err), -1);
+    assert_int_equal(rt_launch_env_secret(&tc, NULL, 0, &four, &err), -1);
     assert_int_equal(err.code, RT_EXIT_INPUT);
     assert_non_null(strstr(err.msg, "--insecure"));
     assert_null(strchr(err.msg, '\n'));
-    assert_int_equal(rt_launch_env_secret(&tc, NULL, 1, 4, &err), 0);
+    assert_int_equal(rt_launch_env_secret(&tc, NULL, 1, &four, &err), 0);
     assert_int_equal(tc.secure, 0);
 
     setenv("ROTOR_TOKEN", "s3cret", 1);
-    assert_int_equal(rt_launch_env_secret(&tc, NULL, 0, 4, &err), 0);
+    assert_int_equal(rt_launch_env_secret_given(NULL), 1);
+    assert_int_equal(rt_launch_env_secret(&tc, NULL, 0, &four, &err), 0);
     assert_int_equal(tc.secure, 1);
     assert_null(getenv("ROTOR_TOKEN")); /* not passed on */
     uint8_t from_env[32];
     memcpy(from_env, tc.job_key, 32);
 
     const char *path = write_file("token", "s3cret\n");
-    assert_int_equal(rt_launch_env_secret(&tc, path, 0, 4, &err), 0);
+    assert_int_equal(rt_launch_env_secret_given(path), 1);
+    assert_int_equal(rt_launch_env_secret(&tc, path, 0, &four, &err), 0);
     assert_memory_equal(tc.job_key, from_env, 32);
     path = write_file("token2", "other\n");
-    assert_int_equal(rt_launch_env_secret(&tc, path, 0, 4, &err), 0);
+    assert_int_equal(rt_launch_env_secret(&tc, path, 0, &four, &err), 0);
     assert_memory_not_equal(tc.job_key, from_env, 32);
     path = write_file("empty", "\n");
-    assert_int_equal(rt_launch_env_secret(&tc, path, 0, 4, &err), -1);
+    assert_int_equal(rt_launch_env_secret(&tc, path, 0, &four, &err), -1);
     assert_non_null(strstr(err.msg, ":1:"));
+}
+
+/* A secret PMIx handed over is used when none was given, and an explicit
+ * one (ROTOR_TOKEN, --token-file) wins over it. */
+static void test_secret_from_pmix(void **state)
+{
+    (void)state;
+    rt_transport_config tc;
+    rt_transport_config_init(&tc);
+    rt_error err;
+    char made[RT_GROUP_SECRET_CAP];
+    assert_int_equal(rt_transport_new_secret(made, sizeof(made), &err), 0);
+    assert_int_equal(strlen(made), RT_GROUP_SECRET_CAP - 1);
+    rt_group g = group_of(4, made);
+    uint8_t want[RT_JOB_KEY_BYTES];
+    assert_int_equal(rt_transport_job_key(made, strlen(made), want, &err), 0);
+
+    unsetenv("ROTOR_TOKEN");
+    assert_int_equal(rt_launch_env_secret(&tc, NULL, 0, &g, &err), 0);
+    assert_int_equal(tc.secure, 1);
+    assert_memory_equal(tc.job_key, want, RT_JOB_KEY_BYTES);
+
+    uint8_t given[RT_JOB_KEY_BYTES];
+    assert_int_equal(rt_transport_job_key("s3cret", 6, given, &err), 0);
+    setenv("ROTOR_TOKEN", "s3cret", 1);
+    assert_int_equal(rt_launch_env_secret(&tc, NULL, 0, &g, &err), 0);
+    assert_memory_equal(tc.job_key, given, RT_JOB_KEY_BYTES);
+    const char *path = write_file("token3", "s3cret\n");
+    memset(tc.job_key, 0, sizeof(tc.job_key));
+    assert_int_equal(rt_launch_env_secret(&tc, path, 0, &g, &err), 0);
+    assert_memory_equal(tc.job_key, given, RT_JOB_KEY_BYTES);
+
+    /* --insecure stays insecure, whatever PMIx handed over */
+    assert_int_equal(rt_launch_env_secret(&tc, NULL, 1, &g, &err), 0);
+    assert_int_equal(tc.secure, 0);
+
+    rt_group_forget_secret(&g);
+    for (size_t i = 0; i < sizeof(g.secret); i++)
+        assert_int_equal(g.secret[i], 0);
 }
 
 static void test_bad_identity(void **state)
@@ -377,6 +429,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_more_launchers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_secret, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_secret_from_pmix, setup, teardown),
         cmocka_unit_test_setup_teardown(test_single_process, setup, teardown),
         cmocka_unit_test_setup_teardown(test_precedence, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_identity, setup, teardown),
