@@ -54,7 +54,8 @@ struct rt_engine {
     uint32_t *block_in; /* n_slots: block in each slot, NO_SLOT when free */
     uint32_t out_slot;  /* the slot the next pass leaves from (first in, first out) */
     uint32_t arrivals;  /* entries of route.arrive received this rotation */
-    void *scratch;      /* one slot's bytes, for swapping two blocks */
+    void *scratch;      /* one slot's bytes, for swapping two blocks (allocated at the
+                           first swap: the default schedule never swaps) */
     uint64_t swaps;     /* passes that needed a swap (never with the default schedule) */
     /* worker threads (none in serial mode) */
     worker_slot *workers;
@@ -235,8 +236,10 @@ static int wait_all_home(rt_engine *e, uint64_t rotation, rt_error *err)
 }
 
 /* Swap the bytes (and the map entries) of the blocks in slots x and y. */
-static void swap_slots(rt_engine *e, uint32_t x, uint32_t y)
+static int swap_slots(rt_engine *e, uint32_t x, uint32_t y, rt_error *err)
 {
+    if (!e->scratch && !(e->scratch = rt_alloc(rt_transport_slot_bytes(e->tr))))
+        return rt_fail(err, RT_EXIT_RUNTIME, "engine: out of memory for a block swap");
     uint32_t bx = e->block_in[x], by = e->block_in[y];
     void *px = rt_transport_slot(e->tr, x), *py = rt_transport_slot(e->tr, y);
     memcpy(e->scratch, px, e->len_of[bx]);
@@ -247,6 +250,7 @@ static void swap_slots(rt_engine *e, uint32_t x, uint32_t y)
     e->slot_of[bx] = y;
     e->slot_of[by] = x;
     e->swaps++;
+    return 0;
 }
 
 /* Pass block b to the next node from the slot the window's order says. */
@@ -256,8 +260,8 @@ static int pass_block(rt_engine *e, uint32_t b, uint64_t rotation, rt_error *err
     if (e->block_in[out] == NO_SLOT)
         return rt_fail(err, RT_EXIT_RUNTIME, "engine: rank %u: slot %u is empty at block %u's pass",
                        e->rank, out, b);
-    if (e->slot_of[b] != out)
-        swap_slots(e, e->slot_of[b], out);
+    if (e->slot_of[b] != out && swap_slots(e, e->slot_of[b], out, err))
+        return -1;
     if (rt_transport_pass(e->tr, out, e->len_of[b], b, (uint32_t)rotation, err))
         return -1;
     e->slot_of[b] = NO_SLOT;
@@ -449,9 +453,12 @@ int rt_engine_create(const rt_engine_config *cfg, rt_engine **out, rt_error *err
         rt_engine_destroy(e);
         return -1;
     }
-    /* Room for every block a node holds at a step boundary, and at least
-     * the resident blocks + one arriving + one leaving. */
-    e->n_slots = e->route.slots_needed + 1 > e->span + 2 ? e->route.slots_needed + 1 : e->span + 2;
+    /* Room for every block a node holds at a step boundary, leaving ones
+     * included (route.h): then every arrival of a step lands without waiting
+     * for this node's own passes, so no ring of credit waits can close.  At
+     * least one slot beyond the home blocks, or the ring could not start.
+     * No more: every slot is a block's worth of resident memory. */
+    e->n_slots = e->route.slots_needed > e->span + 1 ? e->route.slots_needed : e->span + 1;
     e->slot_of = calloc(e->B, sizeof(uint32_t));
     e->len_of = calloc(e->B, sizeof(size_t));
     e->block_in = calloc(e->n_slots, sizeof(uint32_t));
@@ -476,11 +483,6 @@ int rt_engine_create(const rt_engine_config *cfg, rt_engine **out, rt_error *err
     if (rt_transport_open(&tc, &e->tr, err)) {
         rt_engine_destroy(e);
         return -1;
-    }
-    e->scratch = rt_alloc(rt_transport_slot_bytes(e->tr));
-    if (!e->scratch) {
-        rt_engine_destroy(e);
-        return rt_fail(err, RT_EXIT_RUNTIME, "engine: out of memory");
     }
     if (start_threads(e, err)) {
         rt_engine_destroy(e);

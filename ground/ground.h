@@ -61,6 +61,11 @@ long rt_peak_rss_kib(void);
 /* Zeroed, RT_ALIGN-aligned, size rounded up to RT_ALIGN.  NULL on failure. */
 void *rt_alloc(size_t bytes);
 void rt_free(void *p);
+/* Zeroed, page-aligned memory that takes no resident pages until written:
+ * a window that only fills as blocks arrive costs only what arrived.
+ * rt_free_untouched needs the same byte count (NULL is a no-op). */
+void *rt_alloc_untouched(size_t bytes);
+void rt_free_untouched(void *p, size_t bytes);
 static inline size_t rt_round_up(size_t n, size_t a)
 {
     return (n + a - 1) / a * a;

@@ -266,6 +266,7 @@ int cmd_train(int argc, char **argv)
     train_opts o;
     train_run r = {0};
     rt_error err = {0};
+    rt_env_skip_hwloc_plugins(); /* before any thread or topology */
     int rc = parse_args(&o, &r.app_opts, argc, argv, &err);
     /* The app's output options name what an interrupted or failed run removes. */
     if (rc == 0) {

@@ -39,3 +39,16 @@ void rt_env_tune_transport(rt_transport_config *cfg)
     else
         cfg->tcp_sockbuf = bytes == 0 ? -1 : bytes;
 }
+
+/* Pinning (engine/pin.c) asks hwloc for cores and nothing else, but
+ * hwloc_topology_init dlopens every plugin it finds before any of its own
+ * settings can say no: on Debian the PCI, OpenCL and GL device discovery
+ * (libpciaccess, libOpenCL, libX11) and the libxml2 XML reader (with ICU),
+ * about 2.8 MB of resident relocated libraries in every rank, for I/O
+ * objects rotor never asks for and an XML format hwloc also reads without
+ * libxml2.  Its environment variable is the only switch that acts before
+ * the loading; a value the user gave wins. */
+void rt_env_skip_hwloc_plugins(void)
+{
+    setenv("HWLOC_PLUGINS_BLACKLIST", "hwloc_pci,hwloc_opencl,hwloc_gl,hwloc_xml_libxml", 0);
+}

@@ -8,6 +8,9 @@
  *   SLURM_NTASKS_PER_NODE                  processes on this host (pinning)
  *   ROTOR_TCP_SOCKBUF=bytes                TCP ring socket buffers (0 = kernel
  *                                          autotuning), for benchmarking
+ * and one that tunes hwloc for the commands that pin threads:
+ *   HWLOC_PLUGINS_BLACKLIST                set (unless the user set it) to
+ *                                          hwloc's I/O and libxml plugins
  */
 #ifndef ROTOR_TOOLS_TUNING_ENV_H
 #define ROTOR_TOOLS_TUNING_ENV_H
@@ -20,5 +23,8 @@ void rt_env_apply_log_level(void);
 int rt_env_local_size(void);
 /* Apply ROTOR_TCP_SOCKBUF to cfg->tcp_sockbuf. */
 void rt_env_tune_transport(rt_transport_config *cfg);
+/* Keep hwloc from loading the plugins rotor has no use for.  Call before
+ * any thread starts (setenv) and before the first topology is made. */
+void rt_env_skip_hwloc_plugins(void);
 
 #endif

@@ -104,6 +104,7 @@ typedef struct tcp_transport {
     uint32_t n_slots, init_occ;
     size_t slot_bytes;
     uint8_t *window;
+    size_t window_bytes; /* n_slots x slot_bytes, for rt_free_untouched */
 
     int next_fd, prev_fd; /* ring out / ring in; -1 when size == 1 */
     int *ctl_fd;          /* size entries, -1 for ourselves */
@@ -1557,7 +1558,7 @@ static void tcp_free(tcp_transport *t)
     pthread_mutex_destroy(&t->prev_wmu);
     free(t->q);
     free(t->aq);
-    rt_free(t->window);
+    rt_free_untouched(t->window, t->window_bytes);
     rt_transport_base_free(&t->base);
     free(t);
 }
@@ -1734,7 +1735,10 @@ int rt_tcp_open(const rt_transport_config *cfg, rt_transport **out, rt_error *er
         tcp_free(t);
         return -1;
     }
-    t->window = rt_alloc((size_t)t->n_slots * t->slot_bytes);
+    /* Untouched pages: the home blocks' slots fill when the app writes them,
+     * the others only when a block arrives there. */
+    t->window_bytes = (size_t)t->n_slots * t->slot_bytes;
+    t->window = rt_alloc_untouched(t->window_bytes);
     if (!t->ctl_fd || !t->q || !t->aq || !t->window) {
         rt_fail(err, RT_EXIT_RUNTIME, "tcp: out of memory for a window of %u x %zu bytes",
                 cfg->n_slots, slot_bytes);

@@ -1,5 +1,6 @@
 /* base_test.c - the shared utilities: RNG streams, number parsing, errors,
- * atomic output files and .npy round trips. */
+ * atomic output files, .npy round trips and untouched allocations. */
+#define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,6 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "ground/ground.h"
@@ -152,6 +154,37 @@ static void test_npy_round_trip(void **state)
     rt_remove_tree(dir);
 }
 
+/* Resident pages of [p, p + bytes), by mincore. */
+static size_t resident_pages(void *p, size_t bytes)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), n = (bytes + page - 1) / page, in = 0;
+    unsigned char *vec = malloc(n);
+    assert_non_null(vec);
+    assert_int_equal(mincore(p, bytes, vec), 0);
+    for (size_t i = 0; i < n; i++)
+        in += vec[i] & 1;
+    free(vec);
+    return in;
+}
+
+/* A window from rt_alloc_untouched costs nothing until written, reads as
+ * zeros, and is aligned for slots. */
+static void test_alloc_untouched_takes_pages_on_write(void **state)
+{
+    (void)state;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), bytes = 64 * page;
+    unsigned char *p = rt_alloc_untouched(bytes);
+    assert_non_null(p);
+    assert_true((uintptr_t)p % RT_ALIGN == 0);
+    assert_int_equal(resident_pages(p, bytes), 0);
+    p[5 * page] = 1;
+    p[5 * page + 1] = 2;
+    assert_int_equal(resident_pages(p, bytes), 1);
+    assert_true(p[7 * page] == 0 && p[bytes - 1] == 0);
+    rt_free_untouched(p, bytes);
+    rt_free_untouched(NULL, bytes);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -162,6 +195,7 @@ int main(void)
         cmocka_unit_test(test_error_prefix),
         cmocka_unit_test(test_outfile_abort_leaves_nothing),
         cmocka_unit_test(test_npy_round_trip),
+        cmocka_unit_test(test_alloc_untouched_takes_pages_on_write),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
