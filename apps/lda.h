@@ -176,7 +176,7 @@ typedef struct lda_tokens {
     uint32_t *run_word; /* block-local word of the run */
     uint64_t *run_end;  /* one past the run's last token */
     uint64_t *blk_tok;  /* B + 1 into tok_doc / tok_pos */
-    uint32_t *tok_doc;  /* document (worker-local) */
+    uint32_t *tok_doc;  /* document (worker-local; NULL for the warp sampler's training tokens) */
     uint32_t *tok_pos;  /* index into z */
     /* training docs: nonzero topics per document (capacity min(K, length)) */
     uint16_t *dnz;

@@ -38,6 +38,12 @@ int lda_core_init(lda_core *c, const lda_opts *o, const rt_plan *plan, const rt_
             (o->sampler == LDA_SAMPLER_WARP &&
              lda_scratch_urn(&c->scratch[t], &c->layout, plan->n_cols)))
             return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (LDA scratch)");
+    /* opening the shards read them all (checksums); each worker's tokens
+     * read its own again, one worker at a time */
+    for (uint32_t i = 0; i < n_workers; i++)
+        if (rt_shard_release(&shards[i], shards[i].map,
+                             (const char *)shards[i].map + shards[i].map_len, err))
+            return -1;
     for (uint32_t i = 0; i < n_workers; i++)
         if (lda_worker_init(&c->workers[i], plan, &shards[i], &c->o, err))
             return -1;

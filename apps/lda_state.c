@@ -65,10 +65,13 @@ int lda_token_held(uint64_t seed, uint32_t gdoc, uint32_t gword, uint32_t i)
 }
 
 /* Build one token set from the entries of the shard (train or test). */
-static int tokens_build(lda_tokens *t, const rt_plan *plan, const uint64_t *off, const rt_entry *e,
-                        uint32_t n_docs, const uint32_t *test_ids, const lda_opts *o,
-                        uint32_t worker, rt_error *err)
+static int tokens_build(lda_tokens *t, const rt_plan *plan, const rt_shard *sh, int test,
+                        const lda_opts *o, rt_error *err)
 {
+    const uint64_t *off = test ? sh->test_off : sh->train_off;
+    const rt_entry *e = test ? sh->test : sh->train;
+    const uint32_t *test_ids = test ? sh->test_row_ids : NULL;
+    const uint32_t n_docs = test ? sh->n_test_rows : sh->n_rows, worker = sh->worker;
     uint32_t B = plan->blocks, K = o->K;
     int fail = 0;
     t->n_docs = n_docs;
@@ -102,6 +105,12 @@ static int tokens_build(lda_tokens *t, const rt_plan *plan, const uint64_t *off,
     }
     for (uint32_t d = 0; d < n_docs; d++)
         t->doc_off[d + 1] += t->doc_off[d];
+    /* the entries are read once more, block by block, below: let go of
+     * their pages meanwhile (memory is tokens + one block, not + the shard) */
+    if (rt_shard_release(sh, e, e + off[B], err)) {
+        free(cursor);
+        return -1;
+    }
     /* the warp sampler keeps the topics in its token records, and no
      * document-topic matrix for its training documents */
     int warp = o->sampler == LDA_SAMPLER_WARP && !test_ids;
@@ -110,7 +119,8 @@ static int tokens_build(lda_tokens *t, const rt_plan *plan, const uint64_t *off,
         t->aux = xcalloc(t->n_tokens * t->aux_stride, sizeof(uint16_t), &fail);
     else
         t->z = xcalloc(t->n_tokens, sizeof(uint16_t), &fail);
-    t->tok_doc = xcalloc(t->n_tokens, sizeof(uint32_t), &fail);
+    if (!warp) /* (the warp sampler's word phase needs no document) */
+        t->tok_doc = xcalloc(t->n_tokens, sizeof(uint32_t), &fail);
     t->tok_pos = xcalloc(t->n_tokens, sizeof(uint32_t), &fail);
     t->run_word = xcalloc(runs, sizeof(uint32_t), &fail);
     t->run_end = xcalloc(runs, sizeof(uint64_t), &fail);
@@ -150,7 +160,8 @@ static int tokens_build(lda_tokens *t, const rt_plan *plan, const uint64_t *off,
                 }
                 uint64_t p = cursor[d]++;
                 uint16_t k = (uint16_t)lda_below(&rng, K);
-                t->tok_doc[tok] = d;
+                if (t->tok_doc)
+                    t->tok_doc[tok] = d;
                 t->tok_pos[tok] = (uint32_t)p;
                 if (warp) { /* topic k, counted as k, no proposal yet */
                     for (uint32_t m = 0; m < t->aux_stride; m++)
@@ -168,6 +179,10 @@ static int tokens_build(lda_tokens *t, const rt_plan *plan, const uint64_t *off,
                 t->held_cnt[held] = h;
                 held++;
             }
+        }
+        if (rt_shard_release(sh, e + off[b], e + off[b + 1], err)) {
+            free(cursor);
+            return -1;
         }
     }
     t->blk_run[B] = run;
@@ -215,13 +230,11 @@ int lda_worker_init(lda_worker *w, const rt_plan *plan, const rt_shard *sh, cons
     w->nk = calloc(o->K, sizeof(int64_t));
     if (!w->nk)
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
-    if (tokens_build(&w->train, plan, sh->train_off, sh->train, sh->n_rows, NULL, o, sh->worker,
-                     err) ||
-        doc_nz_build(&w->train, o->K, err))
+    if (tokens_build(&w->train, plan, sh, 0, o, err) || doc_nz_build(&w->train, o->K, err))
         return -1;
-    if (sh->test_row_ids && (tokens_build(&w->test, plan, sh->test_off, sh->test, sh->n_test_rows,
-                                          sh->test_row_ids, o, sh->worker, err) ||
-                             doc_nz_build(&w->test, o->K, err)))
+    if (sh->test_row_ids &&
+        (tokens_build(&w->test, plan, sh, 1, o, err) || doc_nz_build(&w->test, o->K, err)))
         return -1;
-    return 0;
+    /* nothing reads the shard again: none of it stays resident */
+    return rt_shard_release(sh, sh->map, (const char *)sh->map + sh->map_len, err);
 }

@@ -182,6 +182,12 @@ static inline uint32_t rt_plan_block_home(const rt_plan *p, uint32_t b)
  * (a truncated or corrupted shard fails with exit code 2). */
 int rt_shard_open(const rt_plan *plan, uint32_t worker, rt_shard *shard, rt_error *err);
 void rt_shard_close(rt_shard *shard);
+/* Let go of the resident pages of the shard's mapping between from and to
+ * (the whole pages inside; the mapping's last page when `to` is its end):
+ * for an app that has copied the entries into its own structures.  The
+ * bytes stay readable (read again from the file), so this is only a hint
+ * that keeps the peak resident memory down. */
+int rt_shard_release(const rt_shard *shard, const void *from, const void *to, rt_error *err);
 
 /* Read rows.ids / cols.ids: ids[i] = original id string of dense id i.
  * Returns a malloc'd array of n strings (one allocation; free with free()).

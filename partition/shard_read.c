@@ -1,8 +1,11 @@
 /* shard_read.c - rt_shard_open: mmap one worker's shard and check it all. */
 #include "partition/secfile.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* Entries of data block b must index the worker's rows and the block's columns. */
 static int check_entries(const rt_plan *p, const uint64_t *off, const rt_entry *e,
@@ -116,4 +119,20 @@ void rt_shard_close(rt_shard *shard)
     if (f.map)
         rt_secfile_close(&f);
     memset(shard, 0, sizeof(*shard));
+}
+
+int rt_shard_release(const rt_shard *shard, const void *from, const void *to, rt_error *err)
+{
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t base = (uintptr_t)shard->map, end = base + shard->map_len;
+    uintptr_t lo = (uintptr_t)from < base ? base : (uintptr_t)from;
+    uintptr_t hi = (uintptr_t)to > end ? end : (uintptr_t)to;
+    lo = (lo + page - 1) / page * page; /* whole pages inside [from, to) only */
+    hi = hi == end ? (hi + page - 1) / page * page : hi / page * page;
+    if (!shard->map || lo >= hi)
+        return 0;
+    if (madvise((void *)lo, hi - lo, MADV_DONTNEED) != 0)
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "shard %u: cannot release its pages",
+                             shard->worker);
+    return 0;
 }
