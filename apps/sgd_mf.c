@@ -35,9 +35,11 @@ static const rt_opt_choice sgd_step_rules[] = {{"adagrad", 1}, {"none", 0}, {NUL
 #define SGD_EPOCHS "20"
 #define SGD_LR "0.05"
 #define SGD_LAMBDA "0.1"
-#define SGD_BPR_EPOCHS "20"
-#define SGD_BPR_LR "0.05"
-#define SGD_BPR_LAMBDA "0.01"
+#define SGD_BPR_EPOCHS "40"
+#define SGD_BPR_LR "0.1"
+#define SGD_BPR_LAMBDA "0.03"
+#define SGD_BPR_SCHEDULE LR_DECAY
+#define SGD_BPR_NEGATIVES "4"
 
 static const rt_opt sgd_options[] = {
     RT_MF_COMMON_OPTIONS(sgd_opts),
@@ -51,12 +53,16 @@ static const rt_opt sgd_options[] = {
     RT_FLAG_OPT("implicit", 0, sgd_opts, implicit,
                 "implicit feedback: BPR (every training pair ranked above a column drawn from the "
                 "block in hand that the row lacks), plain SGD steps, column biases only, no mean"),
+    RT_U32_OPT("negatives", 0, sgd_opts, negatives, "N", NULL, 1, 1000, 0,
+               "with --implicit: negatives drawn per training pair, one BPR step each "
+               "(default " SGD_BPR_NEGATIVES ")"),
     RT_ENUM_OPT("adaptive", 0, sgd_opts, adagrad, sgd_step_rules, "adagrad",
                 "step sizes: adagrad (row-wise AdaGrad as in LIBMF: lr / sqrt(1 + accumulated "
                 "mean squared gradients)) or none (one rate)"),
-    RT_ENUM_OPT("schedule", 0, sgd_opts, schedule, sgd_schedules, "fixed",
+    RT_ENUM_OPT("schedule", 0, sgd_opts, schedule, sgd_schedules, NULL,
                 "learning-rate schedule: fixed; bold (bold driver: x1.05 after an epoch whose loss "
-                "fell, x0.5 otherwise); decay (x --decay every epoch)"),
+                "fell, x0.5 otherwise); decay (x --decay every epoch) (default fixed, with "
+                "--implicit decay)"),
     RT_DOUBLE_OPT("decay", 0, sgd_opts, decay, "D", "0.9", 0, 1, RT_OPT_MIN_OPEN,
                   "factor per epoch for --schedule decay"),
     RT_DOUBLE_OPT("lambda-bias", 0, sgd_opts, lambda_bias, "L", NULL, 0, HUGE_VAL, 0,
@@ -69,8 +75,9 @@ static const rt_opt sgd_options[] = {
                   "SGD inner loop: auto is avx2 where the CPU has it (both give the same bits)"),
     {0}};
 
-/* --lambda-bias defaults to --lambda, and --epochs, --lr and --lambda depend
- * on --implicit (their fields start at "not given": negative or 0). */
+/* --lambda-bias defaults to --lambda, and --epochs, --lr, --lambda and
+ * --schedule depend on --implicit (their fields start at "not given":
+ * negative or 0). */
 static void sgd_opts_init(void *opts)
 {
     sgd_opts *o = opts;
@@ -78,6 +85,8 @@ static void sgd_opts_init(void *opts)
     o->lr = -1;
     o->mf.lambda = -1;
     o->epochs = 0;
+    o->schedule = -1;
+    o->negatives = 0;
 }
 
 static int sgd_opts_done(void *opts, rt_error *err)
@@ -85,12 +94,19 @@ static int sgd_opts_done(void *opts, rt_error *err)
     sgd_opts *o = opts;
     if (rt_mf_kernel_pick(o->kernel_name, &o->kernel, err))
         return -1;
+    if (o->negatives && !o->implicit)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "sgd-mf: --negatives samples the pairs a row lacks: only with --implicit");
+    if (o->negatives == 0)
+        o->negatives = (uint32_t)atoi(SGD_BPR_NEGATIVES);
     if (o->epochs == 0)
         o->epochs = (uint32_t)atoi(o->implicit ? SGD_BPR_EPOCHS : SGD_EPOCHS);
     if (o->lr < 0)
         o->lr = atof(o->implicit ? SGD_BPR_LR : SGD_LR);
     if (o->mf.lambda < 0)
         o->mf.lambda = atof(o->implicit ? SGD_BPR_LAMBDA : SGD_LAMBDA);
+    if (o->schedule < 0)
+        o->schedule = o->implicit ? SGD_BPR_SCHEDULE : LR_FIXED;
     if (o->lambda_bias < 0)
         o->lambda_bias = o->mf.lambda;
     if (o->implicit) /* ranks, not ratings: no mean, no row biases' use, one rate */

@@ -46,6 +46,7 @@ typedef struct sgd_opts {
     rt_mf_kernel kernel;     /* the SGD path, chosen once when the options are parsed */
     double target_rmse;      /* stop early once test RMSE <= this (0 = never) */
     int implicit;            /* --implicit: BPR with negatives from the block held */
+    uint32_t negatives;      /* --negatives: BPR steps (negatives drawn) per training pair */
 } sgd_opts;
 
 /* ---- the core: state and math of one node, no engine ----
@@ -99,12 +100,14 @@ typedef struct sgd_bpr_block {
     float *W, *H; /* worker-local W rows, block-local H rows, kp floats each */
     float *bias;  /* the block's column biases, or NULL */
     uint32_t n_cols, k, kp;
+    uint32_t negatives; /* draws (and steps) per training pair */
     float lr, lambda, lambda_bias;
 } sgd_bpr_block;
 /* The stream of negative draws of (epoch, worker, block): test = 1 for the
  * held-out pairs' draws. */
 uint64_t sgd_bpr_stream(uint64_t epoch, uint32_t worker, uint32_t block, int test);
-/* One BPR pass; returns the sum of -ln sigmoid(x_ui - x_uj) before each step. */
+/* One BPR pass, b->negatives steps per pair (each against its own draw, in
+ * draw order); returns the sum of -ln sigmoid(x_ui - x_uj) before each step. */
 double sgd_bpr_train(const sgd_bpr_block *b, rt_rng *rng);
 /* The held-out pairs b->e against one negative each (drawn as in training,
  * avoiding the row's training pairs train[0..n_train) of the block): the

@@ -1,10 +1,11 @@
 /* sgd_mf_bpr.c - sgd-mf --implicit: Bayesian personalised ranking (Rendle et
  * al., UAI'09) over one data block (see sgd_mf.h).
  *
- * Every training pair (u, i) of the block is one positive; its negative j
- * is drawn uniformly from the columns of the same column block, which the
- * worker holds alone in this step, redrawn (a few times at most) while u
- * has j in its training pairs of the block.  So a step still touches only
+ * Every training pair (u, i) of the block is one positive, stepped against
+ * --negatives draws in turn; each negative j is drawn uniformly from the
+ * columns of the same column block, which the worker holds alone in this
+ * step, redrawn (a few times at most) while u has j in its training pairs of
+ * the block.  So a step still touches only
  * the worker's W rows and the block's H rows, and the schedule's guarantees
  * and determinism hold unchanged.  The draws come from a stream fixed by
  * (seed, epoch, worker, block): the same on any split, in --serial replay
@@ -91,15 +92,16 @@ double sgd_bpr_train(const sgd_bpr_block *b, rt_rng *rng)
     for (size_t at = 0; at < b->n;) {
         size_t end = run_end(b->e, b->n, at);
         float *w = b->W + (size_t)b->e[at].row * b->kp;
-        for (size_t x = at; x < end; x++) {
-            uint32_t i = b->e[x].col, j = draw_negative(rng, b->n_cols, b->e + at, end - at);
-            if (j == i)
-                continue;
-            float *hi = b->H + (size_t)i * b->kp, *hj = b->H + (size_t)j * b->kp;
-            double gap = score_gap(w, hi, hj, b->bias, i, j, b->k);
-            loss += gap > 0 ? log1p(exp(-gap)) : log1p(exp(gap)) - gap;
-            bpr_step(b, w, hi, hj, i, j, gap);
-        }
+        for (size_t x = at; x < end; x++)
+            for (uint32_t s = 0; s < b->negatives; s++) {
+                uint32_t i = b->e[x].col, j = draw_negative(rng, b->n_cols, b->e + at, end - at);
+                if (j == i)
+                    continue;
+                float *hi = b->H + (size_t)i * b->kp, *hj = b->H + (size_t)j * b->kp;
+                double gap = score_gap(w, hi, hj, b->bias, i, j, b->k);
+                loss += gap > 0 ? log1p(exp(-gap)) : log1p(exp(gap)) - gap;
+                bpr_step(b, w, hi, hj, i, j, gap);
+            }
         at = end;
     }
     return loss;

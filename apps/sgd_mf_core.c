@@ -98,6 +98,7 @@ static void visit_bpr(sgd_core *c, uint32_t worker, uint32_t block, float *H)
                        .n_cols = n,
                        .k = c->m.k,
                        .kp = c->m.kp,
+                       .negatives = c->o.negatives,
                        .lr = c->lr,
                        .lambda = (float)c->o.mf.lambda,
                        .lambda_bias = (float)c->o.lambda_bias};
@@ -184,8 +185,8 @@ int sgd_core_epoch_end(sgd_core *c, uint64_t rot, sgd_epoch *ep, int *stop, rt_e
     }
     memset(c->sse, 0, 2 * (size_t)W * sizeof(double));
     double n_train = (double)(plan->nnz_train ? plan->nnz_train : 1);
-    if (c->o.implicit) { /* mean BPR loss and sampled AUC instead (sgd_mf_bpr.c) */
-        c->train_rmse = train_sse / n_train;
+    if (c->o.implicit) { /* mean BPR loss per step and sampled AUC instead (sgd_mf_bpr.c) */
+        c->train_rmse = train_sse / (n_train * c->o.negatives);
         c->test_rmse = plan->nnz_test ? test_sse / (double)plan->nnz_test : NAN;
     } else {
         c->train_rmse = sqrt(train_sse / n_train);

@@ -408,17 +408,19 @@ static void test_resume_is_bit_identical(void **state)
     check_resume(0, 1);
 }
 
-/* --implicit (BPR, negatives drawn from the block in hand): one, two and
- * four emulated nodes give the same bits, and so does a run saved after 3
- * epochs and resumed (the draws follow (seed, epoch, worker, block), no
- * generator state); the training loss falls and the seed matters. */
+/* --implicit (BPR, 3 negatives per pair drawn from the block in hand, the
+ * decaying rate): one, two and four emulated nodes give the same bits, and
+ * so does a run saved after 3 epochs and resumed (the draws follow (seed,
+ * epoch, worker, block), no generator state); the training loss falls and
+ * the seed and the number of negatives matter. */
 static void test_implicit_bpr(void **state)
 {
     (void)state;
     toy t;
     toy_make(&t, 60, 48, 4, 2, 2, 0.3, 17);
-    sgd_opts o = opts(6, 9, LR_FIXED, 1);
+    sgd_opts o = opts(6, 9, LR_DECAY, 1);
     o.implicit = 1;
+    o.negatives = 3;
     o.center = 0;
     o.lr = 0.05;
     o.mf.lambda = o.lambda_bias = 0.01;
@@ -456,6 +458,12 @@ static void test_implicit_bpr(void **state)
     run_close(&part);
     o.mf.seed = 2; /* another start and other negatives */
     run_open(&part, &t, &o, 4);
+    run_to_end(&part);
+    assert_true(part.last.train_rmse != one.last.train_rmse);
+    run_close(&part);
+    o.mf.seed = one.o.mf.seed; /* one negative per pair: other steps */
+    o.negatives = 1;
+    run_open(&part, &t, &o, 2);
     run_to_end(&part);
     assert_true(part.last.train_rmse != one.last.train_rmse);
     run_close(&one), run_close(&two), run_close(&four), run_close(&part);

@@ -58,9 +58,10 @@ paste -d' ' "$TMP/run.txt" "$TMP/ref2.txt" | awk -v tol=1e-6 '
         prev = $2
     }
     END { exit bad }' >&2 || fail "distributed implicit cd-mf differs from the serial reference"
-# sgd-mf --implicit (BPR, negatives from the block in hand) on the same plan:
-# 2 processes x 2 threads over TCP, 1 x 4 threads and --serial give the same bytes.
-bpr=(train --plan "$TMP/plan" --app sgd-mf --implicit --rank 4 --epochs 3 --seed 5)
+# sgd-mf --implicit (BPR, --negatives draws per pair from the block in hand)
+# on the same plan: 2 processes x 2 threads over TCP, 1 x 4 threads and
+# --serial give the same bytes.
+bpr=(train --plan "$TMP/plan" --app sgd-mf --implicit --rank 4 --epochs 3 --seed 5 --negatives 3)
 run_logged ba "$ROTOR" launch -n 2 -- "$ROTOR" "${bpr[@]}"
 run_logged bserial "$ROTOR" "${bpr[@]}" --serial
 run_logged bt4 "$ROTOR" "${bpr[@]}" --threads 4
@@ -69,4 +70,8 @@ for m in bserial bt4; do
     same_as ba "$m" W.npy H.npy col_bias.npy
 done
 grep -q 'bpr_loss' "$TMP/ba.log" || fail "sgd-mf --implicit logs no bpr_loss"
+# --negatives changes the steps taken (one negative per pair is another model)
+run_logged bneg1 "$ROTOR" "${bpr[@]}" --negatives 1 --serial
+single "$TMP/bneg1"
+! cmp -s "$TMP/bserial.single/W.npy" "$TMP/bneg1.single/W.npy" || fail "--negatives 1 and 3 give the same model"
 echo PASS
