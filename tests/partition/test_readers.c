@@ -35,6 +35,14 @@ static void parsed_free(parsed *p)
     rt_triplets_free(&p->t);
 }
 
+/* Parse text as the file NAME in format fmt; it must be accepted. */
+static void parse_ok(parsed *p, const char *name, const char *text, rt_rating_format fmt)
+{
+    parse(p, scratch_file(name, text), fmt);
+    if (p->rc)
+        fail_msg("%s: %s", name, p->err.msg);
+}
+
 /* Entry i maps back to (user, item, rating). */
 static void expect(const parsed *p, uint64_t i, const char *u, const char *it, float r)
 {
@@ -95,18 +103,12 @@ static void test_libmf_and_string_ids(void **state)
 {
     (void)state;
     parsed p;
-    parse(&p, scratch_file("libmf.txt", "0 0 1.5\n007 3 2\n0 3 -0.25\n"), RT_FMT_LIBMF);
-    assert_int_equal(p.rc, 0);
+    parse_ok(&p, "libmf.txt", "0 0 1.5\n007 3 2\n0 3 -0.25\n", RT_FMT_LIBMF);
     expect(&p, 1, "7", "3", 2.0f); /* canonical integer ids */
     expect(&p, 2, "0", "3", -0.25f);
     parsed_free(&p);
-    parse(&p, scratch_file("libmf-bad.txt", "0 0 1.5\nu1 3 2\n"), RT_FMT_LIBMF);
-    assert_int_equal(p.rc, -1);
-    assert_non_null(strstr(p.err.msg, "libmf-bad.txt:2:"));
-    parsed_free(&p);
-    parse(&p, scratch_file("str.txt", "alice  The-Matrix 5\nbob Alien 4\nalice Alien 3.25\n"),
-          RT_FMT_TRIPLETS);
-    assert_int_equal(p.rc, 0);
+    parse_ok(&p, "str.txt", "alice  The-Matrix 5\nbob Alien 4\nalice Alien 3.25\n",
+             RT_FMT_TRIPLETS);
     expect(&p, 2, "alice", "Alien", 3.25f);
     parsed_free(&p);
 }
@@ -116,8 +118,7 @@ static void test_test_file_drops(void **state)
 {
     (void)state;
     parsed p;
-    parse(&p, scratch_file("train.txt", "1 10 5\n2 20 4\n"), RT_FMT_AUTO);
-    assert_int_equal(p.rc, 0);
+    parse_ok(&p, "train.txt", "1 10 5\n2 20 4\n", RT_FMT_AUTO);
     rt_triplets test;
     rt_triplets_init(&test);
     rt_ratings_stats st;
@@ -166,6 +167,8 @@ static void test_bad_inputs(void **state)
         {"empty.txt", "", RT_FMT_AUTO, "empty.txt:1:", "no ratings"},
         {"comments.txt", "# nothing\n\n", RT_FMT_AUTO, "comments.txt:2:", "no ratings"},
         {"dat.dat", "1::2::3\n1::2\n", RT_FMT_AUTO, "dat.dat:2:", "fields"},
+        {"libmf-bad.txt", "0 0 1.5\nu1 3 2\n", RT_FMT_LIBMF,
+         "libmf-bad.txt:2:", "'u1' is not a non-negative integer"},
     };
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
         parsed p;

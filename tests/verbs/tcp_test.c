@@ -133,6 +133,16 @@ static void expect_msg(const rank_ctx *c, const char *a, const char *b)
                  b ? " and " : "", b ? b : "");
 }
 
+/* Every one of the n ranks failed as on bad input (exit code 2), with a
+ * message that mentions a and b. */
+static void expect_all_refused(const rank_ctx *c, int n, const char *a, const char *b)
+{
+    for (int r = 0; r < n; r++) {
+        expect_msg(&c[r], a, b);
+        assert_int_equal(c[r].err.code, RT_EXIT_INPUT);
+    }
+}
+
 /* ---- open and close only ---- */
 
 static void body_open_close(rank_ctx *c)
@@ -272,10 +282,7 @@ static void test_peer_proof(void **state)
     (void)state;
     rank_ctx c[3];
     run_ranks(c, 3, body_peer_proof, NULL);
-    for (int r = 0; r < 3; r++) {
-        expect_msg(&c[r], "authentication failed", "secret");
-        assert_int_equal(c[r].err.code, RT_EXIT_INPUT);
-    }
+    expect_all_refused(c, 3, "authentication failed", "secret");
     expect_msg(&c[0], "rank 1", NULL);
     expect_msg(&c[2], "rank 1", NULL);
 }
@@ -290,10 +297,7 @@ static void test_fingerprint_mismatch(void **state)
     (void)state;
     rank_ctx c[3];
     run_ranks(c, 3, body_open_close, tweak_epochs);
-    for (int r = 0; r < 3; r++) {
-        expect_msg(&c[r], "epochs", "rank 2 has '30', rank 0 has '20'");
-        assert_int_equal(c[r].err.code, RT_EXIT_INPUT);
-    }
+    expect_all_refused(c, 3, "epochs", "rank 2 has '30', rank 0 has '20'");
 }
 
 static void tweak_missing_field(rank_ctx *c)
@@ -306,8 +310,7 @@ static void test_fingerprint_missing_field(void **state)
     (void)state;
     rank_ctx c[2];
     run_ranks(c, 2, body_open_close, tweak_missing_field);
-    for (int r = 0; r < 2; r++)
-        expect_msg(&c[r], "seed", "rank 1 has nothing");
+    expect_all_refused(c, 2, "seed", "rank 1 has nothing");
 }
 
 /* ---- a neighbour's normal close is not a failure for unrelated traffic ---- */
