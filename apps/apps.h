@@ -164,11 +164,13 @@ typedef struct rt_checkpoint_config {
 int rt_app_run(const rt_app_desc *app, void *state, rt_engine *eng, const rt_plan *plan,
                const rt_checkpoint_config *cfg, rt_error *err);
 /* The newest complete checkpoint under root: its directory and the rotation
- * the run continues with (the engine's first_rotation).  With `job` set, the
- * job the checkpoint was written by must be the same but for the length of
- * the run (--epochs, --iters, --outer): else exit 2 naming the first field
- * that differs and both values. */
-int rt_checkpoint_latest(const char *root, const char *job, char *dir, size_t cap,
+ * the run continues with (the engine's first_rotation).  Newer incomplete
+ * ones (a run stopped while writing them) are skipped with a note.  The
+ * checkpoint must be of --app `app` (else exit 2 naming both), and with
+ * `job` set, the job the checkpoint was written by must be the same but for
+ * the length of the run (--epochs, --iters, --outer): else exit 2 naming the
+ * first field that differs and both values. */
+int rt_checkpoint_latest(const char *root, const char *app, const char *job, char *dir, size_t cap,
                          uint64_t *next_rotation, rt_error *err);
 /* After create, before the run: load this rank's state from a checkpoint
  * directory (checks that it continues at next_rotation). */

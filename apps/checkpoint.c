@@ -66,35 +66,82 @@ static int is_complete(const char *root, const char *name)
     return fp != NULL;
 }
 
-/* The complete checkpoints' rotations under root, newest first (at most cap). */
-static int list_complete(const char *root, int64_t *rot, int cap, int *n, rt_error *err)
+/* Call visit(root, name, rotation, arg) for every ckpt-N entry under root.
+ * -1 (with err, when given) when root cannot be read. */
+typedef void ckpt_visit(const char *root, const char *name, int64_t rotation, void *arg);
+static int each_ckpt(const char *root, ckpt_visit *visit, void *arg, rt_error *err)
 {
     DIR *d = opendir(root);
-    *n = 0;
     if (!d)
-        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot open checkpoint directory",
-                             root);
+        return err ? rt_fail_errno(err, RT_EXIT_INPUT, errno,
+                                   "%s: cannot open checkpoint directory", root)
+                   : -1;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         int64_t r = ckpt_rotation(de->d_name);
-        if (r < 0 || !is_complete(root, de->d_name))
-            continue;
-        if (*n == cap && r <= rot[cap - 1])
-            continue;
-        int i = *n < cap ? (*n)++ : cap - 1; /* insert sorted, newest first */
-        for (; i > 0 && rot[i - 1] < r; i--)
-            rot[i] = rot[i - 1];
-        rot[i] = r;
+        if (r >= 0)
+            visit(root, de->d_name, r, arg);
     }
     closedir(d);
     return 0;
 }
 
+typedef struct newest_list {
+    int64_t *rot;
+    int cap, n;
+} newest_list;
+
+/* Keep the complete ones' rotations, sorted newest first, at most cap. */
+static void collect_complete(const char *root, const char *name, int64_t r, void *arg)
+{
+    newest_list *l = arg;
+    if (!is_complete(root, name) || (l->n == l->cap && r <= l->rot[l->cap - 1]))
+        return;
+    int i = l->n < l->cap ? l->n++ : l->cap - 1;
+    for (; i > 0 && l->rot[i - 1] < r; i--)
+        l->rot[i] = l->rot[i - 1];
+    l->rot[i] = r;
+}
+
+/* The complete checkpoints' rotations under root, newest first (at most cap). */
+static int list_complete(const char *root, int64_t *rot, int cap, int *n, rt_error *err)
+{
+    newest_list l = {.rot = rot, .cap = cap};
+    int rc = each_ckpt(root, collect_complete, &l, err);
+    *n = l.n;
+    return rc;
+}
+
+/* Note the incomplete checkpoints newer than *(int64_t *)arg: a run
+ * stopped while writing them, skipped by the resume. */
+static void note_incomplete(const char *root, const char *name, int64_t r, void *arg)
+{
+    if (r > *(const int64_t *)arg && !is_complete(root, name))
+        rt_info("resume: skipping %s/%s: incomplete (no manifest.json; a run stopped while "
+                "writing it)",
+                root, name);
+}
+
 /* Options that count the whole run: a resume may ask for more. */
 static const char *const run_length[] = {"--epochs", "--iters", "--outer", NULL};
 
-/* The job that wrote the checkpoint in dir is `job` but for its length. */
-static int check_job(const char *dir, const char *job, rt_error *err)
+/* The checkpoint in dir was written by --app `app`. */
+static int check_app(const char *path, json_t *m, const char *app, rt_error *err)
+{
+    const char *was = json_string_value(json_object_get(m, "app"));
+    if (!was)
+        return rt_fail(err, RT_EXIT_INPUT, "%s: no \"app\" string", path);
+    if (strcmp(was, app) != 0)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s: a checkpoint of --app %s, this run is --app %s (a resume needs "
+                       "the same app)",
+                       path, was, app);
+    return 0;
+}
+
+/* The job that wrote the checkpoint in dir is --app `app` and (when `job`
+ * is set) `job` but for its length. */
+static int check_job(const char *dir, const char *app, const char *job, rt_error *err)
 {
     char path[4096];
     json_error_t jerr;
@@ -103,11 +150,17 @@ static int check_job(const char *dir, const char *job, rt_error *err)
     json_t *m = json_load_file(path, 0, &jerr);
     if (!m)
         return rt_fail_parse(err, path, jerr.line, jerr.text);
+    if (check_app(path, m, app, err)) {
+        json_decref(m);
+        return -1;
+    }
     const char *was = json_string_value(json_object_get(m, "job"));
     int rc = 0;
     rt_field_diff d;
     char then[256], now[256];
-    if (!was) {
+    if (!job) {
+        /* only the app asked for */
+    } else if (!was) {
         rc = rt_fail(err, RT_EXIT_INPUT, "%s: no \"job\" string", path);
     } else if (rt_fields_diff(was, strlen(was), job, strlen(job), run_length, &d)) {
         rt_field_quote(then, sizeof(then), d.a, d.a_len);
@@ -121,7 +174,7 @@ static int check_job(const char *dir, const char *job, rt_error *err)
     return rc;
 }
 
-int rt_checkpoint_latest(const char *root, const char *job, char *dir, size_t cap,
+int rt_checkpoint_latest(const char *root, const char *app, const char *job, char *dir, size_t cap,
                          uint64_t *next_rotation, rt_error *err)
 {
     int64_t rot[1];
@@ -131,10 +184,11 @@ int rt_checkpoint_latest(const char *root, const char *job, char *dir, size_t ca
     if (n == 0)
         return rt_fail(err, RT_EXIT_INPUT, "%s: no complete checkpoint (ckpt-N/manifest.json)",
                        root);
+    each_ckpt(root, note_incomplete, &rot[0], NULL);
     *next_rotation = (uint64_t)rot[0];
     if (ckpt_dir(dir, cap, root, *next_rotation, err))
         return -1;
-    return job ? check_job(dir, job, err) : 0;
+    return check_job(dir, app, job, err);
 }
 
 static int write_manifest(const char *dir, const rt_app_desc *app, const rt_plan *plan,
@@ -154,28 +208,32 @@ static int write_manifest(const char *dir, const rt_app_desc *app, const rt_plan
     return rc;
 }
 
+/* Remove a checkpoint that is neither newer than the newest nor one of the
+ * kept ones. */
+typedef struct prune_keep {
+    uint64_t newest;
+    int64_t keep[CKPT_KEEP];
+    int n;
+} prune_keep;
+
+static void prune_one(const char *root, const char *name, int64_t r, void *arg)
+{
+    const prune_keep *k = arg;
+    int kept = (uint64_t)r > k->newest;
+    for (int i = 0; i < k->n; i++)
+        kept |= r == k->keep[i];
+    char path[4096];
+    if (!kept && rt_path_join(path, sizeof(path), root, name, NULL) == 0)
+        rt_remove_tree(path);
+}
+
 /* Rank 0, after a new manifest: remove all but the newest CKPT_KEEP
  * complete checkpoints, and incomplete ones older than the newest. */
 static void prune(const char *root, uint64_t newest)
 {
-    int64_t keep[CKPT_KEEP];
-    int n;
-    if (list_complete(root, keep, CKPT_KEEP, &n, NULL))
-        return;
-    DIR *d = opendir(root);
-    if (!d)
-        return;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        int64_t r = ckpt_rotation(de->d_name);
-        int kept = r < 0 || (uint64_t)r > newest;
-        for (int i = 0; i < n; i++)
-            kept |= r == keep[i];
-        char path[4096];
-        if (!kept && rt_path_join(path, sizeof(path), root, de->d_name, NULL) == 0)
-            rt_remove_tree(path);
-    }
-    closedir(d);
+    prune_keep k = {.newest = newest};
+    if (list_complete(root, k.keep, CKPT_KEEP, &k.n, NULL) == 0)
+        each_ckpt(root, prune_one, &k, NULL);
 }
 
 /* This rank's state file in dir: the head, the app's sections, the home

@@ -211,8 +211,8 @@ static int train(const train_opts *o, train_run *r, rt_error *err)
     ec.local_size = rt_env_local_size();
     ec.serial = o->serial;
     char resume_dir[4096];
-    if (o->resume && rt_checkpoint_latest(o->resume, r->fingerprint, resume_dir, sizeof(resume_dir),
-                                          &ec.first_rotation, err))
+    if (o->resume && rt_checkpoint_latest(o->resume, r->app->name, r->fingerprint, resume_dir,
+                                          sizeof(resume_dir), &ec.first_rotation, err))
         return -1;
     if (r->app->slot_bytes(r->app_opts, &r->plan, &ec.slot_bytes, err))
         return -1;

@@ -7,7 +7,10 @@
 #     rank 1 is killed with SIGKILL once a checkpoint exists, restarted with
 #     --resume, ends bit-identical to an uninterrupted run;
 #  3. a resume with another split, other options or another plan, or from a
-#     damaged state file, is refused (exit 2, naming what differs).
+#     damaged state file, is refused (exit 2, naming what differs);
+#  4. a newer checkpoint cut short while it was written (state files there,
+#     one of them truncated, no manifest) is skipped with a note: the resume
+#     takes the newest complete one and still ends bit-identical.
 source "$(dirname "$0")/lib.sh"
 
 small_plans
@@ -120,4 +123,22 @@ for app in sgd-mf cd-mf lda; do
     note "$app: $(grep -o 'resume: .*' "$TMP/$app-res.log" | head -1)"
     same_model "$app" "$TMP/$app-long" "$TMP/$app-res" "run resumed after SIGKILL"
 done
+
+# What a SIGKILL in the middle of writing ckpt-N leaves: the directory and
+# some state files (one cut short), no manifest.
+note "sgd-mf: a newer checkpoint cut short is skipped, the newest complete one resumed"
+read -r -a opts <<<"${OPTS[sgd-mf]}"
+complete=$(dirname "$(ls "$TMP"/sgd-mf-ck/ckpt-*/manifest.json | tail -1)")
+n=$((10#${complete##*ckpt-}))
+cut=$(printf '%s/ckpt-%012d' "$TMP/sgd-mf-ck" $((n + 2)))
+mkdir "$cut"
+cp "$complete"/state-00000.bin "$cut"/
+head -c 100 "$complete"/state-00001.bin >"$cut"/state-00001.bin
+train2 "$TMP/cut.log" "${opts[@]}" --epochs "${LONG[sgd-mf]}" --resume "$TMP/sgd-mf-ck" \
+    --out "$TMP/sgd-mf-cut" || fail "resume next to a checkpoint cut short"
+grep -q "resume: skipping .*ckpt-0*$((n + 2)): incomplete" "$TMP/cut.log" ||
+    fail "the incomplete checkpoint was not noted: $(cat "$TMP/cut.log")"
+grep -q "resume: sgd-mf from .*ckpt-0*$n, continuing at rotation $n" "$TMP/cut.log" ||
+    fail "the resume did not take the newest complete checkpoint: $(cat "$TMP/cut.log")"
+same_model sgd-mf "$TMP/sgd-mf-long" "$TMP/sgd-mf-cut" "run resumed next to a checkpoint cut short"
 echo PASS
