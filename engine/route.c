@@ -6,25 +6,26 @@
 
 #define NONE UINT32_MAX
 
-/* Scratch of one build: every node's ring neighbours and block counts. */
+/* One node's ring neighbours and block counts during a build. */
+typedef struct route_node {
+    uint32_t next, prev; /* NONE until the schedule passes a block out of (into) it */
+    uint64_t held;       /* blocks on (or travelling to) the node */
+    uint64_t in_step;    /* blocks it receives after the current step */
+    uint64_t out_step;   /* blocks it passes after the current step */
+} route_node;
+
+/* Scratch of one build: who visits each block when, and every node. */
 typedef struct route_scratch {
     uint32_t *visitor; /* [b * W + k]: worker of block b's k-th visit in an epoch */
     uint32_t *nth;     /* [s * W + w]: which visit of its block (s, w) is */
-    uint32_t *next, *prev;
-    uint64_t *held;     /* blocks on (or travelling to) each node */
-    uint64_t *in_step;  /* blocks each node receives after the current step */
-    uint64_t *out_step; /* blocks each node passes after the current step */
+    route_node *node;  /* nodes */
 } route_scratch;
 
 static void scratch_free(route_scratch *x)
 {
     free(x->visitor);
     free(x->nth);
-    free(x->next);
-    free(x->prev);
-    free(x->held);
-    free(x->in_step);
-    free(x->out_step);
+    free(x->node);
 }
 
 static int scratch_init(route_scratch *x, const rt_plan *p, uint32_t nodes, rt_error *err)
@@ -33,14 +34,9 @@ static int scratch_init(route_scratch *x, const rt_plan *p, uint32_t nodes, rt_e
     memset(x, 0, sizeof(*x));
     x->visitor = malloc(sizeof(uint32_t) * (size_t)W * B);
     x->nth = malloc(sizeof(uint32_t) * (size_t)W * B);
-    x->next = malloc(sizeof(uint32_t) * nodes);
-    x->prev = malloc(sizeof(uint32_t) * nodes);
-    x->held = calloc(nodes, sizeof(uint64_t));
-    x->in_step = calloc(nodes, sizeof(uint64_t));
-    x->out_step = calloc(nodes, sizeof(uint64_t));
+    x->node = calloc(nodes, sizeof(route_node));
     uint32_t *count = calloc(B, sizeof(uint32_t));
-    if (!x->visitor || !x->nth || !x->next || !x->prev || !x->held || !x->in_step || !x->out_step ||
-        !count) {
+    if (!x->visitor || !x->nth || !x->node || !count) {
         free(count);
         scratch_free(x);
         return rt_fail(err, RT_EXIT_RUNTIME, "engine: out of memory (route)");
@@ -53,7 +49,7 @@ static int scratch_init(route_scratch *x, const rt_plan *p, uint32_t nodes, rt_e
         }
     free(count);
     for (uint32_t n = 0; n < nodes; n++)
-        x->next[n] = x->prev[n] = NONE;
+        x->node[n].next = x->node[n].prev = NONE;
     return 0;
 }
 
@@ -61,8 +57,9 @@ static int scratch_init(route_scratch *x, const rt_plan *p, uint32_t nodes, rt_e
 static int link_nodes(route_scratch *x, const rt_plan *p, uint32_t nodes, uint32_t threads,
                       uint32_t from, uint32_t to, rt_error *err)
 {
-    uint32_t clash = x->next[from] != NONE && x->next[from] != to ? x->next[from] : NONE;
-    uint32_t from2 = x->prev[to] != NONE && x->prev[to] != from ? x->prev[to] : NONE;
+    route_node *f = &x->node[from], *t = &x->node[to];
+    uint32_t clash = f->next != NONE && f->next != to ? f->next : NONE;
+    uint32_t from2 = t->prev != NONE && t->prev != from ? t->prev : NONE;
     if (clash != NONE || from2 != NONE)
         return rt_fail(err, RT_EXIT_INPUT,
                        "%s: with %u process%s x %u thread%s the schedule passes blocks %s node "
@@ -72,8 +69,8 @@ static int link_nodes(route_scratch *x, const rt_plan *p, uint32_t nodes, uint32
                        clash != NONE ? "from" : "to", clash != NONE ? from : to,
                        clash != NONE ? "to" : "from", clash != NONE ? clash : from2,
                        clash != NONE ? to : from);
-    x->next[from] = to;
-    x->prev[to] = from;
+    f->next = to;
+    t->prev = from;
     return 0;
 }
 
@@ -102,10 +99,10 @@ int rt_route_build(const rt_plan *p, uint32_t nodes, uint32_t threads, uint32_t 
     uint32_t n_depart = 0;
     uint64_t peak = 0;
     for (uint32_t n = 0; n < nodes; n++)
-        x.held[n] = span;
+        x.node[n].held = span;
     for (uint32_t s = 0; s < B; s++) {
-        memset(x.in_step, 0, sizeof(uint64_t) * nodes);
-        memset(x.out_step, 0, sizeof(uint64_t) * nodes);
+        for (uint32_t n = 0; n < nodes; n++)
+            x.node[n].in_step = x.node[n].out_step = 0;
         /* Node by node, thread by thread: the order blocks are passed in. */
         for (uint32_t w = 0; w < W; w++) {
             uint32_t b = rt_plan_schedule_block(p, s, w);
@@ -118,8 +115,8 @@ int rt_route_build(const rt_plan *p, uint32_t nodes, uint32_t threads, uint32_t 
                 rt_route_free(r);
                 return -1;
             }
-            x.out_step[from]++;
-            x.in_step[to]++;
+            x.node[from].out_step++;
+            x.node[to].in_step++;
             if (from == node)
                 push(r->depart, &n_depart, b);
             if (to == node)
@@ -129,13 +126,14 @@ int rt_route_build(const rt_plan *p, uint32_t nodes, uint32_t threads, uint32_t 
         /* At the boundary a node's window holds what stays, what leaves
          * (until its transfer completes) and what arrives. */
         for (uint32_t n = 0; n < nodes; n++) {
-            if (x.held[n] + x.in_step[n] > peak)
-                peak = x.held[n] + x.in_step[n];
-            x.held[n] = x.held[n] - x.out_step[n] + x.in_step[n];
+            route_node *d = &x.node[n];
+            if (d->held + d->in_step > peak)
+                peak = d->held + d->in_step;
+            d->held = d->held - d->out_step + d->in_step;
         }
     }
-    r->next = x.next[node] == NONE ? node : x.next[node];
-    r->prev = x.prev[node] == NONE ? node : x.prev[node];
+    r->next = x.node[node].next == NONE ? node : x.node[node].next;
+    r->prev = x.node[node].prev == NONE ? node : x.node[node].prev;
     scratch_free(&x);
     r->slots_needed = (uint32_t)peak;
     return 0;
