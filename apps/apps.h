@@ -271,6 +271,18 @@ typedef struct rt_rank_metrics {
     double coverage;   /* distinct items recommended / items */
 } rt_rank_metrics;
 
+/* The users of `relevant` with at least one relevant item not in `exclude`
+ * (NULL: none), ascending, the ones ranking metrics average over (malloc'd,
+ * NULL on OOM; *n of them). */
+uint32_t *rt_rank_users(const rt_user_items *relevant, const rt_user_items *exclude, uint64_t *n);
+/* The metrics of the top-K lists of users[0..n_users) added to *sums as
+ * sums over users, not means (precision, recall, ndcg, map, relevant and
+ * users), so that parts of the users can be ranked apart (a rank's own
+ * rows in training) and added up; items recommended set their flag in
+ * recommended[] (n_cols, or NULL). */
+int rt_rank_metrics_sum(const rt_scorer *s, const rt_user_items *relevant, const uint32_t *users,
+                        uint64_t n_users, const rt_topk_opts *opt, uint8_t *recommended,
+                        rt_rank_metrics *sums, rt_error *err);
 /* The metrics of s's top-K lists (opt) against `relevant` (the test items;
  * those in opt->exclude are not counted as relevant, they cannot be
  * recommended). */

@@ -211,4 +211,26 @@ float *rt_mf_pack_panels(const float *H, uint64_t n_cols, uint32_t kp);
 void rt_mf_scores_block(const rt_mf_scores_args *a, const uint32_t *rows, uint32_t n_rows,
                         uint32_t col0, uint32_t n_cols, float *out);
 
+/* ---- `rotor train --eval-top-k K` (apps/mf_rank_eval.c): the ranking
+ * metrics of the model after every epoch on the plan's test ratings (each
+ * user's training items excluded), equal to `rotor eval --top-k K` on the
+ * model saved then; the same bits on any split. */
+typedef struct rt_mf_rank_eval {
+    uint32_t k, n_workers;   /* K; local workers */
+    rt_user_items *relevant; /* per local worker: test items by local row */
+    rt_user_items *train;    /* per local worker: training items (excluded) */
+    uint32_t **users;        /* per local worker: the local rows ranked */
+    uint64_t *n_users;
+    double *gather; /* n_cols x (k + 1): the columns being assembled */
+    float *H, *bi;  /* every column's factors (kp floats) and bias */
+    double *sums;   /* per global worker: the metric sums */
+} rt_mf_rank_eval;
+int rt_mf_rank_eval_init(rt_mf_rank_eval *e, const rt_mf_local *m, uint32_t k, rt_error *err);
+void rt_mf_rank_eval_free(rt_mf_rank_eval *e);
+/* Collective (every rank, orchestrating thread, all blocks home): the
+ * metrics of the model now (W rows of m, H in the home payloads, the
+ * training mean mu), ranked on `threads` threads. */
+int rt_mf_rank_eval_epoch(rt_mf_rank_eval *e, const rt_mf_local *m, rt_engine *eng, float mu,
+                          uint32_t threads, rt_rank_metrics *out, rt_error *err);
+
 #endif

@@ -442,7 +442,7 @@ int rt_topk(const rt_scorer *s, const uint32_t *users, uint64_t n_users, const r
 typedef struct metric_sums {
     const rt_user_items *relevant;
     const rt_user_items *exclude;
-    uint8_t *recommended; /* n_cols flags, for the coverage */
+    uint8_t *recommended; /* n_cols flags, for the coverage, or NULL */
     rt_rank_metrics *m;
 } metric_sums;
 
@@ -477,7 +477,8 @@ static int metric_sink(void *ctx, const uint32_t *users, uint32_t n, const uint3
         double hits = 0, dcg = 0, idcg = 0, ap = 0;
         for (uint32_t j = 0; j < count[i]; j++) {
             uint32_t item = items[(size_t)i * k + j];
-            ms->recommended[item] = 1;
+            if (ms->recommended)
+                ms->recommended[item] = 1;
             if (contains(r->items + r->off[u], rt_user_items_count(r, u), item)) {
                 hits += 1;
                 dcg += 1.0 / log2(j + 2.0);
@@ -495,26 +496,41 @@ static int metric_sink(void *ctx, const uint32_t *users, uint32_t n, const uint3
     return 0;
 }
 
+uint32_t *rt_rank_users(const rt_user_items *relevant, const rt_user_items *exclude, uint64_t *n)
+{
+    metric_sums ms = {.relevant = relevant, .exclude = exclude};
+    uint32_t *users = malloc((relevant->n_rows + 1) * sizeof(uint32_t));
+    *n = 0;
+    for (uint32_t u = 0; users && u < relevant->n_rows; u++)
+        if (relevant_count(&ms, u) > 0)
+            users[(*n)++] = u;
+    return users;
+}
+
+int rt_rank_metrics_sum(const rt_scorer *s, const rt_user_items *relevant, const uint32_t *users,
+                        uint64_t n_users, const rt_topk_opts *opt, uint8_t *recommended,
+                        rt_rank_metrics *sums, rt_error *err)
+{
+    metric_sums ms = {
+        .relevant = relevant, .exclude = opt->exclude, .recommended = recommended, .m = sums};
+    if (rt_topk(s, users, n_users, opt, metric_sink, &ms, err))
+        return -1;
+    sums->users += n_users;
+    return 0;
+}
+
 int rt_rank_evaluate(const rt_scorer *s, const rt_user_items *relevant, const rt_topk_opts *opt,
                      rt_rank_metrics *out, rt_error *err)
 {
     memset(out, 0, sizeof(*out));
     out->k = opt->k;
-    metric_sums ms = {.relevant = relevant, .exclude = opt->exclude, .m = out};
-    uint32_t *users = calloc(relevant->n_rows + 1, sizeof(uint32_t));
-    ms.recommended = calloc(s->n_cols + 1, 1);
     uint64_t n = 0;
+    uint32_t *users = rt_rank_users(relevant, opt->exclude, &n);
+    uint8_t *recommended = calloc(s->n_cols + 1, 1);
     int rc = -1;
-    if (!users || !ms.recommended) {
+    if (!users || !recommended)
         rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
-        goto out;
-    }
-    for (uint32_t u = 0; u < relevant->n_rows; u++)
-        if (relevant_count(&ms, u) > 0)
-            users[n++] = u;
-    rc = rt_topk(s, users, n, opt, metric_sink, &ms, err);
-    if (rc == 0) {
-        out->users = n;
+    else if ((rc = rt_rank_metrics_sum(s, relevant, users, n, opt, recommended, out, err)) == 0) {
         double d = n ? (double)n : 1.0;
         out->precision /= d;
         out->recall /= d;
@@ -522,11 +538,10 @@ int rt_rank_evaluate(const rt_scorer *s, const rt_user_items *relevant, const rt
         out->map /= d;
         uint64_t covered = 0;
         for (uint64_t j = 0; j < s->n_cols; j++)
-            covered += ms.recommended[j];
+            covered += recommended[j];
         out->coverage = s->n_cols ? (double)covered / (double)s->n_cols : 0.0;
     }
-out:
     free(users);
-    free(ms.recommended);
+    free(recommended);
     return rc;
 }

@@ -19,6 +19,7 @@ typedef struct sgd_app {
     rt_shard *shards; /* the local workers' */
     uint32_t n_shards;
     sgd_core core;
+    rt_mf_rank_eval rank; /* --eval-top-k */
     double seconds;
     rt_metrics metrics;
 } sgd_app;
@@ -56,6 +57,9 @@ static const rt_opt sgd_options[] = {
     RT_U32_OPT("negatives", 0, sgd_opts, negatives, "N", NULL, 1, 1000, 0,
                "with --implicit: negatives drawn per training pair, one BPR step each "
                "(default " SGD_BPR_NEGATIVES ")"),
+    RT_U32_OPT("eval-top-k", 0, sgd_opts, eval_top_k, "K", NULL, 1, 100000, 0,
+               "after every epoch, precision@K, recall@K, NDCG@K and MAP@K of the plan's test "
+               "ratings (training items excluded), as rotor eval --top-k K gives them"),
     RT_ENUM_OPT("adaptive", 0, sgd_opts, adagrad, sgd_step_rules, "adagrad",
                 "step sizes: adagrad (row-wise AdaGrad as in LIBMF: lr / sqrt(1 + accumulated "
                 "mean squared gradients)) or none (one rate)"),
@@ -120,6 +124,11 @@ static int sgd_check(const void *opts, const rt_plan *plan, rt_error *err)
     if (o->mf.valid_fraction > 0 || o->mf.early_stop)
         return rt_fail(err, RT_EXIT_INPUT,
                        "sgd-mf: --validation-fraction and --early-stop are cd-mf only for now");
+    if (o->eval_top_k && plan->nnz_test == 0)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "sgd-mf: --eval-top-k ranks the plan's test ratings, and %s has none "
+                       "(partition --test FILE)",
+                       plan->dir);
     if (o->implicit && o->target_rmse > 0)
         return rt_fail(err, RT_EXIT_INPUT,
                        "sgd-mf: --target-rmse scores ratings, not rankings: not with --implicit");
@@ -142,6 +151,7 @@ static void sgd_destroy(void *p)
     if (!a)
         return;
     sgd_core_free(&a->core);
+    rt_mf_rank_eval_free(&a->rank);
     rt_app_shards_close(a->shards, a->n_shards);
     rt_metrics_free(&a->metrics);
     free(a);
@@ -160,7 +170,8 @@ static int sgd_create(const void *opts, const rt_plan *plan, rt_engine *eng, voi
     double mean = 0;
     if (rt_app_shards_open(plan, first, a->n_shards, &a->shards, err) ||
         rt_mf_train_mean(plan, a->shards, first, a->n_shards, eng, &mean, err) ||
-        sgd_core_init(&a->core, &a->o, plan, a->shards, first, a->n_shards, mean, err)) {
+        sgd_core_init(&a->core, &a->o, plan, a->shards, first, a->n_shards, mean, err) ||
+        (a->o.eval_top_k && rt_mf_rank_eval_init(&a->rank, &a->core.m, a->o.eval_top_k, err))) {
         sgd_destroy(a);
         return -1;
     }
@@ -207,29 +218,39 @@ static int sgd_rotation_end(void *p, rt_engine *eng, uint64_t rot, const rt_rota
 {
     sgd_app *a = p;
     sgd_epoch ep;
+    rt_rank_metrics rk = {0};
     if (rt_engine_allreduce_f64(eng, sgd_core_sums(&a->core), sgd_core_sums_len(&a->core), err) ||
-        sgd_core_epoch_end(&a->core, rot, &ep, stop, err))
+        sgd_core_epoch_end(&a->core, rot, &ep, stop, err) ||
+        (a->o.eval_top_k && rt_mf_rank_eval_epoch(&a->rank, &a->core.m, eng, a->core.mu,
+                                                  (uint32_t)rt_engine_threads(eng), &rk, err)))
         return -1;
     a->seconds += st->seconds;
     if (rt_engine_rank(eng) != 0)
         return 0;
-    rt_info("epoch %3llu  %7.3fs  %7.2fM upd/s  %s %.5f  %s %.5f  "
+    char ranking[96] = "";
+    if (a->o.eval_top_k)
+        snprintf(ranking, sizeof(ranking), "  p@%u %.4f  ndcg@%u %.4f", rk.k, rk.precision, rk.k,
+                 rk.ndcg);
+    rt_info("epoch %3llu  %7.3fs  %7.2fM upd/s  %s %.5f  %s %.5f%s  "
             "stall %5.1f%%  lr %.4g  moved %.1f MB",
             (unsigned long long)rot + 1, st->seconds,
             (double)a->plan->nnz_train / st->seconds / 1e6,
             a->o.implicit ? "bpr_loss" : "train_rmse", ep.train_rmse,
-            a->o.implicit ? "test_auc" : "test_rmse", ep.test_rmse, 100.0 * st->stall_frac_max,
-            (double)ep.lr, (double)st->bytes_moved / 1e6);
-    return rt_metrics_epoch(&a->metrics,
-                            json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I}", "epoch",
-                                      (json_int_t)rot + 1, "seconds", st->seconds, "updates_per_s",
-                                      (double)a->plan->nnz_train / st->seconds,
-                                      a->o.implicit ? "bpr_loss" : "train_rmse", ep.train_rmse,
-                                      a->o.implicit ? "test_auc" : "test_rmse",
-                                      isfinite(ep.test_rmse) ? ep.test_rmse : -1.0, "stall_frac",
-                                      st->stall_frac_max, "compute_s", st->compute_s, "lr",
-                                      (double)ep.lr, "bytes_moved", (json_int_t)st->bytes_moved),
-                            err);
+            a->o.implicit ? "test_auc" : "test_rmse", ep.test_rmse, ranking,
+            100.0 * st->stall_frac_max, (double)ep.lr, (double)st->bytes_moved / 1e6);
+    json_t *rec = json_pack(
+        "{s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I}", "epoch", (json_int_t)rot + 1, "seconds",
+        st->seconds, "updates_per_s", (double)a->plan->nnz_train / st->seconds,
+        a->o.implicit ? "bpr_loss" : "train_rmse", ep.train_rmse,
+        a->o.implicit ? "test_auc" : "test_rmse", isfinite(ep.test_rmse) ? ep.test_rmse : -1.0,
+        "stall_frac", st->stall_frac_max, "compute_s", st->compute_s, "lr", (double)ep.lr,
+        "bytes_moved", (json_int_t)st->bytes_moved);
+    if (rec && a->o.eval_top_k)
+        json_object_update_missing_new(
+            rec, json_pack("{s:i, s:f, s:f, s:f, s:f, s:I}", "top_k", (int)rk.k, "precision_at_k",
+                           rk.precision, "recall_at_k", rk.recall, "ndcg_at_k", rk.ndcg, "map_at_k",
+                           rk.map, "ranked_users", (json_int_t)rk.users));
+    return rt_metrics_epoch(&a->metrics, rec, err);
 }
 
 static int sgd_save(void *p, rt_engine *eng, rt_error *err)

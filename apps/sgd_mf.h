@@ -47,6 +47,7 @@ typedef struct sgd_opts {
     double target_rmse;      /* stop early once test RMSE <= this (0 = never) */
     int implicit;            /* --implicit: BPR with negatives from the block held */
     uint32_t negatives;      /* --negatives: BPR steps (negatives drawn) per training pair */
+    uint32_t eval_top_k;     /* --eval-top-k: ranking metrics at K every epoch (0 = off) */
 } sgd_opts;
 
 /* ---- the core: state and math of one node, no engine ----
