@@ -457,8 +457,11 @@ int rt_engine_create(const rt_engine_config *cfg, rt_engine **out, rt_error *err
      * included (route.h): then every arrival of a step lands without waiting
      * for this node's own passes, so no ring of credit waits can close.  At
      * least one slot beyond the home blocks, or the ring could not start.
-     * No more: every slot is a block's worth of resident memory. */
-    e->n_slots = e->route.slots_needed > e->span + 1 ? e->route.slots_needed : e->span + 1;
+     * Each further spare slot is a block's worth of resident memory that
+     * hides one more credit round trip. */
+    uint32_t spare = cfg->spare_slots ? cfg->spare_slots : 1;
+    uint32_t need = e->route.slots_needed + spare - 1, floor = e->span + spare;
+    e->n_slots = need > floor ? need : floor;
     e->slot_of = calloc(e->B, sizeof(uint32_t));
     e->len_of = calloc(e->B, sizeof(size_t));
     e->block_in = calloc(e->n_slots, sizeof(uint32_t));

@@ -84,6 +84,10 @@ typedef struct rt_engine_config {
     rt_pin_mode pin;
     int local_size;          /* processes on this host, for RT_PIN_AUTO (0 = unknown) */
     size_t slot_bytes;       /* largest payload the app will put in a block */
+    uint32_t spare_slots;    /* window slots beyond the home blocks (0 = 1): each is a
+                                block of memory; a second one lets a pass start before
+                                the next node's previous pass has returned its credit,
+                                which a bandwidth- or latency-bound ring needs */
     int serial;              /* 1: run all W workers of the plan on one thread
                                 in schedule order (reference replay; size 1 only) */
     uint64_t first_rotation; /* the rotation rt_engine_run starts with (0; a resumed

@@ -121,8 +121,9 @@ static void node_pass(sim_state *s, const rt_sim_shape *sh, const rt_sim_link *l
                       uint32_t k)
 {
     uint32_t next = (n + 1) % s->N;
-    if (k >= 2) { /* a slot at `next` frees when its pass k - 2 is on the wire */
-        double credit = s->sent[(size_t)next * s->B + (k - 2)] + l->latency_s;
+    uint32_t spare = sh->spare_slots ? sh->spare_slots : 1;
+    if (k >= spare) { /* a slot at `next` frees when its pass k - spare is on the wire */
+        double credit = s->sent[(size_t)next * s->B + (k - spare)] + l->latency_s;
         if (credit > s->t[n]) {
             s->credit[n] += credit - s->t[n];
             s->t[n] = credit;

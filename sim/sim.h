@@ -9,8 +9,9 @@
  *      step ends when the slowest local worker is done (thread barrier);
  *   3. optional per-step all-reduce (LDA's topic totals) across all nodes;
  *   4. pass the block at the end of the node's segment to the next node:
- *      the pass waits for a credit (the next node has span + 2 slots, so the
- *      k-th pass needs the next node's (k-2)-th pass to have completed), then
+ *      the pass waits for a credit (the next node has span + S slots, S spare
+ *      slots, default 1, so the k-th pass needs the next node's (k-S)-th pass
+ *      to have completed), then
  *      queues on the node's outgoing link: per-message overhead plus
  *      bytes / bandwidth, arriving one latency later.
  * After B steps each node waits for its last arrival, and the rotation ends
@@ -49,6 +50,7 @@ typedef struct rt_sim_shape {
     uint32_t step_reduce_every; /* ... every this many steps and after the last (0 = 1) */
     double epoch_reduce_bytes;  /* all-reduced once per rotation (statistics, metrics) */
     rt_sim_collectives collectives;
+    uint32_t spare_slots; /* window slots beyond the home blocks (0 = 1, the engine's) */
 } rt_sim_shape;
 
 typedef struct rt_sim_result {

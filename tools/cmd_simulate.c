@@ -70,6 +70,8 @@ static const rt_opt sim_options[] = {
                   "all workers share N cores (one machine); default: own cores"),
     RT_DOUBLE_OPT("step-overhead-us", 0, sim_opts, step_overhead_us, "U", "20", 0, HUGE_VAL, 0,
                   "fixed cost per step"),
+    RT_U32_OPT("spare-slots", 0, sim_opts, knobs.spare_slots, "S", "1", 1, 64, 0,
+               "window slots beyond the home blocks, as rotor train --spare-slots"),
     RT_ENUM_OPT("collectives", 0, sim_opts, collectives, sim_collectives, "tree",
                 "all-reduce algorithm"),
     RT_FLAG_OPT("json", 0, sim_opts, json,

@@ -28,6 +28,7 @@ typedef struct train_opts {
     const char *checkpoint; /* checkpoint root, or NULL */
     uint64_t checkpoint_every;
     const char *resume; /* checkpoint root to resume from, or NULL */
+    uint32_t spare_slots;
 } train_opts;
 
 static const rt_opt_choice pin_modes[] = {
@@ -42,6 +43,10 @@ static const rt_opt train_options[] = {
     RT_FLAG_OPT("serial", 0, train_opts, serial,
                 "replay all of the plan's workers on one thread, in schedule order (a reference "
                 "run; one process only)"),
+    RT_U32_OPT("spare-slots", 0, train_opts, spare_slots, "S", "1", 1, 64, 0,
+               "block slots each process keeps beyond its home blocks: each costs a block of "
+               "memory; 2 hides a credit round trip per pass (bandwidth- or latency-bound "
+               "links, see rotor simulate)"),
     RT_INT_OPT("node", 0, train_opts, node, "R", NULL, 0, 1048575, 0,
                "this process's rank (with --nodes)"),
     RT_INT_OPT("nodes", 0, train_opts, nodes, "P", NULL, 1, 1048576, 0,
@@ -210,6 +215,7 @@ static int train(const train_opts *o, train_run *r, rt_error *err)
     ec.pin = o->pin;
     ec.local_size = rt_env_local_size();
     ec.serial = o->serial;
+    ec.spare_slots = o->spare_slots;
     char resume_dir[4096];
     if (o->resume && rt_checkpoint_latest(o->resume, r->app->name, r->fingerprint, resume_dir,
                                           sizeof(resume_dir), &ec.first_rotation, err))

@@ -3,7 +3,8 @@
 # schedule is not the default generator's (blocks travel the workers the
 # other way round, or the steps after the first c come in a shuffled order)
 # trains over TCP with 2 processes x 2 threads to the same bytes as its
-# single-thread replay (--serial) and as 1 process x 4 threads; it trained
+# single-thread replay (--serial), as 1 process x 4 threads and as 2 x 2 with
+# --spare-slots 2; it trained
 # (the loss fell), and its model differs from the default schedule's (the
 # order of the SGD updates changed).
 source "$(dirname "$0")/lib.sh"
@@ -37,8 +38,10 @@ for kind in reverse shuffle; do
     fi
     run "$kind-serial" "$TMP/$kind" "$ROTOR" "${train[@]}" --serial
     run "$kind-t4" "$TMP/$kind" "$ROTOR" "${train[@]}" --threads 4
-    single "$TMP/m-$kind" "$TMP/m-$kind-serial" "$TMP/m-$kind-t4"
-    for other in serial t4; do
+    # A wider window (two spare slots) changes when blocks travel, not the model.
+    run "$kind-spare2" "$TMP/$kind" "$ROTOR" launch -n 2 -- "$ROTOR" "${train[@]}" --spare-slots 2
+    single "$TMP/m-$kind" "$TMP/m-$kind-serial" "$TMP/m-$kind-t4" "$TMP/m-$kind-spare2"
+    for other in serial t4 spare2; do
         for f in W.npy H.npy; do
             cmp -s "$TMP/m-$kind.single/$f" "$TMP/m-$kind-$other.single/$f" ||
                 fail "$kind: $f of the 2x2 tcp run differs from the $other run"
