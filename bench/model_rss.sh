@@ -11,12 +11,15 @@
 # ROTOR_OLD=path/to/an/older/rotor the same jobs are measured with it too.
 # Prints JSON on stdout.
 #
+# --spare-slots S trains with S spare window slots (rotor train --spare-slots;
+# not passed to ROTOR_OLD).
+#
 #   bench/model_rss.sh [--rows N] [--cols N] [--rank K] [--threads T] [--pipeline C]
-#                      [--memory MB] [--rounds N] [--rotor PATH]
+#                      [--memory MB] [--rounds N] [--spare-slots S] [--rotor PATH]
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-rows=4000 cols=16000 rank=512 threads=2 pipeline=2 memory=16 rounds=1 rotor=$ROTOR
-bench_options 2,15 "$@"
+rows=4000 cols=16000 rank=512 threads=2 pipeline=2 memory=16 rounds=1 spare_slots=1 rotor=$ROTOR
+bench_options 2,18 "$@"
 ROTOR=$rotor
 [ -x /usr/bin/time ] || bench_fail "needs /usr/bin/time (Debian package time)"
 bench_start
@@ -38,14 +41,18 @@ job() {
         >"$TMP/$tag.log" 2>&1 || { cat "$TMP/$tag.log" >&2; exit 1; }
     for r in 0 1; do cat "$TMP/$tag.$r.now" >>"$TMP/$tag.$r"; done
 }
-# jobs BINARY PREFIX: one round of the three jobs
+# jobs BINARY PREFIX [TRAIN-OPTIONS]: one round of the three jobs
 jobs() {
-    job "$1" "$2save" "$rank" --out "$TMP/model.$2save"
-    job "$1" "$2nosave" "$rank"
-    job "$1" "$2base" 1
+    local bin=$1 tag=$2
+    shift 2
+    job "$bin" "${tag}save" "$rank" --out "$TMP/model.${tag}save" "$@"
+    job "$bin" "${tag}nosave" "$rank" "$@"
+    job "$bin" "${tag}base" 1 "$@"
 }
+spare=()
+[ "$spare_slots" = 1 ] || spare=(--spare-slots "$spare_slots")
 for _ in $(seq "$rounds"); do
-    jobs "$ROTOR" ""
+    jobs "$ROTOR" "" "${spare[@]}"
     [ -z "${ROTOR_OLD:-}" ] || jobs "$ROTOR_OLD" old
 done
 share() { # bytes of the part files rank R wrote
@@ -75,8 +82,8 @@ ranks() {
     done
 }
 
-printf '{"rows": %s, "cols": %s, "k": %s, "threads": %s, "pipeline": %s, "rounds": %s,\n' \
-    "$rows" "$cols" "$rank" "$threads" "$pipeline" "$rounds"
+printf '{"rows": %s, "cols": %s, "k": %s, "threads": %s, "pipeline": %s, "spare_slots": %s, "rounds": %s,\n' \
+    "$rows" "$cols" "$rank" "$threads" "$pipeline" "$spare_slots" "$rounds"
 printf ' "W_bytes": %s, "H_bytes": %s, "model_part_bytes": %s,\n' "$w_bytes" "$h_bytes" "$model_bytes"
 printf ' "ranks": [%s],\n' "$(ranks "")"
 [ -z "${ROTOR_OLD:-}" ] || printf ' "old": {"rotor": "%s", "ranks": [%s]},\n' "$ROTOR_OLD" "$(ranks old)"
