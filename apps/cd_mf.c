@@ -365,11 +365,17 @@ static int cd_save(void *p, rt_engine *eng, rt_error *err)
         json_object_set_new(meta, "confidence", json_string(conf[a->o.confidence]));
         json_object_set_new(meta, "unobserved_weight", json_real(a->o.unobserved));
     }
-    json_object_set_new(meta, "objective", json_real(a->last.objective));
-    if (isfinite(a->last.train_rmse))
-        json_object_set_new(meta, "train_rmse", json_real(a->last.train_rmse));
-    if (isfinite(a->last.test_rmse))
-        json_object_set_new(meta, "test_rmse", json_real(a->last.test_rmse));
+    if (a->core.best_outer)
+        json_object_set_new(meta, "valid_rmse", json_real(a->core.best_valid));
+    /* The last outer iteration's scores describe the model saved only when
+     * that is the last iterate (not an earlier best by validation). */
+    if (!a->core.best_outer || a->core.best_outer == a->last.outer) {
+        json_object_set_new(meta, "objective", json_real(a->last.objective));
+        if (isfinite(a->last.train_rmse))
+            json_object_set_new(meta, "train_rmse", json_real(a->last.train_rmse));
+        if (isfinite(a->last.test_rmse))
+            json_object_set_new(meta, "test_rmse", json_real(a->last.test_rmse));
+    }
     json_object_set_new(meta, "seconds", json_real(a->seconds));
     int rc = rt_mf_save(&a->m, eng, &a->o.mf, meta, err);
     if (rc == 0 && rt_engine_rank(eng) == 0)

@@ -42,6 +42,9 @@ note "stopped after outer $stop, best outer $best"
 [ "$stop" = 12 ] && [ "$best" = 10 ] ||
     fail "expected the best validation RMSE at outer 10 and the stop at 12, got $best and $stop"
 [ "$(model_field "$TMP/es" outer)" = "$stop" ] || fail "model.json's outer is not the last one run"
+# model.json carries no scores of the last iterate, which is not the model saved.
+! grep -q '"test_rmse"' "$TMP/es/model.json" || fail "model.json has the last iterate's test RMSE"
+grep -q '"valid_rmse": 0\.' "$TMP/es/model.json" || fail "model.json lacks the best validation RMSE"
 grep -q "early stop after outer $stop: .* the model kept is outer $best's" "$TMP/es.log" ||
     fail "the log does not say the run stopped early"
 # The best one is the smallest validation RMSE logged.
