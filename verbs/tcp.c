@@ -729,17 +729,28 @@ static void *watchdog_main(void *arg)
  * (hostfile, group size) reported and fatal.  Each pending incoming
  * connection has its own short deadline, and one event loop drives every
  * connection, so a stranger never delays the real ranks.
+ *
+ * Ranks with different secrets: the connector checks the acceptor's answer
+ * first, so a rank that connects to one with another secret knows at once
+ * and stops (exit 2, "authentication failed").  Before it does, it lingers
+ * (see linger) so that the ranks connecting to it meet its challenge and
+ * stop the same way instead of retrying a closed port.  A rank that is only
+ * ever connected to by the other-secret rank cannot tell it from a stranger
+ * and must not stop on its word; it stops at its connect timeout, naming
+ * that rank and the handshakes claiming to be it that failed (exit 2).
  */
 
 #define ROLE_ACCEPTOR "rotor tcp acceptor"
 #define ROLE_CONNECTOR "rotor tcp connector"
 #define MAX_PENDING 32 /* unauthenticated incoming connections held at once */
 #define RETRY_S 0.02   /* between attempts to reach a peer not yet listening */
+#define LINGER_S 3.0   /* after a failed authentication: how long we still answer */
 
 typedef enum conn_state {
     OUT_CONNECTING, /* connect() in progress, or waiting to retry (fd -1) */
     OUT_HELLO_SENT, /* waiting for the challenge */
     OUT_PROOF_SENT, /* waiting for the verdict */
+    OUT_GAVE_UP,    /* lingering: this one failed too (see linger) */
     IN_HELLO,       /* accepted: waiting for the hello */
     IN_CHALLENGED,  /* waiting for the proof */
     CONN_READY,
@@ -769,6 +780,10 @@ typedef struct setup {
     conn pending[MAX_PENDING]; /* incoming, being authenticated */
     conn *in;                  /* incoming, authenticated */
     int n_in, want_in;
+    int *unproven; /* per rank: handshakes claiming to come from it that failed */
+    int *answered; /* per rank: it has met our challenge (lingering: see linger) */
+    int lingering; /* we stop for a failed authentication (why: stop_why) */
+    char stop_why[WIRE_WHY_BYTES];
 } setup;
 
 static int resolve(const rt_peer *p, int passive, struct addrinfo **res, rt_error *err)
@@ -981,10 +996,19 @@ static int connect_done(setup *s, conn *c)
 static int auth_failed(setup *s, conn *c, const char *what, rt_error *err)
 {
     char who[320];
-    return rt_fail(err, RT_EXIT_INPUT,
-                   "authentication failed: %s %s (different ROTOR_TOKEN or --token-file, or "
-                   "only one side --insecure?)",
-                   peer_str(s->t, c->peer, who, sizeof(who)), what);
+    rt_fail(err, RT_EXIT_INPUT,
+            "authentication failed: %s %s (different ROTOR_TOKEN or --token-file, or only one "
+            "side --insecure?)",
+            peer_str(s->t, c->peer, who, sizeof(who)), what);
+    if (s->lingering)
+        return -1; /* the first failure is the one we report */
+    s->lingering = 1;
+    /* what a rank with our secret is told while we linger (cut to fit) */
+    int n = snprintf(s->stop_why, sizeof(s->stop_why), "rank %d stops: ", s->t->rank);
+    size_t len = strnlen(err->msg, sizeof(s->stop_why) - (size_t)n - 1);
+    memcpy(s->stop_why + n, err->msg, len);
+    s->stop_why[(size_t)n + len] = '\0';
+    return -1;
 }
 
 static int on_challenge(setup *s, conn *c, rt_error *err)
@@ -1076,18 +1100,41 @@ static int on_hello(setup *s, conn *c)
     return 0;
 }
 
+/* A handshake that claimed to come from rank c->h.from failed after our
+ * challenge: a stranger, or a rank with another secret.  We cannot tell
+ * which, so it only counts: a setup that then times out waiting for that
+ * rank says so (setup_timed_out), and a lingering rank knows the rank has
+ * met our challenge. */
+static void unproven(setup *s, const conn *c)
+{
+    if (c->h.from >= 0 && c->h.from < s->t->size) {
+        s->unproven[c->h.from]++;
+        s->answered[c->h.from] = 1;
+    }
+}
+
 static int on_proof(setup *s, conn *c, rt_error *err)
 {
     tcp_transport *t = s->t;
     wire_proof p;
     memcpy(&p, c->buf, sizeof(p));
     if (!auth_check(&t->base.cfg, ROLE_CONNECTOR, &c->h, sizeof(c->h), c->nonce, p.tag)) {
+        unproven(s, c);
         drop_pending(s, c, "failed authentication (it does not know this job's secret)");
         return 0;
     }
     wire_verdict v;
     memset(&v, 0, sizeof(v));
     v.initial_occupied = t->init_occ;
+    if (s->lingering) { /* a rank that knows our secret: tell it why we stop */
+        if (c->h.from >= 0 && c->h.from < t->size)
+            s->answered[c->h.from] = 1;
+        v.status = 1;
+        snprintf(v.why, sizeof(v.why), "%s", s->stop_why);
+        send_small(c->fd, &v, sizeof(v));
+        close_conn(c);
+        return 0;
+    }
     if (check_hello(s, &c->h, v.why, sizeof(v.why))) {
         v.status = 1;
         send_small(c->fd, &v, sizeof(v));
@@ -1115,6 +1162,8 @@ static int step_in(setup *s, conn *c, rt_error *err)
     if (rc == 0)
         return 0;
     if (rc < 0) {
+        if (c->state == IN_CHALLENGED) /* what a rank that rejects our challenge does */
+            unproven(s, c);
         drop_pending(s, c,
                      c->last_err ? errno_text(c->last_err) : "closed before the handshake ended");
         return 0;
@@ -1170,10 +1219,46 @@ static void describe_missing(const setup *s, char *buf, size_t cap)
     }
 }
 
+/* Whether rank r is one we wait for: the ring's previous rank and every
+ * higher rank (control) connect to us. */
+static int connects_to_us(const tcp_transport *t, int r)
+{
+    return r != t->rank && (r == t->prev || r > t->rank);
+}
+
+/* The first missing rank that handshakes claiming to be it failed
+ * authentication for, or -1. */
+static int unproven_missing(const setup *s)
+{
+    const tcp_transport *t = s->t;
+    for (int r = 0; r < t->size; r++) {
+        int missing = 0;
+        for (int i = 0; i < s->n_out; i++)
+            missing |= s->out[i].peer == r && s->out[i].state != CONN_READY;
+        if (connects_to_us(t, r)) {
+            int in = 0;
+            for (int i = 0; i < s->n_in; i++)
+                in += s->in[i].peer == r;
+            missing |= in < 1 + (r == t->prev && r > t->rank);
+        }
+        if (missing && s->unproven[r])
+            return r;
+    }
+    return -1;
+}
+
 static int setup_timed_out(const setup *s, rt_error *err)
 {
     const tcp_transport *t = s->t;
     char who[320];
+    int r = unproven_missing(s);
+    if (r >= 0) /* most likely a rank with another secret: say so, exit 2 */
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "authentication failed: rank %d: timed out after %d ms waiting for %s, "
+                       "and %d connections claiming to be it did not prove this job's secret "
+                       "(different ROTOR_TOKEN or --token-file, or a stranger?)",
+                       t->rank, t->base.cfg.connect_timeout_ms, peer_str(t, r, who, sizeof(who)),
+                       s->unproven[r]);
     for (int i = 0; i < s->n_out; i++)
         if (s->out[i].state == OUT_CONNECTING)
             return rt_fail_errno(
@@ -1211,13 +1296,13 @@ static int setup_round(setup *s, rt_error *err)
     conn *owner[1 + size + MAX_PENDING];
     int np = 0;
     double now = rt_now(), wake = s->deadline;
-    if (s->n_in < s->want_in) {
+    if (s->n_in < s->want_in || s->lingering) {
         pfd[np] = (struct pollfd){.fd = s->lfd, .events = POLLIN};
         owner[np++] = NULL;
     }
     for (int i = 0; i < s->n_out; i++) {
         conn *c = &s->out[i];
-        if (c->state == CONN_READY)
+        if (c->state == CONN_READY || c->state == OUT_GAVE_UP)
             continue;
         if (c->fd < 0 && c->when <= now && start_connect(s, c))
             return -1;
@@ -1248,13 +1333,54 @@ static int setup_round(setup *s, rt_error *err)
         if (!pfd[i].revents)
             continue;
         conn *c = owner[i];
+        int was_lingering = s->lingering;
         int rc = !c                     ? accept_new(s, err)
                  : c->state >= IN_HELLO ? step_in(s, c, err)
                                         : step_out(s, c, err);
+        if (rc && s->lingering && c && c->state < IN_HELLO) {
+            close_conn(c); /* this handshake is over; linger goes on with the rest */
+            c->state = OUT_GAVE_UP;
+            if (was_lingering)
+                continue; /* already stopping: the first failure stands */
+        }
         if (rc)
             return -1;
     }
     return 0;
+}
+
+/* While we linger: every handshake of ours has ended, and every rank that
+ * connects to us has met our challenge. */
+static int all_answered(const setup *s)
+{
+    for (int i = 0; i < s->n_out; i++)
+        if (s->out[i].state != CONN_READY && s->out[i].state != OUT_GAVE_UP)
+            return 0;
+    for (int r = 0; r < s->t->size; r++)
+        if (connects_to_us(s->t, r) && !s->answered[r])
+            return 0;
+    for (int i = 0; i < MAX_PENDING; i++)
+        if (s->pending[i].fd >= 0)
+            return 0;
+    return 1;
+}
+
+/* We stop because a peer failed our authentication.  A rank still
+ * connecting to us would only find a closed port and retry until its
+ * connect timeout, then blame the network; so go on with every handshake a
+ * little longer (at most LINGER_S): a rank with another secret meets our
+ * challenge (or we close on its), counts it, and stops naming the
+ * authentication failure itself; one with ours that connects to us gets a
+ * verdict that says why we stop, and one we connect to gets our proof, so
+ * it does not count us as a stranger.  Strangers learn nothing more than
+ * before: a challenge, or nothing. */
+static void linger(setup *s)
+{
+    s->deadline = rt_now() + LINGER_S;
+    rt_error ignored;
+    while (rt_now() < s->deadline && !all_answered(s))
+        if (setup_round(s, &ignored))
+            break;
 }
 
 /* Hand the authenticated sockets to the transport. */
@@ -1298,7 +1424,15 @@ static int connect_all(tcp_transport *t, rt_error *err)
 {
     int size = t->size, rc = -1;
     conn out[size], in[size];
-    setup s = {.t = t, .out = out, .in = in, .want_in = 1 + (size - 1 - t->rank)};
+    int unproven[size], answered[size];
+    memset(unproven, 0, sizeof(unproven));
+    memset(answered, 0, sizeof(answered));
+    setup s = {.t = t,
+               .out = out,
+               .in = in,
+               .want_in = 1 + (size - 1 - t->rank),
+               .unproven = unproven,
+               .answered = answered};
     s.deadline = rt_now() + t->base.cfg.connect_timeout_ms / 1000.0;
     for (int i = 0; i < MAX_PENDING; i++)
         s.pending[i].fd = -1;
@@ -1327,8 +1461,11 @@ static int connect_all(tcp_transport *t, rt_error *err)
             setup_timed_out(&s, err);
             goto out;
         }
-        if (setup_round(&s, err))
+        if (setup_round(&s, err)) {
+            if (s.lingering)
+                linger(&s);
             goto out;
+        }
     }
     keep_sockets(&s);
     rc = 0;

@@ -47,25 +47,44 @@ printf 'one\n' >"$TMP/t1"
 printf 'two\n' >"$TMP/t2"
 chmod 600 "$TMP/t1" "$TMP/t2"
 unset ROTOR_TOKEN
-s=0
-two_ranks_secret() {
-    printf '127.0.0.1:%s\n127.0.0.1:%s\n' "$(free_port)" "$(free_port)" >"$TMP/sec.hosts"
-    local s0=0 s1=0
-    timeout 60 "$ROTOR" train --hostfile "$TMP/sec.hosts" --nodes 2 --node 0 --plan "$TMP/a" \
-        "${common[@]}" --token-file "$TMP/t1" >/dev/null 2>"$TMP/sec.0.log" &
-    local p0=$!
-    timeout 60 "$ROTOR" train --hostfile "$TMP/sec.hosts" --nodes 2 --node 1 --plan "$TMP/a" \
-        "${common[@]}" --token-file "$TMP/t2" >/dev/null 2>"$TMP/sec.1.log" || s1=$?
-    wait "$p0" || s0=$?
-    note "secrets: exits $s0 $s1"
-    # The one that checks the other's answer first stops with exit 2; the
-    # other then fails too (under rotor launch it is ended at once).
-    [ "$s0" != 0 ] && [ "$s1" != 0 ] || fail "different secrets: exits $s0 $s1"
-    grep -q "authentication failed" "$TMP/sec.0.log" "$TMP/sec.1.log" ||
-        fail "different secrets: no authentication message"
-    { [ "$s0" = 2 ] || [ "$s1" = 2 ]; } || fail "different secrets: neither rank exited 2"
+make_plan3() {
+    [ -d "$TMP/a3" ] || "$ROTOR" partition --input "$TMP/r.txt" --nodes 3 --threads 1 --seed 5 \
+        --out "$TMP/a3" 2>/dev/null
 }
-two_ranks_secret
+# secrets NAME LIMIT FILE...: one rank per token file, started together by
+# hand (no launcher to end them).  Every rank must exit 2 within LIMIT
+# seconds naming the authentication failure, and none may train.
+secrets() {
+    local name=$1 limit=$2 n r t0=$SECONDS pids=() st
+    shift 2
+    n=$#
+    local plan=$TMP/a
+    [ "$n" = 2 ] || { make_plan3; plan=$TMP/a3; }
+    : >"$TMP/$name.hosts"
+    for ((r = 0; r < n; r++)); do echo "127.0.0.1:$(free_port)" >>"$TMP/$name.hosts"; done
+    for ((r = 0; r < n; r++)); do
+        timeout 60 "$ROTOR" train --hostfile "$TMP/$name.hosts" --nodes "$n" --node $r \
+            --plan "$plan" "${common[@]}" --token-file "$1" >/dev/null 2>"$TMP/$name.$r.log" &
+        pids+=($!)
+        shift
+    done
+    for ((r = 0; r < n; r++)); do
+        st=0
+        wait "${pids[$r]}" || st=$?
+        [ "$st" = 2 ] || { cat "$TMP/$name.$r.log" >&2; fail "$name: rank $r exited $st, expected 2"; }
+        grep -q "authentication failed" "$TMP/$name.$r.log" ||
+            { cat "$TMP/$name.$r.log" >&2; fail "$name: rank $r does not name the authentication failure"; }
+        grep -q "epoch " "$TMP/$name.$r.log" && fail "$name: rank $r trained"
+    done
+    note "$name: every rank exited 2 naming authentication after $((SECONDS - t0)) s"
+    [ $((SECONDS - t0)) -le "$limit" ] || fail "$name: took $((SECONDS - t0)) s (limit $limit)"
+}
+# Each rank meets the other's challenge: both stop at once.
+secrets secrets2 10 "$TMP/t1" "$TMP/t2"
+# Rank 0 may only ever be connected to by rank 2, which it cannot tell from
+# a stranger; it stops when its connect timeout (30 s) ends, naming rank 2.
+secrets secrets3 50 "$TMP/t1" "$TMP/t1" "$TMP/t2"
+printf '127.0.0.1:%s\n127.0.0.1:%s\n' "$(free_port)" "$(free_port)" >"$TMP/sec.hosts"
 
 expect_status 2 "$ROTOR" train --hostfile "$TMP/sec.hosts" --nodes 2 --node 0 --plan "$TMP/a" \
     "${common[@]}"
