@@ -38,9 +38,9 @@ static const rt_opt_choice sgd_step_rules[] = {{"adagrad", 1}, {"none", 0}, {NUL
 #define SGD_LAMBDA "0.1"
 #define SGD_BPR_EPOCHS "40"
 #define SGD_BPR_LR "0.1"
-#define SGD_BPR_LAMBDA "0.03"
+#define SGD_BPR_LAMBDA "0.02"
 #define SGD_BPR_SCHEDULE LR_DECAY
-#define SGD_BPR_NEGATIVES "4"
+#define SGD_BPR_NEGATIVES "8"
 
 static const rt_opt sgd_options[] = {
     RT_MF_COMMON_OPTIONS(sgd_opts),
