@@ -44,27 +44,28 @@ double rt_sim_allreduce_s(const rt_sim_link *l, uint32_t nodes, double bytes,
     return t;
 }
 
+/* One node's timeline. */
+typedef struct sim_node {
+    double t;       /* current time of the node's orchestrator */
+    double stall;   /* time waiting for arrivals */
+    double credit;  /* time blocked waiting for credits */
+    double compute; /* sum of step compute times */
+    double link;    /* when the node's outgoing link is free */
+} sim_node;
+
 /* Per-node timelines of one rotation. */
 typedef struct sim_state {
     uint32_t N, T, W, B, c;
-    double *t;       /* N: current time of each node's orchestrator */
-    double *stall;   /* N */
-    double *credit;  /* N: time blocked waiting for credits */
-    double *compute; /* N: sum of step compute times */
-    double *arrive;  /* N x B: arrival k at node n (pass k of node n - 1) */
-    double *sent;    /* N x B: time pass k of node n finished on the wire */
-    double *link;    /* N: when node n's outgoing link is free */
+    sim_node *node; /* N */
+    double *arrive; /* N x B: arrival k at node n (pass k of node n - 1) */
+    double *sent;   /* N x B: time pass k of node n finished on the wire */
 } sim_state;
 
 static void state_free(sim_state *s)
 {
-    free(s->t);
-    free(s->stall);
-    free(s->credit);
-    free(s->compute);
+    free(s->node);
     free(s->arrive);
     free(s->sent);
-    free(s->link);
 }
 
 static int state_init(sim_state *s, const rt_sim_shape *sh, rt_error *err)
@@ -72,14 +73,10 @@ static int state_init(sim_state *s, const rt_sim_shape *sh, rt_error *err)
     memset(s, 0, sizeof(*s));
     s->N = sh->nodes, s->T = sh->threads, s->c = sh->pipeline;
     s->W = s->N * s->T, s->B = s->c * s->W;
-    s->t = calloc(s->N, sizeof(double));
-    s->stall = calloc(s->N, sizeof(double));
-    s->credit = calloc(s->N, sizeof(double));
-    s->compute = calloc(s->N, sizeof(double));
-    s->link = calloc(s->N, sizeof(double));
+    s->node = calloc(s->N, sizeof(sim_node));
     s->arrive = calloc((size_t)s->N * s->B, sizeof(double));
     s->sent = calloc((size_t)s->N * s->B, sizeof(double));
-    if (!s->t || !s->stall || !s->credit || !s->compute || !s->link || !s->arrive || !s->sent) {
+    if (!s->node || !s->arrive || !s->sent) {
         state_free(s);
         return rt_fail(err, RT_EXIT_RUNTIME, "simulate: out of memory");
     }
@@ -98,9 +95,9 @@ static void node_step(sim_state *s, const rt_sim_shape *sh, uint32_t n, uint32_t
 {
     if (s->N > 1 && step >= s->c) { /* arrivals 0 .. step - c must be in */
         double a = s->arrive[(size_t)n * s->B + (step - s->c)];
-        if (a > s->t[n]) {
-            s->stall[n] += a - s->t[n];
-            s->t[n] = a;
+        if (a > s->node[n].t) {
+            s->node[n].stall += a - s->node[n].t;
+            s->node[n].t = a;
         }
     }
     double slowest = 0, scale = compute_scale(sh, s->W);
@@ -112,8 +109,8 @@ static void node_step(sim_state *s, const rt_sim_shape *sh, uint32_t n, uint32_t
         if (dt > slowest)
             slowest = dt;
     }
-    s->compute[n] += slowest;
-    s->t[n] += slowest + sh->step_overhead_s;
+    s->node[n].compute += slowest;
+    s->node[n].t += slowest + sh->step_overhead_s;
 }
 
 /* After step k, node n passes the block that worker (n, T-1) just finished. */
@@ -124,16 +121,16 @@ static void node_pass(sim_state *s, const rt_sim_shape *sh, const rt_sim_link *l
     uint32_t spare = sh->spare_slots ? sh->spare_slots : 1;
     if (k >= spare) { /* a slot at `next` frees when its pass k - spare is on the wire */
         double credit = s->sent[(size_t)next * s->B + (k - spare)] + l->latency_s;
-        if (credit > s->t[n]) {
-            s->credit[n] += credit - s->t[n];
-            s->t[n] = credit;
+        if (credit > s->node[n].t) {
+            s->node[n].credit += credit - s->node[n].t;
+            s->node[n].t = credit;
         }
     }
     uint32_t w = n * s->T + s->T - 1;
     uint32_t b = sh->schedule[(size_t)k * s->W + w];
-    double start = s->t[n] > s->link[n] ? s->t[n] : s->link[n];
+    double start = s->node[n].t > s->node[n].link ? s->node[n].t : s->node[n].link;
     double done = start + l->overhead_s + wire_s(l, sh->block_bytes[b]);
-    s->link[n] = done;
+    s->node[n].link = done;
     s->sent[(size_t)n * s->B + k] = done;
     s->arrive[(size_t)next * s->B + k] = done + l->latency_s;
 }
@@ -143,10 +140,10 @@ static double sync_all(sim_state *s, double cost)
 {
     double latest = 0;
     for (uint32_t n = 0; n < s->N; n++)
-        if (s->t[n] > latest)
-            latest = s->t[n];
+        if (s->node[n].t > latest)
+            latest = s->node[n].t;
     for (uint32_t n = 0; n < s->N; n++)
-        s->t[n] = latest + cost;
+        s->node[n].t = latest + cost;
     return cost;
 }
 
@@ -196,25 +193,25 @@ int rt_sim_rotation(const rt_sim_shape *sh, const rt_sim_link *l, rt_sim_result 
     }
     for (uint32_t n = 0; s.N > 1 && n < s.N; n++) { /* the last block comes home */
         double a = s.arrive[(size_t)n * s.B + s.B - 1];
-        if (a > s.t[n]) {
-            s.stall[n] += a - s.t[n];
-            s.t[n] = a;
+        if (a > s.node[n].t) {
+            s.node[n].stall += a - s.node[n].t;
+            s.node[n].t = a;
         }
     }
     /* the engine's statistics ([bytes, stall per rank]) and the app's */
     out->collective_s +=
         sync_all(&s, rt_sim_allreduce_s(l, s.N, 8.0 * (s.N + 1), sh->collectives) +
                          rt_sim_allreduce_s(l, s.N, sh->epoch_reduce_bytes, sh->collectives));
-    out->epoch_s = s.t[0];
+    out->epoch_s = s.node[0].t;
     for (uint32_t n = 0; n < s.N; n++) {
-        double st = out->epoch_s > 0 ? s.stall[n] / out->epoch_s : 0;
+        double st = out->epoch_s > 0 ? s.node[n].stall / out->epoch_s : 0;
         out->stall_mean += st / s.N;
         if (st > out->stall_max)
             out->stall_max = st;
-        if (s.compute[n] > out->compute_max_s)
-            out->compute_max_s = s.compute[n];
-        if (s.credit[n] > out->credit_wait_s)
-            out->credit_wait_s = s.credit[n];
+        if (s.node[n].compute > out->compute_max_s)
+            out->compute_max_s = s.node[n].compute;
+        if (s.node[n].credit > out->credit_wait_s)
+            out->credit_wait_s = s.node[n].credit;
         double bytes = 0;
         for (uint32_t k = 0; s.N > 1 && k < s.B; k++)
             bytes += sh->block_bytes[sh->schedule[(size_t)k * s.W + n * s.T + s.T - 1]];
