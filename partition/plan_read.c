@@ -108,6 +108,25 @@ static int file_record(json_t *files, const char *name, uint64_t *bytes, uint64_
     return 0;
 }
 
+/* The shards (whose sizes rt_shard_open holds to these records) must have
+ * room for the nnz_train + nnz_test entries plan.json claims: readers size
+ * arrays by those counts before they open a shard. */
+static int check_entries_fit(const rt_plan *p, const char *path, rt_error *err)
+{
+    uint64_t shards = 0, entries = 0, need = 0;
+    for (uint32_t w = 0; w < p->workers; w++)
+        if (rt_add_overflows(shards, p->shard_bytes[w], &shards))
+            return rt_fail(err, RT_EXIT_INPUT, "%s: \"files\": the shard sizes overflow", path);
+    if (rt_add_overflows(p->nnz_train, p->nnz_test, &entries) ||
+        rt_mul_overflows(entries, sizeof(rt_entry), &need) || need > shards)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s: nnz_train + nnz_test (%" PRIu64 " + %" PRIu64
+                       " entries) do not fit in the shards' %" PRIu64
+                       " bytes (tampered or damaged?)",
+                       path, p->nnz_train, p->nnz_test, shards);
+    return 0;
+}
+
 static int read_files(json_t *root, rt_plan *p, const char *path, rt_error *err)
 {
     json_t *files = json_object_get(root, "files");
@@ -125,7 +144,7 @@ static int read_files(json_t *root, rt_plan *p, const char *path, rt_error *err)
         if (file_record(files, name, &p->shard_bytes[w], &check, path, err) < 0)
             return -1;
     }
-    return 0;
+    return check_entries_fit(p, path, err);
 }
 
 static int read_manifest(rt_plan *p, rt_error *err)

@@ -19,7 +19,10 @@ int rt_triplets_reserve(rt_triplets *t, uint64_t n, rt_error *err)
 {
     if (n <= t->cap)
         return 0;
-    rt_entry *e = realloc(t->e, n * sizeof(rt_entry));
+    uint64_t bytes = 0;
+    rt_entry *e = rt_mul_overflows(n, sizeof(rt_entry), &bytes) || bytes > RT_SIZE_LIMIT
+                      ? NULL
+                      : realloc(t->e, (size_t)bytes);
     if (!e)
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (%llu entries)", (unsigned long long)n);
     t->e = e;

@@ -54,12 +54,11 @@ typedef struct user_list {
 } user_list;
 
 /* Every user of the model, in dense order. */
-static int all_users(uint64_t n_rows, user_list *u, rt_error *err)
+static int all_users(uint64_t n_rows, const char *model, user_list *u, rt_error *err)
 {
-    u->ids = malloc(n_rows * sizeof(uint32_t) + 1);
+    u->ids = rt_alloc_array(n_rows, sizeof(uint32_t), model, "users", err);
     if (!u->ids)
-        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory for %llu users",
-                       (unsigned long long)n_rows);
+        return -1;
     for (uint64_t i = 0; i < n_rows; i++)
         u->ids[i] = (uint32_t)i;
     u->n = n_rows;
@@ -68,14 +67,8 @@ static int all_users(uint64_t n_rows, user_list *u, rt_error *err)
 
 static int push_user(user_list *u, uint32_t id, rt_error *err)
 {
-    if (u->n == u->cap) {
-        uint64_t cap = u->cap ? 2 * u->cap : 1024;
-        uint32_t *p = realloc(u->ids, cap * sizeof(uint32_t));
-        if (!p)
-            return rt_fail(err, RT_EXIT_RUNTIME, "out of memory for the user list");
-        u->ids = p;
-        u->cap = cap;
-    }
+    if (rt_grow_array((void **)&u->ids, &u->cap, u->n + 1, sizeof(uint32_t), err))
+        return -1;
     u->ids[u->n++] = id;
     return 0;
 }
@@ -236,7 +229,8 @@ static int recommend(const recommend_opts *o, rt_model *m, rt_error *err)
     const char *source;
     writer w = {.rows = rows, .cols = cols, .json = o->json};
     int rc = -1, opened = 0;
-    if ((o->users ? read_users(o->users, rows, &users, err) : all_users(rows->n, &users, err)) ||
+    if ((o->users ? read_users(o->users, rows, &users, err)
+                  : all_users(rows->n, o->model, &users, err)) ||
         rt_user_items_exclusions(o->model, m, o->exclude, o->no_exclude, &seen, &source, err))
         goto out;
     if (rt_outfile_open(&w.of, o->out, err))
