@@ -511,8 +511,11 @@ int lda_model_infer(const void *model, const rt_corpus *c, const rt_infer_opts *
     }
     if (tokens_build(&docs, m, c, o->seed, res, &j.max_len, err) || tables_build(&t, m, err))
         goto out;
-    j.doc_topic = rt_calloc_array(c->n_docs ? c->n_docs * m->K : 1, sizeof(int32_t), o->input,
-                                  "documents x topics", err);
+    size_t cells = 0;
+    if (rt_size_mul(c->n_docs, m->K, &cells, o->input, "documents x topics", err))
+        goto out;
+    j.doc_topic =
+        rt_calloc_array(cells ? cells : 1, sizeof(int32_t), o->input, "documents x topics", err);
     j.held_ll = j.doc_topic
                     ? rt_calloc_array(c->n_docs + 1, sizeof(double), o->input, "documents", err)
                     : NULL;
