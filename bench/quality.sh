@@ -2,7 +2,8 @@
 # quality.sh - model quality with default settings against LIBMF and LIBPMF
 # on real data; prints JSON.
 #
-#   bench/quality.sh [--rounds R] [--threads T] [--anchors DIR] [--keep-runs FILE]
+#   bench/quality.sh [--rounds R] [--threads T] [--anchors DIR] [--keep-runs DIR]
+#   bench/quality.sh --from-runs DIR     (the summary again from saved runs)
 #
 # Data (from ../shared/data, or ROTOR_DATA_DIR): MovieLens 100K u1..u5
 # (the published 5-fold split) and FilmTrust cut into 5 folds by line number
@@ -13,46 +14,55 @@
 #   ../shared/anchors by its build.sh into DIR (default /tmp/rotor-anchors),
 #   each with the setting of a small grid whose mean final test RMSE over the
 #   dataset's folds is best (tuned on the test folds, as their users do).
-# Rounds are interleaved (round r runs every tool on every fold, in an order
-# rotated per round); RMSE is the median over rounds (rotor's is the same
-# bits every round), times are medians.
+# Rounds are interleaved: round r runs every tool on every fold, the folds
+# and the tools in an order rotated per round.  RMSE is the median over
+# rounds (rotor's is the same bits every round).
+#
+# Every run's raw output (rotor's --metrics JSON, the anchors' logs, wall
+# times) goes to DIR/logs with --keep-runs DIR (else a scratch directory);
+# the summary is computed from those files only, so --from-runs DIR prints it
+# again (after a change to this script's accounting) without training.
 #
 # Output: per dataset and tool the setting, the final test RMSE per fold and
-# its mean, the training seconds per fold, and per pair (sgd-mf vs LIBMF,
-# cd-mf vs LIBPMF) the seconds each needed to reach the other's final RMSE
-# (null when it never did) and the ratio to the other's total time.  Times
-# are training time: rotor's summed epoch seconds (--metrics), LIBPMF's own
-# cumulative timer, LIBMF's wall time of T iterations minus that of one
-# iteration (loading), spread evenly over its iterations.
+# its mean, the training seconds per fold; per pair (sgd-mf vs LIBMF, cd-mf
+# vs LIBPMF) and direction, for every fold the median over rounds of the
+# ratio (seconds to reach the other's final RMSE in that round) / (the
+# other's total seconds in that round), then the median and the worst fold
+# (null: never reached in most rounds).  Two clocks:
+#   train: training time only.  rotor: its summed rotation seconds (what the
+#     epoch log shows; the per-epoch log and --metrics writes between
+#     rotations are not in it).  LIBMF: from the wall times w1 and wN of runs
+#     of 1 and N iterations (both scoring the test set every iteration), an
+#     iteration costs (wN - w1) / (N - 1) and loading w1 minus one iteration;
+#     iteration i ends at i iteration costs.  LIBPMF: its own cumulative timer.
+#   wall: process wall time, start-up and loading included on both sides;
+#     rotor is charged everything outside its rotations before the target,
+#     LIBMF its loading.
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-ROTOR=${ROTOR:-$ROOT/build/tools/rotor}
+source "$(dirname "$0")/lib.sh"
+rounds=3 threads=2 anchors=/tmp/rotor-anchors keep_runs="" from_runs=""
+bench_options 2,41 "$@"
 DATA=${ROTOR_DATA_DIR:-$ROOT/../shared/data}
 ANCHORS_SRC=${ROTOR_ANCHORS:-$ROOT/../shared/anchors}
-rounds=3 threads=2 anchors=/tmp/rotor-anchors keep=""
-while [ $# -gt 0 ]; do
-    case $1 in
-    --rounds) rounds=$2; shift ;;
-    --threads) threads=$2; shift ;;
-    --anchors) anchors=$2; shift ;;
-    --keep-runs) keep=$2; shift ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
-    *) echo "quality.sh: unknown option $1" >&2; exit 2 ;;
-    esac
-    shift
-done
-[ -x "$ROTOR" ] || { echo "quality.sh: build first (tools/run.sh build)" >&2; exit 2; }
-[ -d "$DATA/ml-100k" ] && [ -d "$DATA/filmtrust" ] ||
-    { echo "quality.sh: no MovieLens 100K / FilmTrust under $DATA" >&2; exit 2; }
-eval "$("$ANCHORS_SRC/build.sh" "$anchors" | grep -E '^(LIBMF_TRAIN|LIBPMF_TRAIN)=')"
-TMP=$(mktemp -d) && trap 'rm -rf "$TMP"' EXIT
-load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+LIBMF_ITERS=20
+
+if [ -n "$from_runs" ]; then
+    RUNS=$(realpath "$from_runs")
+    [ -f "$RUNS/meta" ] && [ -d "$RUNS/logs" ] || bench_fail "$RUNS: no saved runs (meta, logs/)"
+    TMP=$(mktemp -d) && trap 'rm -rf "$TMP"' EXIT
+else
+    bench_start
+    [ -d "$DATA/ml-100k" ] && [ -d "$DATA/filmtrust" ] ||
+        bench_fail "no MovieLens 100K / FilmTrust under $DATA"
+    eval "$("$ANCHORS_SRC/build.sh" "$anchors" | grep -E '^(LIBMF_TRAIN|LIBPMF_TRAIN)=')"
+    RUNS=$(realpath -m "${keep_runs:-$TMP/runs}")
+    rm -rf "$RUNS/logs" && mkdir -p "$RUNS/logs"
+fi
 
 # Grids: LIBMF k x l2 (eta 0.1, 20 iterations: its defaults); LIBPMF k x
 # lambda (10 outer x 5 inner iterations, eps 1e-3).
 LIBMF_GRID=("-k 32 -l2 0.08" "-k 32 -l2 0.1" "-k 32 -l2 0.12" "-k 64 -l2 0.1")
 LIBPMF_GRID=("-k 10 -l 0.05" "-k 10 -l 0.1" "-k 32 -l 0.1" "-k 10 -l 0.2")
-LIBMF_ITERS=20
 
 # ---- folds: $TMP/DATASET/fF.{base,test}, a LIBPMF dir and a rotor plan each
 make_fold() { # make_fold DATASET F BASE TEST
@@ -70,72 +80,127 @@ make_fold() { # make_fold DATASET F BASE TEST
     "$ROTOR" partition --input "$d/base" --test "$d/test" --nodes 1 --threads "$threads" \
         --seed 1 --out "$d/plan" >/dev/null 2>&1
 }
-for f in 1 2 3 4 5; do
-    xz -dc "$DATA/ml-100k/u$f.base.xz" >"$TMP/b" && xz -dc "$DATA/ml-100k/u$f.test.xz" >"$TMP/t"
-    make_fold ml100k "$f" "$TMP/b" "$TMP/t"
-done
-xz -dc "$DATA/filmtrust/ratings.txt.xz" >"$TMP/ft.txt"
-for f in 1 2 3 4 5; do
-    awk -v f="$f" 'NR % 5 != f - 1' "$TMP/ft.txt" >"$TMP/b"
-    awk -v f="$f" 'NR % 5 == f - 1' "$TMP/ft.txt" >"$TMP/t"
-    make_fold filmtrust "$f" "$TMP/b" "$TMP/t"
-done
+make_folds() {
+    local f
+    for f in 1 2 3 4 5; do
+        xz -dc "$DATA/ml-100k/u$f.base.xz" >"$TMP/b" && xz -dc "$DATA/ml-100k/u$f.test.xz" >"$TMP/t"
+        make_fold ml100k "$f" "$TMP/b" "$TMP/t"
+    done
+    xz -dc "$DATA/filmtrust/ratings.txt.xz" >"$TMP/ft.txt"
+    for f in 1 2 3 4 5; do
+        awk -v f="$f" 'NR % 5 != f - 1' "$TMP/ft.txt" >"$TMP/b"
+        awk -v f="$f" 'NR % 5 == f - 1' "$TMP/ft.txt" >"$TMP/t"
+        make_fold filmtrust "$f" "$TMP/b" "$TMP/t"
+    done
+}
 
-# ---- runs: each appends "DATASET FOLD TOOL SETTING ROUND t1:r1,t2:r2,..." to
-# $TMP/runs (cumulative training seconds and test RMSE after each iteration)
+# ---- runs: each leaves RUNS/logs/DATASET.fF.TOOL.SETTING.rR.{json|log} and
+# .wall (wall seconds: rotor and LIBPMF the run's; LIBMF "w1 wN")
 now() { date +%s.%N; }
+since() { echo "$(now) - $1" | bc -l; }
+log_name() { echo "$RUNS/logs/$1.f$2.$3.${4// /_}.r$5"; } # DATASET F TOOL SETTING ROUND
 run_rotor() { # run_rotor DATASET F APP ROUND
-    local d=$TMP/$1/f$2 m=$TMP/metrics.json
-    "$ROTOR" train --plan "$d/plan" --app "$3" --metrics "$m" >/dev/null 2>&1
-    tr '{' '\n' <"$m" | awk '/"test_rmse"/ {
-        match($0, /"seconds": [0-9.e+-]+/); s = substr($0, RSTART + 11, RLENGTH - 11)
-        match($0, /"test_rmse": [0-9.e+-]+/); r = substr($0, RSTART + 13, RLENGTH - 13)
-        t += s; out = out (out == "" ? "" : ",") t ":" r }
-        END { print out }' | sed "s/^/$1 $2 rotor-$3 defaults $4 /" >>"$TMP/runs"
+    local d=$TMP/$1/f$2 out t0
+    out=$(log_name "$1" "$2" "rotor-$3" defaults "$4")
+    t0=$(now)
+    "$ROTOR" train --plan "$d/plan" --app "$3" --metrics "$out.json" >/dev/null 2>&1
+    since "$t0" >"$out.wall"
 }
 run_libmf() { # run_libmf DATASET F SETTING ROUND
-    local d=$TMP/$1/f$2 t0 t1 t2
+    local d=$TMP/$1/f$2 out t0 w1
+    out=$(log_name "$1" "$2" libmf "$3" "$4")
     t0=$(now)
-    "$LIBMF_TRAIN" $3 -t 1 -s "$threads" "$d/base" "$TMP/mf.model" >/dev/null
-    t1=$(now)
+    "$LIBMF_TRAIN" $3 -t 1 -s "$threads" -p "$d/test" "$d/base" "$TMP/mf.model" >/dev/null
+    w1=$(since "$t0")
+    t0=$(now)
     "$LIBMF_TRAIN" $3 -t "$LIBMF_ITERS" -s "$threads" -p "$d/test" "$d/base" "$TMP/mf.model" \
-        >"$TMP/mf.log"
-    t2=$(now)
-    awk -v once="$(echo "$t1 - $t0" | bc -l)" -v all="$(echo "$t2 - $t1" | bc -l)" \
-        -v iters="$LIBMF_ITERS" '$1 ~ /^[0-9]+$/ {
-        per = (all - once) / iters; if (per < 0) per = all / iters
-        out = out (out == "" ? "" : ",") per * ($1 + 1) ":" $3 }
-        END { print out }' "$TMP/mf.log" | sed "s/^/$1 $2 libmf ${3// /_} $4 /" >>"$TMP/runs"
+        >"$out.log"
+    echo "$w1 $(since "$t0")" >"$out.wall"
 }
 run_libpmf() { # run_libpmf DATASET F SETTING ROUND
-    local d=$TMP/$1/f$2 k
-    k=$(sed 's/.*-k \([0-9]*\).*/\1/' <<<"$3")
-    "$LIBPMF_TRAIN" $3 -n "$threads" -t 10 -p 1 -q 1 "$d/pmf" "$TMP/pmf.model" 2>/dev/null |
-        awk -v k="$k" '$1 == "iter" && $3 == "rank" && $4 == k {
-            out = out (out == "" ? "" : ",") $6 ":" $NF }
-            END { print out }' | sed "s/^/$1 $2 libpmf ${3// /_} $4 /" >>"$TMP/runs"
+    local d=$TMP/$1/f$2 out t0
+    out=$(log_name "$1" "$2" libpmf "$3" "$4")
+    t0=$(now)
+    # (in $TMP: it leaves p.txt and q.txt in its working directory)
+    (cd "$TMP" && "$LIBPMF_TRAIN" $3 -n "$threads" -t 10 -p 1 -q 1 "$d/pmf" "$TMP/pmf.model" \
+        >"$out.log" 2>/dev/null)
+    since "$t0" >"$out.wall"
 }
-: >"$TMP/runs"
-for r in $(seq 1 "$rounds"); do
-    for ds in ml100k filmtrust; do
-        for f in 1 2 3 4 5; do
-            jobs=("run_rotor $ds $f sgd-mf $r" "run_rotor $ds $f cd-mf $r")
-            for s in "${LIBMF_GRID[@]}"; do jobs+=("run_libmf $ds $f '$s' $r"); done
-            for s in "${LIBPMF_GRID[@]}"; do jobs+=("run_libpmf $ds $f '$s' $r"); done
-            n=${#jobs[@]}
-            for i in $(seq 0 $((n - 1))); do eval "${jobs[$(((i + r) % n))]}"; done
+train_all() {
+    local r ds f i n s order
+    for r in $(seq 1 "$rounds"); do
+        for ds in ml100k filmtrust; do
+            order=$(seq 1 5 | awk -v r="$r" '{ a[NR] = $1 } END { for (i = 0; i < 5; i++) print a[(i + r - 1) % 5 + 1] }')
+            for f in $order; do
+                jobs=("run_rotor $ds $f sgd-mf $r" "run_rotor $ds $f cd-mf $r")
+                for s in "${LIBMF_GRID[@]}"; do jobs+=("run_libmf $ds $f '$s' $r"); done
+                for s in "${LIBPMF_GRID[@]}"; do jobs+=("run_libpmf $ds $f '$s' $r"); done
+                n=${#jobs[@]}
+                for i in $(seq 0 $((n - 1))); do eval "${jobs[$(((i + r) % n))]}"; done
+            done
         done
     done
-done
-load_end=$(cut -d' ' -f1-3 /proc/loadavg)
-[ -z "$keep" ] || cp "$TMP/runs" "$keep"
+}
+
+if [ -z "$from_runs" ]; then
+    make_folds
+    load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+    train_all
+    printf 'rounds %s\nthreads %s\nlibmf_iters %s\nload_start %s\nload_end %s\ndate %s\n' \
+        "$rounds" "$threads" "$LIBMF_ITERS" "$load_start" "$(cut -d' ' -f1-3 /proc/loadavg)" \
+        "$(date -u +%FT%TZ)" >"$RUNS/meta"
+fi
+meta() { awk -v k="$1" '$1 == k { $1 = ""; sub(/^ /, ""); print }' "$RUNS/meta"; }
+
+# ---- the table: one line per run, "DATASET FOLD TOOL SETTING ROUND STARTUP
+# t1:r1,t2:r2,..." (cumulative training seconds and test RMSE after each
+# iteration; STARTUP = wall seconds outside training), from the raw files
+table_line() { # table_line BASE (a log_name)
+    local b=$1 name ds f tool set r wall
+    name=$(basename "$b")
+    # (settings hold dots, as in -l2_0.1: take the fields from both ends)
+    ds=${name%%.*}
+    f=$(cut -d. -f2 <<<"$name")
+    tool=$(cut -d. -f3 <<<"$name")
+    r=${name##*.r}
+    set=${name#"$ds.$f.$tool."}
+    set=${set%".r$r"}
+    read -r -a wall <"$b.wall"
+    case $tool in
+    rotor-*)
+        tr -d ' \n' <"$b.json" | tr '{' '\n' | awk -v wall="${wall[0]}" '/"test_rmse"/ {
+            match($0, /"seconds":[0-9.e+-]+/); s = substr($0, RSTART + 10, RLENGTH - 10)
+            match($0, /"test_rmse":[0-9.e+-]+/); r = substr($0, RSTART + 12, RLENGTH - 12)
+            t += s; out = out (out == "" ? "" : ",") t ":" r }
+            END { print wall - t, out }' ;;
+    libmf)
+        awk -v w1="${wall[0]}" -v wn="${wall[1]}" -v n="$(meta libmf_iters)" '
+            $1 ~ /^[0-9]+$/ { i = $1 + 1; rm[i] = $3 }
+            END {
+                per = (wn - w1) / (n - 1); load = w1 - per
+                if (per <= 0 || load < 0) { per = wn / n; load = 0 }   # noise: no split
+                for (i = 1; i <= n; i++) out = out (i > 1 ? "," : "") per * i ":" rm[i]
+                print load, out }' "$b.log" ;;
+    libpmf)
+        local k
+        k=$(sed 's/.*-k_\([0-9]*\).*/\1/' <<<"$set")
+        awk -v k="$k" -v wall="${wall[0]}" '$1 == "iter" && $3 == "rank" && $4 == k {
+            t = $6; out = out (out == "" ? "" : ",") $6 ":" $NF }
+            END { print wall - t, out }' "$b.log" ;;
+    esac | sed "s/^/$ds ${f#f} $tool $set $r /"
+}
+for w in "$RUNS"/logs/*.wall; do table_line "${w%.wall}"; done >"$RUNS/table"
+[ -s "$RUNS/table" ] || bench_fail "$RUNS/logs: no runs"
 
 # ---- summary (awk): medians over rounds, best grid setting per dataset and
 # anchor, time to reach the other tool's final RMSE
-awk -v load_start="$load_start" -v load_end="$load_end" -v rounds="$rounds" -v threads="$threads" '
-function median(list,   a, n, i, j, x) {
-    n = split(list, a, " ")
+awk -v load_start="$(meta load_start)" -v load_end="$(meta load_end)" -v rounds="$(meta rounds)" \
+    -v threads="$(meta threads)" -v when="$(meta date)" '
+function sort_num(a, n,   i, j, x) {
     for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
+}
+function median(list,   a, n) {
+    n = split(list, a, " "); sort_num(a, n)
     return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
 function last_rmse(traj,   p, n, q) { n = split(traj, p, ","); split(p[n], q, ":"); return q[2] }
@@ -145,14 +210,23 @@ function reach(traj, target,   p, n, i, q) { # seconds until test RMSE <= target
     for (i = 1; i <= n; i++) { split(p[i], q, ":"); if (q[2] + 0 <= target + 0) return q[1] }
     return -1
 }
-function num(x) { return x < 0 ? "null" : sprintf("%.4g", x) }
+function num(x) { return x >= 1e9 ? "null" : sprintf("%.3f", x) }
+function list(a, n,   i, s) { s = ""; for (i = 1; i <= n; i++) s = s (i > 1 ? ", " : "") num(a[i]); return s }
+# "ratio_TOOL": per fold the median over rounds, then median and worst fold
+# (never reached counts as infinite).
+function ratios(name, v,   f, m, w, c, a) {
+    for (f = 1; f <= 5; f++) a[f] = v[f]
+    sort_num(a, 5)
+    printf ", \"%s\": {\"folds\": [%s], \"median\": %s, \"worst\": %s}", name, list(v, 5), num(a[3]), num(a[5])
+}
 {   key = $1 SUBSEP $2 SUBSEP $3 SUBSEP $4
-    rm[key] = rm[key] " " last_rmse($6); tm[key] = tm[key] " " last_time($6)
-    traj[key SUBSEP $5] = $6; sets[$1 SUBSEP $3 SUBSEP $4] = 1 }
+    rm[key] = rm[key] " " last_rmse($7); tm[key] = tm[key] " " last_time($7)
+    traj[key SUBSEP $5] = $7; boot[key SUBSEP $5] = $6; sets[$1 SUBSEP $3 SUBSEP $4] = 1
+    if ($5 > nr) nr = $5 }
 END {
     nds = split("ml100k filmtrust", dss, " ")
     ntools = split("rotor-sgd-mf rotor-cd-mf libmf libpmf", tools, " ")
-    printf "{\"rounds\": %d, \"threads\": %d, \"load_start\": \"%s\", \"load_end\": \"%s\",\n", rounds, threads, load_start, load_end
+    printf "{\"rounds\": %d, \"threads\": %d, \"date\": \"%s\", \"load_start\": \"%s\", \"load_end\": \"%s\",\n", rounds, threads, when, load_start, load_end
     printf " \"datasets\": {\n"
     for (d = 1; d <= nds; d++) {
         ds = dss[d]
@@ -188,24 +262,26 @@ END {
             printf "%s\n    \"%s_vs_%s\": {", (q > 1 ? "," : ""), a, b
             for (dir = 0; dir < 2; dir++) {
                 x = dir ? b : a; y = dir ? a : b
-                printf "%s\"%s_to_%s_final\": {\"seconds\": [", (dir ? ", " : ""), x, y
-                ratios = ""
                 for (f = 1; f <= 5; f++) {
-                    secs = ""; tot = ""
-                    for (r = 1; r <= rounds; r++) {
-                        tx = traj[ds SUBSEP f SUBSEP x SUBSEP best[x] SUBSEP r]
-                        ty = traj[ds SUBSEP f SUBSEP y SUBSEP best[y] SUBSEP r]
-                        secs = secs " " reach(tx, last_rmse(ty)); tot = tot " " last_time(ty)
+                    secs = rt = rw = ""
+                    for (r = 1; r <= nr; r++) {
+                        kx = ds SUBSEP f SUBSEP x SUBSEP best[x] SUBSEP r
+                        ky = ds SUBSEP f SUBSEP y SUBSEP best[y] SUBSEP r
+                        if (!(kx in traj) || !(ky in traj)) continue
+                        at = reach(traj[kx], last_rmse(traj[ky])); tot = last_time(traj[ky])
+                        if (at < 0) { secs = secs " 1e9"; rt = rt " 1e9"; rw = rw " 1e9"; continue }
+                        secs = secs " " at; rt = rt " " at / tot
+                        rw = rw " " (boot[kx] + at) / (boot[ky] + tot)
                     }
-                    s1 = median(secs); s2 = median(tot)
-                    printf "%s%s", (f > 1 ? ", " : ""), num(s1)
-                    ratios = ratios (f > 1 ? ", " : "") (s1 < 0 ? "null" : sprintf("%.3f", s1 / s2))
+                    sec[f] = median(secs); rtrain[f] = median(rt); rwall[f] = median(rw)
                 }
-                printf "], \"ratio_to_%s_total\": [%s]}", y, ratios
+                printf "%s\n     \"%s_to_%s_final\": {\"seconds\": [%s]", (dir ? "," : ""), x, y, list(sec, 5)
+                ratios("ratio_train", rtrain); ratios("ratio_wall", rwall)
+                printf "}"
             }
             printf "}"
         }
         printf "}\n  }%s\n", (d < nds ? "," : "")
     }
     printf " }\n}\n"
-}' "$TMP/runs"
+}' "$RUNS/table"
