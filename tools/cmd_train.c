@@ -195,12 +195,15 @@ static int train(const train_opts *o, train_run *r, rt_error *err)
         return -1;
     r->plan_open = 1;
     rt_guard_mapped_plan(&r->plan);
-    if (r->app->check(r->app_opts, &r->plan, err))
-        return -1;
+    /* Join first: a job that cannot start (no secret, no peers) must stop
+     * before the app's check makes --out, which ranks sharing a node race
+     * to make and to remove again. */
     link_opts link = o->link;
     if (link_opts_join(&link, &r->group, err))
         return -1;
     r->group_open = 1;
+    if (r->app->check(r->app_opts, &r->plan, err))
+        return -1;
 
     rt_engine_config ec = {0};
     ec.plan = &r->plan;
