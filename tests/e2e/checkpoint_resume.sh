@@ -129,14 +129,18 @@ done
 note "sgd-mf: a newer checkpoint cut short is skipped, the newest complete one resumed"
 read -r -a opts <<<"${OPTS[sgd-mf]}"
 complete=$(dirname "$(ls "$TMP"/sgd-mf-ck/ckpt-*/manifest.json | tail -1)")
+# Past every checkpoint there, complete or not: the kill above may itself
+# have left the next one cut short.
 n=$((10#${complete##*ckpt-}))
-cut=$(printf '%s/ckpt-%012d' "$TMP/sgd-mf-ck" $((n + 2)))
+last=$(ls -d "$TMP"/sgd-mf-ck/ckpt-* | tail -1)
+m=$((10#${last##*ckpt-} + 2))
+cut=$(printf '%s/ckpt-%012d' "$TMP/sgd-mf-ck" $m)
 mkdir "$cut"
 cp "$complete"/state-00000.bin "$cut"/
 head -c 100 "$complete"/state-00001.bin >"$cut"/state-00001.bin
 train2 "$TMP/cut.log" "${opts[@]}" --epochs "${LONG[sgd-mf]}" --resume "$TMP/sgd-mf-ck" \
     --out "$TMP/sgd-mf-cut" || fail "resume next to a checkpoint cut short"
-grep -q "resume: skipping .*ckpt-0*$((n + 2)): incomplete" "$TMP/cut.log" ||
+grep -q "resume: skipping .*ckpt-0*$m: incomplete" "$TMP/cut.log" ||
     fail "the incomplete checkpoint was not noted: $(cat "$TMP/cut.log")"
 grep -q "resume: sgd-mf from .*ckpt-0*$n, continuing at rotation $n" "$TMP/cut.log" ||
     fail "the resume did not take the newest complete checkpoint: $(cat "$TMP/cut.log")"
