@@ -22,7 +22,9 @@
 # on one machine every rank would pin to the same core), take the median
 # epoch time and stall of the epochs after the first, and predict them with
 # `rotor simulate` from that round's rate and the bandwidth TCP reaches
-# through the shaped link (gbps_tcp, rotor bench-link).  One JSON line per
+# through the shaped link (gbps_tcp, rotor bench-link), all ranks sharing
+# this machine's cores (--host-cores $(nproc): the emulation's truth; a
+# real cluster gives every node its own).  One JSON line per
 # configuration with the medians over the rounds:
 #   {"app", "ranks", "threads", "gbps", "gbps_tcp", "latency_us", "rounds",
 #    "measured_epoch_s", "predicted_epoch_s", "epoch_error", "measured_stall",
@@ -224,7 +226,8 @@ one_round() {
     m=$(measured)
     # shellcheck disable=SC2046
     pred=$("$ROTOR" simulate --plan "$plan" --app "$app" $(app_args "$app") --json \
-        --rate "${rate[$app.$n]}" --gbps "${effective[$g]}" --latency-us "$lat" --overhead-us 10)
+        --rate "${rate[$app.$n]}" --gbps "${effective[$g]}" --latency-us "$lat" --overhead-us 10 \
+        --host-cores "$(nproc)")
     echo "$m $(echo "$pred" | sed -n 's/.*"predicted_epoch_s": \([0-9.e+-]*\).*"predicted_stall": \([0-9.e+-]*\).*"critical": "\([a-z]*\)".*/\1 \2 \3/p')" \
         >>"$TMP/rounds"
 }

@@ -44,26 +44,63 @@ double rt_sim_allreduce_s(const rt_sim_link *l, uint32_t nodes, double bytes,
     return t;
 }
 
+/* Where a node's orchestrator is within the rotation (engine.c's
+ * run_rotation, in this order). */
+typedef enum node_phase {
+    PHASE_WAIT,     /* for the arrival the step needs: stall */
+    PHASE_COMPUTE,  /* its workers run their cells (ends when the last is done) */
+    PHASE_STEP_END, /* the fixed cost of a step */
+    PHASE_REDUCE,   /* inside the per-step all-reduce */
+    PHASE_PASS,     /* waiting for a credit, then the pass is queued on the link */
+    PHASE_HOME,     /* for the rotation's last arrival: stall */
+    PHASE_EPOCH,    /* inside the rotation's statistics all-reduce */
+    PHASE_DONE
+} node_phase;
+
 /* One node's timeline. */
 typedef struct sim_node {
-    double t;       /* current time of the node's orchestrator */
+    node_phase phase;
+    uint32_t step;
+    uint32_t busy;  /* its workers with work left in this step */
+    double since;   /* when the current phase began */
+    double release; /* PHASE_REDUCE, PHASE_EPOCH: when the collective ends (INFINITY: not
+                       every node is in yet) */
     double stall;   /* time waiting for arrivals */
     double credit;  /* time blocked waiting for credits */
     double compute; /* sum of step compute times */
     double link;    /* when the node's outgoing link is free */
 } sim_node;
 
-/* Per-node timelines of one rotation. */
+/* The cores that a group of nodes shares.  Busy workers share them
+ * equally (processor sharing): each runs at min(1, cores / busy) of a
+ * core.  `progress` is the work time a worker busy since the start has
+ * done, so a worker whose cell needs x seconds on a core of its own is
+ * done when progress reaches its start value + x. */
+typedef struct sim_host {
+    double cores;
+    uint32_t busy;
+    double progress;
+    double next_done; /* least `done_at` of its busy workers (INFINITY: none) */
+} sim_host;
+
 typedef struct sim_state {
-    uint32_t N, T, W, B, c;
-    sim_node *node; /* N */
-    double *arrive; /* N x B: arrival k at node n (pass k of node n - 1) */
-    double *sent;   /* N x B: time pass k of node n finished on the wire */
+    uint32_t N, T, W, B, c, spare, per_host, hosts;
+    double now;
+    sim_node *node;     /* N */
+    sim_host *host;     /* hosts */
+    double *done_at;    /* W: host progress at which the worker's cell is done (INFINITY: idle) */
+    double *worker_sum; /* W: wall time of the worker's cells */
+    double *arrive;     /* N x B: arrival k at node n (INFINITY until its pass is made) */
+    double *sent;       /* N x B: time pass k of node n finished on the wire (ditto) */
+    uint32_t in_collective; /* nodes inside the current collective */
 } sim_state;
 
 static void state_free(sim_state *s)
 {
     free(s->node);
+    free(s->host);
+    free(s->done_at);
+    free(s->worker_sum);
     free(s->arrive);
     free(s->sent);
 }
@@ -73,78 +110,279 @@ static int state_init(sim_state *s, const rt_sim_shape *sh, rt_error *err)
     memset(s, 0, sizeof(*s));
     s->N = sh->nodes, s->T = sh->threads, s->c = sh->pipeline;
     s->W = s->N * s->T, s->B = s->c * s->W;
+    s->spare = sh->spare_slots ? sh->spare_slots : 1;
+    int shared = sh->host_cores > 0;
+    s->per_host = 1; /* own cores: a host per node */
+    if (shared)
+        s->per_host = sh->nodes_per_host && sh->nodes_per_host < s->N ? sh->nodes_per_host : s->N;
+    s->hosts = (s->N + s->per_host - 1) / s->per_host;
+    size_t NB = (size_t)s->N * s->B;
     s->node = calloc(s->N, sizeof(sim_node));
-    s->arrive = calloc((size_t)s->N * s->B, sizeof(double));
-    s->sent = calloc((size_t)s->N * s->B, sizeof(double));
-    if (!s->node || !s->arrive || !s->sent) {
+    s->host = calloc(s->hosts, sizeof(sim_host));
+    s->done_at = malloc(s->W * sizeof(double));
+    s->worker_sum = calloc(s->W, sizeof(double));
+    s->arrive = malloc(NB * sizeof(double));
+    s->sent = malloc(NB * sizeof(double));
+    if (!s->node || !s->host || !s->done_at || !s->worker_sum || !s->arrive || !s->sent) {
         state_free(s);
         return rt_fail(err, RT_EXIT_RUNTIME, "simulate: out of memory");
     }
+    for (uint32_t h = 0; h < s->hosts; h++)
+        s->host[h] = (sim_host){.cores = shared ? sh->host_cores : s->T, .next_done = INFINITY};
+    for (uint32_t w = 0; w < s->W; w++)
+        s->done_at[w] = INFINITY;
+    for (size_t i = 0; i < NB; i++)
+        s->arrive[i] = s->sent[i] = INFINITY;
     return 0;
 }
 
-static double compute_scale(const rt_sim_shape *sh, uint32_t W)
+/* ---- the cores ---- */
+
+static double host_share(const sim_host *h)
 {
-    return sh->host_cores > 0 && W > sh->host_cores ? W / sh->host_cores : 1.0;
+    return h->busy && h->cores < h->busy ? h->cores / h->busy : 1.0;
 }
 
-/* Step s on node n: wait for the block needed now, then the slowest local
- * worker's cell. */
-static void node_step(sim_state *s, const rt_sim_shape *sh, uint32_t n, uint32_t step,
-                      double *worker_sum)
+/* When the host's next worker is done at the current sharing. */
+static double host_next_s(const sim_state *s, const sim_host *h)
 {
-    if (s->N > 1 && step >= s->c) { /* arrivals 0 .. step - c must be in */
-        double a = s->arrive[(size_t)n * s->B + (step - s->c)];
-        if (a > s->node[n].t) {
-            s->node[n].stall += a - s->node[n].t;
-            s->node[n].t = a;
-        }
+    return h->busy ? s->now + (h->next_done - h->progress) / host_share(h) : INFINITY;
+}
+
+static void host_find_next(sim_state *s, uint32_t hi)
+{
+    sim_host *h = &s->host[hi];
+    uint32_t first = hi * s->per_host * s->T, last = first + s->per_host * s->T;
+    h->next_done = INFINITY;
+    for (uint32_t w = first; w < last && w < s->W; w++)
+        if (s->done_at[w] < h->next_done)
+            h->next_done = s->done_at[w];
+}
+
+/* The workers of every host progress until `t`; a host whose next worker is
+ * done exactly then gets there (no rounding short of it). */
+static void hosts_advance(sim_state *s, double t)
+{
+    for (uint32_t hi = 0; hi < s->hosts; hi++) {
+        sim_host *h = &s->host[hi];
+        if (!h->busy)
+            continue;
+        int due = host_next_s(s, h) <= t;
+        h->progress += (t - s->now) * host_share(h);
+        if (due && h->progress < h->next_done)
+            h->progress = h->next_done;
     }
-    double slowest = 0, scale = compute_scale(sh, s->W);
+    s->now = t;
+}
+
+/* Step `step` of node n starts now: its workers take up their cells. */
+static void compute_start(sim_state *s, const rt_sim_shape *sh, uint32_t n)
+{
+    sim_node *d = &s->node[n];
+    sim_host *h = &s->host[n / s->per_host];
+    d->phase = PHASE_COMPUTE, d->since = s->now, d->busy = 0;
     for (uint32_t th = 0; th < s->T; th++) {
         uint32_t w = n * s->T + th;
-        uint32_t b = sh->schedule[(size_t)step * s->W + w];
-        double dt = sh->rate > 0 ? sh->cell_work[(size_t)w * s->B + b] / sh->rate * scale : 0;
-        worker_sum[w] += dt;
-        if (dt > slowest)
-            slowest = dt;
+        uint32_t b = sh->schedule[(size_t)d->step * s->W + w];
+        double x = sh->rate > 0 ? sh->cell_work[(size_t)w * s->B + b] / sh->rate : 0;
+        if (x <= 0)
+            continue;
+        s->done_at[w] = h->progress + x;
+        d->busy++, h->busy++;
     }
-    s->node[n].compute += slowest;
-    s->node[n].t += slowest + sh->step_overhead_s;
+    host_find_next(s, n / s->per_host);
 }
 
-/* After step k, node n passes the block that worker (n, T-1) just finished. */
-static void node_pass(sim_state *s, const rt_sim_shape *sh, const rt_sim_link *l, uint32_t n,
-                      uint32_t k)
+/* Workers whose cells are done by now go idle; a node whose last worker is
+ * done ends the step's compute. */
+static void workers_finish(sim_state *s)
+{
+    for (uint32_t hi = 0; hi < s->hosts; hi++) {
+        sim_host *h = &s->host[hi];
+        if (!h->busy || h->progress < h->next_done)
+            continue;
+        uint32_t first = hi * s->per_host * s->T, last = first + s->per_host * s->T;
+        for (uint32_t w = first; w < last && w < s->W; w++) {
+            if (s->done_at[w] > h->progress)
+                continue;
+            sim_node *d = &s->node[w / s->T];
+            s->done_at[w] = INFINITY;
+            s->worker_sum[w] += s->now - d->since;
+            h->busy--;
+            if (--d->busy == 0) {
+                d->compute += s->now - d->since;
+                d->phase = PHASE_STEP_END, d->since = s->now;
+            }
+        }
+        host_find_next(s, hi);
+    }
+}
+
+/* ---- the orchestrators ---- */
+
+/* When the arrival node n waits for in its current phase is in (-INFINITY:
+ * it needs none; INFINITY: not yet passed). */
+static double arrival_needed(const sim_state *s, uint32_t n)
+{
+    const sim_node *d = &s->node[n];
+    if (s->N < 2)
+        return -INFINITY;
+    if (d->phase == PHASE_HOME) /* the last block comes home */
+        return s->arrive[(size_t)n * s->B + s->B - 1];
+    /* before step s, arrivals 0 .. s - c must be in */
+    return d->step >= s->c ? s->arrive[(size_t)n * s->B + (d->step - s->c)] : -INFINITY;
+}
+
+/* When node n's pass k may start: a slot at the next node frees when its
+ * pass k - spare is on the wire, and the credit takes one latency. */
+static double credit_at(const sim_state *s, const rt_sim_link *l, uint32_t n, uint32_t k)
 {
     uint32_t next = (n + 1) % s->N;
-    uint32_t spare = sh->spare_slots ? sh->spare_slots : 1;
-    if (k >= spare) { /* a slot at `next` frees when its pass k - spare is on the wire */
-        double credit = s->sent[(size_t)next * s->B + (k - spare)] + l->latency_s;
-        if (credit > s->node[n].t) {
-            s->node[n].credit += credit - s->node[n].t;
-            s->node[n].t = credit;
-        }
+    return k >= s->spare ? s->sent[(size_t)next * s->B + (k - s->spare)] + l->latency_s : -INFINITY;
+}
+
+/* When node n's current phase can end (INFINITY: on an event not yet known;
+ * compute ends through its host). */
+static double node_ready(const sim_state *s, const rt_sim_shape *sh, const rt_sim_link *l,
+                         uint32_t n)
+{
+    const sim_node *d = &s->node[n];
+    switch (d->phase) {
+    case PHASE_WAIT:
+    case PHASE_HOME:
+        return fmax(d->since, arrival_needed(s, n));
+    case PHASE_STEP_END:
+        return d->since + sh->step_overhead_s;
+    case PHASE_REDUCE:
+    case PHASE_EPOCH:
+        return d->release;
+    case PHASE_PASS:
+        return s->N < 2 ? d->since : fmax(d->since, credit_at(s, l, n, d->step));
+    default:
+        return INFINITY;
     }
-    uint32_t w = n * s->T + s->T - 1;
-    uint32_t b = sh->schedule[(size_t)k * s->W + w];
-    double start = s->node[n].t > s->node[n].link ? s->node[n].t : s->node[n].link;
+}
+
+/* Node n enters a collective of cost `cost_s`; the last one in starts it for
+ * all, and all leave together. */
+static void collective_enter(sim_state *s, uint32_t n, node_phase phase, double cost_s)
+{
+    sim_node *d = &s->node[n];
+    d->phase = phase, d->since = s->now, d->release = INFINITY;
+    if (++s->in_collective < s->N)
+        return;
+    s->in_collective = 0;
+    for (uint32_t m = 0; m < s->N; m++)
+        s->node[m].release = s->now + cost_s;
+}
+
+/* Queue node n's pass of the block its last worker just finished. */
+static void node_pass(sim_state *s, const rt_sim_shape *sh, const rt_sim_link *l, uint32_t n)
+{
+    sim_node *d = &s->node[n];
+    uint32_t next = (n + 1) % s->N, k = d->step;
+    uint32_t b = sh->schedule[(size_t)k * s->W + n * s->T + s->T - 1];
+    double start = s->now > d->link ? s->now : d->link;
     double done = start + l->overhead_s + wire_s(l, sh->block_bytes[b]);
-    s->node[n].link = done;
+    d->link = done;
     s->sent[(size_t)n * s->B + k] = done;
     s->arrive[(size_t)next * s->B + k] = done + l->latency_s;
 }
 
-/* Every node enters; all leave together after the collective. */
-static double sync_all(sim_state *s, double cost)
+typedef struct sim_costs {
+    double step_reduce_s, epoch_reduce_s;
+} sim_costs;
+
+static int reduces_after(const rt_sim_shape *sh, uint32_t step, uint32_t B)
 {
-    double latest = 0;
+    uint32_t every = sh->step_reduce_every ? sh->step_reduce_every : 1;
+    return sh->step_reduce_bytes > 0 && ((step + 1) % every == 0 || step + 1 == B);
+}
+
+/* Node n's current phase ends now (node_ready said so): on to the next. */
+static void node_next_phase(sim_state *s, const rt_sim_shape *sh, const rt_sim_link *l,
+                            const sim_costs *cost, uint32_t n)
+{
+    sim_node *d = &s->node[n];
+    switch (d->phase) {
+    case PHASE_WAIT:
+        d->stall += s->now - d->since;
+        compute_start(s, sh, n);
+        if (d->busy == 0) /* nothing to compute */
+            d->phase = PHASE_STEP_END;
+        break;
+    case PHASE_STEP_END:
+        if (reduces_after(sh, d->step, s->B))
+            collective_enter(s, n, PHASE_REDUCE, cost->step_reduce_s);
+        else
+            d->phase = PHASE_PASS, d->since = s->now;
+        break;
+    case PHASE_REDUCE:
+        d->phase = PHASE_PASS, d->since = s->now;
+        break;
+    case PHASE_PASS:
+        if (s->N > 1) {
+            d->credit += s->now - d->since;
+            node_pass(s, sh, l, n);
+        }
+        d->step++;
+        d->phase = d->step < s->B ? PHASE_WAIT : PHASE_HOME, d->since = s->now;
+        break;
+    case PHASE_HOME:
+        d->stall += s->now - d->since;
+        collective_enter(s, n, PHASE_EPOCH, cost->epoch_reduce_s);
+        break;
+    case PHASE_EPOCH:
+        d->phase = PHASE_DONE, d->since = s->now;
+        break;
+    default:
+        break;
+    }
+}
+
+/* Everything that can happen at the current time, in node order until
+ * nothing more does (deterministic). */
+static void settle(sim_state *s, const rt_sim_shape *sh, const rt_sim_link *l,
+                   const sim_costs *cost)
+{
+    for (int moved = 1; moved;) {
+        moved = 0;
+        workers_finish(s);
+        for (uint32_t n = 0; n < s->N; n++)
+            while (s->node[n].phase != PHASE_DONE && node_ready(s, sh, l, n) <= s->now) {
+                node_next_phase(s, sh, l, cost, n);
+                moved = 1;
+            }
+    }
+}
+
+/* The next time anything happens (INFINITY: the rotation is over). */
+static double next_event(const sim_state *s, const rt_sim_shape *sh, const rt_sim_link *l)
+{
+    double t = INFINITY;
     for (uint32_t n = 0; n < s->N; n++)
-        if (s->node[n].t > latest)
-            latest = s->node[n].t;
+        t = fmin(t, node_ready(s, sh, l, n));
+    for (uint32_t hi = 0; hi < s->hosts; hi++)
+        t = fmin(t, host_next_s(s, &s->host[hi]));
+    return t;
+}
+
+/* Run the rotation's events; -1 when the nodes cannot all finish (a
+ * schedule whose arrivals never come). */
+static int run_events(sim_state *s, const rt_sim_shape *sh, const rt_sim_link *l,
+                      const sim_costs *cost)
+{
+    for (;;) {
+        settle(s, sh, l, cost);
+        double t = next_event(s, sh, l);
+        if (t == INFINITY)
+            break;
+        hosts_advance(s, t);
+    }
     for (uint32_t n = 0; n < s->N; n++)
-        s->node[n].t = latest + cost;
-    return cost;
+        if (s->node[n].phase != PHASE_DONE)
+            return -1;
+    return 0;
 }
 
 static const char *critical_of(const rt_sim_result *r, double imbalance_s, double network_s)
@@ -170,65 +408,58 @@ static int check_shape(const rt_sim_shape *sh, rt_error *err)
     return 0;
 }
 
+/* The result's figures from the finished timelines. */
+static void summarize(const sim_state *s, const rt_sim_shape *sh, const rt_sim_link *l,
+                      const sim_costs *cost, rt_sim_result *out)
+{
+    out->epoch_s = s->now;
+    uint32_t reduces = 0;
+    for (uint32_t k = 0; k < s->B; k++)
+        reduces += (uint32_t)reduces_after(sh, k, s->B);
+    out->collective_s = reduces * cost->step_reduce_s + cost->epoch_reduce_s;
+    for (uint32_t n = 0; n < s->N; n++) {
+        double st = out->epoch_s > 0 ? s->node[n].stall / out->epoch_s : 0;
+        out->stall_mean += st / s->N;
+        if (st > out->stall_max)
+            out->stall_max = st;
+        if (s->node[n].compute > out->compute_max_s)
+            out->compute_max_s = s->node[n].compute;
+        if (s->node[n].credit > out->credit_wait_s)
+            out->credit_wait_s = s->node[n].credit;
+        double bytes = 0;
+        for (uint32_t k = 0; s->N > 1 && k < s->B; k++)
+            bytes += sh->block_bytes[sh->schedule[(size_t)k * s->W + n * s->T + s->T - 1]];
+        if (bytes > out->bytes_per_link)
+            out->bytes_per_link = bytes;
+    }
+    for (uint32_t w = 0; w < s->W; w++)
+        out->compute_mean_s += s->worker_sum[w] / s->W;
+    if (s->N > 1) {
+        out->link_busy_s = s->B * l->overhead_s + wire_s(l, out->bytes_per_link);
+        out->latency_s = s->B * (l->latency_s + l->overhead_s);
+    }
+    out->steps_s = s->B * sh->step_overhead_s;
+    double imbalance = out->compute_max_s - out->compute_mean_s;
+    double network = out->stall_max * out->epoch_s + out->credit_wait_s;
+    out->critical = critical_of(out, imbalance, network);
+}
+
 int rt_sim_rotation(const rt_sim_shape *sh, const rt_sim_link *l, rt_sim_result *out, rt_error *err)
 {
     sim_state s;
     memset(out, 0, sizeof(*out));
     if (check_shape(sh, err) || state_init(&s, sh, err))
         return -1;
-    double *worker_sum = calloc(s.W, sizeof(double));
-    if (!worker_sum) {
-        state_free(&s);
-        return rt_fail(err, RT_EXIT_RUNTIME, "simulate: out of memory");
-    }
-    double step_reduce = rt_sim_allreduce_s(l, s.N, sh->step_reduce_bytes, sh->collectives);
-    for (uint32_t step = 0; step < s.B; step++) {
-        for (uint32_t n = 0; n < s.N; n++)
-            node_step(&s, sh, n, step, worker_sum);
-        uint32_t every = sh->step_reduce_every ? sh->step_reduce_every : 1;
-        if (sh->step_reduce_bytes > 0 && ((step + 1) % every == 0 || step + 1 == s.B))
-            out->collective_s += sync_all(&s, step_reduce);
-        for (uint32_t n = 0; s.N > 1 && n < s.N; n++)
-            node_pass(&s, sh, l, n, step);
-    }
-    for (uint32_t n = 0; s.N > 1 && n < s.N; n++) { /* the last block comes home */
-        double a = s.arrive[(size_t)n * s.B + s.B - 1];
-        if (a > s.node[n].t) {
-            s.node[n].stall += a - s.node[n].t;
-            s.node[n].t = a;
-        }
-    }
     /* the engine's statistics ([bytes, stall per rank]) and the app's */
-    out->collective_s +=
-        sync_all(&s, rt_sim_allreduce_s(l, s.N, 8.0 * (s.N + 1), sh->collectives) +
-                         rt_sim_allreduce_s(l, s.N, sh->epoch_reduce_bytes, sh->collectives));
-    out->epoch_s = s.node[0].t;
-    for (uint32_t n = 0; n < s.N; n++) {
-        double st = out->epoch_s > 0 ? s.node[n].stall / out->epoch_s : 0;
-        out->stall_mean += st / s.N;
-        if (st > out->stall_max)
-            out->stall_max = st;
-        if (s.node[n].compute > out->compute_max_s)
-            out->compute_max_s = s.node[n].compute;
-        if (s.node[n].credit > out->credit_wait_s)
-            out->credit_wait_s = s.node[n].credit;
-        double bytes = 0;
-        for (uint32_t k = 0; s.N > 1 && k < s.B; k++)
-            bytes += sh->block_bytes[sh->schedule[(size_t)k * s.W + n * s.T + s.T - 1]];
-        if (bytes > out->bytes_per_link)
-            out->bytes_per_link = bytes;
-    }
-    for (uint32_t w = 0; w < s.W; w++)
-        out->compute_mean_s += worker_sum[w] / s.W;
-    if (s.N > 1) {
-        out->link_busy_s = s.B * l->overhead_s + wire_s(l, out->bytes_per_link);
-        out->latency_s = s.B * (l->latency_s + l->overhead_s);
-    }
-    out->steps_s = s.B * sh->step_overhead_s;
-    double imbalance = out->compute_max_s - out->compute_mean_s;
-    double network = out->stall_max * out->epoch_s + out->credit_wait_s;
-    out->critical = critical_of(out, imbalance, network);
-    free(worker_sum);
+    sim_costs cost = {
+        .step_reduce_s = rt_sim_allreduce_s(l, s.N, sh->step_reduce_bytes, sh->collectives),
+        .epoch_reduce_s = rt_sim_allreduce_s(l, s.N, 8.0 * (s.N + 1), sh->collectives) +
+                          rt_sim_allreduce_s(l, s.N, sh->epoch_reduce_bytes, sh->collectives)};
+    int rc = run_events(&s, sh, l, &cost);
+    if (rc == 0)
+        summarize(&s, sh, l, &cost, out);
+    else
+        rt_fail(err, RT_EXIT_INPUT, "simulate: the schedule never completes a rotation");
     state_free(&s);
-    return 0;
+    return rc;
 }

@@ -6,7 +6,14 @@
  *   1. wait until at most c - 1 arrivals are outstanding (time spent here is
  *      the node's *stall*, as the engine reports it);
  *   2. compute: every local worker runs its cell (w, schedule(s, w)); the
- *      step ends when the slowest local worker is done (thread barrier);
+ *      step ends when the slowest local worker is done (thread barrier).
+ *      By default every node has its own T cores, so a cell takes
+ *      work / rate.  With host_cores > 0, nodes_per_host nodes share one
+ *      host of that many cores, and the workers computing on it at any
+ *      moment share them equally (processor sharing: each runs at
+ *      min(1, cores / busy) of a core); a worker that is done or whose node
+ *      is waiting (stall, credits, collectives) frees its share.  That is
+ *      what N ranks of T threads on one C-core machine do (bench/scale.sh);
  *   3. optional per-step all-reduce (LDA's topic totals) across all nodes;
  *   4. pass the block at the end of the node's segment to the next node:
  *      the pass waits for a credit (the next node has span + S slots, S spare
@@ -17,7 +24,8 @@
  * After B steps each node waits for its last arrival, and the rotation ends
  * with the engine's statistics all-reduce (plus the app's) across all nodes.
  * Every rotation starts with all blocks home and all nodes in step, so one
- * rotation from time 0 is the steady state.
+ * rotation from time 0 is the steady state.  The nodes' timelines are
+ * advanced together, event by event (shared cores couple them).
  *
  * The model is deterministic: the same input gives the same numbers.
  * It knows nothing of the engine or apps (ground only); tools/cmd_simulate.c
@@ -44,11 +52,14 @@ typedef struct rt_sim_shape {
     const double *cell_work;           /* W x B: work units of cell (w, b), row-major by w */
     const double *block_bytes;         /* B: payload bytes of block b */
     double rate;                       /* work units per second of one thread (<= 0: infinite) */
-    double host_cores;        /* > 0: all workers share this many cores (one host); 0: own cores */
-    double step_overhead_s;   /* fixed cost of every step (thread hand-off, barrier) */
-    double step_reduce_bytes; /* all-reduced after every step (0: none) */
-    uint32_t step_reduce_every; /* ... every this many steps and after the last (0 = 1) */
-    double epoch_reduce_bytes;  /* all-reduced once per rotation (statistics, metrics) */
+    double host_cores;                 /* > 0: cores of each host, shared by its busy workers;
+                                          0: every node has its own T cores */
+    uint32_t nodes_per_host;           /* with host_cores: nodes 0..H-1 on the first host, and so
+                                          on (0: all nodes on one host) */
+    double step_overhead_s;            /* fixed cost of every step (thread hand-off, barrier) */
+    double step_reduce_bytes;          /* all-reduced after every step (0: none) */
+    uint32_t step_reduce_every;        /* ... every this many steps and after the last (0 = 1) */
+    double epoch_reduce_bytes;         /* all-reduced once per rotation (statistics, metrics) */
     rt_sim_collectives collectives;
     uint32_t spare_slots; /* window slots beyond the home blocks (0 = 1, the engine's) */
 } rt_sim_shape;

@@ -67,7 +67,11 @@ static const rt_opt sim_options[] = {
                 "measure it with all the plan's workers as threads of one process (their "
                 "contention for this machine's cores included)"),
     RT_DOUBLE_OPT("host-cores", 0, sim_opts, knobs.host_cores, "N", NULL, 0, HUGE_VAL, 0,
-                  "all workers share N cores (one machine); default: own cores"),
+                  "nodes share hosts of N cores among their busy workers (default: every node "
+                  "has its own T cores)"),
+    RT_U32_OPT("nodes-per-host", 0, sim_opts, knobs.nodes_per_host, "H", NULL, 1, 65536, 0,
+               "with --host-cores: nodes 0..H-1 share the first host, and so on (default: all "
+               "nodes on one host, as ranks on one machine)"),
     RT_DOUBLE_OPT("step-overhead-us", 0, sim_opts, step_overhead_us, "U", "20", 0, HUGE_VAL, 0,
                   "fixed cost per step"),
     RT_U32_OPT("spare-slots", 0, sim_opts, knobs.spare_slots, "S", "1", 1, 64, 0,

@@ -167,6 +167,58 @@ static void test_step_collectives_can_dominate(void **state)
     shape_free(&t);
 }
 
+/* N nodes x T threads on one host of C cores, fast link, balanced cells:
+ * every worker computes at every moment, so each runs at C / (N T) of a
+ * core and the epoch is the compute-only time stretched by N T / C.  With
+ * the cores to spare (N T <= C), or with every node on its own cores, it is
+ * the compute-only time. */
+static void test_shared_cores_stretch_compute(void **state)
+{
+    (void)state;
+    test_shape t;
+    shape_make(&t, 4, 2, 2, cell_uniform, 1e6);
+    uint32_t B = 16;
+    double cell = 1000 / 1e6, own = B * cell;
+    t.s.host_cores = 2;
+    rt_sim_result r = rotation(&t, &infinite);
+    assert_true(fabs(r.epoch_s - own * 8 / 2) < 1e-12);
+    assert_true(r.stall_max == 0);
+    t.s.host_cores = 8; /* one core per worker */
+    r = rotation(&t, &infinite);
+    assert_true(fabs(r.epoch_s - own) < 1e-12);
+    t.s.host_cores = 2, t.s.nodes_per_host = 2; /* two hosts of 2 nodes x 2 threads */
+    r = rotation(&t, &infinite);
+    assert_true(fabs(r.epoch_s - own * 4 / 2) < 1e-12);
+    t.s.host_cores = 0; /* the default: each node its own T cores */
+    r = rotation(&t, &infinite);
+    assert_true(fabs(r.epoch_s - own) < 1e-12);
+    shape_free(&t);
+}
+
+static double cell_node1_only(uint32_t w, uint32_t b)
+{
+    (void)b;
+    return w == 1 ? 1000 : 0;
+}
+
+/* A worker with nothing to do frees its share: node 0's cells are empty,
+ * so on one shared core node 1 computes alone, at full speed, and node 0
+ * waits (for blocks or, with one spare slot, for credits) all the time. */
+static void test_idle_workers_free_their_share(void **state)
+{
+    (void)state;
+    test_shape t;
+    shape_make(&t, 2, 1, 2, cell_node1_only, 1e3);
+    t.s.host_cores = 1;
+    rt_sim_result shared = rotation(&t, &infinite);
+    t.s.host_cores = 0;
+    rt_sim_result own = rotation(&t, &infinite);
+    assert_true(fabs(shared.epoch_s - 4 * 1000 / 1e6) < 1e-12);
+    assert_true(fabs(shared.epoch_s - own.epoch_s) < 1e-12);
+    assert_true(shared.stall_max * shared.epoch_s + shared.credit_wait_s > 0.99 * shared.epoch_s);
+    shape_free(&t);
+}
+
 /* The same input gives the same bytes of output. */
 static void test_deterministic(void **state)
 {
@@ -178,6 +230,9 @@ static void test_deterministic(void **state)
     rt_sim_result a = rotation(&t, &link), b = rotation(&t, &link);
     assert_memory_equal(&a, &b, offsetof(rt_sim_result, critical));
     assert_string_equal(a.critical, b.critical);
+    t.s.host_cores = 4, t.s.nodes_per_host = 2; /* and with cores shared */
+    a = rotation(&t, &link), b = rotation(&t, &link);
+    assert_memory_equal(&a, &b, offsetof(rt_sim_result, critical));
     shape_free(&t);
 }
 
@@ -198,6 +253,8 @@ int main(void)
         cmocka_unit_test(test_one_node_sums_slowest_cells),
         cmocka_unit_test(test_compute_free_is_transfer_bound),
         cmocka_unit_test(test_step_collectives_can_dominate),
+        cmocka_unit_test(test_shared_cores_stretch_compute),
+        cmocka_unit_test(test_idle_workers_free_their_share),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_bad_shape),
     };
