@@ -72,16 +72,24 @@ static inline uint16_t propose(rt_rng *rng, uint64_t thr, const uint16_t *topics
     return (x >> 32) < thr ? counted : uniform;
 }
 
-int lda_visit_warp(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
-                   rt_rng *rng, rt_error *err)
+/* The word phase of one block visit with M proposals per token; M is a
+ * constant in the callers below, so the proposal loops unroll.  The
+ * generator works on a local copy: through the pointer, every store to the
+ * counts (int64 totals) could alias its state, which then made a round trip
+ * through memory for each draw. */
+static inline __attribute__((always_inline)) int word_phase(const lda_ctx *c, lda_worker *w,
+                                                            uint32_t b, uint32_t *payload,
+                                                            lda_scratch *s, rt_rng *rng_io,
+                                                            uint32_t M, rt_error *err)
 {
     lda_tokens *t = &w->train;
-    const uint32_t K = c->o->K, M = c->o->mh_steps, S = t->aux_stride;
+    const uint32_t K = c->o->K, S = M + 2; /* = t->aux_stride */
     const double beta = c->o->beta, vbeta = c->vbeta, Kbeta = K * beta;
     int64_t *nk = w->nk;
     lda_word *wd = &s->word;
     uint16_t *aux = t->aux, *urn = s->urn;
     const uint32_t *tok_pos = t->tok_pos;
+    rt_rng rng = *rng_io;
     uint64_t i = t->blk_tok[b];
     /* the records are visited in word order, scattered over the documents:
      * fetch the one PREFETCH tokens ahead while this one is sampled */
@@ -104,7 +112,7 @@ int lda_visit_warp(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payloa
                 lda_word_nz_add(wd, k);
             for (uint32_t m = 2; m < M + 2; m++) {
                 uint32_t prop = a[m];
-                int take = accept(nwk[prop], nwk[k], beta, nk[prop], nk[k], vbeta, rng);
+                int take = accept(nwk[prop], nwk[k], beta, nk[prop], nk[k], vbeta, &rng);
                 nwk[k] -= take;
                 nk[k] -= take;
                 nk[prop] += take;
@@ -126,24 +134,48 @@ int lda_visit_warp(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payloa
                 urn[n++] = k;
         }
         const uint64_t thr = counts_threshold(n, Kbeta);
+        /* (a long run's first records left the cache while it was
+         * sampled: fetch ahead again) */
+        const uint64_t run_ahead = i > PREFETCH ? i - PREFETCH : 0;
         for (uint64_t x = first; x < i; x++) {
             uint16_t *a = aux + (size_t)tok_pos[x] * S;
+            if (x < run_ahead)
+                __builtin_prefetch(aux + (size_t)tok_pos[x + PREFETCH] * S, 1);
             for (uint32_t m = 2; m < M + 2; m++)
-                a[m] = propose(rng, thr, urn, n, 1, K);
+                a[m] = propose(&rng, thr, urn, n, 1, K);
         }
-        if (lda_word_store(wd, K))
+        if (lda_word_store(wd, K)) {
+            *rng_io = rng;
             return lda_overflow(b, j, err);
+        }
     }
+    *rng_io = rng;
     return 0;
 }
 
-void lda_doc_phase(const lda_ctx *c, lda_worker *w, lda_scratch *s, rt_rng *rng)
+int lda_visit_warp(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
+                   rt_rng *rng, rt_error *err)
+{
+    switch (c->o->mh_steps) {
+    case 1:
+        return word_phase(c, w, b, payload, s, rng, 1, err);
+    case 2:
+        return word_phase(c, w, b, payload, s, rng, 2, err);
+    default:
+        return word_phase(c, w, b, payload, s, rng, c->o->mh_steps, err);
+    }
+}
+
+/* The document phase with M proposals per token (see word_phase). */
+static inline __attribute__((always_inline)) void
+doc_phase(const lda_ctx *c, lda_worker *w, lda_scratch *s, rt_rng *rng_io, uint32_t M)
 {
     lda_tokens *t = &w->train;
-    const uint32_t K = c->o->K, M = c->o->mh_steps, S = t->aux_stride;
+    const uint32_t K = c->o->K, S = M + 2; /* = t->aux_stride */
     const double alpha = c->o->alpha, vbeta = c->vbeta, Kalpha = K * alpha;
     int64_t *nk = w->nk;
     int32_t *cnt = s->dcnt;
+    rt_rng rng = *rng_io;
     for (uint32_t d = 0; d < t->n_docs; d++) {
         uint16_t *beg = t->aux + t->doc_off[d] * S, *end = t->aux + t->doc_off[d + 1] * S;
         const uint32_t len = (uint32_t)(t->doc_off[d + 1] - t->doc_off[d]);
@@ -155,7 +187,7 @@ void lda_doc_phase(const lda_ctx *c, lda_worker *w, lda_scratch *s, rt_rng *rng)
             uint32_t k = a[0];
             for (uint32_t m = 2; m < M + 2; m++) {
                 uint32_t prop = a[m];
-                int take = accept(cnt[prop], cnt[k], alpha, nk[prop], nk[k], vbeta, rng);
+                int take = accept(cnt[prop], cnt[k], alpha, nk[prop], nk[k], vbeta, &rng);
                 cnt[k] -= take;
                 cnt[prop] += take;
                 nk[k] -= take;
@@ -169,9 +201,24 @@ void lda_doc_phase(const lda_ctx *c, lda_worker *w, lda_scratch *s, rt_rng *rng)
         const uint64_t thr = counts_threshold(len, Kalpha);
         for (uint16_t *a = beg; a < end; a += S) {
             for (uint32_t m = 2; m < M + 2; m++)
-                a[m] = propose(rng, thr, beg, len, S, K);
+                a[m] = propose(&rng, thr, beg, len, S, K);
             cnt[a[0]] = 0;
         }
+    }
+    *rng_io = rng;
+}
+
+void lda_doc_phase(const lda_ctx *c, lda_worker *w, lda_scratch *s, rt_rng *rng)
+{
+    switch (c->o->mh_steps) {
+    case 1:
+        doc_phase(c, w, s, rng, 1);
+        break;
+    case 2:
+        doc_phase(c, w, s, rng, 2);
+        break;
+    default:
+        doc_phase(c, w, s, rng, c->o->mh_steps);
     }
 }
 
