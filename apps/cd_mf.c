@@ -266,11 +266,11 @@ static int report(cd_app *a, rt_engine *eng, rt_error *err)
             "bytes_moved", (json_int_t)a->bytes, "rotations", (json_int_t)a->rotations);
         if (rt_metrics_epoch(&a->metrics, rec, err))
             return -1;
-        if (a->core.stop)
+        if (a->core.es.stop)
             rt_info("cd-mf: early stop after outer %llu: no better validation RMSE in the last %u "
                     "outer iterations; the model kept is outer %llu's (valid_rmse %.6f)",
                     (unsigned long long)m->outer, a->o.mf.early_stop,
-                    (unsigned long long)a->core.best_outer, a->core.best_valid);
+                    (unsigned long long)a->core.es.best_epoch, a->core.es.best_valid);
     }
     a->stall_frac = 0;
     a->bytes = 0;
@@ -353,8 +353,8 @@ static int cd_save(void *p, rt_engine *eng, rt_error *err)
     json_object_set_new(meta, "app", json_string("cd-mf"));
     json_object_set_new(meta, "mu", json_real(a->core.mu));
     json_object_set_new(meta, "outer", json_integer((json_int_t)a->last.outer));
-    if (a->core.best_outer)
-        json_object_set_new(meta, "best_outer", json_integer((json_int_t)a->core.best_outer));
+    if (a->core.es.best_epoch)
+        json_object_set_new(meta, "best_outer", json_integer((json_int_t)a->core.es.best_epoch));
     json_object_set_new(meta, "weighted", json_boolean(a->o.weighted));
     json_object_set_new(meta, "biases", json_boolean(a->o.mf.biases));
     json_object_set_new(meta, "inner", json_integer((json_int_t)a->o.inner));
@@ -365,11 +365,11 @@ static int cd_save(void *p, rt_engine *eng, rt_error *err)
         json_object_set_new(meta, "confidence", json_string(conf[a->o.confidence]));
         json_object_set_new(meta, "unobserved_weight", json_real(a->o.unobserved));
     }
-    if (a->core.best_outer)
-        json_object_set_new(meta, "valid_rmse", json_real(a->core.best_valid));
+    if (a->core.es.best_epoch)
+        json_object_set_new(meta, "valid_rmse", json_real(a->core.es.best_valid));
     /* The last outer iteration's scores describe the model saved only when
      * that is the last iterate (not an earlier best by validation). */
-    if (!a->core.best_outer || a->core.best_outer == a->last.outer) {
+    if (!a->core.es.best_epoch || a->core.es.best_epoch == a->last.outer) {
         json_object_set_new(meta, "objective", json_real(a->last.objective));
         if (isfinite(a->last.train_rmse))
             json_object_set_new(meta, "train_rmse", json_real(a->last.train_rmse));

@@ -319,9 +319,7 @@ typedef struct cd_core {
     uint64_t rotation;
     double decrease_max; /* largest alternation decrease in this outer */
     uint64_t outer_done;
-    double best_valid; /* best validation RMSE (INFINITY before) */
-    uint64_t best_outer, since_best;
-    int stop; /* early stopping ended the run */
+    rt_mf_early_stop es; /* the best validation RMSE, its outer iteration; stop */
 } cd_core;
 
 /* Allocate the state of workers first..first+n-1 over their shards

@@ -115,24 +115,6 @@ static size_t payload_len(const cd_phase *ph, uint32_t n)
 
 /* ---- setup ---- */
 
-/* Which of the shard's training entries are held out for validation. */
-static uint8_t *held_out(const cd_core *c, const rt_shard *sh, rt_error *err)
-{
-    uint64_t n = sh->train_off[c->plan->blocks];
-    uint8_t *held = malloc(n ? n : 1);
-    if (!held) {
-        rt_fail(err, RT_EXIT_RUNTIME, "cd-mf: out of memory");
-        return NULL;
-    }
-    for (uint32_t b = 0; b < c->plan->blocks; b++) {
-        const uint32_t *cols = c->plan->block_col_ids + c->plan->block_col_offset[b];
-        for (uint64_t e = sh->train_off[b]; e < sh->train_off[b + 1]; e++)
-            held[e] = (uint8_t)rt_mf_is_validation(&c->opt.mf, sh->row_ids[sh->train[e].row],
-                                                   cols[sh->train[e].col]);
-    }
-    return held;
-}
-
 /* Implicit feedback: every residual is the preference 1 (W is 0); the
  * training cells take the confidences of their ratings. */
 static int implicit_cells(const cd_core *c, cd_worker *w, rt_error *err)
@@ -147,7 +129,8 @@ static int implicit_cells(const cd_core *c, cd_worker *w, rt_error *err)
 static int worker_cells(cd_core *c, cd_worker *w, const rt_shard *sh, rt_error *err)
 {
     uint32_t B = c->plan->blocks;
-    uint8_t *held = held_out(c, sh, err); /* all 0 without validation: an empty set */
+    /* all 0 without validation: an empty set */
+    uint8_t *held = rt_mf_validation_mask(c->plan, sh, &c->opt.mf, err);
     if (!held)
         return -1;
     int rc = cd_cells_build(&w->train, sh->train, sh->train_off, B, held, 0, err) ||
@@ -200,7 +183,7 @@ int cd_core_init(cd_core *c, const cd_opts *opt, const rt_plan *plan, const rt_s
     c->plan = plan;
     c->first_worker = first_worker;
     c->n_workers = n_workers;
-    c->best_valid = INFINITY;
+    rt_mf_early_stop_init(&c->es);
     cd_phase_first(opt, &c->ph);
     c->workers = calloc(n_workers, sizeof(cd_worker));
     c->blocks = calloc(plan->blocks, sizeof(cd_block));
@@ -779,15 +762,9 @@ static void early_stopping(cd_core *c, cd_metrics *m)
 {
     if (!c->n_valid)
         return;
-    if (m->valid_rmse < c->best_valid) {
-        c->best_valid = m->valid_rmse;
-        c->best_outer = m->outer;
-        c->since_best = 0;
+    if (rt_mf_early_stop_update(&c->es, m->valid_rmse, m->outer, c->opt.mf.early_stop))
         keep_best(c);
-    } else if (++c->since_best >= c->opt.mf.early_stop && c->opt.mf.early_stop) {
-        c->stop = 1;
-    }
-    m->best_outer = c->best_outer;
+    m->best_outer = c->es.best_epoch;
 }
 
 int cd_core_advance(cd_core *c, uint64_t rotation, const double *sums, cd_metrics *m)
@@ -817,24 +794,24 @@ int cd_core_advance(cd_core *c, uint64_t rotation, const double *sums, cd_metric
 
 int cd_core_done(const cd_core *c)
 {
-    return c->stop || c->outer_done >= c->opt.outer;
+    return c->es.stop || c->outer_done >= c->opt.outer;
 }
 
 const float *cd_core_saved_U(const cd_core *c, uint32_t l)
 {
-    return c->best_outer ? c->workers[l].best_U : c->workers[l].U;
+    return c->es.best_epoch ? c->workers[l].best_U : c->workers[l].U;
 }
 const float *cd_core_saved_row_bias(const cd_core *c, uint32_t l)
 {
-    return c->best_outer ? c->workers[l].best_bias : c->workers[l].bias;
+    return c->es.best_epoch ? c->workers[l].best_bias : c->workers[l].bias;
 }
 const float *cd_core_saved_V(const cd_core *c, uint32_t b)
 {
-    return c->best_outer ? c->blocks[b].best_V : c->blocks[b].V;
+    return c->es.best_epoch ? c->blocks[b].best_V : c->blocks[b].V;
 }
 const float *cd_core_saved_col_bias(const cd_core *c, uint32_t b)
 {
-    return c->best_outer ? c->blocks[b].best_bias : c->blocks[b].bias;
+    return c->es.best_epoch ? c->blocks[b].best_bias : c->blocks[b].bias;
 }
 
 /* ---- training state ---- */
@@ -871,14 +848,14 @@ static int scalars_xfer(cd_core *c, rt_state_io *io, cd_scalars *sc, rt_error *e
     sc->ph = c->ph;
     sc->rotation = c->rotation;
     sc->outer_done = c->outer_done;
-    sc->best_outer = c->best_outer;
-    sc->since_best = c->since_best;
+    sc->best_outer = c->es.best_epoch;
+    sc->since_best = c->es.since_best;
     sc->decrease_max = c->decrease_max;
-    sc->best_valid = c->best_valid;
+    sc->best_valid = c->es.best_valid;
     sc->mu = c->mu;
     sc->k = c->opt.mf.k;
     sc->n_workers = c->n_workers;
-    sc->stop = c->stop;
+    sc->stop = c->es.stop;
     for (uint32_t b = 0; b < c->plan->blocks; b++)
         sc->n_blocks += c->blocks[b].V != NULL;
     if (rt_state_xfer(io, "cd", sc, sizeof(*sc), err))
@@ -891,12 +868,12 @@ static int scalars_xfer(cd_core *c, rt_state_io *io, cd_scalars *sc, rt_error *e
     c->ph = sc->ph;
     c->rotation = sc->rotation;
     c->outer_done = sc->outer_done;
-    c->best_outer = sc->best_outer;
-    c->since_best = sc->since_best;
+    c->es.best_epoch = sc->best_outer;
+    c->es.since_best = sc->since_best;
     c->decrease_max = sc->decrease_max;
-    c->best_valid = sc->best_valid;
+    c->es.best_valid = sc->best_valid;
     c->mu = sc->mu;
-    c->stop = sc->stop;
+    c->es.stop = sc->stop;
     return 0;
 }
 

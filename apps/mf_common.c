@@ -109,23 +109,11 @@ void rt_mf_local_free(rt_mf_local *m)
     memset(m, 0, sizeof(*m));
 }
 
-int rt_mf_allreduce_workers(rt_engine *eng, double *v, uint32_t workers, double *total,
-                            rt_error *err)
-{
-    if (rt_engine_allreduce_f64(eng, v, workers, err))
-        return -1;
-    double sum = 0;
-    for (uint32_t w = 0; w < workers; w++)
-        sum += v[w];
-    if (total)
-        *total = sum;
-    return 0;
-}
-
 int rt_mf_train_mean(const rt_plan *plan, const rt_shard *shards, uint32_t first_worker,
                      uint32_t n_workers, rt_engine *eng, double *mean, rt_error *err)
 {
-    double *sums = calloc(plan->workers, sizeof(double));
+    uint32_t W = plan->workers;
+    double *sums = calloc(2 * (size_t)W, sizeof(double)); /* sums, then counts, per worker */
     if (!sums)
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
     for (uint32_t t = 0; t < n_workers; t++) {
@@ -134,13 +122,228 @@ int rt_mf_train_mean(const rt_plan *plan, const rt_shard *shards, uint32_t first
         for (uint64_t i = 0; i < s->train_off[plan->blocks]; i++)
             sum += s->train[i].val;
         sums[first_worker + t] = sum;
+        sums[W + first_worker + t] = (double)s->train_off[plan->blocks];
     }
-    double total;
-    int rc = rt_mf_allreduce_workers(eng, sums, plan->workers, &total, err);
+    int rc = rt_engine_allreduce_f64(eng, sums, 2 * (size_t)W, err);
+    double total = 0, count = 0;
+    for (uint32_t w = 0; w < W; w++) { /* in worker order: the same bits on every rank */
+        total += sums[w];
+        count += sums[W + w];
+    }
     free(sums);
     if (rc)
         return -1;
-    *mean = plan->nnz_train ? total / (double)plan->nnz_train : 0.0;
+    *mean = count > 0 ? total / count : 0.0;
+    return 0;
+}
+
+/* ------------------------------------------------------------ validation */
+
+uint8_t *rt_mf_validation_mask(const rt_plan *plan, const rt_shard *sh,
+                               const rt_mf_common_opts *o, rt_error *err)
+{
+    uint64_t n = sh->train_off[plan->blocks];
+    uint8_t *held = malloc(n ? n : 1);
+    if (!held) {
+        rt_fail(err, RT_EXIT_RUNTIME, "out of memory for the validation set");
+        return NULL;
+    }
+    for (uint32_t b = 0; b < plan->blocks; b++) {
+        const uint32_t *cols = plan->block_col_ids + plan->block_col_offset[b];
+        for (uint64_t e = sh->train_off[b]; e < sh->train_off[b + 1]; e++)
+            held[e] = (uint8_t)rt_mf_is_validation(o, sh->row_ids[sh->train[e].row],
+                                                   cols[sh->train[e].col]);
+    }
+    return held;
+}
+
+/* The entries of a shard section whose mask is `want` (mask NULL: all), with
+ * global column ids; *n their count. */
+static rt_entry *global_cols(const rt_plan *plan, const rt_entry *e, const uint64_t *off,
+                             const uint8_t *mask, uint8_t want, uint64_t *n)
+{
+    rt_entry *out = malloc((off[plan->blocks] - off[0] + 1) * sizeof(rt_entry));
+    *n = 0;
+    for (uint32_t b = 0; out && b < plan->blocks; b++) {
+        const uint32_t *cols = plan->block_col_ids + plan->block_col_offset[b];
+        for (uint64_t i = off[b]; i < off[b + 1]; i++)
+            if (!mask || mask[i] == want)
+                out[(*n)++] = (rt_entry){.row = e[i].row, .col = cols[e[i].col], .val = e[i].val};
+    }
+    return out;
+}
+
+/* Worker t's fit shard: its training entries with mask 0, per block. */
+static int fit_shard(rt_mf_held_out *h, uint32_t t, const rt_plan *plan, const rt_shard *sh,
+                     const uint8_t *mask)
+{
+    uint32_t B = plan->blocks;
+    h->fit[t] = *sh;
+    h->fit[t].map = NULL; /* the shard's mapping stays its owner's */
+    h->fit_train[t] = malloc((sh->train_off[B] - sh->train_off[0] + 1) * sizeof(rt_entry));
+    h->fit_off[t] = malloc((B + 1) * sizeof(uint64_t));
+    if (!h->fit_train[t] || !h->fit_off[t])
+        return -1;
+    uint64_t n = 0;
+    for (uint32_t b = 0; b < B; b++) {
+        h->fit_off[t][b] = n;
+        for (uint64_t i = sh->train_off[b]; i < sh->train_off[b + 1]; i++)
+            if (!mask[i])
+                h->fit_train[t][n++] = sh->train[i];
+    }
+    h->fit_off[t][B] = n;
+    h->fit[t].train = h->fit_train[t];
+    h->fit[t].train_off = h->fit_off[t];
+    return 0;
+}
+
+int rt_mf_held_out_split(rt_mf_held_out *h, const rt_plan *plan, const rt_shard *shards,
+                         uint32_t n_workers, const rt_mf_common_opts *o, rt_error *err)
+{
+    memset(h, 0, sizeof(*h));
+    h->n_workers = n_workers;
+    size_t n = n_workers ? n_workers : 1;
+    h->fit = calloc(n, sizeof(rt_shard));
+    h->fit_train = calloc(n, sizeof(rt_entry *));
+    h->fit_off = calloc(n, sizeof(uint64_t *));
+    h->valid = calloc(n, sizeof(rt_entry *));
+    h->test = calloc(n, sizeof(rt_entry *));
+    h->n_valid = calloc(n, sizeof(uint64_t));
+    h->n_test = calloc(n, sizeof(uint64_t));
+    if (!h->fit || !h->fit_train || !h->fit_off || !h->valid || !h->test || !h->n_valid ||
+        !h->n_test) {
+        rt_mf_held_out_free(h);
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory for the validation set");
+    }
+    for (uint32_t t = 0; t < n_workers; t++) {
+        const rt_shard *sh = &shards[t];
+        uint8_t *mask = rt_mf_validation_mask(plan, sh, o, err);
+        int rc = !mask || fit_shard(h, t, plan, sh, mask) ||
+                 !(h->valid[t] =
+                       global_cols(plan, sh->train, sh->train_off, mask, 1, &h->n_valid[t])) ||
+                 !(h->test[t] = global_cols(plan, sh->test, sh->test_off, NULL, 0, &h->n_test[t]));
+        free(mask);
+        if (rc) {
+            rt_mf_held_out_free(h);
+            return rt_fail(err, RT_EXIT_RUNTIME, "out of memory for the validation set");
+        }
+    }
+    return 0;
+}
+
+void rt_mf_held_out_free(rt_mf_held_out *h)
+{
+    for (uint32_t t = 0; t < h->n_workers; t++) {
+        if (h->fit_train)
+            free(h->fit_train[t]);
+        if (h->fit_off)
+            free(h->fit_off[t]);
+        if (h->valid)
+            free(h->valid[t]);
+        if (h->test)
+            free(h->test[t]);
+    }
+    free(h->fit);
+    free(h->fit_train);
+    free(h->fit_off);
+    free(h->valid);
+    free(h->test);
+    free(h->n_valid);
+    free(h->n_test);
+    memset(h, 0, sizeof(*h));
+}
+
+void rt_mf_early_stop_init(rt_mf_early_stop *s)
+{
+    memset(s, 0, sizeof(*s));
+    s->best_valid = INFINITY;
+}
+
+int rt_mf_early_stop_update(rt_mf_early_stop *s, double valid_rmse, uint64_t epoch,
+                            uint32_t patience)
+{
+    if (valid_rmse < s->best_valid) {
+        s->best_valid = valid_rmse;
+        s->best_epoch = epoch;
+        s->since_best = 0;
+        return 1;
+    }
+    if (++s->since_best >= patience && patience)
+        s->stop = 1;
+    return 0;
+}
+
+/* ------------------------------------------------------- the whole of H */
+
+int rt_mf_cols_init(rt_mf_cols *c, const rt_plan *plan, uint32_t k, int biases, rt_error *err)
+{
+    memset(c, 0, sizeof(*c));
+    c->n_cols = plan->n_cols;
+    c->k = k;
+    c->kp = rt_mf_padded_rank(k);
+    c->sum = malloc(c->n_cols * (k + 1) * sizeof(double) + 1);
+    c->H = rt_alloc(c->n_cols * c->kp * sizeof(float) + 1);
+    c->bi = biases ? calloc(c->n_cols + 1, sizeof(float)) : NULL;
+    if (!c->sum || !c->H || (biases && !c->bi)) {
+        rt_mf_cols_free(c);
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory for %llu columns",
+                       (unsigned long long)plan->n_cols);
+    }
+    memset(c->H, 0, c->n_cols * c->kp * sizeof(float)); /* the padding stays 0 */
+    return 0;
+}
+
+void rt_mf_cols_free(rt_mf_cols *c)
+{
+    free(c->sum);
+    rt_free(c->H);
+    free(c->bi);
+    memset(c, 0, sizeof(*c));
+}
+
+void rt_mf_cols_clear(rt_mf_cols *c)
+{
+    memset(c->sum, 0, c->n_cols * (c->k + 1) * sizeof(double));
+}
+
+void rt_mf_cols_put(rt_mf_cols *c, const rt_plan *plan, uint32_t block, const float *payload)
+{
+    uint32_t k = c->k, nb = rt_plan_block_cols(plan, block);
+    const uint32_t *ids = plan->block_col_ids + plan->block_col_offset[block];
+    const float *bias = c->bi ? payload + (size_t)nb * c->kp : NULL; /* rt_mf_payload_biases */
+    for (uint32_t j = 0; j < nb; j++) {
+        for (uint32_t d = 0; d < k; d++)
+            c->sum[(size_t)ids[j] * k + d] = payload[(size_t)j * c->kp + d];
+        if (bias)
+            c->sum[c->n_cols * k + ids[j]] = bias[j];
+    }
+}
+
+void rt_mf_cols_take(rt_mf_cols *c)
+{
+    uint32_t k = c->k;
+    for (uint64_t j = 0; j < c->n_cols; j++) {
+        for (uint32_t d = 0; d < k; d++)
+            c->H[j * c->kp + d] = (float)c->sum[j * k + d];
+        if (c->bi)
+            c->bi[j] = (float)c->sum[c->n_cols * k + j];
+    }
+}
+
+int rt_mf_cols_gather(rt_mf_cols *c, const rt_plan *plan, rt_engine *eng, rt_error *err)
+{
+    uint32_t first, span;
+    rt_mf_cols_clear(c);
+    rt_engine_home_blocks(eng, &first, &span);
+    for (uint32_t b = first; b < first + span; b++) {
+        const float *payload = rt_engine_home_payload(eng, b, NULL);
+        if (!payload)
+            return rt_fail(err, RT_EXIT_RUNTIME, "block %u is not home after the rotation", b);
+        rt_mf_cols_put(c, plan, b, payload);
+    }
+    if (rt_engine_allreduce_f64(eng, c->sum, c->n_cols * (c->k + 1), err))
+        return -1;
+    rt_mf_cols_take(c);
     return 0;
 }
 

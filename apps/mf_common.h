@@ -43,6 +43,42 @@ typedef struct rt_mf_common_opts {
  * validation set: a hash of (seed, row, column) below the fraction, so the
  * set depends neither on the plan's layout nor on the order of the data. */
 int rt_mf_is_validation(const rt_mf_common_opts *o, uint32_t global_row, uint32_t global_col);
+/* That rule over a shard: held[e] = 1 for its training entry e held out
+ * (all 0 without validation).  malloc'd; NULL (and err set) on OOM. */
+uint8_t *rt_mf_validation_mask(const rt_plan *plan, const rt_shard *sh,
+                               const rt_mf_common_opts *o, rt_error *err);
+
+/* The local workers' shards cut by the validation rule (sgd-mf): fit[t] is
+ * shard t with only the training ratings kept for fitting (it views arrays
+ * owned here; everything else is the shard's), and valid[t], test[t] its
+ * validation and test ratings with global column ids (local rows), in the
+ * shard's order, for scoring against the whole H (rt_mf_cols). */
+typedef struct rt_mf_held_out {
+    uint32_t n_workers;
+    rt_shard *fit;
+    rt_entry **fit_train;
+    uint64_t **fit_off;
+    rt_entry **valid, **test;
+    uint64_t *n_valid, *n_test;
+} rt_mf_held_out;
+int rt_mf_held_out_split(rt_mf_held_out *h, const rt_plan *plan, const rt_shard *shards,
+                         uint32_t n_workers, const rt_mf_common_opts *o, rt_error *err);
+void rt_mf_held_out_free(rt_mf_held_out *h);
+
+/* Early stopping on a validation RMSE, one rule for the MF apps: the best
+ * score so far, its epoch (outer iteration for cd-mf; 0 = none yet) and
+ * the epochs scored since. */
+typedef struct rt_mf_early_stop {
+    double best_valid; /* INFINITY before the first score */
+    uint64_t best_epoch, since_best;
+    int stop; /* `patience` epochs went by without a better score */
+} rt_mf_early_stop;
+void rt_mf_early_stop_init(rt_mf_early_stop *s);
+/* Epoch `epoch` (1-based) scored `valid_rmse`: returns 1 when that is the
+ * best so far (the caller keeps that model); sets s->stop after `patience`
+ * epochs in a row without (patience 0: never). */
+int rt_mf_early_stop_update(rt_mf_early_stop *s, double valid_rmse, uint64_t epoch,
+                            uint32_t patience);
 
 /* Option table entries (ground/opts.h) of the options every MF app takes
  * with the same meaning and default, for an options struct T with an
@@ -56,10 +92,10 @@ int rt_mf_is_validation(const rt_mf_common_opts *o, uint32_t global_row, uint32_
         RT_UNSET_OPT("no-biases", 0, T, mf.biases, "no per-row and per-column bias terms"),        \
         RT_DOUBLE_OPT("validation-fraction", 0, T, mf.valid_fraction, "F", NULL, 0, 0.5,           \
                       RT_OPT_MIN_OPEN,                                                             \
-                      "hold out a seeded share F of the training ratings, score it every outer "   \
-                      "iteration and keep the best model (cd-mf)"),                                \
+                      "hold out a seeded share F of the training ratings, score it every epoch "   \
+                      "(cd-mf: outer iteration) and keep the best model"),                         \
         RT_U32_OPT("early-stop", 0, T, mf.early_stop, "N", NULL, 1, 100000000, 0,                  \
-                   "stop after N outer iterations without a better validation RMSE (cd-mf)"),      \
+                   "stop after N epochs (outer iterations) without a better validation RMSE"),     \
         RT_PATH_OPT("out", 'o', T, mf.out, "DIR", NULL, RT_OPT_DIR,                                \
                     "write W.npy, H.npy, biases, rows.ids, cols.ids, model.json into DIR (the "    \
                     "best model by validation when there is a validation set)"),                   \
@@ -108,17 +144,34 @@ size_t rt_mf_block_bytes(const rt_plan *plan, uint32_t block, uint32_t kp, uint3
 size_t rt_mf_init_block(const rt_plan *plan, uint32_t block, float *payload, uint32_t kp,
                         const rt_mf_common_opts *o);
 
-/* Mean of the training ratings over the whole plan, from the shards of the
- * local workers first..first+n-1 (all-reduced, identical on every rank and
- * for every split). */
+/* Mean of the training ratings in the shards of the local workers
+ * first..first+n-1 and of every other rank's (all-reduced, identical on
+ * every rank and for every split): the plan's training mean, or with
+ * rt_mf_held_out's fit shards that of the ratings kept for fitting. */
 int rt_mf_train_mean(const rt_plan *plan, const rt_shard *shards, uint32_t first_worker,
                      uint32_t n_workers, rt_engine *eng, double *mean, rt_error *err);
 
-/* Sum over workers of per-worker values: v has plan->workers entries, only
- * this node's are non-zero; after the call every rank has all of them, and
- * the returned total is added in worker order (deterministic). */
-int rt_mf_allreduce_workers(rt_engine *eng, double *v, uint32_t workers, double *total,
-                            rt_error *err);
+/* The whole H (and column biases) on every rank, gathered from the home
+ * blocks after a rotation: each rank writes its home columns into an
+ * otherwise zero n_cols x (k + 1) array of doubles (factors, then the
+ * bias), and one all-reduce of sums assembles it (each entry one value plus
+ * zeros: exact).  H is n_cols x kp floats and bi n_cols floats (NULL
+ * without biases), both by global column id. */
+typedef struct rt_mf_cols {
+    uint64_t n_cols;
+    uint32_t k, kp;
+    double *sum; /* the all-reduce buffer */
+    float *H, *bi;
+} rt_mf_cols;
+int rt_mf_cols_init(rt_mf_cols *c, const rt_plan *plan, uint32_t k, int biases, rt_error *err);
+void rt_mf_cols_free(rt_mf_cols *c);
+/* Without an engine (the tests): zero the buffer, put in block b's columns
+ * from its payload, all-reduce c->sum, then take H and bi out of it. */
+void rt_mf_cols_clear(rt_mf_cols *c);
+void rt_mf_cols_put(rt_mf_cols *c, const rt_plan *plan, uint32_t block, const float *payload);
+void rt_mf_cols_take(rt_mf_cols *c);
+/* Collective (every rank, all blocks home): all of the above. */
+int rt_mf_cols_gather(rt_mf_cols *c, const rt_plan *plan, rt_engine *eng, rt_error *err);
 
 /* ---- the saved model (mf_model.c) ---- */
 
@@ -221,8 +274,7 @@ typedef struct rt_mf_rank_eval {
     rt_user_items *train;    /* per local worker: training items (excluded) */
     uint32_t **users;        /* per local worker: the local rows ranked */
     uint64_t *n_users;
-    double *gather; /* n_cols x (k + 1): the columns being assembled */
-    float *H, *bi;  /* every column's factors (kp floats) and bias */
+    rt_mf_cols cols; /* every column's factors and bias */
     double *sums;   /* per global worker: the metric sums */
 } rt_mf_rank_eval;
 int rt_mf_rank_eval_init(rt_mf_rank_eval *e, const rt_mf_local *m, uint32_t k, rt_error *err);

@@ -5,10 +5,8 @@
  * the saved model (apps/ranking.c does both).
  *
  * A user needs every item's factors, but a rank holds only its home blocks'
- * H rows between rotations.  So each rank writes its home columns into an
- * otherwise zero n_cols x (k + 1) array (factors, then the column bias) and
- * one all-reduce of sums assembles the whole H on every rank: each entry is
- * one value plus zeros, so exact.  Every rank then ranks the users of its
+ * H rows between rotations, so the whole H is gathered on every rank first
+ * (rt_mf_cols_gather, exact).  Every rank then ranks the users of its
  * own workers, with the very operations of a saved model's scores
  * (rt_mf_scores_block), and the metric sums per global worker are
  * all-reduced and added in worker order: the same bits on any split.
@@ -53,9 +51,7 @@ void rt_mf_rank_eval_free(rt_mf_rank_eval *e)
     free(e->train);
     free(e->users);
     free(e->n_users);
-    free(e->gather);
-    rt_free(e->H);
-    free(e->bi);
+    rt_mf_cols_free(&e->cols);
     free(e->sums);
     memset(e, 0, sizeof(*e));
 }
@@ -71,16 +67,15 @@ int rt_mf_rank_eval_init(rt_mf_rank_eval *e, const rt_mf_local *m, uint32_t k, r
     e->train = calloc(n, sizeof(rt_user_items));
     e->users = calloc(n, sizeof(uint32_t *));
     e->n_users = calloc(n, sizeof(uint64_t));
-    e->gather = malloc(plan->n_cols * (m->k + 1) * sizeof(double) + 1);
-    e->H = rt_alloc(plan->n_cols * m->kp * sizeof(float) + 1);
-    e->bi = m->bu ? calloc(plan->n_cols + 1, sizeof(float)) : NULL;
     e->sums = malloc((size_t)plan->workers * SUMS * sizeof(double));
-    if (!e->relevant || !e->train || !e->users || !e->n_users || !e->gather || !e->H ||
-        (m->bu && !e->bi) || !e->sums) {
+    if (!e->relevant || !e->train || !e->users || !e->n_users || !e->sums) {
         rt_mf_rank_eval_free(e);
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory for --eval-top-k");
     }
-    memset(e->H, 0, plan->n_cols * m->kp * sizeof(float));
+    if (rt_mf_cols_init(&e->cols, plan, m->k, m->bu != NULL, err)) {
+        rt_mf_rank_eval_free(e);
+        return -1;
+    }
     for (uint32_t t = 0; t < n; t++) {
         int rc = shard_items(plan, &m->shards[t], 1, &e->relevant[t], err) ||
                  shard_items(plan, &m->shards[t], 0, &e->train[t], err);
@@ -91,37 +86,6 @@ int rt_mf_rank_eval_init(rt_mf_rank_eval *e, const rt_mf_local *m, uint32_t k, r
             rt_mf_rank_eval_free(e);
             return -1;
         }
-    }
-    return 0;
-}
-
-/* The whole H (and column biases) on every rank from the home blocks. */
-static int gather_columns(rt_mf_rank_eval *e, const rt_mf_local *m, rt_engine *eng, rt_error *err)
-{
-    const rt_plan *plan = m->plan;
-    uint32_t k = m->k, first, span;
-    uint64_t n_cols = plan->n_cols;
-    memset(e->gather, 0, n_cols * (k + 1) * sizeof(double));
-    rt_engine_home_blocks(eng, &first, &span);
-    for (uint32_t b = first; b < first + span; b++) {
-        uint32_t nb = rt_plan_block_cols(plan, b);
-        const uint32_t *ids = plan->block_col_ids + plan->block_col_offset[b];
-        float *payload = rt_engine_home_payload(eng, b, NULL);
-        const float *bias = m->bu ? rt_mf_payload_biases(payload, nb, m->kp) : NULL;
-        for (uint32_t j = 0; j < nb; j++) {
-            for (uint32_t d = 0; d < k; d++)
-                e->gather[(size_t)ids[j] * k + d] = payload[(size_t)j * m->kp + d];
-            if (bias)
-                e->gather[n_cols * k + ids[j]] = bias[j];
-        }
-    }
-    if (rt_engine_allreduce_f64(eng, e->gather, n_cols * (k + 1), err))
-        return -1;
-    for (uint64_t c = 0; c < n_cols; c++) {
-        for (uint32_t d = 0; d < k; d++)
-            e->H[c * m->kp + d] = (float)e->gather[c * k + d];
-        if (e->bi)
-            e->bi[c] = (float)e->gather[n_cols * k + c];
     }
     return 0;
 }
@@ -143,9 +107,9 @@ int rt_mf_rank_eval_epoch(rt_mf_rank_eval *e, const rt_mf_local *m, rt_engine *e
 {
     const rt_plan *plan = m->plan;
     uint32_t W = plan->workers;
-    if (gather_columns(e, m, eng, err))
+    if (rt_mf_cols_gather(&e->cols, plan, eng, err))
         return -1;
-    float *panels = rt_mf_pack_panels(e->H, plan->n_cols, m->kp);
+    float *panels = rt_mf_pack_panels(e->cols.H, plan->n_cols, m->kp);
     if (!panels)
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory for --eval-top-k");
     memset(e->sums, 0, (size_t)W * SUMS * sizeof(double));
@@ -154,7 +118,7 @@ int rt_mf_rank_eval_epoch(rt_mf_rank_eval *e, const rt_mf_local *m, rt_engine *e
         worker_scores ws = {.a = {.W = m->W[t],
                                   .panels = panels,
                                   .bu = m->bu ? m->bu[t] : NULL,
-                                  .bi = e->bi,
+                                  .bi = e->cols.bi,
                                   .mu = mu,
                                   .kp = m->kp,
                                   .kernel = rt_mf_kernel_best()}};

@@ -18,6 +18,7 @@ typedef struct sgd_app {
     const rt_plan *plan;
     rt_shard *shards; /* the local workers' */
     uint32_t n_shards;
+    rt_mf_held_out held; /* --validation-fraction: the shards cut by it */
     sgd_core core;
     rt_mf_rank_eval rank; /* --eval-top-k */
     double seconds;
@@ -121,9 +122,12 @@ static int sgd_opts_done(void *opts, rt_error *err)
 static int sgd_check(const void *opts, const rt_plan *plan, rt_error *err)
 {
     const sgd_opts *o = opts;
-    if (o->mf.valid_fraction > 0 || o->mf.early_stop)
+    if (o->mf.early_stop && !(o->mf.valid_fraction > 0))
+        return rt_fail(err, RT_EXIT_INPUT, "sgd-mf: --early-stop needs --validation-fraction");
+    if (o->implicit && o->mf.valid_fraction > 0)
         return rt_fail(err, RT_EXIT_INPUT,
-                       "sgd-mf: --validation-fraction and --early-stop are cd-mf only for now");
+                       "sgd-mf: --validation-fraction scores ratings, not rankings: not with "
+                       "--implicit");
     if (o->eval_top_k && plan->nnz_test == 0)
         return rt_fail(err, RT_EXIT_INPUT,
                        "sgd-mf: --eval-top-k ranks the plan's test ratings, and %s has none "
@@ -153,6 +157,7 @@ static void sgd_destroy(void *p)
     sgd_core_free(&a->core);
     rt_mf_rank_eval_free(&a->rank);
     rt_app_shards_close(a->shards, a->n_shards);
+    rt_mf_held_out_free(&a->held);
     rt_metrics_free(&a->metrics);
     free(a);
 }
@@ -168,9 +173,18 @@ static int sgd_create(const void *opts, const rt_plan *plan, rt_engine *eng, voi
     a->n_shards = (uint32_t)rt_engine_threads(eng);
     uint32_t first = rt_engine_first_worker(eng);
     double mean = 0;
+    int validation = a->o.mf.valid_fraction > 0;
     if (rt_app_shards_open(plan, first, a->n_shards, &a->shards, err) ||
-        rt_mf_train_mean(plan, a->shards, first, a->n_shards, eng, &mean, err) ||
-        sgd_core_init(&a->core, &a->o, plan, a->shards, first, a->n_shards, mean, err) ||
+        (validation &&
+         rt_mf_held_out_split(&a->held, plan, a->shards, a->n_shards, &a->o.mf, err))) {
+        sgd_destroy(a);
+        return -1;
+    }
+    /* With validation, everything fits and ranks the kept training ratings only. */
+    const rt_shard *fit = validation ? a->held.fit : a->shards;
+    if (rt_mf_train_mean(plan, fit, first, a->n_shards, eng, &mean, err) ||
+        sgd_core_init(&a->core, &a->o, plan, fit, first, a->n_shards, mean,
+                      validation ? &a->held : NULL, err) ||
         (a->o.eval_top_k && rt_mf_rank_eval_init(&a->rank, &a->core.m, a->o.eval_top_k, err))) {
         sgd_destroy(a);
         return -1;
@@ -219,6 +233,10 @@ static int sgd_rotation_end(void *p, rt_engine *eng, uint64_t rot, const rt_rota
     sgd_app *a = p;
     sgd_epoch ep;
     rt_rank_metrics rk = {0};
+    rt_mf_cols *cols = sgd_core_cols(&a->core);
+    if (cols && rt_mf_cols_gather(cols, a->plan, eng, err))
+        return -1;
+    sgd_core_score_held(&a->core);
     if (rt_engine_allreduce_f64(eng, sgd_core_sums(&a->core), sgd_core_sums_len(&a->core), err) ||
         sgd_core_epoch_end(&a->core, rot, &ep, stop, err) ||
         (a->o.eval_top_k && rt_mf_rank_eval_epoch(&a->rank, &a->core.m, eng, a->core.mu,
@@ -227,17 +245,24 @@ static int sgd_rotation_end(void *p, rt_engine *eng, uint64_t rot, const rt_rota
     a->seconds += st->seconds;
     if (rt_engine_rank(eng) != 0)
         return 0;
-    char ranking[96] = "";
+    char ranking[96] = "", valid[32] = "";
     if (a->o.eval_top_k)
         snprintf(ranking, sizeof(ranking), "  p@%u %.4f  ndcg@%u %.4f", rk.k, rk.precision, rk.k,
                  rk.ndcg);
-    rt_info("epoch %3llu  %7.3fs  %7.2fM upd/s  %s %.5f  %s %.5f%s  "
+    if (cols)
+        snprintf(valid, sizeof(valid), "  valid_rmse %.5f", ep.valid_rmse);
+    rt_info("epoch %3llu  %7.3fs  %7.2fM upd/s  %s %.5f  %s %.5f%s%s  "
             "stall %5.1f%%  lr %.4g  moved %.1f MB",
             (unsigned long long)rot + 1, st->seconds,
             (double)a->plan->nnz_train / st->seconds / 1e6,
             a->o.implicit ? "bpr_loss" : "train_rmse", ep.train_rmse,
-            a->o.implicit ? "test_auc" : "test_rmse", ep.test_rmse, ranking,
+            a->o.implicit ? "test_auc" : "test_rmse", ep.test_rmse, valid, ranking,
             100.0 * st->stall_frac_max, (double)ep.lr, (double)st->bytes_moved / 1e6);
+    if (a->core.es.stop)
+        rt_info("sgd-mf: early stop after epoch %llu: no better validation RMSE in the last %u "
+                "epochs; the model kept is epoch %llu's (valid_rmse %.6f)",
+                (unsigned long long)rot + 1, a->o.mf.early_stop,
+                (unsigned long long)a->core.es.best_epoch, a->core.es.best_valid);
     json_t *rec = json_pack(
         "{s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:I}", "epoch", (json_int_t)rot + 1, "seconds",
         st->seconds, "updates_per_s", (double)a->plan->nnz_train / st->seconds,
@@ -245,6 +270,11 @@ static int sgd_rotation_end(void *p, rt_engine *eng, uint64_t rot, const rt_rota
         a->o.implicit ? "test_auc" : "test_rmse", isfinite(ep.test_rmse) ? ep.test_rmse : -1.0,
         "stall_frac", st->stall_frac_max, "compute_s", st->compute_s, "lr", (double)ep.lr,
         "bytes_moved", (json_int_t)st->bytes_moved);
+    if (rec && cols)
+        json_object_update_missing_new(
+            rec, json_pack("{s:f, s:I}", "valid_rmse",
+                           isfinite(ep.valid_rmse) ? ep.valid_rmse : -1.0, "best_epoch",
+                           (json_int_t)ep.best_epoch));
     if (rec && a->o.eval_top_k)
         json_object_update_missing_new(
             rec, json_pack("{s:i, s:f, s:f, s:f, s:f, s:I}", "top_k", (int)rk.k, "precision_at_k",
@@ -253,12 +283,28 @@ static int sgd_rotation_end(void *p, rt_engine *eng, uint64_t rot, const rt_rota
     return rt_metrics_epoch(&a->metrics, rec, err);
 }
 
+/* With validation, what --out writes is the best model by it: in place of
+ * the last iterate (the run is over, the local state is not needed again). */
+static void use_best_model(sgd_app *a, rt_engine *eng)
+{
+    uint32_t first, count;
+    sgd_core_use_best_rows(&a->core);
+    rt_engine_home_blocks(eng, &first, &count);
+    for (uint32_t b = first; b < first + count; b++) {
+        float *payload = rt_engine_home_payload(eng, b, NULL);
+        if (payload)
+            sgd_core_use_best_block(&a->core, b, payload);
+    }
+}
+
 static int sgd_save(void *p, rt_engine *eng, rt_error *err)
 {
     sgd_app *a = p;
-    const sgd_core *c = &a->core;
+    sgd_core *c = &a->core;
     if (!a->o.mf.out)
         return 0;
+    use_best_model(a, eng);
+    uint64_t best = c->es.best_epoch;
     json_t *meta = json_object();
     json_object_set_new(meta, "app", json_string("sgd-mf"));
     json_object_set_new(meta, "mu", json_real(c->mu));
@@ -267,10 +313,20 @@ static int sgd_save(void *p, rt_engine *eng, rt_error *err)
     json_object_set_new(meta, "lr", json_real(a->o.lr));
     if (a->o.implicit)
         json_object_set_new(meta, "implicit", json_string("bpr"));
-    json_object_set_new(meta, a->o.implicit ? "bpr_loss" : "train_rmse", json_real(c->train_rmse));
-    if (isfinite(c->test_rmse))
-        json_object_set_new(meta, a->o.implicit ? "test_auc" : "test_rmse",
-                            json_real(c->test_rmse));
+    if (best) { /* the model saved is that epoch's, scored at its end */
+        json_object_set_new(meta, "best_epoch", json_integer((json_int_t)best));
+        json_object_set_new(meta, "valid_rmse", json_real(c->es.best_valid));
+        if (isfinite(c->best_test_rmse))
+            json_object_set_new(meta, "test_rmse", json_real(c->best_test_rmse));
+        if (best == c->epochs_run)
+            json_object_set_new(meta, "train_rmse", json_real(c->train_rmse));
+    } else {
+        json_object_set_new(meta, a->o.implicit ? "bpr_loss" : "train_rmse",
+                            json_real(c->train_rmse));
+        if (isfinite(c->test_rmse))
+            json_object_set_new(meta, a->o.implicit ? "test_auc" : "test_rmse",
+                                json_real(c->test_rmse));
+    }
     json_object_set_new(meta, "seconds", json_real(a->seconds));
     int rc = rt_mf_save(&a->core.m, eng, &a->o.mf, meta, err);
     if (rc == 0 && rt_engine_rank(eng) == 0)

@@ -15,6 +15,17 @@
  *                LIBMF and NOMAD report it (no extra pass over the data);
  *   test RMSE  - each test rating scored right after its data block's pass.
  *
+ * Validation (--validation-fraction F): the training ratings held out by
+ * rt_mf_is_validation (seed, row, column) are not trained on (nor in the
+ * training mean); after every epoch the whole H is gathered on every rank
+ * (rt_mf_cols, exact) and each worker scores its validation and test
+ * ratings against the model as it stands then, so with validation the
+ * epoch's valid_rmse and test_rmse are those of the end-of-epoch model,
+ * which `rotor eval` of it reproduces (without validation, test RMSE is
+ * measured during the epoch as above, at no extra cost).  The model of the
+ * best validation RMSE is kept (rt_mf_early_stop; --out writes it) and
+ * --early-stop N ends the run after N epochs without a better one.
+ *
  * Step sizes: row-wise AdaGrad as in LIBMF (--adaptive adagrad, the
  * default): every W row, H row and bias has an accumulator G starting at 1
  * and steps by lr / sqrt(G) (mf_kernels.c); the accumulators of H rows and
@@ -60,25 +71,38 @@ typedef struct sgd_core {
     rt_mf_local m;     /* the local workers' shards, W rows and row biases */
     float **gW, **gbu; /* AdaGrad: per local worker, accumulators of W rows and row biases */
     float mu, lr;
-    /* Squared errors per global worker (this node's entries only): train in
-     * [0, W), test in [W, 2W), so one all-reduce carries both. */
+    /* Per global worker (this node's entries only): squared errors of train
+     * in [0, W), test in [W, 2W), with validation those of the validation
+     * ratings in [2W, 3W) and their counts in [3W, 4W); one all-reduce. */
     double *sse;
     double prev_loss; /* training loss of the previous epoch (bold driver) */
     uint64_t epochs_run;
     double train_rmse, test_rmse;
+    /* --validation-fraction: the held-out ratings (NULL: none), the whole H
+     * after the epoch, the early-stopping memory and the best model (local
+     * W rows and row biases, every column's H row and bias). */
+    const rt_mf_held_out *held;
+    rt_mf_cols cols;
+    rt_mf_early_stop es;
+    double valid_rmse, best_test_rmse;
+    float **best_W, **best_bu, *best_H, *best_bi;
 } sgd_core;
 
 /* What one epoch measured (after the all-reduce). */
 typedef struct sgd_epoch {
     double train_sse, train_rmse, test_rmse;
-    float lr; /* the learning rate the epoch ran with */
+    double valid_rmse;   /* NAN without validation */
+    uint64_t best_epoch; /* the best validation RMSE's epoch so far (0: none) */
+    float lr;            /* the learning rate the epoch ran with */
 } sgd_epoch;
 
 /* State of workers first..first+n-1 over their shards (shards[0..n-1], kept
- * by the caller); `train_mean` is the plan's training mean (used when
- * centring). */
+ * by the caller; with validation the fit shards of `held`, also kept by the
+ * caller, else NULL); `train_mean` is the mean of the ratings fitted (used
+ * when centring). */
 int sgd_core_init(sgd_core *c, const sgd_opts *o, const rt_plan *plan, const rt_shard *shards,
-                  uint32_t first_worker, uint32_t n_workers, double train_mean, rt_error *err);
+                  uint32_t first_worker, uint32_t n_workers, double train_mean,
+                  const rt_mf_held_out *held, rt_error *err);
 void sgd_core_free(sgd_core *c);
 
 /* Block b is home at the start of `rotation`: at rotation 0 write its initial
@@ -87,12 +111,24 @@ void sgd_core_block_home(sgd_core *c, uint32_t block, uint64_t rotation, float *
                          size_t *len);
 /* SGD over data block (worker, block), then score its test ratings. */
 void sgd_core_visit(sgd_core *c, uint32_t worker, uint32_t block, float *payload);
+/* With validation, after the rotation (all blocks home): the buffer to
+ * gather the whole H into (rt_mf_cols_gather), else NULL; then score the
+ * held-out ratings against it. */
+rt_mf_cols *sgd_core_cols(sgd_core *c);
+void sgd_core_score_held(sgd_core *c);
 /* The per-worker errors to all-reduce in place before sgd_core_epoch_end. */
 double *sgd_core_sums(sgd_core *c);
 size_t sgd_core_sums_len(const sgd_core *c);
 /* After the all-reduce: the epoch's metrics, the next learning rate.  Sets
  * *stop when training is over; -1 when it diverged. */
 int sgd_core_epoch_end(sgd_core *c, uint64_t rotation, sgd_epoch *ep, int *stop, rt_error *err);
+
+/* The model to save is the best by validation (an epoch before the last
+ * one's may be): put its W rows and row biases in place of the local ones,
+ * and its H rows and column biases into block b's payload.  After the run
+ * only; no-ops when there is no such model. */
+void sgd_core_use_best_rows(sgd_core *c);
+void sgd_core_use_best_block(const sgd_core *c, uint32_t block, float *payload);
 
 /* ---- --implicit: BPR over one data block (sgd_mf_bpr.c) ---- */
 typedef struct sgd_bpr_block {
@@ -121,7 +157,8 @@ uint32_t sgd_payload_extra(const sgd_opts *o);
 
 /* The node's training state between rotations (the local W rows and row
  * biases, with AdaGrad their accumulators, the learning rate and the
- * schedule's memory), into or out of a state file (rt_state_io,
+ * schedule's memory, with validation the early-stopping memory and the best
+ * model), into or out of a state file (rt_state_io,
  * app_common.h); the home blocks' payloads (H rows, column biases and their
  * accumulators) are the caller's. */
 struct rt_state_io;

@@ -39,8 +39,35 @@ static int adagrad_init(sgd_core *c, rt_error *err)
     return 0;
 }
 
+/* With validation: the gathered H and the room for the best model. */
+static int validation_init(sgd_core *c, rt_error *err)
+{
+    const rt_plan *plan = c->plan;
+    uint32_t n = c->m.n_workers, kp = c->m.kp;
+    int biases = c->m.bu != NULL;
+    rt_mf_early_stop_init(&c->es);
+    c->valid_rmse = c->best_test_rmse = NAN;
+    if (rt_mf_cols_init(&c->cols, plan, c->m.k, biases, err))
+        return -1;
+    c->best_W = calloc(n, sizeof(float *));
+    c->best_bu = calloc(n, sizeof(float *));
+    c->best_H = rt_alloc(plan->n_cols * kp * sizeof(float) + 1);
+    c->best_bi = calloc(plan->n_cols + 1, sizeof(float));
+    if (!c->best_W || !c->best_bu || !c->best_H || !c->best_bi)
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory for the best model");
+    for (uint32_t t = 0; t < n; t++) {
+        size_t rows = rt_plan_worker_rows(plan, c->m.first_worker + t);
+        c->best_W[t] = rt_alloc(rows * kp * sizeof(float) + 1);
+        c->best_bu[t] = calloc(rows + 1, sizeof(float));
+        if (!c->best_W[t] || !c->best_bu[t])
+            return rt_fail(err, RT_EXIT_RUNTIME, "out of memory for the best model");
+    }
+    return 0;
+}
+
 int sgd_core_init(sgd_core *c, const sgd_opts *o, const rt_plan *plan, const rt_shard *shards,
-                  uint32_t first_worker, uint32_t n_workers, double train_mean, rt_error *err)
+                  uint32_t first_worker, uint32_t n_workers, double train_mean,
+                  const rt_mf_held_out *held, rt_error *err)
 {
     memset(c, 0, sizeof(*c));
     c->o = *o;
@@ -48,10 +75,12 @@ int sgd_core_init(sgd_core *c, const sgd_opts *o, const rt_plan *plan, const rt_
     c->lr = (float)o->lr;
     c->mu = o->center ? (float)train_mean : 0.0f;
     c->prev_loss = INFINITY;
-    c->sse = calloc(2 * (size_t)plan->workers, sizeof(double));
+    c->held = held;
+    c->sse = calloc(4 * (size_t)plan->workers, sizeof(double));
     if (!c->sse)
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
-    if (rt_mf_local_init(&c->m, plan, shards, first_worker, n_workers, &o->mf, err))
+    if (rt_mf_local_init(&c->m, plan, shards, first_worker, n_workers, &o->mf, err) ||
+        (held && validation_init(c, err)))
         return -1;
     return o->adagrad ? adagrad_init(c, err) : 0;
 }
@@ -63,9 +92,18 @@ void sgd_core_free(sgd_core *c)
             rt_free(c->gW[t]);
         if (c->gbu)
             rt_free(c->gbu[t]);
+        if (c->best_W)
+            rt_free(c->best_W[t]);
+        if (c->best_bu)
+            free(c->best_bu[t]);
     }
     free(c->gW);
     free(c->gbu);
+    free(c->best_W);
+    free(c->best_bu);
+    rt_free(c->best_H);
+    free(c->best_bi);
+    rt_mf_cols_free(&c->cols);
     rt_mf_local_free(&c->m);
     free(c->sse);
     memset(c, 0, sizeof(*c));
@@ -145,8 +183,32 @@ void sgd_core_visit(sgd_core *c, uint32_t worker, uint32_t block, float *H)
     }
     uint64_t b0 = s->train_off[block], b1 = s->train_off[block + 1];
     c->sse[worker] += rt_sgd_block(s->train + b0, b1 - b0, c->m.W[t], H, &params);
+    if (c->held) /* scored against the end-of-epoch model instead (sgd_core_score_held) */
+        return;
     uint64_t t0 = s->test_off[block], t1 = s->test_off[block + 1];
     c->sse[W + worker] += rt_mf_block_sse(s->test + t0, t1 - t0, c->m.W[t], H, &params);
+}
+
+rt_mf_cols *sgd_core_cols(sgd_core *c)
+{
+    return c->held ? &c->cols : NULL;
+}
+
+void sgd_core_score_held(sgd_core *c)
+{
+    if (!c->held)
+        return;
+    uint32_t W = c->plan->workers;
+    rt_sgd_params p = {.kernel = c->o.kernel, .mu = c->mu, .kp = c->m.kp, .bi = c->cols.bi};
+    for (uint32_t t = 0; t < c->m.n_workers; t++) {
+        uint32_t w = c->m.first_worker + t;
+        p.bu = c->m.bu ? c->m.bu[t] : NULL;
+        c->sse[W + w] = rt_mf_block_sse(c->held->test[t], c->held->n_test[t], c->m.W[t],
+                                        c->cols.H, &p);
+        c->sse[2 * W + w] = rt_mf_block_sse(c->held->valid[t], c->held->n_valid[t], c->m.W[t],
+                                            c->cols.H, &p);
+        c->sse[3 * W + w] = (double)c->held->n_valid[t];
+    }
 }
 
 double *sgd_core_sums(sgd_core *c)
@@ -156,7 +218,49 @@ double *sgd_core_sums(sgd_core *c)
 
 size_t sgd_core_sums_len(const sgd_core *c)
 {
-    return 2 * (size_t)c->plan->workers;
+    return (c->held ? 4 : 2) * (size_t)c->plan->workers;
+}
+
+/* The model now (after the epoch) becomes the best one. */
+static void keep_best(sgd_core *c)
+{
+    const rt_plan *plan = c->plan;
+    for (uint32_t t = 0; t < c->m.n_workers; t++) {
+        size_t rows = rt_plan_worker_rows(plan, c->m.first_worker + t);
+        memcpy(c->best_W[t], c->m.W[t], rows * c->m.kp * sizeof(float));
+        if (c->m.bu)
+            memcpy(c->best_bu[t], c->m.bu[t], rows * sizeof(float));
+    }
+    memcpy(c->best_H, c->cols.H, plan->n_cols * c->m.kp * sizeof(float));
+    if (c->cols.bi)
+        memcpy(c->best_bi, c->cols.bi, plan->n_cols * sizeof(float));
+    c->best_test_rmse = c->test_rmse;
+}
+
+void sgd_core_use_best_rows(sgd_core *c)
+{
+    if (!c->held || !c->es.best_epoch)
+        return;
+    for (uint32_t t = 0; t < c->m.n_workers; t++) {
+        size_t rows = rt_plan_worker_rows(c->plan, c->m.first_worker + t);
+        memcpy(c->m.W[t], c->best_W[t], rows * c->m.kp * sizeof(float));
+        if (c->m.bu)
+            memcpy(c->m.bu[t], c->best_bu[t], rows * sizeof(float));
+    }
+}
+
+void sgd_core_use_best_block(const sgd_core *c, uint32_t block, float *payload)
+{
+    if (!c->held || !c->es.best_epoch)
+        return;
+    const rt_plan *plan = c->plan;
+    uint32_t n = rt_plan_block_cols(plan, block), kp = c->m.kp;
+    const uint32_t *ids = plan->block_col_ids + plan->block_col_offset[block];
+    for (uint32_t j = 0; j < n; j++) {
+        memcpy(payload + (size_t)j * kp, c->best_H + (size_t)ids[j] * kp, kp * sizeof(float));
+        if (c->m.bu)
+            rt_mf_payload_biases(payload, n, kp)[j] = c->best_bi[ids[j]];
+    }
 }
 
 static void next_learning_rate(sgd_core *c, double loss, uint64_t epoch)
@@ -178,13 +282,20 @@ int sgd_core_epoch_end(sgd_core *c, uint64_t rot, sgd_epoch *ep, int *stop, rt_e
 {
     const rt_plan *plan = c->plan;
     uint32_t W = plan->workers;
-    double train_sse = 0, test_sse = 0; /* added in worker order: the same bits on every rank */
+    /* added in worker order: the same bits on every rank */
+    double train_sse = 0, test_sse = 0, valid_sse = 0, n_valid = 0;
     for (uint32_t w = 0; w < W; w++) {
         train_sse += c->sse[w];
         test_sse += c->sse[W + w];
+        if (c->held) {
+            valid_sse += c->sse[2 * W + w];
+            n_valid += c->sse[3 * W + w];
+        }
     }
-    memset(c->sse, 0, 2 * (size_t)W * sizeof(double));
-    double n_train = (double)(plan->nnz_train ? plan->nnz_train : 1);
+    memset(c->sse, 0, sgd_core_sums_len(c) * sizeof(double));
+    double n_train = (double)plan->nnz_train - n_valid; /* the ratings fitted */
+    if (n_train < 1)
+        n_train = 1;
     if (c->o.implicit) { /* mean BPR loss per step and sampled AUC instead (sgd_mf_bpr.c) */
         c->train_rmse = train_sse / (n_train * c->o.negatives);
         c->test_rmse = plan->nnz_test ? test_sse / (double)plan->nnz_test : NAN;
@@ -202,8 +313,15 @@ int sgd_core_epoch_end(sgd_core *c, uint64_t rot, sgd_epoch *ep, int *stop, rt_e
                        "sgd-mf: training diverged at epoch %llu (lr %.4g); lower --lr",
                        (unsigned long long)rot + 1, (double)c->lr);
     next_learning_rate(c, train_sse, rot);
-    *stop =
-        c->epochs_run >= c->o.epochs || (c->o.target_rmse > 0 && c->test_rmse <= c->o.target_rmse);
+    ep->valid_rmse = NAN;
+    if (c->held && n_valid > 0) {
+        ep->valid_rmse = c->valid_rmse = sqrt(valid_sse / n_valid);
+        if (rt_mf_early_stop_update(&c->es, c->valid_rmse, c->epochs_run, c->o.mf.early_stop))
+            keep_best(c);
+    }
+    ep->best_epoch = c->es.best_epoch;
+    *stop = c->epochs_run >= c->o.epochs ||
+            (c->o.target_rmse > 0 && c->test_rmse <= c->o.target_rmse) || c->es.stop;
     return 0;
 }
 
@@ -215,6 +333,45 @@ typedef struct sgd_scalars {
     double prev_loss, train_rmse, test_rmse;
     uint64_t epochs_run;
 } sgd_scalars;
+
+typedef struct sgd_valid_scalars {
+    double best_valid, valid_rmse, best_test_rmse;
+    uint64_t best_epoch, since_best, stop;
+} sgd_valid_scalars;
+
+/* The early-stopping memory and the best model: a resumed run stops at the
+ * same epoch and saves the same model as a straight one. */
+static int validation_state_io(sgd_core *c, rt_state_io *io, rt_error *err)
+{
+    const rt_plan *plan = c->plan;
+    sgd_valid_scalars sc;
+    memset(&sc, 0, sizeof(sc));
+    sc.best_valid = c->es.best_valid;
+    sc.valid_rmse = c->valid_rmse;
+    sc.best_test_rmse = c->best_test_rmse;
+    sc.best_epoch = c->es.best_epoch;
+    sc.since_best = c->es.since_best;
+    sc.stop = (uint64_t)c->es.stop;
+    if (rt_state_xfer(io, "sgd_valid", &sc, sizeof(sc), err))
+        return -1;
+    c->es.best_valid = sc.best_valid;
+    c->valid_rmse = sc.valid_rmse;
+    c->best_test_rmse = sc.best_test_rmse;
+    c->es.best_epoch = sc.best_epoch;
+    c->es.since_best = sc.since_best;
+    c->es.stop = (int)sc.stop;
+    for (uint32_t t = 0; t < c->m.n_workers; t++) {
+        size_t rows = rt_plan_worker_rows(plan, c->m.first_worker + t);
+        if (rt_state_xfer(io, "best_W", c->best_W[t], rows * c->m.kp * sizeof(float), err) ||
+            rt_state_xfer(io, "best_row_bias", c->best_bu[t], rows * sizeof(float), err))
+            return -1;
+    }
+    return rt_state_xfer(io, "best_H", c->best_H, plan->n_cols * c->m.kp * sizeof(float), err) ||
+                   rt_state_xfer(io, "best_col_bias", c->best_bi, plan->n_cols * sizeof(float),
+                                 err)
+               ? -1
+               : 0;
+}
 
 int sgd_core_state_io(sgd_core *c, rt_state_io *io, rt_error *err)
 {
@@ -250,5 +407,5 @@ int sgd_core_state_io(sgd_core *c, rt_state_io *io, rt_error *err)
              rt_state_xfer(io, "bias_adagrad", c->gbu[t], rows * sizeof(float), err)))
             return -1;
     }
-    return 0;
+    return c->held ? validation_state_io(c, io, err) : 0;
 }

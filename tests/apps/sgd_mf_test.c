@@ -43,7 +43,8 @@ typedef struct run {
     sgd_opts o;
     uint32_t nodes, per_node;
     sgd_core *cores;
-    uint32_t *home; /* block -> node */
+    rt_mf_held_out *held; /* per node, with validation */
+    uint32_t *home;       /* block -> node */
     float **pay;    /* block payloads */
     size_t *len, slot;
     double *total;
@@ -59,6 +60,22 @@ static double toy_mean(const toy *t)
     return s / (double)t->ref.n;
 }
 
+/* The mean of the ratings fitted as rt_mf_train_mean adds them up. */
+static double fit_mean(const run *r)
+{
+    double sum = 0, n = 0;
+    for (uint32_t node = 0; node < r->nodes; node++)
+        for (uint32_t t = 0; t < r->per_node; t++) {
+            const rt_shard *s = &r->held[node].fit[t];
+            double w = 0;
+            for (uint64_t i = 0; i < s->train_off[r->t->plan.blocks]; i++)
+                w += s->train[i].val;
+            sum += w;
+            n += (double)s->train_off[r->t->plan.blocks];
+        }
+    return sum / n;
+}
+
 static void run_open(run *r, toy *t, const sgd_opts *o, uint32_t nodes)
 {
     rt_plan *p = &t->plan;
@@ -69,9 +86,21 @@ static void run_open(run *r, toy *t, const sgd_opts *o, uint32_t nodes)
     r->nodes = nodes;
     r->per_node = p->workers / nodes;
     r->cores = calloc(nodes, sizeof(sgd_core));
+    int validation = o->mf.valid_fraction > 0;
+    double mean = toy_mean(t);
+    if (validation) {
+        r->held = calloc(nodes, sizeof(rt_mf_held_out));
+        for (uint32_t n = 0; n < nodes; n++)
+            assert_int_equal(rt_mf_held_out_split(&r->held[n], p, t->shards + n * r->per_node,
+                                                  r->per_node, &o->mf, &err),
+                             0);
+        mean = fit_mean(r);
+    }
     for (uint32_t n = 0; n < nodes; n++)
-        assert_int_equal(sgd_core_init(&r->cores[n], o, p, t->shards + n * r->per_node,
-                                       n * r->per_node, r->per_node, toy_mean(t), &err),
+        assert_int_equal(sgd_core_init(&r->cores[n], o, p,
+                                       validation ? r->held[n].fit : t->shards + n * r->per_node,
+                                       n * r->per_node, r->per_node, mean,
+                                       validation ? &r->held[n] : NULL, &err),
                          0);
     r->home = calloc(p->blocks, sizeof(uint32_t));
     r->pay = calloc(p->blocks, sizeof(float *));
@@ -81,16 +110,41 @@ static void run_open(run *r, toy *t, const sgd_opts *o, uint32_t nodes)
         r->home[b] = b / (p->pipeline * r->per_node);
         r->pay[b] = rt_alloc(r->slot);
     }
-    r->total = calloc(2 * (size_t)p->workers, sizeof(double));
+    r->total = calloc(sgd_core_sums_len(&r->cores[0]), sizeof(double));
 }
 
 static void run_close(run *r)
 {
-    for (uint32_t n = 0; n < r->nodes; n++)
+    for (uint32_t n = 0; n < r->nodes; n++) {
         sgd_core_free(&r->cores[n]);
+        if (r->held)
+            rt_mf_held_out_free(&r->held[n]);
+    }
+    free(r->held);
     for (uint32_t b = 0; b < r->t->plan.blocks; b++)
         rt_free(r->pay[b]);
     free(r->cores), free(r->home), free(r->pay), free(r->len), free(r->total);
+}
+
+/* rt_mf_cols_gather in memory: every node puts in its home blocks, the
+ * buffers are summed, and every node takes the whole H out. */
+static void gather_cols(run *r)
+{
+    const rt_plan *p = &r->t->plan;
+    size_t len = p->n_cols * (r->o.mf.k + 1);
+    double *total = calloc(len, sizeof(double));
+    for (uint32_t c = 0; c < r->nodes; c++)
+        rt_mf_cols_clear(sgd_core_cols(&r->cores[c]));
+    for (uint32_t b = 0; b < p->blocks; b++)
+        rt_mf_cols_put(sgd_core_cols(&r->cores[r->home[b]]), p, b, r->pay[b]);
+    for (uint32_t c = 0; c < r->nodes; c++)
+        for (size_t x = 0; x < len; x++)
+            total[x] += sgd_core_cols(&r->cores[c])->sum[x];
+    for (uint32_t c = 0; c < r->nodes; c++) {
+        memcpy(sgd_core_cols(&r->cores[c])->sum, total, len * sizeof(double));
+        rt_mf_cols_take(sgd_core_cols(&r->cores[c]));
+    }
+    free(total);
 }
 
 /* One rotation; returns the stop flag. */
@@ -108,6 +162,10 @@ static int run_rotation(run *r)
             uint32_t b = toy_block(r->t, s, w);
             sgd_core_visit(&r->cores[w / r->per_node], w, b, r->pay[b]);
         }
+    if (sgd_core_cols(&r->cores[0]))
+        gather_cols(r);
+    for (uint32_t c = 0; c < r->nodes; c++)
+        sgd_core_score_held(&r->cores[c]);
     size_t n = sgd_core_sums_len(&r->cores[0]);
     memset(r->total, 0, n * sizeof(double));
     for (uint32_t c = 0; c < r->nodes; c++)
@@ -366,7 +424,8 @@ static void check_resume(int adagrad, int biases)
     snprintf(want.app, sizeof(want.app), "sgd-mf");
     rt_state_reader rd;
     rt_state_io io = {.r = &rd};
-    assert_int_equal(sgd_core_init(&c, &other, &t.plan, t.shards, 0, 2, toy_mean(&t), &err), 0);
+    assert_int_equal(sgd_core_init(&c, &other, &t.plan, t.shards, 0, 2, toy_mean(&t), NULL, &err),
+                     0);
     assert_int_equal(rt_state_open(&rd, dir, &want, &next, &err), 0);
     assert_int_equal(sgd_core_state_io(&c, &io, &err), -1);
     assert_non_null(strstr(err.msg, "AdaGrad"));
@@ -406,6 +465,112 @@ static void test_resume_is_bit_identical(void **state)
     check_resume(1, 1);
     check_resume(1, 0);
     check_resume(0, 1);
+}
+
+/* What --out writes: the best model by validation in place of the last
+ * iterate (after the run). */
+static void run_use_best(run *r)
+{
+    for (uint32_t n = 0; n < r->nodes; n++)
+        sgd_core_use_best_rows(&r->cores[n]);
+    for (uint32_t b = 0; b < r->t->plan.blocks; b++)
+        sgd_core_use_best_block(&r->cores[r->home[b]], b, r->pay[b]);
+}
+
+static void assert_same_dense(const run *r, const dense *x, const dense *y)
+{
+    const rt_plan *p = &r->t->plan;
+    uint32_t k = r->o.mf.k;
+    assert_memory_equal(x->W, y->W, (size_t)p->n_rows * k * sizeof(float));
+    assert_memory_equal(x->H, y->H, (size_t)p->n_cols * k * sizeof(float));
+    assert_memory_equal(x->bu, y->bu, p->n_rows * sizeof(float));
+    assert_memory_equal(x->bi, y->bi, p->n_cols * sizeof(float));
+}
+
+/* --validation-fraction with --early-stop on noisy planted data where a
+ * rank-12 model with little regularisation overfits: the validation curve
+ * turns up, the run stops --early-stop epochs after its best one (the
+ * epochs fixed by the data and the seed: a change in the held-out rule or
+ * the stopping rule shows here), on any split and after a resume between
+ * the best epoch and the stop; the model kept is bit for bit the last one
+ * of a run of exactly the best epochs, not the last iterate. */
+static void test_validation_early_stop(void **state)
+{
+    (void)state;
+    toy t;
+    toy_make(&t, 60, 48, 4, 2, 2, 0.25, 23);
+    sgd_opts o = opts(12, 60, LR_FIXED, 1);
+    o.adagrad = 1;
+    o.lr = 0.1;
+    o.mf.lambda = o.lambda_bias = 0.001;
+    o.mf.valid_fraction = 0.25;
+    o.mf.early_stop = 3;
+    run one, two, four;
+    run_open(&one, &t, &o, 1);
+    double curve[60];
+    uint32_t epochs = 0;
+    for (int stop = 0; !stop;) {
+        stop = run_rotation(&one);
+        curve[epochs++] = one.last.valid_rmse;
+    }
+    uint64_t best = one.last.best_epoch;
+    assert_int_equal(epochs, 28);
+    assert_int_equal(best, 25);
+    assert_int_equal(epochs, best + o.mf.early_stop);
+    for (uint32_t e = 0; e < epochs; e++) {
+        assert_true(isfinite(curve[e]));
+        if (e + 1 != best)
+            assert_true(curve[e] > curve[best - 1]);
+    }
+    assert_true(curve[0] > curve[best - 1]); /* it fell, then rose */
+    run_open(&two, &t, &o, 2);
+    run_open(&four, &t, &o, 4);
+    run_to_end(&two);
+    run_to_end(&four);
+    assert_same_model(&one, &two);
+    assert_same_model(&one, &four);
+
+    /* The model kept is that of a run of exactly `best` epochs. */
+    dense last, saved, upto;
+    run_dense(&one, &last);
+    run_use_best(&one);
+    run_dense(&one, &saved);
+    sgd_opts o_upto = o;
+    o_upto.epochs = (uint32_t)best;
+    o_upto.mf.early_stop = 0;
+    run r_upto;
+    run_open(&r_upto, &t, &o_upto, 2);
+    run_to_end(&r_upto);
+    assert_int_equal(r_upto.next, best);
+    run_dense(&r_upto, &upto);
+    assert_same_dense(&one, &saved, &upto);
+    assert_true(memcmp(saved.H, last.H, (size_t)t.plan.n_cols * o.mf.k * sizeof(float)) != 0);
+    assert_true(one.cores[0].best_test_rmse == r_upto.last.test_rmse);
+
+    /* Stopped by --epochs between the best and the stop, saved and resumed
+     * with the full --epochs: the same stop and the same model kept. */
+    char dir[] = "/tmp/rotor_sgd_valid_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    run part;
+    run_open(&part, &t, &o, 2);
+    for (uint64_t e = 0; e <= best; e++)
+        assert_false(run_rotation(&part));
+    run_xfer(&part, dir, 0);
+    run_close(&part);
+    run_open(&part, &t, &o, 2);
+    run_xfer(&part, dir, 1);
+    run_to_end(&part);
+    assert_int_equal(part.next, epochs);
+    assert_int_equal(part.last.best_epoch, best);
+    run_use_best(&part);
+    dense resumed;
+    run_dense(&part, &resumed);
+    assert_same_dense(&one, &saved, &resumed);
+    rt_remove_tree(dir);
+
+    dense_free(&last), dense_free(&saved), dense_free(&upto), dense_free(&resumed);
+    run_close(&one), run_close(&two), run_close(&four), run_close(&r_upto), run_close(&part);
+    toy_free(&t);
 }
 
 /* --implicit (BPR, 3 negatives per pair drawn from the block in hand, the
@@ -477,6 +642,7 @@ int main(void)
         cmocka_unit_test(test_model_roundtrip),
         cmocka_unit_test(test_resume_is_bit_identical),
         cmocka_unit_test(test_implicit_bpr),
+        cmocka_unit_test(test_validation_early_stop),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
