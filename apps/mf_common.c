@@ -139,8 +139,8 @@ int rt_mf_train_mean(const rt_plan *plan, const rt_shard *shards, uint32_t first
 
 /* ------------------------------------------------------------ validation */
 
-uint8_t *rt_mf_validation_mask(const rt_plan *plan, const rt_shard *sh,
-                               const rt_mf_common_opts *o, rt_error *err)
+uint8_t *rt_mf_validation_mask(const rt_plan *plan, const rt_shard *sh, const rt_mf_common_opts *o,
+                               rt_error *err)
 {
     uint64_t n = sh->train_off[plan->blocks];
     uint8_t *held = malloc(n ? n : 1);
@@ -218,10 +218,10 @@ int rt_mf_held_out_split(rt_mf_held_out *h, const rt_plan *plan, const rt_shard 
     for (uint32_t t = 0; t < n_workers; t++) {
         const rt_shard *sh = &shards[t];
         uint8_t *mask = rt_mf_validation_mask(plan, sh, o, err);
-        int rc = !mask || fit_shard(h, t, plan, sh, mask) ||
-                 !(h->valid[t] =
-                       global_cols(plan, sh->train, sh->train_off, mask, 1, &h->n_valid[t])) ||
-                 !(h->test[t] = global_cols(plan, sh->test, sh->test_off, NULL, 0, &h->n_test[t]));
+        int rc =
+            !mask || fit_shard(h, t, plan, sh, mask) ||
+            !(h->valid[t] = global_cols(plan, sh->train, sh->train_off, mask, 1, &h->n_valid[t])) ||
+            !(h->test[t] = global_cols(plan, sh->test, sh->test_off, NULL, 0, &h->n_test[t]));
         free(mask);
         if (rc) {
             rt_mf_held_out_free(h);

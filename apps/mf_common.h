@@ -45,8 +45,8 @@ typedef struct rt_mf_common_opts {
 int rt_mf_is_validation(const rt_mf_common_opts *o, uint32_t global_row, uint32_t global_col);
 /* That rule over a shard: held[e] = 1 for its training entry e held out
  * (all 0 without validation).  malloc'd; NULL (and err set) on OOM. */
-uint8_t *rt_mf_validation_mask(const rt_plan *plan, const rt_shard *sh,
-                               const rt_mf_common_opts *o, rt_error *err);
+uint8_t *rt_mf_validation_mask(const rt_plan *plan, const rt_shard *sh, const rt_mf_common_opts *o,
+                               rt_error *err);
 
 /* The local workers' shards cut by the validation rule (sgd-mf): fit[t] is
  * shard t with only the training ratings kept for fitting (it views arrays
@@ -275,7 +275,7 @@ typedef struct rt_mf_rank_eval {
     uint32_t **users;        /* per local worker: the local rows ranked */
     uint64_t *n_users;
     rt_mf_cols cols; /* every column's factors and bias */
-    double *sums;   /* per global worker: the metric sums */
+    double *sums;    /* per global worker: the metric sums */
 } rt_mf_rank_eval;
 int rt_mf_rank_eval_init(rt_mf_rank_eval *e, const rt_mf_local *m, uint32_t k, rt_error *err);
 void rt_mf_rank_eval_free(rt_mf_rank_eval *e);

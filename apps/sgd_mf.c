@@ -271,10 +271,10 @@ static int sgd_rotation_end(void *p, rt_engine *eng, uint64_t rot, const rt_rota
         "stall_frac", st->stall_frac_max, "compute_s", st->compute_s, "lr", (double)ep.lr,
         "bytes_moved", (json_int_t)st->bytes_moved);
     if (rec && cols)
-        json_object_update_missing_new(
-            rec, json_pack("{s:f, s:I}", "valid_rmse",
-                           isfinite(ep.valid_rmse) ? ep.valid_rmse : -1.0, "best_epoch",
-                           (json_int_t)ep.best_epoch));
+        json_object_update_missing_new(rec,
+                                       json_pack("{s:f, s:I}", "valid_rmse",
+                                                 isfinite(ep.valid_rmse) ? ep.valid_rmse : -1.0,
+                                                 "best_epoch", (json_int_t)ep.best_epoch));
     if (rec && a->o.eval_top_k)
         json_object_update_missing_new(
             rec, json_pack("{s:i, s:f, s:f, s:f, s:f, s:I}", "top_k", (int)rk.k, "precision_at_k",

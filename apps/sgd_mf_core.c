@@ -203,10 +203,10 @@ void sgd_core_score_held(sgd_core *c)
     for (uint32_t t = 0; t < c->m.n_workers; t++) {
         uint32_t w = c->m.first_worker + t;
         p.bu = c->m.bu ? c->m.bu[t] : NULL;
-        c->sse[W + w] = rt_mf_block_sse(c->held->test[t], c->held->n_test[t], c->m.W[t],
-                                        c->cols.H, &p);
-        c->sse[2 * W + w] = rt_mf_block_sse(c->held->valid[t], c->held->n_valid[t], c->m.W[t],
-                                            c->cols.H, &p);
+        c->sse[W + w] =
+            rt_mf_block_sse(c->held->test[t], c->held->n_test[t], c->m.W[t], c->cols.H, &p);
+        c->sse[2 * W + w] =
+            rt_mf_block_sse(c->held->valid[t], c->held->n_valid[t], c->m.W[t], c->cols.H, &p);
         c->sse[3 * W + w] = (double)c->held->n_valid[t];
     }
 }
@@ -367,8 +367,7 @@ static int validation_state_io(sgd_core *c, rt_state_io *io, rt_error *err)
             return -1;
     }
     return rt_state_xfer(io, "best_H", c->best_H, plan->n_cols * c->m.kp * sizeof(float), err) ||
-                   rt_state_xfer(io, "best_col_bias", c->best_bi, plan->n_cols * sizeof(float),
-                                 err)
+                   rt_state_xfer(io, "best_col_bias", c->best_bi, plan->n_cols * sizeof(float), err)
                ? -1
                : 0;
 }

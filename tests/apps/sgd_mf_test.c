@@ -45,7 +45,7 @@ typedef struct run {
     sgd_core *cores;
     rt_mf_held_out *held; /* per node, with validation */
     uint32_t *home;       /* block -> node */
-    float **pay;    /* block payloads */
+    float **pay;          /* block payloads */
     size_t *len, slot;
     double *total;
     sgd_epoch last;
@@ -385,6 +385,23 @@ static void run_xfer(run *r, const char *dir, int load)
     }
 }
 
+/* `part` opened afresh on `nodes` nodes, run `epochs` epochs, its state
+ * saved, freed, and loaded into fresh cores. */
+static void run_reopened(run *part, toy *t, const sgd_opts *o, uint32_t nodes, uint64_t epochs)
+{
+    char dir[] = "/tmp/rotor_sgd_reopen_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    run_open(part, t, o, nodes);
+    for (uint64_t e = 0; e < epochs; e++)
+        assert_false(run_rotation(part));
+    run_xfer(part, dir, 0);
+    run_close(part);
+    run_open(part, t, o, nodes);
+    run_xfer(part, dir, 1);
+    assert_int_equal(part->next, epochs);
+    rt_remove_tree(dir);
+}
+
 /* Train 3 epochs, save, free everything, load into fresh cores, train to
  * 9: the same bits as 9 straight epochs (bold driver: the learning rate
  * and the previous loss are part of the state; AdaGrad: the accumulators
@@ -549,16 +566,8 @@ static void test_validation_early_stop(void **state)
 
     /* Stopped by --epochs between the best and the stop, saved and resumed
      * with the full --epochs: the same stop and the same model kept. */
-    char dir[] = "/tmp/rotor_sgd_valid_XXXXXX";
-    assert_non_null(mkdtemp(dir));
     run part;
-    run_open(&part, &t, &o, 2);
-    for (uint64_t e = 0; e <= best; e++)
-        assert_false(run_rotation(&part));
-    run_xfer(&part, dir, 0);
-    run_close(&part);
-    run_open(&part, &t, &o, 2);
-    run_xfer(&part, dir, 1);
+    run_reopened(&part, &t, &o, 2, best + 1);
     run_to_end(&part);
     assert_int_equal(part.next, epochs);
     assert_int_equal(part.last.best_epoch, best);
@@ -566,7 +575,6 @@ static void test_validation_early_stop(void **state)
     dense resumed;
     run_dense(&part, &resumed);
     assert_same_dense(&one, &saved, &resumed);
-    rt_remove_tree(dir);
 
     dense_free(&last), dense_free(&saved), dense_free(&upto), dense_free(&resumed);
     run_close(&one), run_close(&two), run_close(&four), run_close(&r_upto), run_close(&part);
@@ -607,18 +615,9 @@ static void test_implicit_bpr(void **state)
     assert_true(one.last.train_rmse == four.last.train_rmse);
     assert_true(one.last.test_rmse == four.last.test_rmse);
 
-    char dir[] = "/tmp/rotor_bpr_state_XXXXXX";
-    assert_non_null(mkdtemp(dir));
-    run_open(&part, &t, &o, 2);
-    for (int e = 0; e < 3; e++)
-        assert_false(run_rotation(&part));
-    run_xfer(&part, dir, 0);
-    run_close(&part);
-    run_open(&part, &t, &o, 2);
-    run_xfer(&part, dir, 1);
+    run_reopened(&part, &t, &o, 2, 3);
     run_to_end(&part);
     assert_same_model(&one, &part);
-    rt_remove_tree(dir);
 
     run_close(&part);
     o.mf.seed = 2; /* another start and other negatives */
@@ -638,10 +637,8 @@ static void test_implicit_bpr(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_split_is_bit_identical),
-        cmocka_unit_test(test_model_roundtrip),
-        cmocka_unit_test(test_resume_is_bit_identical),
-        cmocka_unit_test(test_implicit_bpr),
+        cmocka_unit_test(test_split_is_bit_identical),  cmocka_unit_test(test_model_roundtrip),
+        cmocka_unit_test(test_resume_is_bit_identical), cmocka_unit_test(test_implicit_bpr),
         cmocka_unit_test(test_validation_early_stop),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,6 +16,7 @@
 #     best-so-far model and the count since it travel in the checkpoint.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/cd_mf_lib.sh"
+source "$(dirname "$0")/mf_validation_lib.sh"
 
 cd_mf_planted_plan 900 400 20000 3 0.5
 train=(train --plan "$TMP/plan" --app cd-mf --rank 16 --inner 3 --lambda 0.15 --seed 1
@@ -23,15 +24,8 @@ train=(train --plan "$TMP/plan" --app cd-mf --rank 16 --inner 3 --lambda 0.15 --
 files=(W.npy H.npy row_bias.npy col_bias.npy)
 two() { "$ROTOR" launch -n 2 -- "$ROTOR" "$@"; }
 
-# The per-outer-iteration "N valid_rmse" of a log (with or without the "[rank] " prefix).
-valid_curve() {
-    awk '{ for (i = 1; i < NF; i++) {
-               if ($i == "outer" && $(i - 1) == "rotor:") n = $(i + 1)
-               if ($i == "valid_rmse") print n, $(i + 1) } }' "$1"
-}
-model_field() { # model_field DIR KEY: an integer field of DIR/model.json
-    grep -o "\"$2\": [0-9]*" "$1/model.json" | awk '{ print $2 }'
-}
+valid_curve() { mf_valid_curve "$1" outer; }
+model_field() { mf_model_field "$@"; }
 
 note "early stopping on 2 x 2"
 run_logged es two "${train[@]}" --early-stop 2 --outer 30
@@ -48,8 +42,7 @@ grep -q '"valid_rmse": 0\.' "$TMP/es/model.json" || fail "model.json lacks the b
 grep -q "early stop after outer $stop: .* the model kept is outer $best's" "$TMP/es.log" ||
     fail "the log does not say the run stopped early"
 # The best one is the smallest validation RMSE logged.
-awk -v b="$best" '$1 == b { v = $2 } { a[NR] = $2 } END { for (i in a) if (a[i] < v) exit 1 }' \
-    "$TMP/es.valid" || fail "outer $best is not the smallest validation RMSE: $(cat "$TMP/es.valid")"
+mf_check_best_is_min "$TMP/es.valid" "$best"
 
 note "the saved model is outer $best's"
 run_logged upto two "${train[@]}" --outer "$best"
@@ -59,13 +52,7 @@ same_as upto es "${files[@]}"
     fail "the first $best outer iterations differ between the runs"
 # ... which is not the last iterate: scored by rotor eval, it has outer
 # $best's logged test RMSE, not the last one's.
-got=$("$ROTOR" eval --model "$TMP/es" --input "$TMP/test.txt" 2>/dev/null | grep -o 'rmse [0-9.]*' |
-      head -1 | awk '{ print $2 }')
-at_best=$(cd_mf_curve "$TMP/es.log" | awk -v b="$best" '$1 == b { print $4 }')
-at_stop=$(cd_mf_curve "$TMP/es.log" | awk 'END { print $4 }')
-awk -v g="$got" -v b="$at_best" -v s="$at_stop" \
-    'function abs(x) { return x < 0 ? -x : x } BEGIN { exit !(b != s && abs(g - b) <= 1e-5 && abs(g - b) < abs(g - s)) }' ||
-    fail "rotor eval of the saved model gives $got; outer $best logged $at_best, outer $stop $at_stop"
+mf_check_eval_at_best "$TMP/es" "$TMP/test.txt" "$TMP/es.valid" "$best"
 
 note "--serial gives the same bits"
 run_logged serial "$ROTOR" "${train[@]}" --early-stop 2 --outer 30 --serial

@@ -16,6 +16,7 @@
 #     and the count since it travel in the checkpoint.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/cd_mf_lib.sh"
+source "$(dirname "$0")/mf_validation_lib.sh"
 
 cd_mf_planted_plan 600 300 40000 3 0.5
 train=(train --plan "$TMP/plan" --app sgd-mf --rank 16 --lambda 0.02 --seed 1
@@ -23,16 +24,8 @@ train=(train --plan "$TMP/plan" --app sgd-mf --rank 16 --lambda 0.02 --seed 1
 files=(W.npy H.npy row_bias.npy col_bias.npy)
 two() { "$ROTOR" launch -n 2 -- "$ROTOR" "$@"; }
 
-# The per-epoch "N valid_rmse test_rmse" of a log (with or without the "[rank] " prefix).
-valid_curve() {
-    awk '{ for (i = 1; i < NF; i++) {
-               if ($i == "epoch" && $(i - 1) == "rotor:") n = $(i + 1)
-               if ($i == "test_rmse") t = $(i + 1)
-               if ($i == "valid_rmse") print n, $(i + 1), t } }' "$1"
-}
-model_field() { # model_field DIR KEY: a number of DIR/model.json
-    grep -o "\"$2\": [0-9.e+-]*" "$1/model.json" | awk '{ print $2 }'
-}
+valid_curve() { mf_valid_curve "$1" epoch; }
+model_field() { mf_model_field "$@"; }
 
 note "early stopping on 2 x 2"
 run_logged es two "${train[@]}" --early-stop 3 --epochs 60
@@ -49,8 +42,7 @@ grep -q '"valid_rmse": 0\.' "$TMP/es/model.json" || fail "model.json lacks the b
 grep -q "early stop after epoch $stop: .* the model kept is epoch $best's" "$TMP/es.log" ||
     fail "the log does not say the run stopped early"
 # The best one is the smallest validation RMSE logged.
-awk -v b="$best" '$1 == b { v = $2 } { a[NR] = $2 } END { for (i in a) if (a[i] < v) exit 1 }' \
-    "$TMP/es.valid" || fail "epoch $best is not the smallest validation RMSE: $(cat "$TMP/es.valid")"
+mf_check_best_is_min "$TMP/es.valid" "$best"
 
 note "the saved model is epoch $best's"
 run_logged upto two "${train[@]}" --epochs "$best"
@@ -60,15 +52,11 @@ same_as upto es "${files[@]}"
     fail "the first $best epochs differ between the runs"
 # ... which is not the last iterate: scored by rotor eval, it has epoch
 # $best's logged test RMSE (and model.json's), not the last one's.
-got=$("$ROTOR" eval --model "$TMP/es" --input "$TMP/test.txt" 2>/dev/null | grep -o 'rmse [0-9.]*' |
-      head -1 | awk '{ print $2 }')
+mf_check_eval_at_best "$TMP/es" "$TMP/test.txt" "$TMP/es.valid" "$best"
 at_best=$(awk -v b="$best" '$1 == b { print $3 }' "$TMP/es.valid")
-at_stop=$(awk 'END { print $3 }' "$TMP/es.valid")
-in_json=$(model_field "$TMP/es" test_rmse)
-awk -v g="$got" -v b="$at_best" -v s="$at_stop" -v j="$in_json" \
-    'function abs(x) { return x < 0 ? -x : x }
-     BEGIN { exit !(b != s && abs(g - b) <= 1e-5 && abs(g - j) <= 1e-5 && abs(g - b) < abs(g - s)) }' ||
-    fail "rotor eval of the saved model gives $got; epoch $best logged $at_best, epoch $stop $at_stop, model.json $in_json"
+awk -v a="$at_best" -v j="$(model_field "$TMP/es" test_rmse)" \
+    'BEGIN { d = a - j; exit !(d <= 1e-5 && d >= -1e-5) }' ||
+    fail "model.json's test_rmse is not epoch $best's logged $at_best"
 
 note "--serial, 1 x 4 threads and TCP give the same bits"
 run_logged serial "$ROTOR" "${train[@]}" --early-stop 3 --epochs 60 --serial
