@@ -3,7 +3,8 @@
 # network namespaces joined by shaped veth links, next to `rotor simulate`.
 #
 #   bench/scale.sh [--quick] [--ranks 2,4,8] [--gbps 1,5,25] [--apps sgd-mf,lda]
-#                  [--epochs N] [--rounds 3] [--configs APP:RANKS:GBPS,...] [--keep]
+#                  [--epochs N] [--rounds 3] [--keep]
+#                  [--configs APP:RANKS:GBPS[:THREADS[:PIPELINE]],...]
 #   bench/scale.sh --auto APP:RANKS:GBPS [--rounds 3] [--epochs N]
 #
 # Needs root (ip netns, tc).  Topology: one namespace per rank (rtscale-R,
@@ -11,40 +12,46 @@
 # (rtscale-sw); every rank's veth is shaped with tc tbf in both directions
 # (the rank side and the bridge side), like a NIC of that rate on a switch.
 # No address outside 169.254.77.0/24 is used and nothing is routed out of
-# the namespaces.  netem is not available on every kernel, so no latency is
-# added: the link latency the model gets is the one measured between two
+# the namespaces.  netem is not available on every kernel (not on this
+# one: no sch_netem, and no sch_fq for timestamp-based delay), so no latency
+# is added: the link latency the model gets is the one measured between two
 # namespaces (rotor bench-link, 8-byte ping-pong).
 #
-# For each (app, ranks, gbps), --rounds times: calibrate the kernel rate
-# (rotor simulate --calibrate: a short serial run of the app on the same
-# plan, unpinned like the ranks, right before the run and so under the same
-# load), run `rotor train` in every namespace (1 thread per rank, --pin no:
-# on one machine every rank would pin to the same core), take the median
-# epoch time and stall of the epochs after the first, and predict them with
-# `rotor simulate` from that round's rate and the bandwidth TCP reaches
-# through the shaped link (gbps_tcp, rotor bench-link), all ranks sharing
-# this machine's cores (--host-cores $(nproc): the emulation's truth; a
-# real cluster gives every node its own).  One JSON line per
-# configuration with the medians over the rounds:
-#   {"app", "ranks", "threads", "gbps", "gbps_tcp", "latency_us", "rounds",
-#    "measured_epoch_s", "predicted_epoch_s", "epoch_error", "measured_stall",
-#    "predicted_stall", "critical", "loadavg"}
+# For each configuration, --rounds times: calibrate the kernel rate and the
+# per-step cost (rotor simulate --calibrate: a short serial run of the app
+# on the same plan, unpinned like the ranks, right before the run and so
+# under the same load), run `rotor train` in every namespace (THREADS
+# threads per rank, default 1, on a plan of PIPELINE blocks per worker,
+# default 2; --pin no: on one machine every rank would pin to the same
+# core), take the median epoch time and stall of the epochs after the
+# first, and predict them with `rotor simulate` from that round's
+# calibration, the bandwidth TCP reaches through the shaped link (gbps_tcp,
+# rotor bench-link), all ranks on this machine's cores (--host-cores
+# $(nproc): the emulation's truth; a real cluster gives every node its own)
+# and TCP's send buffer (--send-buffer-kib 8192: the transport's 4 MiB
+# SO_SNDBUF, which Linux doubles; a pass frees its slot once written
+# there).  One JSON line per configuration with the medians over the rounds:
+#   {"app", "ranks", "threads", "pipeline", "gbps", "gbps_tcp", "latency_us",
+#    "rounds", "measured_epoch_s", "predicted_epoch_s", "epoch_error",
+#    "measured_stall", "predicted_stall", "stall_error", "measured_compute_s",
+#    "predicted_compute_s", "critical", "loadavg"}
+# (compute: the most any rank spends in its kernel per epoch, from the
+# engine's debug log, against the model's, which includes the sharing).
 # --auto: the plan of `rotor partition --pipeline auto` (for the measured
 # link and the rate calibrated right before) against the default plan, run
 # alternately; one JSON line with the medians and their ratio.
-# --quick: 4 configurations, one round of 4 epochs each (about a minute and
-# a half under load).  Without root or namespaces it prints a message and
-# exits 0.
+# --quick: 4 configurations, one round of 4 epochs each (about a minute).
+# Without root or namespaces it prints a message and exits 0.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 ranks=2,4,8 gbps=1,5,25 apps=sgd-mf,lda epochs=6 rounds=3 quick=0 keep=0 configs="" auto=""
 BENCH_FLAGS=([quick]=quick=1 [keep]=keep=1)
-bench_options 2,35 "$@"
+bench_options 2,41 "$@"
 
 PREFIX=rtscale
 SUBNET=169.254.77
 TMP=$(mktemp -d)
-max_ranks=0
+max_ranks=0 burst_kib=0
 
 skip() { echo "scale.sh: skipped: $*" >&2; rm -rf "$TMP"; exit 0; }
 
@@ -95,8 +102,13 @@ netns_up() {
 # shape GBPS: tbf on both ends of every rank's link (0 = unshaped).
 shape() {
     local rate=$1 burst
-    # a burst of ~1 ms of traffic (at least 64 KiB) keeps tbf accurate at high rates
+    # A burst of ~1 ms of traffic (at least 256 KiB) keeps tbf accurate at
+    # high rates and cheap at low ones (a smaller bucket splits every 64 KiB
+    # GSO packet, and those copies take the ranks' cores).  After an idle
+    # moment a full bucket goes out at once, which a real link does not do:
+    # the model is told (--burst-kib).
     burst=$(awk -v g="$rate" 'BEGIN { b = g * 1e9 / 8 / 1000; if (b < 262144) b = 262144; printf "%d", b }')
+    burst_kib=$((burst / 1024))
     for ((r = 0; r < max_ranks; r++)); do
         tc -n "$PREFIX-$r" qdisc del dev eth0 root 2>/dev/null || true
         tc -n "$PREFIX-sw" qdisc del dev "p$r" root 2>/dev/null || true
@@ -156,19 +168,19 @@ measure_gbps() {
 
 # Workload per app: transfer and compute of the same order at 1-5 Gb/s
 # on one core per rank, so the stall moves with the link.
-gen_plan() { # gen_plan APP RANKS OUT [PARTITION OPTIONS...]
-    local app=$1 n=$2 out=$3
-    shift 3
+gen_plan() { # gen_plan APP RANKS THREADS OUT [PARTITION OPTIONS...]
+    local app=$1 n=$2 th=$3 out=$4
+    shift 4
     mkdir -p "$(dirname "$out")"
     if [ "$app" = lda ]; then
         [ -f "$TMP/corpus.txt" ] || "$ROTOR" gen lda --docs 6000 --vocab 20000 --topics 50 \
             --doc-len 150 --seed 1 --out "$TMP/corpus.txt" >/dev/null 2>&1
-        "$ROTOR" partition --app lda --input "$TMP/corpus.txt" --nodes "$n" --threads 1 \
+        "$ROTOR" partition --app lda --input "$TMP/corpus.txt" --nodes "$n" --threads "$th" \
             --seed 1 --out "$out" --force "$@" 2>"$out.log" >/dev/null
     else
-        [ -f "$TMP/mf.txt" ] || "$ROTOR" gen mf --rows 40000 --cols 40000 --nnz 1500000 \
+        [ -f "$TMP/mf.txt" ] || "$ROTOR" gen mf --rows 40000 --cols 10000 --nnz 1500000 \
             --rank 8 --seed 1 --out "$TMP/mf.txt" >/dev/null 2>&1
-        "$ROTOR" partition --input "$TMP/mf.txt" --nodes "$n" --threads 1 --seed 1 \
+        "$ROTOR" partition --input "$TMP/mf.txt" --nodes "$n" --threads "$th" --seed 1 \
             --out "$out" --force "$@" 2>"$out.log" >/dev/null
     fi
 }
@@ -197,62 +209,83 @@ measured() {
     echo "$t $s"
 }
 
-declare -A rate
-# The kernel rate of one thread on this machine now (serial, unpinned): the
-# ranks each run one such thread (no network).
-calibrate() { # calibrate APP PLAN KEY: rate[KEY] = units/s per thread
+declare -A rate step_us cell_cv
+# The kernel rate of one thread on this machine now (serial, unpinned) and
+# the per-step cost besides the kernel: a rank's thread computes at that
+# rate while it has a core to itself (the model shares the cores), and how
+# much the time of a cell varies from visit to visit on this machine now.
+calibrate() { # calibrate APP PLAN KEY: rate[KEY] (units/s per thread), step_us[KEY], cell_cv[KEY]
     local out
     # shellcheck disable=SC2046
     out=$("$ROTOR" simulate --plan "$2" --app "$1" $(app_args "$1") --calibrate --gbps 0 \
         --json 2>&1) || { echo "$out" >&2; return 1; }
     rate[$3]=$(echo "$out" | sed -n 's/.*"rate": \([0-9.e+]*\).*/\1/p')
+    step_us[$3]=$(echo "$out" | sed -n 's/.*"step_overhead_us": \([0-9.e+]*\).*/\1/p')
+    cell_cv[$3]=$(echo "$out" | sed -n 's/.*"cell_cv": \([0-9.e+-]*\).*/\1/p')
 }
 
 declare -A effective
-# one_round APP RANKS GBPS LAT_US: calibrate, run, predict; appends
-# "measured_epoch measured_stall predicted_epoch predicted_stall critical"
-# to $TMP/rounds.
+plan_dir() { echo "$TMP/$1.$2.$3.$4/plan"; } # plan_dir APP RANKS THREADS PIPELINE
+
+# one_round APP RANKS GBPS LAT_US THREADS PIPELINE: calibrate, run, predict;
+# appends "measured_epoch measured_stall predicted_epoch predicted_stall
+# critical measured_compute predicted_compute" to $TMP/rounds.
 one_round() {
-    local app=$1 n=$2 g=$3 lat=$4 plan=$TMP/$1.$2/plan m pred
-    calibrate "$app" "$plan" "$app.$n" || return 1 # right before, under the same load
+    local app=$1 n=$2 g=$3 lat=$4 th=$5 c=$6 key=$1.$2.$5.$6 plan m pred
+    plan=$(plan_dir "$app" "$n" "$th" "$c")
+    calibrate "$app" "$plan" "$key" || return 1 # right before, under the same load
     shape "$g"
     # shellcheck disable=SC2046
-    if ! run_ranks "$n" "$ROTOR" train --plan "$plan" --app "$app" $(app_args "$app") \
-        --transport tcp --pin no; then
-        echo "scale.sh: $app on $n ranks at $g Gb/s failed:" >&2
+    if ! ROTOR_LOG=debug run_ranks "$n" "$ROTOR" train --plan "$plan" --app "$app" \
+        $(app_args "$app") --threads "$th" --transport tcp --pin no; then
+        echo "scale.sh: $app on $n ranks x $th threads at $g Gb/s failed:" >&2
         tail -n 5 "$TMP"/log.* >&2
         return 1
     fi
     m=$(measured)
     # shellcheck disable=SC2046
     pred=$("$ROTOR" simulate --plan "$plan" --app "$app" $(app_args "$app") --json \
-        --rate "${rate[$app.$n]}" --gbps "${effective[$g]}" --latency-us "$lat" --overhead-us 10 \
-        --host-cores "$(nproc)")
-    echo "$m $(echo "$pred" | sed -n 's/.*"predicted_epoch_s": \([0-9.e+-]*\).*"predicted_stall": \([0-9.e+-]*\).*"critical": "\([a-z]*\)".*/\1 \2 \3/p')" \
-        >>"$TMP/rounds"
+        --rate "${rate[$key]}" --step-overhead-us "${step_us[$key]}" --cell-cv "${cell_cv[$key]}" \
+        --gbps "${effective[$g]}" --burst-kib "$burst_kib" \
+        --latency-us "$lat" --overhead-us 10 --host-cores "$(nproc)" --send-buffer-kib 8192)
+    echo "$m $(echo "$pred" | sed -n 's/.*"predicted_epoch_s": \([0-9.e+-]*\).*"predicted_stall": \([0-9.e+-]*\).*"compute_s": \([0-9.e+-]*\).*"critical": "\([a-z]*\)".*/\1 \2 \4 \3/p') $(measured_compute "$n")" |
+        awk '{ print $1, $2, $3, $4, $5, $7, $6 }' >>"$TMP/rounds"
+}
+
+# the largest over the ranks of their median compute time per rotation (the
+# engine's debug line: mean over the rank's threads), epochs after the first
+measured_compute() { # measured_compute RANKS
+    for ((r = 0; r < $1; r++)); do
+        sed -n 's/.*engine: rank [0-9]* rotation: .* compute \([0-9.]*\) s.*/\1/p' "$TMP/log.$r" |
+            tail -n +2 | median nan
+    done | sort -g | tail -n 1
 }
 
 col_median() { cut -d' ' -f"$1" "$TMP/rounds" | median; }
 
-one_config() { # one_config APP RANKS GBPS LAT_US
-    local app=$1 n=$2 g=$3 lat=$4 load me pe ms ps crit
+one_config() { # one_config APP RANKS GBPS LAT_US THREADS PIPELINE
+    local app=$1 n=$2 g=$3 lat=$4 th=$5 c=$6 load me pe ms ps mc pc crit
     shape "$g"
     [ -n "${effective[$g]:-}" ] || effective[$g]=$(measure_gbps)
     : >"$TMP/rounds"
     load=$(cut -d' ' -f1-3 /proc/loadavg)
     for ((i = 0; i < rounds; i++)); do one_round "$@" || return 1; done
     me=$(col_median 1) ms=$(col_median 2) pe=$(col_median 3) ps=$(col_median 4)
+    mc=$(col_median 6) pc=$(col_median 7)
     crit=$(cut -d' ' -f5 "$TMP/rounds" | sort | uniq -c | sort -rn | awk 'NR == 1 { print $2 }')
-    printf '{"app": "%s", "ranks": %d, "threads": 1, "gbps": %s, "gbps_tcp": %s, ' \
-        "$app" "$n" "$g" "${effective[$g]}"
+    printf '{"app": "%s", "ranks": %d, "threads": %d, "pipeline": %d, "gbps": %s, ' \
+        "$app" "$n" "$th" "$c" "$g"
+    printf '"gbps_tcp": %s, ' "${effective[$g]}"
     printf '"latency_us": %s, "rounds": %d, ' "$lat" "$rounds"
     printf '"measured_epoch_s": %s, "predicted_epoch_s": %s, "epoch_error": %s, ' "$me" "$pe" \
         "$(awk -v m="$me" -v p="$pe" 'BEGIN { printf "%.3f", (p - m) / m }')"
-    printf '"measured_stall": %s, "predicted_stall": %s, "critical": "%s", "loadavg": "%s"}\n' \
-        "$ms" "$ps" "$crit" "$load"
+    printf '"measured_stall": %s, "predicted_stall": %s, "stall_error": %s, ' "$ms" "$ps" \
+        "$(awk -v m="$ms" -v p="$ps" 'BEGIN { printf "%.3f", p - m }')"
+    printf '"measured_compute_s": %s, "predicted_compute_s": %.4g, ' "$mc" "$pc"
+    printf '"critical": "%s", "loadavg": "%s"}\n' "$crit" "$load"
 }
 
-# run_epoch APP RANKS PLAN: the measured median epoch of one run
+# run_epoch APP RANKS PLAN: the measured median epoch of one run (1 thread per rank)
 run_epoch() {
     # shellcheck disable=SC2046
     run_ranks "$2" "$ROTOR" train --plan "$3" --app "$1" $(app_args "$1") --transport tcp \
@@ -264,12 +297,13 @@ run_epoch() {
 # --pipeline auto (partitioned for the link measured here and the rate
 # calibrated right before), run alternately, medians over the rounds.
 auto_compare() {
-    local app=$1 n=$2 g=$3 lat=$4 d=$TMP/$1.$2 pa load
+    local app=$1 n=$2 g=$3 lat=$4 d pa load
+    d=$(dirname "$(plan_dir "$app" "$n" 1 2)")
     shape "$g"
     effective[$g]=$(measure_gbps)
     load=$(cut -d' ' -f1-3 /proc/loadavg)
     calibrate "$app" "$d/plan" "$app.$n" || return 1
-    gen_plan "$app" "$n" "$d/auto" --pipeline auto --rate "${rate[$app.$n]}" \
+    gen_plan "$app" "$n" 1 "$d/auto" --pipeline auto --rate "${rate[$app.$n]}" \
         --gbps "${effective[$g]}" --latency-us "$lat" --overhead-us 10 \
         --bytes-per-col "$(col_bytes "$app")"
     pa=$(sed -n 's/.*"pipeline": \([0-9]*\).*/\1/p' "$d/auto/plan.json")
@@ -302,8 +336,8 @@ else
     done
 fi
 need=0
-for c in $configs; do
-    IFS=: read -r a n g <<<"$c"
+for cfg in $configs; do
+    IFS=: read -r a n g <<<"$cfg"
     [ "$n" -gt "$need" ] && need=$n
 done
 [ -z "$auto" ] || need=${auto#*:} need=${need%%:*}
@@ -314,12 +348,14 @@ lat=$(measure_latency)
 [ -n "$lat" ] || lat=30
 if [ -n "$auto" ]; then
     IFS=: read -r a n g <<<"$auto"
-    gen_plan "$a" "$n" "$TMP/$a.$n/plan"
+    gen_plan "$a" "$n" 1 "$(plan_dir "$a" "$n" 1 2)"
     auto_compare "$a" "$n" "$g" "$lat"
     exit 0
 fi
-for c in $configs; do
-    IFS=: read -r a n g <<<"$c"
-    [ -d "$TMP/$a.$n/plan" ] || gen_plan "$a" "$n" "$TMP/$a.$n/plan"
-    one_config "$a" "$n" "$g" "$lat" || true
+for cfg in $configs; do
+    IFS=: read -r a n g th c <<<"$cfg"
+    th=${th:-1} c=${c:-2}
+    plan=$(plan_dir "$a" "$n" "$th" "$c")
+    [ -d "$plan" ] || gen_plan "$a" "$n" "$th" "$plan" --pipeline "$c"
+    one_config "$a" "$n" "$g" "$lat" "$th" "$c" || true
 done

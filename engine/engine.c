@@ -344,8 +344,17 @@ static int check_home(rt_engine *e)
     return 0;
 }
 
-static int rotation_stats(rt_engine *e, double t0, uint64_t bytes0, rt_rotation_stats *st,
-                          rt_error *err)
+/* This rank's share of a rotation, for whoever checks a model against it
+ * (bench/scale.sh runs the ranks with ROTOR_LOG=debug). */
+static void log_rotation(const rt_engine *e, const rt_rotation_stats *st, double credit_wait_s)
+{
+    rt_debug("engine: rank %u rotation: %.6f s, compute %.6f s (mean over threads), stall "
+             "%.6f s, credit wait %.6f s",
+             e->rank, st->seconds, st->compute_s, st->stall_s, credit_wait_s);
+}
+
+static int rotation_stats(rt_engine *e, double t0, const rt_transport_stats *ts0,
+                          rt_rotation_stats *st, rt_error *err)
 {
     rt_transport_stats ts;
     rt_transport_get_stats(e->tr, &ts);
@@ -357,11 +366,12 @@ static int rotation_stats(rt_engine *e, double t0, uint64_t bytes0, rt_rotation_
     st->seconds = rt_now() - t0;
     st->compute_s = compute / (e->serial ? 1 : e->T);
     st->stall_s = e->stall_s;
+    log_rotation(e, st, ts.credit_wait_s - ts0->credit_wait_s);
     /* [bytes, stall fraction of rank 0, ..., of rank P-1]: exact sums. */
     double *v = calloc(e->P + 1, sizeof(double));
     if (!v)
         return rt_fail(err, RT_EXIT_RUNTIME, "engine: out of memory");
-    v[0] = (double)(ts.bytes_sent - bytes0);
+    v[0] = (double)(ts.bytes_sent - ts0->bytes_sent);
     v[1 + e->rank] = st->seconds > 0 ? e->stall_s / st->seconds : 0;
     int rc = rt_transport_allreduce_f64(e->tr, v, e->P + 1, err);
     st->bytes_moved = (uint64_t)v[0];
@@ -397,7 +407,7 @@ static int run_rotation(rt_engine *e, uint64_t rot, int *stop, rt_error *err)
         return rt_fail(err, RT_EXIT_RUNTIME, "engine: blocks not home after rotation %llu",
                        (unsigned long long)rot);
     rt_rotation_stats st;
-    if (rotation_stats(e, t0, ts.bytes_sent, &st, err))
+    if (rotation_stats(e, t0, &ts, &st, err))
         return -1;
     return e->ops->rotation_end(e->app, e, rot, &st, stop, err);
 }

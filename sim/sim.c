@@ -9,6 +9,10 @@
 #define SIM_EXCHANGE_CHUNK (16.0 * 1024)
 /* ... and reduce-scatters vectors at least this long. */
 #define SIM_HALVING_MIN_BYTES (64.0 * 1024)
+/* Cell time jitter: rotations averaged by default, and the seed of their
+ * draws (fixed: the prediction is deterministic). */
+#define SIM_JITTER_ROTATIONS 32
+#define SIM_JITTER_SEED 0x5eed5157u
 
 static double wire_s(const rt_sim_link *l, double bytes)
 {
@@ -69,6 +73,8 @@ typedef struct sim_node {
     double credit;  /* time blocked waiting for credits */
     double compute; /* sum of step compute times */
     double link;    /* when the node's outgoing link is free */
+    double tokens;  /* the link's token bucket (burst_bytes), as of tokens_at */
+    double tokens_at;
 } sim_node;
 
 /* The cores that a group of nodes shares.  Busy workers share them
@@ -91,8 +97,13 @@ typedef struct sim_state {
     double *done_at;    /* W: host progress at which the worker's cell is done (INFINITY: idle) */
     double *worker_sum; /* W: wall time of the worker's cells */
     double *arrive;     /* N x B: arrival k at node n (INFINITY until its pass is made) */
-    double *sent;       /* N x B: time pass k of node n finished on the wire (ditto) */
+    double *freed;      /* N x B: when pass k of node n left its slot (ditto) */
+    double *wire_start; /* N x B: when pass k of node n started on the wire */
+    double *wire_free;  /* N x B: bytes of it that went at once (the link's burst) */
+    double *stream_end; /* N x B: bytes node n has passed up to and including pass k */
     uint32_t in_collective; /* nodes inside the current collective */
+    rt_rng rng;             /* cell time jitter (rt_sim_shape.cell_cv) */
+    double jitter_sigma;    /* of the log-normal factor; 0: none */
 } sim_state;
 
 static void state_free(sim_state *s)
@@ -102,7 +113,10 @@ static void state_free(sim_state *s)
     free(s->done_at);
     free(s->worker_sum);
     free(s->arrive);
-    free(s->sent);
+    free(s->freed);
+    free(s->wire_start);
+    free(s->wire_free);
+    free(s->stream_end);
 }
 
 static int state_init(sim_state *s, const rt_sim_shape *sh, rt_error *err)
@@ -122,8 +136,12 @@ static int state_init(sim_state *s, const rt_sim_shape *sh, rt_error *err)
     s->done_at = malloc(s->W * sizeof(double));
     s->worker_sum = calloc(s->W, sizeof(double));
     s->arrive = malloc(NB * sizeof(double));
-    s->sent = malloc(NB * sizeof(double));
-    if (!s->node || !s->host || !s->done_at || !s->worker_sum || !s->arrive || !s->sent) {
+    s->freed = malloc(NB * sizeof(double));
+    s->wire_start = calloc(NB, sizeof(double));
+    s->wire_free = calloc(NB, sizeof(double));
+    s->stream_end = calloc(NB, sizeof(double));
+    if (!s->node || !s->host || !s->done_at || !s->worker_sum || !s->arrive || !s->freed ||
+        !s->wire_start || !s->wire_free || !s->stream_end) {
         state_free(s);
         return rt_fail(err, RT_EXIT_RUNTIME, "simulate: out of memory");
     }
@@ -132,7 +150,7 @@ static int state_init(sim_state *s, const rt_sim_shape *sh, rt_error *err)
     for (uint32_t w = 0; w < s->W; w++)
         s->done_at[w] = INFINITY;
     for (size_t i = 0; i < NB; i++)
-        s->arrive[i] = s->sent[i] = INFINITY;
+        s->arrive[i] = s->freed[i] = INFINITY;
     return 0;
 }
 
@@ -175,6 +193,17 @@ static void hosts_advance(sim_state *s, double t)
     s->now = t;
 }
 
+/* A log-normal factor of mean 1 and the shape's coefficient of variation
+ * (1 without jitter). */
+static double jitter(sim_state *s)
+{
+    if (s->jitter_sigma <= 0)
+        return 1;
+    double u1 = 1 - rt_rng_uniform(&s->rng), u2 = rt_rng_uniform(&s->rng); /* Box-Muller */
+    double z = sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
+    return exp(s->jitter_sigma * z - s->jitter_sigma * s->jitter_sigma / 2);
+}
+
 /* Step `step` of node n starts now: its workers take up their cells. */
 static void compute_start(sim_state *s, const rt_sim_shape *sh, uint32_t n)
 {
@@ -187,6 +216,7 @@ static void compute_start(sim_state *s, const rt_sim_shape *sh, uint32_t n)
         double x = sh->rate > 0 ? sh->cell_work[(size_t)w * s->B + b] / sh->rate : 0;
         if (x <= 0)
             continue;
+        x *= jitter(s);
         s->done_at[w] = h->progress + x;
         d->busy++, h->busy++;
     }
@@ -234,11 +264,13 @@ static double arrival_needed(const sim_state *s, uint32_t n)
 }
 
 /* When node n's pass k may start: a slot at the next node frees when its
- * pass k - spare is on the wire, and the credit takes one latency. */
+ * pass k - spare has left it (pass_freed_at), and the credit takes one
+ * latency. */
 static double credit_at(const sim_state *s, const rt_sim_link *l, uint32_t n, uint32_t k)
 {
     uint32_t next = (n + 1) % s->N;
-    return k >= s->spare ? s->sent[(size_t)next * s->B + (k - s->spare)] + l->latency_s : -INFINITY;
+    return k >= s->spare ? s->freed[(size_t)next * s->B + (k - s->spare)] + l->latency_s
+                         : -INFINITY;
 }
 
 /* When node n's current phase can end (INFINITY: on an event not yet known;
@@ -276,17 +308,66 @@ static void collective_enter(sim_state *s, uint32_t n, node_phase phase, double 
         s->node[m].release = s->now + cost_s;
 }
 
+/* When node n's stream of passes has gone on the wire up to byte x (x is
+ * within pass k's end): the link sends one pass after the other, each
+ * after its per-message overhead. */
+static double wire_reaches(const sim_state *s, const rt_sim_link *l, uint32_t n, uint32_t k,
+                           double x)
+{
+    const double *end = s->stream_end + (size_t)n * s->B;
+    uint32_t j = 0;
+    while (j < k && end[j] < x)
+        j++;
+    double before = j ? end[j - 1] : 0;
+    double free = s->wire_free[(size_t)n * s->B + j]; /* went out with the burst */
+    return s->wire_start[(size_t)n * s->B + j] + l->overhead_s +
+           (x - before > free ? wire_s(l, x - before - free) : 0);
+}
+
+/* When node n's pass k (just queued) leaves its slot, which is then free
+ * for the previous node's next block: once its bytes are on the wire or,
+ * where the sending side buffers (a TCP socket's send buffer), once all but
+ * the buffer's worth of the stream up to its last byte are; never before
+ * the pass before it (one sender writes them in order). */
+static double pass_freed_at(const sim_state *s, const rt_sim_link *l, uint32_t n, uint32_t k)
+{
+    double x = s->stream_end[(size_t)n * s->B + k] - l->buffer_bytes;
+    double t = x > 0 ? wire_reaches(s, l, n, k, x) : s->now;
+    double prev = k ? s->freed[(size_t)n * s->B + k - 1] : -INFINITY;
+    return fmax(fmax(t, s->now), prev);
+}
+
+/* A shaped link (a token bucket: rt_sim_link.burst_bytes) lets up to its
+ * bucket of bytes go at once after an idle time; this many of `bytes`
+ * starting at `start` do, and the bucket is empty after (it refills at the
+ * link's rate while idle). */
+static double burst_take(sim_node *d, const rt_sim_link *l, double start, double bytes)
+{
+    if (l->burst_bytes <= 0 || l->gbps <= 0)
+        return 0;
+    double tokens = d->tokens + (start - d->tokens_at) * l->gbps * 1e9 / 8;
+    tokens = tokens < l->burst_bytes ? tokens : l->burst_bytes;
+    double free = tokens < bytes ? tokens : bytes;
+    d->tokens = tokens - free;
+    return free;
+}
+
 /* Queue node n's pass of the block its last worker just finished. */
 static void node_pass(sim_state *s, const rt_sim_shape *sh, const rt_sim_link *l, uint32_t n)
 {
     sim_node *d = &s->node[n];
     uint32_t next = (n + 1) % s->N, k = d->step;
-    uint32_t b = sh->schedule[(size_t)k * s->W + n * s->T + s->T - 1];
+    size_t at = (size_t)n * s->B + k;
+    double bytes = sh->block_bytes[sh->schedule[(size_t)k * s->W + n * s->T + s->T - 1]];
     double start = s->now > d->link ? s->now : d->link;
-    double done = start + l->overhead_s + wire_s(l, sh->block_bytes[b]);
-    d->link = done;
-    s->sent[(size_t)n * s->B + k] = done;
-    s->arrive[(size_t)next * s->B + k] = done + l->latency_s;
+    double free = burst_take(d, l, start, bytes);
+    d->link = start + l->overhead_s + wire_s(l, bytes - free);
+    d->tokens_at = d->link;
+    s->wire_start[at] = start;
+    s->wire_free[at] = free;
+    s->stream_end[at] = (k ? s->stream_end[at - 1] : 0) + bytes;
+    s->freed[at] = pass_freed_at(s, l, n, k);
+    s->arrive[(size_t)next * s->B + k] = d->link + l->latency_s;
 }
 
 typedef struct sim_costs {
@@ -444,12 +525,20 @@ static void summarize(const sim_state *s, const rt_sim_shape *sh, const rt_sim_l
     out->critical = critical_of(out, imbalance, network);
 }
 
-int rt_sim_rotation(const rt_sim_shape *sh, const rt_sim_link *l, rt_sim_result *out, rt_error *err)
+/* One rotation with the jitter drawn from stream `stream`. */
+static int one_rotation(const rt_sim_shape *sh, const rt_sim_link *l, uint64_t stream,
+                        rt_sim_result *out, rt_error *err)
 {
     sim_state s;
     memset(out, 0, sizeof(*out));
-    if (check_shape(sh, err) || state_init(&s, sh, err))
+    if (state_init(&s, sh, err))
         return -1;
+    for (uint32_t n = 0; n < s.N; n++) /* idle between rotations: a full bucket */
+        s.node[n].tokens = l->burst_bytes;
+    if (sh->cell_cv > 0) {
+        s.jitter_sigma = sqrt(log(1 + sh->cell_cv * sh->cell_cv));
+        rt_rng_seed(&s.rng, SIM_JITTER_SEED, stream);
+    }
     /* the engine's statistics ([bytes, stall per rank]) and the app's */
     sim_costs cost = {
         .step_reduce_s = rt_sim_allreduce_s(l, s.N, sh->step_reduce_bytes, sh->collectives),
@@ -462,4 +551,40 @@ int rt_sim_rotation(const rt_sim_shape *sh, const rt_sim_link *l, rt_sim_result 
         rt_fail(err, RT_EXIT_INPUT, "simulate: the schedule never completes a rotation");
     state_free(&s);
     return rc;
+}
+
+/* acc += r / n, field by field */
+static void add_mean(rt_sim_result *acc, const rt_sim_result *r, double n)
+{
+    acc->epoch_s += r->epoch_s / n;
+    acc->stall_max += r->stall_max / n;
+    acc->stall_mean += r->stall_mean / n;
+    acc->compute_max_s += r->compute_max_s / n;
+    acc->compute_mean_s += r->compute_mean_s / n;
+    acc->credit_wait_s += r->credit_wait_s / n;
+    acc->collective_s += r->collective_s / n;
+    acc->link_busy_s += r->link_busy_s / n;
+    acc->bytes_per_link += r->bytes_per_link / n;
+    acc->latency_s += r->latency_s / n;
+    acc->steps_s += r->steps_s / n;
+}
+
+int rt_sim_rotation(const rt_sim_shape *sh, const rt_sim_link *l, rt_sim_result *out, rt_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (check_shape(sh, err))
+        return -1;
+    if (sh->cell_cv <= 0)
+        return one_rotation(sh, l, 0, out, err);
+    /* with jitter: the mean over rotations of independent draws */
+    uint32_t n = sh->jitter_rotations ? sh->jitter_rotations : SIM_JITTER_ROTATIONS;
+    for (uint32_t i = 0; i < n; i++) {
+        rt_sim_result r;
+        if (one_rotation(sh, l, i, &r, err))
+            return -1;
+        add_mean(out, &r, n);
+    }
+    double imbalance = out->compute_max_s - out->compute_mean_s;
+    out->critical = critical_of(out, imbalance, out->stall_max * out->epoch_s + out->credit_wait_s);
+    return 0;
 }

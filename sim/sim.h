@@ -18,9 +18,12 @@
  *   4. pass the block at the end of the node's segment to the next node:
  *      the pass waits for a credit (the next node has span + S slots, S spare
  *      slots, default 1, so the k-th pass needs the next node's (k-S)-th pass
- *      to have completed), then
+ *      to have left its slot: on the wire, or, over TCP, written into the
+ *      socket's send buffer, which takes it long before it is on the wire
+ *      unless the buffer is full; see rt_sim_link.buffer_bytes), then
  *      queues on the node's outgoing link: per-message overhead plus
- *      bytes / bandwidth, arriving one latency later.
+ *      bytes / bandwidth, arriving one latency later.  Only the waits for
+ *      arrivals are stall, as in the engine; credit waits are not.
  * After B steps each node waits for its last arrival, and the rotation ends
  * with the engine's statistics all-reduce (plus the app's) across all nodes.
  * Every rotation starts with all blocks home and all nodes in step, so one
@@ -39,9 +42,16 @@
 #include <stdint.h>
 
 typedef struct rt_sim_link {
-    double gbps;       /* bandwidth of each node's link, per direction (<= 0: infinite) */
-    double latency_s;  /* one-way latency per message */
-    double overhead_s; /* per-message software overhead on the sending side */
+    double gbps;         /* bandwidth of each node's link, per direction (<= 0: infinite) */
+    double latency_s;    /* one-way latency per message */
+    double overhead_s;   /* per-message software overhead on the sending side */
+    double buffer_bytes; /* what the sending side holds beyond the wire: a pass leaves its
+                            slot (and the credit goes back) once all but this many bytes
+                            of the stream up to its end are on the wire (TCP: the
+                            socket's send buffer; 0: once it is all on the wire) */
+    double burst_bytes;  /* a shaped link's token bucket (tc tbf's burst): after an idle
+                            time up to this many bytes go at once, the rest at gbps; 0:
+                            a real link, always at gbps */
 } rt_sim_link;
 
 typedef enum rt_sim_collectives { RT_SIM_TREE = 0, RT_SIM_STAR = 1 } rt_sim_collectives;
@@ -62,6 +72,11 @@ typedef struct rt_sim_shape {
     double epoch_reduce_bytes;         /* all-reduced once per rotation (statistics, metrics) */
     rt_sim_collectives collectives;
     uint32_t spare_slots; /* window slots beyond the home blocks (0 = 1, the engine's) */
+    double cell_cv;       /* > 0: each cell's time varies, log-normal with mean work / rate
+                             and this coefficient of variation (time slices on a loaded
+                             machine), drawn from a fixed seed; the result is the mean
+                             over jitter_rotations rotations (0 = 32) */
+    uint32_t jitter_rotations;
 } rt_sim_shape;
 
 typedef struct rt_sim_result {

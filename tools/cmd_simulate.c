@@ -74,6 +74,10 @@ static const rt_opt sim_options[] = {
                "nodes on one host, as ranks on one machine)"),
     RT_DOUBLE_OPT("step-overhead-us", 0, sim_opts, step_overhead_us, "U", "20", 0, HUGE_VAL, 0,
                   "fixed cost per step"),
+    RT_DOUBLE_OPT("cell-cv", 0, sim_opts, knobs.cell_cv, "V", "0", 0, 10, 0,
+                  "cell times vary with this coefficient of variation (a loaded machine's "
+                  "time slices): the mean of 32 rotations; default: none, or what the "
+                  "calibration measured"),
     RT_U32_OPT("spare-slots", 0, sim_opts, knobs.spare_slots, "S", "1", 1, 64, 0,
                "window slots beyond the home blocks, as rotor train --spare-slots"),
     RT_ENUM_OPT("collectives", 0, sim_opts, collectives, sim_collectives, "tree",
@@ -100,11 +104,13 @@ static int parse_nodes(const char *v, sim_opts *o, rt_error *err)
     return 0;
 }
 
-/* The app runs 3 rotations when calibrating, whatever was asked: these go
- * after the user's options (the last of a repeated option wins). */
+/* The app runs 6 rotations when calibrating (the first warms up; the mean
+ * of five steadies a rate that moves from one rotation to the next on a
+ * loaded machine), whatever was asked: these go after the user's options
+ * (the last of a repeated option wins). */
 static char **with_calibration_args(const char *app, int argc, char **argv, int *n_out)
 {
-    static char *const sgd[] = {"--epochs", "3"}, *const lda[] = {"--iters", "2"},
+    static char *const sgd[] = {"--epochs", "6"}, *const lda[] = {"--iters", "5"},
                        *const cd[] = {"--outer", "1", "--inner", "1"};
     char *const *extra = !strcmp(app, "lda") ? lda : !strcmp(app, "cd-mf") ? cd : sgd;
     int n = !strcmp(app, "cd-mf") ? 4 : 2;
@@ -242,11 +248,20 @@ static int bytes_per_col(const sim_opts *o, const rt_app_desc *app, const void *
 
 /* ---- calibration: the app's kernel, serially, on the plan ---- */
 
+/* Per worker (each written by its own thread only): the seconds per work
+ * unit of its visits after the first rotation, summed and squared. */
+typedef struct calib_spread {
+    double n, sum, sumsq;
+} calib_spread;
+
 typedef struct calib {
     const rt_app_ops *inner;
     void *inner_app;
     double compute_s, other_s; /* over the rotations after the first */
     int rotations;
+    const double *cells; /* W x B work units */
+    uint32_t blocks;
+    calib_spread *spread; /* W */
 } calib;
 
 static int calib_block_home(void *p, uint32_t block, uint64_t rot, void *payload, size_t *len,
@@ -259,7 +274,28 @@ static int calib_block_home(void *p, uint32_t block, uint64_t rot, void *payload
 static int calib_visit(void *p, const rt_visit *v, rt_error *err)
 {
     calib *c = p;
-    return c->inner->visit(c->inner_app, v, err);
+    double t0 = rt_now();
+    int rc = c->inner->visit(c->inner_app, v, err);
+    double work = c->cells[(size_t)v->worker * c->blocks + v->block];
+    if (rc == 0 && v->rotation > 0 && work > 0) {
+        double x = (rt_now() - t0) / work;
+        calib_spread *sp = &c->spread[v->worker];
+        sp->n++, sp->sum += x, sp->sumsq += x * x;
+    }
+    return rc;
+}
+
+/* The coefficient of variation of a cell's time per work unit over all
+ * visits measured. */
+static double calib_cell_cv(const calib *c, uint32_t workers)
+{
+    double n = 0, sum = 0, sumsq = 0;
+    for (uint32_t w = 0; w < workers; w++)
+        n += c->spread[w].n, sum += c->spread[w].sum, sumsq += c->spread[w].sumsq;
+    if (n < 2 || sum <= 0)
+        return 0;
+    double mean = sum / n, var = (sumsq - n * mean * mean) / (n - 1);
+    return var > 0 ? sqrt(var) / mean : 0;
 }
 
 static int calib_step_end(void *p, rt_engine *eng, uint64_t rot, uint32_t step, rt_error *err)
@@ -311,7 +347,12 @@ static int calibrate(sim_opts *o, const rt_app_desc *app, const void *app_opts, 
     rt_transport_config_init(&ec.transport);
     ec.slot_bytes = slot_bytes;
     rt_engine *eng = NULL;
-    calib c = {.inner = app->ops};
+    calib c = {.inner = app->ops, .cells = cells, .blocks = plan->blocks};
+    c.spread = calloc(plan->workers, sizeof(calib_spread));
+    if (!c.spread) {
+        rt_group_free(&group);
+        return rt_fail(err, RT_EXIT_RUNTIME, "calibrate: out of memory");
+    }
     int rc = rt_engine_create(&ec, &eng, err);
     if (rc == 0)
         rc = app->create(app_opts, plan, eng, &c.inner_app, err);
@@ -321,6 +362,8 @@ static int calibrate(sim_opts *o, const rt_app_desc *app, const void *app_opts, 
         app->destroy(c.inner_app);
     rt_engine_destroy(eng);
     rt_group_free(&group);
+    double cv = calib_cell_cv(&c, plan->workers);
+    free(c.spread);
     if (rc)
         return rt_error_prefix(err, "calibrate");
     if (c.rotations < 1 || c.compute_s <= 0)
@@ -335,10 +378,12 @@ static int calibrate(sim_opts *o, const rt_app_desc *app, const void *app_opts, 
     double per_step = c.other_s / c.rotations / plan->blocks;
     if (!parallel && per_step > o->knobs.step_overhead_s)
         o->knobs.step_overhead_s = per_step;
+    if (o->knobs.cell_cv <= 0) /* unless given */
+        o->knobs.cell_cv = cv;
     rt_info("simulate: calibrated %s on %s (%s): %.4g units/s per thread, %.1f us per step "
-            "besides compute (%d rotations)",
+            "besides compute, cell times vary by %.1f%% (%d rotations)",
             app->name, plan->dir, parallel ? "all workers as threads" : "serial", o->args.rate,
-            per_step * 1e6, c.rotations);
+            per_step * 1e6, 100 * cv, c.rotations);
     return 0;
 }
 
@@ -351,13 +396,14 @@ static void print_result(const sim_opts *o, const rt_sim_shape *s, const rt_sim_
     if (o->json) {
         printf("{\"app\": \"%s\", \"nodes\": %u, \"threads\": %u, \"pipeline\": %u, "
                "\"gbps\": %g, \"latency_us\": %g, \"overhead_us\": %g, \"rate\": %.6g, "
+               "\"step_overhead_us\": %.4g, \"cell_cv\": %.4g, "
                "\"predicted_epoch_s\": %.6g, \"predicted_stall\": %.4f, \"stall_mean\": %.4f, "
                "\"compute_s\": %.6g, \"collective_s\": %.6g, \"credit_wait_s\": %.6g, "
                "\"bytes_per_link\": %.0f, \"link_busy_s\": %.6g, \"critical\": \"%s\"}\n",
                o->app_name, s->nodes, s->threads, s->pipeline, o->link.gbps,
-               o->link.latency_s * 1e6, o->link.overhead_s * 1e6, s->rate, r->epoch_s, r->stall_max,
-               r->stall_mean, r->compute_max_s, r->collective_s, r->credit_wait_s,
-               r->bytes_per_link, r->link_busy_s, r->critical);
+               o->link.latency_s * 1e6, o->link.overhead_s * 1e6, s->rate, s->step_overhead_s * 1e6,
+               s->cell_cv, r->epoch_s, r->stall_max, r->stall_mean, r->compute_max_s,
+               r->collective_s, r->credit_wait_s, r->bytes_per_link, r->link_busy_s, r->critical);
         return;
     }
     if (first)
@@ -379,6 +425,7 @@ static int run_shape(const sim_opts *o, sim_shape_buf *s, int first, rt_error *e
 {
     s->shape.rate = o->args.rate;
     s->shape.step_overhead_s = o->knobs.step_overhead_s;
+    s->shape.cell_cv = o->knobs.cell_cv; /* these three may come from the calibration */
     rt_sim_result r;
     if (rt_sim_rotation(&s->shape, &o->link, &r, err))
         return -1;

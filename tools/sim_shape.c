@@ -15,6 +15,13 @@ const rt_opt sim_link_options[] = {
                   "one-way latency of a message"),
     RT_DOUBLE_OPT("overhead-us", 0, sim_link_args, overhead_us, "O", "5", 0, HUGE_VAL, 0,
                   "software cost of sending one message"),
+    RT_DOUBLE_OPT("send-buffer-kib", 0, sim_link_args, buffer_kib, "K", "0", 0, HUGE_VAL, 0,
+                  "what the sender holds beyond the wire: a pass frees its slot once all but K "
+                  "KiB are on the wire (TCP: the socket's send buffer, 8192 for rotor's 4 MiB "
+                  "SO_SNDBUF, which Linux doubles; 0: RDMA, on the wire)"),
+    RT_DOUBLE_OPT("burst-kib", 0, sim_link_args, burst_kib, "K", "0", 0, HUGE_VAL, 0,
+                  "a shaped link's token bucket (tc tbf burst): after an idle time up to K KiB "
+                  "go at once (0: a real link)"),
     RT_DOUBLE_OPT("rate", 0, sim_link_args, rate, "R", NULL, 0, HUGE_VAL, RT_OPT_MIN_OPEN,
                   "kernel rate: work units (ratings or tokens) per second per thread"),
     RT_DOUBLE_OPT("bytes-per-col", 0, sim_link_args, bytes_per_col, "B", NULL, 1, HUGE_VAL, 0,
@@ -23,8 +30,11 @@ const rt_opt sim_link_options[] = {
 
 rt_sim_link sim_link_of(const sim_link_args *a)
 {
-    return (rt_sim_link){
-        .gbps = a->gbps, .latency_s = a->latency_us * 1e-6, .overhead_s = a->overhead_us * 1e-6};
+    return (rt_sim_link){.gbps = a->gbps,
+                         .latency_s = a->latency_us * 1e-6,
+                         .overhead_s = a->overhead_us * 1e-6,
+                         .buffer_bytes = a->buffer_kib * 1024,
+                         .burst_bytes = a->burst_kib * 1024};
 }
 
 void sim_shape_free(sim_shape_buf *s)

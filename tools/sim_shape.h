@@ -17,6 +17,8 @@
  * `rotor simulate` and of `rotor partition --pipeline auto` (one table). */
 typedef struct sim_link_args {
     double gbps, latency_us, overhead_us; /* --gbps (0 = infinite) --latency-us --overhead-us */
+    double buffer_kib;                    /* --send-buffer-kib */
+    double burst_kib;                     /* --burst-kib */
     double rate;                          /* --rate: work units per second per thread (0: none) */
     double bytes_per_col;                 /* --bytes-per-col (0: the command's default) */
 } sim_link_args;

@@ -139,6 +139,49 @@ static void test_compute_free_is_transfer_bound(void **state)
     rt_sim_result r2 = rotation(&t, &link);
     assert_true(fabs(r2.epoch_s - want) < 1e-12);
     assert_true(r2.stall_max > 0.8 && r2.credit_wait_s == 0);
+    /* So with one spare slot and a send buffer that takes two blocks ahead
+     * of the wire (TCP's): a slot frees as soon as its pass is written. */
+    t.s.spare_slots = 1;
+    link.buffer_bytes = 2 * 125000;
+    rt_sim_result r3 = rotation(&t, &link);
+    assert_true(fabs(r3.epoch_s - want) < 1e-12);
+    assert_true(r3.stall_max > 0.8 && r3.credit_wait_s == 0);
+    shape_free(&t);
+}
+
+/* A shaped link's token bucket: the bucket is full at the start, and on a
+ * link busy back to back it never refills, so exactly one bucket's worth
+ * of wire time is saved. */
+static void test_burst_saves_one_bucket(void **state)
+{
+    (void)state;
+    test_shape t;
+    shape_make(&t, 3, 2, 2, cell_uniform, 125000); /* 1 ms at 1 Gb/s */
+    t.s.rate = 0;
+    t.s.spare_slots = 2;
+    rt_sim_link link = {.gbps = 1};
+    rt_sim_result plain = rotation(&t, &link);
+    link.burst_bytes = 62500; /* half a block */
+    rt_sim_result burst = rotation(&t, &link);
+    assert_true(fabs(plain.epoch_s - burst.epoch_s - 0.5e-3) < 1e-12);
+    shape_free(&t);
+}
+
+/* Cell times that vary: every step waits for its slowest worker and every
+ * node for its slowest neighbour, so the mean epoch grows and nodes stall;
+ * the draws come from a fixed seed (deterministic). */
+static void test_jitter_costs_time_and_stall(void **state)
+{
+    (void)state;
+    test_shape t;
+    shape_make(&t, 4, 2, 2, cell_uniform, 1e3);
+    rt_sim_link link = {.gbps = 10, .latency_s = 1e-5};
+    rt_sim_result even = rotation(&t, &link);
+    t.s.cell_cv = 0.3;
+    rt_sim_result a = rotation(&t, &link), b = rotation(&t, &link);
+    assert_memory_equal(&a, &b, offsetof(rt_sim_result, critical));
+    assert_true(a.epoch_s > 1.05 * even.epoch_s);
+    assert_true(a.stall_max > even.stall_max + 0.02);
     shape_free(&t);
 }
 
@@ -253,6 +296,8 @@ int main(void)
         cmocka_unit_test(test_one_node_sums_slowest_cells),
         cmocka_unit_test(test_compute_free_is_transfer_bound),
         cmocka_unit_test(test_step_collectives_can_dominate),
+        cmocka_unit_test(test_burst_saves_one_bucket),
+        cmocka_unit_test(test_jitter_costs_time_and_stall),
         cmocka_unit_test(test_shared_cores_stretch_compute),
         cmocka_unit_test(test_idle_workers_free_their_share),
         cmocka_unit_test(test_deterministic),
