@@ -96,6 +96,10 @@ static inline const char *lda_sampler_name(lda_sampler s)
     return s == LDA_SAMPLER_MH ? "mh" : s == LDA_SAMPLER_WARP ? "warp" : "sparse";
 }
 
+/* The initial topics: uniformly random, or the progressive sweep
+ * (lda_init.c). */
+typedef enum lda_init { LDA_INIT_RANDOM = 0, LDA_INIT_PROGRESSIVE = 1 } lda_init;
+
 typedef struct lda_layout lda_layout;
 
 typedef struct lda_opts {
@@ -103,7 +107,9 @@ typedef struct lda_opts {
     double alpha, beta;
     uint32_t iters;
     lda_sampler sampler;
-    uint32_t mh_steps; /* MH: proposals per token (alternating doc / word) */
+    lda_init init;
+    uint32_t mh_steps;     /* MH: proposals per token (alternating doc / word) */
+    uint32_t exact_sweeps; /* mh, warp: the first N sweeps are exact (SparseLDA buckets) */
     uint32_t eval_every;
     uint32_t sync_every; /* all-reduce the topic totals every N steps (and at sweep end) */
     uint64_t seed;
@@ -182,6 +188,7 @@ typedef struct lda_tokens {
     uint16_t *dnz;
     uint64_t *dnz_off; /* n_docs + 1 */
     uint32_t *dnz_n;
+    uint32_t *dnc; /* the progressive sweep only: counts parallel to dnz (any sampler) */
     /* held-out docs: the completion half, per block, word-major */
     uint64_t *blk_held; /* B + 1 into held_* */
     uint32_t *held_word, *held_doc, *held_cnt;
@@ -230,6 +237,18 @@ typedef struct lda_ctx {
 /* Rotation 0: add the tokens' topics of block b into its payload and nk. */
 int lda_visit_init(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
                    rt_error *err);
+/* Rotation 0 with --init progressive (lda_init.c): assign the worker's
+ * tokens of block b from the collapsed conditional given the tokens
+ * assigned so far.  lda_init_lists makes each training document's topic
+ * list and counts for it (-1: out of memory); lda_init_lists_done drops
+ * what later sweeps do not use. */
+int lda_visit_exact(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
+                    rt_rng *rng, int assigned, rt_error *err);
+int lda_init_lists(lda_tokens *t, uint32_t K);
+/* The lists from the tokens' topics, in order of first appearance (row:
+ * K zeroed scratch, zeroed again on return). */
+void lda_exact_lists_fill(lda_tokens *t, int32_t *row);
+void lda_init_lists_done(lda_tokens *t);
 /* One sweep over the worker's tokens of block b. */
 int lda_visit_sparse(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
                      rt_rng *rng, rt_error *err);

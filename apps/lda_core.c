@@ -86,10 +86,24 @@ int lda_core_visit(lda_core *c, uint32_t worker, uint32_t thread, uint32_t block
     lda_scratch *s = &c->scratch[thread];
     if (lda_payload_check(&c->layout, block, payload, len, err))
         return -1;
+    rt_rng rng;
+    if (rotation == 0 && c->o.init == LDA_INIT_PROGRESSIVE) {
+        rt_rng_seed(&rng, c->o.seed, lda_stream(worker, 0, block, 0));
+        return lda_visit_exact(&c->ctx, w, block, payload, s, &rng, 0, err);
+    }
     if (rotation == 0)
         return lda_visit_init(&c->ctx, w, block, payload, s, err);
-    rt_rng rng;
-    if (c->o.sampler == LDA_SAMPLER_WARP && w->doc_phase_rotation != rotation) {
+    const int exact = rotation <= c->o.exact_sweeps && c->o.sampler != LDA_SAMPLER_SPARSE;
+    if (w->train.dnc && !(exact && c->o.sampler == LDA_SAMPLER_WARP))
+        lda_init_lists_done(&w->train); /* no list-based sweep follows */
+    if (exact && c->o.sampler == LDA_SAMPLER_WARP && w->doc_phase_rotation != rotation) {
+        /* the worker's first visit of an exact sweep: its documents' lists */
+        if (!w->train.dnc && lda_init_lists(&w->train, c->o.K))
+            return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (LDA document topic lists)");
+        lda_exact_lists_fill(&w->train, s->dcnt);
+        w->doc_phase_rotation = rotation;
+    }
+    if (c->o.sampler == LDA_SAMPLER_WARP && !exact && w->doc_phase_rotation != rotation) {
         /* the worker's first visit of this sweep: its document phase first */
         rt_rng_seed(&rng, c->o.seed, lda_stream(worker, rotation, UINT32_MAX, LDA_PURPOSE_DOCS));
         lda_doc_phase(&c->ctx, w, s, &rng);
@@ -97,7 +111,7 @@ int lda_core_visit(lda_core *c, uint32_t worker, uint32_t thread, uint32_t block
     }
     rt_rng_seed(&rng, c->o.seed, lda_stream(worker, rotation, block, 0));
     int rc;
-    switch (c->o.sampler) {
+    switch (exact ? LDA_SAMPLER_SPARSE : c->o.sampler) {
     case LDA_SAMPLER_MH:
         rc = lda_visit_mh(&c->ctx, w, block, payload, s, &rng, err);
         break;
@@ -105,7 +119,8 @@ int lda_core_visit(lda_core *c, uint32_t worker, uint32_t thread, uint32_t block
         rc = lda_visit_warp(&c->ctx, w, block, payload, s, &rng, err);
         break;
     default:
-        rc = lda_visit_sparse(&c->ctx, w, block, payload, s, &rng, err);
+        rc = w->train.aux ? lda_visit_exact(&c->ctx, w, block, payload, s, &rng, 1, err)
+                          : lda_visit_sparse(&c->ctx, w, block, payload, s, &rng, err);
     }
     if (rc)
         return -1;

@@ -48,6 +48,7 @@ void lda_worker_free(lda_worker *w)
         free(t->dnz);
         free(t->dnz_off);
         free(t->dnz_n);
+        free(t->dnc);
         free(t->blk_held);
         free(t->held_word);
         free(t->held_doc);
@@ -114,6 +115,7 @@ static int tokens_build(lda_tokens *t, const rt_plan *plan, const rt_shard *sh, 
     /* the warp sampler keeps the topics in its token records, and no
      * document-topic matrix for its training documents */
     int warp = o->sampler == LDA_SAMPLER_WARP && !test_ids;
+    int progressive = o->init == LDA_INIT_PROGRESSIVE && !test_ids;
     t->aux_stride = 2 + o->mh_steps;
     if (warp)
         t->aux = xcalloc(t->n_tokens * t->aux_stride, sizeof(uint16_t), &fail);
@@ -159,10 +161,13 @@ static int tokens_build(lda_tokens *t, const rt_plan *plan, const rt_shard *sh, 
                     continue;
                 }
                 uint64_t p = cursor[d]++;
-                uint16_t k = (uint16_t)lda_below(&rng, K);
                 if (t->tok_doc)
                     t->tok_doc[tok] = d;
                 t->tok_pos[tok] = (uint32_t)p;
+                tok++;
+                if (progressive) /* topics drawn in rotation 0 */
+                    continue;
+                uint16_t k = (uint16_t)lda_below(&rng, K);
                 if (warp) { /* topic k, counted as k, no proposal yet */
                     for (uint32_t m = 0; m < t->aux_stride; m++)
                         t->aux[p * t->aux_stride + m] = k;
@@ -170,7 +175,6 @@ static int tokens_build(lda_tokens *t, const rt_plan *plan, const rt_shard *sh, 
                     t->z[p] = k;
                     t->ndk[(size_t)d * K + k]++;
                 }
-                tok++;
             }
             t->run_end[run - 1] = tok;
             if (h) {
@@ -232,6 +236,8 @@ int lda_worker_init(lda_worker *w, const rt_plan *plan, const rt_shard *sh, cons
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
     if (tokens_build(&w->train, plan, sh, 0, o, err) || doc_nz_build(&w->train, o->K, err))
         return -1;
+    if (o->init == LDA_INIT_PROGRESSIVE && lda_init_lists(&w->train, o->K))
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (LDA initial topic lists)");
     if (sh->test_row_ids &&
         (tokens_build(&w->test, plan, sh, 1, o, err) || doc_nz_build(&w->test, o->K, err)))
         return -1;

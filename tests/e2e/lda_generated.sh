@@ -3,7 +3,8 @@
 # recover them (mean best-match cosine >= 0.9 after 100 sweeps, every
 # sampler), reruns are bit-identical, and so is every other split of the
 # plan's 4 workers (serial replay, 1 process x 4 threads); another seed gives
-# another model (so the equal runs are not equal by doing nothing).
+# another model (so the equal runs are not equal by doing nothing).  The
+# progressive initial sweep and exact first sweeps split alike.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lda_lib.sh"
 launch_or_skip
@@ -44,6 +45,32 @@ for s in sparse mh warp; do
         done
         diff <(ll_lines "$TMP/$s.log") <(ll_lines "$TMP/$s-$other.log") >&2 ||
             fail "$s: metrics differ in the $other run"
+    done
+done
+
+# The progressive initial sweep and the exact first sweeps (apps/lda_init.c)
+# keep the same promise: every split of the workers gives the same model.
+for s in warp mh; do
+    note "$s --init progressive --exact-sweeps 3: 2 x 2, serial replay and 1 x 4 bit-identical"
+    train=(train --plan "$TMP/plan" "${LDA_OPTS[@]}" --sampler "$s" --init progressive --exact-sweeps 3
+           --iters 6 --eval-every 3)
+    "$ROTOR" launch -n 2 -- "$ROTOR" "${train[@]}" --out "$TMP/x-$s" >"$TMP/x-$s.log" 2>&1 ||
+        { cat "$TMP/x-$s.log"; fail "train $s --init progressive"; }
+    "$ROTOR" "${train[@]}" --serial --out "$TMP/x-$s-serial" >"$TMP/x-$s-serial.log" 2>&1 ||
+        fail "serial $s --init progressive"
+    "$ROTOR" "${train[@]}" --threads 4 --out "$TMP/x-$s-t4" >"$TMP/x-$s-t4.log" 2>&1 ||
+        fail "1x4 $s --init progressive"
+    float_le "$(ll_at 0 "$TMP/$s.log")" "$(ll_at 0 "$TMP/x-$s.log")" ||
+        fail "$s: the progressive start is below the random one"
+    float_le "$(ll_at 0 "$TMP/x-$s.log")" "$(ll_at 6 "$TMP/x-$s.log")" || fail "$s: ll/token fell"
+    single "$TMP/x-$s" "$TMP/x-$s-serial" "$TMP/x-$s-t4"
+    for other in serial t4; do
+        for f in word_topic.npy doc_topic.npy; do
+            cmp -s "$TMP/x-$s.single/$f" "$TMP/x-$s-$other.single/$f" ||
+                fail "$s --init progressive: $f differs in the $other run"
+        done
+        diff <(ll_lines "$TMP/x-$s.log") <(ll_lines "$TMP/x-$s-$other.log") >&2 ||
+            fail "$s --init progressive: metrics differ in the $other run"
     done
 done
 
