@@ -192,6 +192,7 @@ size_t cd_payload_max_bytes(uint32_t max_cols);
  * sorted, so each block is a list of row runs (row, length). */
 typedef struct cd_cells {
     uint32_t blocks;
+    void *arrays;        /* the one allocation entry_off .. res live in */
     uint64_t *entry_off; /* blocks + 1: entries of block b */
     uint64_t *run_off;   /* blocks + 1: runs of block b */
     uint32_t *run_row;   /* worker-local row of each run */
@@ -284,6 +285,8 @@ typedef struct cd_worker { /* one row block; only its thread touches it in a vis
     double ssq, tssq, vssq;    /* eval phase: sums of squared residuals seen */
     double decrease;           /* objective decrease of the last u solve */
     float *best_U, *best_bias; /* the model of the best validation RMSE */
+    void *factors;             /* the one allocation U .. ones and best_* live in */
+    void *solve_arrays;        /* the one allocation count and acc live in */
 } cd_worker;
 
 typedef struct cd_block { /* a column block whose home is this node */
@@ -295,6 +298,7 @@ typedef struct cd_block { /* a column block whose home is this node */
     double part[3];      /* eval phase: cd_loss_delta of train, test, validation */
     double decrease;     /* objective decrease of the last v solve */
     float *best_V, *best_bias;
+    void *factors; /* the one allocation V, bias, ones and best_* live in */
 } cd_block;
 
 typedef struct cd_metrics {
@@ -313,6 +317,7 @@ typedef struct cd_core {
     cd_block *blocks;                 /* plan->blocks entries */
     double *col_count;                /* n_cols, in block order (after cd_core_setup) */
     double *gram_w, *gram_h;          /* implicit: F = W^T W and G = H^T H, k x k */
+    void *arrays;                     /* the one allocation workers .. gram_h live in */
     float mu;                         /* the training mean (0 with --no-center) */
     uint64_t n_train, n_valid;        /* global counts (after cd_core_setup) */
     cd_phase ph;                      /* the phase of rotation `rotation` */

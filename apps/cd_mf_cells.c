@@ -10,12 +10,7 @@
 
 void cd_cells_free(cd_cells *c)
 {
-    rt_free(c->entry_off);
-    rt_free(c->run_off);
-    rt_free(c->run_row);
-    rt_free(c->run_len);
-    rt_free(c->col);
-    rt_free(c->res);
+    rt_free(c->arrays);
     rt_free(c->conf);
     memset(c, 0, sizeof(*c));
 }
@@ -52,17 +47,16 @@ int cd_cells_build(cd_cells *c, const rt_entry *ent, const uint64_t *off, uint32
                                "cd-mf: shard entries of block %u are not sorted by row", b);
         count_block(ent, off[b], off[b + 1], held, keep, &runs, &n);
     }
-    c->entry_off = rt_alloc((blocks + 1) * sizeof(uint64_t));
-    c->run_off = rt_alloc((blocks + 1) * sizeof(uint64_t));
-    c->run_row = rt_alloc(runs * sizeof(uint32_t));
-    c->run_len = rt_alloc(runs * sizeof(uint32_t));
-    c->col = rt_alloc(n * sizeof(uint32_t));
-    c->res = rt_alloc(n * sizeof(float));
-    if (!c->entry_off || !c->run_off || !c->run_row || !c->run_len || !c->col || !c->res) {
-        cd_cells_free(c);
+    rt_part part[] = {RT_PART(c->entry_off, blocks + 1),
+                      RT_PART(c->run_off, blocks + 1),
+                      RT_PART(c->run_row, runs),
+                      RT_PART(c->run_len, runs),
+                      RT_PART(c->col, n),
+                      RT_PART(c->res, n)};
+    c->arrays = rt_alloc_parts(part, sizeof(part) / sizeof(part[0]));
+    if (!c->arrays)
         return rt_fail(err, RT_EXIT_RUNTIME, "cd-mf: out of memory for %llu ratings",
                        (unsigned long long)n);
-    }
     uint64_t r = 0, x = 0;
     for (uint32_t b = 0; b < blocks; b++) {
         c->entry_off[b] = x;

@@ -141,9 +141,25 @@ static int worker_cells(cd_core *c, cd_worker *w, const rt_shard *sh, rt_error *
     return rc ? -1 : 0;
 }
 
+/* The factor arrays of one side over n rows (or columns), in one
+ * allocation: X (k x n), its biases, the unit factor (all ones) and, with
+ * validation, the copies of the best model (else NULL).  NULL when out of
+ * memory. */
+static void *factor_arrays(const cd_core *c, size_t n, float **X, float **bias, float **ones,
+                           float **best_X, float **best_bias)
+{
+    size_t k = c->opt.mf.k;
+    *best_X = *best_bias = NULL;
+    rt_part part[] = {RT_PART(*X, k * n), RT_PART(*bias, n), RT_PART(*ones, n),
+                      RT_PART(*best_X, k * n), RT_PART(*best_bias, n)};
+    void *arrays = rt_alloc_parts(part, c->opt.mf.valid_fraction > 0 ? 5 : 3);
+    for (size_t i = 0; arrays && i < n; i++)
+        (*ones)[i] = 1.0f;
+    return arrays;
+}
+
 static int worker_init(cd_core *c, cd_worker *w, uint32_t id, const rt_shard *sh, rt_error *err)
 {
-    uint32_t k = c->opt.mf.k;
     w->id = id;
     w->n_rows = sh->n_rows;
     w->shard = sh;
@@ -153,22 +169,12 @@ static int worker_init(cd_core *c, cd_worker *w, uint32_t id, const rt_shard *sh
     if (worker_cells(c, w, sh, err))
         return rt_error_prefix(err, "worker %u", id);
     size_t n = w->n_rows;
-    w->U = rt_alloc(k * n * sizeof(float));
-    w->bias = rt_alloc(n * sizeof(float));
-    w->ones = rt_alloc(n * sizeof(float));
-    w->count = rt_alloc(n * sizeof(double));
-    w->acc = rt_alloc(2 * n * sizeof(double));
-    int keep_best = c->opt.mf.valid_fraction > 0;
-    if (keep_best) {
-        w->best_U = rt_alloc(k * n * sizeof(float));
-        w->best_bias = rt_alloc(n * sizeof(float));
-    }
-    if (!w->U || !w->bias || !w->ones || !w->count || !w->acc ||
-        (keep_best && (!w->best_U || !w->best_bias)))
+    rt_part solve[] = {RT_PART(w->count, n), RT_PART(w->acc, 2 * n)};
+    w->factors = factor_arrays(c, n, &w->U, &w->bias, &w->ones, &w->best_U, &w->best_bias);
+    w->solve_arrays = rt_alloc_parts(solve, 2);
+    if (!w->factors || !w->solve_arrays)
         return rt_fail(err, RT_EXIT_RUNTIME, "cd-mf: out of memory for worker %u (%u rows)", id,
                        w->n_rows);
-    for (size_t i = 0; i < n; i++)
-        w->ones[i] = 1.0f;
     const cd_cells *t = &w->train;
     for (uint64_t r = 0; r < t->run_off[t->blocks]; r++)
         w->count[t->run_row[r]] += t->run_len[r];
@@ -185,20 +191,15 @@ int cd_core_init(cd_core *c, const cd_opts *opt, const rt_plan *plan, const rt_s
     c->n_workers = n_workers;
     rt_mf_early_stop_init(&c->es);
     cd_phase_first(opt, &c->ph);
-    c->workers = calloc(n_workers, sizeof(cd_worker));
-    c->blocks = calloc(plan->blocks, sizeof(cd_block));
-    c->col_count = calloc(plan->n_cols + 1, sizeof(double));
-    if (!c->workers || !c->blocks || !c->col_count)
+    if (opt->implicit && (opt->mf.biases || opt->center))
+        return rt_fail(err, RT_EXIT_INPUT, "cd-mf: --implicit has no mean and no biases");
+    size_t kk = (size_t)opt->mf.k * opt->mf.k;
+    rt_part part[] = {RT_PART(c->workers, n_workers), RT_PART(c->blocks, plan->blocks),
+                      RT_PART(c->col_count, plan->n_cols + 1), RT_PART(c->gram_w, kk),
+                      RT_PART(c->gram_h, kk)}; /* the Grams only for implicit feedback */
+    c->arrays = rt_alloc_parts(part, opt->implicit ? 5 : 3);
+    if (!c->arrays)
         return rt_fail(err, RT_EXIT_RUNTIME, "cd-mf: out of memory");
-    if (opt->implicit) {
-        if (opt->mf.biases || opt->center)
-            return rt_fail(err, RT_EXIT_INPUT, "cd-mf: --implicit has no mean and no biases");
-        size_t kk = (size_t)opt->mf.k * opt->mf.k;
-        c->gram_w = calloc(kk, sizeof(double));
-        c->gram_h = calloc(kk, sizeof(double));
-        if (!c->gram_w || !c->gram_h)
-            return rt_fail(err, RT_EXIT_RUNTIME, "cd-mf: out of memory");
-    }
     for (uint32_t l = 0; l < n_workers; l++)
         if (worker_init(c, &c->workers[l], first_worker + l, &shards[l], err))
             return -1;
@@ -207,34 +208,17 @@ int cd_core_init(cd_core *c, const cd_opts *opt, const rt_plan *plan, const rt_s
 
 void cd_core_free(cd_core *c)
 {
-    if (c->workers)
-        for (uint32_t l = 0; l < c->n_workers; l++) {
-            cd_worker *w = &c->workers[l];
-            cd_cells_free(&w->train);
-            cd_cells_free(&w->valid);
-            cd_cells_free(&w->test);
-            rt_free(w->U);
-            rt_free(w->bias);
-            rt_free(w->ones);
-            rt_free(w->count);
-            rt_free(w->acc);
-            rt_free(w->best_U);
-            rt_free(w->best_bias);
-        }
-    if (c->blocks)
-        for (uint32_t b = 0; b < c->plan->blocks; b++) {
-            cd_block *bl = &c->blocks[b];
-            rt_free(bl->V);
-            rt_free(bl->bias);
-            rt_free(bl->ones);
-            rt_free(bl->best_V);
-            rt_free(bl->best_bias);
-        }
-    free(c->workers);
-    free(c->blocks);
-    free(c->col_count);
-    free(c->gram_w);
-    free(c->gram_h);
+    for (uint32_t l = 0; c->arrays && l < c->n_workers; l++) {
+        cd_worker *w = &c->workers[l];
+        cd_cells_free(&w->train);
+        cd_cells_free(&w->valid);
+        cd_cells_free(&w->test);
+        rt_free(w->factors);
+        rt_free(w->solve_arrays);
+    }
+    for (uint32_t b = 0; c->arrays && b < c->plan->blocks; b++)
+        rt_free(c->blocks[b].factors);
+    rt_free(c->arrays);
     memset(c, 0, sizeof(*c));
 }
 
@@ -345,17 +329,10 @@ static int block_state(cd_core *c, uint32_t b, rt_error *err)
         return 0;
     size_t n = bl->n_cols = rt_plan_block_cols(c->plan, b);
     bl->count = c->col_count + c->plan->block_col_offset[b];
-    bl->V = rt_alloc(k * n * sizeof(float));
-    bl->bias = rt_alloc(n * sizeof(float));
-    bl->ones = rt_alloc(n * sizeof(float));
-    int keep_best = c->opt.mf.valid_fraction > 0;
-    if (keep_best) {
-        bl->best_V = rt_alloc(k * n * sizeof(float));
-        bl->best_bias = rt_alloc(n * sizeof(float));
-    }
     uint32_t kp = rt_mf_padded_rank(k);
     float *h = rt_alloc(kp * sizeof(float));
-    if (!bl->V || !bl->bias || !bl->ones || !h || (keep_best && (!bl->best_V || !bl->best_bias))) {
+    if (!h || !(bl->factors = factor_arrays(c, n, &bl->V, &bl->bias, &bl->ones, &bl->best_V,
+                                            &bl->best_bias))) {
         rt_free(h);
         return rt_fail(err, RT_EXIT_RUNTIME, "cd-mf: out of memory for block %u", b);
     }
@@ -364,7 +341,6 @@ static int block_state(cd_core *c, uint32_t b, rt_error *err)
         rt_mf_init_vector(h, k, kp, &c->opt.mf, 1, cols[j]);
         for (uint32_t r = 0; r < k; r++)
             bl->V[(size_t)r * n + j] = h[r];
-        bl->ones[j] = 1.0f;
     }
     rt_free(h);
     return 0;

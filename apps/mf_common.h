@@ -268,14 +268,18 @@ void rt_mf_scores_block(const rt_mf_scores_args *a, const uint32_t *rows, uint32
  * metrics of the model after every epoch on the plan's test ratings (each
  * user's training items excluded), equal to `rotor eval --top-k K` on the
  * model saved then; the same bits on any split. */
+typedef struct rt_mf_rank_worker {
+    rt_user_items relevant; /* test items by local row */
+    rt_user_items train;    /* training items (excluded) */
+    uint32_t *users;        /* the local rows ranked */
+    uint64_t n_users;
+} rt_mf_rank_worker;
 typedef struct rt_mf_rank_eval {
-    uint32_t k, n_workers;   /* K; local workers */
-    rt_user_items *relevant; /* per local worker: test items by local row */
-    rt_user_items *train;    /* per local worker: training items (excluded) */
-    uint32_t **users;        /* per local worker: the local rows ranked */
-    uint64_t *n_users;
-    rt_mf_cols cols; /* every column's factors and bias */
-    double *sums;    /* per global worker: the metric sums */
+    uint32_t k, n_workers;     /* K; local workers */
+    rt_mf_rank_worker *worker; /* per local worker */
+    double *sums;              /* per global worker: the metric sums */
+    void *arrays;              /* the one allocation worker and sums live in */
+    rt_mf_cols cols;           /* every column's factors and bias */
 } rt_mf_rank_eval;
 int rt_mf_rank_eval_init(rt_mf_rank_eval *e, const rt_mf_local *m, uint32_t k, rt_error *err);
 void rt_mf_rank_eval_free(rt_mf_rank_eval *e);

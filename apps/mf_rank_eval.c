@@ -42,17 +42,13 @@ static int shard_items(const rt_plan *plan, const rt_shard *sh, int test, rt_use
 
 void rt_mf_rank_eval_free(rt_mf_rank_eval *e)
 {
-    for (uint32_t t = 0; e->relevant && t < e->n_workers; t++) {
-        rt_user_items_free(&e->relevant[t]);
-        rt_user_items_free(&e->train[t]);
-        free(e->users[t]);
+    for (uint32_t t = 0; e->arrays && t < e->n_workers; t++) {
+        rt_user_items_free(&e->worker[t].relevant);
+        rt_user_items_free(&e->worker[t].train);
+        free(e->worker[t].users);
     }
-    free(e->relevant);
-    free(e->train);
-    free(e->users);
-    free(e->n_users);
+    rt_free(e->arrays);
     rt_mf_cols_free(&e->cols);
-    free(e->sums);
     memset(e, 0, sizeof(*e));
 }
 
@@ -63,24 +59,18 @@ int rt_mf_rank_eval_init(rt_mf_rank_eval *e, const rt_mf_local *m, uint32_t k, r
     memset(e, 0, sizeof(*e));
     e->k = k;
     e->n_workers = n;
-    e->relevant = calloc(n, sizeof(rt_user_items));
-    e->train = calloc(n, sizeof(rt_user_items));
-    e->users = calloc(n, sizeof(uint32_t *));
-    e->n_users = calloc(n, sizeof(uint64_t));
-    e->sums = malloc((size_t)plan->workers * SUMS * sizeof(double));
-    if (!e->relevant || !e->train || !e->users || !e->n_users || !e->sums) {
-        rt_mf_rank_eval_free(e);
+    rt_part part[] = {RT_PART(e->worker, n), RT_PART(e->sums, (uint64_t)plan->workers * SUMS)};
+    if (!(e->arrays = rt_alloc_parts(part, 2)))
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory for --eval-top-k");
-    }
     if (rt_mf_cols_init(&e->cols, plan, m->k, m->bu != NULL, err)) {
         rt_mf_rank_eval_free(e);
         return -1;
     }
     for (uint32_t t = 0; t < n; t++) {
-        int rc = shard_items(plan, &m->shards[t], 1, &e->relevant[t], err) ||
-                 shard_items(plan, &m->shards[t], 0, &e->train[t], err);
-        if (rc == 0 &&
-            !(e->users[t] = rt_rank_users(&e->relevant[t], &e->train[t], &e->n_users[t])))
+        rt_mf_rank_worker *w = &e->worker[t];
+        int rc = shard_items(plan, &m->shards[t], 1, &w->relevant, err) ||
+                 shard_items(plan, &m->shards[t], 0, &w->train, err);
+        if (rc == 0 && !(w->users = rt_rank_users(&w->relevant, &w->train, &w->n_users)))
             rc = rt_fail(err, RT_EXIT_RUNTIME, "out of memory for --eval-top-k");
         if (rc) {
             rt_mf_rank_eval_free(e);
@@ -126,10 +116,10 @@ int rt_mf_rank_eval_epoch(rt_mf_rank_eval *e, const rt_mf_local *m, rt_engine *e
                        .ctx = &ws,
                        .n_rows = m->shards[t].n_rows,
                        .n_cols = plan->n_cols};
-        rt_topk_opts opt = {.k = e->k, .threads = threads, .exclude = &e->train[t]};
+        const rt_mf_rank_worker *w = &e->worker[t];
+        rt_topk_opts opt = {.k = e->k, .threads = threads, .exclude = &w->train};
         rt_rank_metrics r = {0};
-        rc = rt_rank_metrics_sum(&s, &e->relevant[t], e->users[t], e->n_users[t], &opt, NULL, &r,
-                                 err);
+        rc = rt_rank_metrics_sum(&s, &w->relevant, w->users, w->n_users, &opt, NULL, &r, err);
         double *v = e->sums + (size_t)(m->first_worker + t) * SUMS;
         v[0] = r.precision, v[1] = r.recall, v[2] = r.ndcg, v[3] = r.map;
         v[4] = (double)r.relevant, v[5] = (double)r.users;

@@ -43,6 +43,31 @@ void rt_free_untouched(void *p, size_t bytes)
         munmap(p, bytes ? bytes : 1);
 }
 
+/* A part's bytes as rt_alloc rounds them; 0 when they cannot be had. */
+static uint64_t part_bytes(const rt_part *p)
+{
+    uint64_t b;
+    if (rt_mul_overflows(p->count, p->elem, &b) || b > RT_SIZE_LIMIT - RT_ALIGN)
+        return 0;
+    return rt_round_up(b ? b : 1, RT_ALIGN);
+}
+
+void *rt_alloc_parts(const rt_part *parts, size_t n_parts)
+{
+    uint64_t total = 0;
+    for (size_t i = 0; i < n_parts; i++) {
+        uint64_t b = part_bytes(&parts[i]);
+        if (!b || rt_add_overflows(total, b, &total) || total > RT_SIZE_LIMIT)
+            return NULL;
+    }
+    char *base = rt_alloc(total);
+    if (!base)
+        return NULL;
+    for (size_t i = 0, off = 0; i < n_parts; off += part_bytes(&parts[i]), i++)
+        *parts[i].at = base + off;
+    return base;
+}
+
 uint64_t rt_checksum(const void *data, size_t len)
 {
     return XXH3_64bits(data, len);

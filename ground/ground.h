@@ -70,6 +70,20 @@ static inline size_t rt_round_up(size_t n, size_t a)
 {
     return (n + a - 1) / a * a;
 }
+/* Arrays that are sized once and live and die together come from one
+ * rt_alloc: one failure check, and one rt_free of the returned block
+ * releases them all.  Each part is what rt_alloc would give it (zeroed,
+ * RT_ALIGN-aligned, rounded up, an address even for 0 elements), written to
+ * *at.  NULL, with nothing written, when memory runs out or the total
+ * overflows. */
+typedef struct rt_part {
+    void **at;      /* where the part's address goes */
+    uint64_t count; /* elements */
+    size_t elem;    /* bytes per element */
+} rt_part;
+/* The part for array pointer `ptr` (an lvalue) of `count` elements. */
+#define RT_PART(ptr, count) ((rt_part){(void **)&(ptr), (count), sizeof(*(ptr))})
+void *rt_alloc_parts(const rt_part *parts, size_t n_parts);
 
 /* ---- checked sizes ----
  * Every size derived from input (counts x element size, rows x cols, dims x

@@ -1,5 +1,5 @@
 /* base_test.c - the shared utilities: RNG streams, number parsing, errors,
- * atomic output files, .npy round trips and untouched allocations. */
+ * atomic output files, .npy round trips, untouched and carved allocations. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -185,6 +185,43 @@ static void test_alloc_untouched_takes_pages_on_write(void **state)
     rt_free_untouched(NULL, bytes);
 }
 
+/* rt_alloc_parts: every part aligned, zeroed, inside the one block and apart
+ * from the others (a 0-element part still has an address); an impossible
+ * size gives NULL and leaves the pointers alone. */
+static void test_alloc_parts_carves_one_block(void **state)
+{
+    (void)state;
+    uint64_t *offs = NULL;
+    float *vals = NULL;
+    uint32_t *none = NULL;
+    char *tail = NULL;
+    rt_part part[] = {RT_PART(offs, 3), RT_PART(vals, 17), RT_PART(none, 0), RT_PART(tail, 1)};
+    char *base = rt_alloc_parts(part, 4);
+    assert_non_null(base);
+    char *at[] = {(char *)offs, (char *)vals, (char *)none, tail};
+    size_t bytes[] = {3 * sizeof(uint64_t), 17 * sizeof(float), 0, 1};
+    for (int i = 0; i < 4; i++) {
+        assert_non_null(at[i]);
+        assert_true((uintptr_t)at[i] % RT_ALIGN == 0);
+        for (size_t b = 0; b < bytes[i]; b++)
+            assert_int_equal(at[i][b], 0);
+        if (i > 0)
+            assert_true(at[i] >= at[i - 1] + bytes[i - 1] && at[i] > at[i - 1]);
+    }
+    assert_ptr_equal(base, offs);
+    offs[2] = UINT64_MAX; /* each part's last element is in the block (ASan) */
+    vals[16] = 1.0f;
+    tail[0] = 'x';
+    rt_free(base);
+
+    float *huge = NULL;
+    rt_part too_big[] = {RT_PART(vals, 1), RT_PART(huge, UINT64_MAX / 2)};
+    vals = NULL;
+    assert_null(rt_alloc_parts(too_big, 2));
+    assert_null(vals);
+    assert_null(huge);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -196,6 +233,7 @@ int main(void)
         cmocka_unit_test(test_outfile_abort_leaves_nothing),
         cmocka_unit_test(test_npy_round_trip),
         cmocka_unit_test(test_alloc_untouched_takes_pages_on_write),
+        cmocka_unit_test(test_alloc_parts_carves_one_block),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
