@@ -38,33 +38,17 @@
 # /tmp/rotor-anchors) unless WARPLDA=path/to/warplda and WARPLDA_FORMAT are
 # set.  The load average of the machine is recorded before and after.
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-ROTOR=${ROTOR:-$ROOT/build/tools/rotor}
+source "$(dirname "$0")/lib.sh"
 DATA=${ROTOR_DATA_DIR:-$ROOT/../shared/data}
 corpora=synthetic,kos,ap topics=100,1000,10000 samplers=warp,mh,sparse threads=2 iters=50 rounds=3
-ll_iters=10,20,30,40,50 warp=1 keep="" wait=passive
-while [ $# -gt 0 ]; do
-    case $1 in
-    --quick) corpora=kos topics=100,1000 iters=20 rounds=1 ll_iters=10,20 ;;
-    --corpora) corpora=$2; shift ;;
-    --topics) topics=$2; shift ;;
-    --samplers) samplers=$2; shift ;;
-    --threads) threads=$2; shift ;;
-    --iters) iters=$2; shift ;;
-    --rounds) rounds=$2; shift ;;
-    --ll-iters) ll_iters=$2; shift ;;
-    --warplda-wait) wait=$2; shift ;;
-    --no-warplda) warp=0 ;;
-    --keep) keep=$2; shift ;;
-    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
-    *) echo "lda.sh: unknown option $1" >&2; exit 2 ;;
-    esac
-    shift
-done
-[ -x "$ROTOR" ] || { echo "lda.sh: build first (cmake --build build)" >&2; exit 2; }
-[ $((iters % 2)) = 0 ] || { echo "lda.sh: --iters must be even" >&2; exit 2; }
-command -v python3 >/dev/null || { echo "lda.sh: needs python3" >&2; exit 2; }
-[ -x /usr/bin/time ] || { echo "lda.sh: needs GNU time (Debian package time)" >&2; exit 2; }
+ll_iters=10,20,30,40,50 warp=1 keep="" warplda_wait=passive
+BENCH_FLAGS=([quick]="corpora=kos topics=100,1000 iters=20 rounds=1 ll_iters=10,20"
+             [no-warplda]=warp=0)
+bench_options 2,38 "$@"
+[ -x "$ROTOR" ] || bench_fail "build first (cmake --build build)"
+[ $((iters % 2)) = 0 ] || bench_fail "--iters must be even"
+command -v python3 >/dev/null || bench_fail "needs python3"
+[ -x /usr/bin/time ] || bench_fail "needs GNU time (Debian package time)"
 if [ -n "$keep" ]; then TMP=$keep && mkdir -p "$TMP"; else TMP=$(mktemp -d) && trap 'rm -rf "$TMP"' EXIT; fi
 mkdir -p "$TMP/runs"
 load_before=$(cat /proc/loadavg)
@@ -122,7 +106,7 @@ run() {
     if [ "$tool" = warplda ]; then
         local z=(--dumpz=false)
         [ -n "$save" ] && z=(--z "$base.z") # (--z turns --dumpz on)
-        (cd "$TMP/runs" && OMP_NUM_THREADS=$threads OMP_WAIT_POLICY=$wait /usr/bin/time -f "%M %e" -o "$base.time" \
+        (cd "$TMP/runs" && OMP_NUM_THREADS=$threads OMP_WAIT_POLICY=$warplda_wait /usr/bin/time -f "%M %e" -o "$base.time" \
             "$WARPLDA" --prefix "$TMP/w-$c" --k "$K" --alpha 50 --beta 0.01 --niter "$n" \
             --dumpmodel=false --writeinfo=false "${z[@]}" >"$base.log" 2>&1)
         if [ -n "$save" ]; then
@@ -172,7 +156,7 @@ done
 
 load_after=$(cat /proc/loadavg)
 python3 - "$TMP/runs" "$iters" "$rounds" "$threads" "$ll_iters" "$load_before" "$load_after" \
-    "$(nproc)" "${made[*]}" "$topics" "${tools[*]}" "$wait" <<'EOF'
+    "$(nproc)" "${made[*]}" "$topics" "${tools[*]}" "$warplda_wait" <<'EOF'
 import json, os, re, statistics, sys
 runs, iters, rounds, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 ll_iters = [int(x) for x in sys.argv[5].split(",")]

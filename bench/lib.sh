@@ -4,8 +4,9 @@
 # set it) and defines the helpers below.
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ROTOR=${ROTOR:-$ROOT/build/tools/rotor}
-# Options that take no value: name -> "variable=value" they set (see
-# bench_options); a script fills it before calling bench_options.
+# Options that take no value: name -> the "variable=value" assignments they
+# make, separated by spaces (see bench_options); a script fills it before
+# calling bench_options.
 declare -A BENCH_FLAGS=()
 
 bench_fail() {
@@ -16,7 +17,8 @@ bench_fail() {
 # bench_options LINES "$@": the script's command line.  Every "--some-name
 # VALUE" sets $some_name, which the script must have given its default
 # before (so a misspelt option is refused, not ignored); the options named
-# in BENCH_FLAGS take no value; -h/--help prints the script's lines LINES
+# in BENCH_FLAGS take no value and make their assignments where they stand
+# (a later option overrides them); -h/--help prints the script's lines LINES
 # (its header comment, as "2,20").
 bench_options() {
     local lines=$1 name var
@@ -28,8 +30,9 @@ bench_options() {
         *) bench_fail "unknown option $1" ;;
         esac
         if [ -n "${BENCH_FLAGS[$name]+x}" ]; then
-            var=${BENCH_FLAGS[$name]%%=*}
-            printf -v "$var" %s "${BENCH_FLAGS[$name]#*=}"
+            for var in ${BENCH_FLAGS[$name]}; do
+                printf -v "${var%%=*}" %s "${var#*=}"
+            done
         else
             var=${name//-/_}
             [[ $var =~ ^[a-z][a-z0-9_]*$ ]] && [ -n "${!var+x}" ] || bench_fail "unknown option $1"

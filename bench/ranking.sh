@@ -34,34 +34,18 @@
 # when pkg-config finds openblas.  Wall times, medians over R interleaved
 # rounds, users/s and ratios.  Needs python3 (JSON), xz and a C compiler.
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-ROTOR=${ROTOR:-$ROOT/build/tools/rotor}
+source "$(dirname "$0")/lib.sh"
 DATA=${ROTOR_DATA_DIR:-$ROOT/../shared/data}
 ANCHORS_SRC=${ROTOR_ANCHORS:-$ROOT/../shared/anchors}
 rounds=3 threads=2 anchors=/tmp/rotor-anchors naive_users=2000 throughput=1 quality=1
-n_users=100000 n_items=20000
-while [ $# -gt 0 ]; do
-    case $1 in
-    --rounds) rounds=$2; shift ;;
-    --threads) threads=$2; shift ;;
-    --anchors) anchors=$2; shift ;;
-    --naive-users) naive_users=$2; shift ;;
-    --no-throughput) throughput=0 ;;
-    --no-quality) quality=0 ;;
-    --users) n_users=$2; shift ;;
-    --items) n_items=$2; shift ;;
-    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
-    *) echo "ranking.sh: unknown option $1" >&2; exit 2 ;;
-    esac
-    shift
-done
-[ -x "$ROTOR" ] || { echo "ranking.sh: build first (tools/run.sh build)" >&2; exit 2; }
-[ -f "$DATA/ml-100k/u1.base.xz" ] || { echo "ranking.sh: no MovieLens 100K under $DATA" >&2; exit 2; }
+users=100000 items=20000
+BENCH_FLAGS=([no-throughput]=throughput=0 [no-quality]=quality=0)
+bench_options 2,30 "$@"
+bench_start
+[ -f "$DATA/ml-100k/u1.base.xz" ] || bench_fail "no MovieLens 100K under $DATA"
 eval "$("$ANCHORS_SRC/build.sh" "$anchors" | grep -E '^LIBMF_TRAIN=')"
-TMP=$(mktemp -d) && trap 'rm -rf "$TMP"' EXIT
 export ROTOR_LOG=warn
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 jget() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval('d'+sys.argv[2]))" "$@"; }
 
 # rotor's runs: NAME|train arguments.  The implicit-feedback runs join when
@@ -195,7 +179,7 @@ fi
 # ---- throughput
 tp_json=null
 if [ "$throughput" = 1 ]; then
-    "$ROTOR" gen mf --rows "$n_users" --cols "$n_items" --nnz $((n_users * 20)) --rank 8 --seed 5 --out "$TMP/big.txt" >/dev/null 2>&1
+    "$ROTOR" gen mf --rows "$users" --cols "$items" --nnz $((users * 20)) --rank 8 --seed 5 --out "$TMP/big.txt" >/dev/null 2>&1
     "$ROTOR" partition --input "$TMP/big.txt" --nodes 1 --threads "$threads" --out "$TMP/bigplan" >/dev/null 2>&1
     "$ROTOR" train --plan "$TMP/bigplan" --app sgd-mf --rank 32 --epochs 1 --no-biases --no-center \
         --out "$TMP/bigm" >/dev/null 2>&1
@@ -220,7 +204,7 @@ if [ "$throughput" = 1 ]; then
         measure excl "$ROTOR" recommend --model "$TMP/big" --top 32 --threads "$threads" --out -
         measure all "$ROTOR" recommend --model "$TMP/big" --top 32 --threads "$threads" --no-exclude --out -
         measure naive "$TMP/naive" naive "$TMP/big" 32 "$naive_users"
-        [ "$sgemm" = 0 ] || measure sgemm "$TMP/sgemm" sgemm "$TMP/big" 32 "$n_users"
+        [ "$sgemm" = 0 ] || measure sgemm "$TMP/sgemm" sgemm "$TMP/big" 32 "$users"
     done
     entry() { # entry NAME USERS: {"users", wall and CPU seconds (medians), users/s by each}
         local w c
@@ -229,16 +213,16 @@ if [ "$throughput" = 1 ]; then
             "$2" "$w" "$c" "$(echo "$2 / $w" | bc -l)" "$(echo "$2 / $c" | bc -l)"
     }
     sg=null
-    [ "$sgemm" = 0 ] || sg=$(entry sgemm "$n_users")
+    [ "$sgemm" = 0 ] || sg=$(entry sgemm "$users")
     ratio() { echo "($2 / $(median <"$TMP/c-$1")) / ($naive_users / $(median <"$TMP/c-naive"))" | bc -l | xargs printf '%.1f'; }
     tp_json=$(cat <<TJSON
-{"users": $n_users, "items": $n_items, "k": 32, "top": 32, "threads": $threads, "rounds": $rounds,
+{"users": $users, "items": $items, "k": 32, "top": 32, "threads": $threads, "rounds": $rounds,
   "note": "times of whole commands (model load included), medians; CPU = user + sys over all threads",
-  "rotor_recommend_excluding_plan": $(entry excl "$n_users"),
-  "rotor_recommend_no_exclude": $(entry all "$n_users"),
+  "rotor_recommend_excluding_plan": $(entry excl "$users"),
+  "rotor_recommend_no_exclude": $(entry all "$users"),
   "naive_per_user_loop": $(entry naive "$naive_users"),
   "openblas_sgemm_blocks_no_exclude": $sg,
-  "cpu_speedup_over_naive": $(ratio all "$n_users")}
+  "cpu_speedup_over_naive": $(ratio all "$users")}
 TJSON
 )
 fi
