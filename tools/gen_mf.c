@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,9 +51,16 @@ static const rt_opt gen_mf_options[] = {
                   "fraction of all N ratings written to --test-out"),
     {0}};
 
-static int bad(const char *what, const char *arg)
+/* A combination of options that cannot be generated: one line, exit 2. */
+static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int bad(const char *fmt, ...)
 {
-    fprintf(stderr, "rotor: error: gen mf: %s '%s' (see 'rotor gen mf --help')\n", what, arg);
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "rotor: error: gen mf: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, " (see 'rotor gen mf --help')\n");
+    va_end(ap);
     return RT_EXIT_INPUT;
 }
 
@@ -63,20 +71,24 @@ static int parse(int argc, char **argv, gen_opts *o)
     if (rotor_parse_options(&rotor_doc_gen_mf, gen_mf_options, o, argc, argv))
         return 1;
     if (!!o->test_out != (o->test_fraction > 0))
-        return bad("give both or neither of", "--test-out and --test-fraction");
+        return bad("give both or neither of --test-out and --test-fraction");
     if (o->test_out && rt_is_stdio(o->out) && rt_is_stdio(o->test_out))
-        return bad("only one of --out and --test-out can be standard output", "-");
+        return bad("only one of --out and --test-out can be standard output ('-')");
     uint64_t cover = o->rows > o->cols ? o->rows : o->cols;
     if (o->nnz < cover)
-        return bad("--nnz must be at least max(rows, cols) so every row and column has a "
-                   "rating; got",
-                   argv[0]);
+        return bad("--nnz must be at least max(rows, cols) = %" PRIu64
+                   " so every row and column has a rating; got %" PRIu64,
+                   cover, o->nnz);
     if ((double)o->nnz > 0.5 * (double)o->rows * (double)o->cols)
-        return bad("--nnz must be at most half of rows x cols; too dense for", argv[0]);
+        return bad("--nnz must be at most half of rows x cols (%" PRIu64 " x %" PRIu64
+                   "); got %" PRIu64,
+                   o->rows, o->cols, o->nnz);
     uint64_t n_test = (uint64_t)llround(o->test_fraction * (double)o->nnz);
     if (n_test > o->nnz - cover)
-        return bad("--test-fraction too large: every row and column keeps a training rating;",
-                   argv[0]);
+        return bad("--test-fraction %g asks for %" PRIu64 " test ratings, but only %" PRIu64
+                   " of --nnz %" PRIu64 " can be spared: every row and column keeps a "
+                   "training rating",
+                   o->test_fraction, n_test, o->nnz - cover, o->nnz);
     return 0;
 }
 
