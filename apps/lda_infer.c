@@ -54,7 +54,9 @@ typedef struct infer_tables {
     double *s_cdf;   /* K: cumulative alpha beta inv[k] */
     uint64_t *q_off; /* V + 1 into q_topic / q_cdf */
     uint16_t *q_topic;
-    double *q_cdf; /* cumulative alpha n_wk inv[k] over the word's topics */
+    double *q_cdf;      /* cumulative alpha n_wk inv[k] over the word's topics */
+    void *topic_arrays; /* the one allocation inv, s_cdf and q_off live in */
+    void *q_arrays;     /* the one allocation q_topic and q_cdf live in */
 } infer_tables;
 
 /* One thread's document state. */
@@ -63,8 +65,9 @@ typedef struct infer_scratch {
     uint16_t *nz;  /* the document's nonzero topics */
     uint32_t *pos; /* K: index in nz, UINT32_MAX = absent */
     uint32_t n_nz;
-    double *rb;  /* K: cumulative r bucket */
-    uint16_t *z; /* the document's topics (longest document) */
+    double *rb;   /* K: cumulative r bucket */
+    uint16_t *z;  /* the document's topics (longest document) */
+    void *arrays; /* the one allocation ndk .. z live in */
 } infer_scratch;
 
 typedef struct infer_job {
@@ -154,11 +157,8 @@ out:
 
 static void tables_free(infer_tables *t)
 {
-    free(t->inv);
-    free(t->s_cdf);
-    free(t->q_off);
-    free(t->q_topic);
-    free(t->q_cdf);
+    rt_free(t->topic_arrays);
+    rt_free(t->q_arrays);
     memset(t, 0, sizeof(*t));
 }
 
@@ -167,11 +167,9 @@ static int tables_build(infer_tables *t, const lda_model *m, rt_error *err)
     const uint32_t K = m->K;
     const double alpha = m->alpha, vbeta = (double)m->V * m->beta;
     t->m = m;
-    t->inv = malloc(K * sizeof(double));
-    t->s_cdf = malloc(K * sizeof(double));
-    t->q_off = rt_calloc_array(m->V + 1, sizeof(uint64_t), "model", "vocabulary", err);
-    if (!t->inv || !t->s_cdf || !t->q_off)
-        return t->q_off ? rt_fail(err, RT_EXIT_RUNTIME, "out of memory") : -1;
+    rt_part per_topic[] = {RT_PART(t->inv, K), RT_PART(t->s_cdf, K), RT_PART(t->q_off, m->V + 1)};
+    if (!(t->topic_arrays = rt_alloc_parts(per_topic, 3)))
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
     double acc = 0;
     for (uint32_t k = 0; k < K; k++) {
         t->inv[k] = 1.0 / ((double)m->nk[k] + vbeta);
@@ -184,12 +182,10 @@ static int tables_build(infer_tables *t, const lda_model *m, rt_error *err)
         t->q_off[w + 1] = t->q_off[w] + n;
     }
     uint64_t nnz = t->q_off[m->V];
-    t->q_topic = rt_alloc_array(nnz ? nnz : 1, sizeof(uint16_t), "model", "word topics", err);
-    t->q_cdf = t->q_topic
-                   ? rt_alloc_array(nnz ? nnz : 1, sizeof(double), "model", "word topics", err)
-                   : NULL;
-    if (!t->q_cdf)
-        return -1;
+    rt_part per_word_topic[] = {RT_PART(t->q_topic, nnz), RT_PART(t->q_cdf, nnz)};
+    if (!(t->q_arrays = rt_alloc_parts(per_word_topic, 2)))
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (%llu word topics)",
+                       (unsigned long long)nnz);
     for (uint64_t w = 0; w < m->V; w++) {
         uint64_t at = t->q_off[w];
         acc = 0;
@@ -317,28 +313,16 @@ static void infer_doc(infer_job *j, infer_scratch *s, uint64_t doc)
     memcpy(j->doc_topic + doc * K, s->ndk, K * sizeof(int32_t));
 }
 
-static void scratch_free(infer_scratch *s)
-{
-    free(s->ndk);
-    free(s->nz);
-    free(s->pos);
-    free(s->rb);
-    free(s->z);
-}
-
 /* Take documents DOCS_PER_GRAB at a time until none are left; the calling
  * thread (report) also draws the progress. */
 static void infer_loop(infer_job *j, int report)
 {
     const uint32_t K = j->t->m->K;
-    infer_scratch s = {.ndk = calloc(K, sizeof(int32_t)),
-                       .nz = malloc(K * sizeof(uint16_t)),
-                       .pos = malloc(K * sizeof(uint32_t)),
-                       .rb = malloc(K * sizeof(double)),
-                       .z = malloc((j->max_len ? j->max_len : 1) * sizeof(uint16_t))};
-    if (!s.ndk || !s.nz || !s.pos || !s.rb || !s.z) {
+    infer_scratch s = {0};
+    rt_part part[] = {RT_PART(s.ndk, K), RT_PART(s.nz, K), RT_PART(s.pos, K), RT_PART(s.rb, K),
+                      RT_PART(s.z, j->max_len)};
+    if (!(s.arrays = rt_alloc_parts(part, 5))) {
         atomic_store(&j->failed, 1);
-        scratch_free(&s);
         return;
     }
     memset(s.pos, 0xff, K * sizeof(uint32_t));
@@ -354,7 +338,7 @@ static void infer_loop(infer_job *j, int report)
         if (report && j->o->progress)
             rt_progress_set(j->o->progress, done);
     }
-    scratch_free(&s);
+    rt_free(s.arrays);
 }
 
 static void *infer_thread(void *arg)
