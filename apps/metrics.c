@@ -35,7 +35,7 @@ int rt_metrics_epoch(rt_metrics *m, json_t *epoch, rt_error *err)
     int rc = rt_outfile_open(&of, m->path, err);
     if (rc == 0 && rt_write_all(of.fp, text, strlen(text), m->path, err) == 0 &&
         rt_write_all(of.fp, "\n", 1, m->path, err) == 0)
-        rc = rt_outfile_commit(&of, err);
+        rc = rt_outfile_commit_unsynced(&of, err);
     else if (rc == 0) {
         rt_outfile_abort(&of);
         rc = -1;

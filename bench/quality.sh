@@ -35,9 +35,13 @@
 #     of 1 and N iterations (both scoring the test set every iteration), an
 #     iteration costs (wN - w1) / (N - 1) and loading w1 minus one iteration;
 #     iteration i ends at i iteration costs.  LIBPMF: its own cumulative timer.
-#   wall: process wall time, start-up and loading included on both sides;
-#     rotor is charged everything outside its rotations before the target,
-#     LIBMF its loading.
+#   wall: process wall time from the text files to the saved model on both
+#     sides: LIBMF parses its text input and writes its model in its run;
+#     rotor's wall is `rotor partition` of the same text files (into a fresh
+#     plan every run) plus `rotor train --out`.  Rotor is charged everything
+#     outside its rotations (start-up, partitioning, per-epoch evaluation and
+#     --metrics writes, the model save) in full, whether it came before the
+#     target or after; LIBMF its loading.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 rounds=3 threads=2 anchors=/tmp/rotor-anchors keep_runs="" from_runs=""
@@ -64,7 +68,7 @@ fi
 LIBMF_GRID=("-k 32 -l2 0.08" "-k 32 -l2 0.1" "-k 32 -l2 0.12" "-k 64 -l2 0.1")
 LIBPMF_GRID=("-k 10 -l 0.05" "-k 10 -l 0.1" "-k 32 -l 0.1" "-k 10 -l 0.2")
 
-# ---- folds: $TMP/DATASET/fF.{base,test}, a LIBPMF dir and a rotor plan each
+# ---- folds: $TMP/DATASET/fF.{base,test} and a LIBPMF dir each
 make_fold() { # make_fold DATASET F BASE TEST
     local d=$TMP/$1/f$2
     mkdir -p "$d/pmf"
@@ -77,8 +81,6 @@ make_fold() { # make_fold DATASET F BASE TEST
     n=$(cat "$d/base" "$d/test" | awk '$2 > n { n = $2 } END { print n }')
     printf '%s %s\n%s train.txt\n%s test.txt\n' "$m" "$n" "$(wc -l <"$d/base")" \
         "$(wc -l <"$d/test")" >"$d/pmf/meta"
-    "$ROTOR" partition --input "$d/base" --test "$d/test" --nodes 1 --threads "$threads" \
-        --seed 1 --out "$d/plan" >/dev/null 2>&1
 }
 make_folds() {
     local f
@@ -95,16 +97,22 @@ make_folds() {
 }
 
 # ---- runs: each leaves RUNS/logs/DATASET.fF.TOOL.SETTING.rR.{json|log} and
-# .wall (wall seconds: rotor and LIBPMF the run's; LIBMF "w1 wN")
+# .wall (wall seconds: rotor "partition+train partition", LIBPMF the run's;
+# LIBMF "w1 wN")
 now() { date +%s.%N; }
 since() { echo "$(now) - $1" | bc -l; }
 log_name() { echo "$RUNS/logs/$1.f$2.$3.${4// /_}.r$5"; } # DATASET F TOOL SETTING ROUND
 run_rotor() { # run_rotor DATASET F APP ROUND
-    local d=$TMP/$1/f$2 out t0
+    local d=$TMP/$1/f$2 out t0 part
     out=$(log_name "$1" "$2" "rotor-$3" defaults "$4")
+    rm -rf "$TMP/plan" "$TMP/rotor.model"
     t0=$(now)
-    "$ROTOR" train --plan "$d/plan" --app "$3" --metrics "$out.json" >/dev/null 2>&1
-    since "$t0" >"$out.wall"
+    "$ROTOR" partition --input "$d/base" --test "$d/test" --nodes 1 --threads "$threads" \
+        --seed 1 --out "$TMP/plan" >/dev/null 2>&1
+    part=$(since "$t0")
+    "$ROTOR" train --plan "$TMP/plan" --app "$3" --metrics "$out.json" --out "$TMP/rotor.model" \
+        >/dev/null 2>&1
+    echo "$(since "$t0") $part" >"$out.wall"
 }
 run_libmf() { # run_libmf DATASET F SETTING ROUND
     local d=$TMP/$1/f$2 out t0 w1

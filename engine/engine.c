@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 void rt_pin_current_thread(const rt_group *group, int local_size, int threads, int t,
                            rt_pin_mode mode);
@@ -33,7 +34,8 @@ typedef struct worker_slot {
     uint32_t thread;
     pthread_t tid;
     rt_visit visit;
-    double compute_s;
+    double compute_s; /* wall seconds inside visit() this rotation */
+    double cpu_s;     /* CPU seconds of the last cell it ran */
     int rc;
     rt_error err;
 } worker_slot;
@@ -44,6 +46,9 @@ struct rt_engine {
     rt_transport *tr;
     uint32_t W, B, c, T, P, rank, span, first_worker;
     int serial;
+    rt_inline_mode inline_mode;
+    double last_step_cpu_s;  /* CPU seconds of the previous step's cells together */
+    uint32_t inline_steps;   /* steps run inline this rotation */
     uint64_t first_rotation; /* where rt_engine_run starts (resume) */
     rt_pin_mode pin;
     int local_size;
@@ -57,8 +62,10 @@ struct rt_engine {
     void *scratch;      /* one slot's bytes, for swapping two blocks (allocated at the
                            first swap: the default schedule never swaps) */
     uint64_t swaps;     /* passes that needed a swap (never with the default schedule) */
-    /* worker threads (none in serial mode) */
+    /* one slot per local worker (one in serial mode); the threads start at
+     * the first step that is not run inline (never in serial mode) */
     worker_slot *workers;
+    int threads_tried;
     uint32_t n_threads_started;
     pthread_barrier_t step_start, step_done;
     int barriers_ready;
@@ -76,11 +83,22 @@ struct rt_engine {
 
 /* ---------------------------------------------------------------- threads */
 
+/* CPU seconds of the calling thread: what a cell costs whoever runs it and
+ * however busy the machine is (wall time would count waits for a core). */
+static double thread_cpu_s(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static int run_visit(rt_engine *e, worker_slot *w)
 {
-    double t0 = rt_now();
+    double c0 = thread_cpu_s(), t0 = rt_now();
     w->rc = e->ops->visit(e->app, &w->visit, &w->err);
     w->compute_s += rt_now() - t0;
+    w->cpu_s = thread_cpu_s() - c0;
     return w->rc;
 }
 
@@ -106,7 +124,7 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-static int start_threads(rt_engine *e, rt_error *err)
+static int make_worker_slots(rt_engine *e, rt_error *err)
 {
     uint32_t n = e->serial ? 1 : e->T;
     e->workers = calloc(n, sizeof(worker_slot));
@@ -116,8 +134,16 @@ static int start_threads(rt_engine *e, rt_error *err)
         e->workers[t].eng = e;
         e->workers[t].thread = t;
     }
-    if (e->serial)
-        return 0;
+    return 0;
+}
+
+/* Start the T worker threads (once; a failed start is not retried). */
+static int start_threads(rt_engine *e, rt_error *err)
+{
+    if (e->threads_tried)
+        return e->go > 0 ? 0
+                         : rt_fail(err, RT_EXIT_RUNTIME, "engine: worker threads did not start");
+    e->threads_tried = 1;
     if (pthread_barrier_init(&e->step_start, NULL, e->T + 1))
         return rt_fail(err, RT_EXIT_RUNTIME, "engine: cannot create barriers");
     if (pthread_barrier_init(&e->step_done, NULL, e->T + 1)) {
@@ -292,31 +318,57 @@ static void assign_visit(rt_engine *e, rt_visit *v, uint32_t t, uint32_t step, u
     v->len = e->len_of[v->block];
 }
 
+/* --serial: all W workers' cells on one thread with one scratch (thread 0). */
+static int run_step_serial(rt_engine *e, uint32_t step, uint64_t rot, rt_error *err)
+{
+    worker_slot *w = &e->workers[0];
+    for (uint32_t t = 0; t < e->T; t++) {
+        assign_visit(e, &w->visit, t, step, rot);
+        w->visit.thread = 0;
+        if (run_visit(e, w)) {
+            *err = w->err;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Whether step's cells run on the orchestrating thread (rt_inline_mode). */
+static int step_inline(const rt_engine *e)
+{
+    if (e->inline_mode == RT_INLINE_AUTO)
+        return e->last_step_cpu_s < RT_INLINE_STEP_CPU_S;
+    return e->inline_mode == RT_INLINE_ALWAYS;
+}
+
 static int run_step(rt_engine *e, uint32_t step, uint64_t rot, rt_error *err)
 {
-    if (e->serial) {
-        worker_slot *w = &e->workers[0];
-        for (uint32_t t = 0; t < e->T; t++) {
-            assign_visit(e, &w->visit, t, step, rot);
-            w->visit.thread = 0;
-            if (run_visit(e, w)) {
-                *err = w->err;
-                return -1;
-            }
-        }
-        return 0;
-    }
+    if (e->serial)
+        return run_step_serial(e, step, rot, err);
+    int here = step_inline(e);
+    if (!here && start_threads(e, err))
+        return -1;
     for (uint32_t t = 0; t < e->T; t++) {
         assign_visit(e, &e->workers[t].visit, t, step, rot);
         e->workers[t].visit.thread = t;
     }
-    pthread_barrier_wait(&e->step_start);
-    pthread_barrier_wait(&e->step_done);
-    for (uint32_t t = 0; t < e->T; t++)
+    if (here) { /* each cell still with its own thread index: the same scratch */
+        e->inline_steps++;
+        for (uint32_t t = 0; t < e->T; t++)
+            if (run_visit(e, &e->workers[t]))
+                break;
+    } else {
+        pthread_barrier_wait(&e->step_start);
+        pthread_barrier_wait(&e->step_done);
+    }
+    e->last_step_cpu_s = 0;
+    for (uint32_t t = 0; t < e->T; t++) {
         if (e->workers[t].rc) {
             *err = e->workers[t].err;
             return -1;
         }
+        e->last_step_cpu_s += e->workers[t].cpu_s;
+    }
     return 0;
 }
 
@@ -366,6 +418,8 @@ static int rotation_stats(rt_engine *e, double t0, const rt_transport_stats *ts0
     st->seconds = rt_now() - t0;
     st->compute_s = compute / (e->serial ? 1 : e->T);
     st->stall_s = e->stall_s;
+    st->inline_steps = e->inline_steps;
+    e->inline_steps = 0;
     log_rotation(e, st, ts.credit_wait_s - ts0->credit_wait_s);
     /* [bytes, stall fraction of rank 0, ..., of rank P-1]: exact sums. */
     double *v = calloc(e->P + 1, sizeof(double));
@@ -409,6 +463,9 @@ static int run_rotation(rt_engine *e, uint64_t rot, int *stop, rt_error *err)
     rt_rotation_stats st;
     if (rotation_stats(e, t0, &ts, &st, err))
         return -1;
+    if (!e->serial)
+        rt_debug("engine: rank %u: rotation %llu: %u of %u steps inline", e->rank,
+                 (unsigned long long)rot, st.inline_steps, e->B);
     return e->ops->rotation_end(e->app, e, rot, &st, stop, err);
 }
 
@@ -446,6 +503,7 @@ int rt_engine_create(const rt_engine_config *cfg, rt_engine **out, rt_error *err
     e->plan = p;
     e->group = cfg->group;
     e->serial = cfg->serial;
+    e->inline_mode = cfg->inline_steps;
     e->first_rotation = cfg->first_rotation;
     e->pin = cfg->pin;
     e->local_size = cfg->local_size;
@@ -497,7 +555,7 @@ int rt_engine_create(const rt_engine_config *cfg, rt_engine **out, rt_error *err
         rt_engine_destroy(e);
         return -1;
     }
-    if (start_threads(e, err)) {
+    if (make_worker_slots(e, err)) {
         rt_engine_destroy(e);
         return -1;
     }

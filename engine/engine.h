@@ -75,6 +75,22 @@ int rt_hostfile_read(const char *path, int size, int base_port, rt_peer **peers,
 
 typedef enum rt_pin_mode { RT_PIN_AUTO = 0, RT_PIN_YES = 1, RT_PIN_NO = 2 } rt_pin_mode;
 
+/* Who runs a step's cells.  Handing a step to the worker threads and
+ * waiting for them costs a wake-up of each (and, on a busy machine, a wait
+ * for a core each time); cells that take microseconds lose more there than
+ * the threads gain.  RT_INLINE_AUTO runs a step's cells one after another
+ * on the orchestrating thread when the previous step's cells took together
+ * less than RT_INLINE_STEP_CPU_S of CPU time, else on the worker threads
+ * (started at the first step that needs them).  The model is the same bits
+ * either way: the cells of a step are independent and each keeps its
+ * thread index (per-thread scratch). */
+typedef enum rt_inline_mode {
+    RT_INLINE_AUTO = 0,
+    RT_INLINE_ALWAYS = 1, /* every step on the orchestrating thread; no worker threads */
+    RT_INLINE_NEVER = 2   /* every step on the worker threads */
+} rt_inline_mode;
+#define RT_INLINE_STEP_CPU_S 1e-3
+
 typedef struct rt_engine_config {
     const rt_plan *plan;
     const rt_group *group;
@@ -82,17 +98,18 @@ typedef struct rt_engine_config {
                                       unless the plan is replayed with other splits) */
     rt_transport_config transport; /* kind and ib knobs; the engine fills the rest */
     rt_pin_mode pin;
-    int local_size;          /* processes on this host, for RT_PIN_AUTO (0 = unknown) */
-    size_t slot_bytes;       /* largest payload the app will put in a block */
-    uint32_t spare_slots;    /* window slots beyond the home blocks (0 = 1): each is a
-                                block of memory; a second one lets a pass start before
-                                the next node's previous pass has returned its credit,
-                                which a bandwidth- or latency-bound ring needs */
-    int serial;              /* 1: run all W workers of the plan on one thread
-                                in schedule order (reference replay; size 1 only) */
-    uint64_t first_rotation; /* the rotation rt_engine_run starts with (0; a resumed
-                                run: the next one, with the home payloads
-                                written back through rt_engine_home_payload) */
+    int local_size;              /* processes on this host, for RT_PIN_AUTO (0 = unknown) */
+    size_t slot_bytes;           /* largest payload the app will put in a block */
+    uint32_t spare_slots;        /* window slots beyond the home blocks (0 = 1): each is a
+                                    block of memory; a second one lets a pass start before
+                                    the next node's previous pass has returned its credit,
+                                    which a bandwidth- or latency-bound ring needs */
+    int serial;                  /* 1: run all W workers of the plan on one thread
+                                    in schedule order (reference replay; size 1 only) */
+    rt_inline_mode inline_steps; /* who runs a step's cells (ignored with serial) */
+    uint64_t first_rotation;     /* the rotation rt_engine_run starts with (0; a resumed
+                                    run: the next one, with the home payloads
+                                    written back through rt_engine_home_payload) */
 } rt_engine_config;
 
 typedef struct rt_visit {
@@ -107,7 +124,10 @@ typedef struct rt_visit {
 
 typedef struct rt_rotation_stats {
     double seconds;        /* wall time of the rotation on this rank */
-    double compute_s;      /* sum over local threads of time inside visit() / threads */
+    double compute_s;      /* sum over local threads of time inside visit() / threads
+                              (a step run inline counts each cell for its thread) */
+    uint32_t inline_steps; /* steps of this rotation whose cells ran on the
+                              orchestrating thread (rt_inline_mode) */
     double stall_s;        /* orchestrator time waiting for blocks to arrive */
     double stall_frac_max; /* max over ranks of stall_s / seconds */
     uint64_t bytes_moved;  /* sum over ranks of payload bytes passed this rotation */

@@ -138,12 +138,12 @@ static int commit_stdout(rt_outfile *of, rt_error *err)
     return 0;
 }
 
-int rt_outfile_commit(rt_outfile *of, rt_error *err)
+static int commit(rt_outfile *of, int sync, rt_error *err)
 {
     int rc = 0;
     if (!of->tmp[0])
         return commit_stdout(of, err);
-    if (fflush(of->fp) != 0 || fsync(fileno(of->fp)) != 0)
+    if (fflush(of->fp) != 0 || (sync && fsync(fileno(of->fp)) != 0))
         rc = rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: write failed", of->path);
     if (fclose(of->fp) != 0 && rc == 0)
         rc = rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: close failed", of->path);
@@ -153,6 +153,16 @@ int rt_outfile_commit(rt_outfile *of, rt_error *err)
     if (rc != 0)
         unlink(of->tmp);
     return rc;
+}
+
+int rt_outfile_commit(rt_outfile *of, rt_error *err)
+{
+    return commit(of, 1, err);
+}
+
+int rt_outfile_commit_unsynced(rt_outfile *of, rt_error *err)
+{
+    return commit(of, 0, err);
 }
 
 void rt_outfile_abort(rt_outfile *of)

@@ -200,7 +200,13 @@ typedef struct rt_outfile {
 int rt_is_stdio(const char *path); /* true for "-" */
 int rt_outfile_open(rt_outfile *of, const char *path, rt_error *err);
 int rt_outfile_commit(rt_outfile *of, rt_error *err); /* flush, fsync, rename */
-void rt_outfile_abort(rt_outfile *of);                /* remove the temporary */
+/* Flush and rename without the fsync: for a file rewritten again and again
+ * while a run goes on (--metrics after every epoch), where readers need a
+ * whole file at any moment but a crash may lose the last rewrite; an fsync
+ * each time would put a disk flush (and, on a busy machine, the wait for a
+ * core after it) into every epoch. */
+int rt_outfile_commit_unsynced(rt_outfile *of, rt_error *err);
+void rt_outfile_abort(rt_outfile *of); /* remove the temporary */
 int rt_write_all(FILE *fp, const void *buf, size_t len, const char *path, rt_error *err);
 
 /* Remove a directory tree (used to discard partial outputs). */

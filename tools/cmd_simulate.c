@@ -343,7 +343,9 @@ static int calibrate(sim_opts *o, const rt_app_desc *app, const void *app_opts, 
                            .serial = !parallel,
                            /* unpinned: the rate the scheduler gives a thread, not the
                             * share of whichever core hwloc picks for local rank 0 */
-                           .pin = RT_PIN_NO};
+                           .pin = RT_PIN_NO,
+                           /* every step on the threads, as the parallel rate means */
+                           .inline_steps = RT_INLINE_NEVER};
     rt_transport_config_init(&ec.transport);
     ec.slot_bytes = slot_bytes;
     rt_engine *eng = NULL;

@@ -25,6 +25,7 @@ typedef struct train_opts {
     int node, nodes; /* -1 = from the environment */
     link_opts link;
     rt_pin_mode pin;
+    rt_inline_mode inline_steps;
     const char *checkpoint; /* checkpoint root, or NULL */
     uint64_t checkpoint_every;
     const char *resume; /* checkpoint root to resume from, or NULL */
@@ -33,6 +34,9 @@ typedef struct train_opts {
 
 static const rt_opt_choice pin_modes[] = {
     {"auto", RT_PIN_AUTO}, {"yes", RT_PIN_YES}, {"no", RT_PIN_NO}, {NULL, 0}};
+
+static const rt_opt_choice inline_modes[] = {
+    {"auto", RT_INLINE_AUTO}, {"yes", RT_INLINE_ALWAYS}, {"no", RT_INLINE_NEVER}, {NULL, 0}};
 
 static const rt_opt train_options[] = {
     RT_PATH_OPT("plan", 'p', train_opts, plan_dir, "DIR", NULL, RT_OPT_REQUIRED | RT_OPT_DIR,
@@ -53,6 +57,11 @@ static const rt_opt train_options[] = {
                "the number of processes (with --node)"),
     RT_ENUM_OPT("pin", 0, train_opts, pin, pin_modes, "auto",
                 "pin worker threads to cores (auto: when they fit)"),
+    RT_ENUM_OPT("inline-steps", 0, train_opts, inline_steps, inline_modes, "auto",
+                "run a step's cells one after another on the main thread instead of waking the "
+                "worker threads (auto: when the previous step's cells took under 1 ms of CPU "
+                "together, where the wake-ups cost more than the threads gain); the model is "
+                "the same bits either way"),
     RT_PATH_OPT("checkpoint", 0, train_opts, checkpoint, "DIR", NULL, RT_OPT_DIR,
                 "write every rank's training state to DIR/ckpt-N every --checkpoint-every "
                 "epochs and at the end (the newest two kept; DIR must be seen by every rank)"),
@@ -218,6 +227,7 @@ static int train(const train_opts *o, train_run *r, rt_error *err)
     ec.pin = o->pin;
     ec.local_size = rt_env_local_size();
     ec.serial = o->serial;
+    ec.inline_steps = o->inline_steps;
     ec.spare_slots = o->spare_slots;
     char resume_dir[4096];
     if (o->resume && rt_checkpoint_latest(o->resume, r->app->name, r->fingerprint, resume_dir,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # cd-mf runs are bit-identical: two 2-process x 2-thread runs, a one-thread
 # replay of the schedule (--serial) and a 1-process x 4-thread run of the same
-# plan write the same W.npy and H.npy bytes; the objective fell from the first
+# plan (every step on the worker threads, --inline-steps no; the others run
+# these small steps inline) write the same W.npy and H.npy bytes; the objective fell from the first
 # outer iteration to the last; another seed gives another model;
 # `rotor eval` of the saved model reproduces the logged test RMSE.
 source "$(dirname "$0")/lib.sh"
@@ -13,7 +14,7 @@ train=(train --plan "$TMP/plan" --app cd-mf --rank 5 --outer 3 --inner 2 --lambd
 run_logged a "$ROTOR" launch -n 2 -- "$ROTOR" "${train[@]}" --seed 7
 run_logged b "$ROTOR" launch -n 2 -- "$ROTOR" "${train[@]}" --seed 7
 run_logged serial "$ROTOR" "${train[@]}" --seed 7 --serial
-run_logged t4 "$ROTOR" "${train[@]}" --seed 7 --threads 4
+run_logged t4 "$ROTOR" "${train[@]}" --seed 7 --threads 4 --inline-steps no
 run_logged other "$ROTOR" "${train[@]}" --seed 8 --threads 4
 
 single "$TMP/a" "$TMP/b" "$TMP/serial" "$TMP/t4" "$TMP/other"

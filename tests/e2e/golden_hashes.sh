@@ -2,7 +2,9 @@
 # golden_hashes.sh - the model bytes of fixed runs do not change under
 # refactoring.  Each run below (sgd-mf, cd-mf and lda; one process, and two
 # processes where the run says so) writes a model whose exported files must
-# hash to the SHA-256 recorded here.  A change that legitimately changes the math updates
+# hash to the SHA-256 recorded here.  The 2-process runs hand every step to
+# the worker threads (--inline-steps no); the 1-process runs' tiny steps run
+# inline on the main thread (auto): the same bytes either way.  A change that legitimately changes the math updates
 # these hashes in the same commit, saying why.
 #   ROTOR_GOLDEN_PRINT=1 prints the current hashes instead of checking them.
 source "$(dirname "$0")/lib.sh"
@@ -14,11 +16,11 @@ cdmf=(train --plan "$TMP/mfplan" --app cd-mf --rank 6 --outer 2 --inner 2 --seed
 lda=(train --plan "$TMP/ldaplan" --app lda --topics 8 --iters 6 --seed 3)
 
 run_logged sgd1 "$ROTOR" "${sgd[@]}" --threads 4
-run_logged sgd2 "$ROTOR" launch -n 2 -- "$ROTOR" "${sgd[@]}"
+run_logged sgd2 "$ROTOR" launch -n 2 -- "$ROTOR" "${sgd[@]}" --inline-steps no
 run_logged cd1 "$ROTOR" "${cdmf[@]}" --threads 4
-run_logged cd2 "$ROTOR" launch -n 2 -- "$ROTOR" "${cdmf[@]}"
+run_logged cd2 "$ROTOR" launch -n 2 -- "$ROTOR" "${cdmf[@]}" --inline-steps no
 run_logged lda1 "$ROTOR" "${lda[@]}" --threads 4
-run_logged lda2 "$ROTOR" launch -n 2 -- "$ROTOR" "${lda[@]}"
+run_logged lda2 "$ROTOR" launch -n 2 -- "$ROTOR" "${lda[@]}" --inline-steps no
 
 # The runs save per-rank parts; rotor export merges them into the
 # single-file model, whose bytes are the ones pinned here (the same bytes

@@ -3,7 +3,8 @@
 # schedule is not the default generator's (blocks travel the workers the
 # other way round, or the steps after the first c come in a shuffled order)
 # trains over TCP with 2 processes x 2 threads to the same bytes as its
-# single-thread replay (--serial), as 1 process x 4 threads and as 2 x 2 with
+# single-thread replay (--serial), as 1 process x 4 threads (every step on
+# the worker threads, --inline-steps no) and as 2 x 2 with
 # --spare-slots 2; it trained
 # (the loss fell), and its model differs from the default schedule's (the
 # order of the SGD updates changed).
@@ -37,7 +38,7 @@ for kind in reverse shuffle; do
         grep -q 'left out of slot order' "$TMP/$kind.log" && fail "reverse: out-of-order passes"
     fi
     run "$kind-serial" "$TMP/$kind" "$ROTOR" "${train[@]}" --serial
-    run "$kind-t4" "$TMP/$kind" "$ROTOR" "${train[@]}" --threads 4
+    run "$kind-t4" "$TMP/$kind" "$ROTOR" "${train[@]}" --threads 4 --inline-steps no
     # A wider window (two spare slots) changes when blocks travel, not the model.
     run "$kind-spare2" "$TMP/$kind" "$ROTOR" launch -n 2 -- "$ROTOR" "${train[@]}" --spare-slots 2
     single "$TMP/m-$kind" "$TMP/m-$kind-serial" "$TMP/m-$kind-t4" "$TMP/m-$kind-spare2"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Same plan, seed and process count -> bit-identical W and H; the
 # 2-process x 2-thread model equals a single-thread replay of the schedule
-# (--serial), a 1-process x 4-thread run of the same plan and a run on the
+# (--serial), a 1-process x 4-thread run of the same plan (every step on the
+# worker threads, --inline-steps no; the others run these small steps
+# inline on the main thread) and a run on the
 # portable kernel, with the default AdaGrad steps (whose accumulators travel
 # with the H rows).  And the runs trained: the loss fell from the first epoch
 # to the last, and another seed gives another model.
@@ -16,7 +18,7 @@ train=(train --plan "$TMP/plan" --app sgd-mf --rank 12 --epochs 6 --seed 9)
 "$ROTOR" launch -n 2 -- "$ROTOR" "${train[@]}" --out "$TMP/a" 2>"$TMP/a.log"
 "$ROTOR" launch -n 2 -- "$ROTOR" "${train[@]}" --out "$TMP/b" 2>"$TMP/b.log"
 "$ROTOR" "${train[@]}" --serial --out "$TMP/serial" 2>"$TMP/s.log"
-"$ROTOR" "${train[@]}" --threads 4 --out "$TMP/t4" 2>"$TMP/t4.log"
+"$ROTOR" "${train[@]}" --threads 4 --inline-steps no --out "$TMP/t4" 2>"$TMP/t4.log"
 "$ROTOR" "${train[@]}" --threads 4 --kernel portable --out "$TMP/portable" 2>"$TMP/p.log"
 "$ROTOR" "${train[@]}" --threads 4 --seed 10 --out "$TMP/other" 2>"$TMP/o.log"
 

@@ -3,11 +3,13 @@
  * records every visit inside the block payload it travels with.
  *
  * Checks, for several (threads, pipeline) shapes, the default, reversed and
- * step-shuffled schedules, and the serial replay:
+ * step-shuffled schedules, each step on the worker threads, each step on
+ * the orchestrating thread (inline), and the serial replay:
  * each visit's block is the one the plan's schedule table names; in every rotation each
  * block meets every worker exactly once, in schedule order; blocks return
  * home between rotations with their payload intact; step_end runs once per
- * step; rotation_end stops the run when asked.
+ * step; rotation_end stops the run when asked.  And that RT_INLINE_AUTO
+ * runs tiny steps inline and steps of heavy cells on the worker threads.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,7 +22,9 @@
 #include "engine/route.h"
 #include "tests/partition/schedule_variants.h"
 
+#include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 
 #define ROTATIONS 3
 
@@ -35,7 +39,28 @@ typedef struct recorder {
     uint32_t step_ends;
     uint64_t rotations_seen;
     int failures;
+    pthread_t main_thread;            /* the one that called rt_engine_run */
+    uint64_t heavy_rotation;          /* its cells burn HEAVY_CELL_CPU_S each (UINT64_MAX: none) */
+    uint32_t off_main[ROTATIONS];     /* visits run on another thread, per rotation */
+    uint32_t inline_steps[ROTATIONS]; /* from the rotation stats */
 } recorder;
+
+/* Well above RT_INLINE_STEP_CPU_S for one cell. */
+#define HEAVY_CELL_CPU_S (2 * RT_INLINE_STEP_CPU_S)
+
+static double thread_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void burn_cpu(double seconds)
+{
+    double until = thread_cpu_s() + seconds;
+    while (thread_cpu_s() < until) {
+    }
+}
 
 static int rec_home(void *app, uint32_t block, uint64_t rot, void *payload, size_t *len,
                     rt_error *err)
@@ -65,6 +90,10 @@ static int rec_visit(void *app, const rt_visit *v, rt_error *err)
     log->entries[log->count][0] = v->worker;
     log->entries[log->count][1] = v->step;
     log->count++;
+    if (v->rotation < ROTATIONS && !pthread_equal(pthread_self(), r->main_thread))
+        __atomic_fetch_add(&r->off_main[v->rotation], 1, __ATOMIC_RELAXED);
+    if (v->rotation == r->heavy_rotation)
+        burn_cpu(HEAVY_CELL_CPU_S);
     return 0;
 }
 
@@ -83,7 +112,8 @@ static int rec_rotation_end(void *app, rt_engine *eng, uint64_t rot, const rt_ro
 {
     recorder *r = app;
     const rt_plan *p = r->plan;
-    (void)st;
+    if (rot < ROTATIONS)
+        r->inline_steps[rot] = st->inline_steps;
     for (uint32_t b = 0; b < p->blocks; b++) {
         size_t len;
         visit_log *log = rt_engine_home_payload(eng, b, &len);
@@ -126,7 +156,11 @@ static uint32_t *make_table(const char *kind, uint32_t W, uint32_t c)
     return t;
 }
 
-static void run_schedule(const char *kind, uint32_t threads, uint32_t pipeline, int serial)
+/* Who runs the cells: an rt_inline_mode, or SERIAL (--serial). */
+#define SERIAL (-1)
+
+static void run_recorded(const char *kind, uint32_t threads, uint32_t pipeline, int mode,
+                         recorder *rec)
 {
     rt_plan plan;
     memset(&plan, 0, sizeof(plan));
@@ -147,52 +181,87 @@ static void run_schedule(const char *kind, uint32_t threads, uint32_t pipeline, 
     cfg.transport.kind = RT_TRANSPORT_TCP;
     cfg.pin = RT_PIN_NO;
     cfg.slot_bytes = sizeof(visit_log);
-    cfg.serial = serial;
+    cfg.serial = mode == SERIAL;
+    cfg.inline_steps = mode == SERIAL ? RT_INLINE_AUTO : (rt_inline_mode)mode;
 
     rt_engine *eng;
     rt_error err = {0};
     int rc = rt_engine_create(&cfg, &eng, &err);
     if (rc)
         fail_msg("create: %s", err.msg);
-    recorder rec = {.plan = &plan};
-    rc = rt_engine_run(eng, &recorder_ops, &rec, &err);
+    rec->plan = &plan;
+    rec->main_thread = pthread_self();
+    rc = rt_engine_run(eng, &recorder_ops, rec, &err);
     if (rc)
-        fail_msg("run (threads %u, pipeline %u, serial %d): %s", threads, pipeline, serial,
-                 err.msg);
-    assert_int_equal(rec.failures, 0);
-    assert_int_equal(rec.rotations_seen, ROTATIONS);
-    assert_int_equal(rec.step_ends, ROTATIONS * plan.blocks);
+        fail_msg("run (threads %u, pipeline %u, mode %d): %s", threads, pipeline, mode, err.msg);
+    assert_int_equal(rec->failures, 0);
+    assert_int_equal(rec->rotations_seen, ROTATIONS);
+    assert_int_equal(rec->step_ends, ROTATIONS * plan.blocks);
     rt_engine_destroy(eng);
     free(plan.schedule);
 }
 
-static void run_shape(uint32_t threads, uint32_t pipeline, int serial)
+static void run_schedule(const char *kind, uint32_t threads, uint32_t pipeline, int mode)
 {
-    run_schedule("ring", threads, pipeline, serial);
-    run_schedule("reverse", threads, pipeline, serial);
-    run_schedule("shuffle", threads, pipeline, serial);
+    recorder rec = {.heavy_rotation = UINT64_MAX};
+    run_recorded(kind, threads, pipeline, mode, &rec);
+    uint32_t visits = threads * threads * pipeline;
+    for (int r = 0; r < ROTATIONS; r++)
+        if (mode == RT_INLINE_NEVER) /* each visit on a worker thread */
+            assert_int_equal(rec.off_main[r], visits);
+        else if (mode != RT_INLINE_AUTO)
+            assert_int_equal(rec.off_main[r], 0);
+}
+
+static void run_shape(uint32_t threads, uint32_t pipeline, int mode)
+{
+    run_schedule("ring", threads, pipeline, mode);
+    run_schedule("reverse", threads, pipeline, mode);
+    run_schedule("shuffle", threads, pipeline, mode);
 }
 
 static void test_one_thread(void **state)
 {
     (void)state;
-    run_shape(1, 1, 0);
-    run_shape(1, 2, 0);
+    for (int mode = RT_INLINE_AUTO; mode <= RT_INLINE_NEVER; mode++) {
+        run_shape(1, 1, mode);
+        run_shape(1, 2, mode);
+    }
 }
 
 static void test_threads_and_pipelines(void **state)
 {
     (void)state;
-    for (uint32_t t = 2; t <= 4; t++)
-        for (uint32_t c = 1; c <= 3; c++)
-            run_shape(t, c, 0);
+    for (int mode = RT_INLINE_AUTO; mode <= RT_INLINE_NEVER; mode++)
+        for (uint32_t t = 2; t <= 4; t++)
+            for (uint32_t c = 1; c <= 3; c++)
+                run_shape(t, c, mode);
 }
 
 static void test_serial_replay(void **state)
 {
     (void)state;
-    run_shape(4, 2, 1);
-    run_shape(3, 1, 1);
+    run_shape(4, 2, SERIAL);
+    run_shape(3, 1, SERIAL);
+}
+
+/* Auto: tiny cells run inline; after a step of heavy cells the next step
+ * goes to the worker threads, and after a tiny one back inline. */
+static void test_auto_inline_follows_cell_cost(void **state)
+{
+    (void)state;
+    const uint32_t T = 2, c = 2, B = T * c;
+    recorder rec = {.heavy_rotation = 1};
+    run_recorded("ring", T, c, RT_INLINE_AUTO, &rec);
+    /* rotation 0: all tiny, all inline */
+    assert_int_equal(rec.inline_steps[0], B);
+    assert_int_equal(rec.off_main[0], 0);
+    /* rotation 1: its first step follows a tiny one (inline), the rest a heavy one */
+    assert_int_equal(rec.inline_steps[1], 1);
+    assert_int_equal(rec.off_main[1], (B - 1) * T);
+    /* rotation 2: its first step follows a heavy one (threads), the rest tiny ones */
+    assert_int_equal(rec.inline_steps[2], B - 1);
+    assert_int_equal(rec.off_main[2], T);
 }
 
 static void test_worker_mismatch_is_input_error(void **state)
@@ -296,6 +365,7 @@ int main(void)
         cmocka_unit_test(test_one_thread),
         cmocka_unit_test(test_threads_and_pipelines),
         cmocka_unit_test(test_serial_replay),
+        cmocka_unit_test(test_auto_inline_follows_cell_cost),
         cmocka_unit_test(test_split_invariance),
         cmocka_unit_test(test_worker_mismatch_is_input_error),
     };
