@@ -17,23 +17,23 @@
 # is added: the link latency the model gets is the one measured between two
 # namespaces (rotor bench-link, 8-byte ping-pong).
 #
-# For each configuration, --rounds times: calibrate the kernel rate and the
-# per-step cost (rotor simulate --calibrate: a short serial run of the app
-# on the same plan, unpinned like the ranks, right before the run and so
-# under the same load) and the spread of cell times (--calibrate-threads:
-# the job's workers as threads of one process on these cores); run `rotor
-# train` in every namespace (THREADS threads per rank, default 1, on a plan
-# of PIPELINE blocks per worker, default 2; --pin no: on one machine every
-# rank would pin to the same core); take the median epoch time and stall of
-# the epochs after the first; and predict them with `rotor simulate` from
-# that round's calibration (--rate, --step-overhead-us, --cell-cv), the
-# bandwidth TCP reaches through the shaped link (gbps_tcp, rotor
-# bench-link) and tbf's burst (--burst-kib), all ranks on this machine's
-# cores (--host-cores $(nproc): the emulation's truth; a real cluster gives
-# every node its own) and TCP's send buffer (--send-buffer-kib 8192: the
-# transport's 4 MiB SO_SNDBUF, which Linux doubles; a pass frees its slot
-# once written there).  One JSON line per configuration, medians over the
-# rounds:
+# For each configuration, --rounds times: calibrate the kernel rate (rotor
+# simulate --calibrate: a short serial run of the app on the same plan,
+# unpinned like the ranks, right before the run and so under the same
+# load), then the per-step cost and the spread of step costs and cell times
+# (--calibrate-threads: the job's workers as threads of one process on
+# these cores); run `rotor train` in every namespace (THREADS threads per
+# rank, default 1, on a plan of PIPELINE blocks per worker, default 2;
+# --pin no: on one machine every rank would pin to the same core); take the
+# median epoch time and stall of the epochs after the first; and predict
+# them with `rotor simulate` from that round's calibration (--rate,
+# --step-overhead-us, --step-cv, --cell-cv), the bandwidth TCP reaches
+# through the shaped link (gbps_tcp, rotor bench-link) and tbf's burst
+# (--burst-kib), all ranks on this machine's cores (--host-cores $(nproc):
+# the emulation's truth; a real cluster gives every node its own) and TCP's
+# send buffer (--send-buffer-kib 8192: the transport's 4 MiB SO_SNDBUF,
+# which Linux doubles; a pass frees its slot once written there).  One JSON
+# line per configuration, medians over the rounds:
 #   {"app", "ranks", "threads", "pipeline", "gbps", "gbps_tcp", "latency_us",
 #    "rounds", "measured_epoch_s", "predicted_epoch_s", "epoch_error",
 #    "measured_stall", "predicted_stall", "stall_error", "measured_compute_s",
@@ -212,24 +212,27 @@ measured() {
     echo "$t $s"
 }
 
-declare -A rate step_us cell_cv
-# The kernel rate of one thread on this machine now (serial, unpinned) and
-# the per-step cost besides the kernel: a rank's thread computes at that
-# rate while it has a core to itself (the model shares the cores).  Then how
-# much a cell's time varies from visit to visit when all the job's workers
-# run at once on these cores (--calibrate-threads: every worker a thread of
-# one process): the time slices that the model's even sharing smooths out.
-calibrate() { # calibrate APP PLAN KEY: rate[KEY] (units/s per thread), step_us[KEY], cell_cv[KEY]
+declare -A rate step_us cell_cv step_cv
+# The kernel rate of one thread on this machine now (serial, unpinned): a
+# rank's thread computes at that rate while it has a core to itself (the
+# model shares the cores).  Then, with all the job's workers at once on
+# these cores (--calibrate-threads: every worker a thread of one process),
+# what a step costs beyond its slowest cell (thread hand-offs that wait for
+# a core: HZ=250 and no kernel preemption here, so up to a 4 ms tick) and
+# how much that and a cell's time vary (the time slices that the model's
+# even sharing smooths out).
+calibrate() { # calibrate APP PLAN KEY: rate, step_us, step_cv, cell_cv [KEY]
     local out
     # shellcheck disable=SC2046
     out=$("$ROTOR" simulate --plan "$2" --app "$1" $(app_args "$1") --calibrate --gbps 0 \
         --json 2>&1) || { echo "$out" >&2; return 1; }
     rate[$3]=$(echo "$out" | sed -n 's/.*"rate": \([0-9.e+]*\).*/\1/p')
-    step_us[$3]=$(echo "$out" | sed -n 's/.*"step_overhead_us": \([0-9.e+]*\).*/\1/p')
     # shellcheck disable=SC2046
     out=$("$ROTOR" simulate --plan "$2" --app "$1" $(app_args "$1") --calibrate-threads \
         --gbps 0 --json 2>&1) || { echo "$out" >&2; return 1; }
+    step_us[$3]=$(echo "$out" | sed -n 's/.*"step_overhead_us": \([0-9.e+]*\).*/\1/p')
     cell_cv[$3]=$(echo "$out" | sed -n 's/.*"cell_cv": \([0-9.e+-]*\).*/\1/p')
+    step_cv[$3]=$(echo "$out" | sed -n 's/.*"step_cv": \([0-9.e+-]*\).*/\1/p')
 }
 
 declare -A effective
@@ -253,7 +256,8 @@ one_round() {
     m=$(measured)
     # shellcheck disable=SC2046
     pred=$("$ROTOR" simulate --plan "$plan" --app "$app" $(app_args "$app") --json \
-        --rate "${rate[$key]}" --step-overhead-us "${step_us[$key]}" --cell-cv "${cell_cv[$key]}" \
+        --rate "${rate[$key]}" --step-overhead-us "${step_us[$key]}" \
+        --step-cv "${step_cv[$key]}" --cell-cv "${cell_cv[$key]}" \
         --gbps "${effective[$g]}" --burst-kib "$burst_kib" \
         --latency-us "$lat" --overhead-us 10 --host-cores "$(nproc)" --send-buffer-kib 8192)
     echo "$m $(echo "$pred" | sed -n 's/.*"predicted_epoch_s": \([0-9.e+-]*\).*"predicted_stall": \([0-9.e+-]*\).*"compute_s": \([0-9.e+-]*\).*"critical": "\([a-z]*\)".*/\1 \2 \4 \3/p') $(measured_compute "$n")" |

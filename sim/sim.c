@@ -65,15 +65,16 @@ typedef enum node_phase {
 typedef struct sim_node {
     node_phase phase;
     uint32_t step;
-    uint32_t busy;  /* its workers with work left in this step */
-    double since;   /* when the current phase began */
-    double release; /* PHASE_REDUCE, PHASE_EPOCH: when the collective ends (INFINITY: not
-                       every node is in yet) */
-    double stall;   /* time waiting for arrivals */
-    double credit;  /* time blocked waiting for credits */
-    double compute; /* sum of step compute times */
-    double link;    /* when the node's outgoing link is free */
-    double tokens;  /* the link's token bucket (burst_bytes), as of tokens_at */
+    uint32_t busy;    /* its workers with work left in this step */
+    double since;     /* when the current phase began */
+    double release;   /* PHASE_REDUCE, PHASE_EPOCH: when the collective ends (INFINITY: not
+                         every node is in yet) */
+    double stall;     /* time waiting for arrivals */
+    double credit;    /* time blocked waiting for credits */
+    double compute;   /* sum of step compute times */
+    double link;      /* when the node's outgoing link is free */
+    double step_cost; /* PHASE_STEP_END: this step's fixed cost */
+    double tokens;    /* the link's token bucket (burst_bytes), as of tokens_at */
     double tokens_at;
 } sim_node;
 
@@ -102,8 +103,10 @@ typedef struct sim_state {
     double *wire_free;  /* N x B: bytes of it that went at once (the link's burst) */
     double *stream_end; /* N x B: bytes node n has passed up to and including pass k */
     uint32_t in_collective; /* nodes inside the current collective */
-    rt_rng rng;             /* cell time jitter (rt_sim_shape.cell_cv) */
-    double jitter_sigma;    /* of the log-normal factor; 0: none */
+    rt_rng rng;             /* jitter (rt_sim_shape.cell_cv, step_cv) */
+    double cell_sigma;      /* of the cells' log-normal factor; 0: none */
+    double step_sigma;      /* of the steps' */
+    double step_overhead_s;
 } sim_state;
 
 static void state_free(sim_state *s)
@@ -193,15 +196,23 @@ static void hosts_advance(sim_state *s, double t)
     s->now = t;
 }
 
-/* A log-normal factor of mean 1 and the shape's coefficient of variation
- * (1 without jitter). */
-static double jitter(sim_state *s)
+/* A log-normal factor of mean 1 whose log has standard deviation sigma
+ * (1 for sigma 0: no jitter). */
+static double jitter(sim_state *s, double sigma)
 {
-    if (s->jitter_sigma <= 0)
+    if (sigma <= 0)
         return 1;
     double u1 = 1 - rt_rng_uniform(&s->rng), u2 = rt_rng_uniform(&s->rng); /* Box-Muller */
     double z = sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
-    return exp(s->jitter_sigma * z - s->jitter_sigma * s->jitter_sigma / 2);
+    return exp(sigma * z - sigma * sigma / 2);
+}
+
+/* Node n's step compute is over: the step's fixed cost follows. */
+static void step_end_begin(sim_state *s, uint32_t n)
+{
+    sim_node *d = &s->node[n];
+    d->phase = PHASE_STEP_END, d->since = s->now;
+    d->step_cost = s->step_overhead_s * jitter(s, s->step_sigma);
 }
 
 /* Step `step` of node n starts now: its workers take up their cells. */
@@ -216,7 +227,7 @@ static void compute_start(sim_state *s, const rt_sim_shape *sh, uint32_t n)
         double x = sh->rate > 0 ? sh->cell_work[(size_t)w * s->B + b] / sh->rate : 0;
         if (x <= 0)
             continue;
-        x *= jitter(s);
+        x *= jitter(s, s->cell_sigma);
         s->done_at[w] = h->progress + x;
         d->busy++, h->busy++;
     }
@@ -241,7 +252,7 @@ static void workers_finish(sim_state *s)
             h->busy--;
             if (--d->busy == 0) {
                 d->compute += s->now - d->since;
-                d->phase = PHASE_STEP_END, d->since = s->now;
+                step_end_begin(s, w / s->T);
             }
         }
         host_find_next(s, hi);
@@ -275,8 +286,7 @@ static double credit_at(const sim_state *s, const rt_sim_link *l, uint32_t n, ui
 
 /* When node n's current phase can end (INFINITY: on an event not yet known;
  * compute ends through its host). */
-static double node_ready(const sim_state *s, const rt_sim_shape *sh, const rt_sim_link *l,
-                         uint32_t n)
+static double node_ready(const sim_state *s, const rt_sim_link *l, uint32_t n)
 {
     const sim_node *d = &s->node[n];
     switch (d->phase) {
@@ -284,7 +294,7 @@ static double node_ready(const sim_state *s, const rt_sim_shape *sh, const rt_si
     case PHASE_HOME:
         return fmax(d->since, arrival_needed(s, n));
     case PHASE_STEP_END:
-        return d->since + sh->step_overhead_s;
+        return d->since + d->step_cost;
     case PHASE_REDUCE:
     case PHASE_EPOCH:
         return d->release;
@@ -390,7 +400,7 @@ static void node_next_phase(sim_state *s, const rt_sim_shape *sh, const rt_sim_l
         d->stall += s->now - d->since;
         compute_start(s, sh, n);
         if (d->busy == 0) /* nothing to compute */
-            d->phase = PHASE_STEP_END;
+            step_end_begin(s, n);
         break;
     case PHASE_STEP_END:
         if (reduces_after(sh, d->step, s->B))
@@ -430,7 +440,7 @@ static void settle(sim_state *s, const rt_sim_shape *sh, const rt_sim_link *l,
         moved = 0;
         workers_finish(s);
         for (uint32_t n = 0; n < s->N; n++)
-            while (s->node[n].phase != PHASE_DONE && node_ready(s, sh, l, n) <= s->now) {
+            while (s->node[n].phase != PHASE_DONE && node_ready(s, l, n) <= s->now) {
                 node_next_phase(s, sh, l, cost, n);
                 moved = 1;
             }
@@ -438,11 +448,11 @@ static void settle(sim_state *s, const rt_sim_shape *sh, const rt_sim_link *l,
 }
 
 /* The next time anything happens (INFINITY: the rotation is over). */
-static double next_event(const sim_state *s, const rt_sim_shape *sh, const rt_sim_link *l)
+static double next_event(const sim_state *s, const rt_sim_link *l)
 {
     double t = INFINITY;
     for (uint32_t n = 0; n < s->N; n++)
-        t = fmin(t, node_ready(s, sh, l, n));
+        t = fmin(t, node_ready(s, l, n));
     for (uint32_t hi = 0; hi < s->hosts; hi++)
         t = fmin(t, host_next_s(s, &s->host[hi]));
     return t;
@@ -455,7 +465,7 @@ static int run_events(sim_state *s, const rt_sim_shape *sh, const rt_sim_link *l
 {
     for (;;) {
         settle(s, sh, l, cost);
-        double t = next_event(s, sh, l);
+        double t = next_event(s, l);
         if (t == INFINITY)
             break;
         hosts_advance(s, t);
@@ -535,8 +545,10 @@ static int one_rotation(const rt_sim_shape *sh, const rt_sim_link *l, uint64_t s
         return -1;
     for (uint32_t n = 0; n < s.N; n++) /* idle between rotations: a full bucket */
         s.node[n].tokens = l->burst_bytes;
-    if (sh->cell_cv > 0) {
-        s.jitter_sigma = sqrt(log(1 + sh->cell_cv * sh->cell_cv));
+    s.step_overhead_s = sh->step_overhead_s;
+    if (sh->cell_cv > 0 || sh->step_cv > 0) {
+        s.cell_sigma = sqrt(log(1 + sh->cell_cv * sh->cell_cv));
+        s.step_sigma = sqrt(log(1 + sh->step_cv * sh->step_cv));
         rt_rng_seed(&s.rng, SIM_JITTER_SEED, stream);
     }
     /* the engine's statistics ([bytes, stall per rank]) and the app's */
@@ -574,7 +586,7 @@ int rt_sim_rotation(const rt_sim_shape *sh, const rt_sim_link *l, rt_sim_result 
     memset(out, 0, sizeof(*out));
     if (check_shape(sh, err))
         return -1;
-    if (sh->cell_cv <= 0)
+    if (sh->cell_cv <= 0 && sh->step_cv <= 0)
         return one_rotation(sh, l, 0, out, err);
     /* with jitter: the mean over rotations of independent draws */
     uint32_t n = sh->jitter_rotations ? sh->jitter_rotations : SIM_JITTER_ROTATIONS;

@@ -76,6 +76,8 @@ typedef struct rt_sim_shape {
                              and this coefficient of variation (time slices on a loaded
                              machine), drawn from a fixed seed; the result is the mean
                              over jitter_rotations rotations (0 = 32) */
+    double step_cv;       /* > 0: each step's fixed cost varies so (thread hand-offs that wait
+                             for a busy core), with the same averaging */
     uint32_t jitter_rotations;
 } rt_sim_shape;
 

@@ -78,6 +78,9 @@ static const rt_opt sim_options[] = {
                   "cell times vary with this coefficient of variation (a loaded machine's "
                   "time slices): the mean of 32 rotations; default: none, or what the "
                   "calibration measured"),
+    RT_DOUBLE_OPT("step-cv", 0, sim_opts, knobs.step_cv, "V", "0", 0, 10, 0,
+                  "the steps' fixed cost varies so (thread hand-offs waiting for a busy core); "
+                  "default: none, or what --calibrate-threads measured"),
     RT_U32_OPT("spare-slots", 0, sim_opts, knobs.spare_slots, "S", "1", 1, 64, 0,
                "window slots beyond the home blocks, as rotor train --spare-slots"),
     RT_ENUM_OPT("collectives", 0, sim_opts, collectives, sim_collectives, "tree",
@@ -252,6 +255,7 @@ static int bytes_per_col(const sim_opts *o, const rt_app_desc *app, const void *
  * unit of its visits after the first rotation, summed and squared. */
 typedef struct calib_spread {
     double n, sum, sumsq;
+    double last_s; /* its visit in the current step */
 } calib_spread;
 
 typedef struct calib {
@@ -262,12 +266,18 @@ typedef struct calib {
     const double *cells; /* W x B work units */
     uint32_t blocks;
     calib_spread *spread; /* W */
+    /* With every worker a thread: the time of each step beyond its slowest
+     * visit (thread hand-offs and the app's step end, on cores that the
+     * job's threads share), summed over the rotations after the first. */
+    double step_t0, handoff_s, handoff_sumsq;
+    uint64_t handoff_steps;
 } calib;
 
 static int calib_block_home(void *p, uint32_t block, uint64_t rot, void *payload, size_t *len,
                             rt_error *err)
 {
     calib *c = p;
+    c->step_t0 = rt_now(); /* the rotation's first step starts after its home blocks */
     return c->inner->block_home(c->inner_app, block, rot, payload, len, err);
 }
 
@@ -277,9 +287,10 @@ static int calib_visit(void *p, const rt_visit *v, rt_error *err)
     double t0 = rt_now();
     int rc = c->inner->visit(c->inner_app, v, err);
     double work = c->cells[(size_t)v->worker * c->blocks + v->block];
+    calib_spread *sp = &c->spread[v->worker];
+    sp->last_s = rt_now() - t0;
     if (rc == 0 && v->rotation > 0 && work > 0) {
-        double x = (rt_now() - t0) / work;
-        calib_spread *sp = &c->spread[v->worker];
+        double x = sp->last_s / work;
         sp->n++, sp->sum += x, sp->sumsq += x * x;
     }
     return rc;
@@ -301,7 +312,19 @@ static double calib_cell_cv(const calib *c, uint32_t workers)
 static int calib_step_end(void *p, rt_engine *eng, uint64_t rot, uint32_t step, rt_error *err)
 {
     calib *c = p;
-    return c->inner->step_end ? c->inner->step_end(c->inner_app, eng, rot, step, err) : 0;
+    int rc = c->inner->step_end ? c->inner->step_end(c->inner_app, eng, rot, step, err) : 0;
+    double now = rt_now(), slowest = 0;
+    for (uint32_t t = 0; t < (uint32_t)rt_engine_threads(eng); t++) {
+        double dt = c->spread[rt_engine_first_worker(eng) + t].last_s;
+        slowest = dt > slowest ? dt : slowest;
+    }
+    if (rot > 0 && now - c->step_t0 > slowest) {
+        double x = now - c->step_t0 - slowest;
+        c->handoff_s += x, c->handoff_sumsq += x * x;
+        c->handoff_steps++;
+    }
+    c->step_t0 = now;
+    return rc;
 }
 
 static int calib_rotation_end(void *p, rt_engine *eng, uint64_t rot, const rt_rotation_stats *st,
@@ -377,15 +400,27 @@ static int calibrate(sim_opts *o, const rt_app_desc *app, const void *app_opts, 
      * slices count: one worker's work over the rotation's wall time. */
     o->args.rate = parallel ? work * c.rotations / (c.compute_s + c.other_s) / plan->workers
                             : work * c.rotations / c.compute_s;
-    double per_step = c.other_s / c.rotations / plan->blocks;
-    if (!parallel && per_step > o->knobs.step_overhead_s)
+    /* serially: the rest of the rotation spread over its steps; with threads:
+     * each step beyond its slowest visit */
+    double per_step = !parallel         ? c.other_s / c.rotations / plan->blocks
+                      : c.handoff_steps ? c.handoff_s / (double)c.handoff_steps
+                                        : 0;
+    if (per_step > o->knobs.step_overhead_s)
         o->knobs.step_overhead_s = per_step;
     if (o->knobs.cell_cv <= 0) /* unless given */
         o->knobs.cell_cv = cv;
+    double n = (double)c.handoff_steps, step_cv = 0;
+    if (parallel && n > 1 && c.handoff_s > 0) {
+        double mean = c.handoff_s / n, var = (c.handoff_sumsq - n * mean * mean) / (n - 1);
+        step_cv = var > 0 ? sqrt(var) / mean : 0;
+    }
+    if (o->knobs.step_cv <= 0)
+        o->knobs.step_cv = step_cv;
     rt_info("simulate: calibrated %s on %s (%s): %.4g units/s per thread, %.1f us per step "
-            "besides compute, cell times vary by %.1f%% (%d rotations)",
+            "besides %s (varying by %.1f%%), cell times vary by %.1f%% (%d rotations)",
             app->name, plan->dir, parallel ? "all workers as threads" : "serial", o->args.rate,
-            per_step * 1e6, 100 * cv, c.rotations);
+            per_step * 1e6, parallel ? "its slowest cell" : "compute", 100 * step_cv, 100 * cv,
+            c.rotations);
     return 0;
 }
 
@@ -398,13 +433,13 @@ static void print_result(const sim_opts *o, const rt_sim_shape *s, const rt_sim_
     if (o->json) {
         printf("{\"app\": \"%s\", \"nodes\": %u, \"threads\": %u, \"pipeline\": %u, "
                "\"gbps\": %g, \"latency_us\": %g, \"overhead_us\": %g, \"rate\": %.6g, "
-               "\"step_overhead_us\": %.4g, \"cell_cv\": %.4g, "
+               "\"step_overhead_us\": %.4g, \"step_cv\": %.4g, \"cell_cv\": %.4g, "
                "\"predicted_epoch_s\": %.6g, \"predicted_stall\": %.4f, \"stall_mean\": %.4f, "
                "\"compute_s\": %.6g, \"collective_s\": %.6g, \"credit_wait_s\": %.6g, "
                "\"bytes_per_link\": %.0f, \"link_busy_s\": %.6g, \"critical\": \"%s\"}\n",
                o->app_name, s->nodes, s->threads, s->pipeline, o->link.gbps,
                o->link.latency_s * 1e6, o->link.overhead_s * 1e6, s->rate, s->step_overhead_s * 1e6,
-               s->cell_cv, r->epoch_s, r->stall_max, r->stall_mean, r->compute_max_s,
+               s->step_cv, s->cell_cv, r->epoch_s, r->stall_max, r->stall_mean, r->compute_max_s,
                r->collective_s, r->credit_wait_s, r->bytes_per_link, r->link_busy_s, r->critical);
         return;
     }
@@ -427,7 +462,8 @@ static int run_shape(const sim_opts *o, sim_shape_buf *s, int first, rt_error *e
 {
     s->shape.rate = o->args.rate;
     s->shape.step_overhead_s = o->knobs.step_overhead_s;
-    s->shape.cell_cv = o->knobs.cell_cv; /* these three may come from the calibration */
+    s->shape.cell_cv = o->knobs.cell_cv; /* these four may come from the calibration */
+    s->shape.step_cv = o->knobs.step_cv;
     rt_sim_result r;
     if (rt_sim_rotation(&s->shape, &o->link, &r, err))
         return -1;

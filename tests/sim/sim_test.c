@@ -182,6 +182,13 @@ static void test_jitter_costs_time_and_stall(void **state)
     assert_memory_equal(&a, &b, offsetof(rt_sim_result, critical));
     assert_true(a.epoch_s > 1.05 * even.epoch_s);
     assert_true(a.stall_max > even.stall_max + 0.02);
+    /* Steps whose fixed cost varies: the nodes drift apart and stall. */
+    t.s.cell_cv = 0, t.s.step_overhead_s = 1e-3;
+    rt_sim_result fixed = rotation(&t, &link);
+    t.s.step_cv = 0.5;
+    a = rotation(&t, &link), b = rotation(&t, &link);
+    assert_memory_equal(&a, &b, offsetof(rt_sim_result, critical));
+    assert_true(a.stall_max > fixed.stall_max + 0.01);
     shape_free(&t);
 }
 

@@ -28,6 +28,15 @@ echo "$out" | grep -q '"nodes": 2, "threads": 2' || fail "2x2 plan: shape not re
     --nodes 1,2,4 --threads 4 --rate 2e7 >"$TMP/sweep.txt" || fail "simulate sizes"
 [ "$(grep -c '^[124] ' "$TMP/sweep.txt")" = 3 ] || { cat "$TMP/sweep.txt" >&2; fail "sweep rows"; }
 
+# Calibration on the plan: a rate, and with every worker a thread, the
+# spread of cell times and of the steps' cost beyond their slowest cell.
+for how in --calibrate --calibrate-threads; do
+    out=$("$ROTOR" simulate --plan "$TMP/p4" --app sgd-mf --rank 4 "$how" --gbps 0 --json \
+        2>/dev/null) || fail "simulate $how"
+    echo "$out" | grep -q '"rate": [1-9]' && echo "$out" | grep -q '"cell_cv": [0-9]' &&
+        echo "$out" | grep -q '"step_cv": [0-9]' || fail "simulate $how: $out"
+done
+
 set +e
 msg=$("$ROTOR" simulate --plan "$TMP/p1" --app sgd-mf --rate -3 2>&1 >/dev/null)
 rc=$?
