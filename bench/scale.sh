@@ -212,10 +212,11 @@ measured() {
     echo "$t $s"
 }
 
-declare -A rate step_us cell_cv step_cv
+declare -A rate step_us cell_cv step_cv inline_us
 # The kernel rate of one thread on this machine now (serial, unpinned): a
 # rank's thread computes at that rate while it has a core to itself (the
-# model shares the cores).  Then, with all the job's workers at once on
+# model shares the cores); the rest of a serial step is what a step costs
+# when the engine runs its cells inline (--inline-steps auto, below 1 ms).  Then, with all the job's workers at once on
 # these cores (--calibrate-threads: every worker a thread of one process),
 # what a step costs beyond its slowest cell (thread hand-offs that wait for
 # a core: HZ=250 and no kernel preemption here, so up to a 4 ms tick) and
@@ -227,6 +228,7 @@ calibrate() { # calibrate APP PLAN KEY: rate, step_us, step_cv, cell_cv [KEY]
     out=$("$ROTOR" simulate --plan "$2" --app "$1" $(app_args "$1") --calibrate --gbps 0 \
         --json 2>&1) || { echo "$out" >&2; return 1; }
     rate[$3]=$(echo "$out" | sed -n 's/.*"rate": \([0-9.e+]*\).*/\1/p')
+    inline_us[$3]=$(echo "$out" | sed -n 's/.*"step_overhead_us": \([0-9.e+]*\).*/\1/p')
     # shellcheck disable=SC2046
     out=$("$ROTOR" simulate --plan "$2" --app "$1" $(app_args "$1") --calibrate-threads \
         --gbps 0 --json 2>&1) || { echo "$out" >&2; return 1; }
@@ -257,7 +259,8 @@ one_round() {
     # shellcheck disable=SC2046
     pred=$("$ROTOR" simulate --plan "$plan" --app "$app" $(app_args "$app") --json \
         --rate "${rate[$key]}" --step-overhead-us "${step_us[$key]}" \
-        --step-cv "${step_cv[$key]}" --cell-cv "${cell_cv[$key]}" \
+        --step-cv "${step_cv[$key]}" --cell-cv "${cell_cv[$key]}" --inline-below-us 1000 \
+        --inline-step-us "${inline_us[$key]}" \
         --gbps "${effective[$g]}" --burst-kib "$burst_kib" \
         --latency-us "$lat" --overhead-us 10 --host-cores "$(nproc)" --send-buffer-kib 8192)
     echo "$m $(echo "$pred" | sed -n 's/.*"predicted_epoch_s": \([0-9.e+-]*\).*"predicted_stall": \([0-9.e+-]*\).*"compute_s": \([0-9.e+-]*\).*"critical": "\([a-z]*\)".*/\1 \2 \4 \3/p') $(measured_compute "$n")" |

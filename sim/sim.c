@@ -74,6 +74,7 @@ typedef struct sim_node {
     double compute;   /* sum of step compute times */
     double link;      /* when the node's outgoing link is free */
     double step_cost; /* PHASE_STEP_END: this step's fixed cost */
+    int inline_step;  /* this step's cells run on the orchestrating thread */
     double tokens;    /* the link's token bucket (burst_bytes), as of tokens_at */
     double tokens_at;
 } sim_node;
@@ -208,11 +209,23 @@ static double jitter(sim_state *s, double sigma)
 }
 
 /* Node n's step compute is over: the step's fixed cost follows. */
-static void step_end_begin(sim_state *s, uint32_t n)
+static void step_end_begin(sim_state *s, const rt_sim_shape *sh, uint32_t n)
 {
     sim_node *d = &s->node[n];
     d->phase = PHASE_STEP_END, d->since = s->now;
-    d->step_cost = s->step_overhead_s * jitter(s, s->step_sigma);
+    d->step_cost =
+        d->inline_step ? sh->inline_step_s : s->step_overhead_s * jitter(s, s->step_sigma);
+}
+
+/* The kernel time of node n's cells at its current step (without jitter). */
+static double step_cells_s(const sim_state *s, const rt_sim_shape *sh, uint32_t n)
+{
+    double sum = 0;
+    for (uint32_t th = 0; th < s->T && sh->rate > 0; th++) {
+        uint32_t w = n * s->T + th;
+        sum += sh->cell_work[(size_t)w * s->B + sh->schedule[(size_t)s->node[n].step * s->W + w]];
+    }
+    return sh->rate > 0 ? sum / sh->rate : 0;
 }
 
 /* Step `step` of node n starts now: its workers take up their cells. */
@@ -221,10 +234,14 @@ static void compute_start(sim_state *s, const rt_sim_shape *sh, uint32_t n)
     sim_node *d = &s->node[n];
     sim_host *h = &s->host[n / s->per_host];
     d->phase = PHASE_COMPUTE, d->since = s->now, d->busy = 0;
+    double cells_s = step_cells_s(s, sh, n);
+    d->inline_step = cells_s < sh->inline_below_s;
     for (uint32_t th = 0; th < s->T; th++) {
         uint32_t w = n * s->T + th;
         uint32_t b = sh->schedule[(size_t)d->step * s->W + w];
         double x = sh->rate > 0 ? sh->cell_work[(size_t)w * s->B + b] / sh->rate : 0;
+        if (d->inline_step) /* all the cells, one after another, on the first thread */
+            x = th == 0 ? cells_s : 0;
         if (x <= 0)
             continue;
         x *= jitter(s, s->cell_sigma);
@@ -236,7 +253,7 @@ static void compute_start(sim_state *s, const rt_sim_shape *sh, uint32_t n)
 
 /* Workers whose cells are done by now go idle; a node whose last worker is
  * done ends the step's compute. */
-static void workers_finish(sim_state *s)
+static void workers_finish(sim_state *s, const rt_sim_shape *sh)
 {
     for (uint32_t hi = 0; hi < s->hosts; hi++) {
         sim_host *h = &s->host[hi];
@@ -252,7 +269,7 @@ static void workers_finish(sim_state *s)
             h->busy--;
             if (--d->busy == 0) {
                 d->compute += s->now - d->since;
-                step_end_begin(s, w / s->T);
+                step_end_begin(s, sh, w / s->T);
             }
         }
         host_find_next(s, hi);
@@ -400,7 +417,7 @@ static void node_next_phase(sim_state *s, const rt_sim_shape *sh, const rt_sim_l
         d->stall += s->now - d->since;
         compute_start(s, sh, n);
         if (d->busy == 0) /* nothing to compute */
-            step_end_begin(s, n);
+            step_end_begin(s, sh, n);
         break;
     case PHASE_STEP_END:
         if (reduces_after(sh, d->step, s->B))
@@ -438,7 +455,7 @@ static void settle(sim_state *s, const rt_sim_shape *sh, const rt_sim_link *l,
 {
     for (int moved = 1; moved;) {
         moved = 0;
-        workers_finish(s);
+        workers_finish(s, sh);
         for (uint32_t n = 0; n < s->N; n++)
             while (s->node[n].phase != PHASE_DONE && node_ready(s, l, n) <= s->now) {
                 node_next_phase(s, sh, l, cost, n);

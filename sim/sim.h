@@ -67,9 +67,14 @@ typedef struct rt_sim_shape {
     uint32_t nodes_per_host;           /* with host_cores: nodes 0..H-1 on the first host, and so
                                           on (0: all nodes on one host) */
     double step_overhead_s;            /* fixed cost of every step (thread hand-off, barrier) */
-    double step_reduce_bytes;          /* all-reduced after every step (0: none) */
-    uint32_t step_reduce_every;        /* ... every this many steps and after the last (0 = 1) */
-    double epoch_reduce_bytes;         /* all-reduced once per rotation (statistics, metrics) */
+    double inline_below_s; /* a step whose cells on a node take less kernel time than this
+                              together runs them one after another on one thread, at a
+                              cost of inline_step_s instead of step_overhead_s (the
+                              engine's --inline-steps auto: 1 ms); 0: never */
+    double inline_step_s;
+    double step_reduce_bytes;   /* all-reduced after every step (0: none) */
+    uint32_t step_reduce_every; /* ... every this many steps and after the last (0 = 1) */
+    double epoch_reduce_bytes;  /* all-reduced once per rotation (statistics, metrics) */
     rt_sim_collectives collectives;
     uint32_t spare_slots; /* window slots beyond the home blocks (0 = 1, the engine's) */
     double cell_cv;       /* > 0: each cell's time varies, log-normal with mean work / rate

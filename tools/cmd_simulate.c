@@ -35,6 +35,7 @@ typedef struct sim_opts {
     uint32_t topics;       /* lda: K (read from the app options) */
     uint32_t sync_every;   /* lda: --sync-every (read from the app options) */
     double step_overhead_us;
+    double inline_below_us, inline_step_us;
     sim_link_args args; /* --gbps --latency-us --overhead-us --rate --bytes-per-col */
     int collectives;    /* rt_sim_collectives */
     rt_sim_link link;
@@ -78,6 +79,12 @@ static const rt_opt sim_options[] = {
                   "cell times vary with this coefficient of variation (a loaded machine's "
                   "time slices): the mean of 32 rotations; default: none, or what the "
                   "calibration measured"),
+    RT_DOUBLE_OPT("inline-below-us", 0, sim_opts, inline_below_us, "U", "0", 0, HUGE_VAL, 0,
+                  "a node's step whose cells take less than U us of kernel time together runs "
+                  "them on one thread, as rotor train --inline-steps auto does below 1000 "
+                  "(default 0: never)"),
+    RT_DOUBLE_OPT("inline-step-us", 0, sim_opts, inline_step_us, "U", "5", 0, HUGE_VAL, 0,
+                  "the fixed cost of such a step"),
     RT_DOUBLE_OPT("step-cv", 0, sim_opts, knobs.step_cv, "V", "0", 0, 10, 0,
                   "the steps' fixed cost varies so (thread hand-offs waiting for a busy core); "
                   "default: none, or what --calibrate-threads measured"),
@@ -148,6 +155,8 @@ static int parse_args(sim_opts *o, void **app_opts, int argc, char **argv, rt_er
     const rt_app_desc *app = rt_apps[o->app];
     o->app_name = app->name;
     o->knobs.step_overhead_s = o->step_overhead_us * 1e-6;
+    o->knobs.inline_below_s = o->inline_below_us * 1e-6;
+    o->knobs.inline_step_s = o->inline_step_us * 1e-6;
     o->link = sim_link_of(&o->args);
     o->knobs.collectives = (rt_sim_collectives)o->collectives;
     const uint32_t *topics = app_option_value(app, *app_opts, "topics");

@@ -192,6 +192,24 @@ static void test_jitter_costs_time_and_stall(void **state)
     shape_free(&t);
 }
 
+/* Steps whose cells take less than inline_below_s together run them on
+ * one thread (the engine's --inline-steps auto): the step takes their sum
+ * plus inline_step_s; longer ones take the slowest plus step_overhead_s. */
+static void test_tiny_steps_run_inline(void **state)
+{
+    (void)state;
+    test_shape t;
+    shape_make(&t, 1, 2, 2, cell_uniform, 1e3); /* 1 ms cells, 4 steps */
+    t.s.step_overhead_s = 1e-3, t.s.inline_step_s = 1e-5;
+    t.s.inline_below_s = 2.5e-3;
+    rt_sim_result r = rotation(&t, &infinite);
+    assert_true(fabs(r.epoch_s - 4 * (2e-3 + 1e-5)) < 1e-12);
+    t.s.inline_below_s = 1.5e-3;
+    r = rotation(&t, &infinite);
+    assert_true(fabs(r.epoch_s - 4 * (1e-3 + 1e-3)) < 1e-12);
+    shape_free(&t);
+}
+
 /* A per-step all-reduce over a slow network dominates a fast kernel. */
 static void test_step_collectives_can_dominate(void **state)
 {
@@ -304,6 +322,7 @@ int main(void)
         cmocka_unit_test(test_compute_free_is_transfer_bound),
         cmocka_unit_test(test_step_collectives_can_dominate),
         cmocka_unit_test(test_burst_saves_one_bucket),
+        cmocka_unit_test(test_tiny_steps_run_inline),
         cmocka_unit_test(test_jitter_costs_time_and_stall),
         cmocka_unit_test(test_shared_cores_stretch_compute),
         cmocka_unit_test(test_idle_workers_free_their_share),
