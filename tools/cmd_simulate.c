@@ -277,10 +277,14 @@ typedef struct calib {
     calib_spread *spread; /* W */
     /* With every worker a thread: the time of each step beyond its slowest
      * visit (thread hand-offs and the app's step end, on cores that the
-     * job's threads share), summed over the rotations after the first. */
-    double step_t0, handoff_s, handoff_sumsq;
-    uint64_t handoff_steps;
+     * job's threads share), in the rotations after the first. */
+    double step_t0;
+    double *handoff; /* room for CALIB_ROTATIONS x blocks */
+    size_t n_handoff;
 } calib;
+
+/* The rotations a calibration runs (with_calibration_args). */
+#define CALIB_ROTATIONS 6
 
 static int calib_block_home(void *p, uint32_t block, uint64_t rot, void *payload, size_t *len,
                             rt_error *err)
@@ -327,11 +331,8 @@ static int calib_step_end(void *p, rt_engine *eng, uint64_t rot, uint32_t step, 
         double dt = c->spread[rt_engine_first_worker(eng) + t].last_s;
         slowest = dt > slowest ? dt : slowest;
     }
-    if (rot > 0 && now - c->step_t0 > slowest) {
-        double x = now - c->step_t0 - slowest;
-        c->handoff_s += x, c->handoff_sumsq += x * x;
-        c->handoff_steps++;
-    }
+    if (rot > 0 && c->n_handoff < (size_t)CALIB_ROTATIONS * c->blocks)
+        c->handoff[c->n_handoff++] = now - c->step_t0 > slowest ? now - c->step_t0 - slowest : 0;
     c->step_t0 = now;
     return rc;
 }
@@ -354,6 +355,31 @@ static const rt_app_ops calib_ops = {
     .step_end = calib_step_end,
     .rotation_end = calib_rotation_end,
 };
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The mean of v[0..n) (sorted here) without its highest and lowest tenth,
+ * and their coefficient of variation: robust to the few steps that a loaded
+ * machine stretches by tens of milliseconds, which swung the plain mean of
+ * some forty steps by a factor of four from one calibration to the next. */
+static double trimmed_mean(double *v, size_t n, double *cv)
+{
+    *cv = 0;
+    qsort(v, n, sizeof(double), cmp_double);
+    size_t cut = n / 10, m = n - 2 * cut;
+    double sum = 0, sumsq = 0;
+    for (size_t i = cut; i < n - cut; i++)
+        sum += v[i], sumsq += v[i] * v[i];
+    if (m == 0 || sum <= 0)
+        return 0;
+    double mean = sum / m, var = m > 1 ? (sumsq - m * mean * mean) / (m - 1) : 0;
+    *cv = var > 0 ? sqrt(var) / mean : 0;
+    return mean;
+}
 
 /* Run the app for a few rotations, serially (rate = work / compute time,
  * and the rest of the rotation time spread over its steps) or with every
@@ -383,7 +409,10 @@ static int calibrate(sim_opts *o, const rt_app_desc *app, const void *app_opts, 
     rt_engine *eng = NULL;
     calib c = {.inner = app->ops, .cells = cells, .blocks = plan->blocks};
     c.spread = calloc(plan->workers, sizeof(calib_spread));
-    if (!c.spread) {
+    c.handoff = calloc((size_t)CALIB_ROTATIONS * plan->blocks, sizeof(double));
+    if (!c.spread || !c.handoff) {
+        free(c.spread);
+        free(c.handoff);
         rt_group_free(&group);
         return rt_fail(err, RT_EXIT_RUNTIME, "calibrate: out of memory");
     }
@@ -396,8 +425,12 @@ static int calibrate(sim_opts *o, const rt_app_desc *app, const void *app_opts, 
         app->destroy(c.inner_app);
     rt_engine_destroy(eng);
     rt_group_free(&group);
-    double cv = calib_cell_cv(&c, plan->workers);
+    double cv = calib_cell_cv(&c, plan->workers), step_cv = 0;
+    double per_step = !parallel ? 0 /* below, from the rotations' times */
+                      : rc == 0 ? trimmed_mean(c.handoff, c.n_handoff, &step_cv)
+                                : 0;
     free(c.spread);
+    free(c.handoff);
     if (rc)
         return rt_error_prefix(err, "calibrate");
     if (c.rotations < 1 || c.compute_s <= 0)
@@ -410,19 +443,13 @@ static int calibrate(sim_opts *o, const rt_app_desc *app, const void *app_opts, 
     o->args.rate = parallel ? work * c.rotations / (c.compute_s + c.other_s) / plan->workers
                             : work * c.rotations / c.compute_s;
     /* serially: the rest of the rotation spread over its steps; with threads:
-     * each step beyond its slowest visit */
-    double per_step = !parallel         ? c.other_s / c.rotations / plan->blocks
-                      : c.handoff_steps ? c.handoff_s / (double)c.handoff_steps
-                                        : 0;
+     * a step beyond its slowest visit (trimmed mean) */
+    if (!parallel)
+        per_step = c.other_s / c.rotations / plan->blocks;
     if (per_step > o->knobs.step_overhead_s)
         o->knobs.step_overhead_s = per_step;
     if (o->knobs.cell_cv <= 0) /* unless given */
         o->knobs.cell_cv = cv;
-    double n = (double)c.handoff_steps, step_cv = 0;
-    if (parallel && n > 1 && c.handoff_s > 0) {
-        double mean = c.handoff_s / n, var = (c.handoff_sumsq - n * mean * mean) / (n - 1);
-        step_cv = var > 0 ? sqrt(var) / mean : 0;
-    }
     if (o->knobs.step_cv <= 0)
         o->knobs.step_cv = step_cv;
     rt_info("simulate: calibrated %s on %s (%s): %.4g units/s per thread, %.1f us per step "
