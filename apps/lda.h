@@ -148,6 +148,9 @@ typedef struct lda_word {
 void lda_word_load(lda_word *w, uint32_t K, uint32_t *slice, uint32_t cap);
 /* Write back and reset the scratch; -1 if a sparse slice would overflow. */
 int lda_word_store(lda_word *w, uint32_t K);
+/* The same, also writing the word's topics into urn, one copy per count
+ * (*n_urn copies, the warp sampler's word proposal), in the same pass. */
+int lda_word_store_urn(lda_word *w, uint32_t K, uint16_t *urn, uint32_t *n_urn);
 /* Reset the scratch without writing back (the counts were only read). */
 void lda_word_drop(lda_word *w);
 

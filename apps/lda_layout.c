@@ -106,25 +106,45 @@ void lda_word_drop(lda_word *w)
     w->n_nz = 0;
 }
 
-int lda_word_store(lda_word *w, uint32_t K)
+/* Write the loaded word back into its slice and reset the scratch, in one
+ * pass over its topics; with urn, also write the topics out one copy per
+ * count (*n_urn copies, in the order of the topic list). */
+static inline __attribute__((always_inline)) int word_store(lda_word *w, uint32_t K, uint16_t *urn,
+                                                            uint32_t *n_urn)
 {
     int rc = 0;
-    if (!w->cap) {
+    uint32_t n = 0, u = 0;
+    if (!w->cap)
         memcpy(w->slice, w->nwk, K * sizeof(int32_t));
-    } else {
-        uint32_t n = 0;
-        for (uint32_t i = 0; i < w->n_nz; i++) {
-            uint32_t k = w->nz[i];
-            int32_t c = w->nwk[k];
-            if (c <= 0)
-                continue;
-            if (n + 1 >= w->cap || c > 0xffff)
-                rc = -1;
-            else
-                w->slice[1 + n++] = k << 16 | (uint32_t)c;
-        }
-        w->slice[0] = n;
+    for (uint32_t i = 0; i < w->n_nz; i++) {
+        uint32_t k = w->nz[i];
+        int32_t c = w->nwk[k];
+        w->nwk[k] = 0;
+        w->pos[k] = UINT32_MAX;
+        if (urn)
+            for (int32_t y = 0; y < c; y++)
+                urn[u++] = (uint16_t)k;
+        if (!w->cap || c <= 0)
+            continue;
+        if (n + 1 >= w->cap || c > 0xffff)
+            rc = -1;
+        else
+            w->slice[1 + n++] = k << 16 | (uint32_t)c;
     }
-    lda_word_drop(w);
+    if (w->cap)
+        w->slice[0] = n;
+    w->n_nz = 0;
+    if (n_urn)
+        *n_urn = u;
     return rc;
+}
+
+int lda_word_store(lda_word *w, uint32_t K)
+{
+    return word_store(w, K, NULL, NULL);
+}
+
+int lda_word_store_urn(lda_word *w, uint32_t K, uint16_t *urn, uint32_t *n_urn)
+{
+    return word_store(w, K, urn, n_urn);
 }

@@ -124,14 +124,14 @@ static inline __attribute__((always_inline)) int word_phase(const lda_ctx *c, ld
         }
         /* the next word proposals, q_w(k) ∝ n_wk + beta with the counts as
          * they are now: the topic of a random one of the word's tokens over
-         * all workers (an urn with n_wk copies of topic k, written in one
-         * pass: cheaper than an alias table's build for all but the
-         * longest words, and one draw per proposal), or a uniform topic */
-        uint32_t n = 0;
-        for (uint32_t x = 0; x < wd->n_nz; x++) {
-            uint16_t k = wd->nz[x];
-            for (int32_t y = 0; y < nwk[k]; y++)
-                urn[n++] = k;
+         * all workers (an urn with n_wk copies of topic k, written by the
+         * pass that stores the counts back: cheaper than an alias table's
+         * build for all but the longest words, and one draw per
+         * proposal), or a uniform topic */
+        uint32_t n;
+        if (lda_word_store_urn(wd, K, urn, &n)) {
+            *rng_io = rng;
+            return lda_overflow(b, j, err);
         }
         const uint64_t thr = counts_threshold(n, Kbeta);
         /* (a long run's first records left the cache while it was
@@ -143,10 +143,6 @@ static inline __attribute__((always_inline)) int word_phase(const lda_ctx *c, ld
                 __builtin_prefetch(aux + (size_t)tok_pos[x + PREFETCH] * S, 1);
             for (uint32_t m = 2; m < M + 2; m++)
                 a[m] = propose(&rng, thr, urn, n, 1, K);
-        }
-        if (lda_word_store(wd, K)) {
-            *rng_io = rng;
-            return lda_overflow(b, j, err);
         }
     }
     *rng_io = rng;
