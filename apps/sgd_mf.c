@@ -180,12 +180,19 @@ static int sgd_create(const void *opts, const rt_plan *plan, rt_engine *eng, voi
         sgd_destroy(a);
         return -1;
     }
-    /* With validation, everything fits and ranks the kept training ratings only. */
+    /* With validation, training and its mean see the kept ratings only. */
     const rt_shard *fit = validation ? a->held.fit : a->shards;
     if (rt_mf_train_mean(plan, fit, first, a->n_shards, eng, &mean, err) ||
         sgd_core_init(&a->core, &a->o, plan, fit, first, a->n_shards, mean,
-                      validation ? &a->held : NULL, err) ||
-        (a->o.eval_top_k && rt_mf_rank_eval_init(&a->rank, &a->core.m, a->o.eval_top_k, err))) {
+                      validation ? &a->held : NULL, err)) {
+        sgd_destroy(a);
+        return -1;
+    }
+    /* --eval-top-k excludes every training item of the plan, held out or
+     * not, as rotor eval --top-k of the saved model does. */
+    rt_mf_local ranked = a->core.m;
+    ranked.shards = a->shards;
+    if (a->o.eval_top_k && rt_mf_rank_eval_init(&a->rank, &ranked, a->o.eval_top_k, err)) {
         sgd_destroy(a);
         return -1;
     }
