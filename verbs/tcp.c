@@ -257,6 +257,23 @@ static int read_full(int fd, void *buf, size_t len)
     return 0;
 }
 
+/* Drop the first `bytes` of an iovec array: skip the entries they cover
+ * and trim the next one; *iov and *n then describe what is left. */
+static void iov_drop(struct iovec **iov, int *n, size_t bytes)
+{
+    struct iovec *v = *iov;
+    while (*n > 0 && bytes >= v->iov_len) {
+        bytes -= v->iov_len;
+        v++;
+        (*n)--;
+    }
+    if (*n > 0) {
+        v->iov_base = (uint8_t *)v->iov_base + bytes;
+        v->iov_len -= bytes;
+    }
+    *iov = v;
+}
+
 /* Blocking full write of an iovec array (modified in place). 0 or errno. */
 static int writev_full(int fd, struct iovec *iov, int iovcnt, int flags)
 {
@@ -268,16 +285,7 @@ static int writev_full(int fd, struct iovec *iov, int iovcnt, int flags)
                 continue;
             return errno;
         }
-        size_t left = (size_t)n;
-        while (iovcnt > 0 && left >= iov->iov_len) {
-            left -= iov->iov_len;
-            iov++;
-            iovcnt--;
-        }
-        if (iovcnt > 0) {
-            iov->iov_base = (uint8_t *)iov->iov_base + left;
-            iov->iov_len -= left;
-        }
+        iov_drop(&iov, &iovcnt, (size_t)n);
     }
     return 0;
 }
@@ -528,17 +536,8 @@ static int write_frame(tcp_transport *t, pass_item *it, int flags)
     uint8_t *payload = t->window + (size_t)it->slot * t->slot_bytes;
     struct iovec iov[2] = {{&h, sizeof(h)}, {payload, it->len}};
     int n = 2, e = 0;
-    size_t skip = it->off;
     struct iovec *v = iov;
-    while (n > 0 && skip >= v->iov_len) {
-        skip -= v->iov_len;
-        v++;
-        n--;
-    }
-    if (n > 0) {
-        v->iov_base = (uint8_t *)v->iov_base + skip;
-        v->iov_len -= skip;
-    }
+    iov_drop(&v, &n, it->off); /* what an earlier call already sent */
     while (n > 0) {
         struct msghdr mh = {.msg_iov = v, .msg_iovlen = (size_t)n};
         ssize_t w = sendmsg(t->next_fd, &mh, MSG_NOSIGNAL | flags);
@@ -549,16 +548,7 @@ static int write_frame(tcp_transport *t, pass_item *it, int flags)
             break;
         }
         it->off += (size_t)w;
-        size_t left = (size_t)w;
-        while (n > 0 && left >= v->iov_len) {
-            left -= v->iov_len;
-            v++;
-            n--;
-        }
-        if (n > 0) {
-            v->iov_base = (uint8_t *)v->iov_base + left;
-            v->iov_len -= left;
-        }
+        iov_drop(&v, &n, (size_t)w);
     }
     return e;
 }
