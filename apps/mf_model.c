@@ -32,6 +32,18 @@
 
 /* ------------------------------------------------------------ the parts */
 
+/* Part NAME: the n dense ids of this rank's rows or columns, one run of the
+ * plan's id table. */
+static int save_ids(rt_model_saver *s, const char *name, const uint32_t *ids, uint64_t n,
+                    rt_error *err)
+{
+    return rt_model_part_begin(s, name, "<i4", n, 1, err) ||
+                   rt_model_part_write(s, ids, n * sizeof(uint32_t), err) ||
+                   rt_model_part_end(s, err)
+               ? -1
+               : 0;
+}
+
 /* This rank's workers' W rows (in worker order), their dense ids and biases. */
 static int save_rows(rt_model_saver *s, const rt_mf_local *m, rt_error *err)
 {
@@ -44,10 +56,8 @@ static int save_rows(rt_model_saver *s, const rt_mf_local *m, rt_error *err)
         for (uint32_t i = 0; i < rt_plan_worker_rows(plan, w0 + t); i++)
             if (rt_model_part_write(s, m->W[t] + (size_t)i * m->kp, m->k * sizeof(float), err))
                 return -1;
-    if (rt_model_part_end(s, err) || rt_model_part_begin(s, "rows", "<i4", n, 1, err) ||
-        rt_model_part_write(s, plan->worker_row_ids + plan->worker_row_offset[w0],
-                            n * sizeof(uint32_t), err) ||
-        rt_model_part_end(s, err))
+    if (rt_model_part_end(s, err) ||
+        save_ids(s, "rows", plan->worker_row_ids + plan->worker_row_offset[w0], n, err))
         return -1;
     if (!m->bu)
         return 0;
@@ -75,10 +85,8 @@ static int save_cols(rt_model_saver *s, const rt_mf_local *m, rt_engine *eng, rt
             if (rt_model_part_write(s, payload + (size_t)j * m->kp, m->k * sizeof(float), err))
                 return -1;
     }
-    if (rt_model_part_end(s, err) || rt_model_part_begin(s, "cols", "<i4", n, 1, err) ||
-        rt_model_part_write(s, plan->block_col_ids + plan->block_col_offset[first],
-                            n * sizeof(uint32_t), err) ||
-        rt_model_part_end(s, err))
+    if (rt_model_part_end(s, err) ||
+        save_ids(s, "cols", plan->block_col_ids + plan->block_col_offset[first], n, err))
         return -1;
     if (!m->bu)
         return 0;
