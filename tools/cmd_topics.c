@@ -23,16 +23,14 @@ int cmd_topics(int argc, char **argv)
     topics_opts o = {0};
     if (rotor_parse_options(&rotor_doc_topics, topics_options, &o, argc, argv))
         return RT_EXIT_OK;
-    const char *model = o.model;
-    uint32_t top = o.top;
     rt_model m;
-    if (rt_model_open(model, &m, &err))
+    if (rt_model_open(o.model, &m, &err))
         rt_die(&err);
-    if (!m.app->model_topics)
-        rt_fail(&err, RT_EXIT_INPUT,
-                "%s: the model is from --app %s; rotor topics lists topic models", model,
-                m.app->name);
-    int rc = m.app->model_topics ? m.app->model_topics(m.impl, top, stdout, &err) : -1;
+    int rc = m.app->model_topics
+                 ? m.app->model_topics(m.impl, o.top, stdout, &err)
+                 : rt_fail(&err, RT_EXIT_INPUT,
+                           "%s: the model is from --app %s; rotor topics lists topic models",
+                           o.model, m.app->name);
     rt_model_close(&m);
     if (rc)
         rt_die(&err);
