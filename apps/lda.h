@@ -337,6 +337,7 @@ typedef struct lda_core {
     int64_t *nk;                        /* K: global topic totals (as of the last step) */
     int64_t *delta;                     /* K: this node's changes in the step */
     double *parts;                      /* B + 2W: evaluation parts */
+    void *arrays;                       /* the one allocation workers .. parts live in */
     uint64_t tokens, held_tokens;       /* over the plan (lda_core_set_totals) */
     double ll_per_token, perplexity;    /* at the last evaluation */
     uint64_t iters_done;                /* sweeps at the last evaluation */

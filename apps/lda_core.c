@@ -24,12 +24,10 @@ int lda_core_init(lda_core *c, const lda_opts *o, const rt_plan *plan, const rt_
     c->n_threads = n_threads;
     c->shards = shards;
     c->perplexity = NAN;
-    c->workers = calloc(n_workers ? n_workers : 1, sizeof(lda_worker));
-    c->scratch = calloc(n_threads ? n_threads : 1, sizeof(lda_scratch));
-    c->nk = calloc(o->K, sizeof(int64_t));
-    c->delta = calloc(o->K, sizeof(int64_t));
-    c->parts = calloc((size_t)plan->blocks + 2u * plan->workers, sizeof(double));
-    if (!c->workers || !c->scratch || !c->nk || !c->delta || !c->parts)
+    rt_part part[] = {RT_PART(c->workers, n_workers), RT_PART(c->scratch, n_threads),
+                      RT_PART(c->nk, o->K), RT_PART(c->delta, o->K),
+                      RT_PART(c->parts, (uint64_t)plan->blocks + 2u * plan->workers)};
+    if (!(c->arrays = rt_alloc_parts(part, sizeof(part) / sizeof(part[0]))))
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
     if (lda_layout_build(&c->layout, plan, o->K, err))
         return -1;
@@ -52,15 +50,11 @@ int lda_core_init(lda_core *c, const lda_opts *o, const rt_plan *plan, const rt_
 
 void lda_core_free(lda_core *c)
 {
-    for (uint32_t i = 0; c->workers && i < c->n_local; i++)
+    for (uint32_t i = 0; c->arrays && i < c->n_local; i++)
         lda_worker_free(&c->workers[i]);
-    for (uint32_t t = 0; c->scratch && t < c->n_threads; t++)
+    for (uint32_t t = 0; c->arrays && t < c->n_threads; t++)
         lda_scratch_free(&c->scratch[t]);
-    free(c->workers);
-    free(c->scratch);
-    free(c->nk);
-    free(c->delta);
-    free(c->parts);
+    rt_free(c->arrays);
     lda_layout_free(&c->layout);
     memset(c, 0, sizeof(*c));
 }
