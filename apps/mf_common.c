@@ -157,43 +157,49 @@ uint8_t *rt_mf_validation_mask(const rt_plan *plan, const rt_shard *sh, const rt
     return held;
 }
 
-/* The entries of a shard section whose mask is `want` (mask NULL: all), with
- * global column ids; *n their count. */
-static rt_entry *global_cols(const rt_plan *plan, const rt_entry *e, const uint64_t *off,
-                             const uint8_t *mask, uint8_t want, uint64_t *n)
+/* The entries of a shard section whose mask is `want` (mask NULL: all),
+ * with global column ids, into out; returns their count. */
+static uint64_t global_cols(const rt_plan *plan, const rt_entry *e, const uint64_t *off,
+                            const uint8_t *mask, uint8_t want, rt_entry *out)
 {
-    rt_entry *out = malloc((off[plan->blocks] - off[0] + 1) * sizeof(rt_entry));
-    *n = 0;
-    for (uint32_t b = 0; out && b < plan->blocks; b++) {
+    uint64_t n = 0;
+    for (uint32_t b = 0; b < plan->blocks; b++) {
         const uint32_t *cols = plan->block_col_ids + plan->block_col_offset[b];
         for (uint64_t i = off[b]; i < off[b + 1]; i++)
             if (!mask || mask[i] == want)
-                out[(*n)++] = (rt_entry){.row = e[i].row, .col = cols[e[i].col], .val = e[i].val};
+                out[n++] = (rt_entry){.row = e[i].row, .col = cols[e[i].col], .val = e[i].val};
     }
-    return out;
+    return n;
 }
 
-/* Worker t's fit shard: its training entries with mask 0, per block. */
-static int fit_shard(rt_mf_held_out *h, uint32_t t, const rt_plan *plan, const rt_shard *sh,
-                     const uint8_t *mask)
+/* Worker t's fit shard (its training entries with mask 0, per block) and
+ * held-out ratings, in arrays sized for all of its training and test
+ * entries.  -1 when out of memory. */
+static int held_worker(rt_mf_held_out *h, uint32_t t, const rt_plan *plan, const rt_shard *sh,
+                       const uint8_t *mask)
 {
     uint32_t B = plan->blocks;
-    h->fit[t] = *sh;
-    h->fit[t].map = NULL; /* the shard's mapping stays its owner's */
-    h->fit_train[t] = malloc((sh->train_off[B] - sh->train_off[0] + 1) * sizeof(rt_entry));
-    h->fit_off[t] = malloc((B + 1) * sizeof(uint64_t));
-    if (!h->fit_train[t] || !h->fit_off[t])
+    uint64_t train = sh->train_off[B] - sh->train_off[0];
+    rt_mf_held_worker *w = &h->worker[t];
+    rt_part part[] = {RT_PART(w->fit_train, train), RT_PART(w->fit_off, B + 1),
+                      RT_PART(w->valid, train),
+                      RT_PART(w->test, sh->test_off[B] - sh->test_off[0])};
+    if (!(w->arrays = rt_alloc_parts(part, 4)))
         return -1;
     uint64_t n = 0;
     for (uint32_t b = 0; b < B; b++) {
-        h->fit_off[t][b] = n;
+        w->fit_off[b] = n;
         for (uint64_t i = sh->train_off[b]; i < sh->train_off[b + 1]; i++)
             if (!mask[i])
-                h->fit_train[t][n++] = sh->train[i];
+                w->fit_train[n++] = sh->train[i];
     }
-    h->fit_off[t][B] = n;
-    h->fit[t].train = h->fit_train[t];
-    h->fit[t].train_off = h->fit_off[t];
+    w->fit_off[B] = n;
+    h->fit[t] = *sh;
+    h->fit[t].map = NULL; /* the shard's mapping stays its owner's */
+    h->fit[t].train = w->fit_train;
+    h->fit[t].train_off = w->fit_off;
+    w->n_valid = global_cols(plan, sh->train, sh->train_off, mask, 1, w->valid);
+    w->n_test = global_cols(plan, sh->test, sh->test_off, NULL, 0, w->test);
     return 0;
 }
 
@@ -202,26 +208,12 @@ int rt_mf_held_out_split(rt_mf_held_out *h, const rt_plan *plan, const rt_shard 
 {
     memset(h, 0, sizeof(*h));
     h->n_workers = n_workers;
-    size_t n = n_workers ? n_workers : 1;
-    h->fit = calloc(n, sizeof(rt_shard));
-    h->fit_train = calloc(n, sizeof(rt_entry *));
-    h->fit_off = calloc(n, sizeof(uint64_t *));
-    h->valid = calloc(n, sizeof(rt_entry *));
-    h->test = calloc(n, sizeof(rt_entry *));
-    h->n_valid = calloc(n, sizeof(uint64_t));
-    h->n_test = calloc(n, sizeof(uint64_t));
-    if (!h->fit || !h->fit_train || !h->fit_off || !h->valid || !h->test || !h->n_valid ||
-        !h->n_test) {
-        rt_mf_held_out_free(h);
+    rt_part part[] = {RT_PART(h->fit, n_workers), RT_PART(h->worker, n_workers)};
+    if (!(h->arrays = rt_alloc_parts(part, 2)))
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory for the validation set");
-    }
     for (uint32_t t = 0; t < n_workers; t++) {
-        const rt_shard *sh = &shards[t];
-        uint8_t *mask = rt_mf_validation_mask(plan, sh, o, err);
-        int rc =
-            !mask || fit_shard(h, t, plan, sh, mask) ||
-            !(h->valid[t] = global_cols(plan, sh->train, sh->train_off, mask, 1, &h->n_valid[t])) ||
-            !(h->test[t] = global_cols(plan, sh->test, sh->test_off, NULL, 0, &h->n_test[t]));
+        uint8_t *mask = rt_mf_validation_mask(plan, &shards[t], o, err);
+        int rc = !mask || held_worker(h, t, plan, &shards[t], mask);
         free(mask);
         if (rc) {
             rt_mf_held_out_free(h);
@@ -233,23 +225,9 @@ int rt_mf_held_out_split(rt_mf_held_out *h, const rt_plan *plan, const rt_shard 
 
 void rt_mf_held_out_free(rt_mf_held_out *h)
 {
-    for (uint32_t t = 0; t < h->n_workers; t++) {
-        if (h->fit_train)
-            free(h->fit_train[t]);
-        if (h->fit_off)
-            free(h->fit_off[t]);
-        if (h->valid)
-            free(h->valid[t]);
-        if (h->test)
-            free(h->test[t]);
-    }
-    free(h->fit);
-    free(h->fit_train);
-    free(h->fit_off);
-    free(h->valid);
-    free(h->test);
-    free(h->n_valid);
-    free(h->n_test);
+    for (uint32_t t = 0; h->arrays && t < h->n_workers; t++)
+        rt_free(h->worker[t].arrays);
+    rt_free(h->arrays);
     memset(h, 0, sizeof(*h));
 }
 

@@ -49,17 +49,23 @@ uint8_t *rt_mf_validation_mask(const rt_plan *plan, const rt_shard *sh, const rt
                                rt_error *err);
 
 /* The local workers' shards cut by the validation rule (sgd-mf): fit[t] is
- * shard t with only the training ratings kept for fitting (it views arrays
- * owned here; everything else is the shard's), and valid[t], test[t] its
- * validation and test ratings with global column ids (local rows), in the
- * shard's order, for scoring against the whole H (rt_mf_cols). */
+ * shard t with only the training ratings kept for fitting (it views the
+ * arrays of worker[t]; everything else is the shard's), and worker[t] also
+ * holds its validation and test ratings with global column ids (local
+ * rows), in the shard's order, for scoring against the whole H
+ * (rt_mf_cols). */
+typedef struct rt_mf_held_worker {
+    rt_entry *fit_train;    /* the training ratings kept for fitting, by block */
+    uint64_t *fit_off;      /* blocks + 1 offsets into fit_train */
+    rt_entry *valid, *test; /* global column ids */
+    uint64_t n_valid, n_test;
+    void *arrays; /* the one allocation fit_train .. test live in */
+} rt_mf_held_worker;
 typedef struct rt_mf_held_out {
     uint32_t n_workers;
-    rt_shard *fit;
-    rt_entry **fit_train;
-    uint64_t **fit_off;
-    rt_entry **valid, **test;
-    uint64_t *n_valid, *n_test;
+    rt_shard *fit;             /* per local worker */
+    rt_mf_held_worker *worker; /* per local worker */
+    void *arrays;              /* the one allocation fit and worker live in */
 } rt_mf_held_out;
 int rt_mf_held_out_split(rt_mf_held_out *h, const rt_plan *plan, const rt_shard *shards,
                          uint32_t n_workers, const rt_mf_common_opts *o, rt_error *err);

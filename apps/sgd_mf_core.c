@@ -202,12 +202,11 @@ void sgd_core_score_held(sgd_core *c)
     rt_sgd_params p = {.kernel = c->o.kernel, .mu = c->mu, .kp = c->m.kp, .bi = c->cols.bi};
     for (uint32_t t = 0; t < c->m.n_workers; t++) {
         uint32_t w = c->m.first_worker + t;
+        const rt_mf_held_worker *h = &c->held->worker[t];
         p.bu = c->m.bu ? c->m.bu[t] : NULL;
-        c->sse[W + w] =
-            rt_mf_block_sse(c->held->test[t], c->held->n_test[t], c->m.W[t], c->cols.H, &p);
-        c->sse[2 * W + w] =
-            rt_mf_block_sse(c->held->valid[t], c->held->n_valid[t], c->m.W[t], c->cols.H, &p);
-        c->sse[3 * W + w] = (double)c->held->n_valid[t];
+        c->sse[W + w] = rt_mf_block_sse(h->test, h->n_test, c->m.W[t], c->cols.H, &p);
+        c->sse[2 * W + w] = rt_mf_block_sse(h->valid, h->n_valid, c->m.W[t], c->cols.H, &p);
+        c->sse[3 * W + w] = (double)h->n_valid;
     }
 }
 
