@@ -191,7 +191,8 @@ typedef struct lda_tokens {
     uint16_t *dnz;
     uint64_t *dnz_off; /* n_docs + 1 */
     uint32_t *dnz_n;
-    uint32_t *dnc; /* the progressive sweep only: counts parallel to dnz (any sampler) */
+    uint32_t *dnc; /* exact and progressive sweeps only: counts parallel to dnz (any sampler) */
+    uint32_t *doc_step; /* with dnc and no tok_doc: the document of every 64th token */
     /* held-out docs: the completion half, per block, word-major */
     uint64_t *blk_held; /* B + 1 into held_* */
     uint32_t *held_word, *held_doc, *held_cnt;

@@ -31,21 +31,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define S_TRIES 8 /* rejection tries for the s bucket before the exact search */
+#define S_TRIES 8   /* rejection tries for the s bucket before the exact search */
+#define PREFETCH 16 /* tokens ahead */
 
 /* The document of doc-major token position p (the warp sampler keeps no
- * per-token document). */
-static uint32_t doc_of(const lda_tokens *t, uint64_t p)
+ * per-token document): from the document at position p rounded down to a
+ * multiple of 2^DOC_STEP, forward. */
+#define DOC_STEP 6
+static inline uint32_t doc_of(const lda_tokens *t, uint64_t p)
 {
-    uint32_t lo = 0, hi = t->n_docs; /* doc_off[lo] <= p < doc_off[hi] */
-    while (hi - lo > 1) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (t->doc_off[mid] <= p)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return lo;
+    uint32_t d = t->doc_step[p >> DOC_STEP];
+    while (t->doc_off[d + 1] <= p)
+        d++;
+    return d;
+}
+
+static inline uint32_t token_doc(const lda_tokens *t, uint64_t i)
+{
+    return t->tok_doc ? t->tok_doc[i] : doc_of(t, t->tok_pos[i]);
 }
 
 /* A topic k with probability ∝ inv[k] = 1 / (n_k + V beta), total sum_inv;
@@ -67,45 +70,52 @@ static uint32_t draw_s(const double *inv, uint32_t K, double floor, double sum_i
     return k;
 }
 
-/* One token fewer of topic k in document d's list (k is there). */
-static void doc_remove(lda_tokens *t, uint32_t d, uint32_t k)
+/* Document d's list after its token moved from topic `from` (UINT32_MAX:
+ * the token had no topic) to topic `to` (at x_to,
+ * or UINT32_MAX when not known): `from` down first, dropped at zero (the
+ * list has room for min(K, length) topics, no more), then `to` up. */
+static void doc_move(lda_tokens *t, uint32_t d, uint32_t from, uint32_t to, uint32_t x_to)
 {
     uint16_t *nz = t->dnz + t->dnz_off[d];
-    uint32_t *cnt = t->dnc + t->dnz_off[d], n = t->dnz_n[d], x = 0;
-    while (nz[x] != k)
-        x++;
-    if (--cnt[x] == 0) {
-        nz[x] = nz[n - 1];
-        cnt[x] = cnt[n - 1];
-        t->dnz_n[d] = n - 1;
+    uint32_t *cnt = t->dnc + t->dnz_off[d], n = t->dnz_n[d];
+    if (to == from)
+        return;
+    uint32_t x_from = 0;
+    while (from != UINT32_MAX && nz[x_from] != from)
+        x_from++;
+    if (from != UINT32_MAX && --cnt[x_from] == 0) {
+        n--;
+        nz[x_from] = nz[n];
+        cnt[x_from] = cnt[n];
+        if (x_to == n) /* `to` was the last entry: it moved into the gap */
+            x_to = x_from;
     }
+    if (x_to == UINT32_MAX) {
+        x_to = 0;
+        while (x_to < n && nz[x_to] != to)
+            x_to++;
+        if (x_to == n) {
+            nz[n] = (uint16_t)to;
+            cnt[n++] = 0;
+        }
+    }
+    cnt[x_to]++;
+    t->dnz_n[d] = n;
 }
 
-/* Count one more token of topic k in document d's list. */
-static void doc_add(lda_tokens *t, uint32_t d, uint32_t k)
-{
-    uint16_t *nz = t->dnz + t->dnz_off[d];
-    uint32_t *cnt = t->dnc + t->dnz_off[d], n = t->dnz_n[d], x = 0;
-    while (x < n && nz[x] != k)
-        x++;
-    if (x == n) {
-        nz[x] = (uint16_t)k;
-        cnt[x] = 0;
-        t->dnz_n[d] = n + 1;
-    }
-    cnt[x]++;
-}
-
-/* Give token position p topic k in the sampler's own form. */
-static void set_topic(lda_tokens *t, uint32_t d, uint64_t p, uint32_t K, uint32_t k)
+/* Move token position p from topic `from` (UINT32_MAX: none) to k, in the
+ * sampler's own form. */
+static void set_topic(lda_tokens *t, uint32_t d, uint64_t p, uint32_t K, uint32_t from, uint32_t k)
 {
     if (t->aux) { /* warp: topic k, counted as k, no pending proposal */
         for (uint32_t m = 0; m < t->aux_stride; m++)
             t->aux[p * t->aux_stride + m] = (uint16_t)k;
-    } else {
-        t->z[p] = (uint16_t)k;
-        t->ndk[(size_t)d * K + k]++;
+        return;
     }
+    t->z[p] = (uint16_t)k;
+    if (from != UINT32_MAX)
+        t->ndk[(size_t)d * K + from]--;
+    t->ndk[(size_t)d * K + k]++;
 }
 
 /* The visit's running sums: sum_k inv[k] (the s bucket over alpha beta),
@@ -137,30 +147,46 @@ static inline void count_change(exact_sums *e, const lda_ctx *c, int64_t *nk, ld
     e->qb += alpha * nwk[k] * inv[k];
 }
 
-/* Draw token i's topic (document d, counts without it). */
+/* Draw token i's topic: document d, counts without the token except in
+ * d's list, where its old topic `from` still counts it (taken out here).
+ * *x_to: the list index of the topic drawn, UINT32_MAX when it came from
+ * another bucket. */
 static uint32_t exact_draw(const lda_ctx *c, const lda_tokens *t, uint32_t d, const lda_word *wd,
-                           const exact_sums *e, const double *inv, const double *coef, double *rb,
-                           rt_rng *rng)
+                           const exact_sums *e, const double *inv, const double *coef, rt_rng *rng,
+                           uint32_t from, uint32_t *x_to)
 {
     const double alpha = c->o->alpha, ab = alpha * c->o->beta;
     const uint16_t *dnz = t->dnz + t->dnz_off[d];
     const uint32_t *dnc = t->dnc + t->dnz_off[d], dn = t->dnz_n[d];
-    double rsum = 0;
-    for (uint32_t x = 0; x < dn; x++) {
-        rsum += dnc[x] * coef[dnz[x]];
-        rb[x] = rsum;
-    }
+    /* four sums side by side (no chain of dependent adds), in a fixed
+     * order; the token itself is one count of `from` */
+    double r[4] = {0, 0, 0, 0};
+    uint32_t x = 0;
+    for (; x + 4 <= dn; x += 4)
+        for (int l = 0; l < 4; l++)
+            r[l] += dnc[x + l] * coef[dnz[x + l]];
+    for (; x < dn; x++)
+        r[0] += dnc[x] * coef[dnz[x]];
+    const double rsum = (r[0] + r[1]) + (r[2] + r[3]) - (from != UINT32_MAX ? coef[from] : 0);
+    *x_to = UINT32_MAX;
     double u = rt_rng_uniform(rng) * (ab * e->sum_inv + e->qb + rsum);
-    if (u < rsum) { /* the document's topics */
-        uint32_t x = 0;
-        while (x + 1 < dn && rb[x] <= u)
-            x++;
-        return dnz[x];
+    if (u < rsum) { /* the document's topics (the last with weight, should
+                     * rounding leave u past the sum) */
+        double acc = 0;
+        uint32_t last = 0;
+        for (x = 0; x < dn; x++) {
+            const double wx = (dnc[x] - (dnz[x] == from)) * coef[dnz[x]];
+            last = wx > 0 ? x : last;
+            if (u < (acc += wx))
+                break;
+        }
+        *x_to = x < dn ? x : last;
+        return dnz[*x_to];
     }
     u -= rsum;
     if (u < e->qb && wd->n_nz) { /* the word's topics */
         double acc = 0;
-        uint32_t x = 0;
+        x = 0;
         while (x + 1 < wd->n_nz && (acc += alpha * wd->nwk[wd->nz[x]] * inv[wd->nz[x]]) <= u)
             x++;
         return wd->nz[x];
@@ -198,19 +224,24 @@ int lda_visit_exact(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *paylo
         }
         for (uint64_t i = r == t->blk_run[b] ? t->blk_tok[b] : t->run_end[r - 1]; i < t->run_end[r];
              i++) {
-            uint64_t p = t->tok_pos[i];
-            uint32_t d = t->tok_doc ? t->tok_doc[i] : doc_of(t, p), k;
-            if (assigned) { /* take the token out first */
-                k = lda_topic(t, p);
-                count_change(&e, c, nk, wd, inv, coef, k, -1);
-                doc_remove(t, d, k);
-                if (t->ndk)
-                    t->ndk[(size_t)d * K + k]--;
+            if (i + PREFETCH < t->run_end[r]) { /* the record and list ahead */
+                const uint64_t pa = t->tok_pos[i + PREFETCH];
+                const uint32_t da = token_doc(t, i + PREFETCH);
+                if (t->aux)
+                    __builtin_prefetch(t->aux + pa * t->aux_stride);
+                __builtin_prefetch(t->dnz + t->dnz_off[da]);
+                __builtin_prefetch(t->dnc + t->dnz_off[da]);
             }
-            k = exact_draw(c, t, d, wd, &e, inv, coef, s->buf, rng);
+            const uint64_t p = t->tok_pos[i];
+            const uint32_t d = token_doc(t, i), from = assigned ? lda_topic(t, p) : UINT32_MAX;
+            uint32_t x_to;
+            if (assigned) /* the token out of the word's counts and the totals */
+                count_change(&e, c, nk, wd, inv, coef, from, -1);
+            const uint32_t k = exact_draw(c, t, d, wd, &e, inv, coef, rng, from, &x_to);
             count_change(&e, c, nk, wd, inv, coef, k, +1);
-            doc_add(t, d, k);
-            set_topic(t, d, p, K, k);
+            doc_move(t, d, from, k, x_to);
+            if (k != from)
+                set_topic(t, d, p, K, from, k);
         }
         for (uint32_t x = 0; x < wd->n_nz; x++)
             coef[wd->nz[x]] = beta * inv[wd->nz[x]];
@@ -251,6 +282,17 @@ int lda_init_lists(lda_tokens *t, uint32_t K)
         }
         t->dnz = malloc((t->dnz_off[t->n_docs] + 1) * sizeof(uint16_t));
     }
+    if (!t->tok_doc) {
+        const uint64_t steps = (t->n_tokens >> DOC_STEP) + 1;
+        t->doc_step = malloc(steps * sizeof(uint32_t));
+        if (!t->doc_step)
+            return -1;
+        for (uint64_t i = 0, d = 0; i < steps; i++) {
+            while (d + 1 < t->n_docs && t->doc_off[d + 1] <= i << DOC_STEP)
+                d++;
+            t->doc_step[i] = (uint32_t)d;
+        }
+    }
     t->dnc = malloc((t->dnz_off[t->n_docs] + 1) * sizeof(uint32_t));
     return t->dnz && t->dnc ? 0 : -1;
 }
@@ -258,7 +300,9 @@ int lda_init_lists(lda_tokens *t, uint32_t K)
 void lda_init_lists_done(lda_tokens *t)
 {
     free(t->dnc);
+    free(t->doc_step);
     t->dnc = NULL;
+    t->doc_step = NULL;
     if (t->ndk) /* the sparse and mh samplers go on with the lists */
         return;
     free(t->dnz);

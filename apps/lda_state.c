@@ -65,6 +65,7 @@ void lda_worker_free(lda_worker *w)
         free(t->dnz_off);
         free(t->dnz_n);
         free(t->dnc);
+        free(t->doc_step);
         free(t->blk_held);
         free(t->held_word);
         free(t->held_doc);
