@@ -32,7 +32,9 @@
 # a machine shared with other work, spinning at its barriers halved its
 # speed (KOS, K = 100, load average 14 on 2 cores: 1.2-1.5M tokens/s
 # active, 2.3-3.0M passive).
-# --samplers: NAME or NAME:M (--mh-steps M), reported as rotor-NAME[-mM].
+# --samplers: NAME, NAME:M (--mh-steps M) or NAME+exact (--exact-sweeps
+# for every sweep: exact collapsed Gibbs), reported as rotor-NAME[-mM][-exact].
+# rotor's sampling seconds include rotation 0 (the initial topics).
 # --quick: KOS only, K = 100 and 1000, 20 iterations, 1 round, 2 points.
 # WarpLDA is built by ../shared/anchors/build.sh (into $ANCHORS_DIR, default
 # /tmp/rotor-anchors) unless WARPLDA=path/to/warplda and WARPLDA_FORMAT are
@@ -44,7 +46,7 @@ corpora=synthetic,kos,ap topics=100,1000,10000 samplers=warp,mh,sparse threads=2
 ll_iters=10,20,30,40,50 warp=1 keep="" warplda_wait=passive
 BENCH_FLAGS=([quick]="corpora=kos topics=100,1000 iters=20 rounds=1 ll_iters=10,20"
              [no-warplda]=warp=0)
-bench_options 2,38 "$@"
+bench_options 2,41 "$@"
 [ -x "$ROTOR" ] || bench_fail "build first (cmake --build build)"
 [ $((iters % 2)) = 0 ] || bench_fail "--iters must be even"
 command -v python3 >/dev/null || bench_fail "needs python3"
@@ -96,7 +98,10 @@ done
 
 tools=()
 [ "$warp" = 1 ] && tools+=(warplda)
-for s in ${samplers//,/ }; do tools+=("rotor-${s/:/-m}"); done # NAME:M = --mh-steps M
+for s in ${samplers//,/ }; do # NAME:M = --mh-steps M, NAME+exact = every sweep exact
+    s=${s/+exact/-exact}
+    tools+=("rotor-${s/:/-m}")
+done
 
 # run TOOL CORPUS K ITERS TAG [save]: one run; GNU time writes "peak_kB seconds"
 run() {
@@ -115,7 +120,8 @@ run() {
         fi
     else
         local out=() every=$((n / 2)) sampler=${tool#rotor-} steps=()
-        case $sampler in *-m*) steps=(--mh-steps "${sampler##*-m}") sampler=${sampler%-m*} ;; esac
+        case $sampler in *-exact) steps=(--exact-sweeps "$n") sampler=${sampler%-exact} ;; esac
+        case $sampler in *-m*) steps+=(--mh-steps "${sampler##*-m}") sampler=${sampler%-m*} ;; esac
         [ -n "$save" ] && out=(--out "$base.model") every=$n
         /usr/bin/time -f "%M %e" -o "$base.time" "$ROTOR" train --plan "$TMP/plan-$c" --app lda \
             --threads "$threads" --sampler "$sampler" "${steps[@]}" --topics "$K" --alpha "$alpha" \
