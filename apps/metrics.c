@@ -19,15 +19,9 @@ void rt_metrics_init(rt_metrics *m, const char *path, const char *app, json_t *c
     json_object_set_new(m->doc, "epochs", json_array());
 }
 
-int rt_metrics_epoch(rt_metrics *m, json_t *epoch, rt_error *err)
+/* Write the whole document to a temporary and rename it over the file. */
+static int write_doc(rt_metrics *m, rt_error *err)
 {
-    if (!m->doc) {
-        json_decref(epoch);
-        return 0;
-    }
-    json_object_set_new(epoch, "elapsed_s", json_real(rt_now() - m->t0));
-    json_array_append_new(json_object_get(m->doc, "epochs"), epoch);
-    json_object_set_new(m->doc, "peak_rss_kib", json_integer(rt_peak_rss_kib()));
     char *text = json_dumps(m->doc, JSON_INDENT(1));
     if (!text)
         return rt_fail(err, RT_EXIT_RUNTIME, "%s: cannot encode metrics", m->path);
@@ -41,11 +35,38 @@ int rt_metrics_epoch(rt_metrics *m, json_t *epoch, rt_error *err)
         rc = -1;
     }
     free(text);
+    m->last_write = rt_now();
+    m->pending = 0;
     return rc;
+}
+
+int rt_metrics_epoch(rt_metrics *m, json_t *epoch, rt_error *err)
+{
+    if (!m->doc) {
+        json_decref(epoch);
+        return 0;
+    }
+    double now = rt_now();
+    json_object_set_new(epoch, "elapsed_s", json_real(now - m->t0));
+    json_array_append_new(json_object_get(m->doc, "epochs"), epoch);
+    json_object_set_new(m->doc, "peak_rss_kib", json_integer(rt_peak_rss_kib()));
+    if (m->last_write > 0 && now - m->last_write < RT_METRICS_EVERY_S) {
+        m->pending = 1;
+        return 0;
+    }
+    return write_doc(m, err);
+}
+
+int rt_metrics_flush(rt_metrics *m, rt_error *err)
+{
+    return m->doc && m->pending ? write_doc(m, err) : 0;
 }
 
 void rt_metrics_free(rt_metrics *m)
 {
+    rt_error err = {0};
+    if (rt_metrics_flush(m, &err))
+        rt_warn("%s", err.msg);
     json_decref(m->doc);
     m->doc = NULL;
 }

@@ -3,7 +3,12 @@
 # on real data; prints JSON.
 #
 #   bench/quality.sh [--rounds R] [--threads T] [--anchors DIR] [--keep-runs DIR]
+#                    [--only sgd|cd]
 #   bench/quality.sh --from-runs DIR     (the summary again from saved runs)
+#
+# --only sgd runs rotor sgd-mf and LIBMF's grid only, --only cd rotor cd-mf
+# and LIBPMF's (LIBPMF's grid takes most of a full run's time); the summary
+# shows the tools that have runs.
 #
 # Data (from ../shared/data, or ROTOR_DATA_DIR): MovieLens 100K u1..u5
 # (the published 5-fold split) and FilmTrust cut into 5 folds by line number
@@ -44,8 +49,9 @@
 #     target or after; LIBMF its loading.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-rounds=3 threads=2 anchors=/tmp/rotor-anchors keep_runs="" from_runs=""
-bench_options 2,41 "$@"
+rounds=3 threads=2 anchors=/tmp/rotor-anchors keep_runs="" from_runs="" only=""
+bench_options 2,49 "$@"
+case $only in "" | sgd | cd) ;; *) bench_fail "--only: sgd or cd, not '$only'" ;; esac
 DATA=${ROTOR_DATA_DIR:-$ROOT/../shared/data}
 ANCHORS_SRC=${ROTOR_ANCHORS:-$ROOT/../shared/anchors}
 LIBMF_ITERS=20
@@ -140,9 +146,15 @@ train_all() {
         for ds in ml100k filmtrust; do
             order=$(seq 1 5 | awk -v r="$r" '{ a[NR] = $1 } END { for (i = 0; i < 5; i++) print a[(i + r - 1) % 5 + 1] }')
             for f in $order; do
-                jobs=("run_rotor $ds $f sgd-mf $r" "run_rotor $ds $f cd-mf $r")
-                for s in "${LIBMF_GRID[@]}"; do jobs+=("run_libmf $ds $f '$s' $r"); done
-                for s in "${LIBPMF_GRID[@]}"; do jobs+=("run_libpmf $ds $f '$s' $r"); done
+                jobs=()
+                if [ "$only" != cd ]; then
+                    jobs+=("run_rotor $ds $f sgd-mf $r")
+                    for s in "${LIBMF_GRID[@]}"; do jobs+=("run_libmf $ds $f '$s' $r"); done
+                fi
+                if [ "$only" != sgd ]; then
+                    jobs+=("run_rotor $ds $f cd-mf $r")
+                    for s in "${LIBPMF_GRID[@]}"; do jobs+=("run_libpmf $ds $f '$s' $r"); done
+                fi
                 n=${#jobs[@]}
                 for i in $(seq 0 $((n - 1))); do eval "${jobs[$(((i + r) % n))]}"; done
             done
@@ -251,6 +263,7 @@ END {
         printf "  \"%s\": {\n", ds
         for (t = 1; t <= ntools; t++) {
             tool = tools[t]; st = best[tool]
+            if (st == "") continue   # not run (--only)
             printf "   \"%s\": {\"setting\": \"%s\", \"mean_rmse\": %.5f, \"rmse\": [", tool, st, mean[tool]
             for (f = 1; f <= 5; f++) printf "%s%.5f", (f > 1 ? ", " : ""), median(rm[ds SUBSEP f SUBSEP tool SUBSEP st])
             printf "], \"seconds\": ["
@@ -265,9 +278,11 @@ END {
         }
         npairs = split("rotor-sgd-mf:libmf rotor-cd-mf:libpmf", pairs, " ")
         printf "   \"time_to_reach\": {"
+        c = 0
         for (q = 1; q <= npairs; q++) {
             split(pairs[q], ab, ":"); a = ab[1]; b = ab[2]
-            printf "%s\n    \"%s_vs_%s\": {", (q > 1 ? "," : ""), a, b
+            if (best[a] == "" || best[b] == "") continue
+            printf "%s\n    \"%s_vs_%s\": {", (c++ ? "," : ""), a, b
             for (dir = 0; dir < 2; dir++) {
                 x = dir ? b : a; y = dir ? a : b
                 for (f = 1; f <= 5; f++) {
