@@ -65,27 +65,36 @@ typedef struct sgd_opts {
  * The glue (or a test) runs the rotation: block_home for the home blocks,
  * visit for every (worker, block) in schedule order, then all-reduces
  * sgd_core_sums() and calls sgd_core_epoch_end(). */
+/* A local worker's rows beyond W and its biases, in one allocation. */
+typedef struct sgd_rows {
+    float *gW, *gbu;         /* AdaGrad: accumulators of the W rows and row biases */
+    float *best_W, *best_bu; /* validation: the best model's W rows and row biases */
+    void *arrays;            /* the one allocation they live in */
+} sgd_rows;
+
 typedef struct sgd_core {
     sgd_opts o;
     const rt_plan *plan;
-    rt_mf_local m;     /* the local workers' shards, W rows and row biases */
-    float **gW, **gbu; /* AdaGrad: per local worker, accumulators of W rows and row biases */
+    rt_mf_local m;  /* the local workers' shards, W rows and row biases */
+    sgd_rows *rows; /* per local worker */
     float mu, lr;
     /* Per global worker (this node's entries only): squared errors of train
      * in [0, W), test in [W, 2W), with validation those of the validation
      * ratings in [2W, 3W) and their counts in [3W, 4W); one all-reduce. */
     double *sse;
+    void *arrays;     /* the one allocation rows and sse live in */
     double prev_loss; /* training loss of the previous epoch (bold driver) */
     uint64_t epochs_run;
     double train_rmse, test_rmse;
     /* --validation-fraction: the held-out ratings (NULL: none), the whole H
      * after the epoch, the early-stopping memory and the best model (local
-     * W rows and row biases, every column's H row and bias). */
+     * W rows and row biases in `rows`, every column's H row and bias). */
     const rt_mf_held_out *held;
     rt_mf_cols cols;
     rt_mf_early_stop es;
     double valid_rmse, best_test_rmse;
-    float **best_W, **best_bu, *best_H, *best_bi;
+    float *best_H, *best_bi;
+    void *best_cols; /* the one allocation best_H and best_bi live in */
 } sgd_core;
 
 /* What one epoch measured (after the all-reduce). */

@@ -15,53 +15,44 @@ uint32_t sgd_payload_extra(const sgd_opts *o)
     return biases + (o->adagrad ? 1 + biases : 0);
 }
 
-static float *ones(size_t n)
+/* Local worker t's rows: with AdaGrad the accumulators of its W rows and
+ * row biases, all 1 (as LIBMF); with validation the room for the best
+ * model's rows. */
+static int rows_init(sgd_core *c, uint32_t t, rt_error *err)
 {
-    float *a = rt_alloc(n * sizeof(float));
-    for (size_t i = 0; a && i < n; i++)
-        a[i] = 1.0f;
-    return a;
-}
-
-/* The accumulators of the local W rows and row biases, all 1 (as LIBMF). */
-static int adagrad_init(sgd_core *c, rt_error *err)
-{
-    uint32_t n = c->m.n_workers;
-    c->gW = calloc(n, sizeof(float *));
-    c->gbu = calloc(n, sizeof(float *));
-    if (!c->gW || !c->gbu)
-        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
-    for (uint32_t t = 0; t < n; t++) {
-        size_t rows = rt_plan_worker_rows(c->plan, c->m.first_worker + t);
-        if (!(c->gW[t] = ones(rows)) || (c->o.mf.biases && !(c->gbu[t] = ones(rows))))
-            return rt_fail(err, RT_EXIT_RUNTIME, "out of memory for %zu accumulators", rows);
+    sgd_rows *r = &c->rows[t];
+    size_t rows = rt_plan_worker_rows(c->plan, c->m.first_worker + t), n = 0;
+    rt_part part[4];
+    if (c->o.adagrad)
+        part[n++] = RT_PART(r->gW, rows);
+    if (c->o.adagrad && c->m.bu)
+        part[n++] = RT_PART(r->gbu, rows);
+    if (c->held) {
+        part[n++] = RT_PART(r->best_W, rows * c->m.kp);
+        part[n++] = RT_PART(r->best_bu, rows);
     }
+    if (!(r->arrays = rt_alloc_parts(part, n)))
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory for %zu rows", rows);
+    for (size_t i = 0; r->gW && i < rows; i++)
+        r->gW[i] = 1.0f;
+    for (size_t i = 0; r->gbu && i < rows; i++)
+        r->gbu[i] = 1.0f;
     return 0;
 }
 
-/* With validation: the gathered H and the room for the best model. */
+/* With validation: the gathered H and the room for the best model's
+ * columns. */
 static int validation_init(sgd_core *c, rt_error *err)
 {
     const rt_plan *plan = c->plan;
-    uint32_t n = c->m.n_workers, kp = c->m.kp;
-    int biases = c->m.bu != NULL;
     rt_mf_early_stop_init(&c->es);
     c->valid_rmse = c->best_test_rmse = NAN;
-    if (rt_mf_cols_init(&c->cols, plan, c->m.k, biases, err))
+    if (rt_mf_cols_init(&c->cols, plan, c->m.k, c->m.bu != NULL, err))
         return -1;
-    c->best_W = calloc(n, sizeof(float *));
-    c->best_bu = calloc(n, sizeof(float *));
-    c->best_H = rt_alloc(plan->n_cols * kp * sizeof(float) + 1);
-    c->best_bi = calloc(plan->n_cols + 1, sizeof(float));
-    if (!c->best_W || !c->best_bu || !c->best_H || !c->best_bi)
+    rt_part part[] = {RT_PART(c->best_H, plan->n_cols * c->m.kp),
+                      RT_PART(c->best_bi, plan->n_cols)};
+    if (!(c->best_cols = rt_alloc_parts(part, 2)))
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory for the best model");
-    for (uint32_t t = 0; t < n; t++) {
-        size_t rows = rt_plan_worker_rows(plan, c->m.first_worker + t);
-        c->best_W[t] = rt_alloc(rows * kp * sizeof(float) + 1);
-        c->best_bu[t] = calloc(rows + 1, sizeof(float));
-        if (!c->best_W[t] || !c->best_bu[t])
-            return rt_fail(err, RT_EXIT_RUNTIME, "out of memory for the best model");
-    }
     return 0;
 }
 
@@ -76,36 +67,26 @@ int sgd_core_init(sgd_core *c, const sgd_opts *o, const rt_plan *plan, const rt_
     c->mu = o->center ? (float)train_mean : 0.0f;
     c->prev_loss = INFINITY;
     c->held = held;
-    c->sse = calloc(4 * (size_t)plan->workers, sizeof(double));
-    if (!c->sse)
+    rt_part part[] = {RT_PART(c->rows, n_workers), RT_PART(c->sse, 4 * (uint64_t)plan->workers)};
+    if (!(c->arrays = rt_alloc_parts(part, 2)))
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
     if (rt_mf_local_init(&c->m, plan, shards, first_worker, n_workers, &o->mf, err) ||
         (held && validation_init(c, err)))
         return -1;
-    return o->adagrad ? adagrad_init(c, err) : 0;
+    for (uint32_t t = 0; t < n_workers; t++)
+        if (rows_init(c, t, err))
+            return -1;
+    return 0;
 }
 
 void sgd_core_free(sgd_core *c)
 {
-    for (uint32_t t = 0; t < c->m.n_workers; t++) {
-        if (c->gW)
-            rt_free(c->gW[t]);
-        if (c->gbu)
-            rt_free(c->gbu[t]);
-        if (c->best_W)
-            rt_free(c->best_W[t]);
-        if (c->best_bu)
-            free(c->best_bu[t]);
-    }
-    free(c->gW);
-    free(c->gbu);
-    free(c->best_W);
-    free(c->best_bu);
-    rt_free(c->best_H);
-    free(c->best_bi);
+    for (uint32_t t = 0; c->arrays && t < c->m.n_workers; t++)
+        rt_free(c->rows[t].arrays);
+    rt_free(c->arrays);
+    rt_free(c->best_cols);
     rt_mf_cols_free(&c->cols);
     rt_mf_local_free(&c->m);
-    free(c->sse);
     memset(c, 0, sizeof(*c));
 }
 
@@ -174,10 +155,10 @@ void sgd_core_visit(sgd_core *c, uint32_t worker, uint32_t block, float *H)
     }
     if (c->o.adagrad) {
         uint32_t first = c->m.bu ? 1 : 0;
-        params.gW = c->gW[t];
+        params.gW = c->rows[t].gW;
         params.gH = rt_mf_payload_extra(H, n, kp, first);
         if (c->m.bu) {
-            params.gbu = c->gbu[t];
+            params.gbu = c->rows[t].gbu;
             params.gbi = rt_mf_payload_extra(H, n, kp, first + 1);
         }
     }
@@ -226,9 +207,9 @@ static void keep_best(sgd_core *c)
     const rt_plan *plan = c->plan;
     for (uint32_t t = 0; t < c->m.n_workers; t++) {
         size_t rows = rt_plan_worker_rows(plan, c->m.first_worker + t);
-        memcpy(c->best_W[t], c->m.W[t], rows * c->m.kp * sizeof(float));
+        memcpy(c->rows[t].best_W, c->m.W[t], rows * c->m.kp * sizeof(float));
         if (c->m.bu)
-            memcpy(c->best_bu[t], c->m.bu[t], rows * sizeof(float));
+            memcpy(c->rows[t].best_bu, c->m.bu[t], rows * sizeof(float));
     }
     memcpy(c->best_H, c->cols.H, plan->n_cols * c->m.kp * sizeof(float));
     if (c->cols.bi)
@@ -242,9 +223,9 @@ void sgd_core_use_best_rows(sgd_core *c)
         return;
     for (uint32_t t = 0; t < c->m.n_workers; t++) {
         size_t rows = rt_plan_worker_rows(c->plan, c->m.first_worker + t);
-        memcpy(c->m.W[t], c->best_W[t], rows * c->m.kp * sizeof(float));
+        memcpy(c->m.W[t], c->rows[t].best_W, rows * c->m.kp * sizeof(float));
         if (c->m.bu)
-            memcpy(c->m.bu[t], c->best_bu[t], rows * sizeof(float));
+            memcpy(c->m.bu[t], c->rows[t].best_bu, rows * sizeof(float));
     }
 }
 
@@ -361,8 +342,9 @@ static int validation_state_io(sgd_core *c, rt_state_io *io, rt_error *err)
     c->es.stop = (int)sc.stop;
     for (uint32_t t = 0; t < c->m.n_workers; t++) {
         size_t rows = rt_plan_worker_rows(plan, c->m.first_worker + t);
-        if (rt_state_xfer(io, "best_W", c->best_W[t], rows * c->m.kp * sizeof(float), err) ||
-            rt_state_xfer(io, "best_row_bias", c->best_bu[t], rows * sizeof(float), err))
+        const sgd_rows *r = &c->rows[t];
+        if (rt_state_xfer(io, "best_W", r->best_W, rows * c->m.kp * sizeof(float), err) ||
+            rt_state_xfer(io, "best_row_bias", r->best_bu, rows * sizeof(float), err))
             return -1;
     }
     return rt_state_xfer(io, "best_H", c->best_H, plan->n_cols * c->m.kp * sizeof(float), err) ||
@@ -377,7 +359,7 @@ int sgd_core_state_io(sgd_core *c, rt_state_io *io, rt_error *err)
                       .lr = c->lr,
                       .k = c->m.k,
                       .biases = c->m.bu != NULL,
-                      .adagrad = c->gW != NULL,
+                      .adagrad = c->o.adagrad != 0,
                       .prev_loss = c->prev_loss,
                       .train_rmse = c->train_rmse,
                       .test_rmse = c->test_rmse,
@@ -385,11 +367,11 @@ int sgd_core_state_io(sgd_core *c, rt_state_io *io, rt_error *err)
     if (rt_state_xfer(io, "sgd", &sc, sizeof(sc), err))
         return -1;
     /* Only a state read back can differ from this run. */
-    if (sc.k != c->m.k || sc.biases != (c->m.bu != NULL) || sc.adagrad != (c->gW != NULL))
+    if (sc.k != c->m.k || sc.biases != (c->m.bu != NULL) || sc.adagrad != (c->o.adagrad != 0))
         return rt_fail(err, RT_EXIT_INPUT, "%s: state of rank %u%s%s, this run has rank %u%s%s",
                        io->r->path, sc.k, sc.biases ? " with biases" : "",
                        sc.adagrad ? " with AdaGrad" : "", c->m.k, c->m.bu ? " with biases" : "",
-                       c->gW ? " with AdaGrad" : "");
+                       c->o.adagrad ? " with AdaGrad" : "");
     c->mu = sc.mu;
     c->lr = sc.lr;
     c->prev_loss = sc.prev_loss;
@@ -398,11 +380,11 @@ int sgd_core_state_io(sgd_core *c, rt_state_io *io, rt_error *err)
     c->epochs_run = sc.epochs_run;
     for (uint32_t t = 0; t < c->m.n_workers; t++) {
         size_t rows = rt_plan_worker_rows(c->plan, c->m.first_worker + t);
+        const sgd_rows *r = &c->rows[t];
         if (rt_state_xfer(io, "W", c->m.W[t], rows * c->m.kp * sizeof(float), err) ||
             (c->m.bu && rt_state_xfer(io, "row_bias", c->m.bu[t], rows * sizeof(float), err)) ||
-            (c->gW && rt_state_xfer(io, "W_adagrad", c->gW[t], rows * sizeof(float), err)) ||
-            (c->gbu && c->m.bu &&
-             rt_state_xfer(io, "bias_adagrad", c->gbu[t], rows * sizeof(float), err)))
+            (r->gW && rt_state_xfer(io, "W_adagrad", r->gW, rows * sizeof(float), err)) ||
+            (r->gbu && rt_state_xfer(io, "bias_adagrad", r->gbu, rows * sizeof(float), err)))
             return -1;
     }
     return c->held ? validation_state_io(c, io, err) : 0;
