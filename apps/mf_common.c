@@ -259,23 +259,18 @@ int rt_mf_cols_init(rt_mf_cols *c, const rt_plan *plan, uint32_t k, int biases, 
     c->n_cols = plan->n_cols;
     c->k = k;
     c->kp = rt_mf_padded_rank(k);
-    c->sum = malloc(c->n_cols * (k + 1) * sizeof(double) + 1);
-    c->H = rt_alloc(c->n_cols * c->kp * sizeof(float) + 1);
-    c->bi = biases ? calloc(c->n_cols + 1, sizeof(float)) : NULL;
-    if (!c->sum || !c->H || (biases && !c->bi)) {
-        rt_mf_cols_free(c);
+    /* zeroed: the padding of H stays 0 */
+    rt_part part[] = {RT_PART(c->sum, c->n_cols * (k + 1)), RT_PART(c->H, c->n_cols * c->kp),
+                      RT_PART(c->bi, c->n_cols)};
+    if (!(c->arrays = rt_alloc_parts(part, biases ? 3 : 2)))
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory for %llu columns",
                        (unsigned long long)plan->n_cols);
-    }
-    memset(c->H, 0, c->n_cols * c->kp * sizeof(float)); /* the padding stays 0 */
     return 0;
 }
 
 void rt_mf_cols_free(rt_mf_cols *c)
 {
-    free(c->sum);
-    rt_free(c->H);
-    free(c->bi);
+    rt_free(c->arrays);
     memset(c, 0, sizeof(*c));
 }
 

@@ -168,6 +168,7 @@ typedef struct rt_mf_cols {
     uint32_t k, kp;
     double *sum; /* the all-reduce buffer */
     float *H, *bi;
+    void *arrays; /* the one allocation sum, H and bi live in */
 } rt_mf_cols;
 int rt_mf_cols_init(rt_mf_cols *c, const rt_plan *plan, uint32_t k, int biases, rt_error *err);
 void rt_mf_cols_free(rt_mf_cols *c);
