@@ -148,9 +148,6 @@ typedef struct lda_word {
 void lda_word_load(lda_word *w, uint32_t K, uint32_t *slice, uint32_t cap);
 /* Write back and reset the scratch; -1 if a sparse slice would overflow. */
 int lda_word_store(lda_word *w, uint32_t K);
-/* The same, also writing the word's topics into urn, one copy per count
- * (*n_urn copies, the warp sampler's word proposal), in the same pass. */
-int lda_word_store_urn(lda_word *w, uint32_t K, uint16_t *urn, uint32_t *n_urn);
 /* Reset the scratch without writing back (the counts were only read). */
 void lda_word_drop(lda_word *w);
 
@@ -227,7 +224,9 @@ typedef struct lda_scratch {
 } lda_scratch;
 
 int lda_scratch_init(lda_scratch *s, uint32_t K);
-/* Room for the warp sampler's urn: the most tokens of any word. */
+/* Room for the warp sampler's urn: the most tokens of any word (at most
+ * LDA_WARP_WORD_TOKENS_MAX: the word phase flags counts with bit 30). */
+#define LDA_WARP_WORD_TOKENS_MAX ((1u << 30) - 1)
 int lda_scratch_urn(lda_scratch *s, const lda_layout *l, uint64_t n_words);
 void lda_scratch_free(lda_scratch *s);
 

@@ -31,6 +31,13 @@ int lda_core_init(lda_core *c, const lda_opts *o, const rt_plan *plan, const rt_
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
     if (lda_layout_build(&c->layout, plan, o->K, err))
         return -1;
+    for (uint64_t j = 0; o->sampler == LDA_SAMPLER_WARP && j < plan->n_cols; j++)
+        if (c->layout.tokens[j] > LDA_WARP_WORD_TOKENS_MAX)
+            return rt_fail(err, RT_EXIT_INPUT,
+                           "lda: word %llu has %llu training tokens; --sampler warp takes at most "
+                           "%u per word",
+                           (unsigned long long)j, (unsigned long long)c->layout.tokens[j],
+                           LDA_WARP_WORD_TOKENS_MAX);
     for (uint32_t t = 0; t < n_threads; t++)
         if (lda_scratch_init(&c->scratch[t], o->K) ||
             (o->sampler == LDA_SAMPLER_WARP &&

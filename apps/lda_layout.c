@@ -107,13 +107,11 @@ void lda_word_drop(lda_word *w)
 }
 
 /* Write the loaded word back into its slice and reset the scratch, in one
- * pass over its topics; with urn, also write the topics out one copy per
- * count (*n_urn copies, in the order of the topic list). */
-static inline __attribute__((always_inline)) int word_store(lda_word *w, uint32_t K, uint16_t *urn,
-                                                            uint32_t *n_urn)
+ * pass over its topics. */
+int lda_word_store(lda_word *w, uint32_t K)
 {
     int rc = 0;
-    uint32_t n = 0, u = 0;
+    uint32_t n = 0;
     if (!w->cap)
         memcpy(w->slice, w->nwk, K * sizeof(int32_t));
     for (uint32_t i = 0; i < w->n_nz; i++) {
@@ -121,9 +119,6 @@ static inline __attribute__((always_inline)) int word_store(lda_word *w, uint32_
         int32_t c = w->nwk[k];
         w->nwk[k] = 0;
         w->pos[k] = UINT32_MAX;
-        if (urn)
-            for (int32_t y = 0; y < c; y++)
-                urn[u++] = (uint16_t)k;
         if (!w->cap || c <= 0)
             continue;
         if (n + 1 >= w->cap || c > 0xffff)
@@ -134,17 +129,5 @@ static inline __attribute__((always_inline)) int word_store(lda_word *w, uint32_
     if (w->cap)
         w->slice[0] = n;
     w->n_nz = 0;
-    if (n_urn)
-        *n_urn = u;
     return rc;
-}
-
-int lda_word_store(lda_word *w, uint32_t K)
-{
-    return word_store(w, K, NULL, NULL);
-}
-
-int lda_word_store_urn(lda_word *w, uint32_t K, uint16_t *urn, uint32_t *n_urn)
-{
-    return word_store(w, K, urn, n_urn);
 }

@@ -72,6 +72,80 @@ static inline uint16_t propose(rt_rng *rng, uint64_t thr, const uint16_t *topics
     return (x >> 32) < thr ? counted : uniform;
 }
 
+/* The word phase keeps the loaded word's counts in the shared dense
+ * scratch (lda_word.nwk) with IN_NZ set on every topic of its topic list,
+ * instead of the list's position array: whether a topic coming back to 1
+ * is listed already is then known from the count itself, one cache line
+ * fewer per topic at large K.  Counts stay far below IN_NZ (a word's
+ * tokens, below LDA_WARP_WORD_TOKENS_MAX). */
+#define IN_NZ (1 << 30)
+#define COUNT(v) ((v) & (IN_NZ - 1))
+
+static void word_load_flagged(lda_word *wd, uint32_t K, uint32_t *slice, uint32_t cap)
+{
+    int32_t *nwk = wd->nwk;
+    uint32_t n = 0;
+    wd->slice = slice;
+    wd->cap = cap;
+    if (!cap) {
+        for (uint32_t k = 0; k < K; k++)
+            if (slice[k]) {
+                nwk[k] = (int32_t)slice[k] | IN_NZ;
+                wd->nz[n++] = (uint16_t)k;
+            }
+    } else {
+        for (uint32_t x = 0; x < slice[0]; x++) {
+            uint32_t e = slice[1 + x], k = e >> 16;
+            nwk[k] = (int32_t)(e & 0xffff) | IN_NZ;
+            wd->nz[n++] = (uint16_t)k;
+        }
+    }
+    wd->n_nz = n;
+}
+
+/* Count `add` (0 or 1) more tokens of the loaded word at topic k, listing
+ * k if it was neither counted nor listed (no branch on add itself: it is a
+ * coin flip for an accepted proposal). */
+static inline void word_count_add(lda_word *wd, uint32_t k, int32_t add)
+{
+    int32_t v = wd->nwk[k];
+    wd->nwk[k] = v + add;
+    if (v == 0 && add) {
+        wd->nwk[k] |= IN_NZ;
+        wd->nz[wd->n_nz++] = (uint16_t)k;
+    }
+}
+
+/* Write the word back into its slice (topics in list order, the ones down
+ * to 0 left out), its urn (*n_urn topics, one copy per count) and reset
+ * the scratch, in one pass over the list; -1 if a sparse slice would
+ * overflow. */
+static int word_store_flagged(lda_word *wd, uint16_t *urn, uint32_t *n_urn)
+{
+    int32_t *nwk = wd->nwk;
+    uint32_t *slice = wd->slice;
+    uint32_t n = 0, u = 0;
+    int rc = 0;
+    for (uint32_t x = 0; x < wd->n_nz; x++) {
+        uint32_t k = wd->nz[x];
+        int32_t c = COUNT(nwk[k]);
+        nwk[k] = 0;
+        for (int32_t y = 0; y < c; y++)
+            urn[u++] = (uint16_t)k;
+        if (!wd->cap)
+            slice[k] = (uint32_t)c; /* (a dense topic not listed was and is 0) */
+        else if (c > 0 && (n + 1 >= wd->cap || c > 0xffff))
+            rc = -1;
+        else if (c > 0)
+            slice[1 + n++] = k << 16 | (uint32_t)c;
+    }
+    if (wd->cap)
+        slice[0] = n;
+    wd->n_nz = 0;
+    *n_urn = u;
+    return rc;
+}
+
 /* The word phase of one block visit with M proposals per token; M is a
  * constant in the callers below, so the proposal loops unroll.  The
  * generator works on a local copy: through the pointer, every store to the
@@ -97,7 +171,7 @@ static inline __attribute__((always_inline)) int word_phase(const lda_ctx *c, ld
     for (uint64_t r = t->blk_run[b]; r < t->blk_run[b + 1]; r++) {
         uint32_t cap, j = t->run_word[r];
         uint32_t *slice = lda_word_slice(c, b, j, payload, &cap);
-        lda_word_load(wd, K, slice, cap);
+        word_load_flagged(wd, K, slice, cap);
         int32_t *nwk = wd->nwk;
         const uint64_t first = i;
         for (; i < t->run_end[r]; i++) {
@@ -108,16 +182,15 @@ static inline __attribute__((always_inline)) int word_phase(const lda_ctx *c, ld
             /* the delayed update from the document phase (a no-op when
              * the topic did not change) */
             nwk[a[1]]--;
-            if (nwk[k]++ == 0)
-                lda_word_nz_add(wd, k);
+            word_count_add(wd, k, 1);
             for (uint32_t m = 2; m < M + 2; m++) {
                 uint32_t prop = a[m];
-                int take = accept(nwk[prop], nwk[k], beta, nk[prop], nk[k], vbeta, &rng);
+                int take =
+                    accept(COUNT(nwk[prop]), COUNT(nwk[k]), beta, nk[prop], nk[k], vbeta, &rng);
                 nwk[k] -= take;
                 nk[k] -= take;
                 nk[prop] += take;
-                if ((nwk[prop] += take) == 1 && take)
-                    lda_word_nz_add(wd, prop);
+                word_count_add(wd, prop, take);
                 k = take ? prop : k;
             }
             a[0] = a[1] = (uint16_t)k;
@@ -129,7 +202,7 @@ static inline __attribute__((always_inline)) int word_phase(const lda_ctx *c, ld
          * build for all but the longest words, and one draw per
          * proposal), or a uniform topic */
         uint32_t n;
-        if (lda_word_store_urn(wd, K, urn, &n)) {
+        if (word_store_flagged(wd, urn, &n)) {
             *rng_io = rng;
             return lda_overflow(b, j, err);
         }
