@@ -3,7 +3,7 @@
 # network namespaces joined by shaped veth links, next to `rotor simulate`.
 #
 #   bench/scale.sh [--quick] [--ranks 2,4,8] [--gbps 1,5,25] [--apps sgd-mf,lda]
-#                  [--epochs N] [--rounds 3] [--keep]
+#                  [--epochs N] [--rounds 3] [--keep] [--size small|large]
 #                  [--configs APP:RANKS:GBPS[:THREADS[:PIPELINE]],...]
 #   bench/scale.sh --auto APP:RANKS:GBPS [--rounds 3] [--epochs N]
 #
@@ -43,13 +43,27 @@
 # --auto: the plan of `rotor partition --pipeline auto` (for the measured
 # link and the rate calibrated right before) against the default plan, run
 # alternately; one JSON line with the medians and their ratio.
+# --size large: a workload about 12x the default (MF 40,000 x 60,000 with
+# 9M ratings at rank 128, LDA 15,000 documents of 150 tokens over 60,000
+# words), so an epoch takes 0.4-1.3 s instead of 40-220 ms and the
+# millisecond thread hand-offs and run-to-run noise weigh less; MF's block
+# bytes grow with its compute (rank and columns alike), so 0.25-0.5 Gb/s
+# stay bandwidth-bound on 2 cores.  Default epochs 8 (medians over 7).
 # --quick: 4 configurations, one round of 4 epochs each (about a minute).
 # Without root or namespaces it prints a message and exits 0.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-ranks=2,4,8 gbps=1,5,25 apps=sgd-mf,lda epochs=6 rounds=3 quick=0 keep=0 configs="" auto=""
+ranks=2,4,8 gbps=1,5,25 apps=sgd-mf,lda epochs="" rounds=3 quick=0 keep=0 configs="" auto="" size=small
 BENCH_FLAGS=([quick]=quick=1 [keep]=keep=1)
-bench_options 2,41 "$@"
+bench_options 2,53 "$@"
+case $size in
+small) mf_cols=10000 mf_nnz=1500000 mf_rank=64 lda_docs=6000 lda_vocab=20000 ;;
+large) mf_cols=60000 mf_nnz=9000000 mf_rank=128 lda_docs=15000 lda_vocab=60000 ;;
+*) bench_fail "--size is small or large, not $size" ;;
+esac
+if [ -z "$epochs" ]; then
+    if [ "$size" = large ]; then epochs=8; else epochs=6; fi
+fi
 
 PREFIX=rtscale
 SUBNET=169.254.77
@@ -176,12 +190,12 @@ gen_plan() { # gen_plan APP RANKS THREADS OUT [PARTITION OPTIONS...]
     shift 4
     mkdir -p "$(dirname "$out")"
     if [ "$app" = lda ]; then
-        [ -f "$TMP/corpus.txt" ] || "$ROTOR" gen lda --docs 6000 --vocab 20000 --topics 50 \
+        [ -f "$TMP/corpus.txt" ] || "$ROTOR" gen lda --docs "$lda_docs" --vocab "$lda_vocab" --topics 50 \
             --doc-len 150 --seed 1 --out "$TMP/corpus.txt" >/dev/null 2>&1
         "$ROTOR" partition --app lda --input "$TMP/corpus.txt" --nodes "$n" --threads "$th" \
             --seed 1 --out "$out" --force "$@" 2>"$out.log" >/dev/null
     else
-        [ -f "$TMP/mf.txt" ] || "$ROTOR" gen mf --rows 40000 --cols 10000 --nnz 1500000 \
+        [ -f "$TMP/mf.txt" ] || "$ROTOR" gen mf --rows 40000 --cols "$mf_cols" --nnz "$mf_nnz" \
             --rank 8 --seed 1 --out "$TMP/mf.txt" >/dev/null 2>&1
         "$ROTOR" partition --input "$TMP/mf.txt" --nodes "$n" --threads "$th" --seed 1 \
             --out "$out" --force "$@" 2>"$out.log" >/dev/null
@@ -190,11 +204,11 @@ gen_plan() { # gen_plan APP RANKS THREADS OUT [PARTITION OPTIONS...]
 
 app_args() { # the app's options (block size and kernel cost)
     if [ "$1" = lda ]; then echo "--topics 100 --iters $epochs --eval-every 1"
-    else echo "--rank 64 --epochs $epochs"; fi
+    else echo "--rank $mf_rank --epochs $epochs"; fi
 }
 
 col_bytes() { # what a column adds to a block with app_args: K counts, or k floats and a bias
-    if [ "$1" = lda ]; then echo 400; else echo 260; fi
+    if [ "$1" = lda ]; then echo 400; else echo $((mf_rank * 4 + 4)); fi
 }
 
 # median of the epoch times and stalls after the first epoch, from rank 0's log
