@@ -38,7 +38,8 @@ static const rt_opt partition_options[] = {
                   "auto: the factor `rotor simulate` predicts fastest for these sizes on the "
                   "link below (the default 2 unless another wins by more than 5%; without "
                   "--rate, 6.8e7 ratings/s (SGD-MF, k = 32) or 9e6 tokens/s per thread; without "
-                  "--bytes-per-col, 132 (k = 32) or 400 (K = 100))"),
+                  "--bytes-per-col, 132 (k = 32) or 400 (K = 100); every step costs 1 ms, "
+                  "conservatively: a hand-off waiting for a busy core)"),
     RT_DOUBLE_OPT("test-fraction", 0, partition_opts, test_fraction, "F", NULL, 0, 1,
                   RT_OPT_MAX_OPEN,
                   "hold out a seeded random fraction F of the ratings (of the documents, for lda)"),
