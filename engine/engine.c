@@ -398,14 +398,16 @@ static int check_home(rt_engine *e)
 
 /* This rank's share of a rotation, for whoever checks a model against it
  * (bench/scale.sh runs the ranks with ROTOR_LOG=debug). */
-static void log_rotation(const rt_engine *e, const rt_rotation_stats *st, double credit_wait_s)
+static void log_rotation(const rt_engine *e, uint64_t rot, const rt_rotation_stats *st,
+                         double credit_wait_s)
 {
     rt_debug("engine: rank %u rotation: %.6f s, compute %.6f s (mean over threads), stall "
-             "%.6f s, credit wait %.6f s",
-             e->rank, st->seconds, st->compute_s, st->stall_s, credit_wait_s);
+             "%.6f s, credit wait %.6f s, %u of %u steps inline (rotation %llu)",
+             e->rank, st->seconds, st->compute_s, st->stall_s, credit_wait_s, st->inline_steps,
+             e->B, (unsigned long long)rot);
 }
 
-static int rotation_stats(rt_engine *e, double t0, const rt_transport_stats *ts0,
+static int rotation_stats(rt_engine *e, uint64_t rot, double t0, const rt_transport_stats *ts0,
                           rt_rotation_stats *st, rt_error *err)
 {
     rt_transport_stats ts;
@@ -420,7 +422,7 @@ static int rotation_stats(rt_engine *e, double t0, const rt_transport_stats *ts0
     st->stall_s = e->stall_s;
     st->inline_steps = e->inline_steps;
     e->inline_steps = 0;
-    log_rotation(e, st, ts.credit_wait_s - ts0->credit_wait_s);
+    log_rotation(e, rot, st, ts.credit_wait_s - ts0->credit_wait_s);
     /* [bytes, stall fraction of rank 0, ..., of rank P-1]: exact sums. */
     double *v = calloc(e->P + 1, sizeof(double));
     if (!v)
@@ -461,11 +463,8 @@ static int run_rotation(rt_engine *e, uint64_t rot, int *stop, rt_error *err)
         return rt_fail(err, RT_EXIT_RUNTIME, "engine: blocks not home after rotation %llu",
                        (unsigned long long)rot);
     rt_rotation_stats st;
-    if (rotation_stats(e, t0, &ts, &st, err))
+    if (rotation_stats(e, rot, t0, &ts, &st, err))
         return -1;
-    if (!e->serial)
-        rt_debug("engine: rank %u: rotation %llu: %u of %u steps inline", e->rank,
-                 (unsigned long long)rot, st.inline_steps, e->B);
     return e->ops->rotation_end(e->app, e, rot, &st, stop, err);
 }
 
