@@ -6,6 +6,9 @@
 # and max milliseconds per connection for each mode.
 #   bench/handshake.sh [ROUNDS] [RANKS]
 set -euo pipefail
+case ${1:-} in
+-h | --help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+esac
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ROTOR=${ROTOR:-$ROOT/build/tools/rotor}
 ROUNDS=${1:-5}

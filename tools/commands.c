@@ -105,8 +105,8 @@ const rt_command_doc rotor_doc_eval = {
 const rt_command_doc rotor_doc_recommend = {
     .name = "recommend",
     .summary = "the K best items for each user of a saved MF model",
-    .usage = "--model DIR --top K [--users FILE] [--exclude FILE | --no-exclude] [--out FILE] "
-             "[--threads T] [--json]",
+    .usage = "--model DIR --top K [--users FILE] [--exclude FILE | --no-exclude]\n"
+             " [--out FILE] [--threads T] [--json]",
     .about = "For each user of the model (or each user listed in --users, one original id a "
              "line) write the K items with the highest predicted scores that the user did not "
              "have in training (read from the plan the model was trained on, or from the "

@@ -113,6 +113,9 @@ main() {
         install_packages "${PACKAGES[@]}"
         build build
         ;;
+    -h | --help)
+        sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+        ;;
     *)
         echo "usage: tools/run.sh demo|test|build" >&2
         exit 2

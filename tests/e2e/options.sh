@@ -4,7 +4,13 @@
 # the option and the range with exit status 2, short forms and "--x=v" work.
 source "$(dirname "$0")/lib.sh"
 
-commands=("gen mf" "gen lda" partition train launch eval topics plot bench-link simulate help)
+# Every command `rotor --help` lists (gen has two subcommands), so a new one
+# cannot miss its help check.
+commands=()
+while read -r c; do
+    if [ "$c" = gen ]; then commands+=("gen mf" "gen lda"); else commands+=("$c"); fi
+done < <("$ROTOR" --help | awk '/^commands:/ { on = 1; next } on && NF == 0 { exit } on { print $1 }')
+[ "${#commands[@]}" -ge 13 ] || fail "rotor --help lists only: ${commands[*]}"
 
 # --help and -h: exit 0, the usage line and the -h entry on stdout, identical.
 for c in "${commands[@]}"; do
@@ -90,4 +96,17 @@ grep -q '"k": 4' "$TMP/model2/model.json" || fail "repeated --rank: the last sho
 out=$("$ROTOR" launch -n 1 -- "$ROTOR" gen mf --help | head -1)
 [ "$out" = "[0] usage: rotor gen mf --rows R --cols C --nnz N [--rank K] [--noise SIGMA] [--powerlaw ALPHA]" ] ||
     fail "launch -- CMD --help: $out"
+
+# The scripts' --help (bench/*.sh, tools/run.sh): exit 0 at once with text on
+# stdout, and nothing run (bench/handshake.sh and bench/liveness.sh once took
+# --help as their round count and started benchmarks).
+if [ -n "${ROTOR_SRC:-}" ]; then
+    for s in "$ROTOR_SRC"/bench/*.sh "$ROTOR_SRC"/tools/run.sh; do
+        [ "$(basename "$s")" = lib.sh ] && continue
+        got=0
+        timeout 20 bash "$s" --help >"$TMP/script.out" 2>"$TMP/script.err" </dev/null || got=$?
+        [ "$got" = 0 ] || fail "$s --help: exit $got: $(head -3 "$TMP/script.err")"
+        [ -s "$TMP/script.out" ] || fail "$s --help printed nothing on stdout"
+    done
+fi
 echo PASS
