@@ -76,6 +76,15 @@ int rt_strpool_add(rt_strpool *p, const char *s, size_t len, rt_error *err)
 
 /* ------------------------------------------------------------ files */
 
+/* The error for binary data at buf[at], naming its line. */
+static void fail_binary_at(const char *buf, size_t at, const char *path, rt_error *err)
+{
+    uint64_t line = 1;
+    for (size_t i = 0; i < at; i++)
+        line += buf[i] == '\n';
+    rt_fail_binary(err, path, line, (unsigned char)buf[at]);
+}
+
 int rt_text_load(const char *path, rt_text *t, rt_error *err)
 {
     memset(t, 0, sizeof(*t));
@@ -102,8 +111,17 @@ int rt_text_load(const char *path, rt_text *t, rt_error *err)
         /* at most 16 MiB a call, so progress moves on big files */
         size_t want = cap - len - 1 < (16u << 20) ? cap - len - 1 : (16u << 20);
         size_t got = fread(buf + len, 1, want, fp);
+        /* checked as it comes: an endless device (/dev/zero) stops at once */
+        size_t at = len + rt_text_find_binary(buf + len, got);
         len += got;
         rt_progress_set(&progress, len);
+        if (at < len) {
+            rt_progress_end(&progress);
+            fclose(fp);
+            fail_binary_at(buf, at, path, err);
+            free(buf);
+            return -1;
+        }
         if (got < want)
             break;
         if (len < cap - 1)
@@ -122,15 +140,6 @@ int rt_text_load(const char *path, rt_text *t, rt_error *err)
         return rt_fail(err, RT_EXIT_INPUT, "%s: read error", path);
     }
     buf[len] = '\0';
-    size_t at = rt_text_find_binary(buf, len);
-    if (at < len) {
-        uint64_t line = 1;
-        for (size_t i = 0; i < at; i++)
-            line += buf[i] == '\n';
-        rt_fail_binary(err, path, line, (unsigned char)buf[at]);
-        free(buf);
-        return -1;
-    }
     t->data = buf;
     t->len = len;
     return 0;
@@ -326,7 +335,8 @@ static rt_corpus_format sniff(const char *path, const rt_text *in, rt_error *err
     char line[4096];
     rt_corpus_format f = RT_CORPUS_TEXT;
     int single_ints = 0; /* leading lines holding one integer: a UCI header */
-    while (fgets(line, sizeof(line), fp)) {
+    /* a bounded look (64 lines of up to 4 KiB): an endless device must not hang the guess */
+    for (int looked = 0; looked < 64 && fgets(line, sizeof(line), fp); looked++) {
         char a[256], b[256];
         int n = sscanf(line, "%255s %255s", a, b);
         if (n <= 0)

@@ -8,8 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define LR_CHUNK (16u << 20) /* bytes per read() */
-#define LR_PEEK (64u << 10)  /* bytes a format guess may look at */
+#define LR_CHUNK (16u << 20)          /* bytes per read() */
+#define LR_PEEK (64u << 10)           /* bytes a format guess may look at */
+#define LR_LINE_MAX ((size_t)1 << 30) /* longest line accepted (1 GiB) */
 
 int rt_linereader_open(rt_linereader *lr, const char *path, rt_error *err)
 {
@@ -43,6 +44,27 @@ void rt_linereader_close(rt_linereader *lr)
     lr->fd = -1;
 }
 
+/* Before the buffer grows for a line that fills it: refuse binary data and
+ * absurd lengths now, not after an endless device (/dev/zero) or a binary
+ * file without newlines has been read into memory.  Each byte is scanned
+ * about twice in all, since the buffer doubles. */
+static int check_growing_line(rt_linereader *lr, rt_error *err)
+{
+    const char *s = lr->buf + lr->start;
+    size_t n = lr->end - lr->start;
+    size_t bad = rt_text_find_binary(s, n);
+    if (bad < n) {
+        uint64_t line = lr->line_no + 1;
+        for (size_t i = 0; i < bad; i++)
+            line += s[i] == '\n';
+        return rt_fail_binary(err, lr->path, line, (unsigned char)s[bad]);
+    }
+    if (lr->cap >= LR_LINE_MAX)
+        return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: a line longer than %zu MiB", lr->path,
+                       (unsigned long long)lr->line_no + 1, LR_LINE_MAX >> 20);
+    return 0;
+}
+
 /* Move unread bytes to the front, grow when a line fills the buffer, read more. */
 static int refill(rt_linereader *lr, rt_error *err)
 {
@@ -53,6 +75,8 @@ static int refill(rt_linereader *lr, rt_error *err)
         lr->end = left;
     }
     if (lr->end == lr->cap) {
+        if (check_growing_line(lr, err) < 0)
+            return -1;
         char *b = realloc(lr->buf, lr->cap * 2 + 1);
         if (!b)
             return rt_fail(err, RT_EXIT_RUNTIME, "%s: out of memory (a line longer than %zu bytes)",
