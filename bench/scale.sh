@@ -30,14 +30,16 @@
 # --step-overhead-us, --step-cv, --cell-cv), the bandwidth TCP reaches
 # through the shaped link (gbps_tcp, rotor bench-link) and tbf's burst
 # (--burst-kib), all ranks on this machine's cores (--host-cores $(nproc):
-# the emulation's truth; a real cluster gives every node its own) and TCP's
+# the emulation's truth; a real cluster gives every node its own), each core
+# slower while all compute at once (--busy-core-speed: the threaded
+# calibration's rate per CPU second of a visit over the serial one's) and TCP's
 # send buffer (--send-buffer-kib 8192: the transport's 4 MiB SO_SNDBUF,
 # which Linux doubles; a pass frees its slot once written there).  One JSON
 # line per configuration, medians over the rounds:
 #   {"app", "ranks", "threads", "pipeline", "gbps", "gbps_tcp", "latency_us",
 #    "rounds", "measured_epoch_s", "predicted_epoch_s", "epoch_error",
 #    "measured_stall", "predicted_stall", "stall_error", "measured_compute_s",
-#    "predicted_compute_s", "critical", "loadavg"}
+#    "predicted_compute_s", "busy_core_speed", "critical", "loadavg"}
 # (compute: the most any rank spends in its kernel per epoch, from the
 # engine's debug log, against the model's, which includes the sharing).
 # --auto: the plan of `rotor partition --pipeline auto` (for the measured
@@ -226,7 +228,7 @@ measured() {
     echo "$t $s"
 }
 
-declare -A rate step_us cell_cv step_cv inline_us
+declare -A rate step_us cell_cv step_cv inline_us busy_speed
 # The kernel rate of one thread on this machine now (serial, unpinned): a
 # rank's thread computes at that rate while it has a core to itself (the
 # model shares the cores); the rest of a serial step is what a step costs
@@ -236,19 +238,25 @@ declare -A rate step_us cell_cv step_cv inline_us
 # a core: HZ=250 and no kernel preemption here, so up to a 4 ms tick) and
 # how much that and a cell's time vary (the time slices that the model's
 # even sharing smooths out).
-calibrate() { # calibrate APP PLAN KEY: rate, step_us, step_cv, cell_cv [KEY]
-    local out
+calibrate() { # calibrate APP PLAN KEY: rate, step_us, step_cv, cell_cv, busy_speed [KEY]
+    local out serial_cpu threads_cpu
     # shellcheck disable=SC2046
     out=$("$ROTOR" simulate --plan "$2" --app "$1" $(app_args "$1") --calibrate --gbps 0 \
         --json 2>&1) || { echo "$out" >&2; return 1; }
     rate[$3]=$(echo "$out" | sed -n 's/.*"rate": \([0-9.e+]*\).*/\1/p')
     inline_us[$3]=$(echo "$out" | sed -n 's/.*"step_overhead_us": \([0-9.e+]*\).*/\1/p')
+    serial_cpu=$(echo "$out" | sed -n 's/.*"busy_rate": \([0-9.e+]*\).*/\1/p')
     # shellcheck disable=SC2046
     out=$("$ROTOR" simulate --plan "$2" --app "$1" $(app_args "$1") --calibrate-threads \
         --gbps 0 --json 2>&1) || { echo "$out" >&2; return 1; }
     step_us[$3]=$(echo "$out" | sed -n 's/.*"step_overhead_us": \([0-9.e+]*\).*/\1/p')
     cell_cv[$3]=$(echo "$out" | sed -n 's/.*"cell_cv": \([0-9.e+-]*\).*/\1/p')
     step_cv[$3]=$(echo "$out" | sed -n 's/.*"step_cv": \([0-9.e+-]*\).*/\1/p')
+    threads_cpu=$(echo "$out" | sed -n 's/.*"busy_rate": \([0-9.e+]*\).*/\1/p')
+    # a core's rate while all compute at once, over its rate alone (CPU time
+    # of the visits: time slices waiting for a core left out of both)
+    busy_speed[$3]=$(awk -v t="$threads_cpu" -v s="$serial_cpu" \
+        'BEGIN { f = s > 0 && t > 0 ? t / s : 1; if (f > 1) f = 1; if (f < 0.01) f = 0.01; printf "%.3f", f }')
 }
 
 declare -A effective
@@ -256,7 +264,7 @@ plan_dir() { echo "$TMP/$1.$2.$3.$4/plan"; } # plan_dir APP RANKS THREADS PIPELI
 
 # one_round APP RANKS GBPS LAT_US THREADS PIPELINE: calibrate, run, predict;
 # appends "measured_epoch measured_stall predicted_epoch predicted_stall
-# critical measured_compute predicted_compute" to $TMP/rounds.
+# critical measured_compute predicted_compute busy_core_speed" to $TMP/rounds.
 one_round() {
     local app=$1 n=$2 g=$3 lat=$4 th=$5 c=$6 key=$1.$2.$5.$6 plan m pred
     plan=$(plan_dir "$app" "$n" "$th" "$c")
@@ -274,11 +282,11 @@ one_round() {
     pred=$("$ROTOR" simulate --plan "$plan" --app "$app" $(app_args "$app") --json \
         --rate "${rate[$key]}" --step-overhead-us "${step_us[$key]}" \
         --step-cv "${step_cv[$key]}" --cell-cv "${cell_cv[$key]}" --inline-below-us 4000 \
-        --inline-step-us "${inline_us[$key]}" \
+        --inline-step-us "${inline_us[$key]}" --busy-core-speed "${busy_speed[$key]}" \
         --gbps "${effective[$g]}" --burst-kib "$burst_kib" \
         --latency-us "$lat" --overhead-us 10 --host-cores "$(nproc)" --send-buffer-kib 8192)
     echo "$m $(echo "$pred" | sed -n 's/.*"predicted_epoch_s": \([0-9.e+-]*\).*"predicted_stall": \([0-9.e+-]*\).*"compute_s": \([0-9.e+-]*\).*"critical": "\([a-z]*\)".*/\1 \2 \4 \3/p') $(measured_compute "$n")" |
-        awk '{ print $1, $2, $3, $4, $5, $7, $6 }' >>"$TMP/rounds"
+        awk -v f="${busy_speed[$key]}" '{ print $1, $2, $3, $4, $5, $7, $6, f }' >>"$TMP/rounds"
 }
 
 # the largest over the ranks of their median compute time per rotation (the
@@ -293,14 +301,14 @@ measured_compute() { # measured_compute RANKS
 col_median() { cut -d' ' -f"$1" "$TMP/rounds" | median; }
 
 one_config() { # one_config APP RANKS GBPS LAT_US THREADS PIPELINE
-    local app=$1 n=$2 g=$3 lat=$4 th=$5 c=$6 load me pe ms ps mc pc crit
+    local app=$1 n=$2 g=$3 lat=$4 th=$5 c=$6 load me pe ms ps mc pc bs crit
     shape "$g"
     [ -n "${effective[$g]:-}" ] || effective[$g]=$(measure_gbps)
     : >"$TMP/rounds"
     load=$(cut -d' ' -f1-3 /proc/loadavg)
     for ((i = 0; i < rounds; i++)); do one_round "$@" || return 1; done
     me=$(col_median 1) ms=$(col_median 2) pe=$(col_median 3) ps=$(col_median 4)
-    mc=$(col_median 6) pc=$(col_median 7)
+    mc=$(col_median 6) pc=$(col_median 7) bs=$(col_median 8)
     crit=$(cut -d' ' -f5 "$TMP/rounds" | sort | uniq -c | sort -rn | awk 'NR == 1 { print $2 }')
     printf '{"app": "%s", "ranks": %d, "threads": %d, "pipeline": %d, "gbps": %s, ' \
         "$app" "$n" "$th" "$c" "$g"
@@ -311,6 +319,7 @@ one_config() { # one_config APP RANKS GBPS LAT_US THREADS PIPELINE
     printf '"measured_stall": %s, "predicted_stall": %s, "stall_error": %s, ' "$ms" "$ps" \
         "$(awk -v m="$ms" -v p="$ps" 'BEGIN { printf "%.3f", p - m }')"
     printf '"measured_compute_s": %s, "predicted_compute_s": %.4g, ' "$mc" "$pc"
+    printf '"busy_core_speed": %s, ' "$bs"
     printf '"critical": "%s", "loadavg": "%s"}\n' "$crit" "$load"
 }
 

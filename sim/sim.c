@@ -86,6 +86,7 @@ typedef struct sim_node {
  * done when progress reaches its start value + x. */
 typedef struct sim_host {
     double cores;
+    double all_busy_speed; /* rt_sim_shape.busy_core_speed (1: none) */
     uint32_t busy;
     double progress;
     double next_done; /* least `done_at` of its busy workers (INFINITY: none) */
@@ -150,7 +151,9 @@ static int state_init(sim_state *s, const rt_sim_shape *sh, rt_error *err)
         return rt_fail(err, RT_EXIT_RUNTIME, "simulate: out of memory");
     }
     for (uint32_t h = 0; h < s->hosts; h++)
-        s->host[h] = (sim_host){.cores = shared ? sh->host_cores : s->T, .next_done = INFINITY};
+        s->host[h] = (sim_host){.cores = shared ? sh->host_cores : s->T,
+                                .all_busy_speed = sh->busy_core_speed > 0 ? sh->busy_core_speed : 1,
+                                .next_done = INFINITY};
     for (uint32_t w = 0; w < s->W; w++)
         s->done_at[w] = INFINITY;
     for (size_t i = 0; i < NB; i++)
@@ -160,9 +163,16 @@ static int state_init(sim_state *s, const rt_sim_shape *sh, rt_error *err)
 
 /* ---- the cores ---- */
 
+/* What one of the host's busy workers computes per second, in seconds of
+ * a core of its own: its share of the cores, each as fast as a core is
+ * while that many compute at once. */
 static double host_share(const sim_host *h)
 {
-    return h->busy && h->cores < h->busy ? h->cores / h->busy : 1.0;
+    if (!h->busy)
+        return 1.0;
+    double in_use = h->cores < h->busy ? h->cores : h->busy;
+    double speed = h->cores > 1 ? 1 - (1 - h->all_busy_speed) * (in_use - 1) / (h->cores - 1) : 1;
+    return (h->cores < h->busy ? h->cores / h->busy : 1.0) * speed;
 }
 
 /* When the host's next worker is done at the current sharing. */
@@ -511,6 +521,8 @@ static int check_shape(const rt_sim_shape *sh, rt_error *err)
 {
     if (sh->nodes < 1 || sh->threads < 1 || sh->pipeline < 1)
         return rt_fail(err, RT_EXIT_INPUT, "simulate: nodes, threads and pipeline must be >= 1");
+    if (sh->busy_core_speed < 0 || sh->busy_core_speed > 1)
+        return rt_fail(err, RT_EXIT_INPUT, "simulate: the busy core speed must be in (0, 1]");
     if (!sh->cell_work || !sh->block_bytes || !sh->schedule)
         return rt_fail(err, RT_EXIT_INPUT, "simulate: shape without cells or schedule");
     return 0;
@@ -552,6 +564,20 @@ static void summarize(const sim_state *s, const rt_sim_shape *sh, const rt_sim_l
     out->critical = critical_of(out, imbalance, network);
 }
 
+/* Each node's share of the rotation, in the words of the engine's debug
+ * line per rank (engine.c log_rotation), to set the two side by side. */
+static void log_nodes(const sim_state *s)
+{
+    for (uint32_t n = 0; n < s->N; n++) {
+        double compute = 0;
+        for (uint32_t t = 0; t < s->T; t++)
+            compute += s->worker_sum[n * s->T + t] / s->T;
+        rt_debug("simulate: node %u rotation: %.6f s, compute %.6f s (mean over threads), "
+                 "stall %.6f s, credit wait %.6f s",
+                 n, s->now, compute, s->node[n].stall, s->node[n].credit);
+    }
+}
+
 /* One rotation with the jitter drawn from stream `stream`. */
 static int one_rotation(const rt_sim_shape *sh, const rt_sim_link *l, uint64_t stream,
                         rt_sim_result *out, rt_error *err)
@@ -576,6 +602,8 @@ static int one_rotation(const rt_sim_shape *sh, const rt_sim_link *l, uint64_t s
     int rc = run_events(&s, sh, l, &cost);
     if (rc == 0)
         summarize(&s, sh, l, &cost, out);
+    if (rc == 0 && stream == 0)
+        log_nodes(&s);
     else
         rt_fail(err, RT_EXIT_INPUT, "simulate: the schedule never completes a rotation");
     state_free(&s);

@@ -13,7 +13,11 @@
  *      moment share them equally (processor sharing: each runs at
  *      min(1, cores / busy) of a core); a worker that is done or whose node
  *      is waiting (stall, credits, collectives) frees its share.  That is
- *      what N ranks of T threads on one C-core machine do (bench/scale.sh);
+ *      what N ranks of T threads on one C-core machine do (bench/scale.sh).
+ *      Cores that compute at once may each be slower than one alone
+ *      (busy_core_speed: shared cache and memory bandwidth), so a worker
+ *      runs at min(1, cores / busy) x the speed of min(busy, cores) busy
+ *      cores;
  *   3. optional per-step all-reduce (LDA's topic totals) across all nodes;
  *   4. pass the block at the end of the node's segment to the next node:
  *      the pass waits for a credit (the next node has span + S slots, S spare
@@ -66,6 +70,10 @@ typedef struct rt_sim_shape {
                                           0: every node has its own T cores */
     uint32_t nodes_per_host;           /* with host_cores: nodes 0..H-1 on the first host, and so
                                           on (0: all nodes on one host) */
+    double busy_core_speed;            /* in (0, 1]: what a core computes, as a fraction of `rate`,
+                                          while all of its host's cores compute at once (they share
+                                          the last-level cache and memory bandwidth); with k of C
+                                          busy, 1 - (1 - this) (k - 1) / (C - 1); 0: 1, no contention */
     double step_overhead_s;            /* fixed cost of every step (thread hand-off, barrier) */
     double inline_below_s; /* a step whose cells on a node take less kernel time than this
                               together runs them one after another on one thread, at a

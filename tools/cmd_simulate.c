@@ -18,6 +18,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define MAX_SWEEP 32
 
@@ -41,6 +42,7 @@ typedef struct sim_opts {
     rt_sim_link link;
     rt_sim_shape knobs; /* host_cores, step_overhead_s, collectives */
     int json;
+    double busy_rate; /* the calibration's work units per CPU second of a visit (0: none) */
 } sim_opts;
 
 static const rt_opt_choice sim_collectives[] = {
@@ -73,6 +75,10 @@ static const rt_opt sim_options[] = {
     RT_U32_OPT("nodes-per-host", 0, sim_opts, knobs.nodes_per_host, "H", NULL, 1, 65536, 0,
                "with --host-cores: nodes 0..H-1 share the first host, and so on (default: all "
                "nodes on one host, as ranks on one machine)"),
+    RT_DOUBLE_OPT("busy-core-speed", 0, sim_opts, knobs.busy_core_speed, "F", "1", 0.01, 1, 0,
+                  "while all of a host's cores compute at once each computes at F x the rate "
+                  "(shared cache and memory bandwidth; --calibrate-threads measures it as "
+                  "busy_rate / the serial rate); in between, in proportion"),
     RT_DOUBLE_OPT("step-overhead-us", 0, sim_opts, step_overhead_us, "U", "20", 0, HUGE_VAL, 0,
                   "fixed cost per step"),
     RT_DOUBLE_OPT("cell-cv", 0, sim_opts, knobs.cell_cv, "V", "0", 0, 10, 0,
@@ -281,6 +287,10 @@ typedef struct calib {
     double step_t0;
     double *handoff; /* room for CALIB_ROTATIONS x blocks */
     size_t n_handoff;
+    /* The visits after the first rotation: their work, and the CPU time of
+     * the threads that ran them (time slices waiting for a core left out,
+     * so with every worker a thread: a busy core's rate). */
+    double *visit_work, *visit_cpu_s; /* W: each written by its worker's thread only */
 } calib;
 
 /* The rotations a calibration runs (with_calibration_args). */
@@ -294,10 +304,19 @@ static int calib_block_home(void *p, uint32_t block, uint64_t rot, void *payload
     return c->inner->block_home(c->inner_app, block, rot, payload, len, err);
 }
 
+/* CPU time of the calling thread (NAN if the clock cannot be read). */
+static double thread_cpu_s(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+        return NAN;
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static int calib_visit(void *p, const rt_visit *v, rt_error *err)
 {
     calib *c = p;
-    double t0 = rt_now();
+    double t0 = rt_now(), cpu0 = thread_cpu_s();
     int rc = c->inner->visit(c->inner_app, v, err);
     double work = c->cells[(size_t)v->worker * c->blocks + v->block];
     calib_spread *sp = &c->spread[v->worker];
@@ -305,8 +324,19 @@ static int calib_visit(void *p, const rt_visit *v, rt_error *err)
     if (rc == 0 && v->rotation > 0 && work > 0) {
         double x = sp->last_s / work;
         sp->n++, sp->sum += x, sp->sumsq += x * x;
+        c->visit_work[v->worker] += work;
+        c->visit_cpu_s[v->worker] += thread_cpu_s() - cpu0;
     }
     return rc;
+}
+
+/* Work units per CPU second of the visits measured (0: none, or no clock). */
+static double calib_busy_rate(const calib *c, uint32_t workers)
+{
+    double work = 0, cpu = 0;
+    for (uint32_t w = 0; w < workers; w++)
+        work += c->visit_work[w], cpu += c->visit_cpu_s[w];
+    return cpu > 0 && isfinite(cpu) ? work / cpu : 0;
 }
 
 /* The coefficient of variation of a cell's time per work unit over all
@@ -381,6 +411,14 @@ static double trimmed_mean(double *v, size_t n, double *cv)
     return mean;
 }
 
+static void calib_free(calib *c)
+{
+    free(c->spread);
+    free(c->handoff);
+    free(c->visit_work);
+    free(c->visit_cpu_s);
+}
+
 /* Run the app for a few rotations, serially (rate = work / compute time,
  * and the rest of the rotation time spread over its steps) or with every
  * worker a thread (rate = one worker's work over the rotation's wall time). */
@@ -410,9 +448,10 @@ static int calibrate(sim_opts *o, const rt_app_desc *app, const void *app_opts, 
     calib c = {.inner = app->ops, .cells = cells, .blocks = plan->blocks};
     c.spread = calloc(plan->workers, sizeof(calib_spread));
     c.handoff = calloc((size_t)CALIB_ROTATIONS * plan->blocks, sizeof(double));
-    if (!c.spread || !c.handoff) {
-        free(c.spread);
-        free(c.handoff);
+    c.visit_work = calloc(plan->workers, sizeof(double));
+    c.visit_cpu_s = calloc(plan->workers, sizeof(double));
+    if (!c.spread || !c.handoff || !c.visit_work || !c.visit_cpu_s) {
+        calib_free(&c);
         rt_group_free(&group);
         return rt_fail(err, RT_EXIT_RUNTIME, "calibrate: out of memory");
     }
@@ -429,8 +468,8 @@ static int calibrate(sim_opts *o, const rt_app_desc *app, const void *app_opts, 
     double per_step = !parallel ? 0 /* below, from the rotations' times */
                       : rc == 0 ? trimmed_mean(c.handoff, c.n_handoff, &step_cv)
                                 : 0;
-    free(c.spread);
-    free(c.handoff);
+    o->busy_rate = calib_busy_rate(&c, plan->workers);
+    calib_free(&c);
     if (rc)
         return rt_error_prefix(err, "calibrate");
     if (c.rotations < 1 || c.compute_s <= 0)
@@ -452,11 +491,12 @@ static int calibrate(sim_opts *o, const rt_app_desc *app, const void *app_opts, 
         o->knobs.cell_cv = cv;
     if (o->knobs.step_cv <= 0)
         o->knobs.step_cv = step_cv;
-    rt_info("simulate: calibrated %s on %s (%s): %.4g units/s per thread, %.1f us per step "
-            "besides %s (varying by %.1f%%), cell times vary by %.1f%% (%d rotations)",
+    rt_info("simulate: calibrated %s on %s (%s): %.4g units/s per thread, %.4g per CPU second "
+            "of a visit, %.1f us per step besides %s (varying by %.1f%%), cell times vary by "
+            "%.1f%% (%d rotations)",
             app->name, plan->dir, parallel ? "all workers as threads" : "serial", o->args.rate,
-            per_step * 1e6, parallel ? "its slowest cell" : "compute", 100 * step_cv, 100 * cv,
-            c.rotations);
+            o->busy_rate, per_step * 1e6, parallel ? "its slowest cell" : "compute", 100 * step_cv,
+            100 * cv, c.rotations);
     return 0;
 }
 
@@ -469,12 +509,14 @@ static void print_result(const sim_opts *o, const rt_sim_shape *s, const rt_sim_
     if (o->json) {
         printf("{\"app\": \"%s\", \"nodes\": %u, \"threads\": %u, \"pipeline\": %u, "
                "\"gbps\": %g, \"latency_us\": %g, \"overhead_us\": %g, \"rate\": %.6g, "
+               "\"busy_rate\": %.6g, \"busy_core_speed\": %.4g, "
                "\"step_overhead_us\": %.4g, \"step_cv\": %.4g, \"cell_cv\": %.4g, "
                "\"predicted_epoch_s\": %.6g, \"predicted_stall\": %.4f, \"stall_mean\": %.4f, "
                "\"compute_s\": %.6g, \"collective_s\": %.6g, \"credit_wait_s\": %.6g, "
                "\"bytes_per_link\": %.0f, \"link_busy_s\": %.6g, \"critical\": \"%s\"}\n",
                o->app_name, s->nodes, s->threads, s->pipeline, o->link.gbps,
-               o->link.latency_s * 1e6, o->link.overhead_s * 1e6, s->rate, s->step_overhead_s * 1e6,
+               o->link.latency_s * 1e6, o->link.overhead_s * 1e6, s->rate, o->busy_rate,
+               s->busy_core_speed > 0 ? s->busy_core_speed : 1, s->step_overhead_s * 1e6,
                s->step_cv, s->cell_cv, r->epoch_s, r->stall_max, r->stall_mean, r->compute_max_s,
                r->collective_s, r->credit_wait_s, r->bytes_per_link, r->link_busy_s, r->critical);
         return;
@@ -572,9 +614,7 @@ int cmd_simulate(int argc, char **argv)
                         : simulate_sizes(&o, app, app_opts, &err);
     }
     free(app_opts);
-    if (rc < 0) {
-        fprintf(stderr, "rotor simulate: %s\n", err.msg);
-        return err.code ? err.code : RT_EXIT_RUNTIME;
-    }
+    if (rc < 0)
+        rt_die(&err);
     return RT_EXIT_OK;
 }

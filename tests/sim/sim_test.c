@@ -263,6 +263,38 @@ static void test_shared_cores_stretch_compute(void **state)
     shape_free(&t);
 }
 
+/* Cores that compute at once are slower (busy_core_speed): two ranks of
+ * one thread on a 2-core host, both computing all the time, take their
+ * compute over the measured factor; off (0, or 1) it is the old prediction,
+ * and on a host where one core at a time is busy nothing changes. */
+static void test_busy_cores_compute_slower(void **state)
+{
+    (void)state;
+    test_shape t;
+    shape_make(&t, 2, 1, 2, cell_uniform, 1e6);
+    double own = 4 * 1000 / 1e6; /* B steps of one cell each */
+    t.s.host_cores = 2;
+    rt_sim_result old = rotation(&t, &infinite);
+    assert_true(fabs(old.epoch_s - own) < 1e-12);
+    t.s.busy_core_speed = 1;
+    assert_true(rotation(&t, &infinite).epoch_s == old.epoch_s);
+    t.s.busy_core_speed = 0.7;
+    rt_sim_result r = rotation(&t, &infinite);
+    assert_true(fabs(r.epoch_s - own / 0.7) < 1e-12);
+    assert_true(fabs(r.compute_max_s - own / 0.7) < 1e-12);
+    assert_true(r.stall_max == 0);
+    t.s.host_cores = 4; /* 2 of 4 busy: a third of the way to 0.7 */
+    r = rotation(&t, &infinite);
+    assert_true(fabs(r.epoch_s - own / (1 - 0.3 / 3)) < 1e-12);
+    t.s.host_cores = 1; /* one core: it never competes with another */
+    r = rotation(&t, &infinite);
+    assert_true(fabs(r.epoch_s - 2 * own) < 1e-12);
+    t.s.busy_core_speed = 1.5; /* out of range */
+    rt_error err = {0};
+    assert_int_equal(rt_sim_rotation(&t.s, &infinite, &r, &err), -1);
+    shape_free(&t);
+}
+
 static double cell_node1_only(uint32_t w, uint32_t b)
 {
     (void)b;
@@ -298,7 +330,8 @@ static void test_deterministic(void **state)
     rt_sim_result a = rotation(&t, &link), b = rotation(&t, &link);
     assert_memory_equal(&a, &b, offsetof(rt_sim_result, critical));
     assert_string_equal(a.critical, b.critical);
-    t.s.host_cores = 4, t.s.nodes_per_host = 2; /* and with cores shared */
+    t.s.host_cores = 4, t.s.nodes_per_host = 2; /* and with cores shared, and slower */
+    t.s.busy_core_speed = 0.8;
     a = rotation(&t, &link), b = rotation(&t, &link);
     assert_memory_equal(&a, &b, offsetof(rt_sim_result, critical));
     shape_free(&t);
@@ -326,6 +359,7 @@ int main(void)
         cmocka_unit_test(test_jitter_costs_time_and_stall),
         cmocka_unit_test(test_shared_cores_stretch_compute),
         cmocka_unit_test(test_idle_workers_free_their_share),
+        cmocka_unit_test(test_busy_cores_compute_slower),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_bad_shape),
     };

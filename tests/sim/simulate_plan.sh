@@ -34,7 +34,8 @@ for how in --calibrate --calibrate-threads; do
     out=$("$ROTOR" simulate --plan "$TMP/p4" --app sgd-mf --rank 4 "$how" --gbps 0 --json \
         2>/dev/null) || fail "simulate $how"
     echo "$out" | grep -q '"rate": [1-9]' && echo "$out" | grep -q '"cell_cv": [0-9]' &&
-        echo "$out" | grep -q '"step_cv": [0-9]' || fail "simulate $how: $out"
+        echo "$out" | grep -q '"step_cv": [0-9]' && echo "$out" | grep -q '"busy_rate": [1-9]' ||
+        fail "simulate $how: $out"
 done
 
 set +e
