@@ -140,6 +140,10 @@ int rt_text_load(const char *path, rt_text *t, rt_error *err)
         return rt_fail(err, RT_EXIT_INPUT, "%s: read error", path);
     }
     buf[len] = '\0';
+    if (len >= 3 && !memcmp(buf, "\xef\xbb\xbf", 3)) { /* a UTF-8 byte order mark */
+        len -= 3;
+        memmove(buf, buf + 3, len + 1);
+    }
     t->data = buf;
     t->len = len;
     return 0;
@@ -338,7 +342,10 @@ static rt_corpus_format sniff(const char *path, const rt_text *in, rt_error *err
     /* a bounded look (64 lines of up to 4 KiB): an endless device must not hang the guess */
     for (int looked = 0; looked < 64 && fgets(line, sizeof(line), fp); looked++) {
         char a[256], b[256];
-        int n = sscanf(line, "%255s %255s", a, b);
+        const char *l = line;
+        if (looked == 0 && !memcmp(line, "\xef\xbb\xbf", 3)) /* byte order mark */
+            l += 3;
+        int n = sscanf(l, "%255s %255s", a, b);
         if (n <= 0)
             continue;
         if (n == 1 && strspn(a, "0123456789") == strlen(a)) {

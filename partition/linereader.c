@@ -98,12 +98,23 @@ static int refill(rt_linereader *lr, rt_error *err)
     return 0;
 }
 
+/* Skip a UTF-8 byte order mark once its 3 bytes (or the end) are buffered. */
+static void skip_bom(rt_linereader *lr)
+{
+    if (lr->bom_checked || (lr->end - lr->start < 3 && !lr->eof))
+        return;
+    lr->bom_checked = 1;
+    if (lr->end - lr->start >= 3 && !memcmp(lr->buf + lr->start, "\xef\xbb\xbf", 3))
+        lr->start += 3;
+}
+
 int rt_linereader_peek(rt_linereader *lr, const char **text, size_t *len, rt_error *err)
 {
     /* a pipe hands out a few KiB per read(): read until enough is buffered */
     while (!lr->eof && lr->end - lr->start < LR_PEEK)
         if (refill(lr, err) < 0)
             return -1;
+    skip_bom(lr);
     *text = lr->buf + lr->start;
     *len = lr->end - lr->start;
     return 0;
@@ -112,6 +123,12 @@ int rt_linereader_peek(rt_linereader *lr, const char **text, size_t *len, rt_err
 int rt_linereader_next(rt_linereader *lr, char **line, size_t *len, rt_error *err)
 {
     for (;;) {
+        if (!lr->bom_checked && !lr->eof && lr->end - lr->start < 3) {
+            if (refill(lr, err) < 0)
+                return -1;
+            continue;
+        }
+        skip_bom(lr);
         char *s = lr->buf + lr->start;
         char *nl = memchr(s, '\n', lr->end - lr->start);
         size_t n;

@@ -403,13 +403,16 @@ typedef struct rt_linereader {
     char *buf;
     size_t cap, start, end; /* unread bytes are buf[start..end) */
     int eof;
+    int bom_checked;  /* a leading UTF-8 byte order mark has been looked for */
     uint64_t line_no; /* 1-based number of the line last returned */
     const char *path;
     uint64_t bytes_read;
     rt_progress progress; /* bytes read, of the file's size when it has one */
 } rt_linereader;
 
-/* path "-" reads standard input. */
+/* path "-" reads standard input.  A UTF-8 byte order mark at the start of
+ * the file is skipped (editors on Windows write one; it would otherwise
+ * become part of the first id or word). */
 int rt_linereader_open(rt_linereader *lr, const char *path, rt_error *err);
 /* Read ahead (up to about 64 KiB, less at end of file) without consuming, so
  * a format can be guessed from the first lines even of a pipe: *text points

@@ -64,6 +64,31 @@ static void test_uci(void **state)
     rt_corpus_free(&c);
 }
 
+/* Files an editor on Windows wrote: a UTF-8 byte order mark and CRLF line
+ * ends.  The mark is not part of the first word or id, and the format guess
+ * still sees the UCI header. */
+static void test_byte_order_mark(void **state)
+{
+    (void)state;
+    const char *dw = scratch_file("bom.docword", "\xef\xbb\xbf"
+                                                 "2\r\n3\r\n2\r\n1 1 2\r\n2 3 1\r\n");
+    const char *vo = scratch_file("bom.vocab", "\xef\xbb\xbf"
+                                               "apple\r\nbanana\r\ncherry\r\n");
+    rt_corpus c;
+    rt_corpus_options o = {.format = RT_CORPUS_AUTO, .vocab = vo};
+    read_ok(dw, &o, RT_CORPUS_UCI, &c);
+    assert_int_equal(c.n_tokens, 3);
+    assert_int_equal(count_of(&c, 0, "apple"), 2);
+    assert_int_equal(count_of(&c, 1, "cherry"), 1);
+    rt_corpus_free(&c);
+    const char *tx = scratch_file("bom.text", "\xef\xbb\xbf"
+                                              "Zebra stripes\r\n");
+    rt_corpus_options t = {.format = RT_CORPUS_TEXT};
+    read_ok(tx, &t, RT_CORPUS_TEXT, &c);
+    assert_int_equal(count_of(&c, 0, "zebra"), 1);
+    rt_corpus_free(&c);
+}
+
 /* Bad input, one case a row: the file's name and bytes, the format it is
  * read as, whether the UCI/LDA-C vocabulary (vocab.b.txt: a b c, or
  * ap.vocab: zero one two) is given, and what the message must contain. */
@@ -194,7 +219,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_uci),   cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_lines), cmocka_unit_test(test_libsvm_ldac),
-        cmocka_unit_test(test_text),
+        cmocka_unit_test(test_text),  cmocka_unit_test(test_byte_order_mark),
     };
     return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);
 }

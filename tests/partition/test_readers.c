@@ -70,6 +70,14 @@ static void test_formats(void **state)
          "%%MatrixMarket matrix coordinate real general\n% comment\n200 400 3\n"
          "196 242 3\n186 302 3.5\n196 302 1\n",
          RT_FMT_MM},
+        {"bom.txt",
+         "\xef\xbb\xbf" /* a UTF-8 byte order mark: not part of the first id */
+         "196 242 3\r\n186 302 3.5\r\n196 302 1\r\n",
+         RT_FMT_TRIPLETS},
+        {"bom.csv",
+         "\xef\xbb\xbf"
+         "userId,movieId,rating\n196,242,3\n186,302,3.5\n196,302,1\n",
+         RT_FMT_CSV},
         {"spaces.txt", "# comment\n  196   242 3\n\n186 302   3.5e0\n196 302 +1.000\n",
          RT_FMT_TRIPLETS},
     };
