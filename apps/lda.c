@@ -74,8 +74,9 @@ static int lda_check(const void *opts, const rt_plan *plan, rt_error *err)
         return rt_fail(err, RT_EXIT_INPUT,
                        "%s: is a %s plan; make one with rotor partition --app lda", plan->dir,
                        rt_plan_app_name(plan->app));
-    if (o->out && rt_model_out_check(o->out, err))
-        return -1;
+    if (o->out && (rt_model_out_check(o->out, err) || rt_plan_check_ids(plan, "rows", err) ||
+                   rt_plan_check_ids(plan, "cols", err)))
+        return -1; /* now, not when the model is saved */
     return 0;
 }
 

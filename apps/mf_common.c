@@ -339,8 +339,10 @@ int rt_mf_check_common(const rt_mf_common_opts *o, const rt_plan *plan, const ch
                        "%s: plan was made for '%s', but --app %s needs a plan made with "
                        "--app mf",
                        plan->dir, rt_plan_app_name(plan->app), app);
-    /* An unusable output directory fails now, not after the whole run. */
-    if (o->out && rt_model_out_check(o->out, err))
+    /* An unusable output directory, or plan ids the model could not be
+     * saved with (tampered or damaged), fail now, not after the whole run. */
+    if (o->out && (rt_model_out_check(o->out, err) || rt_plan_check_ids(plan, "rows", err) ||
+                   rt_plan_check_ids(plan, "cols", err)))
         return -1;
     return 0;
 }

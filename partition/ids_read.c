@@ -33,11 +33,11 @@ static int check_manifest(const rt_plan *plan, const char *which, const char *te
     return rc;
 }
 
-int rt_plan_read_ids(const rt_plan *plan, const char *which, char ***ids, uint64_t *n,
-                     rt_error *err)
+/* The text of WHICH.ids, checked against plan.json (checksum, final newline,
+ * and the plan's row or column count), and its line count. */
+static int read_checked(const rt_plan *plan, const char *which, char **text_out, size_t *len_out,
+                        uint64_t *lines_out, rt_error *err)
 {
-    *ids = NULL;
-    *n = 0;
     uint64_t want = UINT64_MAX; /* test_rows: any count */
     if (!strcmp(which, "rows"))
         want = plan->n_rows;
@@ -56,7 +56,6 @@ int rt_plan_read_ids(const rt_plan *plan, const char *which, char ***ids, uint64
         return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot stat", path);
     }
     size_t len = (size_t)sb.st_size;
-    /* Count lines first to size the pointer array, then copy the text behind it. */
     char *text = malloc(len + 1);
     if (!text) {
         fclose(fp);
@@ -84,10 +83,38 @@ int rt_plan_read_ids(const rt_plan *plan, const char *which, char ***ids, uint64
         return rt_fail(err, RT_EXIT_INPUT, "%s: %" PRIu64 " ids, the plan has %" PRIu64, path,
                        lines, want);
     }
+    *text_out = text;
+    *len_out = len;
+    *lines_out = lines;
+    return 0;
+}
+
+int rt_plan_check_ids(const rt_plan *plan, const char *which, rt_error *err)
+{
+    char *text;
+    size_t len;
+    uint64_t lines;
+    if (read_checked(plan, which, &text, &len, &lines, err))
+        return -1;
+    free(text);
+    return 0;
+}
+
+int rt_plan_read_ids(const rt_plan *plan, const char *which, char ***ids, uint64_t *n,
+                     rt_error *err)
+{
+    *ids = NULL;
+    *n = 0;
+    char *text;
+    size_t len;
+    uint64_t lines;
+    if (read_checked(plan, which, &text, &len, &lines, err))
+        return -1;
+    /* the pointer array, then the text behind it */
     char **out = malloc(sizeof(char *) * lines + len + 1);
     if (!out) {
         free(text);
-        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory reading %s", path);
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory reading %s/%s.ids", plan->dir, which);
     }
     char *chars = (char *)(out + lines);
     memcpy(chars, text, len);

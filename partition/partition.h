@@ -189,6 +189,9 @@ void rt_shard_close(rt_shard *shard);
  * that keeps the peak resident memory down. */
 int rt_shard_release(const rt_shard *shard, const void *from, const void *to, rt_error *err);
 
+/* Check rows.ids / cols.ids as rt_plan_read_ids does, keeping nothing: a run
+ * that will copy them into its model checks them before it trains. */
+int rt_plan_check_ids(const rt_plan *plan, const char *which, rt_error *err);
 /* Read rows.ids / cols.ids: ids[i] = original id string of dense id i.
  * Returns a malloc'd array of n strings (one allocation; free with free()).
  * The file's checksum is checked against plan.json. */
