@@ -423,7 +423,7 @@ int cmd_bench_link(int argc, char **argv)
     if (rc == 1)
         return RT_EXIT_OK;
     if (rc || bench(&o, &err)) {
-        fprintf(stderr, "rotor bench-link: %s\n", err.msg);
+        fprintf(stderr, "rotor: error: bench-link: %s\n", err.msg);
         return err.code ? err.code : RT_EXIT_RUNTIME;
     }
     return RT_EXIT_OK;

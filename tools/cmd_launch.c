@@ -239,7 +239,7 @@ static void exec_child(int rank, int np, const job_env *job, int out_w, int err_
     setenv("ROTOR_HOSTFILE", job->hostfile, 1);
     setenv("ROTOR_TOKEN", job->token, 1);
     execvp(cmd[0], cmd);
-    fprintf(stderr, "rotor launch: cannot run '%s': %s\n", cmd[0], strerror(errno));
+    fprintf(stderr, "rotor: error: launch: cannot run '%s': %s\n", cmd[0], strerror(errno));
     _exit(127);
 }
 
@@ -392,7 +392,7 @@ static void supervise(launch_state *st)
     int *owner = calloc((size_t)(2 * np + 1), sizeof(int));
     double drain_until = 0;
     if (!pfd || !owner) {
-        fprintf(stderr, "rotor launch: out of memory\n");
+        fprintf(stderr, "rotor: error: launch: out of memory\n");
         signal_all(st->ch, np, SIGKILL);
     }
     for (;;) {
@@ -488,12 +488,12 @@ int cmd_launch(int argc, char **argv)
     if (rc == 0 && i >= argc)
         rc = rt_fail(&err, RT_EXIT_INPUT, "no command given (see 'rotor launch --help')");
     if (rc < 0) {
-        fprintf(stderr, "rotor launch: %s\n", err.msg);
+        fprintf(stderr, "rotor: error: launch: %s\n", err.msg);
         return err.code;
     }
     int np = o.np, base_port = o.base_port;
     if (base_port > 0 && base_port + np - 1 > 65535) {
-        fprintf(stderr, "rotor launch: ports %d..%d are out of range\n", base_port,
+        fprintf(stderr, "rotor: error: launch: ports %d..%d are out of range\n", base_port,
                 base_port + np - 1);
         return RT_EXIT_INPUT;
     }
@@ -504,12 +504,12 @@ int cmd_launch(int argc, char **argv)
     if (given && *given)
         snprintf(token, sizeof(token), "%.79s", given);
     else if (rt_transport_new_secret(token, sizeof(token), &err)) {
-        fprintf(stderr, "rotor launch: %s\n", err.msg);
+        fprintf(stderr, "rotor: error: launch: %s\n", err.msg);
         return err.code;
     }
     int hostfile_fd = write_hostfile(np, base_port, &err);
     if (hostfile_fd < 0) {
-        fprintf(stderr, "rotor launch: %s\n", err.msg);
+        fprintf(stderr, "rotor: error: launch: %s\n", err.msg);
         return err.code;
     }
     snprintf(hostfile, sizeof(hostfile), "/proc/self/fd/%d", hostfile_fd);
@@ -517,7 +517,7 @@ int cmd_launch(int argc, char **argv)
 
     /* Signals arrive through a pipe so the event loop handles them. */
     if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK)) {
-        fprintf(stderr, "rotor launch: pipe: %s\n", strerror(errno));
+        fprintf(stderr, "rotor: error: launch: pipe: %s\n", strerror(errno));
         close(hostfile_fd);
         return RT_EXIT_RUNTIME;
     }
@@ -536,13 +536,13 @@ int cmd_launch(int argc, char **argv)
         st.end_at = rt_now() + o.timeout_s;
     rc = RT_EXIT_OK;
     if (!ch) {
-        fprintf(stderr, "rotor launch: out of memory\n");
+        fprintf(stderr, "rotor: error: launch: out of memory\n");
         rc = RT_EXIT_RUNTIME;
     }
     for (int r = 0; ch && r < np; r++) {
         ch[r].out[0].fd = ch[r].out[1].fd = -1;
         if (start_child(&ch[r], r, np, &job, cmd, &err)) {
-            fprintf(stderr, "rotor launch: rank %d: %s\n", r, err.msg);
+            fprintf(stderr, "rotor: error: launch: rank %d: %s\n", r, err.msg);
             rc = RT_EXIT_RUNTIME;
             st.first_fail = r;
             st.exit_code = rc;

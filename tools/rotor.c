@@ -52,8 +52,8 @@ int main(int argc, char **argv)
         return cmd_version();
     int rc = rotor_dispatch(rotor_commands, rotor_usage, argc, argv);
     if (rc < 0) {
-        fprintf(stderr, "rotor: unknown command '%s'\n", argv[1]);
-        rotor_usage(stderr);
+        /* one line, as for every other bad input */
+        fprintf(stderr, "rotor: error: unknown command '%s' (see 'rotor --help')\n", argv[1]);
         rc = RT_EXIT_INPUT;
     }
     return rc;
