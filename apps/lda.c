@@ -77,7 +77,7 @@ static int lda_check(const void *opts, const rt_plan *plan, rt_error *err)
     if (o->out && (rt_model_out_check(o->out, err) || rt_plan_check_ids(plan, "rows", err) ||
                    rt_plan_check_ids(plan, "cols", err)))
         return -1; /* now, not when the model is saved */
-    return 0;
+    return rt_metrics_check(o->metrics, err);
 }
 
 /* The largest block payload of the layout (built here only to measure it;

@@ -31,6 +31,10 @@ typedef struct rt_metrics {
 
 #define RT_METRICS_EVERY_S 1.0
 
+/* Before the run: `--metrics path` may name a new file, an empty one or the
+ * metrics file of an earlier run, which it replaces; anything else (a plan's
+ * plan.json, a ratings file, a directory) is refused, exit 2. */
+int rt_metrics_check(const char *path, rt_error *err);
 /* `config` is taken (reference stolen).  path NULL or "" disables. */
 void rt_metrics_init(rt_metrics *m, const char *path, const char *app, json_t *config);
 /* Append one epoch record (reference stolen); rewrite the file when it is

@@ -1,6 +1,7 @@
 /* mf_common.c - factor initialisation, training mean and options shared by
  * the MF apps (the model files: mf_model.c). */
 #include "apps/mf_common.h"
+#include "apps/metrics.h"
 #include "apps/model_set.h"
 
 #include <errno.h>
@@ -343,6 +344,8 @@ int rt_mf_check_common(const rt_mf_common_opts *o, const rt_plan *plan, const ch
      * saved with (tampered or damaged), fail now, not after the whole run. */
     if (o->out && (rt_model_out_check(o->out, err) || rt_plan_check_ids(plan, "rows", err) ||
                    rt_plan_check_ids(plan, "cols", err)))
+        return -1;
+    if (rt_metrics_check(o->metrics, err))
         return -1;
     return 0;
 }

@@ -4,6 +4,7 @@
 #include "ground/ground.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <math.h>
 #include <stdlib.h>
@@ -111,6 +112,17 @@ int rt_is_stdio(const char *path)
     return path && !strcmp(path, "-");
 }
 
+/* A device or FIFO: written as it is, never replaced. */
+static int open_in_place(rt_outfile *of, rt_error *err)
+{
+    of->tmp[0] = '\0';
+    of->fp = fopen(of->path, "wb");
+    if (!of->fp)
+        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot open for writing", of->path);
+    of->in_place = 1;
+    return 0;
+}
+
 int rt_outfile_open(rt_outfile *of, const char *path, rt_error *err)
 {
     memset(of, 0, sizeof(*of));
@@ -123,18 +135,41 @@ int rt_outfile_open(rt_outfile *of, const char *path, rt_error *err)
         snprintf(of->tmp, sizeof(of->tmp), "%s.tmp.%d", path, (int)getpid()) >=
             (int)sizeof(of->tmp))
         return rt_fail(err, RT_EXIT_INPUT, "%s: path too long", path);
-    of->fp = fopen(of->tmp, "wb");
-    if (!of->fp)
-        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot create", of->tmp);
+    struct stat sb;
+    int exists = stat(path, &sb) == 0;
+    if (exists && S_ISDIR(sb.st_mode)) /* else the rename fails after the work */
+        return rt_fail(err, RT_EXIT_INPUT, "%s: is a directory", path);
+    if (exists && !S_ISREG(sb.st_mode))
+        return open_in_place(of, err);
+    /* O_EXCL: never write through a link planted at the temporary's name. */
+    unlink(of->tmp);
+    int fd = open(of->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    of->fp = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (!of->fp) {
+        int e = errno;
+        if (fd >= 0) {
+            close(fd);
+            unlink(of->tmp);
+        }
+        return rt_fail_errno(err, RT_EXIT_INPUT, e, "%s: cannot create", path);
+    }
     return 0;
 }
 
-/* Standard output is flushed, not synced or closed: it may be a pipe. */
+/* Standard output is flushed, not synced or closed: it may be a pipe.  A
+ * device written in place is flushed and closed. */
 static int commit_stdout(rt_outfile *of, rt_error *err)
 {
+    FILE *fp = of->fp;
     of->fp = NULL;
-    if (fflush(stdout) != 0 || ferror(stdout))
-        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: write failed", of->path);
+    int bad = fflush(fp) != 0 || ferror(fp);
+    int e = errno;
+    if (of->in_place && fclose(fp) != 0 && !bad) {
+        bad = 1;
+        e = errno;
+    }
+    if (bad)
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, e, "%s: write failed", of->path);
     return 0;
 }
 
@@ -167,7 +202,9 @@ int rt_outfile_commit_unsynced(rt_outfile *of, rt_error *err)
 
 void rt_outfile_abort(rt_outfile *of)
 {
-    if (!of->tmp[0]) { /* standard output stays open */
+    if (!of->tmp[0]) { /* standard output stays open; a device is closed */
+        if (of->in_place && of->fp)
+            fclose(of->fp);
         of->fp = NULL;
         return;
     }

@@ -191,11 +191,15 @@ void rt_field_quote(char *out, size_t cap, const char *v, size_t len);
 /* ---- files ---- */
 /* Create `path` via a temporary sibling and rename on commit, so a crash or
  * error never leaves a partial file under the final name.  The path "-" is
- * standard output: commit flushes it, abort cannot take back what was written. */
+ * standard output: commit flushes it, abort cannot take back what was written.
+ * A path that exists and is neither a regular file nor a directory (/dev/null,
+ * a FIFO, /dev/stdout on a terminal) is written in place, as standard output
+ * is: renaming over it would replace the device node (as root, /dev/null). */
 typedef struct rt_outfile {
     FILE *fp;
     char path[4096];
-    char tmp[4096]; /* "" for standard output */
+    char tmp[4096]; /* "" for standard output or a device written in place */
+    int in_place;   /* fp is the device itself: commit closes it */
 } rt_outfile;
 int rt_is_stdio(const char *path); /* true for "-" */
 int rt_outfile_open(rt_outfile *of, const char *path, rt_error *err);

@@ -23,4 +23,16 @@ lpart=(partition --app lda --nodes 1 --threads 2 --test-fraction 0.1 --seed 5 -q
 for f in "$TMP"/l-file/shard-*.bin "$TMP/l-file/vocab.txt" "$TMP/l-file/lda.words"; do
     cmp -s "$f" "$TMP/l-pipe/$(basename "$f")" || fail "$(basename "$f") differs when the corpus comes from a pipe"
 done
+
+# An output path that is a FIFO or a device (/dev/null) is written in place,
+# never replaced: a rename over it replaced the node with a regular file
+# (as root, /dev/null itself).
+mkfifo "$TMP/fifo"
+cat "$TMP/fifo" >"$TMP/from-fifo" &
+reader=$!
+"$ROTOR" gen mf --rows 30 --cols 20 --nnz 200 --rank 2 --seed 2 --out "$TMP/fifo" 2>/dev/null ||
+    fail "gen mf --out FIFO"
+[ -p "$TMP/fifo" ] || { kill "$reader" 2>/dev/null; fail "gen mf --out FIFO replaced the FIFO"; }
+wait "$reader"
+[ "$(wc -l <"$TMP/from-fifo")" = 200 ] || fail "gen mf --out FIFO: $(wc -l <"$TMP/from-fifo") lines read"
 echo PASS
