@@ -104,6 +104,9 @@ typedef struct sim_state {
     double *wire_start; /* N x B: when pass k of node n started on the wire */
     double *wire_free;  /* N x B: bytes of it that went at once (the link's burst) */
     double *stream_end; /* N x B: bytes node n has passed up to and including pass k */
+    double *net_job;    /* hosts x net_jobs: host progress at which the CPU work of a pass
+                           (rt_sim_shape.net_cpu_s_per_byte) is done (INFINITY: free) */
+    uint32_t net_jobs;  /* room per host (0: the term is off) */
     uint32_t in_collective; /* nodes inside the current collective */
     rt_rng rng;             /* jitter (rt_sim_shape.cell_cv, step_cv) */
     double cell_sigma;      /* of the cells' log-normal factor; 0: none */
@@ -122,6 +125,7 @@ static void state_free(sim_state *s)
     free(s->wire_start);
     free(s->wire_free);
     free(s->stream_end);
+    free(s->net_job);
 }
 
 static int state_init(sim_state *s, const rt_sim_shape *sh, rt_error *err)
@@ -145,8 +149,12 @@ static int state_init(sim_state *s, const rt_sim_shape *sh, rt_error *err)
     s->wire_start = calloc(NB, sizeof(double));
     s->wire_free = calloc(NB, sizeof(double));
     s->stream_end = calloc(NB, sizeof(double));
+    /* a pass's work lands on its sender's host and its receiver's: room for
+     * all the passes from and to a host's nodes */
+    s->net_jobs = sh->net_cpu_s_per_byte > 0 ? 2 * s->per_host * s->B : 0;
+    s->net_job = malloc(((size_t)s->hosts * s->net_jobs + 1) * sizeof(double));
     if (!s->node || !s->host || !s->done_at || !s->worker_sum || !s->arrive || !s->freed ||
-        !s->wire_start || !s->wire_free || !s->stream_end) {
+        !s->wire_start || !s->wire_free || !s->stream_end || !s->net_job) {
         state_free(s);
         return rt_fail(err, RT_EXIT_RUNTIME, "simulate: out of memory");
     }
@@ -158,6 +166,8 @@ static int state_init(sim_state *s, const rt_sim_shape *sh, rt_error *err)
         s->done_at[w] = INFINITY;
     for (size_t i = 0; i < NB; i++)
         s->arrive[i] = s->freed[i] = INFINITY;
+    for (size_t i = 0; i < (size_t)s->hosts * s->net_jobs; i++)
+        s->net_job[i] = INFINITY;
     return 0;
 }
 
@@ -189,6 +199,37 @@ static void host_find_next(sim_state *s, uint32_t hi)
     for (uint32_t w = first; w < last && w < s->W; w++)
         if (s->done_at[w] < h->next_done)
             h->next_done = s->done_at[w];
+    const double *job = s->net_job + (size_t)hi * s->net_jobs;
+    for (uint32_t j = 0; j < s->net_jobs; j++)
+        if (job[j] < h->next_done)
+            h->next_done = job[j];
+}
+
+/* A pass's CPU work of `cpu_s` seconds (the kernel's copies and packet
+ * handling) joins host hi's busy threads: it takes its share of the cores
+ * until done, and slows the cells that run meanwhile. */
+static void net_job_add(sim_state *s, uint32_t hi, double cpu_s)
+{
+    sim_host *h = &s->host[hi];
+    double *job = s->net_job + (size_t)hi * s->net_jobs;
+    for (uint32_t j = 0; j < s->net_jobs && cpu_s > 0; j++)
+        if (job[j] == INFINITY) {
+            job[j] = h->progress + cpu_s;
+            h->busy++;
+            if (job[j] < h->next_done)
+                h->next_done = job[j];
+            return;
+        }
+}
+
+/* Host hi's pass work that is done by now ends. */
+static void net_jobs_finish(sim_state *s, uint32_t hi)
+{
+    sim_host *h = &s->host[hi];
+    double *job = s->net_job + (size_t)hi * s->net_jobs;
+    for (uint32_t j = 0; j < s->net_jobs; j++)
+        if (job[j] <= h->progress)
+            job[j] = INFINITY, h->busy--;
 }
 
 /* The workers of every host progress until `t`; a host whose next worker is
@@ -282,6 +323,7 @@ static void workers_finish(sim_state *s, const rt_sim_shape *sh)
                 step_end_begin(s, sh, w / s->T);
             }
         }
+        net_jobs_finish(s, hi);
         host_find_next(s, hi);
     }
 }
@@ -405,6 +447,14 @@ static void node_pass(sim_state *s, const rt_sim_shape *sh, const rt_sim_link *l
     s->stream_end[at] = (k ? s->stream_end[at - 1] : 0) + bytes;
     s->freed[at] = pass_freed_at(s, l, n, k);
     s->arrive[(size_t)next * s->B + k] = d->link + l->latency_s;
+    /* its CPU work, all at once: TCP takes the block into the socket's
+     * buffer right away, and the rest follows as it goes; half on each
+     * side's host, all of it when they share one */
+    double cpu_s = bytes * sh->net_cpu_s_per_byte;
+    uint32_t from = n / s->per_host, to = next / s->per_host;
+    net_job_add(s, from, from == to ? cpu_s : cpu_s / 2);
+    if (from != to)
+        net_job_add(s, to, cpu_s / 2);
 }
 
 typedef struct sim_costs {
@@ -474,12 +524,18 @@ static void settle(sim_state *s, const rt_sim_shape *sh, const rt_sim_link *l,
     }
 }
 
-/* The next time anything happens (INFINITY: the rotation is over). */
+/* The next time anything happens (INFINITY: the rotation is over: every
+ * node is done, whatever passes' CPU work is still left on the hosts). */
 static double next_event(const sim_state *s, const rt_sim_link *l)
 {
     double t = INFINITY;
-    for (uint32_t n = 0; n < s->N; n++)
+    uint32_t done = 0;
+    for (uint32_t n = 0; n < s->N; n++) {
         t = fmin(t, node_ready(s, l, n));
+        done += s->node[n].phase == PHASE_DONE;
+    }
+    if (done == s->N)
+        return INFINITY;
     for (uint32_t hi = 0; hi < s->hosts; hi++)
         t = fmin(t, host_next_s(s, &s->host[hi]));
     return t;
@@ -521,6 +577,8 @@ static int check_shape(const rt_sim_shape *sh, rt_error *err)
 {
     if (sh->nodes < 1 || sh->threads < 1 || sh->pipeline < 1)
         return rt_fail(err, RT_EXIT_INPUT, "simulate: nodes, threads and pipeline must be >= 1");
+    if (sh->net_cpu_s_per_byte < 0)
+        return rt_fail(err, RT_EXIT_INPUT, "simulate: a byte's CPU cost cannot be negative");
     if (sh->busy_core_speed < 0 || sh->busy_core_speed > 1)
         return rt_fail(err, RT_EXIT_INPUT, "simulate: the busy core speed must be in (0, 1]");
     if (!sh->cell_work || !sh->block_bytes || !sh->schedule)

@@ -36,6 +36,7 @@ typedef struct sim_opts {
     uint32_t topics;       /* lda: K (read from the app options) */
     uint32_t sync_every;   /* lda: --sync-every (read from the app options) */
     double step_overhead_us;
+    double net_cpu_ns_per_byte;
     double inline_below_us, inline_step_us;
     sim_link_args args; /* --gbps --latency-us --overhead-us --rate --bytes-per-col */
     int collectives;    /* rt_sim_collectives */
@@ -79,6 +80,10 @@ static const rt_opt sim_options[] = {
                   "while all of a host's cores compute at once each computes at F x the rate "
                   "(shared cache and memory bandwidth; --calibrate-threads measures it as "
                   "busy_rate / the serial rate); in between, in proportion"),
+    RT_DOUBLE_OPT("net-cpu-ns-per-byte", 0, sim_opts, net_cpu_ns_per_byte, "X", "0", 0, 1e6, 0,
+                  "moving a byte between two nodes takes X ns of CPU (kernel copies and packet "
+                  "handling, both ends), taken from the cells' cores of the sender's and the "
+                  "receiver's host"),
     RT_DOUBLE_OPT("step-overhead-us", 0, sim_opts, step_overhead_us, "U", "20", 0, HUGE_VAL, 0,
                   "fixed cost per step"),
     RT_DOUBLE_OPT("cell-cv", 0, sim_opts, knobs.cell_cv, "V", "0", 0, 10, 0,
@@ -161,6 +166,7 @@ static int parse_args(sim_opts *o, void **app_opts, int argc, char **argv, rt_er
     const rt_app_desc *app = rt_apps[o->app];
     o->app_name = app->name;
     o->knobs.step_overhead_s = o->step_overhead_us * 1e-6;
+    o->knobs.net_cpu_s_per_byte = o->net_cpu_ns_per_byte * 1e-9;
     o->knobs.inline_below_s = o->inline_below_us * 1e-6;
     o->knobs.inline_step_s = o->inline_step_us * 1e-6;
     o->link = sim_link_of(&o->args);
@@ -509,14 +515,15 @@ static void print_result(const sim_opts *o, const rt_sim_shape *s, const rt_sim_
     if (o->json) {
         printf("{\"app\": \"%s\", \"nodes\": %u, \"threads\": %u, \"pipeline\": %u, "
                "\"gbps\": %g, \"latency_us\": %g, \"overhead_us\": %g, \"rate\": %.6g, "
-               "\"busy_rate\": %.6g, \"busy_core_speed\": %.4g, "
+               "\"busy_rate\": %.6g, \"busy_core_speed\": %.4g, \"net_cpu_ns_per_byte\": %.4g, "
                "\"step_overhead_us\": %.4g, \"step_cv\": %.4g, \"cell_cv\": %.4g, "
                "\"predicted_epoch_s\": %.6g, \"predicted_stall\": %.4f, \"stall_mean\": %.4f, "
                "\"compute_s\": %.6g, \"collective_s\": %.6g, \"credit_wait_s\": %.6g, "
                "\"bytes_per_link\": %.0f, \"link_busy_s\": %.6g, \"critical\": \"%s\"}\n",
                o->app_name, s->nodes, s->threads, s->pipeline, o->link.gbps,
                o->link.latency_s * 1e6, o->link.overhead_s * 1e6, s->rate, o->busy_rate,
-               s->busy_core_speed > 0 ? s->busy_core_speed : 1, s->step_overhead_s * 1e6,
+               s->busy_core_speed > 0 ? s->busy_core_speed : 1, s->net_cpu_s_per_byte * 1e9,
+               s->step_overhead_s * 1e6,
                s->step_cv, s->cell_cv, r->epoch_s, r->stall_max, r->stall_mean, r->compute_max_s,
                r->collective_s, r->credit_wait_s, r->bytes_per_link, r->link_busy_s, r->critical);
         return;

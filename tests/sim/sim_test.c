@@ -295,6 +295,38 @@ static void test_busy_cores_compute_slower(void **state)
     shape_free(&t);
 }
 
+/* A pass's CPU work (net_cpu_s_per_byte) takes the cells' cores: two
+ * nodes on one shared core with an infinitely fast link compute in lockstep
+ * (each step 2 cells on the core) and every pass's work but the last
+ * step's shares the core with the next step's cells, so the epoch is all
+ * the cells plus N (B - 1) passes' work; off, the old prediction exactly;
+ * on own cores with a core to spare the work costs nothing. */
+static void test_pass_cpu_takes_cores(void **state)
+{
+    (void)state;
+    test_shape t;
+    shape_make(&t, 2, 1, 2, cell_uniform, 1e4);
+    uint32_t B = 4;
+    double cell = 1000 / 1e6, job = 1e4 * 1e-8; /* 0.1 ms per pass */
+    t.s.host_cores = 1;
+    rt_sim_result old = rotation(&t, &infinite);
+    assert_true(fabs(old.epoch_s - 2 * B * cell) < 1e-12);
+    t.s.net_cpu_s_per_byte = 1e-8;
+    rt_sim_result r = rotation(&t, &infinite);
+    assert_true(fabs(r.epoch_s - (2 * B * cell + 2 * (B - 1) * job)) < 1e-12);
+    assert_true(r.stall_max == 0);
+    t.s.net_cpu_s_per_byte = 0;
+    r = rotation(&t, &infinite);
+    assert_memory_equal(&r, &old, offsetof(rt_sim_result, critical));
+    t.s.net_cpu_s_per_byte = 1e-8, t.s.host_cores = 4; /* 2 workers and the passes' work on 4 cores */
+    r = rotation(&t, &infinite);
+    assert_true(fabs(r.epoch_s - B * cell) < 1e-12);
+    t.s.net_cpu_s_per_byte = -1;
+    rt_error err = {0};
+    assert_int_equal(rt_sim_rotation(&t.s, &infinite, &r, &err), -1);
+    shape_free(&t);
+}
+
 static double cell_node1_only(uint32_t w, uint32_t b)
 {
     (void)b;
@@ -331,7 +363,7 @@ static void test_deterministic(void **state)
     assert_memory_equal(&a, &b, offsetof(rt_sim_result, critical));
     assert_string_equal(a.critical, b.critical);
     t.s.host_cores = 4, t.s.nodes_per_host = 2; /* and with cores shared, and slower */
-    t.s.busy_core_speed = 0.8;
+    t.s.busy_core_speed = 0.8, t.s.net_cpu_s_per_byte = 2e-9;
     a = rotation(&t, &link), b = rotation(&t, &link);
     assert_memory_equal(&a, &b, offsetof(rt_sim_result, critical));
     shape_free(&t);
@@ -360,6 +392,7 @@ int main(void)
         cmocka_unit_test(test_shared_cores_stretch_compute),
         cmocka_unit_test(test_idle_workers_free_their_share),
         cmocka_unit_test(test_busy_cores_compute_slower),
+        cmocka_unit_test(test_pass_cpu_takes_cores),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_bad_shape),
     };
