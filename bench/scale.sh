@@ -181,27 +181,34 @@ measure_latency() {
 # CPU seconds the kernel has spent (system, irq, softirq; all cores), from /proc/stat
 kernel_cpu_s() { awk '/^cpu / { printf "%.2f", ($4 + $7 + $8) / 100; exit }' /proc/stat; }
 
-# measure_link GBPS: what TCP gets through the shaped link (2 MiB blocks,
-# Gb/s): the link model's bandwidth (tbf plus TCP's congestion control
-# rarely reach the nominal rate, and on a 2-core machine the copies bound
-# the fast rates), and what moving a byte costs the kernel in CPU (copies
-# at both ends, veth, bridge, tbf: the kernel time of the whole machine
-# during about a second of transfer, less its rate over the half second
-# before, over the bytes; the model takes it from the cells' cores).
-# Sets effective[GBPS] and net_ns[GBPS].
-measure_link() {
-    local iters k0 k1 k2 t1 t2 mb
-    iters=$(awk -v g="$1" 'BEGIN { i = int(g * 60); print i < 20 ? 20 : i }')
-    k0=$(kernel_cpu_s)
-    sleep 0.5
-    k1=$(kernel_cpu_s) t1=$(date +%s.%N)
-    mb=$(link_bench --test bw --min-size 2M --max-size 2M --iters "$iters" |
-        sed -n 's/.*"bw_mb_per_sec": \([0-9.]*\).*/\1/p')
-    k2=$(kernel_cpu_s) t2=$(date +%s.%N)
-    effective[$1]=$(awk -v m="$mb" 'BEGIN { printf "%.3f", m * 8 / 1000 }')
-    net_ns[$1]=$(awk -v a="$k0" -v b="$k1" -v c="$k2" -v t1="$t1" -v t2="$t2" -v n="$iters" \
-        'BEGIN { x = (c - b) - (b - a) / 0.5 * (t2 - t1); if (x < 0) x = 0
-                 printf "%.3f", x * 1e9 / (n * 2 * 1048576) }')
+# What TCP gets through the shaped link (2 MiB blocks, Gb/s): the link
+# model's bandwidth.  tbf plus TCP's congestion control rarely reach the
+# nominal rate, and on a 2-core machine the copies bound the fast rates.
+measure_gbps() {
+    link_bench --test bw --min-size 2M --max-size 2M --iters 20 |
+        sed -n 's/.*"bw_mb_per_sec": \([0-9.]*\).*/\1/p' | awk '{ printf "%.3f", $1 * 8 / 1000 }'
+}
+
+# What moving a byte from one rank to another costs the kernel in CPU
+# (copies at both ends, veth, bridge, tbf), in ns: the kernel time of the
+# whole machine while 600 MiB go through a 5 Gb/s link (about a second),
+# less its rate over the second before, over the bytes; the median of three.
+# At 0.25-1 Gb/s the same measure swung from 0 to 7 ns (too few bytes for
+# /proc/stat's 10 ms ticks and the other sessions' kernel time); at 5 Gb/s
+# it gave 1.2-1.4, and 1.3-1.5 at 1 Gb/s when it was not lost in the noise,
+# so one figure serves all rates.
+measure_net_cpu() {
+    local k0 k1 k2 t1 t2
+    shape 5
+    for _ in 1 2 3; do
+        k0=$(kernel_cpu_s)
+        sleep 1
+        k1=$(kernel_cpu_s) t1=$(date +%s.%N)
+        link_bench --test bw --min-size 2M --max-size 2M --iters 300 >/dev/null
+        k2=$(kernel_cpu_s) t2=$(date +%s.%N)
+        awk -v a="$k0" -v b="$k1" -v c="$k2" -v t1="$t1" -v t2="$t2" \
+            'BEGIN { x = (c - b) - (b - a) * (t2 - t1); printf "%.3f\n", (x > 0 ? x : 0) * 1e9 / (300 * 2 * 1048576) }'
+    done | median
 }
 
 # ---- data and runs ----
@@ -280,7 +287,7 @@ calibrate() { # calibrate APP PLAN KEY: rate, step_us, step_cv, cell_cv, busy_sp
         'BEGIN { f = s > 0 && t > 0 ? t / s : 1; if (f > 1) f = 1; if (f < 0.01) f = 0.01; printf "%.3f", f }')
 }
 
-declare -A effective net_ns
+declare -A effective
 plan_dir() { echo "$TMP/$1.$2.$3.$4/plan"; } # plan_dir APP RANKS THREADS PIPELINE
 
 # one_round APP RANKS GBPS LAT_US THREADS PIPELINE: calibrate, run, predict;
@@ -304,7 +311,7 @@ one_round() {
         --rate "${rate[$key]}" --step-overhead-us "${step_us[$key]}" \
         --step-cv "${step_cv[$key]}" --cell-cv "${cell_cv[$key]}" --inline-below-us 4000 \
         --inline-step-us "${inline_us[$key]}" --busy-core-speed "${busy_speed[$key]}" \
-        --gbps "${effective[$g]}" --burst-kib "$burst_kib" --net-cpu-ns-per-byte "${net_ns[$g]}" \
+        --gbps "${effective[$g]}" --burst-kib "$burst_kib" --net-cpu-ns-per-byte "$net_ns" \
         --latency-us "$lat" --overhead-us 10 --host-cores "$(nproc)" --send-buffer-kib 8192)
     echo "$m $(echo "$pred" | sed -n 's/.*"predicted_epoch_s": \([0-9.e+-]*\).*"predicted_stall": \([0-9.e+-]*\).*"compute_s": \([0-9.e+-]*\).*"critical": "\([a-z]*\)".*/\1 \2 \4 \3/p') $(measured_compute "$n")" |
         awk -v f="${busy_speed[$key]}" '{ print $1, $2, $3, $4, $5, $7, $6, f }' >>"$TMP/rounds"
@@ -324,7 +331,7 @@ col_median() { cut -d' ' -f"$1" "$TMP/rounds" | median; }
 one_config() { # one_config APP RANKS GBPS LAT_US THREADS PIPELINE
     local app=$1 n=$2 g=$3 lat=$4 th=$5 c=$6 load me pe ms ps mc pc bs crit
     shape "$g"
-    [ -n "${effective[$g]:-}" ] || measure_link "$g"
+    [ -n "${effective[$g]:-}" ] || effective[$g]=$(measure_gbps)
     : >"$TMP/rounds"
     load=$(cut -d' ' -f1-3 /proc/loadavg)
     for ((i = 0; i < rounds; i++)); do one_round "$@" || return 1; done
@@ -333,7 +340,7 @@ one_config() { # one_config APP RANKS GBPS LAT_US THREADS PIPELINE
     crit=$(cut -d' ' -f5 "$TMP/rounds" | sort | uniq -c | sort -rn | awk 'NR == 1 { print $2 }')
     printf '{"app": "%s", "ranks": %d, "threads": %d, "pipeline": %d, "gbps": %s, ' \
         "$app" "$n" "$th" "$c" "$g"
-    printf '"gbps_tcp": %s, "net_cpu_ns_per_byte": %s, ' "${effective[$g]}" "${net_ns[$g]}"
+    printf '"gbps_tcp": %s, "net_cpu_ns_per_byte": %s, ' "${effective[$g]}" "$net_ns"
     printf '"latency_us": %s, "rounds": %d, ' "$lat" "$rounds"
     printf '"measured_epoch_s": %s, "predicted_epoch_s": %s, "epoch_error": %s, ' "$me" "$pe" \
         "$(awk -v m="$me" -v p="$pe" 'BEGIN { printf "%.3f", (p - m) / m }')"
@@ -359,7 +366,7 @@ auto_compare() {
     local app=$1 n=$2 g=$3 lat=$4 d pa load
     d=$(dirname "$(plan_dir "$app" "$n" 1 2)")
     shape "$g"
-    measure_link "$g"
+    effective[$g]=$(measure_gbps)
     load=$(cut -d' ' -f1-3 /proc/loadavg)
     calibrate "$app" "$d/plan" "$app.$n" || return 1
     gen_plan "$app" "$n" 1 "$d/auto" --pipeline auto --rate "${rate[$app.$n]}" \
@@ -411,6 +418,7 @@ if [ -n "$auto" ]; then
     auto_compare "$a" "$n" "$g" "$lat"
     exit 0
 fi
+net_ns=$(measure_net_cpu)
 for cfg in $configs; do
     IFS=: read -r a n g th c <<<"$cfg"
     th=${th:-1} c=${c:-2}
