@@ -87,6 +87,7 @@ typedef struct sim_node {
 typedef struct sim_host {
     double cores;
     double all_busy_speed; /* rt_sim_shape.busy_core_speed (1: none) */
+    double net_load;       /* cores its transmitting links' kernel work takes now */
     uint32_t busy;
     double progress;
     double next_done; /* least `done_at` of its busy workers (INFINITY: none) */
@@ -104,9 +105,8 @@ typedef struct sim_state {
     double *wire_start; /* N x B: when pass k of node n started on the wire */
     double *wire_free;  /* N x B: bytes of it that went at once (the link's burst) */
     double *stream_end; /* N x B: bytes node n has passed up to and including pass k */
-    double *net_job;    /* hosts x net_jobs: host progress at which the CPU work of a pass
-                           (rt_sim_shape.net_cpu_s_per_byte) is done (INFINITY: free) */
-    uint32_t net_jobs;  /* room per host (0: the term is off) */
+    double link_load;   /* cores that a transmitting link takes from the hosts of its two ends
+                           together (rt_sim_shape.net_cpu_s_per_byte x bytes per second) */
     uint32_t in_collective; /* nodes inside the current collective */
     rt_rng rng;             /* jitter (rt_sim_shape.cell_cv, step_cv) */
     double cell_sigma;      /* of the cells' log-normal factor; 0: none */
@@ -125,7 +125,6 @@ static void state_free(sim_state *s)
     free(s->wire_start);
     free(s->wire_free);
     free(s->stream_end);
-    free(s->net_job);
 }
 
 static int state_init(sim_state *s, const rt_sim_shape *sh, rt_error *err)
@@ -149,12 +148,8 @@ static int state_init(sim_state *s, const rt_sim_shape *sh, rt_error *err)
     s->wire_start = calloc(NB, sizeof(double));
     s->wire_free = calloc(NB, sizeof(double));
     s->stream_end = calloc(NB, sizeof(double));
-    /* a pass's work lands on its sender's host and its receiver's: room for
-     * all the passes from and to a host's nodes */
-    s->net_jobs = sh->net_cpu_s_per_byte > 0 ? 2 * s->per_host * s->B : 0;
-    s->net_job = malloc(((size_t)s->hosts * s->net_jobs + 1) * sizeof(double));
     if (!s->node || !s->host || !s->done_at || !s->worker_sum || !s->arrive || !s->freed ||
-        !s->wire_start || !s->wire_free || !s->stream_end || !s->net_job) {
+        !s->wire_start || !s->wire_free || !s->stream_end) {
         state_free(s);
         return rt_fail(err, RT_EXIT_RUNTIME, "simulate: out of memory");
     }
@@ -166,8 +161,6 @@ static int state_init(sim_state *s, const rt_sim_shape *sh, rt_error *err)
         s->done_at[w] = INFINITY;
     for (size_t i = 0; i < NB; i++)
         s->arrive[i] = s->freed[i] = INFINITY;
-    for (size_t i = 0; i < (size_t)s->hosts * s->net_jobs; i++)
-        s->net_job[i] = INFINITY;
     return 0;
 }
 
@@ -182,13 +175,33 @@ static double host_share(const sim_host *h)
         return 1.0;
     double in_use = h->cores < h->busy ? h->cores : h->busy;
     double speed = h->cores > 1 ? 1 - (1 - h->all_busy_speed) * (in_use - 1) / (h->cores - 1) : 1;
-    return (h->cores < h->busy ? h->cores / h->busy : 1.0) * speed;
+    double left = h->cores - h->net_load; /* what the kernel's network work leaves */
+    if (left <= 0)
+        return 0;
+    return (left < h->busy ? left / h->busy : 1.0) * speed;
 }
 
 /* When the host's next worker is done at the current sharing. */
 static double host_next_s(const sim_state *s, const sim_host *h)
 {
-    return h->busy ? s->now + (h->next_done - h->progress) / host_share(h) : INFINITY;
+    double share = host_share(h);
+    return h->busy && share > 0 ? s->now + (h->next_done - h->progress) / share : INFINITY;
+}
+
+/* The kernel's work for the links transmitting now (the kernel runs before
+ * the cells): half of each link's load on its sender's host and half on
+ * its receiver's, all of it where they share one. */
+static void hosts_net_load(sim_state *s)
+{
+    if (s->link_load <= 0)
+        return;
+    for (uint32_t hi = 0; hi < s->hosts; hi++)
+        s->host[hi].net_load = 0;
+    for (uint32_t n = 0; n < s->N && s->N > 1; n++)
+        if (s->now < s->node[n].link) {
+            s->host[n / s->per_host].net_load += s->link_load / 2;
+            s->host[(n + 1) % s->N / s->per_host].net_load += s->link_load / 2;
+        }
 }
 
 static void host_find_next(sim_state *s, uint32_t hi)
@@ -199,37 +212,6 @@ static void host_find_next(sim_state *s, uint32_t hi)
     for (uint32_t w = first; w < last && w < s->W; w++)
         if (s->done_at[w] < h->next_done)
             h->next_done = s->done_at[w];
-    const double *job = s->net_job + (size_t)hi * s->net_jobs;
-    for (uint32_t j = 0; j < s->net_jobs; j++)
-        if (job[j] < h->next_done)
-            h->next_done = job[j];
-}
-
-/* A pass's CPU work of `cpu_s` seconds (the kernel's copies and packet
- * handling) joins host hi's busy threads: it takes its share of the cores
- * until done, and slows the cells that run meanwhile. */
-static void net_job_add(sim_state *s, uint32_t hi, double cpu_s)
-{
-    sim_host *h = &s->host[hi];
-    double *job = s->net_job + (size_t)hi * s->net_jobs;
-    for (uint32_t j = 0; j < s->net_jobs && cpu_s > 0; j++)
-        if (job[j] == INFINITY) {
-            job[j] = h->progress + cpu_s;
-            h->busy++;
-            if (job[j] < h->next_done)
-                h->next_done = job[j];
-            return;
-        }
-}
-
-/* Host hi's pass work that is done by now ends. */
-static void net_jobs_finish(sim_state *s, uint32_t hi)
-{
-    sim_host *h = &s->host[hi];
-    double *job = s->net_job + (size_t)hi * s->net_jobs;
-    for (uint32_t j = 0; j < s->net_jobs; j++)
-        if (job[j] <= h->progress)
-            job[j] = INFINITY, h->busy--;
 }
 
 /* The workers of every host progress until `t`; a host whose next worker is
@@ -323,7 +305,6 @@ static void workers_finish(sim_state *s, const rt_sim_shape *sh)
                 step_end_begin(s, sh, w / s->T);
             }
         }
-        net_jobs_finish(s, hi);
         host_find_next(s, hi);
     }
 }
@@ -447,14 +428,6 @@ static void node_pass(sim_state *s, const rt_sim_shape *sh, const rt_sim_link *l
     s->stream_end[at] = (k ? s->stream_end[at - 1] : 0) + bytes;
     s->freed[at] = pass_freed_at(s, l, n, k);
     s->arrive[(size_t)next * s->B + k] = d->link + l->latency_s;
-    /* its CPU work, all at once: TCP takes the block into the socket's
-     * buffer right away, and the rest follows as it goes; half on each
-     * side's host, all of it when they share one */
-    double cpu_s = bytes * sh->net_cpu_s_per_byte;
-    uint32_t from = n / s->per_host, to = next / s->per_host;
-    net_job_add(s, from, from == to ? cpu_s : cpu_s / 2);
-    if (from != to)
-        net_job_add(s, to, cpu_s / 2);
 }
 
 typedef struct sim_costs {
@@ -536,6 +509,9 @@ static double next_event(const sim_state *s, const rt_sim_link *l)
     }
     if (done == s->N)
         return INFINITY;
+    for (uint32_t n = 0; n < s->N && s->link_load > 0; n++) /* a link's load ends */
+        if (s->node[n].link > s->now)
+            t = fmin(t, s->node[n].link);
     for (uint32_t hi = 0; hi < s->hosts; hi++)
         t = fmin(t, host_next_s(s, &s->host[hi]));
     return t;
@@ -548,6 +524,7 @@ static int run_events(sim_state *s, const rt_sim_shape *sh, const rt_sim_link *l
 {
     for (;;) {
         settle(s, sh, l, cost);
+        hosts_net_load(s);
         double t = next_event(s, l);
         if (t == INFINITY)
             break;
@@ -647,6 +624,9 @@ static int one_rotation(const rt_sim_shape *sh, const rt_sim_link *l, uint64_t s
     for (uint32_t n = 0; n < s.N; n++) /* idle between rotations: a full bucket */
         s.node[n].tokens = l->burst_bytes;
     s.step_overhead_s = sh->step_overhead_s;
+    /* a link moves gbps / 8 bytes a second while it transmits (an infinite
+     * one takes no time, so no load) */
+    s.link_load = l->gbps > 0 ? sh->net_cpu_s_per_byte * l->gbps * 1e9 / 8 : 0;
     if (sh->cell_cv > 0 || sh->step_cv > 0) {
         s.cell_sigma = sqrt(log(1 + sh->cell_cv * sh->cell_cv));
         s.step_sigma = sqrt(log(1 + sh->step_cv * sh->step_cv));

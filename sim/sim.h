@@ -17,8 +17,8 @@
  *      Cores that compute at once may each be slower than one alone
  *      (busy_core_speed: shared cache and memory bandwidth), so a worker
  *      runs at min(1, cores / busy) x the speed of min(busy, cores) busy
- *      cores.  A pass's CPU work (net_cpu_s_per_byte) is one more busy
- *      thread on the hosts of both ends until it is done;
+ *      cores.  While a link transmits, the kernel's work for it
+ *      (net_cpu_s_per_byte) takes cores from the hosts of both ends first;
  *   3. optional per-step all-reduce (LDA's topic totals) across all nodes;
  *   4. pass the block at the end of the node's segment to the next node:
  *      the pass waits for a credit (the next node has span + S slots, S spare
@@ -76,15 +76,15 @@ typedef struct rt_sim_shape {
                                           the last-level cache and memory bandwidth); with k of C
                                           busy, 1 - (1 - this) (k - 1) / (C - 1); 0: 1, no contention */
     double net_cpu_s_per_byte; /* CPU seconds that moving a byte between two nodes takes (the
-                                  kernel's TCP copies and packet handling, both ends): each
-                                  pass's share competes with the cells for its sender's and
-                                  receiver's host cores (half on each; all on a shared host)
-                                  until done; 0: none */
-    double step_overhead_s;            /* fixed cost of every step (thread hand-off, barrier) */
-    double inline_below_s; /* a step whose cells on a node take less kernel time than this
-                              together runs them one after another on one thread, at a
-                              cost of inline_step_s instead of step_overhead_s (the
-                              engine's --inline-steps auto: 4 ms); 0: never */
+                                  kernel's TCP copies and packet handling, both ends): while a
+                                  link transmits, gbps / 8 x this many cores of its sender's
+                                  and receiver's hosts (half on each) are the kernel's, ahead
+                                  of the cells; 0 (or an infinite link): none */
+    double step_overhead_s;    /* fixed cost of every step (thread hand-off, barrier) */
+    double inline_below_s;     /* a step whose cells on a node take less kernel time than this
+                                  together runs them one after another on one thread, at a
+                                  cost of inline_step_s instead of step_overhead_s (the
+                                  engine's --inline-steps auto: 4 ms); 0: never */
     double inline_step_s;
     double step_reduce_bytes;   /* all-reduced after every step (0: none) */
     uint32_t step_reduce_every; /* ... every this many steps and after the last (0 = 1) */

@@ -523,9 +523,9 @@ static void print_result(const sim_opts *o, const rt_sim_shape *s, const rt_sim_
                o->app_name, s->nodes, s->threads, s->pipeline, o->link.gbps,
                o->link.latency_s * 1e6, o->link.overhead_s * 1e6, s->rate, o->busy_rate,
                s->busy_core_speed > 0 ? s->busy_core_speed : 1, s->net_cpu_s_per_byte * 1e9,
-               s->step_overhead_s * 1e6,
-               s->step_cv, s->cell_cv, r->epoch_s, r->stall_max, r->stall_mean, r->compute_max_s,
-               r->collective_s, r->credit_wait_s, r->bytes_per_link, r->link_busy_s, r->critical);
+               s->step_overhead_s * 1e6, s->step_cv, s->cell_cv, r->epoch_s, r->stall_max,
+               r->stall_mean, r->compute_max_s, r->collective_s, r->credit_wait_s,
+               r->bytes_per_link, r->link_busy_s, r->critical);
         return;
     }
     if (first)

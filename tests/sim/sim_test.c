@@ -295,35 +295,37 @@ static void test_busy_cores_compute_slower(void **state)
     shape_free(&t);
 }
 
-/* A pass's CPU work (net_cpu_s_per_byte) takes the cells' cores: two
- * nodes on one shared core with an infinitely fast link compute in lockstep
- * (each step 2 cells on the core) and every pass's work but the last
- * step's shares the core with the next step's cells, so the epoch is all
- * the cells plus N (B - 1) passes' work; off, the old prediction exactly;
- * on own cores with a core to spare the work costs nothing. */
-static void test_pass_cpu_takes_cores(void **state)
+/* While a link transmits, the kernel's work for it (net_cpu_s_per_byte)
+ * takes cores from the cells.  Two nodes of one thread, each on a core of
+ * its own; 1 MB blocks take 8 ms on a 1 Gb/s link, a 1 ms cell is short of
+ * that, so after step 0 both links transmit all the time: each host
+ * carries half of its own link's load and half of its neighbour's, 0.5 of
+ * a core at 4 ns per byte, and steps 1-3 compute at half speed.  The
+ * epoch is the link's: step 0, then 4 passes back to back.  Off, the
+ * old prediction exactly. */
+static void test_link_cpu_takes_cores(void **state)
 {
     (void)state;
     test_shape t;
-    shape_make(&t, 2, 1, 2, cell_uniform, 1e4);
-    uint32_t B = 4;
-    double cell = 1000 / 1e6, job = 1e4 * 1e-8; /* 0.1 ms per pass */
-    t.s.host_cores = 1;
-    rt_sim_result old = rotation(&t, &infinite);
-    assert_true(fabs(old.epoch_s - 2 * B * cell) < 1e-12);
-    t.s.net_cpu_s_per_byte = 1e-8;
-    rt_sim_result r = rotation(&t, &infinite);
-    assert_true(fabs(r.epoch_s - (2 * B * cell + 2 * (B - 1) * job)) < 1e-12);
-    assert_true(r.stall_max == 0);
-    t.s.net_cpu_s_per_byte = 0;
-    r = rotation(&t, &infinite);
+    shape_make(&t, 2, 1, 2, cell_uniform, 1e6);
+    rt_sim_link link = {.gbps = 1};
+    double cell = 1000 / 1e6, wire = 1e6 * 8 / 1e9;
+    rt_sim_result old = rotation(&t, &link);
+    assert_true(fabs(old.compute_max_s - 4 * cell) < 1e-12);
+    assert_true(fabs(old.epoch_s - (cell + 4 * wire + old.collective_s)) < 1e-12);
+    t.s.net_cpu_s_per_byte = 4e-9;
+    rt_sim_result r = rotation(&t, &link);
+    assert_true(fabs(r.compute_max_s - (cell + 3 * 2 * cell)) < 1e-12);
+    assert_true(fabs(r.epoch_s - (cell + 4 * wire + r.collective_s)) < 1e-12);
+    t.s.host_cores = 4; /* one host with a core to spare for the kernel: as fast as before */
+    r = rotation(&t, &link);
+    assert_true(fabs(r.compute_max_s - 4 * cell) < 1e-12);
+    t.s.net_cpu_s_per_byte = 0, t.s.host_cores = 0;
+    r = rotation(&t, &link);
     assert_memory_equal(&r, &old, offsetof(rt_sim_result, critical));
-    t.s.net_cpu_s_per_byte = 1e-8, t.s.host_cores = 4; /* 2 workers and the passes' work on 4 cores */
-    r = rotation(&t, &infinite);
-    assert_true(fabs(r.epoch_s - B * cell) < 1e-12);
     t.s.net_cpu_s_per_byte = -1;
     rt_error err = {0};
-    assert_int_equal(rt_sim_rotation(&t.s, &infinite, &r, &err), -1);
+    assert_int_equal(rt_sim_rotation(&t.s, &link, &r, &err), -1);
     shape_free(&t);
 }
 
@@ -392,7 +394,7 @@ int main(void)
         cmocka_unit_test(test_shared_cores_stretch_compute),
         cmocka_unit_test(test_idle_workers_free_their_share),
         cmocka_unit_test(test_busy_cores_compute_slower),
-        cmocka_unit_test(test_pass_cpu_takes_cores),
+        cmocka_unit_test(test_link_cpu_takes_cores),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_bad_shape),
     };
