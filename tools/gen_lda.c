@@ -15,6 +15,7 @@
 #include "tools/commands.h"
 #include "tools/guard.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,7 +159,7 @@ static int generate(const gen_args *g, rt_error *err)
         }
     }
     if (ferror(of.fp)) {
-        rt_fail(err, RT_EXIT_RUNTIME, "%s: write failed", g->out);
+        rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: write failed", g->out);
         goto out;
     }
     if (rt_outfile_commit(&of, err))

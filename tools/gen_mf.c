@@ -246,9 +246,12 @@ static int write_files(const gen_opts *o, const uint64_t *keys, const uint8_t *i
     }
     free(W), free(H);
     if (ferror(tr.fp) || (te.fp && ferror(te.fp))) {
+        int e = errno; /* of the failed write, before the aborts' calls */
+        rt_fail_errno(err, RT_EXIT_RUNTIME, e, "%s: write failed",
+                      ferror(tr.fp) ? tr.path : te.path);
         rt_outfile_abort(&tr);
         rt_outfile_abort(&te);
-        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "gen mf: write failed");
+        return -1;
     }
     if (rt_outfile_commit(&tr, err) < 0) {
         rt_outfile_abort(&te);
