@@ -93,8 +93,8 @@ static void tokens_free(infer_tokens *d)
 
 /* Map the corpus's words to the model's; expand counts into tokens and
  * mark each token's half.  Unknown words are counted into res. */
-static int tokens_build(infer_tokens *d, const lda_model *m, const rt_corpus *c, uint64_t seed,
-                        rt_infer_result *res, uint64_t *max_len, rt_error *err)
+static int tokens_build(infer_tokens *d, const lda_model *m, const rt_corpus *c, const char *input,
+                        uint64_t seed, rt_infer_result *res, uint64_t *max_len, rt_error *err)
 {
     int64_t *map = rt_alloc_array(c->n_words, sizeof(int64_t), "corpus", "words", err);
     uint8_t *seen = calloc(c->n_words ? c->n_words : 1, 1);
@@ -122,8 +122,9 @@ static int tokens_build(infer_tokens *d, const lda_model *m, const rt_corpus *c,
         /* Nothing to sample: almost always word ids read without the
          * vocabulary they index (uci, libsvm, ldac need --vocab). */
         rt_fail(err, RT_EXIT_INPUT,
-                "no word of the input is in the model's vocabulary (word ids read without "
-                "--vocab?)");
+                "%s: no word of the input is in the model's vocabulary (word ids read without "
+                "--vocab?)",
+                rt_is_stdio(input) ? "standard input" : input);
         goto out;
     }
     d->n_docs = c->n_docs;
@@ -493,7 +494,8 @@ int lda_model_infer(const void *model, const rt_corpus *c, const rt_infer_opts *
         rt_fail(err, RT_EXIT_INPUT, "%s: more than %u documents", o->input, UINT32_MAX - 1);
         goto out;
     }
-    if (tokens_build(&docs, m, c, o->seed, res, &j.max_len, err) || tables_build(&t, m, err))
+    if (tokens_build(&docs, m, c, o->input, o->seed, res, &j.max_len, err) ||
+        tables_build(&t, m, err))
         goto out;
     size_t cells = 0;
     if (rt_size_mul(c->n_docs, m->K, &cells, o->input, "documents x topics", err))
