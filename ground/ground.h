@@ -247,6 +247,13 @@ int rt_npy_open(const char *path, const char *descr, FILE **fp, uint64_t *rows, 
  * carriage return), or n when there is none.  Readers reject such input at
  * FILE:LINE rather than silently dropping what follows a NUL. */
 size_t rt_text_find_binary(const char *s, size_t n);
+/* The compressor whose magic number starts head[0..n) ("gzip", "xz",
+ * "bzip2", "zstd"), or NULL: a reader meeting binary data on line 1 says so. */
+const char *rt_compressed_by(const char *head, size_t n);
+/* rt_fail_binary for binary data on line 1, where head[0..n) is the start of
+ * the file: a compressed file is named as such, with the way out. */
+int rt_fail_binary_head(rt_error *err, const char *path, const char *head, size_t n,
+                        unsigned char byte);
 /* Fill err with "FILE:LINE: binary data (byte 0xNN) in a text file" (exit 2). */
 int rt_fail_binary(rt_error *err, const char *path, uint64_t line, unsigned char byte);
 

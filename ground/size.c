@@ -8,6 +8,7 @@
 #include "ground/ground.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* The checked result of `a OP b` (overflow: it wrapped). */
 static int size_result(int overflow, uint64_t r, uint64_t a, char op, uint64_t b, size_t *out,
@@ -90,6 +91,36 @@ size_t rt_text_find_binary(const char *s, size_t n)
         if (binary_byte((unsigned char)s[i]))
             return i;
     return n;
+}
+
+const char *rt_compressed_by(const char *head, size_t n)
+{
+    static const struct {
+        const char *name, *magic;
+        size_t len;
+    } kinds[] = {{"gzip", "\x1f\x8b", 2},
+                 {"xz",
+                  "\xfd"
+                  "7zXZ\0",
+                  6},
+                 {"bzip2", "BZh", 3},
+                 {"zstd", "\x28\xb5\x2f\xfd", 4}};
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+        if (n >= kinds[i].len && !memcmp(head, kinds[i].magic, kinds[i].len))
+            return kinds[i].name;
+    return NULL;
+}
+
+int rt_fail_binary_head(rt_error *err, const char *path, const char *head, size_t n,
+                        unsigned char byte)
+{
+    const char *how = rt_compressed_by(head, n);
+    if (!how)
+        return rt_fail_binary(err, path, 1, byte);
+    return rt_fail(err, RT_EXIT_INPUT,
+                   "%s:1: binary data: compressed with %s? decompress it first ('%s -dc FILE', "
+                   "or into a pipe read as '-')",
+                   path, how, how);
 }
 
 int rt_fail_binary(rt_error *err, const char *path, uint64_t line, unsigned char byte)

@@ -76,13 +76,16 @@ int rt_strpool_add(rt_strpool *p, const char *s, size_t len, rt_error *err)
 
 /* ------------------------------------------------------------ files */
 
-/* The error for binary data at buf[at], naming its line. */
-static void fail_binary_at(const char *buf, size_t at, const char *path, rt_error *err)
+/* The error for binary data at buf[at] (of len bytes read), naming its line. */
+static void fail_binary_at(const char *buf, size_t len, size_t at, const char *path, rt_error *err)
 {
     uint64_t line = 1;
     for (size_t i = 0; i < at; i++)
         line += buf[i] == '\n';
-    rt_fail_binary(err, path, line, (unsigned char)buf[at]);
+    if (line == 1)
+        rt_fail_binary_head(err, path, buf, len, (unsigned char)buf[at]);
+    else
+        rt_fail_binary(err, path, line, (unsigned char)buf[at]);
 }
 
 int rt_text_load(const char *path, rt_text *t, rt_error *err)
@@ -118,7 +121,7 @@ int rt_text_load(const char *path, rt_text *t, rt_error *err)
         if (at < len) {
             rt_progress_end(&progress);
             fclose(fp);
-            fail_binary_at(buf, at, path, err);
+            fail_binary_at(buf, len, at, path, err);
             free(buf);
             return -1;
         }

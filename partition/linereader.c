@@ -57,6 +57,8 @@ static int check_growing_line(rt_linereader *lr, rt_error *err)
         uint64_t line = lr->line_no + 1;
         for (size_t i = 0; i < bad; i++)
             line += s[i] == '\n';
+        if (line == 1)
+            return rt_fail_binary_head(err, lr->path, s, n, (unsigned char)s[bad]);
         return rt_fail_binary(err, lr->path, line, (unsigned char)s[bad]);
     }
     if (lr->cap >= LR_LINE_MAX)
@@ -152,6 +154,8 @@ int rt_linereader_next(rt_linereader *lr, char **line, size_t *len, rt_error *er
         *len = n;
         lr->line_no++;
         size_t bad = rt_text_find_binary(s, n);
+        if (bad < n && lr->line_no == 1)
+            return rt_fail_binary_head(err, lr->path, s, n, (unsigned char)s[bad]);
         if (bad < n)
             return rt_fail_binary(err, lr->path, lr->line_no, (unsigned char)s[bad]);
         return 1;
