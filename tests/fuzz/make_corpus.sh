@@ -77,8 +77,22 @@ done
 seed ids ids-test test_rows.ids
 seed lda_words lda/lda.words lda.words
 "$ROTOR" train --plan mf --app sgd-mf --rank 3 --epochs 1 --serial --out model >/dev/null
-seed npy model/W.npy W.npy
-seed npy model/H.npy H.npy
+# (a saved model is per-rank parts now; the export has the single .npy files)
+"$ROTOR" export --model model --out single >/dev/null
+seed npy single/W.npy W.npy
+seed npy single/H.npy H.npy
+seed model_json model/model.json sgd-model.json
+"$ROTOR" train --plan mf --app sgd-mf --rank 2 --epochs 1 --serial --checkpoint ck \
+    --checkpoint-every 1 >/dev/null
+"$ROTOR" train --plan lda --app lda --topics 2 --iters 1 --serial --checkpoint lck \
+    --checkpoint-every 1 --out lmodel >/dev/null
+seed model_json lmodel/model.json lda-model.json
+for c in ck lck; do
+    d=$(ls -d $c/ckpt-* | tail -1)
+    seed state "$d/state-00000.bin" "$c-state.bin"
+    { printf '\x01'; cat "$d/manifest.json"; } >"$c-manifest"
+    seed ckpt_manifest "$c-manifest" "$c-manifest.json"
+done
 printf '\x02127.0.0.1:18515\n127.0.0.1 18516\n' >hf1
 printf '\x0b# two ranks, base port\nlocalhost\n\n127.0.0.1   # second\n' >hf2
 printf '\x01[::1]:4000\n' >hf3
