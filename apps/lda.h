@@ -166,6 +166,18 @@ static inline void lda_word_nz_remove(lda_word *w, uint32_t k)
     w->pos[k] = UINT32_MAX;
 }
 
+/* A token of topic k joins (dn = +1) or leaves (-1) the loaded word and
+ * the topic totals nk, with the word's topic list in step. */
+static inline void lda_word_token_move(lda_word *w, int64_t *nk, uint32_t k, int dn)
+{
+    nk[k] += dn;
+    if (dn > 0 && w->nwk[k] == 0)
+        lda_word_nz_add(w, k);
+    w->nwk[k] += dn;
+    if (w->nwk[k] == 0)
+        lda_word_nz_remove(w, k);
+}
+
 /* ---- per-worker token state (lda_state.c) ---- */
 typedef struct lda_tokens {
     uint32_t n_docs;
@@ -211,10 +223,12 @@ void lda_worker_free(lda_worker *w);
 /* ---- kernels (lda_sample.c) ---- */
 typedef struct lda_scratch {
     lda_word word;
-    double *inv;  /* K: 1 / (n_k + V beta) (sparse sampler) */
-    double *buf;  /* K: bucket terms */
-    double *coef; /* K: (n_wk + beta) / (n_k + V beta) for the loaded word */
-    float *aprob; /* alias table (MH) */
+    double *inv;   /* K: 1 / (n_k + V beta) (sparse sampler) */
+    double *buf;   /* K rounded up to LDA_CHUNK: bucket terms, dense weights */
+    double *chunk; /* K / LDA_CHUNK rounded up: the dense weights' running totals */
+    int avx2;      /* the dense weights' vector path (same bits either way) */
+    double *coef;  /* K: (n_wk + beta) / (n_k + V beta) for the loaded word */
+    float *aprob;  /* alias table (MH) */
     uint16_t *alias;
     uint16_t *atopic;
     uint32_t *small, *large;
@@ -264,6 +278,25 @@ int lda_visit_warp(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payloa
 void lda_doc_phase(const lda_ctx *c, lda_worker *w, lda_scratch *s, rt_rng *rng);
 /* A training document's topic counts into dense row (K, zeroed by the caller). */
 void lda_doc_counts(const lda_tokens *t, uint32_t K, uint32_t d, int32_t *row);
+
+/* The sparse sampler at K <= LDA_DENSE_K (lda_sample.c): the full
+ * conditional's weights w_k = (n_dk + alpha) coef[k] over all K topics
+ * (document counts ndk) into w, the running totals of their sums in chunks
+ * of LDA_CHUNK into total; returns the sum.  w[K ..] to the end of its
+ * chunk must be zero (lda_dense_pad).  avx2 (lda_have_avx2) picks the
+ * vector path; the bits are the same either way.  lda_dense_find: the
+ * topic where u falls, 0 <= u < the sum (never one of zero weight). */
+#define LDA_DENSE_K 256u
+#define LDA_CHUNK 8u
+static inline uint32_t lda_chunks(uint32_t K)
+{
+    return (K + LDA_CHUNK - 1) / LDA_CHUNK;
+}
+double lda_dense_weights(int avx2, const int32_t *ndk, double alpha, const double *coef, uint32_t K,
+                         double *w, double *total);
+void lda_dense_pad(double *w, uint32_t K);
+uint32_t lda_dense_find(const double *w, const double *total, uint32_t K, double u);
+int lda_have_avx2(void);
 
 /* Vose's alias table over the loaded word's nonzero topics, weights n_wk. */
 void lda_alias_build(lda_scratch *s, const lda_word *wd, double total);

@@ -133,12 +133,7 @@ static inline void count_change(exact_sums *e, const lda_ctx *c, int64_t *nk, ld
     int32_t *nwk = wd->nwk;
     e->sum_inv -= inv[k];
     e->qb -= alpha * nwk[k] * inv[k];
-    nk[k] += dn;
-    if (dn > 0 && nwk[k] == 0)
-        lda_word_nz_add(wd, k);
-    nwk[k] += dn;
-    if (nwk[k] == 0)
-        lda_word_nz_remove(wd, k);
+    lda_word_token_move(wd, nk, k, dn);
     const double n = (double)nk[k] + c->vbeta;
     e->floor = n < e->floor ? n : e->floor;
     inv[k] = 1.0 / n;

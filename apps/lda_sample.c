@@ -11,6 +11,10 @@
  * s and q are kept up to date incrementally while one word's tokens are
  * sampled; r is summed over the document's nonzero topics.
  *
+ * At K <= LDA_DENSE_K the sparse sampler draws from the full conditional
+ * over all K topics at once instead (vectorised, see "dense" below): at
+ * small K that costs less than the buckets' bookkeeping and searches.
+ *
  * MH sampler (LightLDA / WarpLDA style): per token, `mh_steps` proposals
  * alternating between the doc proposal  q_d(k) ∝ n_dk + alpha  (the topic of
  * a random token of the document, the current token counted at its current
@@ -22,6 +26,7 @@
  * depend on K. */
 #include "apps/lda.h"
 
+#include <immintrin.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +38,8 @@ int lda_scratch_init(lda_scratch *s, uint32_t K)
     s->word.nz = rt_alloc(K * sizeof(uint16_t));
     s->word.pos = rt_alloc(K * sizeof(uint32_t));
     s->inv = rt_alloc(K * sizeof(double));
-    s->buf = rt_alloc(K * sizeof(double));
+    s->buf = rt_alloc(lda_chunks(K) * LDA_CHUNK * sizeof(double));
+    s->chunk = rt_alloc(lda_chunks(K) * sizeof(double));
     s->coef = rt_alloc(K * sizeof(double));
     s->aprob = rt_alloc(K * sizeof(float));
     s->alias = rt_alloc(K * sizeof(uint16_t));
@@ -42,12 +48,14 @@ int lda_scratch_init(lda_scratch *s, uint32_t K)
     s->large = rt_alloc(K * sizeof(uint32_t));
     s->stale = rt_alloc(K * sizeof(int32_t));
     s->dcnt = rt_alloc(K * sizeof(int32_t));
-    if (!s->dcnt || !s->word.nwk || !s->word.nz || !s->word.pos || !s->inv || !s->buf || !s->coef ||
-        !s->aprob || !s->alias || !s->atopic || !s->small || !s->large || !s->stale) {
+    if (!s->dcnt || !s->word.nwk || !s->word.nz || !s->word.pos || !s->inv || !s->buf ||
+        !s->chunk || !s->coef || !s->aprob || !s->alias || !s->atopic || !s->small || !s->large ||
+        !s->stale) {
         lda_scratch_free(s);
         return -1;
     }
     memset(s->word.pos, 0xff, K * sizeof(uint32_t));
+    s->avx2 = lda_have_avx2();
     return 0;
 }
 
@@ -68,6 +76,7 @@ void lda_scratch_free(lda_scratch *s)
     rt_free(s->word.pos);
     rt_free(s->inv);
     rt_free(s->buf);
+    rt_free(s->chunk);
     rt_free(s->coef);
     rt_free(s->aprob);
     rt_free(s->alias);
@@ -116,6 +125,197 @@ int lda_visit_init(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payloa
     return 0;
 }
 
+/* ------------------------------------------------------------ dense */
+
+/* The full conditional's weights w_k = (n_dk + alpha) coef[k] over all K
+ * topics, coef[k] = (n_wk + beta) / (n_k + V beta), in chunks of LDA_CHUNK:
+ * no long chain of dependent adds (the weights and chunk sums vectorise),
+ * and a draw finds its chunk first, then its topic.  Both code paths
+ * perform the same IEEE operations, so the bits do not depend on the
+ * machine:
+ *     w_k     = ((double)n_dk + alpha) * coef[k]
+ *     chunk_c = ((w0 + w4) + (w1 + w5)) + ((w2 + w6) + (w3 + w7))
+ *     total_c = total_{c-1} + chunk_c   (total_{-1} = 0) */
+
+static inline double chunk_sum(const double *w)
+{
+    return ((w[0] + w[4]) + (w[1] + w[5])) + ((w[2] + w[6]) + (w[3] + w[7]));
+}
+
+/* The chunk sums into running totals, in place; returns the last. */
+static inline double chunks_total(double *total, uint32_t nc)
+{
+    double r = 0;
+    for (uint32_t c = 0; c < nc; c++)
+        total[c] = r += total[c];
+    return r;
+}
+
+static double weights_portable(const int32_t *ndk, double alpha, const double *coef, uint32_t K,
+                               double *w, double *total)
+{
+    const uint32_t nc = lda_chunks(K);
+    for (uint32_t k = 0; k < K; k++)
+        w[k] = (ndk[k] + alpha) * coef[k];
+    for (uint32_t c = 0; c < nc; c++)
+        total[c] = chunk_sum(w + c * LDA_CHUNK);
+    return chunks_total(total, nc);
+}
+
+#define AVX2 __attribute__((target("avx2")))
+
+/* The 8 weights of the chunk at topic k, stored; returns w_j + w_{j+4}. */
+AVX2 static inline __m256d chunk_half_avx2(const int32_t *ndk, __m256d alpha, const double *coef,
+                                           double *w, uint32_t k)
+{
+    const __m256i n = _mm256_loadu_si256((const __m256i *)(ndk + k));
+    const __m256d lo =
+        _mm256_mul_pd(_mm256_add_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(n)), alpha),
+                      _mm256_loadu_pd(coef + k));
+    const __m256d hi =
+        _mm256_mul_pd(_mm256_add_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(n, 1)), alpha),
+                      _mm256_loadu_pd(coef + k + 4));
+    _mm256_storeu_pd(w + k, lo);
+    _mm256_storeu_pd(w + k + 4, hi);
+    return _mm256_add_pd(lo, hi);
+}
+
+AVX2 static double weights_avx2(const int32_t *ndk, double alpha, const double *coef, uint32_t K,
+                                double *w, double *total)
+{
+    const uint32_t full = K / LDA_CHUNK, nc = lda_chunks(K);
+    const __m256d av = _mm256_set1_pd(alpha);
+    uint32_t c = 0;
+    for (; c + 4 <= full; c += 4) { /* four chunk sums at once */
+        __m256d v[4];
+        for (int i = 0; i < 4; i++)
+            v[i] = chunk_half_avx2(ndk, av, coef, w, (c + i) * LDA_CHUNK);
+        const __m256d h01 = _mm256_hadd_pd(v[0], v[1]), h23 = _mm256_hadd_pd(v[2], v[3]);
+        _mm256_storeu_pd(total + c, _mm256_add_pd(_mm256_permute2f128_pd(h01, h23, 0x20),
+                                                  _mm256_permute2f128_pd(h01, h23, 0x31)));
+    }
+    for (; c < full; c++) {
+        double v[4];
+        _mm256_storeu_pd(v, chunk_half_avx2(ndk, av, coef, w, c * LDA_CHUNK));
+        total[c] = (v[0] + v[1]) + (v[2] + v[3]);
+    }
+    for (uint32_t k = full * LDA_CHUNK; k < K; k++) /* the partial chunk */
+        w[k] = (ndk[k] + alpha) * coef[k];
+    if (full < nc)
+        total[full] = chunk_sum(w + full * LDA_CHUNK);
+    return chunks_total(total, nc);
+}
+
+double lda_dense_weights(int avx2, const int32_t *ndk, double alpha, const double *coef, uint32_t K,
+                         double *w, double *total)
+{
+    return avx2 ? weights_avx2(ndk, alpha, coef, K, w, total)
+                : weights_portable(ndk, alpha, coef, K, w, total);
+}
+
+void lda_dense_pad(double *w, uint32_t K)
+{
+    for (uint32_t k = K; k < lda_chunks(K) * LDA_CHUNK; k++)
+        w[k] = 0;
+}
+
+uint32_t lda_dense_find(const double *w, const double *total, uint32_t K, double u)
+{
+    /* the chunk: how many running totals u has reached (they never fall);
+     * counted without branches, whose outcome no predictor could guess */
+    const uint32_t nc = lda_chunks(K);
+    uint32_t c = 0;
+    for (uint32_t i = 0; i + 1 < nc; i++)
+        c += !(u < total[i]);
+    /* its topic, alike; u - (the total before) >= 0, so a zero weight is
+     * never the first to pass it */
+    const double *wc = w + c * LDA_CHUNK, v = u - (c ? total[c - 1] : 0.0);
+    double a = 0;
+    uint32_t j = 0;
+    for (uint32_t i = 0; i < LDA_CHUNK; i++) {
+        a += wc[i];
+        j += !(v < a);
+    }
+    if (j == LDA_CHUNK) /* rounding left u past the chunk: its last weight */
+        for (j = LDA_CHUNK - 1; j && !(wc[j] > 0); j--)
+            ;
+    return c * LDA_CHUNK + j;
+}
+
+int lda_have_avx2(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") != 0;
+}
+
+/* Token count change dn (+1 or -1) of topic k for the loaded word, with
+ * coef[k] in step. */
+static inline void dense_change(int64_t *nk, lda_word *wd, double *coef, double beta, double vbeta,
+                                uint32_t k, int dn)
+{
+    lda_word_token_move(wd, nk, k, dn);
+    coef[k] = (wd->nwk[k] + beta) / ((double)nk[k] + vbeta);
+}
+
+/* Tokens ahead whose document row and topic are prefetched, and the most
+ * bytes of the row. */
+#define DENSE_PREFETCH 8
+#define DENSE_PREFETCH_ROW 512u
+
+/* The sparse sampler at K <= LDA_DENSE_K.  The documents' topic lists are
+ * not used, and not kept. */
+static int visit_dense(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload,
+                       lda_scratch *s, rt_rng *rng, rt_error *err)
+{
+    lda_tokens *t = &w->train;
+    const uint32_t K = c->o->K;
+    const uint32_t row_bytes = K * 4 < DENSE_PREFETCH_ROW ? K * 4 : DENSE_PREFETCH_ROW;
+    const double alpha = c->o->alpha, beta = c->o->beta, vbeta = c->vbeta;
+    int64_t *nk = w->nk;
+    double *wt = s->buf, *total = s->chunk, *coef = s->coef;
+    lda_word *wd = &s->word;
+    /* coef[k] = (n_wk + beta) / (n_k + V beta): beta / (n_k + V beta)
+     * outside the loaded word's topics */
+    for (uint32_t k = 0; k < K; k++)
+        coef[k] = beta / ((double)nk[k] + vbeta);
+    lda_dense_pad(wt, K);
+    for (uint64_t r = t->blk_run[b]; r < t->blk_run[b + 1]; r++) {
+        uint32_t cap, j = t->run_word[r];
+        uint32_t *slice = lda_word_slice(c, b, j, payload, &cap);
+        lda_word_load(wd, K, slice, cap);
+        for (uint32_t x = 0; x < wd->n_nz; x++) {
+            const uint32_t k = wd->nz[x];
+            coef[k] = (wd->nwk[k] + beta) / ((double)nk[k] + vbeta);
+        }
+        const uint64_t end = t->run_end[r];
+        for (uint64_t i = r == t->blk_run[b] ? t->blk_tok[b] : t->run_end[r - 1]; i < end; i++) {
+            if (i + DENSE_PREFETCH < end) {
+                const char *row =
+                    (const char *)(t->ndk + (size_t)t->tok_doc[i + DENSE_PREFETCH] * K);
+                __builtin_prefetch(t->z + t->tok_pos[i + DENSE_PREFETCH], 1);
+                for (uint32_t o = 0; o < row_bytes; o += 64)
+                    __builtin_prefetch(row + o, 1);
+            }
+            const uint32_t p = t->tok_pos[i], k0 = t->z[p];
+            int32_t *ndk = t->ndk + (size_t)t->tok_doc[i] * K;
+            ndk[k0]--;
+            dense_change(nk, wd, coef, beta, vbeta, k0, -1);
+            const double sum = lda_dense_weights(s->avx2, ndk, alpha, coef, K, wt, total);
+            const uint32_t k = lda_dense_find(wt, total, K, rt_rng_uniform(rng) * sum);
+            ndk[k]++;
+            dense_change(nk, wd, coef, beta, vbeta, k, +1);
+            t->z[p] = (uint16_t)k;
+        }
+        for (uint32_t x = 0; x < wd->n_nz; x++) {
+            const uint32_t k = wd->nz[x];
+            coef[k] = beta / ((double)nk[k] + vbeta);
+        }
+        if (lda_word_store(wd, K))
+            return lda_overflow(b, j, err);
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------ sparse */
 
 static inline void doc_nz_remove(lda_tokens *t, uint32_t d, uint32_t k)
@@ -133,6 +333,8 @@ static inline void doc_nz_remove(lda_tokens *t, uint32_t d, uint32_t k)
 int lda_visit_sparse(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
                      rt_rng *rng, rt_error *err)
 {
+    if (c->o->K <= LDA_DENSE_K)
+        return visit_dense(c, w, b, payload, s, rng, err);
     lda_tokens *t = &w->train;
     const uint32_t K = c->o->K;
     const double alpha = c->o->alpha, beta = c->o->beta, ab = alpha * beta, vbeta = c->vbeta;
