@@ -45,11 +45,11 @@
  * c and n are counts with the token, at s.  One draw every time, and no
  * branch: whether a proposal is taken is a coin flip the branch predictor
  * cannot learn.  (t == s is "accepted" as a move that changes nothing.) */
-static inline int accept(double ct, double cs, double prior, int64_t nt, int64_t ns, double vbeta,
+static inline int accept(double ct, double cs, double prior, double nt, double ns, double vbeta,
                          rt_rng *rng)
 {
-    double num = (ct + prior) * ((double)ns - 1 + vbeta);
-    double den = (cs - 1 + prior) * ((double)nt + vbeta);
+    double num = (ct + prior) * (ns - 1 + vbeta);
+    double den = (cs - 1 + prior) * (nt + vbeta);
     return rt_rng_uniform(rng) * den < num;
 }
 
@@ -79,6 +79,26 @@ static inline uint16_t propose(rt_rng *rng, uint64_t thr, const uint16_t *topics
  * fewer per topic at large K.  Counts stay far below IN_NZ (a word's
  * tokens, below LDA_WARP_WORD_TOKENS_MAX). */
 #define IN_NZ (1 << 30)
+
+/* Both phases keep the worker's topic totals as doubles while they run
+ * (integers, so exact, and the acceptance ratios come out bit for bit as
+ * from the int64 totals): an integer's conversion sat on the chain from
+ * one MH step's outcome to the next step's ratio, twice per step.  The
+ * scratch is the sparse sampler's bucket array (K doubles, unused by the
+ * warp phases). */
+static double *totals_load(const lda_worker *w, lda_scratch *s, uint32_t K)
+{
+    double *nkd = s->buf;
+    for (uint32_t k = 0; k < K; k++)
+        nkd[k] = (double)w->nk[k];
+    return nkd;
+}
+
+static void totals_store(lda_worker *w, const double *nkd, uint32_t K)
+{
+    for (uint32_t k = 0; k < K; k++)
+        w->nk[k] = (int64_t)nkd[k];
+}
 #define COUNT(v) ((v) & (IN_NZ - 1))
 
 static void word_load_flagged(lda_word *wd, uint32_t K, uint32_t *slice, uint32_t cap)
@@ -159,7 +179,7 @@ static inline __attribute__((always_inline)) int word_phase(const lda_ctx *c, ld
     lda_tokens *t = &w->train;
     const uint32_t K = c->o->K, S = M + 2; /* = t->aux_stride */
     const double beta = c->o->beta, vbeta = c->vbeta, Kbeta = K * beta;
-    int64_t *nk = w->nk;
+    double *nk = totals_load(w, s, K);
     lda_word *wd = &s->word;
     uint16_t *aux = t->aux, *urn = s->urn;
     const uint32_t *tok_pos = t->tok_pos;
@@ -204,6 +224,7 @@ static inline __attribute__((always_inline)) int word_phase(const lda_ctx *c, ld
         uint32_t n;
         if (word_store_flagged(wd, urn, &n)) {
             *rng_io = rng;
+            totals_store(w, nk, K);
             return lda_overflow(b, j, err);
         }
         const uint64_t thr = counts_threshold(n, Kbeta);
@@ -219,6 +240,7 @@ static inline __attribute__((always_inline)) int word_phase(const lda_ctx *c, ld
         }
     }
     *rng_io = rng;
+    totals_store(w, nk, K);
     return 0;
 }
 
@@ -242,8 +264,12 @@ doc_phase(const lda_ctx *c, lda_worker *w, lda_scratch *s, rt_rng *rng_io, uint3
     lda_tokens *t = &w->train;
     const uint32_t K = c->o->K, S = M + 2; /* = t->aux_stride */
     const double alpha = c->o->alpha, vbeta = c->vbeta, Kalpha = K * alpha;
-    int64_t *nk = w->nk;
-    int32_t *cnt = s->dcnt;
+    double *nk = totals_load(w, s, K);
+    /* the document's counts as doubles too (exact), in the sparse
+     * sampler's K-double coefficient array: zeroed here, as the exact
+     * sweeps leave it filled, and zero again after each document */
+    double *cnt = s->coef;
+    memset(cnt, 0, K * sizeof(double));
     rt_rng rng = *rng_io;
     for (uint32_t d = 0; d < t->n_docs; d++) {
         uint16_t *beg = t->aux + t->doc_off[d] * S, *end = t->aux + t->doc_off[d + 1] * S;
@@ -275,6 +301,7 @@ doc_phase(const lda_ctx *c, lda_worker *w, lda_scratch *s, rt_rng *rng_io, uint3
         }
     }
     *rng_io = rng;
+    totals_store(w, nk, K);
 }
 
 void lda_doc_phase(const lda_ctx *c, lda_worker *w, lda_scratch *s, rt_rng *rng)
