@@ -788,31 +788,56 @@ static int resolve(const rt_peer *p, int passive, struct addrinfo **res, rt_erro
     return 0;
 }
 
+/* How long a listen address in use is tried again.  The port may be held
+ * for a moment (the source port of a short-lived outgoing connection, a
+ * previous run's rank still exiting); a port that stays taken is another
+ * process's, and then this rank fails, naming it, instead of waiting. */
+#define LISTEN_RETRY_S 2.0
+#define LISTEN_RETRY_NS 50000000L
+
+/* Bind and listen on one of res's addresses: the socket, or -1 with *last. */
+static int try_listen(struct addrinfo *res, int *last)
+{
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+        if (fd < 0) {
+            *last = errno;
+            continue;
+        }
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, SOMAXCONN) == 0) {
+            set_nonblocking(fd, 1);
+            return fd;
+        }
+        *last = errno;
+        close(fd);
+    }
+    return -1;
+}
+
 static int open_listener(tcp_transport *t, rt_error *err)
 {
     const rt_peer *me = &t->base.peers[t->rank];
     struct addrinfo *res;
     if (resolve(me, 1, &res, err))
         return rt_error_prefix(err, "rank %d listen address", t->rank);
-    int last = 0;
-    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-        int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-        if (fd < 0) {
-            last = errno;
-            continue;
-        }
-        int one = 1;
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, SOMAXCONN) == 0) {
-            freeaddrinfo(res);
-            set_nonblocking(fd, 1);
-            return fd;
-        }
-        last = errno;
-        close(fd);
+    int last = 0, fd;
+    double until = rt_now() + LISTEN_RETRY_S;
+    while ((fd = try_listen(res, &last)) < 0 && last == EADDRINUSE && rt_now() < until) {
+        struct timespec pause = {0, LISTEN_RETRY_NS};
+        nanosleep(&pause, NULL);
     }
     freeaddrinfo(res);
+    if (fd >= 0)
+        return fd;
     char who[320];
+    if (last == EADDRINUSE)
+        return rt_fail(err, RT_EXIT_RUNTIME,
+                       "cannot listen on %s: the port has been in use for %.0f s (another "
+                       "process holds it: give this rank another port in the hostfile, or "
+                       "rotor launch another --base-port)",
+                       peer_str(t, t->rank, who, sizeof(who)), LISTEN_RETRY_S);
     return rt_fail_errno(err, RT_EXIT_RUNTIME, last, "cannot listen on %s",
                          peer_str(t, t->rank, who, sizeof(who)));
 }
