@@ -515,12 +515,12 @@ int rt_model_parts_open(const char *dir, rt_model_parts *mp, rt_error *err)
     if (!v)
         return 0; /* a single-file model */
     if (!json_is_integer(v) || json_integer_value(v) != RT_MODEL_FORMAT_VERSION)
-        return rt_fail(err, RT_EXIT_INPUT,
-                       "%s: \"format_version\" is not %d, the one this rotor reads", path,
-                       RT_MODEL_FORMAT_VERSION);
-    if (read_parts(mp, path, err) || verify_parts(mp, err))
-        return -1;
-    return 0;
+        rt_fail(err, RT_EXIT_INPUT, "%s: \"format_version\" is not %d, the one this rotor reads",
+                path, RT_MODEL_FORMAT_VERSION);
+    else if (read_parts(mp, path, err) == 0 && verify_parts(mp, err) == 0)
+        return 0;
+    rt_model_parts_close(mp); /* nothing held after a failure */
+    return -1;
 }
 
 void rt_model_parts_close(rt_model_parts *mp)
