@@ -295,7 +295,7 @@ static inline uint32_t lda_chunks(uint32_t K)
 double lda_dense_weights(int avx2, const int32_t *ndk, double alpha, const double *coef, uint32_t K,
                          double *w, double *total);
 void lda_dense_pad(double *w, uint32_t K);
-uint32_t lda_dense_find(const double *w, const double *total, uint32_t K, double u);
+uint32_t lda_dense_find(int avx2, const double *w, const double *total, uint32_t K, double u);
 int lda_have_avx2(void);
 
 /* Vose's alias table over the loaded word's nonzero topics, weights n_wk. */

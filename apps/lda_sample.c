@@ -164,46 +164,67 @@ static double weights_portable(const int32_t *ndk, double alpha, const double *c
 
 #define AVX2 __attribute__((target("avx2")))
 
-/* The 8 weights of the chunk at topic k, stored; returns w_j + w_{j+4}. */
-AVX2 static inline __m256d chunk_half_avx2(const int32_t *ndk, __m256d alpha, const double *coef,
+/* The 8 weights (n + alpha) coef of the chunk at topic k, stored; returns
+ * w_j + w_{j+4}. */
+AVX2 static inline __m256d chunk_half_avx2(__m256i n, __m256d alpha, __m256d clo, __m256d chi,
                                            double *w, uint32_t k)
 {
-    const __m256i n = _mm256_loadu_si256((const __m256i *)(ndk + k));
     const __m256d lo =
-        _mm256_mul_pd(_mm256_add_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(n)), alpha),
-                      _mm256_loadu_pd(coef + k));
-    const __m256d hi =
-        _mm256_mul_pd(_mm256_add_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(n, 1)), alpha),
-                      _mm256_loadu_pd(coef + k + 4));
+        _mm256_mul_pd(_mm256_add_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(n)), alpha), clo);
+    const __m256d hi = _mm256_mul_pd(
+        _mm256_add_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(n, 1)), alpha), chi);
     _mm256_storeu_pd(w + k, lo);
     _mm256_storeu_pd(w + k + 4, hi);
     return _mm256_add_pd(lo, hi);
 }
 
+AVX2 static inline __m256d chunk_full_avx2(const int32_t *ndk, __m256d alpha, const double *coef,
+                                           double *w, uint32_t k)
+{
+    return chunk_half_avx2(_mm256_loadu_si256((const __m256i *)(ndk + k)), alpha,
+                           _mm256_loadu_pd(coef + k), _mm256_loadu_pd(coef + k + 4), w, k);
+}
+
+/* The chunk past the last whole one: lanes past K read as 0 (weight +0.0,
+ * as the portable path's padding). */
+AVX2 static inline __m256d chunk_part_avx2(const int32_t *ndk, __m256d alpha, const double *coef,
+                                           double *w, uint32_t k, uint32_t rest)
+{
+    const __m256i m =
+        _mm256_cmpgt_epi32(_mm256_set1_epi32((int)rest), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256i mlo = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(m));
+    const __m256i mhi = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(m, 1));
+    return chunk_half_avx2(_mm256_maskload_epi32(ndk + k, m), alpha,
+                           _mm256_maskload_pd(coef + k, mlo), _mm256_maskload_pd(coef + k + 4, mhi),
+                           w, k);
+}
+
+/* The sum of one chunk from chunk_half_avx2's result. */
+AVX2 static inline double chunk_fold_avx2(__m256d v)
+{
+    const __m128d h = _mm_hadd_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
+}
+
 AVX2 static double weights_avx2(const int32_t *ndk, double alpha, const double *coef, uint32_t K,
                                 double *w, double *total)
 {
-    const uint32_t full = K / LDA_CHUNK, nc = lda_chunks(K);
+    const uint32_t full = K / LDA_CHUNK, rest = K % LDA_CHUNK;
     const __m256d av = _mm256_set1_pd(alpha);
     uint32_t c = 0;
     for (; c + 4 <= full; c += 4) { /* four chunk sums at once */
         __m256d v[4];
-        for (int i = 0; i < 4; i++)
-            v[i] = chunk_half_avx2(ndk, av, coef, w, (c + i) * LDA_CHUNK);
+        for (uint32_t i = 0; i < 4; i++)
+            v[i] = chunk_full_avx2(ndk, av, coef, w, (c + i) * LDA_CHUNK);
         const __m256d h01 = _mm256_hadd_pd(v[0], v[1]), h23 = _mm256_hadd_pd(v[2], v[3]);
         _mm256_storeu_pd(total + c, _mm256_add_pd(_mm256_permute2f128_pd(h01, h23, 0x20),
                                                   _mm256_permute2f128_pd(h01, h23, 0x31)));
     }
-    for (; c < full; c++) {
-        double v[4];
-        _mm256_storeu_pd(v, chunk_half_avx2(ndk, av, coef, w, c * LDA_CHUNK));
-        total[c] = (v[0] + v[1]) + (v[2] + v[3]);
-    }
-    for (uint32_t k = full * LDA_CHUNK; k < K; k++) /* the partial chunk */
-        w[k] = (ndk[k] + alpha) * coef[k];
-    if (full < nc)
-        total[full] = chunk_sum(w + full * LDA_CHUNK);
-    return chunks_total(total, nc);
+    for (; c < full; c++)
+        total[c] = chunk_fold_avx2(chunk_full_avx2(ndk, av, coef, w, c * LDA_CHUNK));
+    if (rest)
+        total[c] = chunk_fold_avx2(chunk_part_avx2(ndk, av, coef, w, c * LDA_CHUNK, rest));
+    return chunks_total(total, lda_chunks(K));
 }
 
 double lda_dense_weights(int avx2, const int32_t *ndk, double alpha, const double *coef, uint32_t K,
@@ -219,14 +240,32 @@ void lda_dense_pad(double *w, uint32_t K)
         w[k] = 0;
 }
 
-uint32_t lda_dense_find(const double *w, const double *total, uint32_t K, double u)
+/* How many of total[0 .. n) u has reached. */
+static uint32_t passed_portable(const double *total, uint32_t n, double u)
 {
-    /* the chunk: how many running totals u has reached (they never fall);
+    uint32_t c = 0;
+    for (uint32_t i = 0; i < n; i++)
+        c += !(u < total[i]);
+    return c;
+}
+
+AVX2 static uint32_t passed_avx2(const double *total, uint32_t n, double u)
+{
+    const __m256d uv = _mm256_set1_pd(u);
+    uint32_t c = 0, i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const __m256d reached = _mm256_cmp_pd(_mm256_loadu_pd(total + i), uv, _CMP_LE_OQ);
+        c += (uint32_t)__builtin_popcount((unsigned)_mm256_movemask_pd(reached));
+    }
+    return c + passed_portable(total + i, n - i, u);
+}
+
+uint32_t lda_dense_find(int avx2, const double *w, const double *total, uint32_t K, double u)
+{
+    /* the chunk: how many running totals u has reached (they never fall),
      * counted without branches, whose outcome no predictor could guess */
     const uint32_t nc = lda_chunks(K);
-    uint32_t c = 0;
-    for (uint32_t i = 0; i + 1 < nc; i++)
-        c += !(u < total[i]);
+    const uint32_t c = avx2 ? passed_avx2(total, nc - 1, u) : passed_portable(total, nc - 1, u);
     /* its topic, alike; u - (the total before) >= 0, so a zero weight is
      * never the first to pass it */
     const double *wc = w + c * LDA_CHUNK, v = u - (c ? total[c - 1] : 0.0);
@@ -301,7 +340,7 @@ static int visit_dense(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *pa
             ndk[k0]--;
             dense_change(nk, wd, coef, beta, vbeta, k0, -1);
             const double sum = lda_dense_weights(s->avx2, ndk, alpha, coef, K, wt, total);
-            const uint32_t k = lda_dense_find(wt, total, K, rt_rng_uniform(rng) * sum);
+            const uint32_t k = lda_dense_find(s->avx2, wt, total, K, rt_rng_uniform(rng) * sum);
             ndk[k]++;
             dense_change(nk, wd, coef, beta, vbeta, k, +1);
             t->z[p] = (uint16_t)k;

@@ -225,7 +225,8 @@ static void test_dense(void **state)
             const double mid = lo + 0.5 * w[0][k];
             if (mid > lo && mid < acc && mid < sum[0] && mid - lo > 1e-9 * sum[0] &&
                 acc - mid > 1e-9 * sum[0])
-                assert_int_equal(lda_dense_find(w[0], tot[0], K, mid), k);
+                for (int path = 0; path < 1 + lda_have_avx2(); path++)
+                    assert_int_equal(lda_dense_find(path, w[0], tot[0], K, mid), k);
         }
         /* zero weights are never drawn, even at the ends */
         w[0][K - 1] = 0;
@@ -243,9 +244,11 @@ static void test_dense(void **state)
         }
         for (int i = 0; i < 1000; i++) {
             const double u = rt_rng_uniform(&r) * tot[0][nc - 1];
-            assert_true(w[0][lda_dense_find(w[0], tot[0], K, u)] > 0);
+            const uint32_t k = lda_dense_find(0, w[0], tot[0], K, u);
+            assert_true(w[0][k] > 0);
+            assert_int_equal(lda_dense_find(lda_have_avx2(), w[0], tot[0], K, u), k);
         }
-        assert_true(w[0][lda_dense_find(w[0], tot[0], K, nextafter(tot[0][nc - 1], 0))] > 0);
+        assert_true(w[0][lda_dense_find(0, w[0], tot[0], K, nextafter(tot[0][nc - 1], 0))] > 0);
     }
 }
 
