@@ -32,8 +32,9 @@
  * is judged (delayed updates), which the acceptance ratios ignore; the
  * topic totals n_k are the worker's own (global snapshot + its changes).
  * Every random draw comes from a stream per (worker, sweep, block) or
- * (worker, sweep) for the document phase, so any split of the workers over
- * nodes and threads gives the same chain. */
+ * (worker, sweep) for the document phase (a wyrand generator seeded with
+ * the stream's first draw), so any split of the workers over nodes and
+ * threads gives the same chain. */
 #include "apps/lda.h"
 
 #include <string.h>
@@ -42,15 +43,25 @@
 
 /* Metropolis-Hastings acceptance of topic t for a token now at s, when the
  * proposal cancels all but the factor (c_t + prior) / (n_t + V beta):
- * c and n are counts with the token, at s.  One draw every time, and no
+ * c and n are counts with the token, at s; u is 32 random bits.  No
  * branch: whether a proposal is taken is a coin flip the branch predictor
  * cannot learn.  (t == s is "accepted" as a move that changes nothing.) */
 static inline int accept(double ct, double cs, double prior, double nt, double ns, double vbeta,
-                         rt_rng *rng)
+                         uint32_t u)
 {
     double num = (ct + prior) * (ns - 1 + vbeta);
     double den = (cs - 1 + prior) * (nt + vbeta);
-    return rt_rng_uniform(rng) * den < num;
+    return (double)u * 0x1.0p-32 * den < num;
+}
+
+/* The random bits of a token's step m (2, 3, ...): the halves of one
+ * 64-bit draw serve two steps (32 bits resolve an acceptance probability
+ * finely enough; the draws are a large part of a step's instructions). */
+static inline uint32_t step_bits(rt_wyrand *rng, uint64_t *x, uint32_t m)
+{
+    if (!(m & 1))
+        *x = rt_wyrand_next(rng);
+    return (uint32_t)(m & 1 ? *x >> 32 : *x);
 }
 
 /* The probability of drawing from the counts rather than uniformly, as a
@@ -64,10 +75,10 @@ static inline uint64_t counts_threshold(double counts, double prior_mass)
  * picks the counts (below thr) or a uniform topic, the low half the topic
  * of one of the n tokens of `topics` (stride apart), i.e. a topic in
  * proportion to its count, or the uniform topic. */
-static inline uint16_t propose(rt_rng *rng, uint64_t thr, const uint16_t *topics, uint32_t n,
+static inline uint16_t propose(rt_wyrand *rng, uint64_t thr, const uint16_t *topics, uint32_t n,
                                size_t stride, uint32_t K)
 {
-    uint64_t x = rt_rng_next(rng), lo = x & 0xffffffffu;
+    uint64_t x = rt_wyrand_next(rng), lo = x & 0xffffffffu;
     uint16_t counted = topics[((lo * n) >> 32) * stride], uniform = (uint16_t)((lo * K) >> 32);
     return (x >> 32) < thr ? counted : uniform;
 }
@@ -168,9 +179,9 @@ static int word_store_flagged(lda_word *wd, uint16_t *urn, uint32_t *n_urn)
 
 /* The word phase of one block visit with M proposals per token; M is a
  * constant in the callers below, so the proposal loops unroll.  The
- * generator works on a local copy: through the pointer, every store to the
- * counts (int64 totals) could alias its state, which then made a round trip
- * through memory for each draw. */
+ * generator is local: through a pointer, every store to the counts could
+ * alias its state, which then made a round trip through memory for each
+ * draw. */
 static inline __attribute__((always_inline)) int word_phase(const lda_ctx *c, lda_worker *w,
                                                             uint32_t b, uint32_t *payload,
                                                             lda_scratch *s, rt_rng *rng_io,
@@ -183,7 +194,7 @@ static inline __attribute__((always_inline)) int word_phase(const lda_ctx *c, ld
     lda_word *wd = &s->word;
     uint16_t *aux = t->aux, *urn = s->urn;
     const uint32_t *tok_pos = t->tok_pos;
-    rt_rng rng = *rng_io;
+    rt_wyrand rng = {rt_rng_next(rng_io)};
     uint64_t i = t->blk_tok[b];
     /* the records are visited in word order, scattered over the documents:
      * fetch the one PREFETCH tokens ahead while this one is sampled */
@@ -203,10 +214,11 @@ static inline __attribute__((always_inline)) int word_phase(const lda_ctx *c, ld
              * the topic did not change) */
             nwk[a[1]]--;
             word_count_add(wd, k, 1);
+            uint64_t x = 0;
             for (uint32_t m = 2; m < M + 2; m++) {
                 uint32_t prop = a[m];
-                int take =
-                    accept(COUNT(nwk[prop]), COUNT(nwk[k]), beta, nk[prop], nk[k], vbeta, &rng);
+                int take = accept(COUNT(nwk[prop]), COUNT(nwk[k]), beta, nk[prop], nk[k], vbeta,
+                                  step_bits(&rng, &x, m));
                 nwk[k] -= take;
                 nk[k] -= take;
                 nk[prop] += take;
@@ -223,7 +235,6 @@ static inline __attribute__((always_inline)) int word_phase(const lda_ctx *c, ld
          * proposal), or a uniform topic */
         uint32_t n;
         if (word_store_flagged(wd, urn, &n)) {
-            *rng_io = rng;
             totals_store(w, nk, K);
             return lda_overflow(b, j, err);
         }
@@ -239,7 +250,6 @@ static inline __attribute__((always_inline)) int word_phase(const lda_ctx *c, ld
                 a[m] = propose(&rng, thr, urn, n, 1, K);
         }
     }
-    *rng_io = rng;
     totals_store(w, nk, K);
     return 0;
 }
@@ -270,7 +280,7 @@ doc_phase(const lda_ctx *c, lda_worker *w, lda_scratch *s, rt_rng *rng_io, uint3
      * sweeps leave it filled, and zero again after each document */
     double *cnt = s->coef;
     memset(cnt, 0, K * sizeof(double));
-    rt_rng rng = *rng_io;
+    rt_wyrand rng = {rt_rng_next(rng_io)};
     for (uint32_t d = 0; d < t->n_docs; d++) {
         uint16_t *beg = t->aux + t->doc_off[d] * S, *end = t->aux + t->doc_off[d + 1] * S;
         const uint32_t len = (uint32_t)(t->doc_off[d + 1] - t->doc_off[d]);
@@ -280,9 +290,11 @@ doc_phase(const lda_ctx *c, lda_worker *w, lda_scratch *s, rt_rng *rng_io, uint3
             cnt[a[0]]++;
         for (uint16_t *a = beg; a < end; a += S) {
             uint32_t k = a[0];
+            uint64_t x = 0;
             for (uint32_t m = 2; m < M + 2; m++) {
                 uint32_t prop = a[m];
-                int take = accept(cnt[prop], cnt[k], alpha, nk[prop], nk[k], vbeta, &rng);
+                int take = accept(cnt[prop], cnt[k], alpha, nk[prop], nk[k], vbeta,
+                                  step_bits(&rng, &x, m));
                 cnt[k] -= take;
                 cnt[prop] += take;
                 nk[k] -= take;
@@ -300,7 +312,6 @@ doc_phase(const lda_ctx *c, lda_worker *w, lda_scratch *s, rt_rng *rng_io, uint3
             cnt[a[0]] = 0;
         }
     }
-    *rng_io = rng;
     totals_store(w, nk, K);
 }
 

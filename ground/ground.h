@@ -147,6 +147,20 @@ static inline float rt_rng_uniformf(rt_rng *rng) /* [0, 1) */
     return (float)(rt_rng_next(rng) >> 40) * 0x1.0p-24f;
 }
 uint64_t rt_rng_below(rt_rng *rng, uint64_t n); /* uniform in [0, n), unbiased */
+/* wyrand (Wang Yi's generator: a Weyl sequence mixed by one 64x64->128-bit
+ * multiply; passes BigCrush and PractRand): one 64-bit state and about 5
+ * instructions a draw against xoshiro256**'s 13, for kernels that draw
+ * several numbers per item.  Seed it with a draw of an rt_rng stream, so
+ * the numbers still come from that stream. */
+typedef struct rt_wyrand {
+    uint64_t s;
+} rt_wyrand;
+static inline uint64_t rt_wyrand_next(rt_wyrand *r)
+{
+    r->s += 0xa0761d6478bd642full;
+    __extension__ unsigned __int128 t = (unsigned __int128)r->s * (r->s ^ 0xe7037ed1a0b428dbull);
+    return (uint64_t)(t >> 64) ^ (uint64_t)t;
+}
 double rt_rng_normal(rt_rng *rng);              /* standard normal (Box-Muller) */
 double rt_rng_gamma(rt_rng *rng, double shape); /* Gamma(shape, 1), Marsaglia-Tsang */
 void rt_rng_shuffle_u32(rt_rng *rng, uint32_t *a, size_t n);

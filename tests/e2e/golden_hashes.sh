@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # golden_hashes.sh - the model bytes of fixed runs do not change under
 # refactoring.  Each run below (sgd-mf, cd-mf and lda; one process, and two
-# processes where the run says so) writes a model whose exported files must
+# processes where the run says so; lda with its default and its warp
+# sampler) writes a model whose exported files must
 # hash to the SHA-256 recorded here.  The 2-process runs hand every step to
 # the worker threads (--inline-steps no); the 1-process runs' tiny steps run
 # inline on the main thread (auto): the same bytes either way.  A change that legitimately changes the math updates
@@ -21,11 +22,13 @@ run_logged cd1 "$ROTOR" "${cdmf[@]}" --threads 4
 run_logged cd2 "$ROTOR" launch -n 2 -- "$ROTOR" "${cdmf[@]}" --inline-steps no
 run_logged lda1 "$ROTOR" "${lda[@]}" --threads 4
 run_logged lda2 "$ROTOR" launch -n 2 -- "$ROTOR" "${lda[@]}" --inline-steps no
+run_logged warp1 "$ROTOR" "${lda[@]}" --sampler warp --threads 4
+run_logged warp2 "$ROTOR" launch -n 2 -- "$ROTOR" "${lda[@]}" --sampler warp --inline-steps no
 
 # The runs save per-rank parts; rotor export merges them into the
 # single-file model, whose bytes are the ones pinned here (the same bytes
 # the saves wrote before models were sharded).
-single "$TMP/sgd1" "$TMP/sgd2" "$TMP/cd1" "$TMP/cd2" "$TMP/lda1" "$TMP/lda2"
+single "$TMP/sgd1" "$TMP/sgd2" "$TMP/cd1" "$TMP/cd2" "$TMP/lda1" "$TMP/lda2" "$TMP/warp1" "$TMP/warp2"
 
 actual() {
     for r in sgd1 sgd2; do
@@ -36,7 +39,7 @@ actual() {
             echo "$r/$f $(sha256sum <"$TMP/$r.single/$f" | cut -c1-64)"
         done
     done
-    for r in lda1 lda2; do
+    for r in lda1 lda2 warp1 warp2; do
         for f in word_topic.npy doc_topic.npy; do
             echo "$r/$f $(sha256sum <"$TMP/$r.single/$f" | cut -c1-64)"
         done
@@ -66,6 +69,10 @@ lda1/word_topic.npy b9e64095c97b9394eeb797477da9b8873c8615d1187291b221b87fbcdc2e
 lda1/doc_topic.npy 2a90c474704efd678efc9b49521b337fdbcd15647b14774ef203eed3e068361d
 lda2/word_topic.npy b9e64095c97b9394eeb797477da9b8873c8615d1187291b221b87fbcdc2ea493
 lda2/doc_topic.npy 2a90c474704efd678efc9b49521b337fdbcd15647b14774ef203eed3e068361d
+warp1/word_topic.npy 8ed059535762dbe6e15b62d5c748f2fcc78d4de669e29738270ee9521fc1bb46
+warp1/doc_topic.npy b3fca81854563c8333bcb6e7e483ba0b5783d2f32e149d2348b564d790a483f4
+warp2/word_topic.npy 8ed059535762dbe6e15b62d5c748f2fcc78d4de669e29738270ee9521fc1bb46
+warp2/doc_topic.npy b3fca81854563c8333bcb6e7e483ba0b5783d2f32e149d2348b564d790a483f4
 HASHES
 }
 diff <(expected) <(actual) >&2 || fail "model bytes differ from the recorded golden hashes"
