@@ -497,8 +497,9 @@ static void settle(sim_state *s, const rt_sim_shape *sh, const rt_sim_link *l,
     }
 }
 
-/* The next time anything happens (INFINITY: the rotation is over: every
- * node is done, whatever passes' CPU work is still left on the hosts). */
+/* The next time anything happens: a node's phase can end, a host's worker
+ * is done, or a link stops transmitting (its kernel load ends); INFINITY
+ * once every node is done (the rotation is over). */
 static double next_event(const sim_state *s, const rt_sim_link *l)
 {
     double t = INFINITY;
