@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +122,33 @@ static int open_in_place(rt_outfile *of, rt_error *err)
         return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot open for writing", of->path);
     of->in_place = 1;
     return 0;
+}
+
+/* path with its directory resolved (the file itself need not exist yet):
+ * "./x.txt" and "x.txt" compare equal.  0, or -1 when the directory is not there. */
+static int resolved_name(const char *path, char *out, size_t cap)
+{
+    char dir[4096], real[PATH_MAX];
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    if (!slash)
+        snprintf(dir, sizeof(dir), ".");
+    else
+        snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+    if (!realpath(dir, real))
+        return -1;
+    return snprintf(out, cap, "%s/%s", real, base) < (int)cap ? 0 : -1;
+}
+
+int rt_same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    char ra[PATH_MAX + 256], rb[PATH_MAX + 256];
+    if (!strcmp(a, b))
+        return 1;
+    if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    return resolved_name(a, ra, sizeof(ra)) == 0 && resolved_name(b, rb, sizeof(rb)) == 0 &&
+           !strcmp(ra, rb);
 }
 
 int rt_outfile_open(rt_outfile *of, const char *path, rt_error *err)

@@ -216,6 +216,9 @@ typedef struct rt_outfile {
     int in_place;   /* fp is the device itself: commit closes it */
 } rt_outfile;
 int rt_is_stdio(const char *path); /* true for "-" */
+/* True when a and b are the same path or name the same existing file or
+ * directory: an output that would replace its own input is refused. */
+int rt_same_file(const char *a, const char *b);
 int rt_outfile_open(rt_outfile *of, const char *path, rt_error *err);
 int rt_outfile_commit(rt_outfile *of, rt_error *err); /* flush, fsync, rename */
 /* Flush and rename without the fsync: for a file rewritten again and again

@@ -275,6 +275,10 @@ static int store(const found *f, const char *v, rt_error *err)
     case RT_OPT_PATH:
         if (!*v)
             return rt_fail(err, RT_EXIT_INPUT, "--%s: the value is empty", o->name);
+        if (o->type == RT_OPT_PATH && (o->flags & RT_OPT_DIR) && rt_is_stdio(v))
+            return rt_fail(err, RT_EXIT_INPUT,
+                           "--%s: names a directory; '-' (standard input or output) cannot be one",
+                           o->name);
         memcpy(field, &v, sizeof(v));
         return 0;
     case RT_OPT_ENUM:

@@ -33,6 +33,11 @@ int cmd_export(int argc, char **argv)
         return RT_EXIT_OK;
     if (o.quiet) /* progress and notes off; warnings and errors stay */
         rt_log_level = RT_LOG_WARN;
+    if (rt_same_file(o.out, o.model)) { /* the swap would replace the model being exported */
+        rt_fail(&err, RT_EXIT_INPUT, "%s: --out is the --model directory itself; give a new one",
+                o.out);
+        rt_die(&err);
+    }
     rt_export_opts eo = {
         .out = o.out, .format = o.format, .memory = o.memory_mb << 20, .quiet = o.quiet};
     rt_guard_output(o.out); /* an interrupted export leaves no OUT.tmp-* */

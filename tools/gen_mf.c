@@ -74,6 +74,8 @@ static int parse(int argc, char **argv, gen_opts *o)
         return bad("give both or neither of --test-out and --test-fraction");
     if (o->test_out && rt_is_stdio(o->out) && rt_is_stdio(o->test_out))
         return bad("only one of --out and --test-out can be standard output ('-')");
+    if (o->test_out && !rt_is_stdio(o->out) && rt_same_file(o->out, o->test_out))
+        return bad("--out and --test-out name the same file");
     uint64_t cover = o->rows > o->cols ? o->rows : o->cols;
     if (o->nnz < cover)
         return bad("--nnz must be at least max(rows, cols) = %" PRIu64
