@@ -224,7 +224,7 @@ void lda_worker_free(lda_worker *w);
 typedef struct lda_scratch {
     lda_word word;
     double *inv;   /* K: 1 / (n_k + V beta) (sparse sampler) */
-    double *buf;   /* K rounded up to LDA_CHUNK: bucket terms, dense weights */
+    double *buf;   /* K: bucket terms */
     double *chunk; /* K / LDA_CHUNK rounded up: the dense weights' running totals */
     int avx2;      /* the dense weights' vector path (same bits either way) */
     double *coef;  /* K: (n_wk + beta) / (n_k + V beta) for the loaded word */
@@ -280,11 +280,10 @@ void lda_doc_phase(const lda_ctx *c, lda_worker *w, lda_scratch *s, rt_rng *rng)
 void lda_doc_counts(const lda_tokens *t, uint32_t K, uint32_t d, int32_t *row);
 
 /* The sparse sampler at K <= LDA_DENSE_K (lda_sample.c): the full
- * conditional's weights w_k = (n_dk + alpha) coef[k] over all K topics
- * (document counts ndk) into w, the running totals of their sums in chunks
- * of LDA_CHUNK into total; returns the sum.  w[K ..] to the end of its
- * chunk must be zero (lda_dense_pad).  avx2 (lda_have_avx2) picks the
- * vector path; the bits are the same either way.  lda_dense_find: the
+ * conditional's weights (n_dk + alpha) coef[k] over all K topics (document
+ * counts ndk), summed in chunks of LDA_CHUNK; the running totals of the
+ * chunk sums into total, returns the last.  avx2 (lda_have_avx2) picks
+ * the vector path; the bits are the same either way.  lda_dense_find: the
  * topic where u falls, 0 <= u < the sum (never one of zero weight). */
 #define LDA_DENSE_K 256u
 #define LDA_CHUNK 8u
@@ -293,9 +292,9 @@ static inline uint32_t lda_chunks(uint32_t K)
     return (K + LDA_CHUNK - 1) / LDA_CHUNK;
 }
 double lda_dense_weights(int avx2, const int32_t *ndk, double alpha, const double *coef, uint32_t K,
-                         double *w, double *total);
-void lda_dense_pad(double *w, uint32_t K);
-uint32_t lda_dense_find(int avx2, const double *w, const double *total, uint32_t K, double u);
+                         double *total);
+uint32_t lda_dense_find(int avx2, const int32_t *ndk, double alpha, const double *coef,
+                        const double *total, uint32_t K, double u);
 int lda_have_avx2(void);
 
 /* Vose's alias table over the loaded word's nonzero topics, weights n_wk. */

@@ -38,7 +38,7 @@ int lda_scratch_init(lda_scratch *s, uint32_t K)
     s->word.nz = rt_alloc(K * sizeof(uint16_t));
     s->word.pos = rt_alloc(K * sizeof(uint32_t));
     s->inv = rt_alloc(K * sizeof(double));
-    s->buf = rt_alloc(lda_chunks(K) * LDA_CHUNK * sizeof(double));
+    s->buf = rt_alloc(K * sizeof(double));
     s->chunk = rt_alloc(lda_chunks(K) * sizeof(double));
     s->coef = rt_alloc(K * sizeof(double));
     s->aprob = rt_alloc(K * sizeof(float));
@@ -130,10 +130,10 @@ int lda_visit_init(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payloa
 /* The full conditional's weights w_k = (n_dk + alpha) coef[k] over all K
  * topics, coef[k] = (n_wk + beta) / (n_k + V beta), in chunks of LDA_CHUNK:
  * no long chain of dependent adds (the weights and chunk sums vectorise),
- * and a draw finds its chunk first, then its topic.  Both code paths
- * perform the same IEEE operations, so the bits do not depend on the
- * machine:
- *     w_k     = ((double)n_dk + alpha) * coef[k]
+ * and a draw finds its chunk first, then its topic (the chunk's weights
+ * computed again).  Both code paths perform the same IEEE operations, so
+ * the bits do not depend on the machine:
+ *     w_k     = ((double)n_dk + alpha) * coef[k]   (0 past K)
  *     chunk_c = ((w0 + w4) + (w1 + w5)) + ((w2 + w6) + (w3 + w7))
  *     total_c = total_{c-1} + chunk_c   (total_{-1} = 0) */
 
@@ -151,44 +151,55 @@ static inline double chunks_total(double *total, uint32_t nc)
     return r;
 }
 
+/* The weights of the chunk at topic k0. */
+static inline void chunk_weights(const int32_t *ndk, double alpha, const double *coef, uint32_t K,
+                                 uint32_t k0, double w[LDA_CHUNK])
+{
+    for (uint32_t i = 0; i < LDA_CHUNK; i++)
+        w[i] = k0 + i < K ? (ndk[k0 + i] + alpha) * coef[k0 + i] : 0.0;
+}
+
 static double weights_portable(const int32_t *ndk, double alpha, const double *coef, uint32_t K,
-                               double *w, double *total)
+                               double *total)
 {
     const uint32_t nc = lda_chunks(K);
-    for (uint32_t k = 0; k < K; k++)
-        w[k] = (ndk[k] + alpha) * coef[k];
-    for (uint32_t c = 0; c < nc; c++)
-        total[c] = chunk_sum(w + c * LDA_CHUNK);
+    for (uint32_t c = 0; c < nc; c++) {
+        double w[LDA_CHUNK];
+        chunk_weights(ndk, alpha, coef, K, c * LDA_CHUNK, w);
+        total[c] = chunk_sum(w);
+    }
     return chunks_total(total, nc);
 }
 
 #define AVX2 __attribute__((target("avx2")))
 
-/* The 8 weights (n + alpha) coef of the chunk at topic k, stored; returns
- * w_j + w_{j+4}. */
+/* The 8 weights (n + alpha) coef of a chunk, stored into w unless NULL;
+ * returns w_j + w_{j+4}. */
 AVX2 static inline __m256d chunk_half_avx2(__m256i n, __m256d alpha, __m256d clo, __m256d chi,
-                                           double *w, uint32_t k)
+                                           double *w)
 {
     const __m256d lo =
         _mm256_mul_pd(_mm256_add_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(n)), alpha), clo);
     const __m256d hi = _mm256_mul_pd(
         _mm256_add_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(n, 1)), alpha), chi);
-    _mm256_storeu_pd(w + k, lo);
-    _mm256_storeu_pd(w + k + 4, hi);
+    if (w) {
+        _mm256_storeu_pd(w, lo);
+        _mm256_storeu_pd(w + 4, hi);
+    }
     return _mm256_add_pd(lo, hi);
 }
 
 AVX2 static inline __m256d chunk_full_avx2(const int32_t *ndk, __m256d alpha, const double *coef,
-                                           double *w, uint32_t k)
+                                           uint32_t k, double *w)
 {
     return chunk_half_avx2(_mm256_loadu_si256((const __m256i *)(ndk + k)), alpha,
-                           _mm256_loadu_pd(coef + k), _mm256_loadu_pd(coef + k + 4), w, k);
+                           _mm256_loadu_pd(coef + k), _mm256_loadu_pd(coef + k + 4), w);
 }
 
-/* The chunk past the last whole one: lanes past K read as 0 (weight +0.0,
- * as the portable path's padding). */
+/* The chunk past the last whole one: lanes past K read as 0, so their
+ * weight is +0.0, as on the portable path. */
 AVX2 static inline __m256d chunk_part_avx2(const int32_t *ndk, __m256d alpha, const double *coef,
-                                           double *w, uint32_t k, uint32_t rest)
+                                           uint32_t k, uint32_t rest, double *w)
 {
     const __m256i m =
         _mm256_cmpgt_epi32(_mm256_set1_epi32((int)rest), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
@@ -196,7 +207,18 @@ AVX2 static inline __m256d chunk_part_avx2(const int32_t *ndk, __m256d alpha, co
     const __m256i mhi = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(m, 1));
     return chunk_half_avx2(_mm256_maskload_epi32(ndk + k, m), alpha,
                            _mm256_maskload_pd(coef + k, mlo), _mm256_maskload_pd(coef + k + 4, mhi),
-                           w, k);
+                           w);
+}
+
+/* The weights of the chunk at topic k0 (chunk_weights' values). */
+AVX2 static void chunk_weights_avx2(const int32_t *ndk, double alpha, const double *coef,
+                                    uint32_t K, uint32_t k0, double w[LDA_CHUNK])
+{
+    const __m256d av = _mm256_set1_pd(alpha);
+    if (k0 + LDA_CHUNK <= K)
+        chunk_full_avx2(ndk, av, coef, k0, w);
+    else
+        chunk_part_avx2(ndk, av, coef, k0, K - k0, w);
 }
 
 /* The sum of one chunk from chunk_half_avx2's result. */
@@ -207,7 +229,7 @@ AVX2 static inline double chunk_fold_avx2(__m256d v)
 }
 
 AVX2 static double weights_avx2(const int32_t *ndk, double alpha, const double *coef, uint32_t K,
-                                double *w, double *total)
+                                double *total)
 {
     const uint32_t full = K / LDA_CHUNK, rest = K % LDA_CHUNK;
     const __m256d av = _mm256_set1_pd(alpha);
@@ -215,29 +237,23 @@ AVX2 static double weights_avx2(const int32_t *ndk, double alpha, const double *
     for (; c + 4 <= full; c += 4) { /* four chunk sums at once */
         __m256d v[4];
         for (uint32_t i = 0; i < 4; i++)
-            v[i] = chunk_full_avx2(ndk, av, coef, w, (c + i) * LDA_CHUNK);
+            v[i] = chunk_full_avx2(ndk, av, coef, (c + i) * LDA_CHUNK, NULL);
         const __m256d h01 = _mm256_hadd_pd(v[0], v[1]), h23 = _mm256_hadd_pd(v[2], v[3]);
         _mm256_storeu_pd(total + c, _mm256_add_pd(_mm256_permute2f128_pd(h01, h23, 0x20),
                                                   _mm256_permute2f128_pd(h01, h23, 0x31)));
     }
     for (; c < full; c++)
-        total[c] = chunk_fold_avx2(chunk_full_avx2(ndk, av, coef, w, c * LDA_CHUNK));
+        total[c] = chunk_fold_avx2(chunk_full_avx2(ndk, av, coef, c * LDA_CHUNK, NULL));
     if (rest)
-        total[c] = chunk_fold_avx2(chunk_part_avx2(ndk, av, coef, w, c * LDA_CHUNK, rest));
+        total[c] = chunk_fold_avx2(chunk_part_avx2(ndk, av, coef, c * LDA_CHUNK, rest, NULL));
     return chunks_total(total, lda_chunks(K));
 }
 
 double lda_dense_weights(int avx2, const int32_t *ndk, double alpha, const double *coef, uint32_t K,
-                         double *w, double *total)
+                         double *total)
 {
-    return avx2 ? weights_avx2(ndk, alpha, coef, K, w, total)
-                : weights_portable(ndk, alpha, coef, K, w, total);
-}
-
-void lda_dense_pad(double *w, uint32_t K)
-{
-    for (uint32_t k = K; k < lda_chunks(K) * LDA_CHUNK; k++)
-        w[k] = 0;
+    return avx2 ? weights_avx2(ndk, alpha, coef, K, total)
+                : weights_portable(ndk, alpha, coef, K, total);
 }
 
 /* How many of total[0 .. n) u has reached. */
@@ -260,7 +276,8 @@ AVX2 static uint32_t passed_avx2(const double *total, uint32_t n, double u)
     return c + passed_portable(total + i, n - i, u);
 }
 
-uint32_t lda_dense_find(int avx2, const double *w, const double *total, uint32_t K, double u)
+uint32_t lda_dense_find(int avx2, const int32_t *ndk, double alpha, const double *coef,
+                        const double *total, uint32_t K, double u)
 {
     /* the chunk: how many running totals u has reached (they never fall),
      * counted without branches, whose outcome no predictor could guess */
@@ -268,15 +285,19 @@ uint32_t lda_dense_find(int avx2, const double *w, const double *total, uint32_t
     const uint32_t c = avx2 ? passed_avx2(total, nc - 1, u) : passed_portable(total, nc - 1, u);
     /* its topic, alike; u - (the total before) >= 0, so a zero weight is
      * never the first to pass it */
-    const double *wc = w + c * LDA_CHUNK, v = u - (c ? total[c - 1] : 0.0);
-    double a = 0;
+    double w[LDA_CHUNK], a = 0;
+    if (avx2)
+        chunk_weights_avx2(ndk, alpha, coef, K, c * LDA_CHUNK, w);
+    else
+        chunk_weights(ndk, alpha, coef, K, c * LDA_CHUNK, w);
+    const double v = u - (c ? total[c - 1] : 0.0);
     uint32_t j = 0;
     for (uint32_t i = 0; i < LDA_CHUNK; i++) {
-        a += wc[i];
+        a += w[i];
         j += !(v < a);
     }
     if (j == LDA_CHUNK) /* rounding left u past the chunk: its last weight */
-        for (j = LDA_CHUNK - 1; j && !(wc[j] > 0); j--)
+        for (j = LDA_CHUNK - 1; j && !(w[j] > 0); j--)
             ;
     return c * LDA_CHUNK + j;
 }
@@ -311,13 +332,12 @@ static int visit_dense(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *pa
     const uint32_t row_bytes = K * 4 < DENSE_PREFETCH_ROW ? K * 4 : DENSE_PREFETCH_ROW;
     const double alpha = c->o->alpha, beta = c->o->beta, vbeta = c->vbeta;
     int64_t *nk = w->nk;
-    double *wt = s->buf, *total = s->chunk, *coef = s->coef;
+    double *total = s->chunk, *coef = s->coef;
     lda_word *wd = &s->word;
     /* coef[k] = (n_wk + beta) / (n_k + V beta): beta / (n_k + V beta)
      * outside the loaded word's topics */
     for (uint32_t k = 0; k < K; k++)
         coef[k] = beta / ((double)nk[k] + vbeta);
-    lda_dense_pad(wt, K);
     for (uint64_t r = t->blk_run[b]; r < t->blk_run[b + 1]; r++) {
         uint32_t cap, j = t->run_word[r];
         uint32_t *slice = lda_word_slice(c, b, j, payload, &cap);
@@ -339,8 +359,9 @@ static int visit_dense(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *pa
             int32_t *ndk = t->ndk + (size_t)t->tok_doc[i] * K;
             ndk[k0]--;
             dense_change(nk, wd, coef, beta, vbeta, k0, -1);
-            const double sum = lda_dense_weights(s->avx2, ndk, alpha, coef, K, wt, total);
-            const uint32_t k = lda_dense_find(s->avx2, wt, total, K, rt_rng_uniform(rng) * sum);
+            const double sum = lda_dense_weights(s->avx2, ndk, alpha, coef, K, total);
+            const uint32_t k =
+                lda_dense_find(s->avx2, ndk, alpha, coef, total, K, rt_rng_uniform(rng) * sum);
             ndk[k]++;
             dense_change(nk, wd, coef, beta, vbeta, k, +1);
             t->z[p] = (uint16_t)k;

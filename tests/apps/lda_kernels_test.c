@@ -186,69 +186,60 @@ static void test_stream(void **state)
 }
 
 /* The dense weights: both paths give the same bits at every K (whole and
- * partial chunks, fewer and more than four chunks); a draw never lands on
- * a zero weight, lands on topic k for u in k's own interval, and follows
- * the weights. */
+ * partial chunks, fewer and more than four chunks), equal to the order
+ * lda.h states; a draw lands where a plain search over those sums says,
+ * on both paths, and never on a zero weight. */
 static void test_dense(void **state)
 {
     (void)state;
     enum { KMAX = 300 };
     static int32_t ndk[KMAX];
-    static double coef[KMAX], w[2][KMAX + LDA_CHUNK], tot[2][KMAX / LDA_CHUNK + 1];
+    static double coef[KMAX], w[KMAX + LDA_CHUNK], want[KMAX / LDA_CHUNK + 1],
+        tot[2][KMAX / LDA_CHUNK + 1];
+    const double alpha = 0.5;
     rt_rng r;
     rt_rng_seed(&r, 7, 1);
     const uint32_t Ks[] = {1, 3, 8, 9, 31, 32, 33, 100, 257, KMAX};
     for (size_t ki = 0; ki < sizeof(Ks) / sizeof(Ks[0]); ki++) {
-        const uint32_t K = Ks[ki];
+        const uint32_t K = Ks[ki], nc = lda_chunks(K);
         for (uint32_t k = 0; k < K; k++) {
             ndk[k] = lda_below(&r, 4) ? 0 : (int32_t)lda_below(&r, 50);
-            coef[k] = (lda_below(&r, 3) + 0.01) / (lda_below(&r, 1000) + 20.0);
+            /* some zero weights (a real coef is never 0) */
+            coef[k] =
+                lda_below(&r, 5) ? (lda_below(&r, 3) + 0.01) / (lda_below(&r, 1000) + 20.0) : 0.0;
         }
-        double sum[2];
-        for (int path = 0; path < 1 + lda_have_avx2(); path++) {
-            lda_dense_pad(w[path], K);
-            sum[path] = lda_dense_weights(path, ndk, 0.5, coef, K, w[path], tot[path]);
-        }
-        if (lda_have_avx2()) {
-            assert_memory_equal(w[0], w[1], K * sizeof(double));
-            assert_memory_equal(tot[0], tot[1], lda_chunks(K) * sizeof(double));
-            assert_memory_equal(&sum[0], &sum[1], sizeof(double));
-        }
+        coef[lda_below(&r, K)] = 1.0; /* at least one weight */
+        memset(w, 0, sizeof(w));
         for (uint32_t k = 0; k < K; k++)
-            assert_true(w[0][k] == (ndk[k] + 0.5) * coef[k]);
-        assert_true(fabs(sum[0] - tot[0][lda_chunks(K) - 1]) == 0);
-        /* u just inside topic k's interval (sequential running sum) */
-        double acc = 0;
-        for (uint32_t k = 0; k < K; k++) {
-            const double lo = acc;
-            acc += w[0][k];
-            const double mid = lo + 0.5 * w[0][k];
-            if (mid > lo && mid < acc && mid < sum[0] && mid - lo > 1e-9 * sum[0] &&
-                acc - mid > 1e-9 * sum[0])
-                for (int path = 0; path < 1 + lda_have_avx2(); path++)
-                    assert_int_equal(lda_dense_find(path, w[0], tot[0], K, mid), k);
-        }
-        /* zero weights are never drawn, even at the ends */
-        w[0][K - 1] = 0;
-        if (K > 1)
-            for (uint32_t k = 0; k + 1 < K; k++)
-                w[0][k] = k % 2 ? 0 : 1.0;
-        else
-            w[0][0] = 1.0;
-        lda_dense_pad(w[0], K);
-        const uint32_t nc = lda_chunks(K);
+            w[k] = (ndk[k] + alpha) * coef[k];
+        double run = 0;
         for (uint32_t c = 0; c < nc; c++) {
-            const double *x = w[0] + c * LDA_CHUNK;
-            tot[0][c] = (((x[0] + x[4]) + (x[1] + x[5])) + ((x[2] + x[6]) + (x[3] + x[7]))) +
-                        (c ? tot[0][c - 1] : 0);
+            const double *x = w + c * LDA_CHUNK;
+            want[c] = run += ((x[0] + x[4]) + (x[1] + x[5])) + ((x[2] + x[6]) + (x[3] + x[7]));
         }
-        for (int i = 0; i < 1000; i++) {
-            const double u = rt_rng_uniform(&r) * tot[0][nc - 1];
-            const uint32_t k = lda_dense_find(0, w[0], tot[0], K, u);
-            assert_true(w[0][k] > 0);
-            assert_int_equal(lda_dense_find(lda_have_avx2(), w[0], tot[0], K, u), k);
+        const int paths = 1 + lda_have_avx2();
+        for (int path = 0; path < paths; path++) {
+            const double sum = lda_dense_weights(path, ndk, alpha, coef, K, tot[path]);
+            assert_memory_equal(tot[path], want, nc * sizeof(double));
+            assert_memory_equal(&sum, &want[nc - 1], sizeof(double));
         }
-        assert_true(w[0][lda_dense_find(0, w[0], tot[0], K, nextafter(tot[0][nc - 1], 0))] > 0);
+        for (int i = 0; i < 2000; i++) {
+            const double u = i ? rt_rng_uniform(&r) * want[nc - 1] : nextafter(want[nc - 1], 0);
+            uint32_t c = 0; /* the plain search */
+            while (c + 1 < nc && !(u < want[c]))
+                c++;
+            const double v = u - (c ? want[c - 1] : 0.0);
+            double a = 0;
+            uint32_t j = 0;
+            while (j < LDA_CHUNK && !(v < (a += w[c * LDA_CHUNK + j])))
+                j++;
+            for (int path = 0; path < paths; path++) {
+                const uint32_t k = lda_dense_find(path, ndk, alpha, coef, want, K, u);
+                assert_true(k < K && w[k] > 0);
+                if (j < LDA_CHUNK)
+                    assert_int_equal(k, c * LDA_CHUNK + j);
+            }
+        }
     }
 }
 
