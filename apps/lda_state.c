@@ -33,7 +33,8 @@ static void *xcalloc(size_t n, size_t size, int *fail)
 
 /* The word phase reads the token records in word order, scattered over
  * the documents: with 4 KiB pages nearly every record costs a TLB miss (a
- * two-level page walk in a VM).  Ask for transparent huge pages on the
+ * two-level page walk in a VM); so do the sparse sampler's topics and
+ * document rows.  Ask for transparent huge pages on the
  * 2 MiB-aligned part of the array before its pages are first touched.
  * Advice only: where THP is off or the array is small nothing changes, so
  * the result is not checked. */
@@ -137,15 +138,19 @@ static int tokens_build(lda_tokens *t, const rt_plan *plan, const rt_shard *sh, 
     if (warp) {
         t->aux = xcalloc(t->n_tokens * t->aux_stride, sizeof(uint16_t), &fail);
         advise_huge(t->aux, t->n_tokens * t->aux_stride * sizeof(uint16_t));
-    } else
+    } else { /* the other samplers read z and n_d. at scattered documents alike */
         t->z = xcalloc(t->n_tokens, sizeof(uint16_t), &fail);
+        advise_huge(t->z, t->n_tokens * sizeof(uint16_t));
+    }
     if (!warp) /* (the warp sampler's word phase needs no document) */
         t->tok_doc = xcalloc(t->n_tokens, sizeof(uint32_t), &fail);
     t->tok_pos = xcalloc(t->n_tokens, sizeof(uint32_t), &fail);
     t->run_word = xcalloc(runs, sizeof(uint32_t), &fail);
     t->run_end = xcalloc(runs, sizeof(uint64_t), &fail);
-    if (!warp)
+    if (!warp) {
         t->ndk = xcalloc((size_t)n_docs * K, sizeof(int32_t), &fail);
+        advise_huge(t->ndk, (size_t)n_docs * K * sizeof(int32_t));
+    }
     if (test_ids) {
         t->held_word = xcalloc(held_entries, sizeof(uint32_t), &fail);
         t->held_doc = xcalloc(held_entries, sizeof(uint32_t), &fail);
