@@ -367,9 +367,10 @@ static int export_files(const rt_model_parts *mp, lda_export *x, uint64_t D, con
                    rt_path_join(path, sizeof(path), dir, "doc_topic.npy", err) ||
                    rt_model_merge(mp, "doc_topic", "docs", D, x->K, path, NULL, o->memory, progress,
                                   err) ||
-                   rt_model_copy_file(mp->dir, dir, "vocab.txt", err) ||
-                   rt_model_copy_file(mp->dir, dir, "docs.txt", err) ||
-                   rt_model_copy_file(mp->dir, dir, "topics.txt", err) || export_meta(mp, dir, err)
+                   rt_model_copy_file(mp->dir, dir, "vocab.txt", x->V, err) ||
+                   rt_model_copy_file(mp->dir, dir, "docs.txt", D, err) ||
+                   rt_model_copy_file(mp->dir, dir, "topics.txt", x->K, err) ||
+                   export_meta(mp, dir, err)
                ? -1
                : 0;
 }

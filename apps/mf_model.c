@@ -142,10 +142,11 @@ static void meta_single_files(json_t *meta, int biases)
     }
 }
 
-static int copy_ids(const char *from_dir, const char *to_dir, rt_error *err)
+static int copy_ids(const char *from_dir, const char *to_dir, uint64_t rows, uint64_t cols,
+                    rt_error *err)
 {
-    return rt_model_copy_file(from_dir, to_dir, "rows.ids", err) ||
-                   rt_model_copy_file(from_dir, to_dir, "cols.ids", err)
+    return rt_model_copy_file(from_dir, to_dir, "rows.ids", rows, err) ||
+                   rt_model_copy_file(from_dir, to_dir, "cols.ids", cols, err)
                ? -1
                : 0;
 }
@@ -162,7 +163,7 @@ int rt_mf_model_write(const char *dir, const rt_plan *plan, const rt_mf_common_o
     if (bu && (write_matrix(dir, "row_bias.npy", bu, plan->n_rows, 1, err) ||
                write_matrix(dir, "col_bias.npy", bi, plan->n_cols, 1, err)))
         goto out;
-    if (copy_ids(plan->dir, dir, err))
+    if (copy_ids(plan->dir, dir, plan->n_rows, plan->n_cols, err))
         goto out;
     meta_common(meta, plan, o);
     meta_single_files(meta, bu != NULL);
@@ -187,7 +188,7 @@ int rt_mf_save(rt_mf_local *m, rt_engine *eng, const rt_mf_common_opts *o, json_
     if (rt_engine_rank(eng) == 0) {
         meta_common(meta, plan, o);
         if (rc == 0)
-            rc = copy_ids(plan->dir, rt_model_save_dir(&s), err);
+            rc = copy_ids(plan->dir, rt_model_save_dir(&s), plan->n_rows, plan->n_cols, err);
     } else {
         json_decref(meta);
         meta = NULL;
@@ -516,7 +517,8 @@ static int export_files(mf_export *x, const char *dir, rt_error *err)
         (export_matrix(x, dir, rb, "row_bias", "rows", "rows.ids", x->n_rows, 1, err) ||
          export_matrix(x, dir, cb, "col_bias", "cols", "cols.ids", x->n_cols, 1, err)))
         return -1;
-    return npy ? copy_ids(x->mp->dir, dir, err) || export_meta(x, dir, err) : 0;
+    return npy ? copy_ids(x->mp->dir, dir, x->n_rows, x->n_cols, err) || export_meta(x, dir, err)
+               : 0;
 }
 
 int rt_mf_model_export(const char *dir, const rt_export_opts *o, rt_error *err)

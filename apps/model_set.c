@@ -708,7 +708,8 @@ int rt_model_dir_commit(const char *tmp, const char *out, rt_error *err)
 
 /* ------------------------------------------------------------ merging */
 
-int rt_model_copy_file(const char *from_dir, const char *to_dir, const char *name, rt_error *err)
+int rt_model_copy_file(const char *from_dir, const char *to_dir, const char *name, uint64_t lines,
+                       rt_error *err)
 {
     char from[4200], to[4200];
     if (rt_path_join(from, sizeof(from), from_dir, name, err) ||
@@ -722,12 +723,22 @@ int rt_model_copy_file(const char *from_dir, const char *to_dir, const char *nam
         fclose(in);
         return -1;
     }
-    char buf[1 << 16];
+    char buf[1 << 16], last = '\n';
     size_t n;
+    uint64_t seen = 0;
     int rc = 0;
-    while (rc == 0 && (n = fread(buf, 1, sizeof(buf), in)) > 0)
+    while (rc == 0 && (n = fread(buf, 1, sizeof(buf), in)) > 0) {
+        for (size_t i = 0; i < n; i++)
+            seen += buf[i] == '\n';
+        last = buf[n - 1];
         rc = rt_write_all(of.fp, buf, n, to, err);
+    }
     fclose(in);
+    if (rc == 0 && lines != RT_ANY_LINES && (seen != lines || last != '\n'))
+        rc = rt_fail(err, RT_EXIT_INPUT,
+                     "%s: %" PRIu64 " lines%s, the model has %" PRIu64 " (damaged, or from "
+                     "another model)",
+                     from, seen, last != '\n' ? " and a cut last line" : "", lines);
     if (rc) {
         rt_outfile_abort(&of);
         return -1;

@@ -144,8 +144,12 @@ int rt_model_merge(const rt_model_parts *mp, const char *name, const char *ids, 
                    uint64_t cols, const char *path, const char *ids_file, uint64_t memory,
                    rt_progress *progress, rt_error *err);
 
-/* Copy FROM_DIR/NAME to TO_DIR/NAME (atomically). */
-int rt_model_copy_file(const char *from_dir, const char *to_dir, const char *name, rt_error *err);
+/* Copy FROM_DIR/NAME to TO_DIR/NAME (atomically); a text file of one line
+ * per row must have `lines` lines (exit 2 otherwise: an id list cut short
+ * or grown is not copied into an export or a model), RT_ANY_LINES for any. */
+#define RT_ANY_LINES UINT64_MAX
+int rt_model_copy_file(const char *from_dir, const char *to_dir, const char *name, uint64_t lines,
+                       rt_error *err);
 
 /* A JSON object's integer member in lo..hi (exit 2 naming `path` otherwise). */
 int rt_json_u64(json_t *obj, const char *key, uint64_t lo, uint64_t hi, uint64_t *out,
