@@ -136,11 +136,11 @@ int rt_text_load(const char *path, rt_text *t, rt_error *err)
         buf = nb;
     }
     rt_progress_end(&progress);
-    int bad = ferror(fp);
+    int bad = ferror(fp), e = errno; /* errno of the failed read (a directory: EISDIR) */
     fclose(fp);
     if (bad) {
         free(buf);
-        return rt_fail(err, RT_EXIT_INPUT, "%s: read error", path);
+        return rt_fail_errno(err, RT_EXIT_INPUT, e, "%s: read failed", path);
     }
     buf[len] = '\0';
     if (len >= 3 && !memcmp(buf, "\xef\xbb\xbf", 3)) { /* a UTF-8 byte order mark */

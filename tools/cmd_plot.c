@@ -13,6 +13,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef struct plot_opts {
     const char **inputs;
@@ -144,6 +145,9 @@ static int load_run(const char *path, run *r, rt_error *err)
     json_error_t je;
     memset(r, 0, sizeof(*r));
     r->path = path;
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) /* jansson would say "expected '['" */
+        return rt_fail(err, RT_EXIT_INPUT, "%s: is a directory, not a metrics file", path);
     r->doc = json_load_file(path, 0, &je);
     if (!r->doc)
         return rt_fail_parse(err, path, je.line, je.text);
