@@ -90,6 +90,7 @@ static inline uint16_t propose(rt_wyrand *rng, uint64_t thr, const uint16_t *top
  * fewer per topic at large K.  Counts stay far below IN_NZ (a word's
  * tokens, below LDA_WARP_WORD_TOKENS_MAX). */
 #define IN_NZ (1 << 30)
+#define COUNT(v) ((v) & (IN_NZ - 1))
 
 /* Both phases keep the worker's topic totals as doubles while they run
  * (integers, so exact, and the acceptance ratios come out bit for bit as
@@ -110,7 +111,6 @@ static void totals_store(lda_worker *w, const double *nkd, uint32_t K)
     for (uint32_t k = 0; k < K; k++)
         w->nk[k] = (int64_t)nkd[k];
 }
-#define COUNT(v) ((v) & (IN_NZ - 1))
 
 static void word_load_flagged(lda_word *wd, uint32_t K, uint32_t *slice, uint32_t cap)
 {
