@@ -56,11 +56,15 @@
 # stay bandwidth-bound on 2 cores.  Default epochs 8 (medians over 7).
 # --quick: 4 configurations, one round of 4 epochs each (about a minute).
 # Without root or namespaces it prints a message and exits 0.
+# One scale.sh at a time owns the rtscale-* namespaces (lock
+# /run/lock/rotor-scale.lock): a second one exits 2 saying so.  Every exit
+# (normal, error, INT, TERM, HUP) removes them; a SIGKILLed run's are
+# removed, with a message, by the next run.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 ranks=2,4,8 gbps=1,5,25 apps=sgd-mf,lda epochs="" rounds=3 quick=0 keep=0 configs="" auto="" size=small
 BENCH_FLAGS=([quick]=quick=1 [keep]=keep=1)
-bench_options 2,53 "$@"
+bench_options 2,62 "$@"
 case $size in
 small) mf_cols=10000 mf_nnz=1500000 mf_rank=64 lda_docs=6000 lda_vocab=20000 ;;
 large) mf_cols=60000 mf_nnz=9000000 mf_rank=128 lda_docs=15000 lda_vocab=60000 ;;
@@ -75,13 +79,25 @@ SUBNET=169.254.77
 TMP=$(mktemp -d)
 max_ranks=0 burst_kib=0
 
+# Whoever holds this lock owns every $PREFIX-* namespace (and its pid is in it).
+NETNS_LOCK=/run/lock/rotor-scale.lock
+[ -d /run/lock ] || NETNS_LOCK=/tmp/rotor-scale.lock
+
 skip() { echo "scale.sh: skipped: $*" >&2; rm -rf "$TMP"; exit 0; }
 
+# Our namespaces ($PREFIX-0.., $PREFIX-sw), whatever run made them.
+our_netns() { ip netns list 2>/dev/null | awk -v p="$PREFIX-" 'index($1, p) == 1 { print $1 }'; }
+
+# Remove every $PREFIX-* namespace, ending the processes still inside it
+# first (ours: only the holder of the lock gets here).
 teardown() {
-    for ((r = 0; r < max_ranks; r++)); do
-        ip netns del "$PREFIX-$r" 2>/dev/null || true
+    local ns pids
+    for ns in $(our_netns); do
+        pids=$(ip netns pids "$ns" 2>/dev/null) || true
+        # shellcheck disable=SC2086 # one pid a word
+        [ -z "$pids" ] || kill $pids 2>/dev/null || true
+        ip netns del "$ns" 2>/dev/null || true
     done
-    ip netns del "$PREFIX-sw" 2>/dev/null || true
 }
 
 cleanup() {
@@ -92,10 +108,33 @@ cleanup() {
     [ "$keep" = 1 ] && echo "scale.sh: kept $TMP" >&2 || rm -rf "$TMP"
 }
 
+# Take the namespaces: refuse while another scale.sh holds them; then any
+# $PREFIX-* namespace left is a killed run's (a SIGKILL skips its cleanup),
+# and goes.
+own_netns() {
+    local stale
+    exec 9<>"$NETNS_LOCK" || { echo "scale.sh: cannot open $NETNS_LOCK" >&2; exit 2; }
+    if ! flock -n 9; then
+        echo "scale.sh: another bench/scale.sh (pid $(cat "$NETNS_LOCK")) is using" \
+            "the $PREFIX-* namespaces ($NETNS_LOCK); run this one when it ends" >&2
+        rm -rf "$TMP"
+        exit 2
+    fi
+    echo $$ >"$NETNS_LOCK"
+    stale=$(our_netns | tr '\n' ' ')
+    [ -z "$stale" ] || echo "scale.sh: removing namespaces a killed run left: $stale" >&2
+    teardown
+}
+
 [ "$(id -u)" = 0 ] || skip "needs root for ip netns and tc"
 command -v ip >/dev/null && command -v tc >/dev/null || skip "needs iproute2 (ip, tc)"
 [ -x "$ROTOR" ] || { echo "scale.sh: build rotor first ($ROTOR)" >&2; exit 2; }
+own_netns
+# every exit path tears down: a signal exits through the EXIT trap
 trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
 # every rank of a job proves this secret to the others (bench-link and train)
 ROTOR_TOKEN=${ROTOR_TOKEN:-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')}
 export ROTOR_TOKEN
@@ -407,7 +446,6 @@ for cfg in $configs; do
     [ "$n" -gt "$need" ] && need=$n
 done
 [ -z "$auto" ] || need=${auto#*:} need=${need%%:*}
-teardown
 netns_up "$need"
 shape 0
 lat=$(measure_latency)
