@@ -79,6 +79,11 @@ typedef struct rt_app_desc {
     int (*check)(const void *opts, const rt_plan *plan, rt_error *err);
     /* Largest payload any block will carry (bytes). */
     int (*slot_bytes)(const void *opts, const rt_plan *plan, size_t *bytes, rt_error *err);
+    /* Optional, for rotor simulate: the payload of each of the plan's blocks
+     * (bytes[b], b < plan->blocks).  NULL: a payload grows with the block's
+     * columns, up to slot_bytes (true of MF's factor blocks; not of LDA's,
+     * whose blocks are balanced by tokens and whose payloads follow them). */
+    int (*block_bytes)(const void *opts, const rt_plan *plan, double *bytes, rt_error *err);
     /* Load this node's shards and state; the engine is created but not run. */
     int (*create)(const void *opts, const rt_plan *plan, rt_engine *eng, void **app, rt_error *err);
     const rt_app_ops *ops;

@@ -94,6 +94,20 @@ static int lda_slot_bytes(const void *opts, const rt_plan *plan, size_t *bytes, 
     return 0;
 }
 
+/* Each block's payload, from the same layout (for rotor simulate). */
+static int lda_block_bytes(const void *opts, const rt_plan *plan, double *bytes, rt_error *err)
+{
+    lda_layout l;
+    if (lda_layout_build(&l, plan, ((const lda_opts *)opts)->K, err)) {
+        lda_layout_free(&l);
+        return -1;
+    }
+    for (uint32_t b = 0; b < plan->blocks; b++)
+        bytes[b] = 4.0 * (double)l.block_u32[b];
+    lda_layout_free(&l);
+    return 0;
+}
+
 /* ---------------------------------------------------------------- create */
 
 static void lda_destroy(void *p)
@@ -265,6 +279,7 @@ const rt_app_desc rt_app_lda = {
     .opts_done = lda_opts_done,
     .check = lda_check,
     .slot_bytes = lda_slot_bytes,
+    .block_bytes = lda_block_bytes,
     .create = lda_create,
     .ops = &lda_ops,
     .save = lda_save,

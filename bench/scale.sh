@@ -55,6 +55,8 @@
 # bytes grow with its compute (rank and columns alike), so 0.25-0.5 Gb/s
 # stay bandwidth-bound on 2 cores.  Default epochs 8 (medians over 7).
 # --quick: 4 configurations, one round of 4 epochs each (about a minute).
+# --keep: keep the scratch directory, with every round's rank logs and the
+# model's per-node debug lines and command (kept/APP.RANKS.THREADS.PIPELINE.GBPS.ROUND).
 # Without root or namespaces it prints a message and exits 0.
 # One scale.sh at a time owns the rtscale-* namespaces (lock
 # /run/lock/rotor-scale.lock): a second one exits 2 saying so.  Every exit
@@ -64,7 +66,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 ranks=2,4,8 gbps=1,5,25 apps=sgd-mf,lda epochs="" rounds=3 quick=0 keep=0 configs="" auto="" size=small
 BENCH_FLAGS=([quick]=quick=1 [keep]=keep=1)
-bench_options 2,62 "$@"
+bench_options 2,64 "$@"
 case $size in
 small) mf_cols=10000 mf_nnz=1500000 mf_rank=64 lda_docs=6000 lda_vocab=20000 ;;
 large) mf_cols=60000 mf_nnz=9000000 mf_rank=128 lda_docs=15000 lda_vocab=60000 ;;
@@ -345,13 +347,22 @@ one_round() {
         return 1
     fi
     m=$(measured)
-    # shellcheck disable=SC2046
-    pred=$("$ROTOR" simulate --plan "$plan" --app "$app" $(app_args "$app") --json \
-        --rate "${rate[$key]}" --step-overhead-us "${step_us[$key]}" \
-        --step-cv "${step_cv[$key]}" --cell-cv "${cell_cv[$key]}" --inline-below-us 4000 \
-        --inline-step-us "${inline_us[$key]}" --busy-core-speed "${busy_speed[$key]}" \
-        --gbps "${effective[$g]}" --burst-kib "$burst_kib" --net-cpu-ns-per-byte "$net_ns" \
+    local sim kept
+    # shellcheck disable=SC2046,SC2207 # app_args: one option a word
+    sim=("$ROTOR" simulate --plan "$plan" --app "$app" $(app_args "$app") --json
+        --rate "${rate[$key]}" --step-overhead-us "${step_us[$key]}"
+        --step-cv "${step_cv[$key]}" --cell-cv "${cell_cv[$key]}" --inline-below-us 4000
+        --inline-step-us "${inline_us[$key]}" --busy-core-speed "${busy_speed[$key]}"
+        --gbps "${effective[$g]}" --burst-kib "$burst_kib" --net-cpu-ns-per-byte "$net_ns"
         --latency-us "$lat" --overhead-us 10 --host-cores "$(nproc)" --send-buffer-kib 8192)
+    pred=$("${sim[@]}")
+    if [ "$keep" = 1 ]; then # the ranks' logs and the model's per-node lines, side by side
+        kept=$TMP/kept/$app.$n.$th.$c.$g.$(wc -l <"$TMP/rounds")
+        mkdir -p "$kept"
+        cp "$TMP"/log.* "$kept/"
+        echo "${sim[*]}" >"$kept/simulate.cmd"
+        ROTOR_LOG=debug "${sim[@]}" >/dev/null 2>"$kept/simulate.log" || true
+    fi
     echo "$m $(echo "$pred" | sed -n 's/.*"predicted_epoch_s": \([0-9.e+-]*\).*"predicted_stall": \([0-9.e+-]*\).*"compute_s": \([0-9.e+-]*\).*"critical": "\([a-z]*\)".*/\1 \2 \4 \3/p') $(measured_compute "$n")" |
         awk -v f="${busy_speed[$key]}" '{ print $1, $2, $3, $4, $5, $7, $6, f }' >>"$TMP/rounds"
 }

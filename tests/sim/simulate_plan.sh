@@ -23,6 +23,22 @@ awk -v e="$epoch" 'BEGIN { exit !(e >= 0.002 && e < 0.004) }' ||
     fail "2x2 plan: predicted epoch $epoch outside [8000/4/1e6, 2x that) ($out)"
 echo "$out" | grep -q '"nodes": 2, "threads": 2' || fail "2x2 plan: shape not read ($out)"
 
+# LDA's blocks are balanced by tokens, so their columns differ (here 2.9x)
+# and payloads follow the words' tokens, not the columns: over one rotation
+# each of 2 nodes passes every block once, so a link carries every block's
+# payload: a 4-u32 header each, and per word its K counts (dense) or, with
+# fewer than K/2 - 1 tokens, tokens + 1 u32 (sparse; 1 for an unseen word).
+"$ROTOR" gen lda --docs 300 --vocab 2000 --topics 10 --doc-len 60 --seed 2 --out "$TMP/c.txt" \
+    >/dev/null 2>&1 || fail "gen lda"
+"$ROTOR" partition --app lda --input "$TMP/c.txt" --nodes 2 --threads 1 --seed 1 \
+    --out "$TMP/lda" >/dev/null 2>&1 || fail "partition lda"
+out=$("$ROTOR" simulate --plan "$TMP/lda" --app lda --topics 20 "${fast[@]}") || fail "simulate lda"
+want=$(awk -v K=20 -v B=4 'NR == 2 { V = $1 } NR > 3 { t[$2] += $3 }
+    END { for (w in t) { u += 2 * (t[w] + 1) < K ? t[w] + 1 : K; n++ } print 4 * (4 * B + u + V - n) }' \
+    "$TMP/c.txt")
+echo "$out" | grep -q "\"bytes_per_link\": $want," ||
+    fail "lda plan: want $want bytes per link (the blocks' payloads): $out"
+
 # A table for a sweep over node counts from sizes alone.
 "$ROTOR" simulate --app sgd-mf --rank 32 --rows 480000 --cols 17700 --nnz 100M \
     --nodes 1,2,4 --threads 4 --rate 2e7 >"$TMP/sweep.txt" || fail "simulate sizes"
