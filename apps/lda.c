@@ -16,8 +16,14 @@
 
 /* ---------------------------------------------------------------- options */
 
-static const rt_opt_choice lda_samplers[] = {
-    {"sparse", LDA_SAMPLER_SPARSE}, {"mh", LDA_SAMPLER_MH}, {"warp", LDA_SAMPLER_WARP}, {NULL, 0}};
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+static const rt_opt_choice lda_samplers[] = {{"auto", LDA_SAMPLER_AUTO},
+                                             {"sparse", LDA_SAMPLER_SPARSE},
+                                             {"mh", LDA_SAMPLER_MH},
+                                             {"warp", LDA_SAMPLER_WARP},
+                                             {NULL, 0}};
 
 static const rt_opt_choice lda_inits[] = {
     {"random", LDA_INIT_RANDOM}, {"progressive", LDA_INIT_PROGRESSIVE}, {NULL, 0}};
@@ -30,10 +36,16 @@ static const rt_opt lda_options[] = {
                   "symmetric topic-word prior"),
     RT_U32_OPT("iters", 0, lda_opts, iters, "N", "100", 0, 100000000, 0,
                "Gibbs sweeps over the corpus"),
-    RT_ENUM_OPT("sampler", 0, lda_opts, sampler, lda_samplers, "sparse",
-                "sparse (SparseLDA buckets), mh (Metropolis-Hastings with alias tables: cost per "
-                "token independent of K) or warp (WarpLDA's word and document phases with delayed "
-                "count updates: no document-topic matrix, the fastest per token)"),
+    RT_ENUM_OPT("sampler", 0, lda_opts, sampler, lda_samplers, "auto",
+                "auto (sparse at K <= " STR(
+                    LDA_AUTO_EXACT_MAX_K) ", warp above: the sooner to a "
+                                          "given log-likelihood; the model records which), sparse "
+                                          "(SparseLDA buckets), mh (Metropolis-Hastings with alias "
+                                          "tables: cost per "
+                                          "token independent of K) or warp (WarpLDA's word and "
+                                          "document phases with delayed "
+                                          "count updates: no document-topic matrix, the fastest "
+                                          "per token)"),
     RT_ENUM_OPT("init", 0, lda_opts, init, lda_inits, "random",
                 "initial topics: random (uniform) or progressive (a first sweep that assigns "
                 "every token from the collapsed conditional given the tokens assigned before it, "
@@ -64,6 +76,10 @@ static int lda_opts_done(void *opts, rt_error *err)
     lda_opts *o = opts;
     if (o->alpha == 0) /* not given (0 is out of its range) */
         o->alpha = 50.0 / o->K;
+    /* resolved here, once: everything after (the chain, the model's and the
+     * metrics' "sampler", a resume) sees the concrete sampler */
+    if (o->sampler == LDA_SAMPLER_AUTO)
+        o->sampler = lda_sampler_auto(o->K);
     return 0;
 }
 
@@ -146,6 +162,8 @@ static int lda_create(const void *opts, const rt_plan *plan, rt_engine *eng, voi
     rt_metrics_init(&a->metrics, rt_engine_rank(eng) == 0 ? o->metrics : NULL, "lda",
                     config_json(o, plan));
     *out = a;
+    if (rt_engine_rank(eng) == 0) /* (which one --sampler auto picked) */
+        rt_info("lda: %u topics, sampler %s", o->K, lda_sampler_name(o->sampler));
     int64_t tot[2];
     if (rt_app_shards_open(plan, first, a->n_shards, &a->shards, err) ||
         lda_core_init(&a->core, o, plan, a->shards, first, a->n_shards, a->n_shards, err))

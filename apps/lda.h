@@ -88,8 +88,17 @@ int lda_model_export(const char *dir, const rt_export_opts *o, rt_error *err);
 typedef enum lda_sampler {
     LDA_SAMPLER_SPARSE = 0,
     LDA_SAMPLER_MH = 1,
-    LDA_SAMPLER_WARP = 2
+    LDA_SAMPLER_WARP = 2,
+    LDA_SAMPLER_AUTO = 3 /* only until the options are parsed: lda_sampler_auto */
 } lda_sampler;
+
+/* --sampler auto: the sparse (exact) sampler up to this K, warp above: the
+ * one that reaches a given log-likelihood sooner (README, LDA). */
+#define LDA_AUTO_EXACT_MAX_K 256
+static inline lda_sampler lda_sampler_auto(uint32_t K)
+{
+    return K <= LDA_AUTO_EXACT_MAX_K ? LDA_SAMPLER_SPARSE : LDA_SAMPLER_WARP;
+}
 
 static inline const char *lda_sampler_name(lda_sampler s)
 {

@@ -33,7 +33,8 @@
 # speed (KOS, K = 100, load average 14 on 2 cores: 1.2-1.5M tokens/s
 # active, 2.3-3.0M passive).
 # --samplers: NAME, NAME:M (--mh-steps M) or NAME+exact (--exact-sweeps
-# for every sweep: exact collapsed Gibbs), reported as rotor-NAME[-mM][-exact].
+# for every sweep: exact collapsed Gibbs), reported as rotor-NAME[-mM][-exact];
+# NAME auto is rotor's default (sparse at K <= 256, warp above).
 # rotor's sampling seconds include rotation 0 (the initial topics).
 # --quick: KOS only, K = 100 and 1000, 20 iterations, 1 round, 2 points.
 # WarpLDA is built by ../shared/anchors/build.sh (into $ANCHORS_DIR, default

@@ -47,7 +47,7 @@ grep -q "3 documents (1 empty" "$TMP/ok.err" || { cat "$TMP/ok.err"; fail "empty
 expect_status 2 "$ROTOR" train --app lda --plan "$TMP/plan" --topics 1
 grep -q "^rotor: error: --topics: 1 is out of range 2..65535" "$TMP/last.err" || fail "--topics 1"
 expect_status 2 "$ROTOR" train --app lda --plan "$TMP/plan" --sampler gibbs
-grep -q "^rotor: error: --sampler: 'gibbs' is not one of sparse, mh" "$TMP/last.err" || fail "--sampler"
+grep -q "^rotor: error: --sampler: 'gibbs' is not one of auto, sparse, mh" "$TMP/last.err" || fail "--sampler"
 expect_status 2 "$ROTOR" train --app lda --plan "$TMP/plan" --alpha -1
 grep -q "^rotor: error: --alpha: -1 is out of range > 0" "$TMP/last.err" || fail "--alpha"
 # An unusable --out fails before training starts (/proc: not writable even for root).
