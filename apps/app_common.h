@@ -48,6 +48,9 @@ int rt_state_put(rt_state_writer *w, const char *tag, const void *data, size_t l
 /* Write the end marker, fsync and rename into place; abort on any error. */
 int rt_state_commit(rt_state_writer *w, rt_error *err);
 void rt_state_abort(rt_state_writer *w);
+/* Remove rank's committed state file from dir (a checkpoint that failed
+ * elsewhere must not keep half a set). */
+void rt_state_discard(const char *dir, uint32_t rank);
 
 typedef struct rt_state_reader {
     char path[4096];

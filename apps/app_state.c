@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define STATE_MAGIC "ROTORST1"
 #define TAG_BYTES 16
@@ -64,6 +65,13 @@ int rt_state_commit(rt_state_writer *w, rt_error *err)
 void rt_state_abort(rt_state_writer *w)
 {
     rt_outfile_abort(&w->of);
+}
+
+void rt_state_discard(const char *dir, uint32_t rank)
+{
+    char path[4096];
+    if (state_path(path, sizeof(path), dir, rank, NULL) == 0)
+        unlink(path);
 }
 
 /* ---- reading ---- */

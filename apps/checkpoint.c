@@ -24,6 +24,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CKPT_PREFIX "ckpt-"
 #define CKPT_KEEP 2
@@ -268,21 +269,36 @@ static int state_load(const rt_app_desc *app, void *state, const rt_plan *plan, 
     return rc;
 }
 
+/* A checkpoint that failed (here or on another rank) leaves nothing half
+ * made: this rank's state file goes, and the directory with the last one
+ * out (rmdir removes it only once it is empty, so never another rank's file). */
+static int checkpoint_failed(const char *dir, rt_engine *eng, uint64_t next, rt_error *err)
+{
+    char manifest[4096];
+    if (rt_engine_rank(eng) == 0 && manifest_path(manifest, sizeof(manifest), dir, NULL) == 0)
+        unlink(manifest); /* it may be in place when only the sync after it failed */
+    rt_state_discard(dir, (uint32_t)rt_engine_rank(eng));
+    rmdir(dir);
+    return rt_error_prefix(err, "checkpoint at rotation %" PRIu64, next);
+}
+
 static int checkpoint_write(const rt_app_desc *app, void *state, rt_engine *eng,
                             const rt_plan *plan, const rt_checkpoint_config *cfg, uint64_t next,
                             rt_error *err)
 {
     char dir[4096];
     double t0 = rt_now();
-    if (ckpt_dir(dir, sizeof(dir), cfg->dir, next, err) || rt_mkdir_p(dir, err) ||
-        state_save(app, state, plan, eng, dir, next, err))
+    if (ckpt_dir(dir, sizeof(dir), cfg->dir, next, err) || rt_mkdir_p(dir, err))
         return rt_error_prefix(err, "checkpoint at rotation %" PRIu64, next);
+    if (state_save(app, state, plan, eng, dir, next, err))
+        return checkpoint_failed(dir, eng, next, err);
     /* Every rank's file is in place before the manifest makes the set count. */
     if (rt_engine_barrier(eng, err))
-        return -1;
+        return checkpoint_failed(dir, eng, next, err);
     if (rt_engine_rank(eng) == 0) {
-        if (write_manifest(dir, app, plan, eng, next, cfg->job, err))
-            return rt_error_prefix(err, "checkpoint at rotation %" PRIu64, next);
+        /* the manifest's sync covers the names in dir; this one, dir's own name */
+        if (write_manifest(dir, app, plan, eng, next, cfg->job, err) || rt_sync_dir(cfg->dir, err))
+            return checkpoint_failed(dir, eng, next, err);
         prune(cfg->dir, next);
         rt_info("checkpoint: rotation %" PRIu64 " written to %s in %.3fs", next, dir,
                 rt_now() - t0);

@@ -39,34 +39,6 @@ static int rank_tmp_dir(const char *out, int pid, int rank, char *buf, size_t ca
     return 0;
 }
 
-/* fsync a directory, so that the names in it survive a crash. */
-static int sync_dir(const char *dir, rt_error *err)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY);
-    if (fd < 0)
-        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot open", dir);
-    int rc = fsync(fd);
-    int e = errno;
-    close(fd);
-    if (rc != 0 && e != EINVAL) /* some filesystems cannot sync directories */
-        return rt_fail_errno(err, RT_EXIT_RUNTIME, e, "%s: fsync", dir);
-    return 0;
-}
-
-static int sync_parent(const char *path, rt_error *err)
-{
-    char dir[4096];
-    snprintf(dir, sizeof(dir), "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        snprintf(dir, sizeof(dir), ".");
-    else if (slash == dir)
-        dir[1] = '\0';
-    else
-        *slash = '\0';
-    return sync_dir(dir, err);
-}
-
 /* A file name from the manifest or the wire: a plain name in the model
  * directory, NAME.part-RRRRR.npy. */
 static int plain_part_name(const char *name)
@@ -80,30 +52,7 @@ static int plain_part_name(const char *name)
 
 int rt_model_out_check(const char *out, rt_error *err)
 {
-    DIR *d = opendir(out);
-    if (d) {
-        int model = 0, other = 0;
-        struct dirent *de;
-        while ((de = readdir(d))) {
-            /* (other ranks probe the same directory right now) */
-            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
-                !strncmp(de->d_name, ".rotor-probe-", 13))
-                continue;
-            if (!strcmp(de->d_name, "model.json"))
-                model = 1;
-            else
-                other = 1;
-        }
-        closedir(d);
-        if (other && !model)
-            return rt_fail(err, RT_EXIT_INPUT,
-                           "%s: --out holds files but no model.json; a save replaces the whole "
-                           "directory, so it must be new, empty or a rotor model",
-                           out);
-    } else if (errno != ENOENT && errno != ENOTDIR) {
-        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: --out: cannot read", out);
-    }
-    return rt_check_out_dir(out, err);
+    return rt_check_whole_out_dir(out, "model.json", "a rotor model", err);
 }
 
 /* ------------------------------------------------------------ writing */
@@ -111,13 +60,17 @@ int rt_model_out_check(const char *out, rt_error *err)
 int rt_model_save_begin(rt_model_saver *s, rt_engine *eng, const char *out, rt_error *err)
 {
     memset(s, 0, sizeof(*s));
+    s->tmp_hold = -1;
     s->eng = eng;
     s->out = out;
     s->mine.pid = (int32_t)getpid();
     if (rank_tmp_dir(out, s->mine.pid, rt_engine_rank(eng), s->tmp, sizeof(s->tmp), err))
         return -1;
     rt_remove_tree(s->tmp); /* a stale one of a process with our pid */
-    return rt_mkdir_p(s->tmp, err);
+    if (rt_mkdir_p(s->tmp, err))
+        return -1;
+    s->tmp_hold = rt_hold_dir(s->tmp);
+    return 0;
 }
 
 const char *rt_model_save_dir(const rt_model_saver *s)
@@ -167,38 +120,6 @@ int rt_model_part_end(rt_model_saver *s, rt_error *err)
         return -1;
     s->mine.n_files++;
     return 0;
-}
-
-/* Exchange the directory `tmp` with `out` (or rename it there when there
- * is no `out`), then remove what was `out`. */
-static int swap_into(const char *tmp, const char *out, rt_error *err)
-{
-    char base[4096], old[4200];
-    if (out_base(out, base, sizeof(base), err))
-        return -1;
-    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, base, RENAME_EXCHANGE) == 0) {
-        rt_remove_tree(tmp); /* now the previous model */
-        return sync_parent(base, err);
-    }
-    if (errno == ENOENT) {
-        if (rename(tmp, base) != 0)
-            return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot rename to %s", tmp, base);
-        return sync_parent(base, err);
-    }
-    if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
-        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot exchange with %s", tmp, base);
-    /* No exchange here: for a moment there is no model at all, never a mix. */
-    snprintf(old, sizeof(old), "%s.tmp-%d-old", base, (int)getpid());
-    if (rename(base, old) != 0)
-        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot rename to %s", base, old);
-    if (rename(tmp, base) != 0) {
-        int e = errno;
-        if (rename(old, base) != 0)
-            rt_warn("%s: could not put the previous model back from %s", base, old);
-        return rt_fail_errno(err, RT_EXIT_RUNTIME, e, "%s: cannot rename to %s", tmp, base);
-    }
-    rt_remove_tree(old);
-    return sync_parent(base, err);
 }
 
 /* Rank 0: bring part r's files into our directory when we can see them. */
@@ -259,6 +180,52 @@ static json_t *part_json(const rt_model_part *p, int rank)
                      files);
 }
 
+/* A whole-model side file (ids, vocabulary, document names, topics): a
+ * plain regular file in the model directory that is neither a part nor
+ * model.json. */
+static int side_file_name(const char *dir, const char *name)
+{
+    char path[4200];
+    struct stat sb;
+    if (name[0] == '.' || !strcmp(name, "model.json") || plain_part_name(name) ||
+        snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path))
+        return 0;
+    return lstat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* Rank 0: size and XXH3 of every side file into meta's "side_files", so
+ * that a changed id or word is found at open like a changed part. */
+static int record_side_files(const char *dir, json_t *meta, rt_error *err)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot read", dir);
+    json_t *files = json_object();
+    int rc = files ? 0 : rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    struct dirent *de;
+    while (rc == 0 && (de = readdir(d))) {
+        char path[4200], hex[17];
+        uint64_t bytes, check;
+        if (!side_file_name(dir, de->d_name))
+            continue;
+        rc = rt_path_join(path, sizeof(path), dir, de->d_name, err) ||
+                     rt_file_checksum(path, &bytes, &check, err)
+                 ? -1
+                 : 0;
+        snprintf(hex, sizeof(hex), "%016" PRIx64, check);
+        if (rc == 0 &&
+            json_object_set_new(files, de->d_name,
+                                json_pack("{s:I, s:s}", "bytes", (json_int_t)bytes, "xxh3", hex)))
+            rc = rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    }
+    closedir(d);
+    if (rc == 0)
+        json_object_set_new(meta, "side_files", files);
+    else
+        json_decref(files);
+    return rc;
+}
+
 static int write_manifest(const char *dir, json_t *meta, rt_error *err)
 {
     char path[4200];
@@ -296,9 +263,10 @@ static int commit_at_root(rt_model_saver *s, rt_model_part *parts, const size_t 
         verdict[r] = parts[r].node_local ? 2 : 1;
         json_array_append_new(list, part_json(&parts[r], r));
     }
-    if (write_manifest(s->tmp, meta, err) || sync_dir(s->tmp, err))
+    if (record_side_files(s->tmp, meta, err) || write_manifest(s->tmp, meta, err) ||
+        rt_sync_dir(s->tmp, err))
         return -1;
-    return swap_into(s->tmp, s->out, err);
+    return rt_dir_replace(s->tmp, s->out, err);
 }
 
 /* Does OUT already hold the manifest of this very save?  Then this rank's
@@ -329,7 +297,7 @@ static int join_out(rt_model_saver *s, rt_error *err)
             return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot move to %s", from, to);
     }
     rt_remove_tree(s->tmp);
-    return sync_dir(s->out, err);
+    return rt_sync_dir(s->out, err);
 }
 
 /* After the verdict: this rank's own directory. */
@@ -338,7 +306,8 @@ static int finish_rank(rt_model_saver *s, int32_t v, uint64_t save_id, rt_error 
     if (rt_engine_rank(s->eng) == 0 && v)
         return 0; /* swapped into place */
     if (v == 2)
-        return out_has_save(s->out, save_id) ? join_out(s, err) : swap_into(s->tmp, s->out, err);
+        return out_has_save(s->out, save_id) ? join_out(s, err)
+                                             : rt_dir_replace(s->tmp, s->out, err);
     rt_remove_tree(s->tmp); /* failed, or emptied by rank 0 */
     return 0;
 }
@@ -354,7 +323,7 @@ int rt_model_save_commit(rt_model_saver *s, int rc, json_t *meta, rt_error *err)
         rt_outfile_abort(&s->of);
         s->open = 0;
     }
-    if (rc == 0 && sync_dir(s->tmp, err))
+    if (rc == 0 && rt_sync_dir(s->tmp, err))
         rc = -1;
     s->mine.ok = rc == 0;
     void *all = NULL;
@@ -397,6 +366,8 @@ out:
     free(all);
     free(lens);
     free(verdict);
+    rt_release_dir(s->tmp_hold);
+    s->tmp_hold = -1;
     return rc || crc ? -1 : 0;
 }
 
@@ -504,6 +475,43 @@ static int verify_parts(const rt_model_parts *mp, rt_error *err)
     return 0;
 }
 
+/* Every side file model.json records, of its size and checksum (a model
+ * saved before they were recorded has no "side_files": nothing to check). */
+static int verify_side_files(const rt_model_parts *mp, const char *path, rt_error *err)
+{
+    json_t *files = json_object_get(mp->meta, "side_files"), *f;
+    const char *name;
+    if (!files)
+        return 0;
+    if (!json_is_object(files))
+        return rt_fail(err, RT_EXIT_INPUT, "%s: \"side_files\" is not an object", path);
+    json_object_foreach(files, name, f)
+    {
+        char file[4200], hex[17], *end;
+        uint64_t want_bytes = 0, bytes = 0, check = 0;
+        if (!json_is_object(f) || json_str(f, "xxh3", hex, sizeof(hex), path, err) ||
+            rt_json_u64(f, "bytes", 0, INT64_MAX, &want_bytes, path, err))
+            return err->code ? -1 : rt_fail(err, RT_EXIT_INPUT, "%s: bad side file entry", path);
+        errno = 0;
+        uint64_t want = strtoull(hex, &end, 16);
+        if (!name[0] || name[0] == '.' || strchr(name, '/') || strlen(hex) != 16 || *end || errno)
+            return rt_fail(err, RT_EXIT_INPUT, "%s: bad side file entry '%s'", path, name);
+        if (rt_path_join(file, sizeof(file), mp->dir, name, err))
+            return -1;
+        if (access(file, F_OK) != 0)
+            return rt_fail(err, RT_EXIT_INPUT, "%s: incomplete model: %s is missing", mp->dir,
+                           name);
+        if (rt_file_checksum(file, &bytes, &check, err))
+            return -1;
+        if (bytes != want_bytes || check != want)
+            return rt_fail(err, RT_EXIT_INPUT,
+                           "%s: damaged model: %s does not match its size and checksum in "
+                           "model.json",
+                           mp->dir, name);
+    }
+    return 0;
+}
+
 int rt_model_parts_open(const char *dir, rt_model_parts *mp, rt_error *err)
 {
     char path[4096];
@@ -517,7 +525,8 @@ int rt_model_parts_open(const char *dir, rt_model_parts *mp, rt_error *err)
     if (!json_is_integer(v) || json_integer_value(v) != RT_MODEL_FORMAT_VERSION)
         rt_fail(err, RT_EXIT_INPUT, "%s: \"format_version\" is not %d, the one this rotor reads",
                 path, RT_MODEL_FORMAT_VERSION);
-    else if (read_parts(mp, path, err) == 0 && verify_parts(mp, err) == 0)
+    else if (read_parts(mp, path, err) == 0 && verify_parts(mp, err) == 0 &&
+             verify_side_files(mp, path, err) == 0)
         return 0;
     rt_model_parts_close(mp); /* nothing held after a failure */
     return -1;
@@ -532,7 +541,8 @@ void rt_model_parts_close(rt_model_parts *mp)
 
 json_t *rt_model_single_meta(const rt_model_parts *mp)
 {
-    static const char *const manifest_keys[] = {"format_version", "ranks", "parts", "save_id"};
+    static const char *const manifest_keys[] = {"format_version", "ranks", "parts", "save_id",
+                                                "side_files"};
     json_t *meta = json_deep_copy(mp->meta);
     for (size_t i = 0; meta && i < sizeof(manifest_keys) / sizeof(manifest_keys[0]); i++)
         json_object_del(meta, manifest_keys[i]);
@@ -694,12 +704,15 @@ int rt_model_dir_begin(const char *out, char *tmp, size_t cap, rt_error *err)
     if (rt_model_out_check(out, err) || rank_tmp_dir(out, (int)getpid(), 0, tmp, cap, err))
         return -1;
     rt_remove_tree(tmp);
-    return rt_mkdir_p(tmp, err);
+    if (rt_mkdir_p(tmp, err))
+        return -1;
+    rt_hold_dir(tmp); /* a one-shot command: released when the process ends */
+    return 0;
 }
 
 int rt_model_dir_commit(const char *tmp, const char *out, rt_error *err)
 {
-    if (sync_dir(tmp, err) || swap_into(tmp, out, err)) {
+    if (rt_sync_dir(tmp, err) || rt_dir_replace(tmp, out, err)) {
         rt_remove_tree(tmp);
         return -1;
     }

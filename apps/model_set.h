@@ -14,7 +14,8 @@
  *     parts where they are;
  *   - writes the whole-model side files (ids) and, last, model.json: the
  *     manifest (format_version 2; every part's shape, size and XXH3, and
- *     which rank wrote it);
+ *     which rank wrote it; "side_files": the size and XXH3 of every other
+ *     file, the text ids, vocabulary and topics);
  *   - swaps its directory with --out in one rename (RENAME_EXCHANGE; two
  *     renames where the filesystem cannot exchange) and removes the old.
  * A one-int-per-rank verdict is broadcast; node-local ranks swap their own
@@ -25,8 +26,9 @@
  * them into one directory (next to rank 0's model.json) to use the model.
  *
  * Reading.  rt_model_parts_open reads the manifest and checks that every
- * part file is there with the size and checksum it records; anything else
- * is "incomplete model" (exit 2), never a mix of two saves.  A model.json
+ * part file and side file is there with the size and checksum it records;
+ * anything else is "incomplete model" or "damaged model" (exit 2), never a
+ * mix of two saves.  A model.json
  * without format_version is a single-file model (W.npy, ...) as rotor wrote
  * before sharding and as `rotor export --format npy` writes.
  */
@@ -64,6 +66,7 @@ typedef struct rt_model_saver {
     rt_engine *eng;
     const char *out;
     char tmp[4096]; /* this rank's OUT.tmp-PID-rR */
+    int tmp_hold;   /* rt_hold_dir of it until the commit */
     rt_model_part mine;
     rt_outfile of; /* the part file being written */
     uint64_t left; /* bytes of cells still to come in it */
@@ -91,7 +94,8 @@ const char *rt_model_save_dir(const rt_model_saver *s);
 int rt_model_save_commit(rt_model_saver *s, int rc, json_t *meta, rt_error *err);
 
 /* One process writing a whole model directory (`rotor export`): into
- * OUT.tmp-PID-r0, then swapped into place as a save is. */
+ * OUT.tmp-PID-r0, held (rt_hold_dir) until the process ends, then swapped
+ * into place as a save is. */
 int rt_model_dir_begin(const char *out, char *tmp, size_t cap, rt_error *err);
 int rt_model_dir_commit(const char *tmp, const char *out,
                         rt_error *err); /* removes tmp on failure */
@@ -109,7 +113,7 @@ typedef struct rt_model_parts {
 int rt_model_parts_open(const char *dir, rt_model_parts *mp, rt_error *err);
 void rt_model_parts_close(rt_model_parts *mp);
 /* A copy of model.json without the manifest's own keys (parts, ranks,
- * format_version, save_id): the single-file model's model.json. */
+ * format_version, save_id, side_files): the single-file model's model.json. */
 json_t *rt_model_single_meta(const rt_model_parts *mp);
 /* Part file NAME of part i (NULL when that part has none). */
 const rt_part_file *rt_model_part_find(const rt_model_parts *mp, uint32_t i, const char *name);

@@ -66,9 +66,33 @@ int rt_error_prefix(rt_error *err, const char *fmt, ...)
     return -1;
 }
 
+size_t rt_one_line(char *out, size_t cap, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t n = 0;
+    for (; *s && n + 5 < cap; s++) {
+        unsigned char c = (unsigned char)*s;
+        if ((c >= 0x20 && c != 0x7f) || c == '\t') {
+            out[n++] = (char)c;
+        } else if (c == '\n' || c == '\r') {
+            out[n++] = '\\';
+            out[n++] = c == '\n' ? 'n' : 'r';
+        } else {
+            memcpy(out + n, "\\x", 2);
+            out[n + 2] = hex[c >> 4];
+            out[n + 3] = hex[c & 15];
+            n += 4;
+        }
+    }
+    out[n] = '\0';
+    return n;
+}
+
 void rt_die(const rt_error *err)
 {
+    char line[4 * sizeof(err->msg) + 8];
+    rt_one_line(line, sizeof(line), err->msg);
     fflush(stdout);
-    fprintf(stderr, "rotor: error: %s\n", err->msg);
+    fprintf(stderr, "rotor: error: %s\n", line);
     exit(err->code ? err->code : RT_EXIT_RUNTIME);
 }

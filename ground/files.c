@@ -5,11 +5,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <ftw.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -151,6 +153,170 @@ int rt_same_file(const char *a, const char *b)
            !strcmp(ra, rb);
 }
 
+/* fsync a directory, so that the names in it survive a crash. */
+int rt_sync_dir(const char *dir, rt_error *err)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot open", dir);
+    int rc = fsync(fd);
+    int e = errno;
+    close(fd);
+    if (rc != 0 && e != EINVAL) /* some filesystems cannot sync directories */
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, e, "%s: fsync", dir);
+    return 0;
+}
+
+int rt_sync_parent(const char *path, rt_error *err)
+{
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof(dir), ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    return rt_sync_dir(dir, err);
+}
+
+/* ------------------------------------------------------------ temporaries */
+
+static int is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+int rt_hold_temporary(int fd)
+{
+    return flock(fd, LOCK_EX | LOCK_NB);
+}
+
+int rt_hold_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0)
+        rt_hold_temporary(fd); /* where locks are unsupported: no proof, no cleaning */
+    return fd;
+}
+
+void rt_release_dir(int fd)
+{
+    if (fd >= 0)
+        close(fd);
+}
+
+/* Is `name` a temporary of output `base`, exactly as rotor names them:
+ * BASE.tmp.PID (rt_outfile) or BASE.tmp-PID-TAG (directories; TAG letters
+ * and digits)?  BASE.tmp-PID-old is not: it holds the previous output while
+ * a directory is swapped in two renames, and may be all that is left of it. */
+static int temporary_of(const char *name, const char *base)
+{
+    size_t b = strlen(base), i = 0;
+    if (strncmp(name, base, b) || strncmp(name + b, ".tmp", 4))
+        return 0;
+    const char *rest = name + b + 4;
+    char sep = rest[0];
+    if (sep != '.' && sep != '-')
+        return 0;
+    for (i = 1; is_digit(rest[i]); i++)
+        ;
+    if (i == 1)
+        return 0;
+    if (sep == '.')
+        return rest[i] == '\0';
+    if (rest[i] != '-' || !rest[i + 1] || !strcmp(rest + i + 1, "old"))
+        return 0;
+    for (const char *t = rest + i + 1; *t; t++)
+        if (!is_digit(*t) && !((*t | 0x20) >= 'a' && (*t | 0x20) <= 'z'))
+            return 0;
+    return 1;
+}
+
+/* Remove dir/name when no process holds it (the lock is ours, then). */
+static int remove_if_unheld(const char *dir, const char *name)
+{
+    char path[8192];
+    if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path))
+        return 0;
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    int stale = flock(fd, LOCK_EX | LOCK_NB) == 0;
+    if (stale) {
+        rt_remove_tree(path);
+        rt_info("%s: removed: the temporary of an earlier run that was killed", path);
+    }
+    close(fd);
+    return stale;
+}
+
+int rt_remove_stale_temporaries(const char *out)
+{
+    char dir[4096], base[4096];
+    size_t n = strlen(out);
+    while (n > 1 && out[n - 1] == '/')
+        n--;
+    if (n == 0 || n >= sizeof(dir))
+        return 0;
+    memcpy(dir, out, n);
+    dir[n] = '\0';
+    char *slash = strrchr(dir, '/');
+    snprintf(base, sizeof(base), "%s", slash ? slash + 1 : dir);
+    if (!slash)
+        snprintf(dir, sizeof(dir), ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    DIR *d = base[0] && strcmp(base, ".") && strcmp(base, "..") ? opendir(dir) : NULL;
+    if (!d)
+        return 0;
+    int removed = 0;
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (temporary_of(de->d_name, base))
+            removed += remove_if_unheld(dir, de->d_name);
+    closedir(d);
+    return removed;
+}
+
+int rt_dir_replace(const char *tmp, const char *out, rt_error *err)
+{
+    char base[4096], old[4200];
+    size_t n = strlen(out);
+    while (n > 1 && out[n - 1] == '/') /* "out/": the rename's target is "out" */
+        n--;
+    if (n == 0 || n >= sizeof(base))
+        return rt_fail(err, RT_EXIT_INPUT, "%s: bad directory name", out);
+    memcpy(base, out, n);
+    base[n] = '\0';
+    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, base, RENAME_EXCHANGE) == 0) {
+        rt_remove_tree(tmp); /* now the previous one */
+        return rt_sync_parent(base, err);
+    }
+    if (errno == ENOENT) {
+        if (rename(tmp, base) != 0)
+            return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot rename to %s", tmp, base);
+        return rt_sync_parent(base, err);
+    }
+    if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot exchange with %s", tmp, base);
+    /* No exchange here: for a moment there is nothing at all, never a mix. */
+    snprintf(old, sizeof(old), "%s.tmp-%d-old", base, (int)getpid());
+    if (rename(base, old) != 0)
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot rename to %s", base, old);
+    if (rename(tmp, base) != 0) {
+        int e = errno;
+        if (rename(old, base) != 0)
+            rt_warn("%s: could not put the previous one back from %s", base, old);
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, e, "%s: cannot rename to %s", tmp, base);
+    }
+    rt_remove_tree(old);
+    return rt_sync_parent(base, err);
+}
+
 int rt_outfile_open(rt_outfile *of, const char *path, rt_error *err)
 {
     memset(of, 0, sizeof(*of));
@@ -172,6 +338,8 @@ int rt_outfile_open(rt_outfile *of, const char *path, rt_error *err)
     /* O_EXCL: never write through a link planted at the temporary's name. */
     unlink(of->tmp);
     int fd = open(of->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0)
+        rt_hold_temporary(fd); /* until the rename: a live run's temporary is never stale */
     of->fp = fd >= 0 ? fdopen(fd, "wb") : NULL;
     if (!of->fp) {
         int e = errno;
@@ -208,14 +376,18 @@ static int commit(rt_outfile *of, int sync, rt_error *err)
         return commit_stdout(of, err);
     if (fflush(of->fp) != 0 || (sync && fsync(fileno(of->fp)) != 0))
         rc = rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: write failed", of->path);
+    /* renamed while still open, so still held (rt_hold_temporary) */
+    if (rc == 0 && rename(of->tmp, of->path) != 0)
+        rc = rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: rename failed", of->path);
     if (fclose(of->fp) != 0 && rc == 0)
         rc = rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: close failed", of->path);
     of->fp = NULL;
-    if (rc == 0 && rename(of->tmp, of->path) != 0)
-        rc = rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: rename failed", of->path);
-    if (rc != 0)
+    if (rc != 0) {
         unlink(of->tmp);
-    return rc;
+        return rc;
+    }
+    /* the new name too must survive a power cut, not only the bytes */
+    return sync ? rt_sync_parent(of->path, err) : 0;
 }
 
 int rt_outfile_commit(rt_outfile *of, rt_error *err)
@@ -297,9 +469,40 @@ int rt_path_join(char *out, size_t cap, const char *dir, const char *name, rt_er
     return 0;
 }
 
+/* Digits from s[*i]; how many. */
+static size_t skip_digits(const char *s, size_t len, size_t *i)
+{
+    size_t start = *i;
+    while (*i < len && is_digit(s[*i]))
+        (*i)++;
+    return *i - start;
+}
+
+int rt_is_decimal(const char *s, size_t len)
+{
+    size_t i = 0;
+    if (i < len && (s[i] == '+' || s[i] == '-'))
+        i++;
+    size_t digits = skip_digits(s, len, &i);
+    if (i < len && s[i] == '.') {
+        i++;
+        digits += skip_digits(s, len, &i);
+    }
+    if (digits == 0)
+        return 0;
+    if (i < len && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        if (i < len && (s[i] == '+' || s[i] == '-'))
+            i++;
+        if (skip_digits(s, len, &i) == 0)
+            return 0;
+    }
+    return i == len;
+}
+
 int rt_parse_u64(const char *s, uint64_t *out)
 {
-    if (!s || !*s || *s == '-')
+    if (!s || !is_digit(*s)) /* strtoull would take " 5", "+5" */
         return -1;
     char *end;
     errno = 0;
@@ -323,7 +526,7 @@ int rt_parse_u64(const char *s, uint64_t *out)
 
 int rt_parse_double(const char *s, double *out)
 {
-    if (!s || !*s)
+    if (!s || !rt_is_decimal(s, strlen(s))) /* strtod would take " 1", "0x1p3", "nan" */
         return -1;
     char *end;
     errno = 0;
@@ -336,7 +539,7 @@ int rt_parse_double(const char *s, double *out)
 
 int rt_parse_int(const char *s, int *out)
 {
-    if (!s || !*s)
+    if (!s || !(is_digit(*s) || (*s == '-' && is_digit(s[1])))) /* strtol would take " 5" */
         return -1;
     char *end;
     errno = 0;
@@ -345,6 +548,34 @@ int rt_parse_int(const char *s, int *out)
         return -1;
     *out = (int)v;
     return 0;
+}
+
+int rt_check_whole_out_dir(const char *out, const char *marker, const char *kind, rt_error *err)
+{
+    DIR *d = opendir(out);
+    if (d) {
+        int marked = 0, other = 0;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+            /* (other ranks may probe the same directory right now) */
+            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+                !strncmp(de->d_name, ".rotor-probe-", 13))
+                continue;
+            if (!strcmp(de->d_name, marker))
+                marked = 1;
+            else
+                other = 1;
+        }
+        closedir(d);
+        if (other && !marked)
+            return rt_fail(err, RT_EXIT_INPUT,
+                           "%s: --out holds files but no %s; the output replaces the whole "
+                           "directory, so it must be new, empty or %s",
+                           out, marker, kind);
+    } else if (errno != ENOENT && errno != ENOTDIR) {
+        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: --out: cannot read", out);
+    }
+    return rt_check_out_dir(out, err);
 }
 
 /* --out must be usable before training starts, not after hours of it:

@@ -40,7 +40,11 @@ int rt_fail_errno(rt_error *err, int code, int errnum, const char *fmt, ...)
 int rt_fail_parse(rt_error *err, const char *path, int line, const char *what);
 /* Prefix an existing message with more context: "context: old message". */
 int rt_error_prefix(rt_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Print "rotor: <msg>" to stderr and exit(err->code). */
+/* s as one printable line in out (cap bytes): newline and carriage return
+ * as \n and \r, other control bytes but tab as \xNN, so that a file name holding
+ * them cannot break the one-line rule of messages.  Returns the length. */
+size_t rt_one_line(char *out, size_t cap, const char *s);
+/* Print "rotor: error: <msg>" (rt_one_line) to stderr and exit(err->code). */
 void rt_die(const rt_error *err) __attribute__((noreturn));
 
 /* ---- logging (stderr, one line per call, prefixed with the log tag) ---- */
@@ -220,7 +224,7 @@ int rt_is_stdio(const char *path); /* true for "-" */
  * directory: an output that would replace its own input is refused. */
 int rt_same_file(const char *a, const char *b);
 int rt_outfile_open(rt_outfile *of, const char *path, rt_error *err);
-int rt_outfile_commit(rt_outfile *of, rt_error *err); /* flush, fsync, rename */
+int rt_outfile_commit(rt_outfile *of, rt_error *err); /* flush, fsync, rename, fsync the dir */
 /* Flush and rename without the fsync: for a file rewritten again and again
  * while a run goes on (--metrics after every epoch), where readers need a
  * whole file at any moment but a crash may lose the last rewrite; an fsync
@@ -230,12 +234,43 @@ int rt_outfile_commit_unsynced(rt_outfile *of, rt_error *err);
 void rt_outfile_abort(rt_outfile *of); /* remove the temporary */
 int rt_write_all(FILE *fp, const void *buf, size_t len, const char *path, rt_error *err);
 
+/* fsync a directory (the directory holding `path`), so that names created
+ * or renamed in it survive a crash; filesystems that cannot sync a
+ * directory (EINVAL) are let be. */
+int rt_sync_dir(const char *dir, rt_error *err);
+int rt_sync_parent(const char *path, rt_error *err);
+
+/* Put the finished directory `tmp` (a sibling of `out`) in the place of
+ * `out` in one step (RENAME_EXCHANGE; two renames where the filesystem
+ * cannot exchange: then for a moment there is no `out`, never a mix), remove
+ * what was `out`, and fsync the parent.  Readers see the old set of files or
+ * the new one. */
+int rt_dir_replace(const char *tmp, const char *out, rt_error *err);
+/* Temporaries that outlive a killed process.  Every temporary a command
+ * makes next to an output (NAME.tmp.PID files, NAME.tmp-PID-... directories)
+ * is held under an exclusive flock(2) while its process lives; the kernel
+ * drops the lock when the process dies, however it dies (SIGKILL, a power
+ * cut: no lock survives a reboot).  rt_remove_stale_temporaries(OUT)
+ * removes the temporaries of OUT that no process holds, which proves their
+ * run is gone, on this host or, where flock reaches the file server (NFS),
+ * on another; where locks are unsupported nothing is removed.  It returns
+ * how many it removed.  rt_hold_dir opens and holds a temporary directory
+ * (the fd, or -1: held until rt_release_dir). */
+int rt_hold_temporary(int fd);
+int rt_hold_dir(const char *dir);
+void rt_release_dir(int fd);
+int rt_remove_stale_temporaries(const char *out);
+
 /* Remove a directory tree (used to discard partial outputs). */
 int rt_remove_tree(const char *path);
 int rt_mkdir_p(const char *path, rt_error *err);
 /* An output directory that must be usable before a long run starts: create
  * it (mkdir -p) and check that a file can be created in it (exit code 2). */
 int rt_check_out_dir(const char *dir, rt_error *err);
+/* An output directory that is replaced as a whole (rt_dir_replace) must be
+ * new, empty, or an earlier output of its kind (it holds `marker`): nothing
+ * else of the user's goes with it.  Then rt_check_out_dir. */
+int rt_check_whole_out_dir(const char *out, const char *marker, const char *kind, rt_error *err);
 /* snprintf into a path buffer; fails cleanly when the result would not fit. */
 int rt_path_join(char *out, size_t cap, const char *dir, const char *name, rt_error *err);
 
@@ -275,9 +310,14 @@ int rt_fail_binary_head(rt_error *err, const char *path, const char *head, size_
 int rt_fail_binary(rt_error *err, const char *path, uint64_t line, unsigned char byte);
 
 /* ---- parsing helpers for command lines (the option tables: opts.h) ---- */
+/* Numbers are written in decimal, with no surrounding space: the C library's
+ * parsers would also take hex ("0x1p3"), "nan", "inf" and leading blanks. */
 int rt_parse_u64(const char *s, uint64_t *out);  /* 0 on success; accepts 1k, 2M, 3G */
 int rt_parse_double(const char *s, double *out); /* 0 on success; rejects nan/inf */
 int rt_parse_int(const char *s, int *out);       /* 0 on success */
+/* True when s[0..len) is a decimal number: [+-] digits [. digits] [e [+-] digits]
+ * (digits on at least one side of the point). */
+int rt_is_decimal(const char *s, size_t len);
 
 #include "ground/opts.h"
 

@@ -22,11 +22,12 @@ void rt_log(int level, const char *fmt, ...)
     static const char *const tags[] = {"error", "warning", "", "debug"};
     if (level > rt_log_level)
         return;
-    char line[2048];
+    char raw[2048], line[4 * sizeof(raw) + 8];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
+    vsnprintf(raw, sizeof(raw), fmt, ap);
     va_end(ap);
+    rt_one_line(line, sizeof(line), raw); /* a newline in a file name cannot split it */
     /* One fprintf per line so lines from threads never interleave mid-line. */
     if (level == RT_LOG_INFO)
         fprintf(stderr, "rotor: %s\n", line);

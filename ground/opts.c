@@ -266,7 +266,8 @@ static int store(const found *f, const char *v, rt_error *err)
         return store_integer(o, v, field, err);
     case RT_OPT_DOUBLE:
         if (rt_parse_double(v, &d))
-            return rt_fail(err, RT_EXIT_INPUT, "--%s: '%s' is not a finite number", o->name, v);
+            return rt_fail(err, RT_EXIT_INPUT, "--%s: '%s' is not a finite decimal number", o->name,
+                           v);
         if (!in_range(o, d))
             return out_of_range(o, v, err);
         memcpy(field, &d, sizeof(d));

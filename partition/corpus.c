@@ -388,6 +388,25 @@ int rt_corpus_read(const char *path, const rt_corpus_options *opt, rt_corpus *c,
     return rc;
 }
 
+/* An option the format has no use for is refused, not ignored: the user
+ * asked for stop words to be removed, or for ids to be read as indices. */
+static int options_fit_format(const char *name, const rt_corpus_options *opt, rt_corpus_format f,
+                              rt_error *err)
+{
+    const char *how = opt->format == RT_CORPUS_AUTO ? "guessed" : "given";
+    if (opt->stopwords && f != RT_CORPUS_TEXT)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s: --stopwords applies to raw text only, and this corpus is in format %s "
+                       "(%s); its words are already chosen, so no stop words would be removed",
+                       name, rt_corpus_format_name(f), how);
+    if (opt->vocab && (f == RT_CORPUS_TEXT || f == RT_CORPUS_LINES))
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s: --vocab applies to uci, libsvm and ldac only, and this corpus is in "
+                       "format %s (%s), whose words are written out",
+                       name, rt_corpus_format_name(f), how);
+    return 0;
+}
+
 static int read_format(const char *path, const rt_corpus_options *opt, rt_corpus *c, rt_error *err)
 {
     const char *name = rt_is_stdio(path) ? "standard input" : path;
@@ -397,7 +416,9 @@ static int read_format(const char *path, const rt_corpus_options *opt, rt_corpus
         if ((int)f < 0)
             return -1;
     }
-    int rc;
+    int rc = options_fit_format(name, opt, f, err);
+    if (rc)
+        return rc;
     c->format = f;
     switch (f) {
     case RT_CORPUS_UCI:

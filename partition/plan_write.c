@@ -406,25 +406,11 @@ static int write_all(rt_plan_builder *pb, rt_error *err)
     return rt_plan_write_manifest(pb, err);
 }
 
-/* Move the finished temporary directory to `dir`, replacing an old plan. */
+/* Move the finished temporary directory to `dir`, replacing an old plan in
+ * one step (there is never a moment without a plan). */
 static int commit_dir(const rt_plan_builder *pb, const char *dir, rt_error *err)
 {
-    char old[4200];
-    struct stat sb;
-    int replace = stat(dir, &sb) == 0;
-    snprintf(old, sizeof(old), "%s.old.%d", dir, (int)getpid());
-    if (replace && rename(dir, old) != 0)
-        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot move the old plan aside",
-                             dir);
-    if (rename(pb->tmp, dir) != 0) {
-        int e = errno;
-        if (replace)
-            rename(old, dir);
-        return rt_fail_errno(err, RT_EXIT_RUNTIME, e, "%s: cannot rename %s", dir, pb->tmp);
-    }
-    if (replace)
-        rt_remove_tree(old);
-    return 0;
+    return rt_dir_replace(pb->tmp, dir, err);
 }
 
 static void builder_free(rt_plan_builder *pb)
@@ -450,6 +436,7 @@ int rt_plan_write(const char *dir_arg, const rt_plan_input *in, const rt_plan_op
     memset(&pb, 0, sizeof(pb));
     pb.in = in;
     pb.opt = opt;
+    pb.tmp_hold = -1;
     int rc = -1;
     if (check_input(&pb, err) < 0 || check_target(dir, opt->force, err) < 0)
         goto out;
@@ -478,6 +465,7 @@ int rt_plan_write(const char *dir_arg, const rt_plan_input *in, const rt_plan_op
         goto out;
     }
     chmod(pb.tmp, 0755); /* mkdtemp makes it 0700 */
+    pb.tmp_hold = rt_hold_dir(pb.tmp);
     if (write_all(&pb, err) < 0 || commit_dir(&pb, dir, err) < 0) {
         rt_remove_tree(pb.tmp);
         goto out;
@@ -491,6 +479,7 @@ int rt_plan_write(const char *dir_arg, const rt_plan_input *in, const rt_plan_op
         *sum = pb.sum;
     rc = 0;
 out:
+    rt_release_dir(pb.tmp_hold);
     builder_free(&pb);
     return rc;
 }

@@ -17,6 +17,7 @@ typedef struct rt_plan_builder {
     rt_groups rows, cols, test_rows;
     rt_cells train, test;
     char tmp[4096]; /* the temporary plan directory */
+    int tmp_hold;   /* rt_hold_dir of it while it is ours */
     json_t *files;  /* name -> {bytes, xxh3}, filled as files are written */
     rt_plan_summary sum;
 } rt_plan_builder;

@@ -134,6 +134,9 @@ static int parse_number(const char *s, size_t len, double *out)
     double v = strtod(s, &e); /* s is NUL-terminated at `end` */
     if (e != end || e == s)
         return -1;
+    /* strtod also reads hex ("0x10"); NaN and infinity pass on to their own message */
+    if (isfinite(v) && !rt_is_decimal(s, len))
+        return -1;
     *out = v;
     return 0;
 }

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct infer_opts {
     const char *model, *input, *out;
@@ -66,8 +67,28 @@ static void report(const infer_opts *o, const rt_infer_result *r)
     printf("infer: wrote %s/doc_topic.npy, docs.txt, doc_topics.txt, infer.json\n", o->out);
 }
 
+/* The four files are written into OUT.tmp-PID-infer and replace --out as
+ * one directory, so a reader never sees new mixtures beside old document
+ * names.  A directory swapped out as a whole must hold nothing else: it is
+ * new, empty, or an earlier `rotor infer --out`. */
+static int check_out(const char *out, rt_error *err)
+{
+    return rt_check_whole_out_dir(out, "infer.json", "an earlier rotor infer --out", err);
+}
+
+static int tmp_dir_of(const char *out, char *tmp, size_t cap, rt_error *err)
+{
+    size_t n = strlen(out);
+    while (n > 1 && out[n - 1] == '/')
+        n--;
+    if ((size_t)snprintf(tmp, cap, "%.*s.tmp-%d-infer", (int)n, out, (int)getpid()) >= cap)
+        return rt_fail(err, RT_EXIT_INPUT, "%s: --out: path too long", out);
+    return 0;
+}
+
 static int run(const infer_opts *o, rt_error *err)
 {
+    char tmp[4200];
     rt_model m;
     rt_corpus c;
     rt_corpus_init(&c);
@@ -80,21 +101,27 @@ static int run(const infer_opts *o, rt_error *err)
                 m.app->name);
         goto out;
     }
-    if (rt_check_out_dir(o->out, err) || rt_corpus_read(o->input, &o->corpus, &c, err))
+    if (check_out(o->out, err) || tmp_dir_of(o->out, tmp, sizeof(tmp), err) ||
+        rt_corpus_read(o->input, &o->corpus, &c, err) || rt_mkdir_p(tmp, err))
         goto out;
+    rt_hold_dir(tmp); /* a one-shot command: released when the process ends */
     rt_progress progress;
     rt_progress_start(&progress, "sampling documents", "docs", 1, c.n_docs);
     rt_infer_opts io = {.iters = o->iters,
                         .threads = o->threads,
                         .seed = o->seed,
                         .top = o->top,
-                        .out = o->out,
+                        .out = tmp,
                         .input = o->input,
                         .progress = &progress};
     rt_infer_result res;
     double t0 = rt_now();
     rc = m.app->model_infer(m.impl, &c, &io, &res, err);
     rt_progress_end(&progress);
+    if (rc == 0)
+        rc = rt_dir_replace(tmp, o->out, err);
+    if (rc != 0)
+        rt_remove_tree(tmp);
     if (rc == 0) {
         rt_info("infer: %llu documents x %u sweeps in %.2fs on %u threads",
                 (unsigned long long)res.docs, o->iters, rt_now() - t0, o->threads);

@@ -87,9 +87,46 @@ static int write_script(const char *path, const plot_chart *c, const char *dir, 
     return 0;
 }
 
-/* gnuplot SCRIPT, stdin from /dev/null and stdout onto stderr: rotor's
- * stdout carries nothing of it. */
-static int run_gnuplot(const char *script, rt_error *err)
+/* gnuplot's own message line, for a rotor line: blank lines and the lines
+ * that only point with '^' are dropped (NULL), the indentation and the
+ * '"SCRIPT" line N: ' prefix (the temporary script means nothing to the
+ * user) are cut. */
+static const char *gnuplot_message(char *line)
+{
+    line[strcspn(line, "\r\n")] = '\0';
+    while (*line == ' ' || *line == '\t')
+        line++;
+    if (line[strspn(line, " \t^")] == '\0')
+        return NULL;
+    const char *at = line[0] == '"' ? strstr(line, "\" line ") : NULL;
+    const char *colon = at ? strstr(at, ": ") : NULL;
+    return colon ? colon + 2 : line;
+}
+
+/* What gnuplot said (its stdout and stderr, in LOG): every message as a
+ * "rotor: warning: plot: gnuplot: ..." line when it succeeded; the last
+ * one into `last` for the error line when it failed. */
+static void relay_gnuplot_log(const char *log, int failed, char *last, size_t cap)
+{
+    FILE *fp = fopen(log, "r");
+    char line[1024];
+    last[0] = '\0';
+    while (fp && fgets(line, sizeof(line), fp)) {
+        const char *msg = gnuplot_message(line);
+        if (!msg)
+            continue;
+        if (failed)
+            snprintf(last, cap, ": %.400s", msg);
+        else
+            rt_warn("plot: gnuplot: %s", msg);
+    }
+    if (fp)
+        fclose(fp);
+}
+
+/* gnuplot SCRIPT, stdin from /dev/null, stdout and stderr into LOG: rotor
+ * prints what it said, prefixed like its own lines. */
+static int run_gnuplot(const char *script, const char *log, rt_error *err)
 {
     posix_spawn_file_actions_t fa;
     if (posix_spawn_file_actions_init(&fa) != 0)
@@ -98,7 +135,10 @@ static int run_gnuplot(const char *script, rt_error *err)
     pid_t pid;
     int rc = posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
     if (rc == 0)
-        rc = posix_spawn_file_actions_adddup2(&fa, STDERR_FILENO, STDOUT_FILENO);
+        rc = posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, log, O_WRONLY | O_CREAT | O_TRUNC,
+                                              0600);
+    if (rc == 0)
+        rc = posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
     if (rc == 0)
         rc = posix_spawnp(&pid, "gnuplot", &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
@@ -111,10 +151,12 @@ static int run_gnuplot(const char *script, rt_error *err)
     while (waitpid(pid, &status, 0) < 0)
         if (errno != EINTR)
             return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "plot: waiting for gnuplot");
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        return rt_fail(err, RT_EXIT_RUNTIME,
-                       "plot: gnuplot failed (status %d); see its message above",
-                       WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+    int failed = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+    char last[512];
+    relay_gnuplot_log(log, failed, last, sizeof(last));
+    if (failed)
+        return rt_fail(err, RT_EXIT_RUNTIME, "plot: gnuplot failed (status %d)%s",
+                       WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), last);
     return 0;
 }
 
@@ -122,23 +164,43 @@ static int run_gnuplot(const char *script, rt_error *err)
 static int move_picture(const char *picture, const char *out, rt_error *err)
 {
     struct stat sb;
-    if (stat(picture, &sb) != 0 || sb.st_size == 0)
+    if (stat(picture, &sb) != 0 || sb.st_size == 0) /* (created empty before gnuplot ran) */
         return rt_fail(err, RT_EXIT_RUNTIME, "plot: gnuplot wrote no picture");
+    int fd = open(picture, O_RDONLY | O_CLOEXEC); /* durable before its rename, as rt_outfile */
+    if (fd < 0 || fsync(fd) != 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, e, "%s: cannot sync", picture);
+    }
+    close(fd);
     if (rename(picture, out) != 0)
         return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot write", out);
-    return 0;
+    return rt_sync_parent(out, err);
 }
 
 int plot_render(const plot_chart *c, const char *tmpdir, rt_error *err)
 {
-    char dir[4096], script[4200], picture[4200];
+    char dir[4096], script[4200], log[4200], picture[4200];
     if (snprintf(dir, sizeof(dir), "%s/rotor-plot-XXXXXX", tmpdir) >= (int)sizeof(dir) ||
         snprintf(picture, sizeof(picture), "%s.tmp.%d", c->out, (int)getpid()) >=
             (int)sizeof(picture))
         return rt_fail(err, RT_EXIT_INPUT, "plot: path too long");
     if (!mkdtemp(dir))
         return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot create", dir);
+    /* The picture's temporary is ours (and held) before gnuplot writes into
+     * it, so a later run can tell it from one a killed run left. */
+    rt_remove_stale_temporaries(c->out);
+    unlink(picture);
+    int hold = open(picture, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (hold < 0) {
+        int e = errno;
+        rt_remove_tree(dir);
+        return rt_fail_errno(err, RT_EXIT_INPUT, e, "%s: cannot create", c->out);
+    }
+    rt_hold_temporary(hold);
     snprintf(script, sizeof(script), "%s/plot.gp", dir);
+    snprintf(log, sizeof(log), "%s/gnuplot.log", dir);
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < c->n_series; i++) {
         char data[4200];
@@ -148,11 +210,12 @@ int plot_render(const plot_chart *c, const char *tmpdir, rt_error *err)
     if (rc == 0)
         rc = write_script(script, c, dir, picture, err);
     if (rc == 0)
-        rc = run_gnuplot(script, err);
+        rc = run_gnuplot(script, log, err);
     if (rc == 0)
         rc = move_picture(picture, c->out, err);
     if (rc != 0)
         unlink(picture);
+    close(hold);
     rt_remove_tree(dir);
     return rc;
 }

@@ -151,6 +151,9 @@ static void wait_if_interrupted(void)
 
 int rt_guard_start(rt_error *err)
 {
+    /* What killed runs (SIGKILL: no watcher) left next to our outputs. */
+    for (int i = 0; i < n_outputs; i++)
+        rt_remove_stale_temporaries(outputs[i].path);
     if (atexit(wait_if_interrupted) != 0)
         return rt_fail(err, RT_EXIT_RUNTIME, "cannot register the exit hook");
     if (pipe2(signal_pipe, O_CLOEXEC) != 0)

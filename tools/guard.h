@@ -9,7 +9,10 @@
  * (NAME.tmp.PID files of rt_outfile, NAME.tmp-PID-* directories of
  * rt_plan_write) and every output this run created or replaced, then lets
  * the signal end the process.  rt_guard_die() does the same removal for a
- * run that fails, then exits like rt_die().
+ * run that fails, then exits like rt_die().  A run killed outright
+ * (SIGKILL, a crash) cannot clean up: rt_guard_start() removes the
+ * temporaries of its outputs that earlier runs left and no live process
+ * holds (rt_remove_stale_temporaries).
  *
  * Mapped files: rt_guard_mapped_plan() remembers the identity and size of
  * a plan's layout.bin and shards, which rotor train maps; when one of them

@@ -91,6 +91,17 @@ static void test_parsers(void **state)
     assert_int_equal(rt_parse_double("nan", &d), -1);
     assert_int_equal(rt_parse_double("inf", &d), -1);
     assert_int_equal(rt_parse_double("", &d), -1);
+    assert_int_equal(rt_parse_double("0x1p3", &d), -1); /* hex: decimal only */
+    assert_int_equal(rt_parse_double(" 1", &d), -1);
+    assert_int_equal(rt_parse_double("1e", &d), -1);
+    assert_int_equal(rt_parse_double(".", &d), -1);
+    assert_int_equal(rt_parse_double("-.5e-3", &d), 0);
+    assert_true(d == -.5e-3);
+    assert_int_equal(rt_parse_double("5.", &d), 0);
+    assert_int_equal(rt_parse_u64(" 5", &u), -1);
+    assert_int_equal(rt_parse_u64("+5", &u), -1);
+    assert_int_equal(rt_parse_int(" 5", &i), -1);
+    assert_int_equal(rt_parse_int("-", &i), -1);
     assert_int_equal(rt_parse_int("-5", &i), 0);
     assert_int_equal(i, -5);
     assert_int_equal(rt_parse_int("5.5", &i), -1);

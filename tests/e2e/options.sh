@@ -64,7 +64,7 @@ bad partition --input x --nodes 1 --threads 1 --out "$TMP/p" --test-fraction 1 =
 bad train --plan "$TMP/none" --epochs 99999999999999999999 =: "--epochs: 99999999999999999999 is out of range"
 bad train --plan "$TMP/none" --app lda --topics 4294967298 =: "--topics: 4294967298 is out of range"
 bad partition --input x --nodes 1 --threads 2x --out "$TMP/p" =: "--threads: '2x' is not an integer"
-bad gen mf --rows 10 --cols 10 --nnz 20 --out "$TMP/x" --noise 0.1.2 =: "--noise: '0.1.2' is not a finite number"
+bad gen mf --rows 10 --cols 10 --nnz 20 --out "$TMP/x" --noise 0.1.2 =: "--noise: '0.1.2' is not a finite decimal number"
 
 # Unknown options: the closest name; another app's option: which app it is for.
 bad train --plan "$TMP/none" --rnak 4 =: "unknown option --rnak: did you mean --rank?"

@@ -60,3 +60,11 @@ for t in 'sgd-mf lr=0.02' 'sgd-mf lr=0.05' 'cd-mf' 'test_rmse' 'seconds' "it's";
 done
 [ "$(grep -c '<title>' curves.svg)" -ge 6 ] || fail "expected 6 curves"
 echo "ok svg"
+
+# gnuplot's own messages (one epoch: "empty x range") come out as rotor lines
+"$ROTOR" train --plan plan --app sgd-mf --rank 4 --epochs 1 --serial --metrics one.json \
+    >/dev/null 2>&1 || fail "train one epoch"
+ROTOR_LOG=info "$ROTOR" plot one.json --out one.png 2>one.err || fail "plot one epoch"
+grep -q 'gnuplot: .*empty x range' one.err || fail "gnuplot's warning not relayed: $(cat one.err)"
+if grep -v '^rotor: ' one.err; then fail "unprefixed lines on stderr"; fi
+echo "ok gnuplot messages prefixed"

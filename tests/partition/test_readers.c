@@ -80,6 +80,11 @@ static void test_formats(void **state)
          RT_FMT_CSV},
         {"spaces.txt", "# comment\n  196   242 3\n\n186 302   3.5e0\n196 302 +1.000\n",
          RT_FMT_TRIPLETS},
+        /* the fourth field is never read, in any reader: a date, a word */
+        {"dates.txt", "196 242 3 2005-09-06\n186\t302\t3.5\tjunk\n196 302 1 x\n", RT_FMT_TRIPLETS},
+        {"dates.csv", "user,item,rating,date\n196,242,3,2005-09-06\n186,302,3.5,junk\n196,302,1,\n",
+         RT_FMT_CSV},
+        {"dates.dat", "196::242::3::2005-09-06\n186::302::3.5::junk\n196::302::1::x\n", RT_FMT_DAT},
     };
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
         const char *path = scratch_file(cases[k].name, cases[k].text);
