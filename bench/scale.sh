@@ -4,7 +4,7 @@
 #
 #   bench/scale.sh [--quick] [--ranks 2,4,8] [--gbps 1,5,25] [--apps sgd-mf,lda]
 #                  [--epochs N] [--rounds 3] [--keep] [--size small|large]
-#                  [--configs APP:RANKS:GBPS[:THREADS[:PIPELINE]],...]
+#                  [--configs APP:RANKS:GBPS[:THREADS[:PIPELINE[:ADDED_LATENCY_US]]],...]
 #   bench/scale.sh --auto APP:RANKS:GBPS [--rounds 3] [--epochs N]
 #
 # Needs root (ip netns, tc).  Topology: one namespace per rank (rtscale-R,
@@ -13,9 +13,15 @@
 # (the rank side and the bridge side), like a NIC of that rate on a switch.
 # No address outside 169.254.77.0/24 is used and nothing is routed out of
 # the namespaces.  netem is not available on every kernel (not on this
-# one: no sch_netem, and no sch_fq for timestamp-based delay), so no latency
-# is added: the link latency the model gets is the one measured between two
-# namespaces (rotor bench-link, 8-byte ping-pong).
+# one: no sch_netem, and no sch_fq for timestamp-based delay), so a
+# configuration's ADDED_LATENCY_US (default 0) comes from bench/delay_relay
+# (built with rotor: build/bench/delay_relay) in the switch namespace: it
+# holds every frame a rank sends that long before the bridge.  The link
+# latency the model gets is the one measured between two namespaces
+# (rotor bench-link, 8-byte ping-pong) with that relay in place, and the CPU
+# per byte is measured with it too (its copies are the emulated link's); the
+# bandwidth is measured without it (what the link carries, not what one
+# ping-pong stream reaches over a longer round trip).
 #
 # For each configuration, --rounds times: calibrate the kernel rate (rotor
 # simulate --calibrate: a short serial run of the app on the same plan,
@@ -39,7 +45,7 @@
 # which Linux doubles; a pass frees its slot once written there).  One JSON
 # line per configuration, medians over the rounds:
 #   {"app", "ranks", "threads", "pipeline", "gbps", "gbps_tcp",
-#    "net_cpu_ns_per_byte", "latency_us",
+#    "net_cpu_ns_per_byte", "added_latency_us", "latency_us",
 #    "rounds", "measured_epoch_s", "predicted_epoch_s", "epoch_error",
 #    "measured_stall", "predicted_stall", "stall_error", "measured_compute_s",
 #    "predicted_compute_s", "busy_core_speed", "critical", "loadavg"}
@@ -66,7 +72,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 ranks=2,4,8 gbps=1,5,25 apps=sgd-mf,lda epochs="" rounds=3 quick=0 keep=0 configs="" auto="" size=small
 BENCH_FLAGS=([quick]=quick=1 [keep]=keep=1)
-bench_options 2,64 "$@"
+bench_options 2,70 "$@"
 case $size in
 small) mf_cols=10000 mf_nnz=1500000 mf_rank=64 lda_docs=6000 lda_vocab=20000 ;;
 large) mf_cols=60000 mf_nnz=9000000 mf_rank=128 lda_docs=15000 lda_vocab=60000 ;;
@@ -131,6 +137,7 @@ own_netns() {
 [ "$(id -u)" = 0 ] || skip "needs root for ip netns and tc"
 command -v ip >/dev/null && command -v tc >/dev/null || skip "needs iproute2 (ip, tc)"
 [ -x "$ROTOR" ] || { echo "scale.sh: build rotor first ($ROTOR)" >&2; exit 2; }
+RELAY=$(dirname "$ROTOR")/../bench/delay_relay
 own_netns
 # every exit path tears down: a signal exits through the EXIT trap
 trap cleanup EXIT
@@ -159,7 +166,41 @@ netns_up() {
         ip -n "$ns" link set eth0 up
         ip -n "$PREFIX-sw" link set "p$r" master br0
         ip -n "$PREFIX-sw" link set "p$r" up
+        # the relay's side door to the bridge (used with added latency)
+        ip -n "$PREFIX-sw" link add "d$r" type veth peer name "q$r"
+        ip -n "$PREFIX-sw" link set "d$r" up
+        ip -n "$PREFIX-sw" link set "q$r" up
     done
+}
+
+# add_latency US: every frame a rank sends is held US us by delay_relay in
+# the switch namespace (rank r's port p$r leaves the bridge; the relay
+# forwards between it and d$r, whose peer q$r takes its place), so every
+# one-way path between two ranks gains US once; 0: the plain bridge.  The
+# tbf shaping (on eth0 and p$r) is unchanged.
+relay_pid=""
+add_latency() {
+    local us=$1 pairs=() r sw=$PREFIX-sw
+    if [ -n "$relay_pid" ]; then
+        kill "$relay_pid" 2>/dev/null || true
+        wait "$relay_pid" 2>/dev/null || true
+        relay_pid=""
+    fi
+    for ((r = 0; r < max_ranks; r++)); do
+        if [ "$us" = 0 ]; then
+            ip -n "$sw" link set "q$r" nomaster
+            ip -n "$sw" link set "p$r" master br0
+        else
+            ip -n "$sw" link set "p$r" nomaster
+            ip -n "$sw" link set "q$r" master br0
+            pairs+=("p$r:d$r")
+        fi
+    done
+    [ "$us" != 0 ] || return 0
+    [ -x "$RELAY" ] || { echo "scale.sh: build delay_relay first ($RELAY)" >&2; exit 2; }
+    ip netns exec "$sw" "$RELAY" --delay-us "$us" "${pairs[@]}" &
+    relay_pid=$!
+    sleep 0.3
 }
 
 # shape GBPS: tbf on both ends of every rank's link (0 = unshaped).
@@ -220,7 +261,12 @@ measure_latency() {
 }
 
 # CPU seconds the kernel has spent (system, irq, softirq; all cores), from /proc/stat
-kernel_cpu_s() { awk '/^cpu / { printf "%.2f", ($4 + $7 + $8) / 100; exit }' /proc/stat; }
+# (and the delay relay's own user time: its copies are the emulated link's)
+kernel_cpu_s() {
+    local u=0
+    [ -z "$relay_pid" ] || u=$(awk '{ print $14 }' "/proc/$relay_pid/stat" 2>/dev/null || echo 0)
+    awk -v u="$u" '/^cpu / { printf "%.2f", ($4 + $7 + $8 + u) / 100; exit }' /proc/stat
+}
 
 # What TCP gets through the shaped link (2 MiB blocks, Gb/s): the link
 # model's bandwidth.  tbf plus TCP's congestion control rarely reach the
@@ -335,7 +381,7 @@ plan_dir() { echo "$TMP/$1.$2.$3.$4/plan"; } # plan_dir APP RANKS THREADS PIPELI
 # appends "measured_epoch measured_stall predicted_epoch predicted_stall
 # critical measured_compute predicted_compute busy_core_speed" to $TMP/rounds.
 one_round() {
-    local app=$1 n=$2 g=$3 lat=$4 th=$5 c=$6 key=$1.$2.$5.$6 plan m pred
+    local app=$1 n=$2 g=$3 lat=$4 th=$5 c=$6 d=$7 key=$1.$2.$5.$6 plan m pred
     plan=$(plan_dir "$app" "$n" "$th" "$c")
     calibrate "$app" "$plan" "$key" || return 1 # right before, under the same load
     shape "$g"
@@ -353,13 +399,13 @@ one_round() {
         --rate "${rate[$key]}" --step-overhead-us "${step_us[$key]}"
         --step-cv "${step_cv[$key]}" --cell-cv "${cell_cv[$key]}" --inline-below-us 4000
         --inline-step-us "${inline_us[$key]}" --busy-core-speed "${busy_speed[$key]}"
-        --gbps "${effective[$g]}" --burst-kib "$burst_kib" --net-cpu-ns-per-byte "$net_ns"
+        --gbps "${effective[$g]}" --burst-kib "$burst_kib" --net-cpu-ns-per-byte "${net_ns[$d]}"
         --latency-us "$lat" --overhead-us 10 --host-cores "$(nproc)" --send-buffer-kib 8192)
     pred=$("${sim[@]}")
     if [ "$keep" = 1 ]; then # the ranks' logs and the model's per-node lines, side by side
-        kept=$TMP/kept/$app.$n.$th.$c.$g.$(wc -l <"$TMP/rounds")
+        kept=$TMP/kept/$app.$n.$th.$c.$g.$d.$(wc -l <"$TMP/rounds")
         mkdir -p "$kept"
-        cp "$TMP"/log.* "$kept/"
+        for ((r = 0; r < n; r++)); do cp "$TMP/log.$r" "$kept/"; done
         echo "${sim[*]}" >"$kept/simulate.cmd"
         ROTOR_LOG=debug "${sim[@]}" >/dev/null 2>"$kept/simulate.log" || true
     fi
@@ -379,9 +425,13 @@ measured_compute() { # measured_compute RANKS
 col_median() { cut -d' ' -f"$1" "$TMP/rounds" | median; }
 
 one_config() { # one_config APP RANKS GBPS LAT_US THREADS PIPELINE
-    local app=$1 n=$2 g=$3 lat=$4 th=$5 c=$6 load me pe ms ps mc pc bs crit
+    local app=$1 n=$2 g=$3 lat=$4 th=$5 c=$6 d=$7 load me pe ms ps mc pc bs crit
     shape "$g"
-    [ -n "${effective[$g]:-}" ] || effective[$g]=$(measure_gbps)
+    if [ -z "${effective[$g]:-}" ]; then # the link's bandwidth, without the added latency
+        add_latency 0
+        effective[$g]=$(measure_gbps)
+        add_latency "$d"
+    fi
     : >"$TMP/rounds"
     load=$(cut -d' ' -f1-3 /proc/loadavg)
     for ((i = 0; i < rounds; i++)); do one_round "$@" || return 1; done
@@ -390,8 +440,8 @@ one_config() { # one_config APP RANKS GBPS LAT_US THREADS PIPELINE
     crit=$(cut -d' ' -f5 "$TMP/rounds" | sort | uniq -c | sort -rn | awk 'NR == 1 { print $2 }')
     printf '{"app": "%s", "ranks": %d, "threads": %d, "pipeline": %d, "gbps": %s, ' \
         "$app" "$n" "$th" "$c" "$g"
-    printf '"gbps_tcp": %s, "net_cpu_ns_per_byte": %s, ' "${effective[$g]}" "$net_ns"
-    printf '"latency_us": %s, "rounds": %d, ' "$lat" "$rounds"
+    printf '"gbps_tcp": %s, "net_cpu_ns_per_byte": %s, ' "${effective[$g]}" "${net_ns[$d]}"
+    printf '"added_latency_us": %s, "latency_us": %s, "rounds": %d, ' "$d" "$lat" "$rounds"
     printf '"measured_epoch_s": %s, "predicted_epoch_s": %s, "epoch_error": %s, ' "$me" "$pe" \
         "$(awk -v m="$me" -v p="$pe" 'BEGIN { printf "%.3f", (p - m) / m }')"
     printf '"measured_stall": %s, "predicted_stall": %s, "stall_error": %s, ' "$ms" "$ps" \
@@ -459,19 +509,26 @@ done
 [ -z "$auto" ] || need=${auto#*:} need=${need%%:*}
 netns_up "$need"
 shape 0
-lat=$(measure_latency)
-[ -n "$lat" ] || lat=30
 if [ -n "$auto" ]; then
+    lat=$(measure_latency)
+    [ -n "$lat" ] || lat=30
     IFS=: read -r a n g <<<"$auto"
     gen_plan "$a" "$n" 1 "$(plan_dir "$a" "$n" 1 2)"
     auto_compare "$a" "$n" "$g" "$lat"
     exit 0
 fi
-net_ns=$(measure_net_cpu)
+# per added latency: the latency and the CPU per byte moved, through the relay
+declare -A lat_of net_ns
 for cfg in $configs; do
-    IFS=: read -r a n g th c <<<"$cfg"
-    th=${th:-1} c=${c:-2}
+    IFS=: read -r a n g th c d <<<"$cfg"
+    th=${th:-1} c=${c:-2} d=${d:-0}
     plan=$(plan_dir "$a" "$n" "$th" "$c")
     [ -d "$plan" ] || gen_plan "$a" "$n" "$th" "$plan" --pipeline "$c"
-    one_config "$a" "$n" "$g" "$lat" "$th" "$c" || true
+    add_latency "$d"
+    if [ -z "${lat_of[$d]:-}" ]; then
+        shape 0
+        lat_of[$d]=$(measure_latency)
+        net_ns[$d]=$(measure_net_cpu)
+    fi
+    one_config "$a" "$n" "$g" "${lat_of[$d]}" "$th" "$c" "$d" || true
 done
