@@ -205,7 +205,7 @@ static int record_side_files(const char *dir, json_t *meta, rt_error *err)
     struct dirent *de;
     while (rc == 0 && (de = readdir(d))) {
         char path[4200], hex[17];
-        uint64_t bytes, check;
+        uint64_t bytes = 0, check = 0;
         if (!side_file_name(dir, de->d_name))
             continue;
         rc = rt_path_join(path, sizeof(path), dir, de->d_name, err) ||
