@@ -232,12 +232,15 @@ void lda_worker_free(lda_worker *w);
 /* ---- kernels (lda_sample.c) ---- */
 typedef struct lda_scratch {
     lda_word word;
-    double *inv;   /* K: 1 / (n_k + V beta) (sparse sampler) */
-    double *buf;   /* K: bucket terms */
-    double *chunk; /* K / LDA_CHUNK rounded up: the dense weights' running totals */
-    int avx2;      /* the dense weights' vector path (same bits either way) */
-    double *coef;  /* K: (n_wk + beta) / (n_k + V beta) for the loaded word */
-    float *aprob;  /* alias table (MH) */
+    double *inv; /* K: 1 / (n_k + V beta) (sparse sampler) */
+    double *buf; /* K: bucket terms */
+    /* the sparse sampler at K <= LDA_DENSE_K: the weights
+     * (lda_dense_totals_len(K) chunks), the loaded word's coef in float (K) and the chunks'
+     * running totals (lda_dense_totals_len(K)) */
+    float *dense_w, *dense_coef, *dense_total;
+    int avx2;     /* the dense weights' vector path (same bits either way) */
+    double *coef; /* K: (n_wk + beta) / (n_k + V beta) for the loaded word */
+    float *aprob; /* alias table (MH) */
     uint16_t *alias;
     uint16_t *atopic;
     uint32_t *small, *large;
@@ -289,10 +292,13 @@ void lda_doc_phase(const lda_ctx *c, lda_worker *w, lda_scratch *s, rt_rng *rng)
 void lda_doc_counts(const lda_tokens *t, uint32_t K, uint32_t d, int32_t *row);
 
 /* The sparse sampler at K <= LDA_DENSE_K (lda_sample.c): the full
- * conditional's weights (n_dk + alpha) coef[k] over all K topics (document
- * counts ndk), summed in chunks of LDA_CHUNK; the running totals of the
- * chunk sums into total, returns the last.  avx2 (lda_have_avx2) picks
- * the vector path; the bits are the same either way.  lda_dense_find: the
+ * conditional's weights ((float)n_dk + alpha) coef[k] over all K topics
+ * (document counts ndk) into w (lda_dense_totals_len(K) chunks of
+ * LDA_CHUNK, +0 past K; the chunks past lda_chunks(K) are read, never
+ * written: zero them once), summed in chunks; the chunk sums' running totals into total
+ * (lda_dense_totals_len(K)), returns the last.  The order of every float
+ * operation is stated in lda_sample.c.  avx2 (lda_have_avx2) picks the
+ * vector path; the bits are the same either way.  lda_dense_find: the
  * topic where u falls, 0 <= u < the sum (never one of zero weight). */
 #define LDA_DENSE_K 256u
 #define LDA_CHUNK 8u
@@ -300,10 +306,13 @@ static inline uint32_t lda_chunks(uint32_t K)
 {
     return (K + LDA_CHUNK - 1) / LDA_CHUNK;
 }
-double lda_dense_weights(int avx2, const int32_t *ndk, double alpha, const double *coef, uint32_t K,
-                         double *total);
-uint32_t lda_dense_find(int avx2, const int32_t *ndk, double alpha, const double *coef,
-                        const double *total, uint32_t K, double u);
+static inline uint32_t lda_dense_totals_len(uint32_t K)
+{
+    return lda_chunks(lda_chunks(K)) * LDA_CHUNK;
+}
+float lda_dense_weights(int avx2, const int32_t *ndk, float alpha, const float *coef, uint32_t K,
+                        float *w, float *total);
+uint32_t lda_dense_find(int avx2, const float *w, const float *total, uint32_t K, float u);
 int lda_have_avx2(void);
 
 /* Vose's alias table over the loaded word's nonzero topics, weights n_wk. */

@@ -39,7 +39,9 @@ int lda_scratch_init(lda_scratch *s, uint32_t K)
     s->word.pos = rt_alloc(K * sizeof(uint32_t));
     s->inv = rt_alloc(K * sizeof(double));
     s->buf = rt_alloc(K * sizeof(double));
-    s->chunk = rt_alloc(lda_chunks(K) * sizeof(double));
+    s->dense_w = rt_alloc(lda_dense_totals_len(K) * LDA_CHUNK * sizeof(float));
+    s->dense_coef = rt_alloc(K * sizeof(float));
+    s->dense_total = rt_alloc(lda_dense_totals_len(K) * sizeof(float));
     s->coef = rt_alloc(K * sizeof(double));
     s->aprob = rt_alloc(K * sizeof(float));
     s->alias = rt_alloc(K * sizeof(uint16_t));
@@ -49,8 +51,8 @@ int lda_scratch_init(lda_scratch *s, uint32_t K)
     s->stale = rt_alloc(K * sizeof(int32_t));
     s->dcnt = rt_alloc(K * sizeof(int32_t));
     if (!s->dcnt || !s->word.nwk || !s->word.nz || !s->word.pos || !s->inv || !s->buf ||
-        !s->chunk || !s->coef || !s->aprob || !s->alias || !s->atopic || !s->small || !s->large ||
-        !s->stale) {
+        !s->dense_w || !s->dense_coef || !s->dense_total || !s->coef || !s->aprob || !s->alias ||
+        !s->atopic || !s->small || !s->large || !s->stale) {
         lda_scratch_free(s);
         return -1;
     }
@@ -76,7 +78,9 @@ void lda_scratch_free(lda_scratch *s)
     rt_free(s->word.pos);
     rt_free(s->inv);
     rt_free(s->buf);
-    rt_free(s->chunk);
+    rt_free(s->dense_w);
+    rt_free(s->dense_coef);
+    rt_free(s->dense_total);
     rt_free(s->coef);
     rt_free(s->aprob);
     rt_free(s->alias);
@@ -127,179 +131,220 @@ int lda_visit_init(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payloa
 
 /* ------------------------------------------------------------ dense */
 
-/* The full conditional's weights w_k = (n_dk + alpha) coef[k] over all K
- * topics, coef[k] = (n_wk + beta) / (n_k + V beta), in chunks of LDA_CHUNK:
- * no long chain of dependent adds (the weights and chunk sums vectorise),
- * and a draw finds its chunk first, then its topic (the chunk's weights
- * computed again).  Both code paths perform the same IEEE operations, so
- * the bits do not depend on the machine:
- *     w_k     = ((double)n_dk + alpha) * coef[k]   (0 past K)
- *     chunk_c = ((w0 + w4) + (w1 + w5)) + ((w2 + w6) + (w3 + w7))
- *     total_c = total_{c-1} + chunk_c   (total_{-1} = 0) */
+/* The full conditional's weights over all K topics in 32-bit floats (8 to
+ * a vector op), in chunks of LDA_CHUNK topics:
+ *     coef[k] = (float)((n_wk + beta) / (n_k + V beta))   (computed in double)
+ *     w_k     = ((float)n_dk + alpha) * coef[k]            (+0 past K)
+ *     S_c     = ((w0 + w1) + (w2 + w3)) + ((w4 + w5) + (w6 + w7))
+ * then running totals over the chunks in blocks of four (chains of at most
+ * four dependent adds, where one serial run would chain all of them, and
+ * the totals still never fall):
+ *     T_c = T_{4b-1} + P_c   in block b,  P_c = S_{4b} + ... + S_c (serially),
+ *                            T_{-1} = +0 (so T_c = P_c in the first block)
+ * A draw finds its chunk (how many totals u has reached), then its topic
+ * among the chunk's 8 weights by the same blocked running sums.  Both code
+ * paths perform the same IEEE operations, so the bits do not depend on the
+ * machine. */
 
-static inline double chunk_sum(const double *w)
+static inline float chunk_sum(const float *w)
 {
-    return ((w[0] + w[4]) + (w[1] + w[5])) + ((w[2] + w[6]) + (w[3] + w[7]));
+    return ((w[0] + w[1]) + (w[2] + w[3])) + ((w[4] + w[5]) + (w[6] + w[7]));
 }
 
-/* The chunk sums into running totals, in place; returns the last. */
-static inline double chunks_total(double *total, uint32_t nc)
+/* x[0 .. n) into their blocked running sums (the order above), in place;
+ * returns the last. */
+static inline float blocked_totals(float *x, uint32_t n)
 {
-    double r = 0;
-    for (uint32_t c = 0; c < nc; c++)
-        total[c] = r += total[c];
-    return r;
+    float base = 0;
+    uint32_t b = 0;
+    for (; b + 4 <= n; b += 4) {
+        const float p0 = x[b], p1 = p0 + x[b + 1], p2 = p1 + x[b + 2], p3 = p2 + x[b + 3];
+        x[b] = base + p0;
+        x[b + 1] = base + p1;
+        x[b + 2] = base + p2;
+        x[b + 3] = base = base + p3;
+    }
+    float p = 0;
+    for (; b < n; b++)
+        x[b] = base + (p += x[b]);
+    return n ? x[n - 1] : 0.0f;
 }
 
-/* The weights of the chunk at topic k0. */
-static inline void chunk_weights(const int32_t *ndk, double alpha, const double *coef, uint32_t K,
-                                 uint32_t k0, double w[LDA_CHUNK])
-{
-    for (uint32_t i = 0; i < LDA_CHUNK; i++)
-        w[i] = k0 + i < K ? (ndk[k0 + i] + alpha) * coef[k0 + i] : 0.0;
-}
-
-static double weights_portable(const int32_t *ndk, double alpha, const double *coef, uint32_t K,
-                               double *total)
+static inline float weights_portable(const int32_t *ndk, float alpha, const float *coef, uint32_t K,
+                                     float *w, float *total)
 {
     const uint32_t nc = lda_chunks(K);
     for (uint32_t c = 0; c < nc; c++) {
-        double w[LDA_CHUNK];
-        chunk_weights(ndk, alpha, coef, K, c * LDA_CHUNK, w);
-        total[c] = chunk_sum(w);
+        for (uint32_t k = c * LDA_CHUNK; k < (c + 1) * LDA_CHUNK; k++)
+            w[k] = k < K ? ((float)ndk[k] + alpha) * coef[k] : 0.0f;
+        total[c] = chunk_sum(w + c * LDA_CHUNK);
     }
-    return chunks_total(total, nc);
+    return blocked_totals(total, nc);
+}
+
+/* How many of x[0 .. n) u has reached. */
+static inline uint32_t passed_portable(const float *x, uint32_t n, float u)
+{
+    uint32_t c = 0;
+    for (uint32_t i = 0; i < n; i++)
+        c += !(u < x[i]);
+    return c;
+}
+
+/* The topic j of chunk c (weights x) whose running sum first passes u, or
+ * LDA_CHUNK when rounding left u past the chunk: then its last weight. */
+static inline uint32_t chunk_topic(const float *x, uint32_t c, uint32_t j)
+{
+    if (j == LDA_CHUNK)
+        for (j = LDA_CHUNK - 1; j && !(x[j] > 0); j--)
+            ;
+    return c * LDA_CHUNK + j;
+}
+
+/* The chunk: how many running totals u has reached (they never fall),
+ * counted without branches, whose outcome no predictor could guess.  Its
+ * topic, alike: v = u - (the total before) >= 0, and a zero weight leaves
+ * the running sum as it was, so it is never the first to pass v. */
+static inline uint32_t find_portable(const float *w, const float *total, uint32_t K, float u)
+{
+    const uint32_t c = passed_portable(total, lda_chunks(K) - 1, u);
+    const float v = u - (c ? total[c - 1] : 0.0f);
+    float a[LDA_CHUNK];
+    memcpy(a, w + c * LDA_CHUNK, sizeof(a));
+    blocked_totals(a, LDA_CHUNK);
+    return chunk_topic(w + c * LDA_CHUNK, c, passed_portable(a, LDA_CHUNK, v));
 }
 
 #define AVX2 __attribute__((target("avx2")))
 
-/* The 8 weights (n + alpha) coef of a chunk, stored into w unless NULL;
- * returns w_j + w_{j+4}. */
-AVX2 static inline __m256d chunk_half_avx2(__m256i n, __m256d alpha, __m256d clo, __m256d chi,
-                                           double *w)
+AVX2 static inline __m256 chunk_full_avx2(const int32_t *ndk, __m256 alpha, const float *coef,
+                                          uint32_t k)
 {
-    const __m256d lo =
-        _mm256_mul_pd(_mm256_add_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(n)), alpha), clo);
-    const __m256d hi = _mm256_mul_pd(
-        _mm256_add_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(n, 1)), alpha), chi);
-    if (w) {
-        _mm256_storeu_pd(w, lo);
-        _mm256_storeu_pd(w + 4, hi);
-    }
-    return _mm256_add_pd(lo, hi);
+    const __m256 n = _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(ndk + k)));
+    return _mm256_mul_ps(_mm256_add_ps(n, alpha), _mm256_loadu_ps(coef + k));
 }
 
-AVX2 static inline __m256d chunk_full_avx2(const int32_t *ndk, __m256d alpha, const double *coef,
-                                           uint32_t k, double *w)
+/* The chunk at k past the last whole one: lanes past K read as 0, so
+ * their weight is +0, as on the portable path. */
+AVX2 static inline __m256 chunk_part_avx2(const int32_t *ndk, __m256 alpha, const float *coef,
+                                          uint32_t k, uint32_t K)
 {
-    return chunk_half_avx2(_mm256_loadu_si256((const __m256i *)(ndk + k)), alpha,
-                           _mm256_loadu_pd(coef + k), _mm256_loadu_pd(coef + k + 4), w);
+    const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(K - k)),
+                                         _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256 n = _mm256_cvtepi32_ps(_mm256_maskload_epi32(ndk + k, m));
+    return _mm256_mul_ps(_mm256_add_ps(n, alpha), _mm256_maskload_ps(coef + k, m));
 }
 
-/* The chunk past the last whole one: lanes past K read as 0, so their
- * weight is +0.0, as on the portable path. */
-AVX2 static inline __m256d chunk_part_avx2(const int32_t *ndk, __m256d alpha, const double *coef,
-                                           uint32_t k, uint32_t rest, double *w)
+/* The sums S_c of 8 chunks (as above): two rounds of pairwise adds within
+ * each 128-bit half, then the halves added. */
+AVX2 static inline __m256 chunk_sums_avx2(__m256 v0, __m256 v1, __m256 v2, __m256 v3, __m256 v4,
+                                          __m256 v5, __m256 v6, __m256 v7)
 {
-    const __m256i m =
-        _mm256_cmpgt_epi32(_mm256_set1_epi32((int)rest), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    const __m256i mlo = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(m));
-    const __m256i mhi = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(m, 1));
-    return chunk_half_avx2(_mm256_maskload_epi32(ndk + k, m), alpha,
-                           _mm256_maskload_pd(coef + k, mlo), _mm256_maskload_pd(coef + k + 4, mhi),
-                           w);
+    const __m256 q0 = _mm256_hadd_ps(_mm256_hadd_ps(v0, v1), _mm256_hadd_ps(v2, v3));
+    const __m256 q1 = _mm256_hadd_ps(_mm256_hadd_ps(v4, v5), _mm256_hadd_ps(v6, v7));
+    return _mm256_add_ps(_mm256_permute2f128_ps(q0, q1, 0x20),
+                         _mm256_permute2f128_ps(q0, q1, 0x31));
 }
 
-/* The weights of the chunk at topic k0 (chunk_weights' values). */
-AVX2 static void chunk_weights_avx2(const int32_t *ndk, double alpha, const double *coef,
-                                    uint32_t K, uint32_t k0, double w[LDA_CHUNK])
+/* Serial running sums within each 4-lane half of x (a block of four). */
+AVX2 static inline __m256 scan4_avx2(__m256 x)
 {
-    const __m256d av = _mm256_set1_pd(alpha);
-    if (k0 + LDA_CHUNK <= K)
-        chunk_full_avx2(ndk, av, coef, k0, w);
-    else
-        chunk_part_avx2(ndk, av, coef, k0, K - k0, w);
+    const __m256 z = _mm256_setzero_ps();
+    x = _mm256_add_ps(x, _mm256_blend_ps(z, _mm256_permute_ps(x, 0x00), 0x22));
+    x = _mm256_add_ps(x, _mm256_blend_ps(z, _mm256_permute_ps(x, 0x55), 0x44));
+    return _mm256_add_ps(x, _mm256_blend_ps(z, _mm256_permute_ps(x, 0xaa), 0x88));
 }
 
-/* The sum of one chunk from chunk_half_avx2's result. */
-AVX2 static inline double chunk_fold_avx2(__m256d v)
+/* The blocked running totals of 8 sums s (two blocks), after the total
+ * in base's low half (its high half is +0). */
+AVX2 static inline __m256 group_totals_avx2(__m256 s, __m256 base)
 {
-    const __m128d h = _mm_hadd_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
-    return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
+    const __m256 t = _mm256_add_ps(scan4_avx2(s), base);
+    const __m256 last = _mm256_permute_ps(t, 0xff);
+    return _mm256_add_ps(t, _mm256_permute2f128_ps(last, last, 0x08));
 }
 
-AVX2 static double weights_avx2(const int32_t *ndk, double alpha, const double *coef, uint32_t K,
-                                double *total)
+/* The totals of 8 chunks v0..v7 into total, after base; the next base. */
+AVX2 static inline __m256 group_avx2(__m256 v0, __m256 v1, __m256 v2, __m256 v3, __m256 v4,
+                                     __m256 v5, __m256 v6, __m256 v7, __m256 base, float *total)
 {
-    const uint32_t full = K / LDA_CHUNK, rest = K % LDA_CHUNK;
-    const __m256d av = _mm256_set1_pd(alpha);
+    const __m256 t = group_totals_avx2(chunk_sums_avx2(v0, v1, v2, v3, v4, v5, v6, v7), base);
+    _mm256_storeu_ps(total, t);
+    const __m256 last = _mm256_permute_ps(t, 0xff);
+    return _mm256_permute2f128_ps(last, last, 0x81);
+}
+
+/* Whole groups of 8 chunks in registers; the last group through w, whose
+ * chunks past lda_chunks(K) stay +0 (the caller's zeroes). */
+AVX2 static inline float weights_avx2(const int32_t *ndk, float alpha, const float *coef,
+                                      uint32_t K, float *w, float *total)
+{
+    const uint32_t nc = lda_chunks(K), full = K / LDA_CHUNK;
+    const __m256 av = _mm256_set1_ps(alpha);
+    __m256 base = _mm256_setzero_ps();
     uint32_t c = 0;
-    for (; c + 4 <= full; c += 4) { /* four chunk sums at once */
-        __m256d v[4];
-        for (uint32_t i = 0; i < 4; i++)
-            v[i] = chunk_full_avx2(ndk, av, coef, (c + i) * LDA_CHUNK, NULL);
-        const __m256d h01 = _mm256_hadd_pd(v[0], v[1]), h23 = _mm256_hadd_pd(v[2], v[3]);
-        _mm256_storeu_pd(total + c, _mm256_add_pd(_mm256_permute2f128_pd(h01, h23, 0x20),
-                                                  _mm256_permute2f128_pd(h01, h23, 0x31)));
+    for (; c + 8 <= full; c += 8) {
+        __m256 v[8];
+        for (uint32_t i = 0; i < 8; i++) {
+            v[i] = chunk_full_avx2(ndk, av, coef, (c + i) * LDA_CHUNK);
+            _mm256_storeu_ps(w + (c + i) * LDA_CHUNK, v[i]);
+        }
+        base = group_avx2(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], base, total + c);
     }
-    for (; c < full; c++)
-        total[c] = chunk_fold_avx2(chunk_full_avx2(ndk, av, coef, c * LDA_CHUNK, NULL));
-    if (rest)
-        total[c] = chunk_fold_avx2(chunk_part_avx2(ndk, av, coef, c * LDA_CHUNK, rest, NULL));
-    return chunks_total(total, lda_chunks(K));
+    if (c < nc) {
+        for (uint32_t d = c; d < full; d++)
+            _mm256_storeu_ps(w + d * LDA_CHUNK, chunk_full_avx2(ndk, av, coef, d * LDA_CHUNK));
+        if (full < nc)
+            _mm256_storeu_ps(w + full * LDA_CHUNK,
+                             chunk_part_avx2(ndk, av, coef, full * LDA_CHUNK, K));
+        const float *x = w + c * LDA_CHUNK;
+        group_avx2(_mm256_loadu_ps(x), _mm256_loadu_ps(x + 8), _mm256_loadu_ps(x + 16),
+                   _mm256_loadu_ps(x + 24), _mm256_loadu_ps(x + 32), _mm256_loadu_ps(x + 40),
+                   _mm256_loadu_ps(x + 48), _mm256_loadu_ps(x + 56), base, total + c);
+    }
+    return total[nc - 1];
 }
 
-double lda_dense_weights(int avx2, const int32_t *ndk, double alpha, const double *coef, uint32_t K,
-                         double *total)
+AVX2 static inline uint32_t find_avx2(const float *w, const float *total, uint32_t K, float u)
 {
-    return avx2 ? weights_avx2(ndk, alpha, coef, K, total)
-                : weights_portable(ndk, alpha, coef, K, total);
-}
-
-/* How many of total[0 .. n) u has reached. */
-static uint32_t passed_portable(const double *total, uint32_t n, double u)
-{
+    const uint32_t n = lda_chunks(K) - 1;
+    const __m256 uv = _mm256_set1_ps(u);
     uint32_t c = 0;
-    for (uint32_t i = 0; i < n; i++)
-        c += !(u < total[i]);
-    return c;
+    for (uint32_t i = 0; i < n; i += 8) {
+        unsigned m =
+            (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(total + i), uv, _CMP_LE_OQ));
+        if (n - i < 8)
+            m &= (1u << (n - i)) - 1;
+        c += (uint32_t)__builtin_popcount(m);
+    }
+    const float v = u - (c ? total[c - 1] : 0.0f);
+    const __m256 a = group_totals_avx2(_mm256_loadu_ps(w + c * LDA_CHUNK), _mm256_setzero_ps());
+    const unsigned m =
+        (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(a, _mm256_set1_ps(v), _CMP_LE_OQ));
+    return chunk_topic(w + c * LDA_CHUNK, c, (uint32_t)__builtin_popcount(m));
 }
 
-AVX2 static uint32_t passed_avx2(const double *total, uint32_t n, double u)
+AVX2 static float dense_weights_avx2(const int32_t *ndk, float alpha, const float *coef, uint32_t K,
+                                     float *w, float *total)
 {
-    const __m256d uv = _mm256_set1_pd(u);
-    uint32_t c = 0, i = 0;
-    for (; i + 4 <= n; i += 4) {
-        const __m256d reached = _mm256_cmp_pd(_mm256_loadu_pd(total + i), uv, _CMP_LE_OQ);
-        c += (uint32_t)__builtin_popcount((unsigned)_mm256_movemask_pd(reached));
-    }
-    return c + passed_portable(total + i, n - i, u);
+    return weights_avx2(ndk, alpha, coef, K, w, total);
 }
 
-uint32_t lda_dense_find(int avx2, const int32_t *ndk, double alpha, const double *coef,
-                        const double *total, uint32_t K, double u)
+AVX2 static uint32_t dense_find_avx2(const float *w, const float *total, uint32_t K, float u)
 {
-    /* the chunk: how many running totals u has reached (they never fall),
-     * counted without branches, whose outcome no predictor could guess */
-    const uint32_t nc = lda_chunks(K);
-    const uint32_t c = avx2 ? passed_avx2(total, nc - 1, u) : passed_portable(total, nc - 1, u);
-    /* its topic, alike; u - (the total before) >= 0, so a zero weight is
-     * never the first to pass it */
-    double w[LDA_CHUNK], a = 0;
-    if (avx2)
-        chunk_weights_avx2(ndk, alpha, coef, K, c * LDA_CHUNK, w);
-    else
-        chunk_weights(ndk, alpha, coef, K, c * LDA_CHUNK, w);
-    const double v = u - (c ? total[c - 1] : 0.0);
-    uint32_t j = 0;
-    for (uint32_t i = 0; i < LDA_CHUNK; i++) {
-        a += w[i];
-        j += !(v < a);
-    }
-    if (j == LDA_CHUNK) /* rounding left u past the chunk: its last weight */
-        for (j = LDA_CHUNK - 1; j && !(w[j] > 0); j--)
-            ;
-    return c * LDA_CHUNK + j;
+    return find_avx2(w, total, K, u);
+}
+
+float lda_dense_weights(int avx2, const int32_t *ndk, float alpha, const float *coef, uint32_t K,
+                        float *w, float *total)
+{
+    return avx2 ? dense_weights_avx2(ndk, alpha, coef, K, w, total)
+                : weights_portable(ndk, alpha, coef, K, w, total);
+}
+
+uint32_t lda_dense_find(int avx2, const float *w, const float *total, uint32_t K, float u)
+{
+    return avx2 ? dense_find_avx2(w, total, K, u) : find_portable(w, total, K, u);
 }
 
 int lda_have_avx2(void)
@@ -308,19 +353,74 @@ int lda_have_avx2(void)
     return __builtin_cpu_supports("avx2") != 0;
 }
 
+/* coef[k] of the loaded word (the definition above). */
+static inline float dense_coef(int32_t nwk, int64_t nk, double beta, double vbeta)
+{
+    return (float)((nwk + beta) / ((double)nk + vbeta));
+}
+
 /* Token count change dn (+1 or -1) of topic k for the loaded word, with
  * coef[k] in step. */
-static inline void dense_change(int64_t *nk, lda_word *wd, double *coef, double beta, double vbeta,
+static inline void dense_change(int64_t *nk, lda_word *wd, float *coef, double beta, double vbeta,
                                 uint32_t k, int dn)
 {
     lda_word_token_move(wd, nk, k, dn);
-    coef[k] = (wd->nwk[k] + beta) / ((double)nk[k] + vbeta);
+    coef[k] = dense_coef(wd->nwk[k], nk[k], beta, vbeta);
 }
 
 /* Tokens ahead whose document row and topic are prefetched, and the most
  * bytes of the row. */
 #define DENSE_PREFETCH 8
 #define DENSE_PREFETCH_ROW 512u
+
+/* What one word's run of tokens needs. */
+typedef struct dense_run {
+    lda_tokens *t;
+    int64_t *nk;
+    lda_word *wd;
+    float *coef, *w, *total;
+    uint32_t K, row_bytes;
+    float alpha;
+    double beta, vbeta;
+} dense_run;
+
+/* Tokens [i, end) of the loaded word; avx2 is a constant where this is
+ * inlined, so each path's kernels inline into the loop. */
+static inline void dense_tokens(const dense_run *d, int avx2, uint64_t i, uint64_t end, rt_rng *rng)
+{
+    lda_tokens *t = d->t;
+    const uint32_t K = d->K;
+    for (; i < end; i++) {
+        if (i + DENSE_PREFETCH < end) {
+            const char *row = (const char *)(t->ndk + (size_t)t->tok_doc[i + DENSE_PREFETCH] * K);
+            __builtin_prefetch(t->z + t->tok_pos[i + DENSE_PREFETCH], 1);
+            for (uint32_t o = 0; o < d->row_bytes; o += 64)
+                __builtin_prefetch(row + o, 1);
+        }
+        const uint32_t p = t->tok_pos[i], k0 = t->z[p];
+        int32_t *ndk = t->ndk + (size_t)t->tok_doc[i] * K;
+        ndk[k0]--;
+        dense_change(d->nk, d->wd, d->coef, d->beta, d->vbeta, k0, -1);
+        const float sum = avx2 ? weights_avx2(ndk, d->alpha, d->coef, K, d->w, d->total)
+                               : weights_portable(ndk, d->alpha, d->coef, K, d->w, d->total);
+        const float u = rt_rng_uniformf(rng) * sum;
+        const uint32_t k =
+            avx2 ? find_avx2(d->w, d->total, K, u) : find_portable(d->w, d->total, K, u);
+        ndk[k]++;
+        dense_change(d->nk, d->wd, d->coef, d->beta, d->vbeta, k, +1);
+        t->z[p] = (uint16_t)k;
+    }
+}
+
+AVX2 static void dense_tokens_avx2(const dense_run *d, uint64_t i, uint64_t end, rt_rng *rng)
+{
+    dense_tokens(d, 1, i, end, rng);
+}
+
+static void dense_tokens_portable(const dense_run *d, uint64_t i, uint64_t end, rt_rng *rng)
+{
+    dense_tokens(d, 0, i, end, rng);
+}
 
 /* The sparse sampler at K <= LDA_DENSE_K.  The documents' topic lists are
  * not used, and not kept. */
@@ -329,46 +429,37 @@ static int visit_dense(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *pa
 {
     lda_tokens *t = &w->train;
     const uint32_t K = c->o->K;
-    const uint32_t row_bytes = K * 4 < DENSE_PREFETCH_ROW ? K * 4 : DENSE_PREFETCH_ROW;
-    const double alpha = c->o->alpha, beta = c->o->beta, vbeta = c->vbeta;
-    int64_t *nk = w->nk;
-    double *total = s->chunk, *coef = s->coef;
+    const dense_run d = {.t = t,
+                         .nk = w->nk,
+                         .wd = &s->word,
+                         .coef = s->dense_coef,
+                         .w = s->dense_w,
+                         .total = s->dense_total,
+                         .K = K,
+                         .row_bytes = K * 4 < DENSE_PREFETCH_ROW ? K * 4 : DENSE_PREFETCH_ROW,
+                         .alpha = (float)c->o->alpha,
+                         .beta = c->o->beta,
+                         .vbeta = c->vbeta};
     lda_word *wd = &s->word;
-    /* coef[k] = (n_wk + beta) / (n_k + V beta): beta / (n_k + V beta)
-     * outside the loaded word's topics */
+    /* coef[k] outside the loaded word's topics: n_wk = 0 */
     for (uint32_t k = 0; k < K; k++)
-        coef[k] = beta / ((double)nk[k] + vbeta);
+        d.coef[k] = dense_coef(0, d.nk[k], d.beta, d.vbeta);
     for (uint64_t r = t->blk_run[b]; r < t->blk_run[b + 1]; r++) {
         uint32_t cap, j = t->run_word[r];
         uint32_t *slice = lda_word_slice(c, b, j, payload, &cap);
         lda_word_load(wd, K, slice, cap);
         for (uint32_t x = 0; x < wd->n_nz; x++) {
             const uint32_t k = wd->nz[x];
-            coef[k] = (wd->nwk[k] + beta) / ((double)nk[k] + vbeta);
+            d.coef[k] = dense_coef(wd->nwk[k], d.nk[k], d.beta, d.vbeta);
         }
-        const uint64_t end = t->run_end[r];
-        for (uint64_t i = r == t->blk_run[b] ? t->blk_tok[b] : t->run_end[r - 1]; i < end; i++) {
-            if (i + DENSE_PREFETCH < end) {
-                const char *row =
-                    (const char *)(t->ndk + (size_t)t->tok_doc[i + DENSE_PREFETCH] * K);
-                __builtin_prefetch(t->z + t->tok_pos[i + DENSE_PREFETCH], 1);
-                for (uint32_t o = 0; o < row_bytes; o += 64)
-                    __builtin_prefetch(row + o, 1);
-            }
-            const uint32_t p = t->tok_pos[i], k0 = t->z[p];
-            int32_t *ndk = t->ndk + (size_t)t->tok_doc[i] * K;
-            ndk[k0]--;
-            dense_change(nk, wd, coef, beta, vbeta, k0, -1);
-            const double sum = lda_dense_weights(s->avx2, ndk, alpha, coef, K, total);
-            const uint32_t k =
-                lda_dense_find(s->avx2, ndk, alpha, coef, total, K, rt_rng_uniform(rng) * sum);
-            ndk[k]++;
-            dense_change(nk, wd, coef, beta, vbeta, k, +1);
-            t->z[p] = (uint16_t)k;
-        }
+        const uint64_t i = r == t->blk_run[b] ? t->blk_tok[b] : t->run_end[r - 1];
+        if (s->avx2)
+            dense_tokens_avx2(&d, i, t->run_end[r], rng);
+        else
+            dense_tokens_portable(&d, i, t->run_end[r], rng);
         for (uint32_t x = 0; x < wd->n_nz; x++) {
             const uint32_t k = wd->nz[x];
-            coef[k] = beta / ((double)nk[k] + vbeta);
+            d.coef[k] = dense_coef(0, d.nk[k], d.beta, d.vbeta);
         }
         if (lda_word_store(wd, K))
             return lda_overflow(b, j, err);

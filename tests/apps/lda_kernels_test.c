@@ -185,56 +185,77 @@ static void test_stream(void **state)
         assert_true(lda_below(&r, 7) < 7);
 }
 
+/* The blocked running sums lda_sample.c states, written out: serial within
+ * blocks of four, each block's added to the last sum before it. */
+static void spec_blocked(const float *x, uint32_t n, float *out)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        const uint32_t b = i / 4 * 4;
+        float p = x[b];
+        for (uint32_t j = b + 1; j <= i; j++)
+            p += x[j];
+        out[i] = b ? out[b - 1] + p : p;
+    }
+}
+
 /* The dense weights: both paths give the same bits at every K (whole and
- * partial chunks, fewer and more than four chunks), equal to the order
- * lda.h states; a draw lands where a plain search over those sums says,
- * on both paths, and never on a zero weight. */
+ * partial chunks, fewer and more than eight chunks), equal to the order
+ * lda_sample.c states; a draw lands where a plain search over those sums
+ * says, on both paths, and never on a zero weight. */
 static void test_dense(void **state)
 {
     (void)state;
-    enum { KMAX = 300 };
+    enum { KMAX = 300, NC = (KMAX + LDA_CHUNK - 1) / LDA_CHUNK };
     static int32_t ndk[KMAX];
-    static double coef[KMAX], w[KMAX + LDA_CHUNK], want[KMAX / LDA_CHUNK + 1],
-        tot[2][KMAX / LDA_CHUNK + 1];
-    const double alpha = 0.5;
+    static float coef[KMAX], w[NC * LDA_CHUNK], got[2][(NC + LDA_CHUNK) * LDA_CHUNK], sums[NC],
+        want[NC], tot[2][NC + LDA_CHUNK];
+    const float alpha = 0.5f;
     rt_rng r;
     rt_rng_seed(&r, 7, 1);
-    const uint32_t Ks[] = {1, 3, 8, 9, 31, 32, 33, 100, 257, KMAX};
+    const uint32_t Ks[] = {1, 3, 8, 9, 31, 32, 33, 64, 65, 100, 257, KMAX};
     for (size_t ki = 0; ki < sizeof(Ks) / sizeof(Ks[0]); ki++) {
         const uint32_t K = Ks[ki], nc = lda_chunks(K);
+        assert_true(lda_dense_totals_len(K) <= NC + LDA_CHUNK);
+        memset(got, 0, sizeof(got)); /* the padding is the caller's zeroes */
         for (uint32_t k = 0; k < K; k++) {
             ndk[k] = lda_below(&r, 4) ? 0 : (int32_t)lda_below(&r, 50);
-            /* some zero weights (a real coef is never 0) */
-            coef[k] =
-                lda_below(&r, 5) ? (lda_below(&r, 3) + 0.01) / (lda_below(&r, 1000) + 20.0) : 0.0;
+            /* some zero weights (a real coef is never 0), some whole zero chunks */
+            coef[k] = lda_below(&r, 5) && (k / 16) % 3
+                          ? (float)((lda_below(&r, 3) + 0.01) / (lda_below(&r, 1000) + 20.0))
+                          : 0.0f;
         }
-        coef[lda_below(&r, K)] = 1.0; /* at least one weight */
+        coef[lda_below(&r, K)] = 1.0f; /* at least one weight */
         memset(w, 0, sizeof(w));
         for (uint32_t k = 0; k < K; k++)
-            w[k] = (ndk[k] + alpha) * coef[k];
-        double run = 0;
+            w[k] = ((float)ndk[k] + alpha) * coef[k];
         for (uint32_t c = 0; c < nc; c++) {
-            const double *x = w + c * LDA_CHUNK;
-            want[c] = run += ((x[0] + x[4]) + (x[1] + x[5])) + ((x[2] + x[6]) + (x[3] + x[7]));
+            const float *x = w + c * LDA_CHUNK;
+            sums[c] = ((x[0] + x[1]) + (x[2] + x[3])) + ((x[4] + x[5]) + (x[6] + x[7]));
         }
+        spec_blocked(sums, nc, want);
         const int paths = 1 + lda_have_avx2();
         for (int path = 0; path < paths; path++) {
-            const double sum = lda_dense_weights(path, ndk, alpha, coef, K, tot[path]);
-            assert_memory_equal(tot[path], want, nc * sizeof(double));
-            assert_memory_equal(&sum, &want[nc - 1], sizeof(double));
+            const float sum = lda_dense_weights(path, ndk, alpha, coef, K, got[path], tot[path]);
+            assert_memory_equal(got[path], w, nc * LDA_CHUNK * sizeof(float));
+            for (uint32_t k = nc * LDA_CHUNK; k < lda_dense_totals_len(K) * LDA_CHUNK; k++)
+                assert_true(got[path][k] == 0.0f);
+            assert_memory_equal(tot[path], want, nc * sizeof(float));
+            assert_memory_equal(&sum, &want[nc - 1], sizeof(float));
         }
-        for (int i = 0; i < 2000; i++) {
-            const double u = i ? rt_rng_uniform(&r) * want[nc - 1] : nextafter(want[nc - 1], 0);
+        for (int i = 0; i < 4000; i++) {
+            const float u = i ? rt_rng_uniformf(&r) * want[nc - 1] : nextafterf(want[nc - 1], 0);
+            assert_true(u < want[nc - 1]);
             uint32_t c = 0; /* the plain search */
             while (c + 1 < nc && !(u < want[c]))
                 c++;
-            const double v = u - (c ? want[c - 1] : 0.0);
-            double a = 0;
+            const float v = u - (c ? want[c - 1] : 0.0f);
+            float a[LDA_CHUNK];
+            spec_blocked(w + c * LDA_CHUNK, LDA_CHUNK, a);
             uint32_t j = 0;
-            while (j < LDA_CHUNK && !(v < (a += w[c * LDA_CHUNK + j])))
+            while (j < LDA_CHUNK && !(v < a[j]))
                 j++;
             for (int path = 0; path < paths; path++) {
-                const uint32_t k = lda_dense_find(path, ndk, alpha, coef, want, K, u);
+                const uint32_t k = lda_dense_find(path, got[path], want, K, u);
                 assert_true(k < K && w[k] > 0);
                 if (j < LDA_CHUNK)
                     assert_int_equal(k, c * LDA_CHUNK + j);
