@@ -26,14 +26,15 @@
 # For each configuration, --rounds times: calibrate the kernel rate (rotor
 # simulate --calibrate: a short serial run of the app on the same plan,
 # unpinned like the ranks, right before the run and so under the same
-# load), then the per-step cost and the spread of step costs and cell times
+# load), then the per-step cost and the spread of step costs and cell times,
+# and the part of that a worker shares over a rotation
 # (--calibrate-threads: the job's workers as threads of one process on
 # these cores); run `rotor train` in every namespace (THREADS threads per
 # rank, default 1, on a plan of PIPELINE blocks per worker, default 2;
 # --pin no: on one machine every rank would pin to the same core); take the
 # median epoch time and stall of the epochs after the first; and predict
 # them with `rotor simulate` from that round's calibration (--rate,
-# --step-overhead-us, --step-cv, --cell-cv), the bandwidth TCP reaches
+# --step-overhead-us, --step-cv, --cell-cv, --worker-cv), the bandwidth TCP reaches
 # through the shaped link (gbps_tcp, rotor bench-link) and tbf's burst
 # (--burst-kib), all ranks on this machine's cores (--host-cores $(nproc):
 # the emulation's truth; a real cluster gives every node its own), each core
@@ -72,7 +73,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 ranks=2,4,8 gbps=1,5,25 apps=sgd-mf,lda epochs="" rounds=3 quick=0 keep=0 configs="" auto="" size=small
 BENCH_FLAGS=([quick]=quick=1 [keep]=keep=1)
-bench_options 2,70 "$@"
+bench_options 2,71 "$@"
 case $size in
 small) mf_cols=10000 mf_nnz=1500000 mf_rank=64 lda_docs=6000 lda_vocab=20000 ;;
 large) mf_cols=60000 mf_nnz=9000000 mf_rank=128 lda_docs=15000 lda_vocab=60000 ;;
@@ -343,7 +344,7 @@ measured() {
     echo "$t $s"
 }
 
-declare -A rate step_us cell_cv step_cv inline_us busy_speed
+declare -A rate step_us cell_cv step_cv worker_cv inline_us busy_speed
 # The kernel rate of one thread on this machine now (serial, unpinned): a
 # rank's thread computes at that rate while it has a core to itself (the
 # model shares the cores); the rest of a serial step is what a step costs
@@ -353,7 +354,7 @@ declare -A rate step_us cell_cv step_cv inline_us busy_speed
 # a core: HZ=250 and no kernel preemption here, so up to a 4 ms tick) and
 # how much that and a cell's time vary (the time slices that the model's
 # even sharing smooths out).
-calibrate() { # calibrate APP PLAN KEY: rate, step_us, step_cv, cell_cv, busy_speed [KEY]
+calibrate() { # calibrate APP PLAN KEY: rate, step_us, step_cv, cell_cv, worker_cv, busy_speed [KEY]
     local out serial_cpu threads_cpu
     # shellcheck disable=SC2046
     out=$("$ROTOR" simulate --plan "$2" --app "$1" $(app_args "$1") --calibrate --gbps 0 \
@@ -367,6 +368,7 @@ calibrate() { # calibrate APP PLAN KEY: rate, step_us, step_cv, cell_cv, busy_sp
     step_us[$3]=$(echo "$out" | sed -n 's/.*"step_overhead_us": \([0-9.e+]*\).*/\1/p')
     cell_cv[$3]=$(echo "$out" | sed -n 's/.*"cell_cv": \([0-9.e+-]*\).*/\1/p')
     step_cv[$3]=$(echo "$out" | sed -n 's/.*"step_cv": \([0-9.e+-]*\).*/\1/p')
+    worker_cv[$3]=$(echo "$out" | sed -n 's/.*"worker_cv": \([0-9.e+-]*\).*/\1/p')
     threads_cpu=$(echo "$out" | sed -n 's/.*"busy_rate": \([0-9.e+]*\).*/\1/p')
     # a core's rate while all compute at once, over its rate alone (CPU time
     # of the visits: time slices waiting for a core left out of both)
@@ -397,7 +399,8 @@ one_round() {
     # shellcheck disable=SC2046,SC2207 # app_args: one option a word
     sim=("$ROTOR" simulate --plan "$plan" --app "$app" $(app_args "$app") --json
         --rate "${rate[$key]}" --step-overhead-us "${step_us[$key]}"
-        --step-cv "${step_cv[$key]}" --cell-cv "${cell_cv[$key]}" --inline-below-us 4000
+        --step-cv "${step_cv[$key]}" --cell-cv "${cell_cv[$key]}" --worker-cv "${worker_cv[$key]}"
+        --inline-below-us 4000
         --inline-step-us "${inline_us[$key]}" --busy-core-speed "${busy_speed[$key]}"
         --gbps "${effective[$g]}" --burst-kib "$burst_kib" --net-cpu-ns-per-byte "${net_ns[$d]}"
         --latency-us "$lat" --overhead-us 10 --host-cores "$(nproc)" --send-buffer-kib 8192)

@@ -110,6 +110,7 @@ typedef struct sim_state {
     uint32_t in_collective; /* nodes inside the current collective */
     rt_rng rng;             /* jitter (rt_sim_shape.cell_cv, step_cv) */
     double cell_sigma;      /* of the cells' log-normal factor; 0: none */
+    double *worker_factor;  /* W: this rotation's factor of each worker's cells (worker_cv) */
     double step_sigma;      /* of the steps' */
     double step_overhead_s;
 } sim_state;
@@ -125,6 +126,7 @@ static void state_free(sim_state *s)
     free(s->wire_start);
     free(s->wire_free);
     free(s->stream_end);
+    free(s->worker_factor);
 }
 
 static int state_init(sim_state *s, const rt_sim_shape *sh, rt_error *err)
@@ -148,8 +150,9 @@ static int state_init(sim_state *s, const rt_sim_shape *sh, rt_error *err)
     s->wire_start = calloc(NB, sizeof(double));
     s->wire_free = calloc(NB, sizeof(double));
     s->stream_end = calloc(NB, sizeof(double));
+    s->worker_factor = malloc(s->W * sizeof(double));
     if (!s->node || !s->host || !s->done_at || !s->worker_sum || !s->arrive || !s->freed ||
-        !s->wire_start || !s->wire_free || !s->stream_end) {
+        !s->wire_start || !s->wire_free || !s->stream_end || !s->worker_factor) {
         state_free(s);
         return rt_fail(err, RT_EXIT_RUNTIME, "simulate: out of memory");
     }
@@ -158,7 +161,7 @@ static int state_init(sim_state *s, const rt_sim_shape *sh, rt_error *err)
                                 .all_busy_speed = sh->busy_core_speed > 0 ? sh->busy_core_speed : 1,
                                 .next_done = INFINITY};
     for (uint32_t w = 0; w < s->W; w++)
-        s->done_at[w] = INFINITY;
+        s->done_at[w] = INFINITY, s->worker_factor[w] = 1;
     for (size_t i = 0; i < NB; i++)
         s->arrive[i] = s->freed[i] = INFINITY;
     return 0;
@@ -241,6 +244,21 @@ static double jitter(sim_state *s, double sigma)
     return exp(sigma * z - sigma * sigma / 2);
 }
 
+/* The jitter of rotation `stream`: the cells' log-normal spread split into
+ * a factor per worker for the whole rotation (worker_cv, drawn first) and
+ * the rest per cell (their variances of the log add up to cell_cv's, or to
+ * worker_cv's if that is the larger). */
+static void jitter_init(sim_state *s, const rt_sim_shape *sh, uint64_t stream)
+{
+    rt_rng_seed(&s->rng, SIM_JITTER_SEED, stream);
+    double cell_var = log(1 + sh->cell_cv * sh->cell_cv);
+    double worker_var = log(1 + sh->worker_cv * sh->worker_cv);
+    s->cell_sigma = cell_var > worker_var ? sqrt(cell_var - worker_var) : 0;
+    s->step_sigma = sqrt(log(1 + sh->step_cv * sh->step_cv));
+    for (uint32_t w = 0; w < s->W && worker_var > 0; w++)
+        s->worker_factor[w] = jitter(s, sqrt(worker_var));
+}
+
 /* Node n's step compute is over: the step's fixed cost follows. */
 static void step_end_begin(sim_state *s, const rt_sim_shape *sh, uint32_t n)
 {
@@ -277,7 +295,7 @@ static void compute_start(sim_state *s, const rt_sim_shape *sh, uint32_t n)
             x = th == 0 ? cells_s : 0;
         if (x <= 0)
             continue;
-        x *= jitter(s, s->cell_sigma);
+        x *= s->worker_factor[w] * jitter(s, s->cell_sigma);
         s->done_at[w] = h->progress + x;
         d->busy++, h->busy++;
     }
@@ -628,11 +646,8 @@ static int one_rotation(const rt_sim_shape *sh, const rt_sim_link *l, uint64_t s
     /* a link moves gbps / 8 bytes a second while it transmits (an infinite
      * one takes no time, so no load) */
     s.link_load = l->gbps > 0 ? sh->net_cpu_s_per_byte * l->gbps * 1e9 / 8 : 0;
-    if (sh->cell_cv > 0 || sh->step_cv > 0) {
-        s.cell_sigma = sqrt(log(1 + sh->cell_cv * sh->cell_cv));
-        s.step_sigma = sqrt(log(1 + sh->step_cv * sh->step_cv));
-        rt_rng_seed(&s.rng, SIM_JITTER_SEED, stream);
-    }
+    if (sh->cell_cv > 0 || sh->step_cv > 0 || sh->worker_cv > 0)
+        jitter_init(&s, sh, stream);
     /* the engine's statistics ([bytes, stall per rank]) and the app's */
     sim_costs cost = {
         .step_reduce_s = rt_sim_allreduce_s(l, s.N, sh->step_reduce_bytes, sh->collectives),
@@ -670,7 +685,7 @@ int rt_sim_rotation(const rt_sim_shape *sh, const rt_sim_link *l, rt_sim_result 
     memset(out, 0, sizeof(*out));
     if (check_shape(sh, err))
         return -1;
-    if (sh->cell_cv <= 0 && sh->step_cv <= 0)
+    if (sh->cell_cv <= 0 && sh->step_cv <= 0 && sh->worker_cv <= 0)
         return one_rotation(sh, l, 0, out, err);
     /* with jitter: the mean over rotations of independent draws */
     uint32_t n = sh->jitter_rotations ? sh->jitter_rotations : SIM_JITTER_ROTATIONS;

@@ -95,6 +95,12 @@ typedef struct rt_sim_shape {
                              and this coefficient of variation (time slices on a loaded
                              machine), drawn from a fixed seed; the result is the mean
                              over jitter_rotations rotations (0 = 32) */
+    double worker_cv;     /* > 0: the part of cell_cv that a worker's cells share within a
+                             rotation (a thread that is slow for a while: it shares its
+                             core with the kernel's network work or another process), a
+                             log-normal factor per worker and rotation; the cells keep
+                             the rest of cell_cv's spread.  It does not average out over
+                             a worker's cells, so its neighbours wait for it */
     double step_cv;       /* > 0: each step's fixed cost varies so (thread hand-offs that wait
                              for a busy core), with the same averaging */
     uint32_t jitter_rotations;

@@ -90,6 +90,10 @@ static const rt_opt sim_options[] = {
                   "cell times vary with this coefficient of variation (a loaded machine's "
                   "time slices): the mean of 32 rotations; default: none, or what the "
                   "calibration measured"),
+    RT_DOUBLE_OPT("worker-cv", 0, sim_opts, knobs.worker_cv, "V", "0", 0, 10, 0,
+                  "the part of the cells' spread that a worker's cells share within a rotation "
+                  "(a thread slow for a while); default: none, or what --calibrate-threads "
+                  "measured"),
     RT_DOUBLE_OPT("inline-below-us", 0, sim_opts, inline_below_us, "U", "0", 0, HUGE_VAL, 0,
                   "a node's step whose cells take less than U us of kernel time together runs "
                   "them on one thread, as rotor train --inline-steps auto does below 4000 "
@@ -296,7 +300,7 @@ typedef struct calib {
     double compute_s, other_s; /* over the rotations after the first */
     int rotations;
     const double *cells; /* W x B work units */
-    uint32_t blocks;
+    uint32_t blocks, workers;
     calib_spread *spread; /* W */
     /* With every worker a thread: the time of each step beyond its slowest
      * visit (thread hand-offs and the app's step end, on cores that the
@@ -308,6 +312,12 @@ typedef struct calib {
      * the threads that ran them (time slices waiting for a core left out,
      * so with every worker a thread: a busy core's rate). */
     double *visit_work, *visit_cpu_s; /* W: each written by its worker's thread only */
+    /* Each worker's visits in the current rotation (seconds, work units),
+     * and over the rotations after the first the sum of the squared
+     * coefficient of variation, across workers, of their seconds per unit. */
+    double *rot_s, *rot_work;
+    double worker_var_sum;
+    int worker_var_n;
 } calib;
 
 /* The rotations a calibration runs (with_calibration_args). */
@@ -343,8 +353,30 @@ static int calib_visit(void *p, const rt_visit *v, rt_error *err)
         sp->n++, sp->sum += x, sp->sumsq += x * x;
         c->visit_work[v->worker] += work;
         c->visit_cpu_s[v->worker] += thread_cpu_s() - cpu0;
+        c->rot_s[v->worker] += sp->last_s;
+        c->rot_work[v->worker] += work;
     }
     return rc;
+}
+
+/* After a rotation: how much the workers' seconds per unit differed (each
+ * worker over all its cells of the rotation), as a squared coefficient of
+ * variation; then the next rotation starts from zero. */
+static void calib_worker_spread(calib *c, uint32_t workers)
+{
+    double n = 0, sum = 0, sumsq = 0;
+    for (uint32_t w = 0; w < workers; w++) {
+        if (c->rot_work[w] > 0) {
+            double x = c->rot_s[w] / c->rot_work[w];
+            n++, sum += x, sumsq += x * x;
+        }
+        c->rot_s[w] = c->rot_work[w] = 0;
+    }
+    if (n < 2 || sum <= 0)
+        return;
+    double mean = sum / n, var = (sumsq - n * mean * mean) / (n - 1);
+    c->worker_var_sum += var > 0 ? var / (mean * mean) : 0;
+    c->worker_var_n++;
 }
 
 /* Work units per CPU second of the visits measured (0: none, or no clock). */
@@ -389,6 +421,7 @@ static int calib_rotation_end(void *p, rt_engine *eng, uint64_t rot, const rt_ro
 {
     calib *c = p;
     if (rot > 0) { /* the first rotation warms caches and pages in the shards */
+        calib_worker_spread(c, c->workers);
         c->compute_s += st->compute_s;
         c->other_s += st->seconds - st->compute_s;
         c->rotations++;
@@ -434,6 +467,8 @@ static void calib_free(calib *c)
     free(c->handoff);
     free(c->visit_work);
     free(c->visit_cpu_s);
+    free(c->rot_s);
+    free(c->rot_work);
 }
 
 /* Run the app for a few rotations, serially (rate = work / compute time,
@@ -462,12 +497,14 @@ static int calibrate(sim_opts *o, const rt_app_desc *app, const void *app_opts, 
     rt_transport_config_init(&ec.transport);
     ec.slot_bytes = slot_bytes;
     rt_engine *eng = NULL;
-    calib c = {.inner = app->ops, .cells = cells, .blocks = plan->blocks};
+    calib c = {.inner = app->ops, .cells = cells, .blocks = plan->blocks, .workers = plan->workers};
     c.spread = calloc(plan->workers, sizeof(calib_spread));
     c.handoff = calloc((size_t)CALIB_ROTATIONS * plan->blocks, sizeof(double));
     c.visit_work = calloc(plan->workers, sizeof(double));
     c.visit_cpu_s = calloc(plan->workers, sizeof(double));
-    if (!c.spread || !c.handoff || !c.visit_work || !c.visit_cpu_s) {
+    c.rot_s = calloc(plan->workers, sizeof(double));
+    c.rot_work = calloc(plan->workers, sizeof(double));
+    if (!c.spread || !c.handoff || !c.visit_work || !c.visit_cpu_s || !c.rot_s || !c.rot_work) {
         calib_free(&c);
         rt_group_free(&group);
         return rt_fail(err, RT_EXIT_RUNTIME, "calibrate: out of memory");
@@ -486,6 +523,8 @@ static int calibrate(sim_opts *o, const rt_app_desc *app, const void *app_opts, 
                       : rc == 0 ? trimmed_mean(c.handoff, c.n_handoff, &step_cv)
                                 : 0;
     o->busy_rate = calib_busy_rate(&c, plan->workers);
+    /* with every worker a thread: how a thread's speed varies for a rotation */
+    double worker_cv = parallel && c.worker_var_n ? sqrt(c.worker_var_sum / c.worker_var_n) : 0;
     calib_free(&c);
     if (rc)
         return rt_error_prefix(err, "calibrate");
@@ -508,12 +547,14 @@ static int calibrate(sim_opts *o, const rt_app_desc *app, const void *app_opts, 
         o->knobs.cell_cv = cv;
     if (o->knobs.step_cv <= 0)
         o->knobs.step_cv = step_cv;
+    if (o->knobs.worker_cv <= 0)
+        o->knobs.worker_cv = worker_cv;
     rt_info("simulate: calibrated %s on %s (%s): %.4g units/s per thread, %.4g per CPU second "
             "of a visit, %.1f us per step besides %s (varying by %.1f%%), cell times vary by "
-            "%.1f%% (%d rotations)",
+            "%.1f%%, of which a worker's rotation shares %.1f%% (%d rotations)",
             app->name, plan->dir, parallel ? "all workers as threads" : "serial", o->args.rate,
             o->busy_rate, per_step * 1e6, parallel ? "its slowest cell" : "compute", 100 * step_cv,
-            100 * cv, c.rotations);
+            100 * cv, 100 * worker_cv, c.rotations);
     return 0;
 }
 
@@ -528,14 +569,15 @@ static void print_result(const sim_opts *o, const rt_sim_shape *s, const rt_sim_
                "\"gbps\": %g, \"latency_us\": %g, \"overhead_us\": %g, \"rate\": %.6g, "
                "\"busy_rate\": %.6g, \"busy_core_speed\": %.4g, \"net_cpu_ns_per_byte\": %.4g, "
                "\"step_overhead_us\": %.4g, \"step_cv\": %.4g, \"cell_cv\": %.4g, "
+               "\"worker_cv\": %.4g, "
                "\"predicted_epoch_s\": %.6g, \"predicted_stall\": %.4f, \"stall_mean\": %.4f, "
                "\"compute_s\": %.6g, \"collective_s\": %.6g, \"credit_wait_s\": %.6g, "
                "\"bytes_per_link\": %.0f, \"link_busy_s\": %.6g, \"critical\": \"%s\"}\n",
                o->app_name, s->nodes, s->threads, s->pipeline, o->link.gbps,
                o->link.latency_s * 1e6, o->link.overhead_s * 1e6, s->rate, o->busy_rate,
                s->busy_core_speed > 0 ? s->busy_core_speed : 1, s->net_cpu_s_per_byte * 1e9,
-               s->step_overhead_s * 1e6, s->step_cv, s->cell_cv, r->epoch_s, r->stall_max,
-               r->stall_mean, r->compute_max_s, r->collective_s, r->credit_wait_s,
+               s->step_overhead_s * 1e6, s->step_cv, s->cell_cv, s->worker_cv, r->epoch_s,
+               r->stall_max, r->stall_mean, r->compute_max_s, r->collective_s, r->credit_wait_s,
                r->bytes_per_link, r->link_busy_s, r->critical);
         return;
     }
@@ -558,8 +600,9 @@ static int run_shape(const sim_opts *o, sim_shape_buf *s, int first, rt_error *e
 {
     s->shape.rate = o->args.rate;
     s->shape.step_overhead_s = o->knobs.step_overhead_s;
-    s->shape.cell_cv = o->knobs.cell_cv; /* these four may come from the calibration */
+    s->shape.cell_cv = o->knobs.cell_cv; /* these five may come from the calibration */
     s->shape.step_cv = o->knobs.step_cv;
+    s->shape.worker_cv = o->knobs.worker_cv;
     rt_sim_result r;
     if (rt_sim_rotation(&s->shape, &o->link, &r, err))
         return -1;

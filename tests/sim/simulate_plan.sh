@@ -45,12 +45,14 @@ echo "$out" | grep -q "\"bytes_per_link\": $want," ||
 [ "$(grep -c '^[124] ' "$TMP/sweep.txt")" = 3 ] || { cat "$TMP/sweep.txt" >&2; fail "sweep rows"; }
 
 # Calibration on the plan: a rate, and with every worker a thread, the
-# spread of cell times and of the steps' cost beyond their slowest cell.
+# spread of cell times (and the part a worker's rotation shares) and of the
+# steps' cost beyond their slowest cell.
 for how in --calibrate --calibrate-threads; do
     out=$("$ROTOR" simulate --plan "$TMP/p4" --app sgd-mf --rank 4 "$how" --gbps 0 --json \
         2>/dev/null) || fail "simulate $how"
     echo "$out" | grep -q '"rate": [1-9]' && echo "$out" | grep -q '"cell_cv": [0-9]' &&
-        echo "$out" | grep -q '"step_cv": [0-9]' && echo "$out" | grep -q '"busy_rate": [1-9]' ||
+        echo "$out" | grep -q '"step_cv": [0-9]' && echo "$out" | grep -q '"busy_rate": [1-9]' &&
+        echo "$out" | grep -q '"worker_cv": [0-9]' ||
         fail "simulate $how: $out"
 done
 
