@@ -60,7 +60,7 @@ typedef struct entry {
 } entry;
 
 static volatile sig_atomic_t stop;
-static uint64_t dropped;
+static uint64_t dropped, refused;
 
 static void on_signal(int sig)
 {
@@ -91,11 +91,16 @@ static int open_iface(const char *name)
     unsigned idx = if_nametoindex(name);
     if (!idx)
         die("no interface", name);
-    int buf = 16 << 20;
+    /* Room for what the rank's tbf (fed from here) holds: a packet socket
+     * that is out of send buffer refuses the frame, which TCP then resends
+     * after its 200 ms timeout (seen with the default 208 KiB). */
+    int buf = 16 << 20, sndbuf = 64 << 20;
     if (setsockopt(fd, SOL_PACKET, PACKET_VNET_HDR, &one, sizeof(one)) ||
         setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one)) ||
         (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)) &&
-         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf))))
+         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf))) ||
+        (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof(sndbuf)) &&
+         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf))))
         die("socket options on", name);
     struct sockaddr_ll a = {
         .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL), .sll_ifindex = (int)idx};
@@ -126,8 +131,11 @@ static void ring_get(held *q, void *dst, size_t n)
 static void send_frame(int fd, const void *buf, size_t len)
 {
     /* a full device queue drops the frame, as a switch would; TCP resends */
-    if (send(fd, buf, len, MSG_DONTWAIT) < 0 && errno != EAGAIN && errno != ENOBUFS)
-        perror("delay_relay: send");
+    if (send(fd, buf, len, MSG_DONTWAIT) < 0) {
+        if (errno != EAGAIN && errno != ENOBUFS)
+            perror("delay_relay: send");
+        refused++;
+    }
 }
 
 /* Frames from the rank: held until due (all of them when delay is 0). */
@@ -230,8 +238,9 @@ int main(int argc, char **argv)
             take_from_switch(&pairs[i], buf);
         }
     }
-    if (dropped)
-        fprintf(stderr, "delay_relay: %llu frames dropped (queue full)\n",
-                (unsigned long long)dropped);
+    if (dropped || refused)
+        fprintf(stderr,
+                "delay_relay: %llu frames dropped (queue full), %llu refused by the device\n",
+                (unsigned long long)dropped, (unsigned long long)refused);
     return 0;
 }
