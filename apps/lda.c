@@ -53,8 +53,11 @@ static const rt_opt lda_options[] = {
     RT_U32_OPT("mh-steps", 0, lda_opts, mh_steps, "M", "2", 1, 1000, 0,
                "MH proposals per token, alternating doc/word"),
     RT_U32_OPT("exact-sweeps", 0, lda_opts, exact_sweeps, "N", "0", 0, 100000000, 0,
-               "mh and warp: the first N sweeps are exact collapsed Gibbs (SparseLDA's buckets), "
-               "which gain more per sweep from a random start"),
+               "mh and warp: N sweeps (the first, or those after --exact-after) are exact "
+               "collapsed Gibbs (SparseLDA's buckets), which gain more per sweep"),
+    RT_U32_OPT("exact-after", 0, lda_opts, exact_after, "W", "0", 0, 100000000, 0,
+               "the --exact-sweeps are sweeps W+1 .. W+N (0: the first N); for warp, their "
+               "per-document topic lists raise the peak memory"),
     RT_U32_OPT("eval-every", 0, lda_opts, eval_every, "N", "10", 1, 100000000, 0,
                "log-likelihood and held-out perplexity every N sweeps"),
     RT_U32_OPT("sync-every", 0, lda_opts, sync_every, "N", "1", 1, 1000000, 0,

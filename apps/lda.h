@@ -118,7 +118,8 @@ typedef struct lda_opts {
     lda_sampler sampler;
     lda_init init;
     uint32_t mh_steps;     /* MH: proposals per token (alternating doc / word) */
-    uint32_t exact_sweeps; /* mh, warp: the first N sweeps are exact (SparseLDA buckets) */
+    uint32_t exact_sweeps; /* mh, warp: N sweeps are exact (SparseLDA buckets): */
+    uint32_t exact_after;  /* those after sweep W (0: the first N) */
     uint32_t eval_every;
     uint32_t sync_every; /* all-reduce the topic totals every N steps (and at sweep end) */
     uint64_t seed;

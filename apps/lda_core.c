@@ -94,7 +94,9 @@ int lda_core_visit(lda_core *c, uint32_t worker, uint32_t thread, uint32_t block
     }
     if (rotation == 0)
         return lda_visit_init(&c->ctx, w, block, payload, s, err);
-    const int exact = rotation <= c->o.exact_sweeps && c->o.sampler != LDA_SAMPLER_SPARSE;
+    const int exact = rotation > c->o.exact_after &&
+                      rotation - c->o.exact_after <= c->o.exact_sweeps &&
+                      c->o.sampler != LDA_SAMPLER_SPARSE;
     if (w->train.dnc && !(exact && c->o.sampler == LDA_SAMPLER_WARP))
         lda_init_lists_done(&w->train); /* no list-based sweep follows */
     if (exact && c->o.sampler == LDA_SAMPLER_WARP && w->doc_phase_rotation != rotation) {

@@ -4,7 +4,7 @@
 # sampler), reruns are bit-identical, and so is every other split of the
 # plan's 4 workers (serial replay, 1 process x 4 threads); another seed gives
 # another model (so the equal runs are not equal by doing nothing).  The
-# progressive initial sweep and exact first sweeps split alike.
+# progressive initial sweep and exact sweeps (first or later) split alike.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lda_lib.sh"
 launch_or_skip
@@ -50,6 +50,28 @@ done
 
 # The progressive initial sweep and the exact first sweeps (apps/lda_init.c)
 # keep the same promise: every split of the workers gives the same model.
+# So do exact sweeps in the middle of the run (--exact-after: sweeps 3-4
+# exact, then back to the sampler's own steps).
+for s in warp mh; do
+    note "$s --exact-after 2 --exact-sweeps 2: 2 x 2 and serial replay bit-identical"
+    train=(train --plan "$TMP/plan" "${LDA_OPTS[@]}" --sampler "$s" --exact-after 2 --exact-sweeps 2
+           --iters 6 --eval-every 1)
+    "$ROTOR" launch -n 2 -- "$ROTOR" "${train[@]}" --out "$TMP/w-$s" >"$TMP/w-$s.log" 2>&1 ||
+        { cat "$TMP/w-$s.log"; fail "train $s --exact-after"; }
+    "$ROTOR" "${train[@]}" --serial --out "$TMP/w-$s-serial" >"$TMP/w-$s-serial.log" 2>&1 ||
+        fail "serial $s --exact-after"
+    single "$TMP/w-$s" "$TMP/w-$s-serial"
+    same_as "w-$s" "w-$s-serial" word_topic.npy doc_topic.npy
+    diff <(ll_lines "$TMP/w-$s.log") <(ll_lines "$TMP/w-$s-serial.log") >&2 ||
+        fail "$s --exact-after: metrics differ in the serial run"
+    # sweeps 1-2 are the plain sampler's, sweep 3 is not
+    "$ROTOR" "${train[@]}" --exact-sweeps 0 --iters 3 --serial >"$TMP/w-$s-plain.log" 2>&1 ||
+        fail "plain $s"
+    diff <(ll_lines "$TMP/w-$s.log" | head -3) <(ll_lines "$TMP/w-$s-plain.log" | head -3) >&2 ||
+        fail "$s --exact-after 2: sweeps 1-2 are not the plain sampler's"
+    [ "$(ll_at 3 "$TMP/w-$s.log")" != "$(ll_at 3 "$TMP/w-$s-plain.log")" ] ||
+        fail "$s --exact-after 2: sweep 3 is the plain sampler's"
+done
 for s in warp mh; do
     note "$s --init progressive --exact-sweeps 3: 2 x 2, serial replay and 1 x 4 bit-identical"
     train=(train --plan "$TMP/plan" "${LDA_OPTS[@]}" --sampler "$s" --init progressive --exact-sweeps 3
