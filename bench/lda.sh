@@ -32,8 +32,10 @@
 # a machine shared with other work, spinning at its barriers halved its
 # speed (KOS, K = 100, load average 14 on 2 cores: 1.2-1.5M tokens/s
 # active, 2.3-3.0M passive).
-# --samplers: NAME, NAME:M (--mh-steps M) or NAME+exact (--exact-sweeps
-# for every sweep: exact collapsed Gibbs), reported as rotor-NAME[-mM][-exact];
+# --samplers: NAME, NAME:M (--mh-steps M), NAME+exact (--exact-sweeps
+# for every sweep: exact collapsed Gibbs) or NAME+afterWxN (--exact-after W
+# --exact-sweeps N: sweeps W+1 .. W+N exact), reported as
+# rotor-NAME[-mM][-exact|-afterWxN];
 # NAME auto is rotor's default (sparse at K <= 256, warp above).
 # rotor's sampling seconds include rotation 0 (the initial topics).
 # --quick: KOS only, K = 100 and 1000, 20 iterations, 1 round, 2 points.
@@ -101,6 +103,7 @@ tools=()
 [ "$warp" = 1 ] && tools+=(warplda)
 for s in ${samplers//,/ }; do # NAME:M = --mh-steps M, NAME+exact = every sweep exact
     s=${s/+exact/-exact}
+    s=${s/+after/-after}
     tools+=("rotor-${s/:/-m}")
 done
 
@@ -122,6 +125,10 @@ run() {
     else
         local out=() every=$((n / 2)) sampler=${tool#rotor-} steps=()
         case $sampler in *-exact) steps=(--exact-sweeps "$n") sampler=${sampler%-exact} ;; esac
+        case $sampler in *-after*x*) # -afterWxN
+            local win=${sampler##*-after}
+            steps=(--exact-after "${win%x*}" --exact-sweeps "${win#*x}") sampler=${sampler%-after*} ;;
+        esac
         case $sampler in *-m*) steps+=(--mh-steps "${sampler##*-m}") sampler=${sampler%-m*} ;; esac
         [ -n "$save" ] && out=(--out "$base.model") every=$n
         /usr/bin/time -f "%M %e" -o "$base.time" "$ROTOR" train --plan "$TMP/plan-$c" --app lda \
