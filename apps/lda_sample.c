@@ -40,7 +40,7 @@ int lda_scratch_init(lda_scratch *s, uint32_t K)
     s->inv = rt_alloc(K * sizeof(double));
     s->buf = rt_alloc(K * sizeof(double));
     s->dense_w = rt_alloc(lda_dense_totals_len(K) * LDA_CHUNK * sizeof(float));
-    s->dense_coef = rt_alloc(K * sizeof(float));
+    s->dense_coef = rt_alloc(lda_chunks(K) * LDA_CHUNK * sizeof(float));
     s->dense_total = rt_alloc(lda_dense_totals_len(K) * sizeof(float));
     s->coef = rt_alloc(K * sizeof(double));
     s->aprob = rt_alloc(K * sizeof(float));
@@ -224,15 +224,16 @@ AVX2 static inline __m256 chunk_full_avx2(const int32_t *ndk, __m256 alpha, cons
     return _mm256_mul_ps(_mm256_add_ps(n, alpha), _mm256_loadu_ps(coef + k));
 }
 
-/* The chunk at k past the last whole one: lanes past K read as 0, so
- * their weight is +0, as on the portable path. */
+/* The chunk at k past the last whole one: n_dk past K reads as 0 and
+ * coef there is +0 (lda.h), so their weight is +0, as on the portable
+ * path. */
 AVX2 static inline __m256 chunk_part_avx2(const int32_t *ndk, __m256 alpha, const float *coef,
                                           uint32_t k, uint32_t K)
 {
     const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(K - k)),
                                          _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
     const __m256 n = _mm256_cvtepi32_ps(_mm256_maskload_epi32(ndk + k, m));
-    return _mm256_mul_ps(_mm256_add_ps(n, alpha), _mm256_maskload_ps(coef + k, m));
+    return _mm256_mul_ps(_mm256_add_ps(n, alpha), _mm256_loadu_ps(coef + k));
 }
 
 /* The sums S_c of 8 chunks (as above): two rounds of pairwise adds within
@@ -359,15 +360,6 @@ static inline float dense_coef(int32_t nwk, int64_t nk, double beta, double vbet
     return (float)((nwk + beta) / ((double)nk + vbeta));
 }
 
-/* Token count change dn (+1 or -1) of topic k for the loaded word, with
- * coef[k] in step. */
-static inline void dense_change(int64_t *nk, lda_word *wd, float *coef, double beta, double vbeta,
-                                uint32_t k, int dn)
-{
-    lda_word_token_move(wd, nk, k, dn);
-    coef[k] = dense_coef(wd->nwk[k], nk[k], beta, vbeta);
-}
-
 /* Tokens ahead whose document row and topic are prefetched, and the most
  * bytes of the row. */
 #define DENSE_PREFETCH 8
@@ -384,42 +376,90 @@ typedef struct dense_run {
     double beta, vbeta;
 } dense_run;
 
-/* Tokens [i, end) of the loaded word; avx2 is a constant where this is
- * inlined, so each path's kernels inline into the loop. */
-static inline void dense_tokens(const dense_run *d, int avx2, uint64_t i, uint64_t end, rt_rng *rng)
+/* Token count change dn (+1 or -1) of topic k for the loaded word and the
+ * topic totals; returns the new coef[k]. */
+static inline float dense_move(const dense_run *d, uint32_t k, int dn)
+{
+    lda_word_token_move(d->wd, d->nk, k, dn);
+    return dense_coef(d->wd->nwk[k], d->nk[k], d->beta, d->vbeta);
+}
+
+/* The document row and topic of the token DENSE_PREFETCH ahead. */
+static inline void dense_prefetch(const dense_run *d, uint64_t i, uint64_t end)
+{
+    const lda_tokens *t = d->t;
+    if (i + DENSE_PREFETCH < end) {
+        const char *row = (const char *)(t->ndk + (size_t)t->tok_doc[i + DENSE_PREFETCH] * d->K);
+        __builtin_prefetch(t->z + t->tok_pos[i + DENSE_PREFETCH], 1);
+        for (uint32_t o = 0; o < d->row_bytes; o += 64)
+            __builtin_prefetch(row + o, 1);
+    }
+}
+
+/* Tokens [i, end) of the loaded word. */
+static void dense_tokens_portable(const dense_run *d, uint64_t i, uint64_t end, rt_rng *rng)
 {
     lda_tokens *t = d->t;
-    const uint32_t K = d->K;
     for (; i < end; i++) {
-        if (i + DENSE_PREFETCH < end) {
-            const char *row = (const char *)(t->ndk + (size_t)t->tok_doc[i + DENSE_PREFETCH] * K);
-            __builtin_prefetch(t->z + t->tok_pos[i + DENSE_PREFETCH], 1);
-            for (uint32_t o = 0; o < d->row_bytes; o += 64)
-                __builtin_prefetch(row + o, 1);
-        }
+        dense_prefetch(d, i, end);
         const uint32_t p = t->tok_pos[i], k0 = t->z[p];
-        int32_t *ndk = t->ndk + (size_t)t->tok_doc[i] * K;
+        int32_t *ndk = t->ndk + (size_t)t->tok_doc[i] * d->K;
         ndk[k0]--;
-        dense_change(d->nk, d->wd, d->coef, d->beta, d->vbeta, k0, -1);
-        const float sum = avx2 ? weights_avx2(ndk, d->alpha, d->coef, K, d->w, d->total)
-                               : weights_portable(ndk, d->alpha, d->coef, K, d->w, d->total);
-        const float u = rt_rng_uniformf(rng) * sum;
-        const uint32_t k =
-            avx2 ? find_avx2(d->w, d->total, K, u) : find_portable(d->w, d->total, K, u);
+        d->coef[k0] = dense_move(d, k0, -1);
+        const float sum = weights_portable(ndk, d->alpha, d->coef, d->K, d->w, d->total);
+        const uint32_t k = find_portable(d->w, d->total, d->K, rt_rng_uniformf(rng) * sum);
         ndk[k]++;
-        dense_change(d->nk, d->wd, d->coef, d->beta, d->vbeta, k, +1);
+        d->coef[k] = dense_move(d, k, +1);
         t->z[p] = (uint16_t)k;
     }
 }
 
-AVX2 static void dense_tokens_avx2(const dense_run *d, uint64_t i, uint64_t end, rt_rng *rng)
+/* The vector path changes a count of the document row and a coef by a
+ * load and a store of the whole chunk: the next weights' load of that
+ * chunk is then served from the store, where a 4-byte store under a
+ * 32-byte load would wait until it reached the cache. */
+AVX2 static inline __m256i lane_avx2(uint32_t k)
 {
-    dense_tokens(d, 1, i, end, rng);
+    return _mm256_cmpeq_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                              _mm256_set1_epi32((int)(k % LDA_CHUNK)));
 }
 
-static void dense_tokens_portable(const dense_run *d, uint64_t i, uint64_t end, rt_rng *rng)
+/* n_dk += dn; the partial chunk (k >= whole) is read by masked loads, so
+ * it keeps the 4-byte store (the row ends there). */
+AVX2 static inline void ndk_move_avx2(int32_t *ndk, uint32_t k, int dn, uint32_t whole)
 {
-    dense_tokens(d, 0, i, end, rng);
+    if (k >= whole) {
+        ndk[k] += dn;
+        return;
+    }
+    __m256i *x = (__m256i *)(ndk + k / LDA_CHUNK * LDA_CHUNK);
+    const __m256i v = _mm256_loadu_si256(x), m = lane_avx2(k); /* m: -1 in lane k */
+    _mm256_storeu_si256(x, dn > 0 ? _mm256_sub_epi32(v, m) : _mm256_add_epi32(v, m));
+}
+
+AVX2 static inline void coef_set_avx2(float *coef, uint32_t k, float c)
+{
+    float *x = coef + k / LDA_CHUNK * LDA_CHUNK;
+    _mm256_storeu_ps(x, _mm256_blendv_ps(_mm256_loadu_ps(x), _mm256_set1_ps(c),
+                                         _mm256_castsi256_ps(lane_avx2(k))));
+}
+
+AVX2 static void dense_tokens_avx2(const dense_run *d, uint64_t i, uint64_t end, rt_rng *rng)
+{
+    lda_tokens *t = d->t;
+    const uint32_t whole = d->K / LDA_CHUNK * LDA_CHUNK;
+    for (; i < end; i++) {
+        dense_prefetch(d, i, end);
+        const uint32_t p = t->tok_pos[i], k0 = t->z[p];
+        int32_t *ndk = t->ndk + (size_t)t->tok_doc[i] * d->K;
+        ndk_move_avx2(ndk, k0, -1, whole);
+        coef_set_avx2(d->coef, k0, dense_move(d, k0, -1));
+        const float sum = weights_avx2(ndk, d->alpha, d->coef, d->K, d->w, d->total);
+        const uint32_t k = find_avx2(d->w, d->total, d->K, rt_rng_uniformf(rng) * sum);
+        ndk_move_avx2(ndk, k, +1, whole);
+        coef_set_avx2(d->coef, k, dense_move(d, k, +1));
+        t->z[p] = (uint16_t)k;
+    }
 }
 
 /* The sparse sampler at K <= LDA_DENSE_K.  The documents' topic lists are
