@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <string.h>
+#include <unistd.h>
 
 int rt_app_shards_open(const rt_plan *plan, uint32_t first, uint32_t n, rt_shard **shards,
                        rt_error *err)
@@ -88,6 +89,11 @@ json_t *rt_app_model_json(const char *dir, char *path, rt_error *err)
     struct stat sb;
     if (rt_path_join(path, 4096, dir, "model.json", err))
         return NULL;
+    const char *holds = access(path, F_OK) == 0 ? NULL : rt_dir_holds(dir);
+    if (holds) {
+        rt_fail(err, RT_EXIT_INPUT, "%s: not a model: it %s", dir, holds);
+        return NULL;
+    }
     /* A save writes model.json last: a directory without one is a save
      * that never finished (or one node's parts of a node-local save). */
     if (stat(path, &sb) != 0 && errno == ENOENT && stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode)) {

@@ -578,6 +578,34 @@ int rt_check_whole_out_dir(const char *out, const char *marker, const char *kind
     return rt_check_out_dir(out, err);
 }
 
+const char *rt_dir_holds(const char *path)
+{
+    static const struct {
+        const char *file, *what;
+    } marks[] = {{"plan.json", "holds a plan (rotor partition --out)"},
+                 {"model.json", "holds a model (rotor train --out)"},
+                 {"manifest.json", "holds one checkpoint (give the directory above it)"},
+                 {"infer.json", "holds rotor infer output"}};
+    struct stat sb;
+    char file[4200];
+    if (stat(path, &sb) != 0)
+        return NULL;
+    if (!S_ISDIR(sb.st_mode))
+        return "is a file, not a directory";
+    for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++)
+        if (snprintf(file, sizeof(file), "%s/%s", path, marks[i].file) < (int)sizeof(file) &&
+            access(file, F_OK) == 0)
+            return marks[i].what;
+    DIR *d = opendir(path);
+    struct dirent *de;
+    int ckpt = 0;
+    while (d && !ckpt && (de = readdir(d)))
+        ckpt = !strncmp(de->d_name, "ckpt-", 5);
+    if (d)
+        closedir(d);
+    return ckpt ? "holds checkpoints (rotor train --checkpoint)" : NULL;
+}
+
 /* --out must be usable before training starts, not after hours of it:
  * create it (mkdir -p) and make sure a file can be created in it. */
 int rt_check_out_dir(const char *dir, rt_error *err)

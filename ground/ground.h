@@ -271,6 +271,12 @@ int rt_check_out_dir(const char *dir, rt_error *err);
  * new, empty, or an earlier output of its kind (it holds `marker`): nothing
  * else of the user's goes with it.  Then rt_check_out_dir. */
 int rt_check_whole_out_dir(const char *out, const char *marker, const char *kind, rt_error *err);
+/* What `path` is when a command is given the wrong kind of thing (a model
+ * as --plan, a plan as --model, a file as a directory), for "PATH: not a
+ * plan: it ...": "holds a plan (rotor partition --out)", "holds a model
+ * (...)", "holds checkpoints (...)", "is a file, not a directory", ..., or
+ * NULL when it is none of rotor's directories or does not exist. */
+const char *rt_dir_holds(const char *path);
 /* snprintf into a path buffer; fails cleanly when the result would not fit. */
 int rt_path_join(char *out, size_t cap, const char *dir, const char *name, rt_error *err);
 

@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char *rt_plan_app_name(rt_plan_app app)
 {
@@ -153,6 +154,9 @@ static int read_manifest(rt_plan *p, rt_error *err)
     snprintf(path, sizeof(path), "%s/plan.json", p->dir);
     json_error_t je;
     json_t *root = json_load_file(path, 0, &je);
+    const char *holds = root || access(path, F_OK) == 0 ? NULL : rt_dir_holds(p->dir);
+    if (holds)
+        return rt_fail(err, RT_EXIT_INPUT, "%s: not a plan: it %s", p->dir, holds);
     if (!root)
         return rt_fail_parse(err, path, je.line, je.text);
     int rc = -1;

@@ -161,11 +161,28 @@ static int run_gnuplot(const char *script, const char *log, rt_error *err)
 }
 
 /* The picture gnuplot wrote must be there and non-empty before it replaces out. */
-static int move_picture(const char *picture, const char *out, rt_error *err)
+/* Does the picture end as a whole PNG (the IEND chunk) or SVG (</svg>)
+ * does?  gnuplot exits 0 when a write fails (a full disk): a picture cut
+ * short must not replace --out. */
+static int picture_complete(const char *picture, int svg)
 {
-    struct stat sb;
-    if (stat(picture, &sb) != 0 || sb.st_size == 0) /* (created empty before gnuplot ran) */
-        return rt_fail(err, RT_EXIT_RUNTIME, "plot: gnuplot wrote no picture");
+    char tail[64];
+    FILE *fp = fopen(picture, "rb");
+    if (!fp)
+        return 0;
+    size_t n = 0;
+    if (fseek(fp, -(long)sizeof(tail), SEEK_END) == 0 || fseek(fp, 0, SEEK_SET) == 0)
+        n = fread(tail, 1, sizeof(tail), fp);
+    fclose(fp);
+    const char *mark = svg ? "</svg>" : "IEND";
+    return memmem(tail, n, mark, strlen(mark)) != NULL;
+}
+
+static int move_picture(const char *picture, const char *out, int svg, rt_error *err)
+{
+    if (!picture_complete(picture, svg)) /* (created empty before gnuplot ran) */
+        return rt_fail(err, RT_EXIT_RUNTIME,
+                       "plot: gnuplot wrote no whole picture into %s (a full disk?)", picture);
     int fd = open(picture, O_RDONLY | O_CLOEXEC); /* durable before its rename, as rt_outfile */
     if (fd < 0 || fsync(fd) != 0) {
         int e = errno;
@@ -212,7 +229,7 @@ int plot_render(const plot_chart *c, const char *tmpdir, rt_error *err)
     if (rc == 0)
         rc = run_gnuplot(script, log, err);
     if (rc == 0)
-        rc = move_picture(picture, c->out, err);
+        rc = move_picture(picture, c->out, c->svg, err);
     if (rc != 0)
         unlink(picture);
     close(hold);

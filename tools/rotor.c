@@ -4,8 +4,11 @@
 #include "tools/tuning_env.h"
 #include "ground/ground.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 void rotor_usage(FILE *fp)
 {
@@ -45,16 +48,36 @@ int rotor_dispatch(const rotor_command *cmds, void (*usage)(FILE *fp), int argc,
     return -1;
 }
 
+/* A standard stream the caller closed ('rotor ... >&-') would be the first
+ * file rotor opens, and "-" or a message would then write into that file
+ * (a model part, a plan).  Fill the gap with /dev/null opened the wrong way
+ * round: reads of a closed stdin and writes to a closed stdout then fail
+ * with a message, as they would have, and touch nothing. */
+static void fill_closed_standard_fds(void)
+{
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+            continue;
+        int got = open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
+        if (got >= 0 && got != fd) { /* cannot happen: the lowest free fd is fd */
+            close(got);
+            _exit(RT_EXIT_RUNTIME);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
+    fill_closed_standard_fds(); /* before anything opens a file */
     rt_env_apply_log_level();
     if (argc >= 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")))
         return cmd_version();
     int rc = rotor_dispatch(rotor_commands, rotor_usage, argc, argv);
     if (rc < 0) {
         /* one line, as for every other bad input */
-        fprintf(stderr, "rotor: error: unknown command '%s' (see 'rotor --help')\n", argv[1]);
-        rc = RT_EXIT_INPUT;
+        rt_error err;
+        rt_fail(&err, RT_EXIT_INPUT, "unknown command '%s' (see 'rotor --help')", argv[1]);
+        rt_die(&err); /* one line, even for a name holding a newline */
     }
     return rc;
 }
