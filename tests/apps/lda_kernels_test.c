@@ -208,7 +208,7 @@ static void test_dense(void **state)
     enum { KMAX = 300, NC = (KMAX + LDA_CHUNK - 1) / LDA_CHUNK };
     static int32_t ndk[KMAX];
     static float coef[NC * LDA_CHUNK], w[NC * LDA_CHUNK], got[2][(NC + LDA_CHUNK) * LDA_CHUNK],
-        sums[NC], want[NC], tot[2][NC + LDA_CHUNK];
+        sums[NC], want[NC + LDA_CHUNK], tot[2][NC + LDA_CHUNK];
     const float alpha = 0.5f;
     rt_rng r;
     rt_rng_seed(&r, 7, 1);
