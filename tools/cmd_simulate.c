@@ -359,13 +359,21 @@ static int calib_visit(void *p, const rt_visit *v, rt_error *err)
     return rc;
 }
 
+/* The sample variance of n values from their sum and sum of squares (0
+ * below two values), and their mean. */
+static double sample_var(double n, double sum, double sumsq, double *mean)
+{
+    *mean = sum / n;
+    return n > 1 ? (sumsq - n * *mean * *mean) / (n - 1) : 0;
+}
+
 /* After a rotation: how much the workers' seconds per unit differed (each
  * worker over all its cells of the rotation), as a squared coefficient of
  * variation; then the next rotation starts from zero. */
-static void calib_worker_spread(calib *c, uint32_t workers)
+static void calib_worker_spread(calib *c)
 {
     double n = 0, sum = 0, sumsq = 0;
-    for (uint32_t w = 0; w < workers; w++) {
+    for (uint32_t w = 0; w < c->workers; w++) {
         if (c->rot_work[w] > 0) {
             double x = c->rot_s[w] / c->rot_work[w];
             n++, sum += x, sumsq += x * x;
@@ -374,7 +382,7 @@ static void calib_worker_spread(calib *c, uint32_t workers)
     }
     if (n < 2 || sum <= 0)
         return;
-    double mean = sum / n, var = (sumsq - n * mean * mean) / (n - 1);
+    double mean, var = sample_var(n, sum, sumsq, &mean);
     c->worker_var_sum += var > 0 ? var / (mean * mean) : 0;
     c->worker_var_n++;
 }
@@ -397,7 +405,7 @@ static double calib_cell_cv(const calib *c, uint32_t workers)
         n += c->spread[w].n, sum += c->spread[w].sum, sumsq += c->spread[w].sumsq;
     if (n < 2 || sum <= 0)
         return 0;
-    double mean = sum / n, var = (sumsq - n * mean * mean) / (n - 1);
+    double mean, var = sample_var(n, sum, sumsq, &mean);
     return var > 0 ? sqrt(var) / mean : 0;
 }
 
@@ -421,7 +429,7 @@ static int calib_rotation_end(void *p, rt_engine *eng, uint64_t rot, const rt_ro
 {
     calib *c = p;
     if (rot > 0) { /* the first rotation warms caches and pages in the shards */
-        calib_worker_spread(c, c->workers);
+        calib_worker_spread(c);
         c->compute_s += st->compute_s;
         c->other_s += st->seconds - st->compute_s;
         c->rotations++;
@@ -456,7 +464,7 @@ static double trimmed_mean(double *v, size_t n, double *cv)
         sum += v[i], sumsq += v[i] * v[i];
     if (m == 0 || sum <= 0)
         return 0;
-    double mean = sum / m, var = m > 1 ? (sumsq - m * mean * mean) / (m - 1) : 0;
+    double mean, var = sample_var((double)m, sum, sumsq, &mean);
     *cv = var > 0 ? sqrt(var) / mean : 0;
     return mean;
 }
