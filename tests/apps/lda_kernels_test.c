@@ -205,14 +205,14 @@ static void spec_blocked(const float *x, uint32_t n, float *out)
 static void test_dense(void **state)
 {
     (void)state;
-    enum { KMAX = 300, NC = (KMAX + LDA_CHUNK - 1) / LDA_CHUNK };
+    enum { KMAX = LDA_DENSE_K, NC = (KMAX + LDA_CHUNK - 1) / LDA_CHUNK };
     static int32_t ndk[KMAX];
     static float coef[NC * LDA_CHUNK], w[NC * LDA_CHUNK], got[2][(NC + LDA_CHUNK) * LDA_CHUNK],
         sums[NC], want[NC + LDA_CHUNK], tot[2][NC + LDA_CHUNK];
     const float alpha = 0.5f;
     rt_rng r;
     rt_rng_seed(&r, 7, 1);
-    const uint32_t Ks[] = {1, 3, 8, 9, 31, 32, 33, 64, 65, 100, 257, KMAX};
+    const uint32_t Ks[] = {1, 3, 8, 9, 31, 32, 33, 64, 65, 100, 257, 300, 511, KMAX};
     for (size_t ki = 0; ki < sizeof(Ks) / sizeof(Ks[0]); ki++) {
         const uint32_t K = Ks[ki], nc = lda_chunks(K);
         assert_true(lda_dense_totals_len(K) <= NC + LDA_CHUNK);
