@@ -9,6 +9,7 @@
 #include <ftw.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -210,8 +211,9 @@ void rt_release_dir(int fd)
 /* Is `name` a temporary of output `base`, exactly as rotor names them:
  * BASE.tmp.PID (rt_outfile) or BASE.tmp-PID-TAG (directories; TAG letters
  * and digits)?  BASE.tmp-PID-old is not: it holds the previous output while
- * a directory is swapped in two renames, and may be all that is left of it. */
-static int temporary_of(const char *name, const char *base)
+ * a directory is swapped in two renames, and may be all that is left of it.
+ * Its PID goes to *pid (0 when it does not fit one). */
+static int temporary_of(const char *name, const char *base, long *pid)
 {
     size_t b = strlen(base), i = 0;
     if (strncmp(name, base, b) || strncmp(name + b, ".tmp", 4))
@@ -224,6 +226,7 @@ static int temporary_of(const char *name, const char *base)
         ;
     if (i == 1)
         return 0;
+    *pid = i <= 10 ? strtol(rest + 1, NULL, 10) : 0;
     if (sep == '.')
         return rest[i] == '\0';
     if (rest[i] != '-' || !rest[i + 1] || !strcmp(rest + i + 1, "old"))
@@ -232,6 +235,15 @@ static int temporary_of(const char *name, const char *base)
         if (!is_digit(*t) && !((*t | 0x20) >= 'a' && (*t | 0x20) <= 'z'))
             return 0;
     return 1;
+}
+
+/* Is process `pid` alive on this host?  A run makes its temporary, then
+ * locks it: in between, only its PID shows that it is not stale.  (On a
+ * shared file system another host's PID proves nothing either way, so the
+ * lock is still what decides.) */
+static int pid_alive(long pid)
+{
+    return pid > 0 && pid <= INT_MAX && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
 }
 
 /* Remove dir/name when no process holds it (the lock is ours, then). */
@@ -275,8 +287,9 @@ int rt_remove_stale_temporaries(const char *out)
         return 0;
     int removed = 0;
     struct dirent *de;
+    long pid = 0;
     while ((de = readdir(d)))
-        if (temporary_of(de->d_name, base))
+        if (temporary_of(de->d_name, base, &pid) && !pid_alive(pid))
             removed += remove_if_unheld(dir, de->d_name);
     closedir(d);
     return removed;
