@@ -58,9 +58,12 @@ static void fill_closed_standard_fds(void)
     for (int fd = 0; fd <= 2; fd++) {
         if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
             continue;
+        /* no /dev/null (or got another fd, which cannot happen: the lowest
+         * free fd is fd): the gap would stay open, so stop here */
         int got = open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
-        if (got >= 0 && got != fd) { /* cannot happen: the lowest free fd is fd */
-            close(got);
+        if (got != fd) {
+            if (got >= 0)
+                close(got);
             _exit(RT_EXIT_RUNTIME);
         }
     }
