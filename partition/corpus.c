@@ -333,7 +333,7 @@ static rt_corpus_format sniff(const char *path, const rt_text *in, rt_error *err
         return RT_CORPUS_TEXT;
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
-    if (!in && !strncmp(base, "docword", 7))
+    if (!strncmp(base, "docword", 7)) /* a pipe or FIFO keeps its name too */
         return RT_CORPUS_UCI;
     FILE *fp = in ? fmemopen(in->data, in->len, "r") : fopen(path, "r");
     if (!fp)
@@ -372,12 +372,24 @@ static rt_corpus_format sniff(const char *path, const rt_text *in, rt_error *err
 
 static int read_format(const char *path, const rt_corpus_options *opt, rt_corpus *c, rt_error *err);
 
+/* Standard input, a pipe (`--input <(xzcat docword.txt.xz)`), a socket or a
+ * device gives its bytes once: the format guess would eat the head that the
+ * reader needs. A path that cannot be stat'ed takes the ordinary road, which
+ * names the error. */
+static int readable_once(const char *path)
+{
+    struct stat st;
+    if (rt_is_stdio(path))
+        return 1;
+    return stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
 int rt_corpus_read(const char *path, const rt_corpus_options *opt, rt_corpus *c, rt_error *err)
 {
     rt_corpus_init(c);
-    if (!rt_is_stdio(path))
+    if (!readable_once(path))
         return read_format(path, opt, c, err);
-    /* Standard input can be read only once: keep it for the guess and the reader. */
+    /* Read once into memory: kept for the guess and the reader. */
     rt_text in;
     if (rt_text_load(path, &in, err))
         return -1;
