@@ -69,12 +69,29 @@ static void fill_closed_standard_fds(void)
     }
 }
 
+/* What a command printed (a score, topics, a summary, help) is its result:
+ * if it could not be written (`rotor eval ... >/dev/full`, a full disk) the
+ * run failed, though the command returned 0 before stdio flushed at exit. */
+static int stdout_written(int rc)
+{
+    int flush_failed = fflush(stdout) != 0;
+    int e = errno;
+    if (rc != RT_EXIT_OK || (!flush_failed && !ferror(stdout)))
+        return rc; /* a failed run has already said why */
+    rt_error err;
+    if (flush_failed)
+        rt_fail_errno(&err, RT_EXIT_RUNTIME, e, "standard output: write failed");
+    else
+        rt_fail(&err, RT_EXIT_RUNTIME, "standard output: write failed");
+    rt_die(&err);
+}
+
 int main(int argc, char **argv)
 {
     fill_closed_standard_fds(); /* before anything opens a file */
     rt_env_apply_log_level();
     if (argc >= 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")))
-        return cmd_version();
+        return stdout_written(cmd_version());
     int rc = rotor_dispatch(rotor_commands, rotor_usage, argc, argv);
     if (rc < 0) {
         /* one line, as for every other bad input */
@@ -82,5 +99,5 @@ int main(int argc, char **argv)
         rt_fail(&err, RT_EXIT_INPUT, "unknown command '%s' (see 'rotor --help')", argv[1]);
         rt_die(&err); /* one line, even for a name holding a newline */
     }
-    return rc;
+    return stdout_written(rc);
 }
