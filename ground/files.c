@@ -128,10 +128,16 @@ static int open_in_place(rt_outfile *of, rt_error *err)
 }
 
 /* path with its directory resolved (the file itself need not exist yet):
- * "./x.txt" and "x.txt" compare equal.  0, or -1 when the directory is not there. */
-static int resolved_name(const char *path, char *out, size_t cap)
+ * "./x.txt", "x.txt" and "x.txt/" compare equal.  0, or -1 when the directory is not there. */
+static int resolved_name(const char *name, char *out, size_t cap)
 {
-    char dir[4096], real[PATH_MAX];
+    char path[4096], dir[4096], real[PATH_MAX];
+    size_t n = strlen(name);
+    while (n > 1 && name[n - 1] == '/') /* "m/" names m, as "m" does */
+        n--;
+    if (n >= sizeof(path))
+        return -1;
+    snprintf(path, sizeof(path), "%.*s", (int)n, name);
     const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
     if (!slash)
         snprintf(dir, sizeof(dir), ".");

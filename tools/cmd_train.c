@@ -197,10 +197,42 @@ static char *job_fingerprint(const train_run *r, int threads)
     return s;
 }
 
-static int train(const train_opts *o, train_run *r, rt_error *err)
+/* The value of option `name` ("--x v" or "--x=v") on the command line. */
+static const char *option_value(int argc, char **argv, const char *name)
+{
+    size_t n = strlen(name);
+    for (int i = 1; i < argc; i++) {
+        if (!strncmp(argv[i], name, n) && argv[i][n] == '=')
+            return argv[i] + n + 1;
+        if (!strcmp(argv[i], name) && i + 1 < argc)
+            return argv[i + 1];
+    }
+    return NULL;
+}
+
+/* --checkpoint DIR holds ckpt-N directories and nothing else. Given a plan
+ * or a model, the checkpoints went into a directory with another owner;
+ * given --out itself, the model that replaces --out as a whole wiped them. */
+static int check_checkpoint_root(const char *root, const char *out, rt_error *err)
+{
+    if (!root)
+        return 0;
+    if (out && rt_same_file(root, out))
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s: --checkpoint is also --out, which the saved model replaces as a "
+                       "whole (the checkpoints would be lost); give another directory",
+                       root);
+    const char *holds = rt_dir_holds(root); /* a file: left to mkdir, which names it */
+    if (holds && !strncmp(holds, "holds ", 6) && strncmp(holds, "holds checkpoints", 17))
+        return rt_fail(err, RT_EXIT_INPUT, "%s: --checkpoint: not a checkpoint directory: it %s",
+                       root, holds);
+    return 0;
+}
+
+static int train(const train_opts *o, const char *out, train_run *r, rt_error *err)
 {
     r->app = rt_apps[o->app];
-    if (rt_plan_open(o->plan_dir, &r->plan, err))
+    if (check_checkpoint_root(o->checkpoint, out, err) || rt_plan_open(o->plan_dir, &r->plan, err))
         return -1;
     r->plan_open = 1;
     rt_guard_mapped_plan(&r->plan);
@@ -267,19 +299,6 @@ static void train_cleanup(train_run *r)
         rt_plan_close(&r->plan);
 }
 
-/* The value of option `name` ("--x v" or "--x=v") on the command line. */
-static const char *option_value(int argc, char **argv, const char *name)
-{
-    size_t n = strlen(name);
-    for (int i = 1; i < argc; i++) {
-        if (!strncmp(argv[i], name, n) && argv[i][n] == '=')
-            return argv[i] + n + 1;
-        if (!strcmp(argv[i], name) && i + 1 < argc)
-            return argv[i + 1];
-    }
-    return NULL;
-}
-
 int cmd_train(int argc, char **argv)
 {
     train_opts o;
@@ -294,7 +313,7 @@ int cmd_train(int argc, char **argv)
         rc = rt_guard_start(&err);
     }
     if (rc == 0)
-        rc = train(&o, &r, &err);
+        rc = train(&o, option_value(argc, argv, "--out"), &r, &err);
     train_cleanup(&r);
     if (rc < 0)
         rt_guard_die(&err);
