@@ -310,6 +310,7 @@ int cmd_train(int argc, char **argv)
     if (rc == 0) {
         rt_guard_output(option_value(argc, argv, "--out"));
         rt_guard_output(option_value(argc, argv, "--metrics"));
+        rt_guard_kept_output(option_value(argc, argv, "--checkpoint"));
         rc = rt_guard_start(&err);
     }
     if (rc == 0)

@@ -38,6 +38,59 @@ void rt_guard_output(const char *path)
     o->ino = o->existed ? sb.st_ino : 0;
 }
 
+/* Outputs a run adds to and never removes (a checkpoint root: the
+ * checkpoints of an interrupted run are what a resume needs).  Only
+ * temporaries go, in the root and in its subdirectories (ckpt-N). */
+#define MAX_KEPT 2
+static char kept[MAX_KEPT][4096];
+static int n_kept;
+
+void rt_guard_kept_output(const char *root)
+{
+    if (root && *root && strcmp(root, "-") && n_kept < MAX_KEPT)
+        snprintf(kept[n_kept++], sizeof(kept[0]), "%s", root);
+}
+
+/* visit(dir, arg) for each kept root and each directory one level under it. */
+static void each_kept_dir(void (*visit)(const char *dir, const char *arg), const char *arg)
+{
+    for (int i = 0; i < n_kept; i++) {
+        visit(kept[i], arg);
+        DIR *d = opendir(kept[i]);
+        struct dirent *de;
+        while (d && (de = readdir(d))) {
+            char sub[8192];
+            struct stat sb;
+            if (de->d_name[0] == '.' ||
+                snprintf(sub, sizeof(sub), "%s/%s", kept[i], de->d_name) >= (int)sizeof(sub) ||
+                lstat(sub, &sb) != 0 || !S_ISDIR(sb.st_mode))
+                continue;
+            visit(sub, arg);
+        }
+        if (d)
+            closedir(d);
+    }
+}
+
+/* The temporaries in dir that runs killed outright left (NAME.tmp.PID,
+ * NAME.tmp-PID-*): each NAME's are removed when no live process holds them. */
+static void remove_stale_in(const char *dir, const char *unused)
+{
+    (void)unused;
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        const char *t = strstr(de->d_name, ".tmp");
+        char base[8192];
+        if (t && t > de->d_name &&
+            snprintf(base, sizeof(base), "%s/%.*s", dir, (int)(t - de->d_name), de->d_name) <
+                (int)sizeof(base))
+            rt_remove_stale_temporaries(base);
+    }
+    if (d)
+        closedir(d);
+}
+
 /* Does `name` belong to this process as a temporary of `base`?
  * BASE.tmp.PID (rt_outfile) or BASE.tmp-PID-XXXXXX (rt_plan_write). */
 static int own_temporary(const char *name, const char *base, const char *pid)
@@ -74,10 +127,16 @@ static void remove_temporaries(const char *dir, const char *base, const char *pi
     closedir(d);
 }
 
+static void remove_own_temporaries_in(const char *dir, const char *pid)
+{
+    remove_temporaries(dir, "", pid);
+}
+
 static void remove_partial_outputs(void)
 {
     char pid[32];
     snprintf(pid, sizeof(pid), "%d", (int)getpid());
+    each_kept_dir(remove_own_temporaries_in, pid);
     for (int i = 0; i < n_outputs; i++) {
         output *o = &outputs[i];
         char dir[sizeof(o->path)];
@@ -154,6 +213,7 @@ int rt_guard_start(rt_error *err)
     /* What killed runs (SIGKILL: no watcher) left next to our outputs. */
     for (int i = 0; i < n_outputs; i++)
         rt_remove_stale_temporaries(outputs[i].path);
+    each_kept_dir(remove_stale_in, NULL);
     if (atexit(wait_if_interrupted) != 0)
         return rt_fail(err, RT_EXIT_RUNTIME, "cannot register the exit hook");
     if (pipe2(signal_pipe, O_CLOEXEC) != 0)

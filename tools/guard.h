@@ -28,6 +28,10 @@
 
 /* An output file or directory of this command (NULL is ignored). */
 void rt_guard_output(const char *path);
+/* An output directory the run adds to and never removes (a checkpoint root,
+ * which an interrupted run leaves for --resume): only temporaries are
+ * removed, in it and one level under it (ckpt-N). */
+void rt_guard_kept_output(const char *root);
 int rt_guard_start(rt_error *err);
 /* Remove this run's partial outputs, print the error and exit with its code. */
 void rt_guard_die(const rt_error *err) __attribute__((noreturn));

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Interrupted commands leave nothing: SIGTERM while `rotor partition` writes
 # its plan, while `rotor train` rewrites its metrics file and holds a fresh
-# --out directory, while `rotor gen mf` writes its output, while `rotor
+# --out directory, while it writes a checkpoint (the root and the finished
+# checkpoints stay; a SIGKILLed run's temporary goes with the next run), while `rotor gen mf` writes its output, while `rotor
 # export` fills its temporary directory, while `rotor recommend` writes its
 # list and while `rotor infer` samples.  Each dies by the signal, and no
 # temporary file or directory, and no partial output, is left behind.
@@ -69,6 +70,43 @@ rc=0
 wait $pid || rc=$?
 note "metrics temporary caught: $mid"
 expect_clean train tr train.err
+
+note "train: SIGTERM while a checkpoint's state file is written"
+# The checkpoint root is kept (a resume needs it); only temporaries go, also
+# inside ckpt-N.  They were left there, and survived into later checkpoints.
+ck_caught=0
+for attempt in 1 2 3; do
+    rm -rf ck ckm
+    "$ROTOR" train --plan plan --app sgd-mf --rank 256 --epochs 100000 --serial --out ckm \
+        --checkpoint ck --checkpoint-every 1 2>ck.err &
+    pid=$!
+    wait_for 'ck/ckpt-*/*.tmp*' $pid && ck_caught=1
+    kill -TERM $pid
+    rc=0
+    wait $pid || rc=$?
+    [ $ck_caught = 1 ] && break
+    note "no checkpoint temporary caught (attempt $attempt)"
+done
+[ $ck_caught = 1 ] || fail "never caught a checkpoint mid-write"
+[ $rc = 143 ] || { cat ck.err >&2; fail "train with --checkpoint: exit $rc, want 143"; }
+[ -d ck ] || fail "SIGTERM removed the checkpoint root"
+[ -z "$(find ck -name '*.tmp*')" ] || fail "SIGTERM left in the checkpoints: $(find ck -name '*.tmp*')"
+[ ! -e ckm ] || fail "SIGTERM left --out ckm"
+
+note "train: a run SIGKILLed mid-checkpoint; the next run removes its temporary"
+rm -rf ck ckm
+"$ROTOR" train --plan plan --app sgd-mf --rank 256 --epochs 100000 --serial --out ckm \
+    --checkpoint ck --checkpoint-every 1 2>ck.err &
+pid=$!
+wait_for 'ck/ckpt-*/*.tmp*' $pid || fail "never caught a checkpoint mid-write (SIGKILL)"
+kill -KILL $pid
+wait $pid 2>/dev/null || true
+stale=$(find ck -name '*.tmp*')
+[ -n "$stale" ] || fail "the SIGKILLed run left no temporary to test with"
+rm -rf ckm
+"$ROTOR" train --plan plan --app sgd-mf --rank 2 --epochs 1 --serial --out ckm --checkpoint ck \
+    --checkpoint-every 9 2>ck.err || { cat ck.err >&2; fail "train after the SIGKILL"; }
+[ -z "$(find ck -name '*.tmp*')" ] || fail "the next run left the dead run's $stale"
 
 note "gen mf: SIGTERM while the output is written"
 mkdir gen
