@@ -89,16 +89,20 @@ static uint64_t poisson(rt_rng *rng, double mean)
 static int generate(const gen_args *g, rt_error *err)
 {
     const uint64_t K = g->topics, V = g->vocab;
-    double *phi = malloc(K * V * sizeof(double)), *cum = malloc(K * V * sizeof(double));
-    double *theta = malloc(K * sizeof(double)), *tcum = malloc(K * sizeof(double));
-    uint32_t *counts = calloc(V, sizeof(uint32_t)), *seen = malloc(V * sizeof(uint32_t));
-    uint64_t *lens = malloc(g->docs * sizeof(uint64_t));
-    float *phif = malloc(K * V * sizeof(float));
+    /* the big ones named when they do not fit (--vocab 4e9 said only "out of memory") */
     float *thetaf = rt_alloc_array(g->docs * K, sizeof(float), g->out, "docs x topics", err);
+    double *phi =
+        thetaf ? rt_alloc_array(K * V, sizeof(double), g->out, "topics x words", err) : NULL;
+    double *cum = phi ? rt_alloc_array(K * V, sizeof(double), g->out, "topics x words", err) : NULL;
+    float *phif = cum ? rt_alloc_array(K * V, sizeof(float), g->out, "topics x words", err) : NULL;
+    uint32_t *counts = phif ? rt_calloc_array(V, sizeof(uint32_t), g->out, "words", err) : NULL;
+    double *theta = malloc(K * sizeof(double)), *tcum = malloc(K * sizeof(double));
+    uint32_t *seen = malloc(V * sizeof(uint32_t));
+    uint64_t *lens = malloc(g->docs * sizeof(uint64_t));
     char path[4200];
     rt_outfile of = {0};
     int rc = -1;
-    if (!thetaf)
+    if (!counts)
         goto out;
     if (!phi || !cum || !theta || !tcum || !counts || !seen || !lens || !phif) {
         rt_fail(err, RT_EXIT_RUNTIME, "gen lda: out of memory");

@@ -97,6 +97,20 @@ out=$("$ROTOR" launch -n 1 -- "$ROTOR" gen mf --help | head -1)
 [ "$out" = "[0] usage: rotor gen mf --rows R --cols C --nnz N [--rank K] [--noise SIGMA] [--powerlaw ALPHA]" ] ||
     fail "launch -- CMD --help: $out"
 
+# Sizes that do not fit in memory are named with their bytes (gen lda --vocab
+# 4e9 said only "gen lda: out of memory").  Under a 2 GB address-space limit;
+# a sanitizer build cannot start under one, so there the check is skipped.
+if (ulimit -v 2000000 && "$ROTOR" --version) >/dev/null 2>&1; then
+    got=0
+    (ulimit -v 2000000 && exec "$ROTOR" gen lda --docs 10 --vocab 4000000000 --topics 2 \
+        --doc-len 1 --out "$TMP/huge.txt") 2>"$TMP/huge.err" || got=$?
+    [ "$got" = 1 ] || fail "gen lda --vocab 4e9: exit $got, want 1"
+    grep -q 'topics x words: out of memory (64000000000 bytes)' "$TMP/huge.err" ||
+        fail "gen lda --vocab 4e9: $(cat "$TMP/huge.err")"
+else
+    note "skipped the out-of-memory check: $ROTOR does not start under ulimit -v"
+fi
+
 # The scripts' --help (bench/*.sh, tools/run.sh): exit 0 at once with text on
 # stdout, and nothing run (bench/handshake.sh and bench/liveness.sh once took
 # --help as their round count and started benchmarks).
