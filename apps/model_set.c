@@ -16,27 +16,11 @@
 
 /* ------------------------------------------------------------ paths */
 
-/* OUT without trailing slashes, so that OUT.tmp-... is its sibling. */
-static int out_base(const char *out, char *buf, size_t cap, rt_error *err)
-{
-    size_t n = strlen(out);
-    while (n > 1 && out[n - 1] == '/')
-        n--;
-    if (n == 0 || n >= cap)
-        return rt_fail(err, RT_EXIT_INPUT, "%s: --out: bad directory name", out);
-    memcpy(buf, out, n);
-    buf[n] = '\0';
-    return 0;
-}
-
 static int rank_tmp_dir(const char *out, int pid, int rank, char *buf, size_t cap, rt_error *err)
 {
-    char base[4096];
-    if (out_base(out, base, sizeof(base), err))
-        return -1;
-    if ((size_t)snprintf(buf, cap, "%s.tmp-%d-r%d", base, pid, rank) >= cap)
-        return rt_fail(err, RT_EXIT_INPUT, "%s: --out: path too long", out);
-    return 0;
+    char tag[16];
+    snprintf(tag, sizeof(tag), "r%d", rank);
+    return rt_tmp_dir_name(out, pid, tag, buf, cap, err);
 }
 
 /* A file name from the manifest or the wire: a plain name in the model

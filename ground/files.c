@@ -174,18 +174,34 @@ int rt_sync_dir(const char *dir, rt_error *err)
     return 0;
 }
 
+int rt_split_parent(const char *path, rt_path_parts *pp)
+{
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/') /* "out/": rename(2)'s name is "out" */
+        n--;
+    if (n == 0 || n >= sizeof(pp->path))
+        return -1;
+    memcpy(pp->path, path, n);
+    pp->path[n] = '\0';
+    const char *slash = strrchr(pp->path, '/');
+    pp->base = slash ? slash + 1 : pp->path; /* "/": "" */
+    if (!slash) {
+        snprintf(pp->dir, sizeof(pp->dir), ".");
+        return 0;
+    }
+    size_t d = (size_t)(slash - pp->path);
+    while (d > 0 && pp->path[d - 1] == '/') /* "a//b": the parent is "a" */
+        d--;
+    snprintf(pp->dir, sizeof(pp->dir), "%.*s", (int)(d ? d : 1), pp->path);
+    return 0;
+}
+
 int rt_sync_parent(const char *path, rt_error *err)
 {
-    char dir[4096];
-    snprintf(dir, sizeof(dir), "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        snprintf(dir, sizeof(dir), ".");
-    else if (slash == dir)
-        dir[1] = '\0';
-    else
-        *slash = '\0';
-    return rt_sync_dir(dir, err);
+    rt_path_parts pp;
+    if (rt_split_parent(path, &pp))
+        return rt_fail(err, RT_EXIT_INPUT, "%s: bad path name", path);
+    return rt_sync_dir(pp.dir, err);
 }
 
 /* ------------------------------------------------------------ temporaries */
@@ -272,22 +288,10 @@ static int remove_if_unheld(const char *dir, const char *name)
 
 int rt_remove_stale_temporaries(const char *out)
 {
-    char dir[4096], base[4096];
-    size_t n = strlen(out);
-    while (n > 1 && out[n - 1] == '/')
-        n--;
-    if (n == 0 || n >= sizeof(dir))
+    rt_path_parts pp;
+    if (rt_split_parent(out, &pp))
         return 0;
-    memcpy(dir, out, n);
-    dir[n] = '\0';
-    char *slash = strrchr(dir, '/');
-    snprintf(base, sizeof(base), "%s", slash ? slash + 1 : dir);
-    if (!slash)
-        snprintf(dir, sizeof(dir), ".");
-    else if (slash == dir)
-        dir[1] = '\0';
-    else
-        *slash = '\0';
+    const char *dir = pp.dir, *base = pp.base;
     DIR *d = base[0] && strcmp(base, ".") && strcmp(base, "..") ? opendir(dir) : NULL;
     if (!d)
         return 0;
@@ -301,39 +305,48 @@ int rt_remove_stale_temporaries(const char *out)
     return removed;
 }
 
+int rt_tmp_dir_name(const char *out, int pid, const char *tag, char *buf, size_t cap, rt_error *err)
+{
+    rt_path_parts pp;
+    if (rt_split_parent(out, &pp))
+        return rt_fail(err, RT_EXIT_INPUT, "%s: bad directory name", out);
+    if ((size_t)snprintf(buf, cap, "%s.tmp-%d-%s", pp.path, pid, tag) >= cap)
+        return rt_fail(err, RT_EXIT_INPUT, "%s: path too long", out);
+    return 0;
+}
+
 int rt_dir_replace(const char *tmp, const char *out, rt_error *err)
 {
-    char base[4096], old[4200];
-    size_t n = strlen(out);
-    while (n > 1 && out[n - 1] == '/') /* "out/": the rename's target is "out" */
-        n--;
-    if (n == 0 || n >= sizeof(base))
+    char old[4200];
+    rt_path_parts pp;
+    if (rt_split_parent(out, &pp))
         return rt_fail(err, RT_EXIT_INPUT, "%s: bad directory name", out);
-    memcpy(base, out, n);
-    base[n] = '\0';
-    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, base, RENAME_EXCHANGE) == 0) {
+    const char *target = pp.path; /* "out/": the rename's target is "out" */
+    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, target, RENAME_EXCHANGE) == 0) {
         rt_remove_tree(tmp); /* now the previous one */
-        return rt_sync_parent(base, err);
+        return rt_sync_dir(pp.dir, err);
     }
     if (errno == ENOENT) {
-        if (rename(tmp, base) != 0)
-            return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot rename to %s", tmp, base);
-        return rt_sync_parent(base, err);
+        if (rename(tmp, target) != 0)
+            return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot rename to %s", tmp,
+                                 target);
+        return rt_sync_dir(pp.dir, err);
     }
     if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
-        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot exchange with %s", tmp, base);
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot exchange with %s", tmp,
+                             target);
     /* No exchange here: for a moment there is nothing at all, never a mix. */
-    snprintf(old, sizeof(old), "%s.tmp-%d-old", base, (int)getpid());
-    if (rename(base, old) != 0)
-        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot rename to %s", base, old);
-    if (rename(tmp, base) != 0) {
+    snprintf(old, sizeof(old), "%s.tmp-%d-old", target, (int)getpid());
+    if (rename(target, old) != 0)
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot rename to %s", target, old);
+    if (rename(tmp, target) != 0) {
         int e = errno;
-        if (rename(old, base) != 0)
-            rt_warn("%s: could not put the previous one back from %s", base, old);
-        return rt_fail_errno(err, RT_EXIT_RUNTIME, e, "%s: cannot rename to %s", tmp, base);
+        if (rename(old, target) != 0)
+            rt_warn("%s: could not put the previous one back from %s", target, old);
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, e, "%s: cannot rename to %s", tmp, target);
     }
     rt_remove_tree(old);
-    return rt_sync_parent(base, err);
+    return rt_sync_dir(pp.dir, err);
 }
 
 int rt_outfile_open(rt_outfile *of, const char *path, rt_error *err)

@@ -240,12 +240,29 @@ int rt_write_all(FILE *fp, const void *buf, size_t len, const char *path, rt_err
 int rt_sync_dir(const char *dir, rt_error *err);
 int rt_sync_parent(const char *path, rt_error *err);
 
+/* A path cut where rename(2) and a directory fsync see it.  Trailing
+ * slashes go ("out/" names the directory "out"); `dir` is the directory
+ * that holds the last name ("." for a bare name, "/" at the root; "a//b":
+ * "a"); `base` is that name ("" for "/"), pointing into `path`.  -1 for ""
+ * or a path that does not fit. */
+typedef struct rt_path_parts {
+    char path[4096]; /* without trailing slashes */
+    char dir[4096];
+    const char *base;
+} rt_path_parts;
+int rt_split_parent(const char *path, rt_path_parts *pp);
+
 /* Put the finished directory `tmp` (a sibling of `out`) in the place of
  * `out` in one step (RENAME_EXCHANGE; two renames where the filesystem
  * cannot exchange: then for a moment there is no `out`, never a mix), remove
  * what was `out`, and fsync the parent.  Readers see the old set of files or
  * the new one. */
 int rt_dir_replace(const char *tmp, const char *out, rt_error *err);
+/* The name of a temporary directory of `out`: OUT.tmp-PID-TAG (TAG letters
+ * and digits, not "old"), its sibling ("out/" too), so that rt_dir_replace
+ * swaps it in with one rename and rt_remove_stale_temporaries knows it. */
+int rt_tmp_dir_name(const char *out, int pid, const char *tag, char *buf, size_t cap,
+                    rt_error *err);
 /* Temporaries that outlive a killed process.  Every temporary a command
  * makes next to an output (NAME.tmp.PID files, NAME.tmp-PID-... directories)
  * is held under an exclusive flock(2) while its process lives; the kernel

@@ -76,16 +76,6 @@ static int check_out(const char *out, rt_error *err)
     return rt_check_whole_out_dir(out, "infer.json", "an earlier rotor infer --out", err);
 }
 
-static int tmp_dir_of(const char *out, char *tmp, size_t cap, rt_error *err)
-{
-    size_t n = strlen(out);
-    while (n > 1 && out[n - 1] == '/')
-        n--;
-    if ((size_t)snprintf(tmp, cap, "%.*s.tmp-%d-infer", (int)n, out, (int)getpid()) >= cap)
-        return rt_fail(err, RT_EXIT_INPUT, "%s: --out: path too long", out);
-    return 0;
-}
-
 static int run(const infer_opts *o, rt_error *err)
 {
     char tmp[4200];
@@ -101,7 +91,8 @@ static int run(const infer_opts *o, rt_error *err)
                 m.app->name);
         goto out;
     }
-    if (check_out(o->out, err) || tmp_dir_of(o->out, tmp, sizeof(tmp), err) ||
+    if (check_out(o->out, err) ||
+        rt_tmp_dir_name(o->out, (int)getpid(), "infer", tmp, sizeof(tmp), err) ||
         rt_corpus_read(o->input, &o->corpus, &c, err) || rt_mkdir_p(tmp, err))
         goto out;
     rt_hold_dir(tmp); /* a one-shot command: released when the process ends */

@@ -1,5 +1,6 @@
 /* base_test.c - the shared utilities: RNG streams, number parsing, errors,
- * atomic output files, .npy round trips, untouched and carved allocations. */
+ * atomic output files, path splitting, .npy round trips, untouched and
+ * carved allocations. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -137,6 +138,47 @@ static void test_outfile_abort_leaves_nothing(void **state)
     rt_remove_tree(dir);
 }
 
+/* One cut for every path rotor renames into place: "out/" is "out". */
+static void assert_split(const char *path, const char *want_path, const char *want_dir,
+                         const char *want_base)
+{
+    rt_path_parts pp;
+    assert_int_equal(rt_split_parent(path, &pp), 0);
+    assert_string_equal(pp.path, want_path);
+    assert_string_equal(pp.dir, want_dir);
+    assert_string_equal(pp.base, want_base);
+}
+
+static void test_split_parent(void **state)
+{
+    (void)state;
+    assert_split("a", "a", ".", "a");
+    assert_split("a/", "a", ".", "a");
+    assert_split("/a", "/a", "/", "a");
+    assert_split("/", "/", "/", "");
+    assert_split("//", "/", "/", "");
+    assert_split("a//b/", "a//b", "a", "b");
+    assert_split("//a", "//a", "/", "a");
+    assert_split("x/y/z.npy", "x/y/z.npy", "x/y", "z.npy");
+    assert_split("./out", "./out", ".", "out");
+    rt_path_parts pp;
+    assert_int_equal(rt_split_parent("", &pp), -1);
+    char *huge = malloc(sizeof(pp.path) + 1);
+    assert_non_null(huge);
+    memset(huge, 'a', sizeof(pp.path));
+    huge[sizeof(pp.path)] = '\0';
+    assert_int_equal(rt_split_parent(huge, &pp), -1);
+    huge[sizeof(pp.path) - 1] = '\0'; /* the longest that fits */
+    assert_int_equal(rt_split_parent(huge, &pp), 0);
+    free(huge);
+    char tmp[64];
+    rt_error err;
+    assert_int_equal(rt_tmp_dir_name("m//", 42, "r3", tmp, sizeof(tmp), &err), 0);
+    assert_string_equal(tmp, "m.tmp-42-r3");
+    assert_int_equal(rt_tmp_dir_name("", 42, "r3", tmp, sizeof(tmp), &err), -1);
+    assert_int_equal(rt_tmp_dir_name("m", 42, "r3", tmp, 8, &err), -1);
+}
+
 static void test_npy_round_trip(void **state)
 {
     (void)state;
@@ -242,6 +284,7 @@ int main(void)
         cmocka_unit_test(test_parsers),
         cmocka_unit_test(test_error_prefix),
         cmocka_unit_test(test_outfile_abort_leaves_nothing),
+        cmocka_unit_test(test_split_parent),
         cmocka_unit_test(test_npy_round_trip),
         cmocka_unit_test(test_alloc_untouched_takes_pages_on_write),
         cmocka_unit_test(test_alloc_parts_carves_one_block),
