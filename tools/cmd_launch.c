@@ -25,7 +25,9 @@
  * gives the others GRACE_S seconds to notice the lost peer and exit on their
  * own, then sends SIGTERM and, KILL_S seconds later, SIGKILL.  The exit
  * status is the first failure's (1 when it was a signal); 0 only when every
- * rank exited 0.  SIGINT and SIGTERM are forwarded to the children.
+ * rank exited 0.  SIGINT, SIGTERM and SIGHUP are forwarded to the children
+ * (which remove their partial outputs), and the launcher then ends by the
+ * same signal.
  */
 #define _GNU_SOURCE
 #include "tools/commands.h"
@@ -309,7 +311,8 @@ typedef struct launch_state {
     double term_at; /* when to send SIGTERM (0 = not scheduled) */
     double kill_at; /* when to send SIGKILL */
     int termed;
-    double end_at; /* --timeout: when to end the job (0 = never) */
+    int interrupted; /* the SIGINT, SIGTERM or SIGHUP forwarded to the ranks, 0 none */
+    double end_at;   /* --timeout: when to end the job (0 = never) */
     int timeout_s;
 } launch_state;
 
@@ -345,8 +348,9 @@ static void reap(launch_state *st)
                             st->exit_code);
                 } else {
                     st->exit_code = 1;
-                    fprintf(stderr, "rotor launch: rank %d killed by signal %d\n", r,
-                            WTERMSIG(status));
+                    if (WTERMSIG(status) != st->interrupted) /* else the rank says so */
+                        fprintf(stderr, "rotor launch: rank %d killed by signal %d\n", r,
+                                WTERMSIG(status));
                 }
                 if (st->running > 0) {
                     st->term_at = rt_now() + GRACE_S;
@@ -440,8 +444,10 @@ static void supervise(launch_state *st)
                 unsigned char sigs[64];
                 ssize_t got = read(sig_pipe[0], sigs, sizeof(sigs));
                 for (ssize_t j = 0; j < got; j++)
-                    if (sigs[j] == SIGINT || sigs[j] == SIGTERM) {
+                    if (sigs[j] == SIGINT || sigs[j] == SIGTERM || sigs[j] == SIGHUP) {
                         signal_all(st->ch, np, sigs[j]);
+                        if (!st->interrupted)
+                            st->interrupted = sigs[j];
                         st->termed = 1; /* escalate to SIGKILL if ignored */
                         if (st->kill_at == 0)
                             st->kill_at = rt_now() + GRACE_S;
@@ -524,9 +530,10 @@ int cmd_launch(int argc, char **argv)
     struct sigaction sa = {.sa_handler = on_signal};
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
-    struct sigaction old_int, old_term, old_chld;
+    struct sigaction old_int, old_term, old_hup, old_chld;
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
+    sigaction(SIGHUP, &sa, &old_hup); /* a closed terminal: the ranks clean up too */
     sigaction(SIGCHLD, &sa, &old_chld);
     signal(SIGPIPE, SIG_IGN);
 
@@ -564,10 +571,17 @@ int cmd_launch(int argc, char **argv)
     free(ch);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGHUP, &old_hup, NULL);
     sigaction(SIGCHLD, &old_chld, NULL);
     close(sig_pipe[0]);
     close(sig_pipe[1]);
     close(hostfile_fd);
     memset(token, 0, sizeof(token));
+    if (st.interrupted) {
+        /* end the way the signal would have, as the ranks did (exit 143
+         * for SIGTERM in a shell, not 1 as for a failed rank) */
+        signal(st.interrupted, SIG_DFL);
+        raise(st.interrupted);
+    }
     return rc;
 }

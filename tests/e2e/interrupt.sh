@@ -2,7 +2,8 @@
 # Interrupted commands leave nothing: SIGTERM while `rotor partition` writes
 # its plan, while `rotor train` rewrites its metrics file and holds a fresh
 # --out directory, while it writes a checkpoint (the root and the finished
-# checkpoints stay; a SIGKILLed run's temporary goes with the next run), while `rotor gen mf` writes its output, while `rotor
+# checkpoints stay; a SIGKILLed run's temporary goes with the next run),
+# while `rotor launch` runs two ranks (SIGTERM, SIGHUP), while `rotor gen mf` writes its output, while `rotor
 # export` fills its temporary directory, while `rotor recommend` writes its
 # list and while `rotor infer` samples.  Each dies by the signal, and no
 # temporary file or directory, and no partial output, is left behind.
@@ -107,6 +108,28 @@ rm -rf ckm
 "$ROTOR" train --plan plan --app sgd-mf --rank 2 --epochs 1 --serial --out ckm --checkpoint ck \
     --checkpoint-every 9 2>ck.err || { cat ck.err >&2; fail "train after the SIGKILL"; }
 [ -z "$(find ck -name '*.tmp*')" ] || fail "the next run left the dead run's $stale"
+
+# rotor launch forwards SIGTERM and SIGHUP (a closed terminal) to its ranks,
+# which remove their partial outputs, and then ends by the same signal.  It
+# exited 1 ("rank 0 killed by signal 15"); on SIGHUP it died at once and its
+# ranks were SIGKILLed, leaving --out behind.
+"$ROTOR" partition --input r.txt --nodes 2 --threads 1 --out plan2 2>/dev/null
+for sig in TERM HUP; do
+    note "launch: SIG$sig while two ranks train"
+    rm -rf ln && mkdir ln
+    "$ROTOR" launch -n 2 -- "$ROTOR" train --plan plan2 --app sgd-mf --rank 4 --epochs 100000 \
+        --out ln/model 2>ln.err &
+    pid=$!
+    wait_for 'ln/model' $pid || { cat ln.err >&2; fail "launch: no --out directory appeared"; }
+    sleep 0.5 # both ranks under way (a rank signalled before it starts has nothing to remove)
+    kill -$sig $pid
+    rc=0
+    wait $pid || rc=$?
+    want=$((128 + $(kill -l $sig)))
+    [ $rc = $want ] || { cat ln.err >&2; fail "launch on SIG$sig: exit $rc, want $want"; }
+    for _ in $(seq 50); do [ -z "$(ls -A ln)" ] && break; sleep 0.1; done
+    [ -z "$(ls -A ln)" ] || fail "launch on SIG$sig left: $(ls -A ln)"
+done
 
 note "gen mf: SIGTERM while the output is written"
 mkdir gen
