@@ -182,9 +182,10 @@ int rt_checkpoint_latest(const char *root, const char *app, const char *job, cha
     int n;
     if (list_complete(root, rot, 1, &n, err))
         return -1;
-    const char *holds = n == 0 ? rt_dir_holds(root) : NULL;
-    if (holds && strncmp(holds, "holds checkpoints", 17))
-        return rt_fail(err, RT_EXIT_INPUT, "%s: not a checkpoint directory: it %s", root, holds);
+    rt_dir_kind kind = n == 0 ? rt_dir_kind_of(root) : RT_DIR_CHECKPOINTS;
+    if (kind != RT_DIR_CHECKPOINTS && rt_dir_kind_text(kind))
+        return rt_fail(err, RT_EXIT_INPUT, "%s: not a checkpoint directory: it %s", root,
+                       rt_dir_kind_text(kind));
     if (n == 0)
         return rt_fail(err, RT_EXIT_INPUT, "%s: no complete checkpoint (ckpt-N/manifest.json)",
                        root);

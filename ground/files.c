@@ -610,24 +610,25 @@ int rt_check_whole_out_dir(const char *out, const char *marker, const char *kind
     return rt_check_out_dir(out, err);
 }
 
-const char *rt_dir_holds(const char *path)
+rt_dir_kind rt_dir_kind_of(const char *path)
 {
     static const struct {
-        const char *file, *what;
-    } marks[] = {{"plan.json", "holds a plan (rotor partition --out)"},
-                 {"model.json", "holds a model (rotor train --out)"},
-                 {"manifest.json", "holds one checkpoint (give the directory above it)"},
-                 {"infer.json", "holds rotor infer output"}};
+        const char *file;
+        rt_dir_kind kind;
+    } marks[] = {{"plan.json", RT_DIR_PLAN},
+                 {"model.json", RT_DIR_MODEL},
+                 {"manifest.json", RT_DIR_CHECKPOINT},
+                 {"infer.json", RT_DIR_INFER}};
     struct stat sb;
     char file[4200];
     if (stat(path, &sb) != 0)
-        return NULL;
+        return RT_DIR_MISSING;
     if (!S_ISDIR(sb.st_mode))
-        return "is a file, not a directory";
+        return RT_DIR_FILE;
     for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++)
         if (snprintf(file, sizeof(file), "%s/%s", path, marks[i].file) < (int)sizeof(file) &&
             access(file, F_OK) == 0)
-            return marks[i].what;
+            return marks[i].kind;
     DIR *d = opendir(path);
     struct dirent *de;
     int ckpt = 0;
@@ -635,7 +636,34 @@ const char *rt_dir_holds(const char *path)
         ckpt = !strncmp(de->d_name, "ckpt-", 5);
     if (d)
         closedir(d);
-    return ckpt ? "holds checkpoints (rotor train --checkpoint)" : NULL;
+    return ckpt ? RT_DIR_CHECKPOINTS : RT_DIR_PLAIN;
+}
+
+const char *rt_dir_kind_text(rt_dir_kind kind)
+{
+    switch (kind) {
+    case RT_DIR_FILE:
+        return "is a file, not a directory";
+    case RT_DIR_PLAN:
+        return "holds a plan (rotor partition --out)";
+    case RT_DIR_MODEL:
+        return "holds a model (rotor train --out)";
+    case RT_DIR_CHECKPOINT:
+        return "holds one checkpoint (give the directory above it)";
+    case RT_DIR_INFER:
+        return "holds rotor infer output";
+    case RT_DIR_CHECKPOINTS:
+        return "holds checkpoints (rotor train --checkpoint)";
+    case RT_DIR_MISSING:
+    case RT_DIR_PLAIN:
+        break;
+    }
+    return NULL;
+}
+
+const char *rt_dir_holds(const char *path)
+{
+    return rt_dir_kind_text(rt_dir_kind_of(path));
 }
 
 /* --out must be usable before training starts, not after hours of it:

@@ -289,10 +289,24 @@ int rt_check_out_dir(const char *dir, rt_error *err);
  * else of the user's goes with it.  Then rt_check_out_dir. */
 int rt_check_whole_out_dir(const char *out, const char *marker, const char *kind, rt_error *err);
 /* What `path` is when a command is given the wrong kind of thing (a model
- * as --plan, a plan as --model, a file as a directory), for "PATH: not a
- * plan: it ...": "holds a plan (rotor partition --out)", "holds a model
- * (...)", "holds checkpoints (...)", "is a file, not a directory", ..., or
- * NULL when it is none of rotor's directories or does not exist. */
+ * as --plan, a plan as --model, a file as a directory).  Callers decide on
+ * the kind; rt_dir_kind_text gives it for "PATH: not a plan: it ...":
+ * "holds a plan (rotor partition --out)", "holds a model (...)", "holds
+ * checkpoints (...)", "is a file, not a directory", ..., or NULL when it
+ * does not exist or is a directory of none of rotor's kinds.
+ * rt_dir_holds(path) is rt_dir_kind_text(rt_dir_kind_of(path)). */
+typedef enum rt_dir_kind {
+    RT_DIR_MISSING,     /* nothing there (or it cannot be looked at) */
+    RT_DIR_PLAIN,       /* a directory of none of the kinds below */
+    RT_DIR_FILE,        /* not a directory */
+    RT_DIR_PLAN,        /* plan.json */
+    RT_DIR_MODEL,       /* model.json */
+    RT_DIR_CHECKPOINT,  /* manifest.json: one ckpt-N */
+    RT_DIR_INFER,       /* infer.json */
+    RT_DIR_CHECKPOINTS, /* ckpt-* entries: a --checkpoint directory */
+} rt_dir_kind;
+rt_dir_kind rt_dir_kind_of(const char *path);
+const char *rt_dir_kind_text(rt_dir_kind kind);
 const char *rt_dir_holds(const char *path);
 /* snprintf into a path buffer; fails cleanly when the result would not fit. */
 int rt_path_join(char *out, size_t cap, const char *dir, const char *name, rt_error *err);

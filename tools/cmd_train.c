@@ -222,10 +222,10 @@ static int check_checkpoint_root(const char *root, const char *out, rt_error *er
                        "%s: --checkpoint is also --out, which the saved model replaces as a "
                        "whole (the checkpoints would be lost); give another directory",
                        root);
-    const char *holds = rt_dir_holds(root); /* a file: left to mkdir, which names it */
-    if (holds && !strncmp(holds, "holds ", 6) && strncmp(holds, "holds checkpoints", 17))
+    rt_dir_kind kind = rt_dir_kind_of(root); /* a file: left to mkdir, which names it */
+    if (kind != RT_DIR_FILE && kind != RT_DIR_CHECKPOINTS && rt_dir_kind_text(kind))
         return rt_fail(err, RT_EXIT_INPUT, "%s: --checkpoint: not a checkpoint directory: it %s",
-                       root, holds);
+                       root, rt_dir_kind_text(kind));
     return 0;
 }
 
