@@ -89,19 +89,22 @@ json_t *rt_app_model_json(const char *dir, char *path, rt_error *err)
     struct stat sb;
     if (rt_path_join(path, 4096, dir, "model.json", err))
         return NULL;
-    const char *holds = access(path, F_OK) == 0 ? NULL : rt_dir_holds(dir);
-    if (holds) {
-        rt_fail(err, RT_EXIT_INPUT, "%s: not a model: it %s", dir, holds);
-        return NULL;
-    }
-    /* A save writes model.json last: a directory without one is a save
-     * that never finished (or one node's parts of a node-local save). */
-    if (stat(path, &sb) != 0 && errno == ENOENT && stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        rt_fail(err, RT_EXIT_INPUT,
-                "%s: incomplete model: no model.json (a save that did not finish, or one "
-                "node's parts of a node-local save)",
-                dir);
-        return NULL;
+    if (stat(path, &sb) != 0) {
+        int missing = errno == ENOENT;
+        rt_dir_kind kind = rt_dir_kind_of(dir);
+        if (rt_dir_kind_text(kind)) {
+            rt_fail(err, RT_EXIT_INPUT, "%s: not a model: it %s", dir, rt_dir_kind_text(kind));
+            return NULL;
+        }
+        /* A save writes model.json last: a directory without one is a save
+         * that never finished (or one node's parts of a node-local save). */
+        if (missing && kind == RT_DIR_PLAIN) {
+            rt_fail(err, RT_EXIT_INPUT,
+                    "%s: incomplete model: no model.json (a save that did not finish, or one "
+                    "node's parts of a node-local save)",
+                    dir);
+            return NULL;
+        }
     }
     json_t *meta = json_load_file(path, 0, &jerr);
     if (!meta)
