@@ -160,37 +160,29 @@ static int run_gnuplot(const char *script, const char *log, rt_error *err)
     return 0;
 }
 
-/* The picture gnuplot wrote must be there and non-empty before it replaces out. */
 /* Does the picture end as a whole PNG (the IEND chunk) or SVG (</svg>)
  * does?  gnuplot exits 0 when a write fails (a full disk): a picture cut
- * short must not replace --out. */
-static int picture_complete(const char *picture, int svg)
+ * short must not replace --out.  `fd` is the one plot_render holds: gnuplot
+ * truncates and writes that same file. */
+static int picture_complete(int fd, int svg)
 {
     char tail[64];
-    FILE *fp = fopen(picture, "rb");
-    if (!fp)
+    struct stat sb;
+    if (fstat(fd, &sb) != 0)
         return 0;
-    size_t n = 0;
-    if (fseek(fp, -(long)sizeof(tail), SEEK_END) == 0 || fseek(fp, 0, SEEK_SET) == 0)
-        n = fread(tail, 1, sizeof(tail), fp);
-    fclose(fp);
+    off_t from = sb.st_size > (off_t)sizeof(tail) ? sb.st_size - (off_t)sizeof(tail) : 0;
+    ssize_t n = pread(fd, tail, sizeof(tail), from);
     const char *mark = svg ? "</svg>" : "IEND";
-    return memmem(tail, n, mark, strlen(mark)) != NULL;
+    return n > 0 && memmem(tail, (size_t)n, mark, strlen(mark)) != NULL;
 }
 
-static int move_picture(const char *picture, const char *out, int svg, rt_error *err)
+static int move_picture(int fd, const char *picture, const char *out, int svg, rt_error *err)
 {
-    if (!picture_complete(picture, svg)) /* (created empty before gnuplot ran) */
+    if (!picture_complete(fd, svg)) /* (created empty before gnuplot ran) */
         return rt_fail(err, RT_EXIT_RUNTIME,
                        "plot: gnuplot wrote no whole picture into %s (a full disk?)", picture);
-    int fd = open(picture, O_RDONLY | O_CLOEXEC); /* durable before its rename, as rt_outfile */
-    if (fd < 0 || fsync(fd) != 0) {
-        int e = errno;
-        if (fd >= 0)
-            close(fd);
-        return rt_fail_errno(err, RT_EXIT_RUNTIME, e, "%s: cannot sync", picture);
-    }
-    close(fd);
+    if (fsync(fd) != 0) /* durable before its rename, as rt_outfile */
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot sync", picture);
     if (rename(picture, out) != 0)
         return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot write", out);
     return rt_sync_parent(out, err);
@@ -209,7 +201,7 @@ int plot_render(const plot_chart *c, const char *tmpdir, rt_error *err)
      * it, so a later run can tell it from one a killed run left. */
     rt_remove_stale_temporaries(c->out);
     unlink(picture);
-    int hold = open(picture, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    int hold = open(picture, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (hold < 0) {
         int e = errno;
         rt_remove_tree(dir);
@@ -229,7 +221,7 @@ int plot_render(const plot_chart *c, const char *tmpdir, rt_error *err)
     if (rc == 0)
         rc = run_gnuplot(script, log, err);
     if (rc == 0)
-        rc = move_picture(picture, c->out, c->svg, err);
+        rc = move_picture(hold, picture, c->out, c->svg, err);
     if (rc != 0)
         unlink(picture);
     close(hold);
