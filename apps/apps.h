@@ -82,7 +82,8 @@ typedef struct rt_app_desc {
     /* Optional, for rotor simulate: the payload of each of the plan's blocks
      * (bytes[b], b < plan->blocks).  NULL: a payload grows with the block's
      * columns, up to slot_bytes (true of MF's factor blocks; not of LDA's,
-     * whose blocks are balanced by tokens and whose payloads follow them). */
+     * whose blocks are balanced by tokens and whose payloads follow them).
+     * The largest of them is slot_bytes: simulate takes it from here. */
     int (*block_bytes)(const void *opts, const rt_plan *plan, double *bytes, rt_error *err);
     /* Load this node's shards and state; the engine is created but not run. */
     int (*create)(const void *opts, const rt_plan *plan, rt_engine *eng, void **app, rt_error *err);

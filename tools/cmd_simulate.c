@@ -231,29 +231,39 @@ static sim_sizes sizes_of(const sim_opts *o, uint32_t nodes, uint32_t threads, d
                        .sync_every = o->sync_every};
 }
 
-/* The payload of each block: the app's own figures, or (apps without
- * them) growing with the block's columns up to the app's largest. */
+/* The payload of each block and the largest (the engine's slot): the
+ * app's own figures (one layout built, for lda), or for apps without them
+ * growing with the block's columns up to the app's slot_bytes. */
 static int plan_block_bytes(const rt_app_desc *app, const void *app_opts, const rt_plan *plan,
-                            size_t slot_bytes, double *bytes, rt_error *err)
+                            double *bytes, size_t *slot_bytes, rt_error *err)
 {
-    if (app->block_bytes)
-        return app->block_bytes(app_opts, plan, bytes, err);
+    if (app->block_bytes) {
+        if (app->block_bytes(app_opts, plan, bytes, err))
+            return -1;
+        double largest = 0;
+        for (uint32_t b = 0; b < plan->blocks; b++)
+            largest = bytes[b] > largest ? bytes[b] : largest;
+        *slot_bytes = (size_t)largest;
+        return 0;
+    }
+    if (app->slot_bytes(app_opts, plan, slot_bytes, err))
+        return -1;
     uint32_t max_cols = 0;
     for (uint32_t b = 0; b < plan->blocks; b++)
         if (rt_plan_block_cols(plan, b) > max_cols)
             max_cols = rt_plan_block_cols(plan, b);
     for (uint32_t b = 0; b < plan->blocks; b++)
-        bytes[b] = max_cols ? (double)slot_bytes * rt_plan_block_cols(plan, b) / max_cols : 0;
+        bytes[b] = max_cols ? (double)*slot_bytes * rt_plan_block_cols(plan, b) / max_cols : 0;
     return 0;
 }
 
 static int shape_from_plan(const sim_opts *o, const rt_app_desc *app, const void *app_opts,
-                           const rt_plan *plan, size_t slot_bytes, sim_shape_buf *s, rt_error *err)
+                           const rt_plan *plan, size_t *slot_bytes, sim_shape_buf *s, rt_error *err)
 {
     if (sim_shape_alloc(s, &o->knobs, plan->nodes, plan->threads, plan->pipeline, err))
         return -1;
     memcpy(s->schedule, plan->schedule, (size_t)plan->blocks * plan->workers * sizeof(uint32_t));
-    if (plan_block_bytes(app, app_opts, plan, slot_bytes, s->bytes, err))
+    if (plan_block_bytes(app, app_opts, plan, s->bytes, slot_bytes, err))
         return -1;
     sim_sizes z = sizes_of(o, plan->nodes, plan->threads, 0);
     sim_reduce_sizes(&z, plan->workers, &s->shape);
@@ -626,8 +636,7 @@ static int simulate_plan(sim_opts *o, const rt_app_desc *app, const void *app_op
     size_t slot_bytes = 0;
     sim_shape_buf s = {0};
     int rc = app->check(app_opts, &plan, err) ||
-             app->slot_bytes(app_opts, &plan, &slot_bytes, err) ||
-             shape_from_plan(o, app, app_opts, &plan, slot_bytes, &s, err);
+             shape_from_plan(o, app, app_opts, &plan, &slot_bytes, &s, err);
     if (rc == 0 && o->calibrate)
         rc = calibrate(o, app, app_opts, &plan, slot_bytes, s.cells, err);
     if (rc == 0) {
