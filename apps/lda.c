@@ -16,8 +16,11 @@
 
 /* ---------------------------------------------------------------- options */
 
+/* LDA_AUTO_EXACT_MAX_K as text, so the help follows the constant (a name,
+ * not a call, inside the string: clang-format keeps the string whole). */
 #define STR_(x) #x
 #define STR(x) STR_(x)
+#define LDA_AUTO_EXACT_MAX_K_TEXT STR(LDA_AUTO_EXACT_MAX_K)
 
 static const rt_opt_choice lda_samplers[] = {{"auto", LDA_SAMPLER_AUTO},
                                              {"sparse", LDA_SAMPLER_SPARSE},
@@ -37,15 +40,11 @@ static const rt_opt lda_options[] = {
     RT_U32_OPT("iters", 0, lda_opts, iters, "N", "100", 0, 100000000, 0,
                "Gibbs sweeps over the corpus"),
     RT_ENUM_OPT("sampler", 0, lda_opts, sampler, lda_samplers, "auto",
-                "auto (sparse at K <= " STR(
-                    LDA_AUTO_EXACT_MAX_K) ", warp above: the sooner to a "
-                                          "given log-likelihood; the model records which), sparse "
-                                          "(SparseLDA buckets), mh (Metropolis-Hastings with alias "
-                                          "tables: cost per "
-                                          "token independent of K) or warp (WarpLDA's word and "
-                                          "document phases with delayed "
-                                          "count updates: no document-topic matrix, the fastest "
-                                          "per token)"),
+                "auto (sparse at K <= " LDA_AUTO_EXACT_MAX_K_TEXT
+                ", warp above: the sooner to a given log-likelihood; the model records which), "
+                "sparse (SparseLDA buckets), mh (Metropolis-Hastings with alias tables: cost per "
+                "token independent of K) or warp (WarpLDA's word and document phases with delayed "
+                "count updates: no document-topic matrix, the fastest per token)"),
     RT_ENUM_OPT("init", 0, lda_opts, init, lda_inits, "random",
                 "initial topics: random (uniform) or progressive (a first sweep that assigns "
                 "every token from the collapsed conditional given the tokens assigned before it, "
