@@ -247,8 +247,9 @@ static int commit_at_root(rt_model_saver *s, rt_model_part *parts, const size_t 
         verdict[r] = parts[r].node_local ? 2 : 1;
         json_array_append_new(list, part_json(&parts[r], r));
     }
-    if (record_side_files(s->tmp, meta, err) || write_manifest(s->tmp, meta, err) ||
-        rt_sync_dir(s->tmp, err))
+    /* The manifest's rt_outfile_commit fsyncs s->tmp after its rename, so
+     * the adopted parts' names, renamed in before it, are durable too. */
+    if (record_side_files(s->tmp, meta, err) || write_manifest(s->tmp, meta, err))
         return -1;
     return rt_dir_replace(s->tmp, s->out, err);
 }
@@ -307,9 +308,7 @@ int rt_model_save_commit(rt_model_saver *s, int rc, json_t *meta, rt_error *err)
         rt_outfile_abort(&s->of);
         s->open = 0;
     }
-    if (rc == 0 && rt_sync_dir(s->tmp, err))
-        rc = -1;
-    s->mine.ok = rc == 0;
+    s->mine.ok = rc == 0; /* each part's rt_outfile_commit synced it and its name */
     void *all = NULL;
     size_t *lens = calloc((size_t)P, sizeof(size_t));
     /* verdict[0..P-1], then the save's id in two more ints */
@@ -696,7 +695,7 @@ int rt_model_dir_begin(const char *out, char *tmp, size_t cap, rt_error *err)
 
 int rt_model_dir_commit(const char *tmp, const char *out, rt_error *err)
 {
-    if (rt_sync_dir(tmp, err) || rt_dir_replace(tmp, out, err)) {
+    if (rt_dir_replace(tmp, out, err)) {
         rt_remove_tree(tmp);
         return -1;
     }

@@ -95,7 +95,9 @@ int rt_model_save_commit(rt_model_saver *s, int rc, json_t *meta, rt_error *err)
 
 /* One process writing a whole model directory (`rotor export`): into
  * OUT.tmp-PID-r0, held (rt_hold_dir) until the process ends, then swapped
- * into place as a save is. */
+ * into place as a save is.  Every file in it is written through
+ * rt_outfile_commit, which fsyncs the file and then the directory: the
+ * commit itself syncs only the parent of OUT. */
 int rt_model_dir_begin(const char *out, char *tmp, size_t cap, rt_error *err);
 int rt_model_dir_commit(const char *tmp, const char *out,
                         rt_error *err); /* removes tmp on failure */
