@@ -116,6 +116,17 @@ int rt_is_stdio(const char *path)
     return path && !strcmp(path, "-");
 }
 
+int rt_stdin_dup(rt_error *err)
+{
+    int flags = fcntl(STDIN_FILENO, F_GETFL);
+    if (flags == -1 || (flags & O_ACCMODE) == O_WRONLY)
+        return rt_fail(err, RT_EXIT_INPUT, "standard input: closed (nothing to read)");
+    int fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0)
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "standard input: cannot open");
+    return fd;
+}
+
 /* A device or FIFO: written as it is, never replaced. */
 static int open_in_place(rt_outfile *of, rt_error *err)
 {

@@ -220,6 +220,11 @@ typedef struct rt_outfile {
     int in_place;   /* fp is the device itself: commit closes it */
 } rt_outfile;
 int rt_is_stdio(const char *path); /* true for "-" */
+/* A new descriptor on standard input, for reading "-".  A closed standard
+ * input (rotor fills it with /dev/null opened write-only, so that it is not
+ * read as empty) or one open only for writing fails here with "standard
+ * input: closed (nothing to read)", not with the errno of a later call. */
+int rt_stdin_dup(rt_error *err);
 /* True when a and b are the same path or name the same existing file or
  * directory: an output that would replace its own input is refused. */
 int rt_same_file(const char *a, const char *b);

@@ -93,8 +93,10 @@ int rt_text_load(const char *path, rt_text *t, rt_error *err)
     memset(t, 0, sizeof(*t));
     int from_stdin = rt_is_stdio(path);
     t->path = from_stdin ? "standard input" : path;
-    int fd = from_stdin ? dup(STDIN_FILENO) : -1;
-    FILE *fp = from_stdin ? (fd >= 0 ? fdopen(fd, "rb") : NULL) : fopen(path, "rb");
+    int fd = from_stdin ? rt_stdin_dup(err) : -1;
+    if (from_stdin && fd < 0)
+        return -1;
+    FILE *fp = from_stdin ? fdopen(fd, "rb") : fopen(path, "rb");
     if (!fp) {
         int e = errno;
         if (fd >= 0)

@@ -16,9 +16,12 @@ int rt_linereader_open(rt_linereader *lr, const char *path, rt_error *err)
 {
     memset(lr, 0, sizeof(*lr));
     lr->path = rt_is_stdio(path) ? "standard input" : path; /* for messages */
-    lr->fd = rt_is_stdio(path) ? dup(STDIN_FILENO) : open(path, O_RDONLY | O_CLOEXEC);
+    if (rt_is_stdio(path))
+        lr->fd = rt_stdin_dup(err);
+    else if ((lr->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot open", path);
     if (lr->fd < 0)
-        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot open", path);
+        return -1;
     /* A small file gets a buffer its size (eval's id files, tests), not 16 MB. */
     struct stat sb;
     lr->cap = LR_CHUNK;
