@@ -24,59 +24,18 @@ train=(train --plan "$TMP/plan" --app sgd-mf --rank 16 --lambda 0.02 --seed 1
 files=(W.npy H.npy row_bias.npy col_bias.npy)
 two() { "$ROTOR" launch -n 2 -- "$ROTOR" "$@"; }
 
-valid_curve() { mf_valid_curve "$1" epoch; }
-model_field() { mf_model_field "$@"; }
-
-note "early stopping on 2 x 2"
-run_logged es two "${train[@]}" --early-stop 3 --epochs 60
-valid_curve "$TMP/es.log" >"$TMP/es.valid"
-stop=$(wc -l <"$TMP/es.valid")
-best=$(model_field "$TMP/es" best_epoch)
-note "stopped after epoch $stop, best epoch $best"
-[ "$stop" = 20 ] && [ "$best" = 17 ] ||
-    fail "expected the best validation RMSE at epoch 17 and the stop at 20, got $best and $stop"
-[ "$(model_field "$TMP/es" epochs)" = "$stop" ] || fail "model.json's epochs is not the last one run"
-# model.json carries no training score of the last iterate, which is not the model saved.
-! grep -q '"train_rmse"' "$TMP/es/model.json" || fail "model.json has the last iterate's train RMSE"
-grep -q '"valid_rmse": 0\.' "$TMP/es/model.json" || fail "model.json lacks the best validation RMSE"
-grep -q "early stop after epoch $stop: .* the model kept is epoch $best's" "$TMP/es.log" ||
-    fail "the log does not say the run stopped early"
-# The best one is the smallest validation RMSE logged.
-mf_check_best_is_min "$TMP/es.valid" "$best"
-
-note "the saved model is epoch $best's"
-run_logged upto two "${train[@]}" --epochs "$best"
-single "$TMP/es" "$TMP/upto"
-same_as upto es "${files[@]}"
-[ "$(valid_curve "$TMP/upto.log")" = "$(head -n "$best" "$TMP/es.valid")" ] ||
-    fail "the first $best epochs differ between the runs"
-# ... which is not the last iterate: scored by rotor eval, it has epoch
-# $best's logged test RMSE (and model.json's), not the last one's.
-mf_check_eval_at_best "$TMP/es" "$TMP/test.txt" "$TMP/es.valid" "$best"
+UNIT=epoch ITERS=--epochs EARLY=(--early-stop 3) MAX=60
+mf_check_early_stop 17 20 epochs train_rmse
+mf_check_saved_is_best "$best"
 at_best=$(awk -v b="$best" '$1 == b { print $3 }' "$TMP/es.valid")
-awk -v a="$at_best" -v j="$(model_field "$TMP/es" test_rmse)" \
+awk -v a="$at_best" -v j="$(mf_model_field "$TMP/es" test_rmse)" \
     'BEGIN { d = a - j; exit !(d <= 1e-5 && d >= -1e-5) }' ||
     fail "model.json's test_rmse is not epoch $best's logged $at_best"
 
 note "--serial, 1 x 4 threads and TCP give the same bits"
-run_logged serial "$ROTOR" "${train[@]}" --early-stop 3 --epochs 60 --serial
-run_logged t4 "$ROTOR" "${train[@]}" --early-stop 3 --epochs 60 --threads 4
-run_logged tcp two "${train[@]}" --early-stop 3 --epochs 60 --transport tcp
-single "$TMP/serial" "$TMP/t4" "$TMP/tcp"
-for m in serial t4 tcp; do
-    same_as es "$m" "${files[@]}"
-    [ "$(valid_curve "$TMP/$m.log")" = "$(cat "$TMP/es.valid")" ] ||
-        fail "run '$m' logs another validation curve"
-done
+mf_check_replays serial "$ROTOR" "${train[@]}" --serial
+mf_check_replays t4 "$ROTOR" "${train[@]}" --threads 4
+mf_check_replays tcp two "${train[@]}" --transport tcp
 
-note "checkpoint at epoch $((best + 1)), resume to the stop"
-run_logged half two "${train[@]}" --early-stop 3 --epochs $((best + 1)) --checkpoint "$TMP/ck"
-grep -q "early stop" "$TMP/half.log" && fail "the half run stopped early"
-run_logged resumed two "${train[@]}" --early-stop 3 --epochs 60 --resume "$TMP/ck"
-grep -q "resume: sgd-mf from" "$TMP/resumed.log" || fail "the resume is not logged"
-[ "$(valid_curve "$TMP/resumed.log")" = "$(tail -n +$((best + 2)) "$TMP/es.valid")" ] ||
-    fail "the resumed run logs other epochs than the straight run's last ones"
-single "$TMP/resumed"
-same_as es resumed "${files[@]}"
-[ "$(model_field "$TMP/resumed" best_epoch)" = "$best" ] || fail "the resumed run lost its best"
+mf_check_resume_to_stop sgd-mf "$best"
 echo PASS
