@@ -131,7 +131,10 @@ int rt_launch_env_group(rt_group_config *cfg, rt_error *err)
     return 0;
 }
 
-/* Read the secret from `path`: its bytes up to the first newline. */
+/* Read the secret from `path`: its one line of text.  Binary bytes, more
+ * than one line and a file longer than the buffer are refused: each was cut
+ * silently (a NUL or a newline in `head -c 32 /dev/urandom` left a secret of
+ * the bytes before it, or none). */
 static int read_token_file(const char *path, char *buf, size_t cap, size_t *len, rt_error *err)
 {
     FILE *fp = fopen(path, "r");
@@ -141,16 +144,34 @@ static int read_token_file(const char *path, char *buf, size_t cap, size_t *len,
     if (fstat(fileno(fp), &st) == 0 && (st.st_mode & 077))
         rt_warn("--token-file %s can be read by other users (chmod 600 it)", path);
     size_t n = fread(buf, 1, cap - 1, fp);
-    int bad = ferror(fp);
+    int bad = ferror(fp), e = errno;
+    int longer = !bad && n == cap - 1 && fgetc(fp) != EOF;
     fclose(fp);
     if (bad)
-        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "--token-file: cannot read %s", path);
+        return rt_fail_errno(err, RT_EXIT_INPUT, e, "--token-file: cannot read %s", path);
     buf[n] = '\0';
-    n = strcspn(buf, "\r\n");
-    buf[n] = '\0';
-    if (n == 0)
+    size_t at = rt_text_find_binary(buf, n);
+    uint64_t line = 1;
+    for (size_t i = 0; i < at && i < n; i++)
+        line += buf[i] == '\n';
+    if (at < n)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s:%llu: binary data (byte 0x%02x) in the token file: the secret is one "
+                       "line of text (make one with 'head -c 32 /dev/urandom | base64')",
+                       path, (unsigned long long)line, (unsigned char)buf[at]);
+    if (longer)
+        return rt_fail(err, RT_EXIT_INPUT, "%s: the token file is longer than %zu bytes", path,
+                       cap - 1);
+    size_t first = strcspn(buf, "\r\n");
+    const char *rest = buf + first + strspn(buf + first, " \t\r\n");
+    if (*rest)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s:2: the token file holds more than one line; the secret is one line",
+                       path);
+    buf[first] = '\0';
+    if (first == 0)
         return rt_fail(err, RT_EXIT_INPUT, "%s:1: the token file is empty", path);
-    *len = n;
+    *len = first;
     return 0;
 }
 

@@ -24,7 +24,8 @@ const rt_opt link_options[] = {
                "a peer that sends nothing, not even a heartbeat, for S seconds is lost (0: "
                "never; a peer that dies is always detected at once)"),
     RT_PATH_OPT("token-file", 0, link_opts, token_file, "FILE", NULL, 0,
-                "the job secret, which every connection must prove it knows (default: "
+                "the job secret (the file's one line of text), which every connection must "
+                "prove it knows (default: "
                 "$ROTOR_TOKEN, which rotor launch sets; else, under mpirun or srun without a "
                 "hostfile, one made for the job and shared through PMIx)"),
     RT_FLAG_OPT("insecure", 0, link_opts, insecure,
