@@ -142,21 +142,11 @@ static int open_in_place(rt_outfile *of, rt_error *err)
  * "./x.txt", "x.txt" and "x.txt/" compare equal.  0, or -1 when the directory is not there. */
 static int resolved_name(const char *name, char *out, size_t cap)
 {
-    char path[4096], dir[4096], real[PATH_MAX];
-    size_t n = strlen(name);
-    while (n > 1 && name[n - 1] == '/') /* "m/" names m, as "m" does */
-        n--;
-    if (n >= sizeof(path))
+    char real[PATH_MAX];
+    rt_path_parts pp; /* "m/" names m, as "m" does */
+    if (rt_split_parent(name, &pp) || !realpath(pp.dir, real))
         return -1;
-    snprintf(path, sizeof(path), "%.*s", (int)n, name);
-    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
-    if (!slash)
-        snprintf(dir, sizeof(dir), ".");
-    else
-        snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
-    if (!realpath(dir, real))
-        return -1;
-    return snprintf(out, cap, "%s/%s", real, base) < (int)cap ? 0 : -1;
+    return snprintf(out, cap, "%s/%s", real, pp.base) < (int)cap ? 0 : -1;
 }
 
 int rt_same_file(const char *a, const char *b)

@@ -177,6 +177,15 @@ static void test_split_parent(void **state)
     assert_string_equal(tmp, "m.tmp-42-r3");
     assert_int_equal(rt_tmp_dir_name("", 42, "r3", tmp, sizeof(tmp), &err), -1);
     assert_int_equal(rt_tmp_dir_name("m", 42, "r3", tmp, 8, &err), -1);
+    /* rt_same_file cuts paths the same way when neither exists yet. */
+    char d[] = "/tmp/rotor-split-XXXXXX", a[128], b[128];
+    assert_non_null(mkdtemp(d));
+    snprintf(a, sizeof(a), "%s/new/", d);
+    snprintf(b, sizeof(b), "%s//new", d);
+    assert_true(rt_same_file(a, b));
+    snprintf(b, sizeof(b), "%s/other", d);
+    assert_false(rt_same_file(a, b));
+    rt_remove_tree(d);
 }
 
 static void test_npy_round_trip(void **state)
