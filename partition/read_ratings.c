@@ -7,6 +7,7 @@
 #include "partition/partition.h"
 
 #include <errno.h>
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -280,9 +281,12 @@ static int rating_line(reader *r, field *f, int n, rt_error *err)
     if (n >= 3) {
         if (parse_number(f[2].s, f[2].len, &v) < 0)
             return line_error(r, err, "rating '%s' is not a number", clip(&f[2], buf, sizeof(buf)));
-        if (!isfinite(v) || !isfinite((float)v))
+        if (!isfinite(v))
             return line_error(r, err, "rating '%s' is NaN or infinite",
                               clip(&f[2], buf, sizeof(buf)));
+        if (!isfinite((float)v)) /* ratings are stored as float */
+            return line_error(r, err, "rating '%s' is beyond the float range (|r| < %.2g)",
+                              clip(&f[2], buf, sizeof(buf)), (double)FLT_MAX);
     }
     uint32_t row, col;
     int keep;

@@ -160,7 +160,7 @@ static void test_bad_inputs(void **state)
         {"rating.txt", "1 2 3\n4 5 6\n7 8 good\n", RT_FMT_AUTO, "rating.txt:3:", "not a number"},
         {"nan.txt", "1 2 nan\n", RT_FMT_AUTO, "nan.txt:1:", "NaN or infinite"},
         {"inf.csv", "u,i,r\n1,2,3\n1,3,-inf\n", RT_FMT_AUTO, "inf.csv:3:", "NaN or infinite"},
-        {"huge.txt", "1 2 1e300\n", RT_FMT_AUTO, "huge.txt:1:", "NaN or infinite"},
+        {"huge.txt", "1 2 1e300\n", RT_FMT_AUTO, "huge.txt:1:", "beyond the float range"},
         {"mm-row.mtx", "%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 1\n4 1 2\n",
          RT_FMT_AUTO, "mm-row.mtx:4:", "row id 4"},
         {"mm-col.mtx", "%%MatrixMarket matrix coordinate real general\n3 3 2\n1 0 1\n", RT_FMT_AUTO,
