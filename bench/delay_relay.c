@@ -163,10 +163,26 @@ static void send_frame(int fd, const void *buf, size_t len)
 }
 
 /* Frames from the rank: held until due (all of them when delay is 0). */
+/* Where the next frame from the rank can be received in place (after its
+ * entry, in one piece before the ring's end), or NULL when the ring has not
+ * FRAME_MAX bytes there: then it goes through `buf` and is copied in. */
+static uint8_t *room_in_place(const held *q)
+{
+    size_t to_end = QUEUE_BYTES - q->tail, free = QUEUE_BYTES - q->used;
+    size_t room = to_end < free ? to_end : free;
+    return room >= sizeof(entry) + FRAME_MAX ? q->ring + q->tail + sizeof(entry) : NULL;
+}
+
+/* Frames from the rank: held until due (all of them when delay is 0).  A
+ * held frame is received straight into the ring when it fits there in one
+ * piece (nearly always), since these copies were a fifth of the relay's CPU. */
 static void take_from_rank(pair *p, int64_t delay_ns, uint8_t *buf)
 {
     ssize_t n;
-    while ((n = recv(p->rank_fd, buf, FRAME_MAX, 0)) > 0) {
+    for (;;) {
+        uint8_t *in_place = delay_ns ? room_in_place(&p->q) : NULL;
+        if ((n = recv(p->rank_fd, in_place ? in_place : buf, FRAME_MAX, 0)) <= 0)
+            break;
         if (delay_ns == 0) {
             send_frame(p->switch_fd, buf, (size_t)n);
             continue;
@@ -177,7 +193,12 @@ static void take_from_rank(pair *p, int64_t delay_ns, uint8_t *buf)
         }
         entry e = {.due_ns = now_ns() + delay_ns, .len = (uint32_t)n};
         ring_put(&p->q, &e, sizeof(e));
-        ring_put(&p->q, buf, (size_t)n);
+        if (in_place) { /* the bytes are there already */
+            p->q.tail = (p->q.tail + (size_t)n) % QUEUE_BYTES;
+            p->q.used += (size_t)n;
+        } else {
+            ring_put(&p->q, buf, (size_t)n);
+        }
     }
     check_recv(n, "rank side");
 }
@@ -203,8 +224,14 @@ static int64_t send_due(pair *p, uint8_t *buf)
             p->q.head = head, p->q.used = used; /* not yet: put the entry back */
             return e.due_ns;
         }
-        ring_get(&p->q, buf, e.len);
-        send_frame(p->switch_fd, buf, e.len);
+        if (p->q.head + e.len <= QUEUE_BYTES) { /* in one piece: send it from the ring */
+            send_frame(p->switch_fd, p->q.ring + p->q.head, e.len);
+            p->q.head = (p->q.head + e.len) % QUEUE_BYTES;
+            p->q.used -= e.len;
+        } else {
+            ring_get(&p->q, buf, e.len);
+            send_frame(p->switch_fd, buf, e.len);
+        }
     }
     return INT64_MAX;
 }
