@@ -235,9 +235,10 @@ typedef struct lda_scratch {
     lda_word word;
     double *inv; /* K: 1 / (n_k + V beta) (sparse sampler) */
     double *buf; /* K: bucket terms */
-    /* the sparse sampler at K <= LDA_DENSE_K: the loaded word's coef in float and the chunks'
-     * running totals (lda_dense_totals_len(K) chunks and entries) */
-    float *dense_coef, *dense_total;
+    /* the sparse sampler at K <= LDA_DENSE_K: the weights
+     * (lda_dense_totals_len(K) chunks), the loaded word's coef in float (lda_chunks(K) chunks) and
+     * the chunks' running totals (lda_dense_totals_len(K)) */
+    float *dense_w, *dense_coef, *dense_total;
     int avx2;     /* the dense weights' vector path (same bits either way) */
     double *coef; /* K: (n_wk + beta) / (n_k + V beta) for the loaded word */
     float *aprob; /* alias table (MH) */
@@ -292,14 +293,13 @@ void lda_doc_phase(const lda_ctx *c, lda_worker *w, lda_scratch *s, rt_rng *rng)
 void lda_doc_counts(const lda_tokens *t, uint32_t K, uint32_t d, int32_t *row);
 
 /* The sparse sampler at K <= LDA_DENSE_K (lda_sample.c): the full
- * conditional's weights ((float)n_dk + alpha) coef[k] over all K topics (document counts ndk,
- * readable up to lda_dense_totals_len(K) chunks, as in n_dk of lda_ndk_len; coef: that many
- * chunks, +0 past K), summed in chunks of LDA_CHUNK;
- * the chunk sums' running totals into total (lda_dense_totals_len(K)), returns the last.  The
- * order of every float operation is stated in lda_sample.c.  avx2 (lda_have_avx2) picks the
- * vector path; the bits are the same either way.  lda_dense_find: the topic where u falls,
- * 0 <= u < the sum (never one of zero weight), from the same ndk and coef and the totals
- * lda_dense_weights wrote on the same path. */
+ * conditional's weights ((float)n_dk + alpha) coef[k] over all K topics
+ * (document counts ndk; coef: lda_chunks(K) chunks, +0 past K) into w (lda_dense_totals_len(K)
+ * chunks of LDA_CHUNK, +0 past K; the chunks past lda_chunks(K) are read, never written: zero them
+ * once), summed in chunks; the chunk sums' running totals into total (lda_dense_totals_len(K)),
+ * returns the last.  The order of every float operation is stated in lda_sample.c.  avx2
+ * (lda_have_avx2) picks the vector path; the bits are the same either way.  lda_dense_find: the
+ * topic where u falls, 0 <= u < the sum (never one of zero weight). */
 /* Up to 512 the dense draw costs less than the buckets (serial CPU, KOS
  * 10 sweeps: 0.96 against 1.44 s at K = 512, even at 768, buckets ahead at
  * 1000; synthetic 4 sweeps: 7.7 against 14.3 s at 512). */
@@ -313,16 +313,9 @@ static inline uint32_t lda_dense_totals_len(uint32_t K)
 {
     return lda_chunks(lda_chunks(K)) * LDA_CHUNK;
 }
-/* n_dk's entries for n_docs rows: the dense weights read a row in whole groups of 8 chunks, so
- * past the last row it is padded (with zeroes). */
-static inline size_t lda_ndk_len(uint32_t n_docs, uint32_t K)
-{
-    return (size_t)n_docs * K + lda_dense_totals_len(K) * LDA_CHUNK;
-}
 float lda_dense_weights(int avx2, const int32_t *ndk, float alpha, const float *coef, uint32_t K,
-                        float *total);
-uint32_t lda_dense_find(int avx2, const int32_t *ndk, float alpha, const float *coef,
-                        const float *total, uint32_t K, float u);
+                        float *w, float *total);
+uint32_t lda_dense_find(int avx2, const float *w, const float *total, uint32_t K, float u);
 int lda_have_avx2(void);
 
 /* Vose's alias table over the loaded word's nonzero topics, weights n_wk. */

@@ -39,7 +39,8 @@ int lda_scratch_init(lda_scratch *s, uint32_t K)
     s->word.pos = rt_alloc(K * sizeof(uint32_t));
     s->inv = rt_alloc(K * sizeof(double));
     s->buf = rt_alloc(K * sizeof(double));
-    s->dense_coef = rt_alloc(lda_dense_totals_len(K) * LDA_CHUNK * sizeof(float));
+    s->dense_w = rt_alloc(lda_dense_totals_len(K) * LDA_CHUNK * sizeof(float));
+    s->dense_coef = rt_alloc(lda_chunks(K) * LDA_CHUNK * sizeof(float));
     s->dense_total = rt_alloc(lda_dense_totals_len(K) * sizeof(float));
     s->coef = rt_alloc(K * sizeof(double));
     s->aprob = rt_alloc(K * sizeof(float));
@@ -50,8 +51,8 @@ int lda_scratch_init(lda_scratch *s, uint32_t K)
     s->stale = rt_alloc(K * sizeof(int32_t));
     s->dcnt = rt_alloc(K * sizeof(int32_t));
     if (!s->dcnt || !s->word.nwk || !s->word.nz || !s->word.pos || !s->inv || !s->buf ||
-        !s->dense_coef || !s->dense_total || !s->coef || !s->aprob || !s->alias || !s->atopic ||
-        !s->small || !s->large || !s->stale) {
+        !s->dense_w || !s->dense_coef || !s->dense_total || !s->coef || !s->aprob || !s->alias ||
+        !s->atopic || !s->small || !s->large || !s->stale) {
         lda_scratch_free(s);
         return -1;
     }
@@ -77,6 +78,7 @@ void lda_scratch_free(lda_scratch *s)
     rt_free(s->word.pos);
     rt_free(s->inv);
     rt_free(s->buf);
+    rt_free(s->dense_w);
     rt_free(s->dense_coef);
     rt_free(s->dense_total);
     rt_free(s->coef);
@@ -130,9 +132,7 @@ int lda_visit_init(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payloa
 /* ------------------------------------------------------------ dense */
 
 /* The full conditional's weights over all K topics in 32-bit floats (8 to
- * a vector op), in chunks of LDA_CHUNK topics, never stored: the sums are
- * taken in registers and the draw computes its chunk's 8 weights again
- * (3 operations, where storing all K and reading them back cost more):
+ * a vector op), in chunks of LDA_CHUNK topics:
  *     coef[k] = (float)((n_wk + beta) / (n_k + V beta))   (computed in double)
  *     w_k     = ((float)n_dk + alpha) * coef[k]            (+0 past K)
  *     S_c     = ((w0 + w1) + (w2 + w3)) + ((w4 + w5) + (w6 + w7))
@@ -170,22 +170,14 @@ static inline float blocked_totals(float *x, uint32_t n)
     return n ? x[n - 1] : 0.0f;
 }
 
-/* The 8 weights of chunk c into x (+0 past K). */
-static inline void chunk_portable(const int32_t *ndk, float alpha, const float *coef, uint32_t c,
-                                  uint32_t K, float *x)
-{
-    for (uint32_t j = 0, k = c * LDA_CHUNK; j < LDA_CHUNK; j++, k++)
-        x[j] = k < K ? ((float)ndk[k] + alpha) * coef[k] : 0.0f;
-}
-
 static inline float weights_portable(const int32_t *ndk, float alpha, const float *coef, uint32_t K,
-                                     float *total)
+                                     float *w, float *total)
 {
     const uint32_t nc = lda_chunks(K);
     for (uint32_t c = 0; c < nc; c++) {
-        float x[LDA_CHUNK];
-        chunk_portable(ndk, alpha, coef, c, K, x);
-        total[c] = chunk_sum(x);
+        for (uint32_t k = c * LDA_CHUNK; k < (c + 1) * LDA_CHUNK; k++)
+            w[k] = k < K ? ((float)ndk[k] + alpha) * coef[k] : 0.0f;
+        total[c] = chunk_sum(w + c * LDA_CHUNK);
     }
     return blocked_totals(total, nc);
 }
@@ -213,16 +205,14 @@ static inline uint32_t chunk_topic(const float *x, uint32_t c, uint32_t j)
  * counted without branches, whose outcome no predictor could guess.  Its
  * topic, alike: v = u - (the total before) >= 0, and a zero weight leaves
  * the running sum as it was, so it is never the first to pass v. */
-static inline uint32_t find_portable(const int32_t *ndk, float alpha, const float *coef,
-                                     const float *total, uint32_t K, float u)
+static inline uint32_t find_portable(const float *w, const float *total, uint32_t K, float u)
 {
     const uint32_t c = passed_portable(total, lda_chunks(K) - 1, u);
     const float v = u - (c ? total[c - 1] : 0.0f);
-    float x[LDA_CHUNK], a[LDA_CHUNK];
-    chunk_portable(ndk, alpha, coef, c, K, x);
-    memcpy(a, x, sizeof(a));
+    float a[LDA_CHUNK];
+    memcpy(a, w + c * LDA_CHUNK, sizeof(a));
     blocked_totals(a, LDA_CHUNK);
-    return chunk_topic(x, c, passed_portable(a, LDA_CHUNK, v));
+    return chunk_topic(w + c * LDA_CHUNK, c, passed_portable(a, LDA_CHUNK, v));
 }
 
 #define AVX2 __attribute__((target("avx2")))
@@ -231,6 +221,18 @@ AVX2 static inline __m256 chunk_full_avx2(const int32_t *ndk, __m256 alpha, cons
                                           uint32_t k)
 {
     const __m256 n = _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i *)(ndk + k)));
+    return _mm256_mul_ps(_mm256_add_ps(n, alpha), _mm256_loadu_ps(coef + k));
+}
+
+/* The chunk at k past the last whole one: n_dk past K reads as 0 and
+ * coef there is +0 (lda.h), so their weight is +0, as on the portable
+ * path. */
+AVX2 static inline __m256 chunk_part_avx2(const int32_t *ndk, __m256 alpha, const float *coef,
+                                          uint32_t k, uint32_t K)
+{
+    const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(K - k)),
+                                         _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256 n = _mm256_cvtepi32_ps(_mm256_maskload_epi32(ndk + k, m));
     return _mm256_mul_ps(_mm256_add_ps(n, alpha), _mm256_loadu_ps(coef + k));
 }
 
@@ -273,76 +275,77 @@ AVX2 static inline __m256 group_avx2(__m256 v0, __m256 v1, __m256 v2, __m256 v3,
     return _mm256_permute2f128_ps(last, last, 0x81);
 }
 
-/* Whole groups of 8 chunks in registers, read past K without a branch:
- * coef is +0 there and the counts read are another row's or the padding
- * (lda_ndk_len), finite and >= 0, so those weights are +0 as on the
- * portable path, every total past lda_chunks(K) equals the last, and so
- * does the base that leaves the last group. */
+/* Whole groups of 8 chunks in registers; the last group through w, whose
+ * chunks past lda_chunks(K) stay +0 (the caller's zeroes). */
 AVX2 static inline float weights_avx2(const int32_t *ndk, float alpha, const float *coef,
-                                      uint32_t K, float *total)
+                                      uint32_t K, float *w, float *total)
 {
-    const uint32_t nc = lda_chunks(K);
+    const uint32_t nc = lda_chunks(K), full = K / LDA_CHUNK;
     const __m256 av = _mm256_set1_ps(alpha);
     __m256 base = _mm256_setzero_ps();
-    for (size_t c = 0; c < nc; c += 8) {
-        const int32_t *n = ndk + c * LDA_CHUNK;
-        const float *f = coef + c * LDA_CHUNK;
+    uint32_t c = 0;
+    for (; c + 8 <= full; c += 8) {
         __m256 v[8];
-        for (uint32_t i = 0; i < 8; i++)
-            v[i] = chunk_full_avx2(n, av, f, i * LDA_CHUNK);
+        for (uint32_t i = 0; i < 8; i++) {
+            v[i] = chunk_full_avx2(ndk, av, coef, (c + i) * LDA_CHUNK);
+            _mm256_storeu_ps(w + (c + i) * LDA_CHUNK, v[i]);
+        }
         base = group_avx2(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], base, total + c);
     }
-    return _mm256_cvtss_f32(base);
+    if (c < nc) {
+        for (uint32_t d = c; d < full; d++)
+            _mm256_storeu_ps(w + d * LDA_CHUNK, chunk_full_avx2(ndk, av, coef, d * LDA_CHUNK));
+        if (full < nc)
+            _mm256_storeu_ps(w + full * LDA_CHUNK,
+                             chunk_part_avx2(ndk, av, coef, full * LDA_CHUNK, K));
+        const float *x = w + c * LDA_CHUNK;
+        group_avx2(_mm256_loadu_ps(x), _mm256_loadu_ps(x + 8), _mm256_loadu_ps(x + 16),
+                   _mm256_loadu_ps(x + 24), _mm256_loadu_ps(x + 32), _mm256_loadu_ps(x + 40),
+                   _mm256_loadu_ps(x + 48), _mm256_loadu_ps(x + 56), base, total + c);
+    }
+    return total[nc - 1];
 }
 
-AVX2 static inline uint32_t find_avx2(const int32_t *ndk, float alpha, const float *coef,
-                                      const float *total, uint32_t K, float u)
+AVX2 static inline uint32_t find_avx2(const float *w, const float *total, uint32_t K, float u)
 {
-    /* totals past the first n never fall, so counting whole groups and
-     * keeping at most n counts the same */
     const uint32_t n = lda_chunks(K) - 1;
     const __m256 uv = _mm256_set1_ps(u);
     uint32_t c = 0;
-    for (uint32_t i = 0; i < n; i += 8)
-        c += (uint32_t)__builtin_popcount((unsigned)_mm256_movemask_ps(
-            _mm256_cmp_ps(_mm256_loadu_ps(total + i), uv, _CMP_LE_OQ)));
-    c = c < n ? c : n;
+    for (uint32_t i = 0; i < n; i += 8) {
+        unsigned m =
+            (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(total + i), uv, _CMP_LE_OQ));
+        if (n - i < 8)
+            m &= (1u << (n - i)) - 1;
+        c += (uint32_t)__builtin_popcount(m);
+    }
     const float v = u - (c ? total[c - 1] : 0.0f);
-    const __m256 x = chunk_full_avx2(ndk, _mm256_set1_ps(alpha), coef, c * LDA_CHUNK);
-    const __m256 a = group_totals_avx2(x, _mm256_setzero_ps());
-    const uint32_t j = (uint32_t)__builtin_popcount(
-        (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(a, _mm256_set1_ps(v), _CMP_LE_OQ)));
-    if (j < LDA_CHUNK)
-        return c * LDA_CHUNK + j;
-    float w[LDA_CHUNK];
-    _mm256_storeu_ps(w, x);
-    return chunk_topic(w, c, j);
+    const __m256 a = group_totals_avx2(_mm256_loadu_ps(w + c * LDA_CHUNK), _mm256_setzero_ps());
+    const unsigned m =
+        (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(a, _mm256_set1_ps(v), _CMP_LE_OQ));
+    return chunk_topic(w + c * LDA_CHUNK, c, (uint32_t)__builtin_popcount(m));
 }
 
 AVX2 static float dense_weights_avx2(const int32_t *ndk, float alpha, const float *coef, uint32_t K,
-                                     float *total)
+                                     float *w, float *total)
 {
-    return weights_avx2(ndk, alpha, coef, K, total);
+    return weights_avx2(ndk, alpha, coef, K, w, total);
 }
 
-AVX2 static uint32_t dense_find_avx2(const int32_t *ndk, float alpha, const float *coef,
-                                     const float *total, uint32_t K, float u)
+AVX2 static uint32_t dense_find_avx2(const float *w, const float *total, uint32_t K, float u)
 {
-    return find_avx2(ndk, alpha, coef, total, K, u);
+    return find_avx2(w, total, K, u);
 }
 
 float lda_dense_weights(int avx2, const int32_t *ndk, float alpha, const float *coef, uint32_t K,
-                        float *total)
+                        float *w, float *total)
 {
-    return avx2 ? dense_weights_avx2(ndk, alpha, coef, K, total)
-                : weights_portable(ndk, alpha, coef, K, total);
+    return avx2 ? dense_weights_avx2(ndk, alpha, coef, K, w, total)
+                : weights_portable(ndk, alpha, coef, K, w, total);
 }
 
-uint32_t lda_dense_find(int avx2, const int32_t *ndk, float alpha, const float *coef,
-                        const float *total, uint32_t K, float u)
+uint32_t lda_dense_find(int avx2, const float *w, const float *total, uint32_t K, float u)
 {
-    return avx2 ? dense_find_avx2(ndk, alpha, coef, total, K, u)
-                : find_portable(ndk, alpha, coef, total, K, u);
+    return avx2 ? dense_find_avx2(w, total, K, u) : find_portable(w, total, K, u);
 }
 
 int lda_have_avx2(void)
@@ -357,16 +360,18 @@ static inline float dense_coef(int32_t nwk, int64_t nk, double beta, double vbet
     return (float)((nwk + beta) / ((double)nk + vbeta));
 }
 
-/* Tokens ahead whose document row and topic are prefetched. */
+/* Tokens ahead whose document row and topic are prefetched, and the most
+ * bytes of the row. */
 #define DENSE_PREFETCH 8
+#define DENSE_PREFETCH_ROW 512u
 
 /* What one word's run of tokens needs. */
 typedef struct dense_run {
     lda_tokens *t;
     int64_t *nk;
     lda_word *wd;
-    float *coef, *total;
-    uint32_t K;
+    float *coef, *w, *total;
+    uint32_t K, row_bytes;
     float alpha;
     double beta, vbeta;
 } dense_run;
@@ -379,26 +384,18 @@ static inline float dense_move(const dense_run *d, uint32_t k, int dn)
     return dense_coef(d->wd->nwk[k], d->nk[k], d->beta, d->vbeta);
 }
 
-/* The document row and topic of the token DENSE_PREFETCH ahead, without a
- * loop: the lines of the bytes the weights read, the row's first group of
- * 8 chunks (256 bytes) and, when K > 64, the second. */
+/* The document row and topic of the token DENSE_PREFETCH ahead. */
 static inline void dense_prefetch(const dense_run *d, uint64_t i, uint64_t end)
 {
     const lda_tokens *t = d->t;
     if (i + DENSE_PREFETCH < end) {
         const char *row = (const char *)(t->ndk + (size_t)t->tok_doc[i + DENSE_PREFETCH] * d->K);
         __builtin_prefetch(t->z + t->tok_pos[i + DENSE_PREFETCH], 1);
-        __builtin_prefetch(row, 1);
-        __builtin_prefetch(row + 64, 1);
-        __builtin_prefetch(row + 128, 1);
-        __builtin_prefetch(row + 192, 1);
-        __builtin_prefetch(row + 255, 1);
-        if (d->K > 64) {
-            __builtin_prefetch(row + 256, 1);
-            __builtin_prefetch(row + 320, 1);
-            __builtin_prefetch(row + 384, 1);
-            __builtin_prefetch(row + 448, 1);
-            __builtin_prefetch(row + 511, 1);
+        /* two lines a turn (half the loop's instructions); the extra line
+         * is the row's last one when it straddles, else the next row's */
+        for (uint32_t o = 0; o < d->row_bytes; o += 128) {
+            __builtin_prefetch(row + o, 1);
+            __builtin_prefetch(row + o + 64, 1);
         }
     }
 }
@@ -413,9 +410,8 @@ static void dense_tokens_portable(const dense_run *d, uint64_t i, uint64_t end, 
         int32_t *ndk = t->ndk + (size_t)t->tok_doc[i] * d->K;
         ndk[k0]--;
         d->coef[k0] = dense_move(d, k0, -1);
-        const float sum = weights_portable(ndk, d->alpha, d->coef, d->K, d->total);
-        const uint32_t k =
-            find_portable(ndk, d->alpha, d->coef, d->total, d->K, rt_rng_uniformf(rng) * sum);
+        const float sum = weights_portable(ndk, d->alpha, d->coef, d->K, d->w, d->total);
+        const uint32_t k = find_portable(d->w, d->total, d->K, rt_rng_uniformf(rng) * sum);
         ndk[k]++;
         d->coef[k] = dense_move(d, k, +1);
         t->z[p] = (uint16_t)k;
@@ -462,9 +458,8 @@ AVX2 static void dense_tokens_avx2(const dense_run *d, uint64_t i, uint64_t end,
         int32_t *ndk = t->ndk + (size_t)t->tok_doc[i] * d->K;
         ndk_move_avx2(ndk, k0, -1, whole);
         coef_set_avx2(d->coef, k0, dense_move(d, k0, -1));
-        const float sum = weights_avx2(ndk, d->alpha, d->coef, d->K, d->total);
-        const uint32_t k =
-            find_avx2(ndk, d->alpha, d->coef, d->total, d->K, rt_rng_uniformf(rng) * sum);
+        const float sum = weights_avx2(ndk, d->alpha, d->coef, d->K, d->w, d->total);
+        const uint32_t k = find_avx2(d->w, d->total, d->K, rt_rng_uniformf(rng) * sum);
         ndk_move_avx2(ndk, k, +1, whole);
         coef_set_avx2(d->coef, k, dense_move(d, k, +1));
         t->z[p] = (uint16_t)k;
@@ -482,8 +477,10 @@ static int visit_dense(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *pa
                          .nk = w->nk,
                          .wd = &s->word,
                          .coef = s->dense_coef,
+                         .w = s->dense_w,
                          .total = s->dense_total,
                          .K = K,
+                         .row_bytes = K * 4 < DENSE_PREFETCH_ROW ? K * 4 : DENSE_PREFETCH_ROW,
                          .alpha = (float)c->o->alpha,
                          .beta = c->o->beta,
                          .vbeta = c->vbeta};

@@ -206,10 +206,9 @@ static void test_dense(void **state)
 {
     (void)state;
     enum { KMAX = LDA_DENSE_K, NC = (KMAX + LDA_CHUNK - 1) / LDA_CHUNK };
-    /* the counts and coef are readable up to lda_dense_totals_len(K) chunks */
-    static int32_t ndk[(NC + LDA_CHUNK) * LDA_CHUNK];
-    static float coef[(NC + LDA_CHUNK) * LDA_CHUNK], w[NC * LDA_CHUNK], sums[NC],
-        want[NC + LDA_CHUNK], tot[2][NC + LDA_CHUNK];
+    static int32_t ndk[KMAX];
+    static float coef[NC * LDA_CHUNK], w[NC * LDA_CHUNK], got[2][(NC + LDA_CHUNK) * LDA_CHUNK],
+        sums[NC], want[NC + LDA_CHUNK], tot[2][NC + LDA_CHUNK];
     const float alpha = 0.5f;
     rt_rng r;
     rt_rng_seed(&r, 7, 1);
@@ -217,9 +216,8 @@ static void test_dense(void **state)
     for (size_t ki = 0; ki < sizeof(Ks) / sizeof(Ks[0]); ki++) {
         const uint32_t K = Ks[ki], nc = lda_chunks(K);
         assert_true(lda_dense_totals_len(K) <= NC + LDA_CHUNK);
-        memset(coef, 0, sizeof(coef));                              /* +0 past K */
-        for (uint32_t k = 0; k < (NC + LDA_CHUNK) * LDA_CHUNK; k++) /* past K: another row's */
-            ndk[k] = (int32_t)lda_below(&r, 50);
+        memset(got, 0, sizeof(got));   /* the padding is the caller's zeroes */
+        memset(coef, 0, sizeof(coef)); /* +0 past K */
         for (uint32_t k = 0; k < K; k++) {
             ndk[k] = lda_below(&r, 4) ? 0 : (int32_t)lda_below(&r, 50);
             /* some zero weights (a real coef is never 0), some whole zero chunks */
@@ -238,7 +236,10 @@ static void test_dense(void **state)
         spec_blocked(sums, nc, want);
         const int paths = 1 + lda_have_avx2();
         for (int path = 0; path < paths; path++) {
-            const float sum = lda_dense_weights(path, ndk, alpha, coef, K, tot[path]);
+            const float sum = lda_dense_weights(path, ndk, alpha, coef, K, got[path], tot[path]);
+            assert_memory_equal(got[path], w, nc * LDA_CHUNK * sizeof(float));
+            for (uint32_t k = nc * LDA_CHUNK; k < lda_dense_totals_len(K) * LDA_CHUNK; k++)
+                assert_true(got[path][k] == 0.0f);
             assert_memory_equal(tot[path], want, nc * sizeof(float));
             assert_memory_equal(&sum, &want[nc - 1], sizeof(float));
         }
@@ -255,7 +256,7 @@ static void test_dense(void **state)
             while (j < LDA_CHUNK && !(v < a[j]))
                 j++;
             for (int path = 0; path < paths; path++) {
-                const uint32_t k = lda_dense_find(path, ndk, alpha, coef, tot[path], K, u);
+                const uint32_t k = lda_dense_find(path, got[path], want, K, u);
                 assert_true(k < K && w[k] > 0);
                 if (j < LDA_CHUNK)
                     assert_int_equal(k, c * LDA_CHUNK + j);
