@@ -29,10 +29,22 @@ q=$(free_port)
 cap=$!
 printf '127.0.0.1:%s\n127.0.0.1:%s\n' "$q" "$(free_port)" >"$TMP/other.hosts"
 ROTOR_TOKEN=another-job "$ROTOR" "${train[@]}" --hostfile "$TMP/other.hosts" --node 1 --nodes 2 \
-    >/dev/null 2>&1 &
+    >/dev/null 2>"$TMP/other.log" &
 other=$!
-for _ in $(seq 100); do [ -s "$TMP/hello.bin" ] && break; sleep 0.1; done
+# Up to 60 s: a sanitizer build beside other tests can take more than the
+# 10 s this waited before, and the capture blocks in accept() for good
+# if nothing connects, so it is stopped here rather than by ctest.
+for _ in $(seq 600); do
+    [ -s "$TMP/hello.bin" ] && break
+    kill -0 "$cap" 2>/dev/null || break
+    sleep 0.1
+done
 kill "$other" 2>/dev/null || true
+if [ ! -s "$TMP/hello.bin" ]; then
+    kill "$cap" 2>/dev/null || true
+    cat "$TMP/other.log" >&2
+    fail "no hello captured within 60 s"
+fi
 wait "$cap" || fail "no hello captured"
 
 p0=$(free_port)
