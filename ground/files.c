@@ -231,12 +231,7 @@ void rt_release_dir(int fd)
         close(fd);
 }
 
-/* Is `name` a temporary of output `base`, exactly as rotor names them:
- * BASE.tmp.PID (rt_outfile) or BASE.tmp-PID-TAG (directories; TAG letters
- * and digits)?  BASE.tmp-PID-old is not: it holds the previous output while
- * a directory is swapped in two renames, and may be all that is left of it.
- * Its PID goes to *pid (0 when it does not fit one). */
-static int temporary_of(const char *name, const char *base, long *pid)
+int rt_temporary_of(const char *name, const char *base, long *pid)
 {
     size_t b = strlen(base), i = 0;
     if (strncmp(name, base, b) || strncmp(name + b, ".tmp", 4))
@@ -300,7 +295,7 @@ int rt_remove_stale_temporaries(const char *out)
     struct dirent *de;
     long pid = 0;
     while ((de = readdir(d)))
-        if (temporary_of(de->d_name, base, &pid) && !pid_alive(pid))
+        if (rt_temporary_of(de->d_name, base, &pid) && !pid_alive(pid))
             removed += remove_if_unheld(dir, de->d_name);
     closedir(d);
     return removed;

@@ -268,6 +268,12 @@ int rt_dir_replace(const char *tmp, const char *out, rt_error *err);
  * swaps it in with one rename and rt_remove_stale_temporaries knows it. */
 int rt_tmp_dir_name(const char *out, int pid, const char *tag, char *buf, size_t cap,
                     rt_error *err);
+/* Is `name` a temporary of output `base`, exactly as rotor names them:
+ * BASE.tmp.PID (rt_outfile) or BASE.tmp-PID-TAG (directories; TAG letters
+ * and digits)?  BASE.tmp-PID-old is not: it holds the previous output while
+ * a directory is swapped in two renames, and may be all that is left of it.
+ * Its PID goes to *pid (0 when it does not fit one). */
+int rt_temporary_of(const char *name, const char *base, long *pid);
 /* Temporaries that outlive a killed process.  Every temporary a command
  * makes next to an output (NAME.tmp.PID files, NAME.tmp-PID-... directories)
  * is held under an exclusive flock(2) while its process lives; the kernel

@@ -91,17 +91,13 @@ static void remove_stale_in(const char *dir, const char *unused)
         closedir(d);
 }
 
-/* Does `name` belong to this process as a temporary of `base`?
- * BASE.tmp.PID (rt_outfile) or BASE.tmp-PID-XXXXXX (rt_plan_write). */
-static int own_temporary(const char *name, const char *base, const char *pid)
+/* Does `name` belong to this process as a temporary of `base`?  Named as
+ * rt_temporary_of knows them, so BASE.tmp-PID-old, which may be all that is
+ * left of the previous output in the middle of a two-rename swap, stays. */
+static int own_temporary(const char *name, const char *base)
 {
-    size_t b = strlen(base), p = strlen(pid);
-    if (strncmp(name, base, b) || strncmp(name + b, ".tmp", 4))
-        return 0;
-    const char *rest = name + b + 4;
-    if (rest[0] == '.')
-        return !strcmp(rest + 1, pid);
-    return rest[0] == '-' && !strncmp(rest + 1, pid, p) && rest[1 + p] == '-';
+    long pid = 0;
+    return rt_temporary_of(name, base, &pid) && pid == (long)getpid();
 }
 
 /* Remove this process's temporaries in `dir` whose names start with `base`
@@ -113,7 +109,7 @@ static void remove_temporaries(const char *dir, const char *base, const char *pi
         return;
     struct dirent *de;
     while ((de = readdir(d))) {
-        int mine = *base ? own_temporary(de->d_name, base, pid) : 0;
+        int mine = *base ? own_temporary(de->d_name, base) : 0;
         if (!*base) { /* NAME.tmp.PID for any NAME */
             const char *t = strstr(de->d_name, ".tmp.");
             mine = t && !strcmp(t + 5, pid);
