@@ -104,7 +104,7 @@ static int generate(const gen_args *g, rt_error *err)
     int rc = -1;
     if (!counts)
         goto out;
-    if (!phi || !cum || !theta || !tcum || !counts || !seen || !lens || !phif) {
+    if (!theta || !tcum || !seen || !lens) { /* the big ones are checked above */
         rt_fail(err, RT_EXIT_RUNTIME, "gen lda: out of memory");
         goto out;
     }
