@@ -224,7 +224,7 @@ int cmd_version(void)
 {
     char why[256] = "";
     int ib = rt_transport_ib_available(why, sizeof(why));
-    printf("rotor %s\n", ROTOR_VERSION);
+    printf("rotor %s\n", rotor_build_identity());
     printf("transports: tcp, ib (libibverbs %s, librdmacm %s); RDMA on this machine: %s\n",
            ROTOR_IBVERBS_VERSION, ROTOR_RDMACM_VERSION, ib ? "an active port" : why);
     printf("sgd-mf kernels: %s; this CPU: %s\n", rt_apps_sgd_kernels(), rt_apps_sgd_kernel_best());

@@ -21,6 +21,10 @@ int cmd_export(int argc, char **argv);     /* tools/cmd_export.c */
 int cmd_help(int argc, char **argv);       /* tools/cmd_help.c: help, man pages, completion */
 int cmd_version(void);                     /* tools/cmd_help.c: rotor --version */
 
+/* "VERSION build HASH16": the sources and configuration rotor was built from
+ * (tools/build_identity.c).  Ranks with different identities refuse to run. */
+const char *rotor_build_identity(void);
+
 struct rt_command_doc;
 struct rt_opt;
 

@@ -1,5 +1,6 @@
 /* link_opts.c - the group and transport options (see link_opts.h). */
 #include "tools/link_opts.h"
+#include "tools/commands.h"
 #include "tools/launch_env.h"
 
 #include <string.h>
@@ -37,6 +38,7 @@ void link_opts_init(link_opts *l, int peer_timeout_s)
     memset(l, 0, sizeof(*l));
     l->group.rank = l->group.size = l->group.local_rank = -1;
     rt_transport_config_init(&l->transport);
+    l->transport.build = rotor_build_identity();
     l->peer_timeout_s = peer_timeout_s;
 }
 

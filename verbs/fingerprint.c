@@ -2,9 +2,10 @@
  * fingerprint.c - do all ranks run the same job?  Compared once, right after
  * the connections are up and before anything else travels.
  *
- * A fingerprint is "name=value" lines: the caller's (plan id, app, options
- * that shape the computation, ...) followed by the transport's own (backend,
- * window geometry, protocol).  Every rank sends its lines to rank 0, which
+ * A fingerprint is "name=value" lines: the build of rotor (when the caller
+ * gives it), the caller's (plan id, app, options that shape the
+ * computation, ...) and the transport's own (backend, window geometry,
+ * protocol).  Every rank sends its lines to rank 0, which
  * compares each with its own and broadcasts a verdict: empty when all agree,
  * else one line naming the first field that differs and both values.  Every
  * rank then fails with the same message, exit code 2.
@@ -22,14 +23,18 @@
 static char *own_fingerprint(const rt_transport *t)
 {
     const char *user = t->cfg.fingerprint ? t->cfg.fingerprint : "";
-    size_t cap = strlen(user) + 256;
+    const char *build = t->cfg.build ? t->cfg.build : "";
+    size_t cap = strlen(build) + strlen(user) + 256;
     char *s = malloc(cap);
     if (!s)
         return NULL;
-    snprintf(
-        s, cap, "%s%stransport=%s\nwindow=%u slots x %zu bytes\nsecurity=%s\npeer timeout=%d ms\n",
-        user, *user && user[strlen(user) - 1] != '\n' ? "\n" : "", t->ops->name, t->cfg.n_slots,
-        t->cfg.slot_bytes, t->cfg.secure ? "secret" : "insecure", t->cfg.peer_timeout_ms);
+    /* The build first: when builds differ, that is what to fix first. */
+    int n = t->cfg.build ? snprintf(s, cap, "build=%s\n", build) : 0;
+    snprintf(s + n, cap - (size_t)n,
+             "%s%stransport=%s\nwindow=%u slots x %zu bytes\nsecurity=%s\npeer timeout=%d ms\n",
+             user, *user && user[strlen(user) - 1] != '\n' ? "\n" : "", t->ops->name,
+             t->cfg.n_slots, t->cfg.slot_bytes, t->cfg.secure ? "secret" : "insecure",
+             t->cfg.peer_timeout_ms);
     return s;
 }
 
@@ -46,6 +51,9 @@ static void compare(const char *a, size_t alen, const char *b, size_t blen, int 
     int n =
         snprintf(verdict, VERDICT_BYTES, "ranks disagree on %.*s: rank %d has %s, rank 0 has %s",
                  (int)d.name_len, d.name, r, vr, v0);
+    if (n < VERDICT_BYTES && d.name_len == 5 && !memcmp(d.name, "build", 5))
+        snprintf(verdict + n, VERDICT_BYTES - (size_t)n,
+                 " (every rank must run the same build of rotor: see rotor --version)");
     if (n >= VERDICT_BYTES) /* cut short; the field's name comes first */
         verdict[VERDICT_BYTES - 1] = '\0';
 }

@@ -93,6 +93,10 @@ typedef struct rt_transport_config {
      * 0's before it returns and fails (exit code 2) naming the first field
      * that differs and both values.  NULL = only the transport's own. */
     const char *fingerprint;
+    /* The build of rotor this rank runs (rotor --version), compared like a
+     * fingerprint field, first: ranks of different builds may compute or
+     * frame things differently, so they refuse to run.  NULL = not sent. */
+    const char *build;
     rt_collectives collectives; /* default tree */
     /* The ring neighbours: with ring.custom = 0, rank + 1 and rank - 1 (mod
      * size).  The engine sets them when the plan's schedule moves blocks

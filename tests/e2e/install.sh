@@ -13,7 +13,7 @@ bin=$TMP/p/bin/rotor man1=$TMP/p/share/man/man1
 compl=$TMP/p/share/bash-completion/completions/rotor
 [ -x "$bin" ] || fail "no $bin"
 "$bin" --version >"$TMP/version.txt"
-grep -q '^rotor [0-9]*\.[0-9]*\.[0-9]*$' "$TMP/version.txt" || fail "--version: $(cat "$TMP/version.txt")"
+grep -q '^rotor [0-9]*\.[0-9]*\.[0-9]* build [0-9a-f]\{16\}$' "$TMP/version.txt" || fail "--version: $(cat "$TMP/version.txt")"
 grep -q '^transports: tcp, ib' "$TMP/version.txt" || fail "--version lacks the transports"
 grep -q '^sgd-mf kernels: ' "$TMP/version.txt" || fail "--version lacks the kernel paths"
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Ranks that disagree stop before training, exit 2, naming what differs:
-# different plans, different --epochs, different secrets; and a job of
+# different plans, different --epochs, different builds of rotor, different
+# secrets; and a job of
 # several processes without any secret stops with a one-line hint.
 source "$(dirname "$0")/lib.sh"
 "$ROTOR" gen mf --rows 2000 --cols 800 --nnz 60000 --rank 4 --noise 0.1 --seed 5 \
@@ -8,8 +9,9 @@ source "$(dirname "$0")/lib.sh"
 "$ROTOR" partition --input "$TMP/r.txt" --nodes 2 --threads 1 --seed 5 --out "$TMP/a" 2>/dev/null
 "$ROTOR" partition --input "$TMP/r.txt" --nodes 2 --threads 1 --seed 6 --out "$TMP/b" 2>/dev/null
 
-# two_ranks NAME ARGS0 -- ARGS1: ranks 0 and 1 by hand; both must exit 2
-# within 20 s, and the messages are in $TMP/NAME.{0,1}.log.
+# two_ranks NAME ARGS0 -- ARGS1: ranks 0 and 1 by hand (rank 1 runs
+# $ROTOR_RANK1 when set); both must exit 2 within 20 s, and the messages are
+# in $TMP/NAME.{0,1}.log.
 two_ranks() {
     local name=$1 a0=() a1=()
     shift
@@ -21,7 +23,8 @@ two_ranks() {
     timeout 60 "$ROTOR" train --hostfile "$TMP/$name.hosts" --nodes 2 --node 0 "${a0[@]}" \
         >/dev/null 2>"$TMP/$name.0.log" &
     local p0=$!
-    timeout 60 "$ROTOR" train --hostfile "$TMP/$name.hosts" --nodes 2 --node 1 "${a1[@]}" \
+    timeout 60 "${ROTOR_RANK1:-$ROTOR}" train --hostfile "$TMP/$name.hosts" --nodes 2 --node 1 \
+        "${a1[@]}" \
         >/dev/null 2>"$TMP/$name.1.log" || s1=$?
     wait "$p0" || s0=$?
     note "$name: exits $s0 $s1 after $((SECONDS - t0)) s: $(grep error "$TMP/$name.0.log")"
@@ -42,6 +45,29 @@ two_ranks epochs --plan "$TMP/a" --app sgd-mf --rank 8 --epochs 3 -- \
     --plan "$TMP/a" --app sgd-mf --rank 8 --epochs 4
 for r in 0 1; do grep -q "ranks disagree on --epochs: rank 1 has '4', rank 0 has '3'" \
     "$TMP/epochs.$r.log" || fail "epochs: rank $r's message does not name --epochs"; done
+
+# Another build of rotor on rank 1: a copy of this binary whose build hash
+# (rotor --version) is changed in place, standing for a rank built from other
+# sources or flags.  Both ranks refuse, naming the build.
+read -r _ version _ hash < <("$ROTOR" --version)
+[[ $hash =~ ^[0-9a-f]{16}$ ]] || fail "--version has no build hash"
+python3 - "$ROTOR" "$TMP/rotor-other" "$hash" <<'PY'
+import sys
+src, dst, old = sys.argv[1], sys.argv[2], sys.argv[3].encode()
+new = bytes(b"0123456789abcdef"[(int(chr(c), 16) + 1) % 16] for c in old)
+data = open(src, "rb").read()
+if data.count(old) < 1:
+    sys.exit("the build hash is not in the binary")
+open(dst, "wb").write(data.replace(old, new))
+PY
+chmod +x "$TMP/rotor-other"
+other=$("$TMP/rotor-other" --version | head -1)
+[ "$other" != "rotor $version build $hash" ] || fail "the copy has the same build ($other)"
+ROTOR_RANK1=$TMP/rotor-other two_ranks builds --plan "$TMP/a" "${common[@]}" -- \
+    --plan "$TMP/a" "${common[@]}"
+for r in 0 1; do grep -q "ranks disagree on build: rank 1 has '${other#rotor }', rank 0 has \
+'$version build $hash' (every rank must run the same build" "$TMP/builds.$r.log" ||
+    fail "builds: rank $r's message does not name the builds"; done
 
 printf 'one\n' >"$TMP/t1"
 printf 'two\n' >"$TMP/t2"
