@@ -233,7 +233,8 @@ static int cd_visit(void *p, const rt_visit *v, rt_error *err)
     return cd_core_visit(&a->core, v->worker, v->block, v->rotation, v->payload, v->len, err);
 }
 
-static int report(cd_app *a, rt_engine *eng, rt_error *err)
+/* An outer iteration finished: log it and record it (`last`: the run's). */
+static int report(cd_app *a, rt_engine *eng, int last, rt_error *err)
 {
     const cd_metrics *m = &a->last;
     double now = rt_now(), secs = now - a->mark;
@@ -264,7 +265,7 @@ static int report(cd_app *a, rt_engine *eng, rt_error *err)
             "test_rmse", isfinite(m->test_rmse) ? m->test_rmse : -1.0, "valid_rmse",
             isfinite(m->valid_rmse) ? m->valid_rmse : -1.0, "stall_frac", a->stall_frac,
             "bytes_moved", (json_int_t)a->bytes, "rotations", (json_int_t)a->rotations);
-        if (rt_metrics_epoch(&a->metrics, rec, err))
+        if (rt_metrics_epoch(&a->metrics, rec, last, err))
             return -1;
         if (a->core.es.stop)
             rt_info("cd-mf: early stop after outer %llu: no better validation RMSE in the last %u "
@@ -300,10 +301,9 @@ static int cd_rotation_end(void *p, rt_engine *eng, uint64_t rot, const rt_rotat
     int reduced = cd_core_rotation_end(&a->core, rot, a->sums);
     if (reduced && rt_engine_allreduce_f64(eng, a->sums, cd_core_sums_len(a->plan, &a->o), err))
         return -1;
-    if (cd_core_advance(&a->core, rot, reduced ? a->sums : NULL, &a->last) && report(a, eng, err))
-        return -1;
+    int advanced = cd_core_advance(&a->core, rot, reduced ? a->sums : NULL, &a->last);
     *stop = cd_core_done(&a->core);
-    return 0;
+    return advanced ? report(a, eng, *stop, err) : 0;
 }
 
 /* ------------------------------------------------------------ model */

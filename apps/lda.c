@@ -265,7 +265,7 @@ static int lda_rotation_end(void *p, rt_engine *eng, uint64_t rot, const rt_rota
                             "seconds", st->seconds, "stall_frac", st->stall_frac_max);
     if (rec && !isnan(c->perplexity))
         json_object_set_new(rec, "perplexity", json_real(c->perplexity));
-    return rec ? rt_metrics_epoch(&a->metrics, rec, err) : 0;
+    return rec ? rt_metrics_epoch(&a->metrics, rec, *stop, err) : 0;
 }
 
 /* ---------------------------------------------------------------- state */

@@ -415,9 +415,9 @@ static int write_top_topics(const char *path, const rt_corpus *c, const int32_t 
         fputc('\n', of.fp);
     }
     free(ts);
-    if (ferror(of.fp)) {
+    if (rt_write_check(of.fp, path, err)) {
         rt_outfile_abort(&of);
-        return rt_fail(err, RT_EXIT_RUNTIME, "%s: write failed", path);
+        return -1;
     }
     return rt_outfile_commit(&of, err);
 }
@@ -429,9 +429,9 @@ static int write_doc_names(const char *path, const rt_corpus *c, rt_error *err)
         return -1;
     for (uint64_t d = 0; d < c->n_docs; d++)
         fprintf(of.fp, "%s\n", rt_strpool_get(&c->doc_names, d));
-    if (ferror(of.fp)) {
+    if (rt_write_check(of.fp, path, err)) {
         rt_outfile_abort(&of);
-        return rt_fail(err, RT_EXIT_RUNTIME, "%s: write failed", path);
+        return -1;
     }
     return rt_outfile_commit(&of, err);
 }

@@ -142,9 +142,9 @@ static int write_lines(const char *path, char **ids, uint64_t n, rt_error *err)
         return -1;
     for (uint64_t i = 0; i < n; i++)
         fprintf(of.fp, "%s\n", ids[i]);
-    if (ferror(of.fp)) {
+    if (rt_write_check(of.fp, path, err)) {
         rt_outfile_abort(&of);
-        return rt_fail(err, RT_EXIT_RUNTIME, "%s: write failed", path);
+        return -1;
     }
     return rt_outfile_commit(&of, err);
 }

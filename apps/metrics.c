@@ -66,7 +66,7 @@ static int write_doc(rt_metrics *m, rt_error *err)
     return rc;
 }
 
-int rt_metrics_epoch(rt_metrics *m, json_t *epoch, rt_error *err)
+int rt_metrics_epoch(rt_metrics *m, json_t *epoch, int last, rt_error *err)
 {
     if (!m->doc) {
         json_decref(epoch);
@@ -76,7 +76,7 @@ int rt_metrics_epoch(rt_metrics *m, json_t *epoch, rt_error *err)
     json_object_set_new(epoch, "elapsed_s", json_real(now - m->t0));
     json_array_append_new(json_object_get(m->doc, "epochs"), epoch);
     json_object_set_new(m->doc, "peak_rss_kib", json_integer(rt_peak_rss_kib()));
-    if (m->last_write > 0 && now - m->last_write < RT_METRICS_EVERY_S) {
+    if (!last && m->last_write > 0 && now - m->last_write < RT_METRICS_EVERY_S) {
         m->pending = 1;
         return 0;
     }

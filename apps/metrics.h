@@ -38,11 +38,15 @@ int rt_metrics_check(const char *path, rt_error *err);
 /* `config` is taken (reference stolen).  path NULL or "" disables. */
 void rt_metrics_init(rt_metrics *m, const char *path, const char *app, json_t *config);
 /* Append one epoch record (reference stolen); rewrite the file when it is
- * the first or RT_METRICS_EVERY_S have passed since the last rewrite. */
-int rt_metrics_epoch(rt_metrics *m, json_t *epoch, rt_error *err);
+ * the first, the `last` of the run, or RT_METRICS_EVERY_S have passed since
+ * the last rewrite.  A failed rewrite is the run's failure (the file asked
+ * for could not be written): the last record is written inside the run, so
+ * that every rank stops with the message, before any model is saved. */
+int rt_metrics_epoch(rt_metrics *m, json_t *epoch, int last, rt_error *err);
 /* Rewrite the file if records are waiting. */
 int rt_metrics_flush(rt_metrics *m, rt_error *err);
-/* Flush (a failure is a warning: the run's result stands) and free. */
+/* Flush (records left by a run that failed; a failure to write them is a
+ * warning beside the run's own error) and free. */
 void rt_metrics_free(rt_metrics *m);
 
 #endif

@@ -428,7 +428,7 @@ static int emit_libmf(void *ctx, const void *rows, uint64_t lo, uint64_t n, rt_e
             fprintf(x->fp, "1 %.9g ", x->bias[lo + i]);
         fputc('\n', x->fp);
     }
-    return ferror(x->fp) ? rt_fail(err, RT_EXIT_RUNTIME, "%s: write failed", x->path) : 0;
+    return rt_write_check(x->fp, x->path, err);
 }
 
 /* Merge matrix part NAME into DIR/FILE (text lines headed by the ids of
@@ -472,8 +472,8 @@ static int export_libmf(mf_export *x, const char *dir, rt_error *err)
     if (rc == 0)
         rc = rt_model_dense_rows(x->mp, "H", "cols", x->n_cols, x->k, x->o->memory, emit_libmf, x,
                                  &x->progress, err);
-    if (rc == 0 && ferror(of.fp))
-        rc = rt_fail(err, RT_EXIT_RUNTIME, "%s: write failed", path);
+    if (rc == 0)
+        rc = rt_write_check(of.fp, path, err);
     if (rc)
         rt_outfile_abort(&of);
     else

@@ -772,7 +772,7 @@ static int emit_merged(void *ctx, const void *rows, uint64_t lo, uint64_t n, rt_
                 fprintf(g->fp, " %.9g", ((const float *)rows)[i * g->cols + c]);
         fputc('\n', g->fp);
     }
-    return ferror(g->fp) ? rt_fail(err, RT_EXIT_RUNTIME, "%s: write failed", g->path) : 0;
+    return rt_write_check(g->fp, g->path, err);
 }
 
 int rt_model_merge(const rt_model_parts *mp, const char *name, const char *ids, uint64_t n,

@@ -287,7 +287,7 @@ static int sgd_rotation_end(void *p, rt_engine *eng, uint64_t rot, const rt_rota
             rec, json_pack("{s:i, s:f, s:f, s:f, s:f, s:I}", "top_k", (int)rk.k, "precision_at_k",
                            rk.precision, "recall_at_k", rk.recall, "ndcg_at_k", rk.ndcg, "map_at_k",
                            rk.map, "ranked_users", (json_int_t)rk.users));
-    return rt_metrics_epoch(&a->metrics, rec, err);
+    return rt_metrics_epoch(&a->metrics, rec, *stop, err);
 }
 
 /* With validation, what --out writes is the best model by it: in place of

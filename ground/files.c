@@ -450,6 +450,18 @@ int rt_write_all(FILE *fp, const void *buf, size_t len, const char *path, rt_err
     return 0;
 }
 
+int rt_write_check(FILE *fp, const char *path, rt_error *err)
+{
+    errno = 0;
+    int flush_failed = fflush(fp) != 0;
+    int e = errno;
+    if (!flush_failed && !ferror(fp))
+        return 0;
+    if (e)
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, e, "%s: write failed", path);
+    return rt_fail(err, RT_EXIT_RUNTIME, "%s: write failed", path);
+}
+
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
     (void)st;

@@ -238,6 +238,10 @@ int rt_outfile_commit(rt_outfile *of, rt_error *err); /* flush, fsync, rename, f
 int rt_outfile_commit_unsynced(rt_outfile *of, rt_error *err);
 void rt_outfile_abort(rt_outfile *of); /* remove the temporary */
 int rt_write_all(FILE *fp, const void *buf, size_t len, const char *path, rt_error *err);
+/* After writing fp with fprintf/fputc (which leave no reason): 0 when every
+ * write so far succeeded, else -1 with "PATH: write failed: REASON" (the
+ * reason found by flushing what is still buffered, when it fails again). */
+int rt_write_check(FILE *fp, const char *path, rt_error *err);
 
 /* fsync a directory (the directory holding `path`), so that names created
  * or renamed in it survive a crash; filesystems that cannot sync a

@@ -12,6 +12,7 @@
 #include "apps/apps.h"
 #include "tools/partition_cmd.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,8 +85,9 @@ static int write_side_files(const char *dir, uint64_t plan_id, void *ctx, rt_err
         return -1;
     for (uint64_t w = 0; w < p->c.n_words; w++)
         if (fprintf(of.fp, "%s\n", rt_idmap_str(&p->c.words, w)) < 0) {
+            rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: write failed", path);
             rt_outfile_abort(&of);
-            return rt_fail(err, RT_EXIT_RUNTIME, "%s: write failed", path);
+            return -1;
         }
     return rt_outfile_commit(&of, err);
 }

@@ -197,16 +197,13 @@ static char *job_fingerprint(const train_run *r, int threads)
     return s;
 }
 
-/* The value of option `name` ("--x v" or "--x=v") on the command line. */
-static const char *option_value(int argc, char **argv, const char *name)
+/* The app's path option `name` (out, metrics) as parsed: what the app
+ * writes, whether it was given as --out, -o or several times. */
+static const char *app_path(const train_opts *o, const void *app_opts, const char *name)
 {
-    size_t n = strlen(name);
-    for (int i = 1; i < argc; i++) {
-        if (!strncmp(argv[i], name, n) && argv[i][n] == '=')
-            return argv[i] + n + 1;
-        if (!strcmp(argv[i], name) && i + 1 < argc)
-            return argv[i + 1];
-    }
+    for (const rt_opt *opt = rt_apps[o->app]->options; opt && opt->name; opt++)
+        if (opt->type == RT_OPT_PATH && !strcmp(opt->name, name))
+            return *(const char *const *)((const char *)app_opts + opt->offset);
     return NULL;
 }
 
@@ -307,14 +304,15 @@ int cmd_train(int argc, char **argv)
     rt_env_skip_hwloc_plugins(); /* before any thread or topology */
     int rc = parse_args(&o, &r.app_opts, argc, argv, &err);
     /* The app's output options name what an interrupted or failed run removes. */
+    const char *out = rc == 0 ? app_path(&o, r.app_opts, "out") : NULL;
     if (rc == 0) {
-        rt_guard_output(option_value(argc, argv, "--out"));
-        rt_guard_output(option_value(argc, argv, "--metrics"));
-        rt_guard_kept_output(option_value(argc, argv, "--checkpoint"));
+        rt_guard_output(out);
+        rt_guard_output(app_path(&o, r.app_opts, "metrics"));
+        rt_guard_kept_output(o.checkpoint);
         rc = rt_guard_start(&err);
     }
     if (rc == 0)
-        rc = train(&o, option_value(argc, argv, "--out"), &r, &err);
+        rc = train(&o, out, &r, &err);
     train_cleanup(&r);
     if (rc < 0)
         rt_guard_die(&err);
