@@ -132,15 +132,21 @@ typedef struct rt_plan {
     uint32_t *worker_row_ids;    /* n_rows */
     uint64_t *block_col_offset;  /* B+1 */
     uint32_t *block_col_ids;     /* n_cols */
-    void *layout_map;            /* internal: mmap of layout.bin */
+    void *layout_map;            /* internal: layout.bin, mapped or read (see `mapped`) */
     size_t layout_len;
+    /* rt_plan_open_mapped: layout.bin and the shards are mapped, their pages
+     * shared with the page cache, and a file truncated under the mapping
+     * raises SIGBUS, which the caller must turn into a message (rotor train:
+     * tools/guard.c).  rt_plan_open: they are read into memory, so a file cut
+     * or rewritten while it is read is an error (exit 2), never a signal. */
+    int mapped;
     /* plan.json's "files" records: layout.bin's size and XXH3, and each
      * shard's size (checked when it is opened). */
     uint64_t layout_bytes, layout_check;
     uint64_t *shard_bytes; /* W */
 } rt_plan;
 
-/* One worker's shard, mmap'ed read-only. */
+/* One worker's shard, read-only: mapped or read as its plan's `mapped` says. */
 typedef struct rt_shard {
     uint32_t worker;
     uint32_t n_rows;           /* rows this worker owns */
@@ -158,6 +164,8 @@ typedef struct rt_shard {
 /* Load plan.json and layout.bin from `dir`, checking format, checksums and
  * consistency.  Errors name the file and what was wrong (exit code 2). */
 int rt_plan_open(const char *dir, rt_plan *plan, rt_error *err);
+/* The same, mapping layout.bin and the shards (see rt_plan.mapped). */
+int rt_plan_open_mapped(const char *dir, rt_plan *plan, rt_error *err);
 void rt_plan_close(rt_plan *plan);
 const char *rt_plan_app_name(rt_plan_app app); /* "mf" or "lda" */
 
@@ -178,8 +186,9 @@ static inline uint32_t rt_plan_block_home(const rt_plan *p, uint32_t b)
     return b / (p->pipeline * p->threads);
 }
 
-/* mmap shard-NNNNN.bin of worker w and verify header and section checksums
- * (a truncated or corrupted shard fails with exit code 2). */
+/* Map or read shard-NNNNN.bin of worker w (as plan->mapped says) and verify
+ * header and section checksums (a truncated or corrupted shard fails with
+ * exit code 2). */
 int rt_shard_open(const rt_plan *plan, uint32_t worker, rt_shard *shard, rt_error *err);
 void rt_shard_close(rt_shard *shard);
 /* Let go of the resident pages of the shard's mapping between from and to

@@ -271,7 +271,7 @@ static int read_layout(rt_plan *p, rt_error *err)
     char path[4200];
     snprintf(path, sizeof(path), "%s/layout.bin", p->dir);
     rt_secfile f;
-    if (rt_secfile_open(path, RT_FILE_LAYOUT, &f, err) < 0)
+    if (rt_secfile_open(path, RT_FILE_LAYOUT, p->mapped, &f, err) < 0)
         return -1;
     p->layout_map = f.map;
     p->layout_len = f.len;
@@ -308,9 +308,10 @@ static int read_layout(rt_plan *p, rt_error *err)
     return 0;
 }
 
-int rt_plan_open(const char *dir, rt_plan *plan, rt_error *err)
+static int plan_open(const char *dir, int mapped, rt_plan *plan, rt_error *err)
 {
     memset(plan, 0, sizeof(*plan));
+    plan->mapped = mapped;
     if (snprintf(plan->dir, sizeof(plan->dir), "%s", dir) >= (int)sizeof(plan->dir))
         return rt_fail(err, RT_EXIT_INPUT, "%s: path too long", dir);
     if (read_manifest(plan, err) < 0 || read_layout(plan, err) < 0) {
@@ -318,6 +319,16 @@ int rt_plan_open(const char *dir, rt_plan *plan, rt_error *err)
         return -1;
     }
     return 0;
+}
+
+int rt_plan_open(const char *dir, rt_plan *plan, rt_error *err)
+{
+    return plan_open(dir, 0, plan, err);
+}
+
+int rt_plan_open_mapped(const char *dir, rt_plan *plan, rt_error *err)
+{
+    return plan_open(dir, 1, plan, err);
 }
 
 void rt_plan_close(rt_plan *plan)

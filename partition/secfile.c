@@ -94,7 +94,48 @@ static int all_zero(const char *p, uint64_t n)
     return 1;
 }
 
-int rt_secfile_open(const char *path, uint32_t kind, rt_secfile *f, rt_error *err)
+/* The first len bytes of fd in an anonymous mapping (unmapped like a file
+ * mapping).  Fewer bytes than fstat gave: the file was cut meanwhile. */
+static void *read_copy(int fd, size_t len, const char *path, rt_error *err)
+{
+    void *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (map == MAP_FAILED) {
+        rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: out of memory (%zu bytes)", path, len);
+        return NULL;
+    }
+    for (size_t at = 0; at < len;) {
+        ssize_t n = pread(fd, (char *)map + at, len - at, (off_t)at);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            if (n < 0)
+                rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: read failed", path);
+            else
+                rt_fail(err, RT_EXIT_INPUT,
+                        "%s: truncated while being read (%zu of %zu bytes; rewritten by "
+                        "another process?)",
+                        path, at, len);
+            munmap(map, len);
+            return NULL;
+        }
+        at += (size_t)n;
+    }
+    return map;
+}
+
+/* The whole file (len bytes) in memory: mapped, or read. */
+static void *load(int fd, size_t len, int mapped, const char *path, rt_error *err)
+{
+    if (!mapped)
+        return read_copy(fd, len, path, err);
+    void *map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (map != MAP_FAILED)
+        return map;
+    rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot mmap", path);
+    return NULL;
+}
+
+int rt_secfile_open(const char *path, uint32_t kind, int mapped, rt_secfile *f, rt_error *err)
 {
     memset(f, 0, sizeof(*f));
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -111,10 +152,10 @@ int rt_secfile_open(const char *path, uint32_t kind, rt_secfile *f, rt_error *er
         return rt_fail(err, RT_EXIT_INPUT, "%s: truncated (%zu bytes, shorter than a header)", path,
                        len);
     }
-    void *map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+    void *map = load(fd, len, mapped, path, err);
     close(fd);
-    if (map == MAP_FAILED)
-        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot mmap", path);
+    if (!map)
+        return -1;
     f->map = map;
     f->len = len;
     f->hdr = map;

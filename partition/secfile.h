@@ -40,7 +40,8 @@ typedef struct rt_secdata {
 int rt_secfile_write(const char *path, const rt_file_header *hdr, const rt_secdata *secs,
                      uint32_t n, uint64_t *file_check, uint64_t *file_bytes, rt_error *err);
 
-/* A mapped and verified sectioned file. */
+/* A sectioned file in memory (mapped, or read into an anonymous mapping)
+ * and verified. */
 typedef struct rt_secfile {
     void *map;
     size_t len;
@@ -48,9 +49,11 @@ typedef struct rt_secfile {
     const rt_section_entry *sec;
 } rt_secfile;
 
-/* mmap `path` and check magic, version, kind, header checksum, that every
+/* Map `path` (`mapped`: a truncation under the mapping raises SIGBUS) or
+ * read it into memory (a file cut while it is read is "truncated while
+ * being read"), then check magic, version, kind, header checksum, that every
  * section lies inside the file (else "truncated") and every section checksum. */
-int rt_secfile_open(const char *path, uint32_t kind, rt_secfile *f, rt_error *err);
+int rt_secfile_open(const char *path, uint32_t kind, int mapped, rt_secfile *f, rt_error *err);
 void rt_secfile_close(rt_secfile *f);
 /* Section `id` (NULL with *bytes = 0 when absent). */
 const void *rt_secfile_find(const rt_secfile *f, uint32_t id, uint64_t *bytes);

@@ -1,4 +1,4 @@
-/* shard_read.c - rt_shard_open: mmap one worker's shard and check it all. */
+/* shard_read.c - rt_shard_open: map or read one worker's shard and check it all. */
 #include "partition/secfile.h"
 
 #include <errno.h>
@@ -94,7 +94,7 @@ int rt_shard_open(const rt_plan *plan, uint32_t worker, rt_shard *shard, rt_erro
     char path[4200];
     snprintf(path, sizeof(path), "%s/shard-%05u.bin", plan->dir, worker);
     rt_secfile f;
-    if (rt_secfile_open(path, RT_FILE_SHARD, &f, err) < 0)
+    if (rt_secfile_open(path, RT_FILE_SHARD, plan->mapped, &f, err) < 0)
         return -1;
     if (plan->shard_bytes && f.len != plan->shard_bytes[worker]) {
         rt_fail(err, RT_EXIT_INPUT,

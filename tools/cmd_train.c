@@ -229,7 +229,8 @@ static int check_checkpoint_root(const char *root, const char *out, rt_error *er
 static int train(const train_opts *o, const char *out, train_run *r, rt_error *err)
 {
     r->app = rt_apps[o->app];
-    if (check_checkpoint_root(o->checkpoint, out, err) || rt_plan_open(o->plan_dir, &r->plan, err))
+    if (check_checkpoint_root(o->checkpoint, out, err) ||
+        rt_plan_open_mapped(o->plan_dir, &r->plan, err))
         return -1;
     r->plan_open = 1;
     rt_guard_mapped_plan(&r->plan);
