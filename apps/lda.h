@@ -148,7 +148,7 @@ int lda_payload_check(const lda_layout *l, uint32_t b, const uint32_t *payload, 
 /* The current word's counts, expanded into thread scratch. */
 typedef struct lda_word {
     int32_t *nwk;  /* K: dense counts of the loaded word (all zero when idle) */
-    uint16_t *nz;  /* topics with (possibly once) nonzero counts */
+    uint16_t *nz;  /* topics with (possibly once) nonzero counts (room for K + 1) */
     uint32_t *pos; /* K: index in nz, UINT32_MAX = absent */
     uint32_t n_nz;
     uint32_t *slice; /* where the word lives in the payload */
@@ -254,6 +254,8 @@ int lda_scratch_init(lda_scratch *s, uint32_t K);
 /* Room for the warp sampler's urn: the most tokens of any word (at most
  * LDA_WARP_WORD_TOKENS_MAX: the word phase flags counts with bit 30). */
 #define LDA_WARP_WORD_TOKENS_MAX ((1u << 30) - 1)
+/* Spare urn entries past the most tokens of any word (the fill writes 8 at a time). */
+#define LDA_URN_SLACK 8
 int lda_scratch_urn(lda_scratch *s, const lda_layout *l, uint64_t n_words);
 void lda_scratch_free(lda_scratch *s);
 

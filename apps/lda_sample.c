@@ -35,7 +35,7 @@ int lda_scratch_init(lda_scratch *s, uint32_t K)
 {
     memset(s, 0, sizeof(*s));
     s->word.nwk = rt_alloc(K * sizeof(int32_t));
-    s->word.nz = rt_alloc(K * sizeof(uint16_t));
+    s->word.nz = rt_alloc((K + 1) * sizeof(uint16_t)); /* + 1: lda_warp.c's word_count_add */
     s->word.pos = rt_alloc(K * sizeof(uint32_t));
     s->inv = rt_alloc(K * sizeof(double));
     s->buf = rt_alloc(K * sizeof(double));
@@ -67,7 +67,7 @@ int lda_scratch_urn(lda_scratch *s, const lda_layout *l, uint64_t n_words)
     for (uint64_t i = 0; i < n_words; i++)
         if (l->tokens[i] > most)
             most = l->tokens[i];
-    s->urn = rt_alloc(most * sizeof(uint16_t));
+    s->urn = rt_alloc((most + LDA_URN_SLACK) * sizeof(uint16_t));
     return s->urn ? 0 : -1;
 }
 
