@@ -3,7 +3,7 @@
 # network namespaces joined by shaped veth links, next to `rotor simulate`.
 #
 #   bench/scale.sh [--quick] [--ranks 2,4,8] [--gbps 1,5,25] [--apps sgd-mf,lda]
-#                  [--epochs N] [--rounds 3] [--keep] [--size small|large]
+#                  [--epochs N] [--rounds 3] [--calibrations 5] [--keep] [--size small|large]
 #                  [--configs APP:RANKS:GBPS[:THREADS[:PIPELINE[:ADDED_LATENCY_US]]],...]
 #   bench/scale.sh --auto APP:RANKS:GBPS [--rounds 3] [--epochs N]
 #
@@ -23,17 +23,19 @@
 # bandwidth is measured without it (what the link carries, not what one
 # ping-pong stream reaches over a longer round trip).
 #
-# For each configuration, --rounds times: calibrate the kernel rate (rotor
-# simulate --calibrate: a short serial run of the app on the same plan,
-# unpinned like the ranks, right before the run and so under the same
-# load), then the per-step cost and the spread of step costs and cell times,
-# and the part of that a worker shares over a rotation
-# (--calibrate-threads: the job's workers as threads of one process on
-# these cores); run `rotor train` in every namespace (THREADS threads per
+# For each plan, once per run (at its first configuration): calibrate the
+# kernel rate (rotor simulate --calibrate: a short serial run of the app on
+# the plan, unpinned like the ranks), then the per-step cost and the spread
+# of step costs and cell times, and the part of that a worker shares over a
+# rotation (--calibrate-threads: the job's workers as threads of one process
+# on these cores); --calibrations pairs of these runs, and each figure the
+# median of its values.  Then for each configuration, --rounds times: run
+# `rotor train` in every namespace (THREADS threads per
 # rank, default 1, on a plan of PIPELINE blocks per worker, default 2;
 # --pin no: on one machine every rank would pin to the same core); take the
-# median epoch time and stall of the epochs after the first; and predict
-# them with `rotor simulate` from that round's calibration (--rate,
+# median epoch time and stall over the epochs after the first of all
+# rounds; and predict them (the model's medians over its rotations) with
+# `rotor simulate` from the plan's calibration (--rate,
 # --step-overhead-us, --step-cv, --cell-cv, --worker-cv), the bandwidth TCP reaches
 # through the shaped link (gbps_tcp, rotor bench-link) and tbf's burst
 # (--burst-kib), all ranks on this machine's cores (--host-cores $(nproc):
@@ -44,14 +46,17 @@
 # measured with the bandwidth) and TCP's
 # send buffer (--send-buffer-kib 8192: the transport's 4 MiB SO_SNDBUF,
 # which Linux doubles; a pass frees its slot once written there).  One JSON
-# line per configuration, medians over the rounds:
+# line per configuration:
 #   {"app", "ranks", "threads", "pipeline", "gbps", "gbps_tcp",
 #    "net_cpu_ns_per_byte", "added_latency_us", "latency_us",
 #    "rounds", "measured_epoch_s", "predicted_epoch_s", "epoch_error",
 #    "measured_stall", "predicted_stall", "stall_error", "measured_compute_s",
-#    "predicted_compute_s", "busy_core_speed", "critical", "loadavg"}
+#    "predicted_compute_s", "calibrations", "rate", "busy_core_speed",
+#    "step_overhead_us", "cell_cv", "worker_cv", "step_cv", "critical", "loadavg"}
 # (compute: the most any rank spends in its kernel per epoch, from the
-# engine's debug log, against the model's, which includes the sharing).
+# engine's debug log, median over the rounds, against the model's, which
+# includes the sharing; the calibration's figures are the model's inputs).
+# stderr gets one line per plan with each figure's median and range.
 # --auto: the plan of `rotor partition --pipeline auto` (for the measured
 # link and the rate calibrated right before) against the default plan, run
 # alternately; one JSON line with the medians and their ratio.
@@ -61,9 +66,13 @@
 # millisecond thread hand-offs and run-to-run noise weigh less; MF's block
 # bytes grow with its compute (rank and columns alike), so 0.25-0.5 Gb/s
 # stay bandwidth-bound on 2 cores.  Default epochs 8 (medians over 7).
-# --quick: 4 configurations, one round of 4 epochs each (about a minute).
-# --keep: keep the scratch directory, with every round's rank logs and the
-# model's per-node debug lines and command (kept/APP.RANKS.THREADS.PIPELINE.GBPS.ROUND).
+# --quick: 4 configurations, one round of 4 epochs each, 2 calibrations per
+# plan (about a minute).
+# --keep: keep the scratch directory; per configuration
+# (kept/APP.RANKS.THREADS.PIPELINE.GBPS.ADDED_US) every round's rank logs
+# (round.N), the model's command and per-node debug lines, and the plan's
+# calibration runs (one line each: rate, inline_us, step_us, cell_cv,
+# step_cv, worker_cv, busy_core_speed).
 # Without root or namespaces it prints a message and exits 0.
 # One scale.sh at a time owns the rtscale-* namespaces (lock
 # /run/lock/rotor-scale.lock): a second one exits 2 saying so.  Every exit
@@ -72,8 +81,9 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 ranks=2,4,8 gbps=1,5,25 apps=sgd-mf,lda epochs="" rounds=3 quick=0 keep=0 configs="" auto="" size=small
+calibrations=5
 BENCH_FLAGS=([quick]=quick=1 [keep]=keep=1)
-bench_options 2,71 "$@"
+bench_options 2,80 "$@"
 case $size in
 small) mf_cols=10000 mf_nnz=1500000 mf_rank=64 lda_docs=6000 lda_vocab=20000 ;;
 large) mf_cols=60000 mf_nnz=9000000 mf_rank=128 lda_docs=15000 lda_vocab=60000 ;;
@@ -329,19 +339,21 @@ col_bytes() { # what a column adds to a block with app_args: K counts, or k floa
     if [ "$1" = lda ]; then echo 400; else echo $((mf_rank * 4 + 4)); fi
 }
 
-# median of the epoch times and stalls after the first epoch, from rank 0's log
-measured() {
+# "seconds stall_fraction" of every epoch after the first, from rank 0's log
+# (the engine's stall there is the largest over the ranks)
+epochs_of_run() {
     local f=$TMP/log.0
     if grep -q 'lda iter' "$f"; then
         sed -n 's/.*last sweep \([0-9.]*\)s stall *\([0-9.]*\)%.*/\1 \2/p' "$f"
     else
         sed -n 's/.*epoch *[0-9]* *\([0-9.]*\)s .*stall *\([0-9.]*\)%.*/\1 \2/p' "$f"
-    fi | tail -n +2 >"$TMP/epochs"
-    [ -s "$TMP/epochs" ] || { echo "nan nan"; return; }
-    local t s
-    t=$(cut -d' ' -f1 "$TMP/epochs" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
-    s=$(cut -d' ' -f2 "$TMP/epochs" | sort -g | awk '{ v[NR] = $1 } END { printf "%.4f", v[int((NR + 1) / 2)] / 100 }')
-    echo "$t $s"
+    fi | tail -n +2 | awk '{ printf "%s %.4f\n", $1, $2 / 100 }'
+}
+
+# "epoch stall": the medians over the epochs in FILE ("nan nan" if none)
+epoch_medians() { # epoch_medians FILE
+    [ -s "$1" ] || { echo "nan nan"; return; }
+    echo "$(col_median 1 "$1") $(col_median 2 "$1")"
 }
 
 declare -A rate step_us cell_cv step_cv worker_cv inline_us busy_speed
@@ -353,40 +365,62 @@ declare -A rate step_us cell_cv step_cv worker_cv inline_us busy_speed
 # what a step costs beyond its slowest cell (thread hand-offs that wait for
 # a core: HZ=250 and no kernel preemption here, so up to a 4 ms tick) and
 # how much that and a cell's time vary (the time slices that the model's
-# even sharing smooths out).
-calibrate() { # calibrate APP PLAN KEY: rate, step_us, step_cv, cell_cv, worker_cv, busy_speed [KEY]
-    local out serial_cpu threads_cpu
+# even sharing smooths out).  Prints "rate inline_us step_us cell_cv step_cv
+# worker_cv busy_speed"; busy_speed is a core's rate while all compute at
+# once over its rate alone (CPU time of the visits: time slices waiting for
+# a core left out of both), from the two runs of this pair.
+calibrate_once() { # calibrate_once APP PLAN
+    local out serial_cpu threads_cpu r inl
     # shellcheck disable=SC2046
     out=$("$ROTOR" simulate --plan "$2" --app "$1" $(app_args "$1") --calibrate --gbps 0 \
         --json 2>&1) || { echo "$out" >&2; return 1; }
-    rate[$3]=$(echo "$out" | sed -n 's/.*"rate": \([0-9.e+]*\).*/\1/p')
-    inline_us[$3]=$(echo "$out" | sed -n 's/.*"step_overhead_us": \([0-9.e+]*\).*/\1/p')
-    serial_cpu=$(echo "$out" | sed -n 's/.*"busy_rate": \([0-9.e+]*\).*/\1/p')
+    r=$(json_num rate "$out") inl=$(json_num step_overhead_us "$out")
+    serial_cpu=$(json_num busy_rate "$out")
     # shellcheck disable=SC2046
     out=$("$ROTOR" simulate --plan "$2" --app "$1" $(app_args "$1") --calibrate-threads \
         --gbps 0 --json 2>&1) || { echo "$out" >&2; return 1; }
-    step_us[$3]=$(echo "$out" | sed -n 's/.*"step_overhead_us": \([0-9.e+]*\).*/\1/p')
-    cell_cv[$3]=$(echo "$out" | sed -n 's/.*"cell_cv": \([0-9.e+-]*\).*/\1/p')
-    step_cv[$3]=$(echo "$out" | sed -n 's/.*"step_cv": \([0-9.e+-]*\).*/\1/p')
-    worker_cv[$3]=$(echo "$out" | sed -n 's/.*"worker_cv": \([0-9.e+-]*\).*/\1/p')
-    threads_cpu=$(echo "$out" | sed -n 's/.*"busy_rate": \([0-9.e+]*\).*/\1/p')
-    # a core's rate while all compute at once, over its rate alone (CPU time
-    # of the visits: time slices waiting for a core left out of both)
-    busy_speed[$3]=$(awk -v t="$threads_cpu" -v s="$serial_cpu" \
-        'BEGIN { f = s > 0 && t > 0 ? t / s : 1; if (f > 1) f = 1; if (f < 0.01) f = 0.01; printf "%.3f", f }')
+    threads_cpu=$(json_num busy_rate "$out")
+    echo "$r $inl $(json_num step_overhead_us "$out") $(json_num cell_cv "$out")" \
+        "$(json_num step_cv "$out") $(json_num worker_cv "$out")" \
+        "$(awk -v t="$threads_cpu" -v s="$serial_cpu" \
+            'BEGIN { f = s > 0 && t > 0 ? t / s : 1; if (f > 1) f = 1; if (f < 0.01) f = 0.01; printf "%.3f", f }')"
 }
+
+json_num() { echo "$2" | sed -n "s/.*\"$1\": \([0-9.e+-]*\).*/\1/p"; } # json_num NAME JSON
+
+# calibrate APP PLAN KEY: the plan's figures (rate, inline_us, step_us,
+# cell_cv, step_cv, worker_cv, busy_speed [KEY]), once per run: the median
+# of each over $calibrations pairs of calibration runs, which every
+# configuration and round on this plan then shares.  One short calibration
+# moves a lot on a shared machine (busy_speed 0.69-1.0, the rate 10-13 M/s,
+# the cvs twofold, between rounds of one configuration); the median of
+# several, measured once, keeps one configuration's rounds and the rows of
+# one plan from contradicting each other.
+calibrate() {
+    local key=$3 f=$TMP/calibration.$3 i
+    [ -z "${rate[$key]:-}" ] || return 0
+    : >"$f"
+    for ((i = 0; i < calibrations; i++)); do calibrate_once "$1" "$2" >>"$f" || return 1; done
+    rate[$key]=$(col_median 1 "$f") inline_us[$key]=$(col_median 2 "$f")
+    step_us[$key]=$(col_median 3 "$f") cell_cv[$key]=$(col_median 4 "$f")
+    step_cv[$key]=$(col_median 5 "$f") worker_cv[$key]=$(col_median 6 "$f")
+    busy_speed[$key]=$(col_median 7 "$f")
+    echo "scale.sh: calibrated $key ($calibrations pairs; median, then min-max):" \
+        "rate ${rate[$key]} ($(range 1 "$f")), busy_core_speed ${busy_speed[$key]} ($(range 7 "$f"))," \
+        "step_us ${step_us[$key]} ($(range 3 "$f")), cell_cv ${cell_cv[$key]} ($(range 4 "$f"))," \
+        "worker_cv ${worker_cv[$key]} ($(range 6 "$f")), step_cv ${step_cv[$key]} ($(range 5 "$f"))" >&2
+}
+
+range() { cut -d' ' -f"$1" "$2" | sort -g | sed -n '1p;$p' | paste -sd- -; } # range COLUMN FILE
 
 declare -A effective
 plan_dir() { echo "$TMP/$1.$2.$3.$4/plan"; } # plan_dir APP RANKS THREADS PIPELINE
 
-# one_round APP RANKS GBPS LAT_US THREADS PIPELINE: calibrate, run, predict;
-# appends "measured_epoch measured_stall predicted_epoch predicted_stall
-# critical measured_compute predicted_compute busy_core_speed" to $TMP/rounds.
+# one_round APP RANKS GBPS LAT_US THREADS PIPELINE ADDED_US: run once; appends
+# its epochs to $TMP/epochs and its measured compute to $TMP/rounds.
 one_round() {
-    local app=$1 n=$2 g=$3 lat=$4 th=$5 c=$6 d=$7 key=$1.$2.$5.$6 plan m pred
+    local app=$1 n=$2 g=$3 th=$5 c=$6 d=$7 plan r kept
     plan=$(plan_dir "$app" "$n" "$th" "$c")
-    calibrate "$app" "$plan" "$key" || return 1 # right before, under the same load
-    shape "$g"
     # shellcheck disable=SC2046
     if ! ROTOR_LOG=debug run_ranks "$n" "$ROTOR" train --plan "$plan" --app "$app" \
         $(app_args "$app") --threads "$th" --transport tcp --pin no; then
@@ -394,8 +428,21 @@ one_round() {
         tail -n 5 "$TMP"/log.* >&2
         return 1
     fi
-    m=$(measured)
-    local sim kept
+    epochs_of_run >>"$TMP/epochs"
+    measured_compute "$n" >>"$TMP/rounds"
+    if [ "$keep" = 1 ]; then # the ranks' logs, beside the model's (one_config)
+        kept=$TMP/kept/$app.$n.$th.$c.$g.$d/round.$(wc -l <"$TMP/rounds")
+        mkdir -p "$kept"
+        for ((r = 0; r < n; r++)); do cp "$TMP/log.$r" "$kept/"; done
+    fi
+}
+
+# predict APP RANKS GBPS LAT_US THREADS PIPELINE ADDED_US: the model's JSON
+# from the plan's calibration (--rate, --step-overhead-us, --step-cv,
+# --cell-cv, --worker-cv, --busy-core-speed) and the link's measures.
+predict() {
+    local app=$1 n=$2 g=$3 lat=$4 th=$5 c=$6 d=$7 key=$1.$2.$5.$6 plan sim kept
+    plan=$(plan_dir "$app" "$n" "$th" "$c")
     # shellcheck disable=SC2046,SC2207 # app_args: one option a word
     sim=("$ROTOR" simulate --plan "$plan" --app "$app" $(app_args "$app") --json
         --rate "${rate[$key]}" --step-overhead-us "${step_us[$key]}"
@@ -404,16 +451,14 @@ one_round() {
         --inline-step-us "${inline_us[$key]}" --busy-core-speed "${busy_speed[$key]}"
         --gbps "${effective[$g]}" --burst-kib "$burst_kib" --net-cpu-ns-per-byte "${net_ns[$d]}"
         --latency-us "$lat" --overhead-us 10 --host-cores "$(nproc)" --send-buffer-kib 8192)
-    pred=$("${sim[@]}")
-    if [ "$keep" = 1 ]; then # the ranks' logs and the model's per-node lines, side by side
-        kept=$TMP/kept/$app.$n.$th.$c.$g.$d.$(wc -l <"$TMP/rounds")
+    "${sim[@]}"
+    if [ "$keep" = 1 ]; then # the model's per-node lines and command
+        kept=$TMP/kept/$app.$n.$th.$c.$g.$d
         mkdir -p "$kept"
-        for ((r = 0; r < n; r++)); do cp "$TMP/log.$r" "$kept/"; done
         echo "${sim[*]}" >"$kept/simulate.cmd"
+        cp "$TMP/calibration.$key" "$kept/calibration"
         ROTOR_LOG=debug "${sim[@]}" >/dev/null 2>"$kept/simulate.log" || true
     fi
-    echo "$m $(echo "$pred" | sed -n 's/.*"predicted_epoch_s": \([0-9.e+-]*\).*"predicted_stall": \([0-9.e+-]*\).*"compute_s": \([0-9.e+-]*\).*"critical": "\([a-z]*\)".*/\1 \2 \4 \3/p') $(measured_compute "$n")" |
-        awk -v f="${busy_speed[$key]}" '{ print $1, $2, $3, $4, $5, $7, $6, f }' >>"$TMP/rounds"
 }
 
 # the largest over the ranks of their median compute time per rotation (the
@@ -425,10 +470,17 @@ measured_compute() { # measured_compute RANKS
     done | sort -g | tail -n 1
 }
 
-col_median() { cut -d' ' -f"$1" "$TMP/rounds" | median; }
+col_median() { cut -d' ' -f"$1" "${2:-$TMP/rounds}" | median; } # col_median COLUMN [FILE]
 
-one_config() { # one_config APP RANKS GBPS LAT_US THREADS PIPELINE
-    local app=$1 n=$2 g=$3 lat=$4 th=$5 c=$6 d=$7 load me pe ms ps mc pc bs crit
+# one_config APP RANKS GBPS LAT_US THREADS PIPELINE ADDED_US: the plan's
+# calibration (once per run), --rounds runs, and the prediction; measured:
+# the medians over the epochs of all rounds together (the run-to-run spread
+# of one round's median epoch stall was 16-43% in one configuration, the
+# pooled median of all its epochs moves less), against the model's medians
+# over its jittered rotations.
+one_config() {
+    local app=$1 n=$2 g=$3 lat=$4 th=$5 c=$6 d=$7 load me ms pe ps pc pred crit
+    calibrate "$app" "$(plan_dir "$app" "$n" "$th" "$c")" "$app.$n.$th.$c" || return 1
     shape "$g"
     if [ -z "${effective[$g]:-}" ]; then # the link's bandwidth, without the added latency
         add_latency 0
@@ -436,11 +488,15 @@ one_config() { # one_config APP RANKS GBPS LAT_US THREADS PIPELINE
         add_latency "$d"
     fi
     : >"$TMP/rounds"
+    : >"$TMP/epochs"
     load=$(cut -d' ' -f1-3 /proc/loadavg)
     for ((i = 0; i < rounds; i++)); do one_round "$@" || return 1; done
-    me=$(col_median 1) ms=$(col_median 2) pe=$(col_median 3) ps=$(col_median 4)
-    mc=$(col_median 6) pc=$(col_median 7) bs=$(col_median 8)
-    crit=$(cut -d' ' -f5 "$TMP/rounds" | sort | uniq -c | sort -rn | awk 'NR == 1 { print $2 }')
+    read -r me ms <<<"$(epoch_medians "$TMP/epochs")"
+    pred=$(predict "$@") || return 1
+    pe=$(json_num predicted_epoch_s "$pred") ps=$(json_num predicted_stall "$pred")
+    pc=$(json_num compute_s "$pred")
+    crit=$(echo "$pred" | sed -n 's/.*"critical": "\([a-z]*\)".*/\1/p')
+    local key=$app.$n.$th.$c
     printf '{"app": "%s", "ranks": %d, "threads": %d, "pipeline": %d, "gbps": %s, ' \
         "$app" "$n" "$th" "$c" "$g"
     printf '"gbps_tcp": %s, "net_cpu_ns_per_byte": %s, ' "${effective[$g]}" "${net_ns[$d]}"
@@ -449,8 +505,11 @@ one_config() { # one_config APP RANKS GBPS LAT_US THREADS PIPELINE
         "$(awk -v m="$me" -v p="$pe" 'BEGIN { printf "%.3f", (p - m) / m }')"
     printf '"measured_stall": %s, "predicted_stall": %s, "stall_error": %s, ' "$ms" "$ps" \
         "$(awk -v m="$ms" -v p="$ps" 'BEGIN { printf "%.3f", p - m }')"
-    printf '"measured_compute_s": %s, "predicted_compute_s": %.4g, ' "$mc" "$pc"
-    printf '"busy_core_speed": %s, ' "$bs"
+    printf '"measured_compute_s": %s, "predicted_compute_s": %.4g, ' "$(col_median 1)" "$pc"
+    printf '"calibrations": %d, "rate": %s, "busy_core_speed": %s, "step_overhead_us": %s, ' \
+        "$calibrations" "${rate[$key]}" "${busy_speed[$key]}" "${step_us[$key]}"
+    printf '"cell_cv": %s, "worker_cv": %s, "step_cv": %s, ' \
+        "${cell_cv[$key]}" "${worker_cv[$key]}" "${step_cv[$key]}"
     printf '"critical": "%s", "loadavg": "%s"}\n' "$crit" "$load"
 }
 
@@ -459,7 +518,7 @@ run_epoch() {
     # shellcheck disable=SC2046
     run_ranks "$2" "$ROTOR" train --plan "$3" --app "$1" $(app_args "$1") --transport tcp \
         --pin no || { tail -n 5 "$TMP"/log.* >&2; return 1; }
-    measured | cut -d' ' -f1
+    epochs_of_run | cut -d' ' -f1 | median nan
 }
 
 # auto_compare APP RANKS GBPS LAT_US: the default plan against the plan of
@@ -496,7 +555,7 @@ auto_compare() {
 if [ -n "$configs" ]; then
     configs=${configs//,/ }
 elif [ "$quick" = 1 ]; then
-    configs="sgd-mf:2:1 sgd-mf:4:1 lda:2:1 lda:4:5" rounds=1 epochs=4
+    configs="sgd-mf:2:1 sgd-mf:4:1 lda:2:1 lda:4:5" rounds=1 epochs=4 calibrations=2
 else
     for a in ${apps//,/ }; do
         for n in ${ranks//,/ }; do

@@ -680,6 +680,19 @@ static void add_mean(rt_sim_result *acc, const rt_sim_result *r, double n)
     acc->steps_s += r->steps_s / n;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median of v[0..n) (sorted here; n >= 1). */
+static double median_of(double *v, uint32_t n)
+{
+    qsort(v, n, sizeof(double), cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 int rt_sim_rotation(const rt_sim_shape *sh, const rt_sim_link *l, rt_sim_result *out, rt_error *err)
 {
     memset(out, 0, sizeof(*out));
@@ -687,14 +700,29 @@ int rt_sim_rotation(const rt_sim_shape *sh, const rt_sim_link *l, rt_sim_result 
         return -1;
     if (sh->cell_cv <= 0 && sh->step_cv <= 0 && sh->worker_cv <= 0)
         return one_rotation(sh, l, 0, out, err);
-    /* with jitter: the mean over rotations of independent draws */
+    /* with jitter: the mean over rotations of independent draws, but the
+     * epoch time and the stall are their medians, as a run's log is read
+     * (bench/scale.sh: the median over its epochs); a few slow rotations
+     * pull the mean of a skewed spread above it */
     uint32_t n = sh->jitter_rotations ? sh->jitter_rotations : SIM_JITTER_ROTATIONS;
+    double *epoch = malloc(2 * (size_t)n * sizeof(double)), *stall = epoch + n;
+    if (!epoch)
+        return rt_fail(err, RT_EXIT_RUNTIME, "simulate: out of memory");
     for (uint32_t i = 0; i < n; i++) {
         rt_sim_result r;
-        if (one_rotation(sh, l, i, &r, err))
+        if (one_rotation(sh, l, i, &r, err)) {
+            free(epoch);
             return -1;
+        }
         add_mean(out, &r, n);
+        epoch[i] = r.epoch_s, stall[i] = r.stall_max;
     }
+    rt_debug("simulate: over %u rotations: epoch mean %.6f s median %.6f s, stall mean %.4f "
+             "median %.4f",
+             n, out->epoch_s, median_of(epoch, n), out->stall_max, median_of(stall, n));
+    out->epoch_s = median_of(epoch, n);
+    out->stall_max = median_of(stall, n);
+    free(epoch);
     double imbalance = out->compute_max_s - out->compute_mean_s;
     out->critical = critical_of(out, imbalance, out->stall_max * out->epoch_s + out->credit_wait_s);
     return 0;

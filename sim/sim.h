@@ -93,8 +93,9 @@ typedef struct rt_sim_shape {
     uint32_t spare_slots; /* window slots beyond the home blocks (0 = 1, the engine's) */
     double cell_cv;       /* > 0: each cell's time varies, log-normal with mean work / rate
                              and this coefficient of variation (time slices on a loaded
-                             machine), drawn from a fixed seed; the result is the mean
-                             over jitter_rotations rotations (0 = 32) */
+                             machine), drawn from a fixed seed; over jitter_rotations
+                             rotations (0 = 32), the result's epoch_s and stall_max
+                             are the medians, the rest the means */
     double worker_cv;     /* > 0: the part of cell_cv that a worker's cells share within a
                              rotation (a thread that is slow for a while: it shares its
                              core with the kernel's network work or another process), a

@@ -86,10 +86,11 @@ static const rt_opt sim_options[] = {
                   "receiver's host"),
     RT_DOUBLE_OPT("step-overhead-us", 0, sim_opts, step_overhead_us, "U", "20", 0, HUGE_VAL, 0,
                   "fixed cost per step"),
-    RT_DOUBLE_OPT("cell-cv", 0, sim_opts, knobs.cell_cv, "V", "0", 0, 10, 0,
-                  "cell times vary with this coefficient of variation (a loaded machine's "
-                  "time slices): the mean of 32 rotations; default: none, or what the "
-                  "calibration measured"),
+    RT_DOUBLE_OPT(
+        "cell-cv", 0, sim_opts, knobs.cell_cv, "V", "0", 0, 10, 0,
+        "cell times vary with this coefficient of variation (a loaded machine's "
+        "time slices): epoch and stall the median of 32 rotations; default: none, or what the "
+        "calibration measured"),
     RT_DOUBLE_OPT("worker-cv", 0, sim_opts, knobs.worker_cv, "V", "0", 0, 10, 0,
                   "the part of the cells' spread that a worker's cells share within a rotation "
                   "(a thread slow for a while); default: none, or what --calibrate-threads "
