@@ -282,6 +282,35 @@ static int remove_if_unheld(const char *dir, const char *name)
     return stale;
 }
 
+/* Is `name` BASE.tmp-PID-old, the previous output moved aside while
+ * rt_dir_replace swaps a directory in two renames?  (Parsed as the same
+ * name with another tag, by the one parser of temporary names.) */
+static int swap_leftover_of(const char *name, const char *base, long *pid)
+{
+    size_t n = strlen(name);
+    char probe[NAME_MAX + 8];
+    if (n < 4 || n > NAME_MAX || strcmp(name + n - 4, "-old"))
+        return 0;
+    snprintf(probe, sizeof(probe), "%.*s-x", (int)(n - 4), name);
+    return rt_temporary_of(probe, base, pid);
+}
+
+/* A stale temporary of `base` in dir: its run is not alive here.  A swap's
+ * BASE.tmp-PID-old counts only while BASE itself is in place (the run died
+ * after the new output took its place); without BASE it is all that is left
+ * of the previous output, and stays. */
+static int stale(const char *dir, const char *name, const char *base)
+{
+    long pid = 0;
+    if (rt_temporary_of(name, base, &pid))
+        return !pid_alive(pid);
+    char path[8192];
+    struct stat sb;
+    return swap_leftover_of(name, base, &pid) && !pid_alive(pid) &&
+           snprintf(path, sizeof(path), "%s/%s", dir, base) < (int)sizeof(path) &&
+           lstat(path, &sb) == 0;
+}
+
 int rt_remove_stale_temporaries(const char *out)
 {
     rt_path_parts pp;
@@ -293,9 +322,8 @@ int rt_remove_stale_temporaries(const char *out)
         return 0;
     int removed = 0;
     struct dirent *de;
-    long pid = 0;
     while ((de = readdir(d)))
-        if (rt_temporary_of(de->d_name, base, &pid) && !pid_alive(pid))
+        if (stale(dir, de->d_name, base))
             removed += remove_if_unheld(dir, de->d_name);
     closedir(d);
     return removed;

@@ -285,8 +285,11 @@ int rt_temporary_of(const char *name, const char *base, long *pid);
  * cut: no lock survives a reboot).  rt_remove_stale_temporaries(OUT)
  * removes the temporaries of OUT that no process holds, which proves their
  * run is gone, on this host or, where flock reaches the file server (NFS),
- * on another; where locks are unsupported nothing is removed.  It returns
- * how many it removed.  rt_hold_dir opens and holds a temporary directory
+ * on another; where locks are unsupported nothing is removed.  Also
+ * OUT.tmp-PID-old, left by a run that died in rt_dir_replace's two renames,
+ * when its PID is not alive and OUT is in place (without OUT it is all that
+ * is left of the previous output, and stays).  It returns how many it
+ * removed.  rt_hold_dir opens and holds a temporary directory
  * (the fd, or -1: held until rt_release_dir). */
 int rt_hold_temporary(int fd);
 int rt_hold_dir(const char *dir);

@@ -452,13 +452,11 @@ int rt_plan_write(const char *dir_arg, const rt_plan_input *in, const rt_plan_op
     double t3 = rt_now();
     rt_debug("plan: checks %.3f s, balance %.3f s, sort into blocks %.3f s", t1 - t0, t2 - t1,
              t3 - t2);
-    /* DIR.tmp-PID-XXXXXX: the pid lets an interrupted command find and remove
-     * its own temporary directory (tools/guard.c), and no one else's. */
-    if (snprintf(pb.tmp, sizeof(pb.tmp), "%s.tmp-%d-XXXXXX", dir, (int)getpid()) >=
-        (int)sizeof(pb.tmp)) {
-        rt_fail(err, RT_EXIT_INPUT, "%s: path too long", dir);
+    /* DIR.tmp-PID-XXXXXX (mkdtemp's letters as the tag): the pid lets an
+     * interrupted command find and remove its own temporary directory
+     * (tools/guard.c), and no one else's. */
+    if (rt_tmp_dir_name(dir, (int)getpid(), "XXXXXX", pb.tmp, sizeof(pb.tmp), err))
         goto out;
-    }
     if (!mkdtemp(pb.tmp)) {
         rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot create a temporary directory", pb.tmp);
         pb.tmp[0] = '\0';

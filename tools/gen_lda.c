@@ -96,15 +96,15 @@ static int generate(const gen_args *g, rt_error *err)
     double *cum = phi ? rt_alloc_array(K * V, sizeof(double), g->out, "topics x words", err) : NULL;
     float *phif = cum ? rt_alloc_array(K * V, sizeof(float), g->out, "topics x words", err) : NULL;
     uint32_t *counts = phif ? rt_calloc_array(V, sizeof(uint32_t), g->out, "words", err) : NULL;
+    uint32_t *seen = counts ? rt_alloc_array(V, sizeof(uint32_t), g->out, "words", err) : NULL;
+    uint64_t *lens = seen ? rt_alloc_array(g->docs, sizeof(uint64_t), g->out, "docs", err) : NULL;
     double *theta = malloc(K * sizeof(double)), *tcum = malloc(K * sizeof(double));
-    uint32_t *seen = malloc(V * sizeof(uint32_t));
-    uint64_t *lens = malloc(g->docs * sizeof(uint64_t));
     char path[4200];
     rt_outfile of = {0};
     int rc = -1;
-    if (!counts)
+    if (!lens)
         goto out;
-    if (!theta || !tcum || !seen || !lens) { /* the big ones are checked above */
+    if (!theta || !tcum) { /* K <= 65535: the others are checked above */
         rt_fail(err, RT_EXIT_RUNTIME, "gen lda: out of memory");
         goto out;
     }

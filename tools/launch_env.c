@@ -131,11 +131,10 @@ int rt_launch_env_group(rt_group_config *cfg, rt_error *err)
     return 0;
 }
 
-/* Read the secret from `path`: its one line of text.  Binary bytes, more
- * than one line and a file longer than the buffer are refused: each was cut
- * silently (a NUL or a newline in `head -c 32 /dev/urandom` left a secret of
- * the bytes before it, or none). */
-static int read_token_file(const char *path, char *buf, size_t cap, size_t *len, rt_error *err)
+/* Binary bytes, more than one line and a file longer than the buffer are
+ * refused: each was cut silently (a NUL or a newline in `head -c 32
+ * /dev/urandom` left a secret of the bytes before it, or none). */
+int rt_token_file_read(const char *path, char *buf, size_t cap, size_t *len, rt_error *err)
 {
     FILE *fp = fopen(path, "r");
     if (!fp)
@@ -188,7 +187,7 @@ int rt_launch_env_secret(rt_transport_config *tc, const char *token_file, int in
     const char *secret = NULL, *from = NULL;
     tc->secure = 0;
     if (token_file) {
-        if (read_token_file(token_file, buf, sizeof(buf), &len, err))
+        if (rt_token_file_read(token_file, buf, sizeof(buf), &len, err))
             return -1;
         secret = buf;
         from = "--token-file";

@@ -14,6 +14,12 @@ int rt_launch_env_group(rt_group_config *cfg, rt_error *err);
  * so it need not come through PMIx. */
 int rt_launch_env_secret_given(const char *token_file);
 
+/* The secret in a --token-file: its one line of text (a final newline, CR
+ * LF or trailing blank lines allowed), into buf (cap bytes, NUL-terminated),
+ * its length in *len (1..cap - 1).  Anything else is exit 2 naming the file
+ * (and line).  tests/fuzz/fuzz_token_file.c feeds it arbitrary bytes. */
+int rt_token_file_read(const char *path, char *buf, size_t cap, size_t *len, rt_error *err);
+
 /* The job secret: --token-file FILE when given, else ROTOR_TOKEN (removed
  * from the environment once read), else g->secret (from PMIx).  A job of
  * more than one process needs one unless `insecure`.  Logs the source and

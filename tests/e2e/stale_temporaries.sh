@@ -3,7 +3,8 @@
 # leaves its temporaries next to its output; the next run that writes the
 # same output removes them, and only them: a temporary some live process
 # holds (flock), the previous output a two-rename swap keeps as
-# NAME.tmp-PID-old, and a file that only looks like a temporary all stay.
+# NAME.tmp-PID-old while NAME is missing (or its run lives), and a file that
+# only looks like a temporary all stay.
 source "$(dirname "$0")/lib.sh"
 cd "$TMP"
 export ROTOR_LOG=warn
@@ -48,6 +49,15 @@ for kept in p.tmp-888888-live p.tmp-777777-old p.tmp.notes p.tmp-5-my.notes; do
 done
 exec 9<&-
 echo "ok only unheld rotor temporaries removed"
+
+note "a swap's NAME.tmp-PID-old of a dead run goes once NAME is in place again"
+# (Kept above: p was missing, so it was all that was left of a previous p.)
+"$ROTOR" partition --input r.txt --nodes 1 --threads 2 --out p --force || fail "partition --force"
+[ ! -e p.tmp-777777-old ] || fail "p.tmp-777777-old (dead run, p in place) not removed"
+mkdir p.tmp-$$-old # this shell's: a live run's
+"$ROTOR" partition --input r.txt --nodes 1 --threads 2 --out p --force || fail "partition --force"
+[ -e p.tmp-$$-old ] || fail "a live run's p.tmp-PID-old removed"
+echo "ok swap leftovers"
 
 note "plot: a picture temporary a killed plot left"
 if command -v gnuplot >/dev/null; then

@@ -99,4 +99,13 @@ printf '\x01[::1]:4000\n' >hf3
 seed hostfile hf1 ports
 seed hostfile hf2 base-port
 seed hostfile hf3 ipv6
+
+printf 'rotor-e2e-test-secret\n' >t1
+printf 'c2VjcmV0IG9mIHRoaXJ0eS10d28gYnl0ZXMhIQ==\r\n\r\n' >t2
+printf 'two\nlines\n' >t3
+printf 'raw\0\x01\xff bytes' >t4
+seed token_file t1 one-line
+seed token_file t2 base64-crlf
+seed token_file t3 two-lines
+seed token_file t4 binary
 du -sh "$C"
