@@ -258,6 +258,21 @@ static void next_learning_rate(sgd_core *c, double loss, uint64_t epoch)
     c->prev_loss = loss;
 }
 
+/* The training error is not finite: name the likely cause.  Each step
+ * scales a factor by 1 - lr x lambda, so lr x lambda near 1 or beyond
+ * blows up whatever lr alone is; so do huge initial factors. */
+static int diverged(const sgd_core *c, uint64_t rot, rt_error *err)
+{
+    double lr = c->lr, lambda = c->o.mf.lambda, scale = c->o.mf.init_scale;
+    const char *hint = lr * lambda >= 1 ? "lower --lr or --lambda (lr x lambda must stay below 1)"
+                       : scale > 10     ? "lower --init-scale"
+                                        : "lower --lr";
+    return rt_fail(err, RT_EXIT_RUNTIME,
+                   "sgd-mf: training diverged at epoch %llu (lr %.4g, lambda %.4g, init-scale "
+                   "%.4g); %s",
+                   (unsigned long long)rot + 1, lr, lambda, scale, hint);
+}
+
 int sgd_core_epoch_end(sgd_core *c, uint64_t rot, sgd_epoch *ep, int *stop, rt_error *err)
 {
     const rt_plan *plan = c->plan;
@@ -289,9 +304,7 @@ int sgd_core_epoch_end(sgd_core *c, uint64_t rot, sgd_epoch *ep, int *stop, rt_e
     ep->test_rmse = c->test_rmse;
     ep->lr = c->lr;
     if (!isfinite(c->train_rmse))
-        return rt_fail(err, RT_EXIT_RUNTIME,
-                       "sgd-mf: training diverged at epoch %llu (lr %.4g); lower --lr",
-                       (unsigned long long)rot + 1, (double)c->lr);
+        return diverged(c, rot, err);
     next_learning_rate(c, train_sse, rot);
     ep->valid_rmse = NAN;
     if (c->held && n_valid > 0) {

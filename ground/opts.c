@@ -3,6 +3,7 @@
 #include "ground/ground.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -153,10 +154,24 @@ static int in_range(const rt_opt *o, double v)
     return 1;
 }
 
+/* The whole range of an integer type, which --help does not print (a
+ * --seed of "-1" said "is out of range " and stopped there). */
+static void type_range_text(rt_opt_type t, char *buf, size_t cap)
+{
+    if (t == RT_OPT_INT)
+        snprintf(buf, cap, "%d..%d", INT_MIN, INT_MAX);
+    else if (t == RT_OPT_U32)
+        snprintf(buf, cap, "0..%" PRIu32, UINT32_MAX);
+    else if (t == RT_OPT_U64)
+        snprintf(buf, cap, "0..%" PRIu64, UINT64_MAX);
+}
+
 static int out_of_range(const rt_opt *o, const char *v, rt_error *err)
 {
     char range[96];
     rt_opt_range_text(o, range, sizeof(range));
+    if (!range[0])
+        type_range_text(o->type, range, sizeof(range));
     return rt_fail(err, RT_EXIT_INPUT, "--%s: %s is out of range %s", o->name, v, range);
 }
 

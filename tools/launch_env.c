@@ -149,6 +149,12 @@ int rt_token_file_read(const char *path, char *buf, size_t cap, size_t *len, rt_
     if (bad)
         return rt_fail_errno(err, RT_EXIT_INPUT, e, "--token-file: cannot read %s", path);
     buf[n] = '\0';
+    /* An editor's UTF-8 byte order mark is not part of the secret (one rank's
+     * file saved with it failed to authenticate, for no visible reason). */
+    if (n >= 3 && !memcmp(buf, "\xef\xbb\xbf", 3)) {
+        memmove(buf, buf + 3, n - 3 + 1);
+        n -= 3;
+    }
     size_t at = rt_text_find_binary(buf, n);
     uint64_t line = 1;
     for (size_t i = 0; i < at && i < n; i++)

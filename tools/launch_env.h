@@ -15,7 +15,8 @@ int rt_launch_env_group(rt_group_config *cfg, rt_error *err);
 int rt_launch_env_secret_given(const char *token_file);
 
 /* The secret in a --token-file: its one line of text (a final newline, CR
- * LF or trailing blank lines allowed), into buf (cap bytes, NUL-terminated),
+ * LF or trailing blank lines allowed; a UTF-8 byte order mark before it is
+ * not part of it), into buf (cap bytes, NUL-terminated),
  * its length in *len (1..cap - 1).  Anything else is exit 2 naming the file
  * (and line).  tests/fuzz/fuzz_token_file.c feeds it arbitrary bytes. */
 int rt_token_file_read(const char *path, char *buf, size_t cap, size_t *len, rt_error *err);

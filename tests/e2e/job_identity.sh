@@ -110,6 +110,22 @@ secrets secrets2 10 "$TMP/t1" "$TMP/t2"
 # Rank 0 may only ever be connected to by rank 2, which it cannot tell from
 # a stranger; it stops when its connect timeout (30 s) ends, naming rank 2.
 secrets secrets3 50 "$TMP/t1" "$TMP/t1" "$TMP/t2"
+
+# The same secret saved by an editor (a UTF-8 byte order mark, CRLF) is the
+# same secret: the job runs (the mark made it another one, "authentication
+# failed").
+printf '\xef\xbb\xbfone\r\n' >"$TMP/t1-edited"
+chmod 600 "$TMP/t1-edited"
+printf '127.0.0.1:%s\n127.0.0.1:%s\n' "$(free_port)" "$(free_port)" >"$TMP/bom.hosts"
+st0=0 st1=0
+timeout 60 "$ROTOR" train --hostfile "$TMP/bom.hosts" --nodes 2 --node 0 --plan "$TMP/a" \
+    "${common[@]}" --token-file "$TMP/t1" >/dev/null 2>"$TMP/bom.0.log" &
+p0=$!
+timeout 60 "$ROTOR" train --hostfile "$TMP/bom.hosts" --nodes 2 --node 1 --plan "$TMP/a" \
+    "${common[@]}" --token-file "$TMP/t1-edited" >/dev/null 2>"$TMP/bom.1.log" || st1=$?
+wait $p0 || st0=$?
+[ "$st0$st1" = 00 ] || { cat "$TMP/bom.0.log" "$TMP/bom.1.log" >&2; fail "edited token file: exits $st0 $st1"; }
+note "a token file with a byte order mark and CRLF: the same secret"
 printf '127.0.0.1:%s\n127.0.0.1:%s\n' "$(free_port)" "$(free_port)" >"$TMP/sec.hosts"
 
 expect_status 2 "$ROTOR" train --hostfile "$TMP/sec.hosts" --nodes 2 --node 0 --plan "$TMP/a" \

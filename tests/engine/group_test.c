@@ -363,6 +363,23 @@ static void test_hostfile_formats(void **state)
     assert_string_equal(p[5].host, "fe80::2");
     assert_int_equal(p[5].port, 20005);
     free(p);
+
+    /* Saved by an editor: a byte order mark, CRLF, no final newline. */
+    hf = write_file("edited", "\xef\xbb\xbf"
+                              "10.0.0.1:9000\r\n10.0.0.2:9001");
+    assert_int_equal(rt_hostfile_read(hf, 2, 20000, &p, &err), 0);
+    assert_string_equal(p[0].host, "10.0.0.1");
+    assert_int_equal(p[0].port, 9000);
+    assert_string_equal(p[1].host, "10.0.0.2");
+    assert_int_equal(p[1].port, 9001);
+    free(p);
+    /* A byte order mark only at the start: on line 2 it is part of a name. */
+    hf = write_file("edited2", "10.0.0.1\n\xef\xbb\xbf"
+                               "10.0.0.2\n");
+    assert_int_equal(rt_hostfile_read(hf, 2, 20000, &p, &err), 0);
+    assert_string_equal(p[1].host, "\xef\xbb\xbf"
+                                   "10.0.0.2");
+    free(p);
 }
 
 /* The message must start "FILE:LINE: " (line > 0) or "FILE: " (line 0). */

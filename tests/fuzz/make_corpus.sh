@@ -104,8 +104,10 @@ printf 'rotor-e2e-test-secret\n' >t1
 printf 'c2VjcmV0IG9mIHRoaXJ0eS10d28gYnl0ZXMhIQ==\r\n\r\n' >t2
 printf 'two\nlines\n' >t3
 printf 'raw\0\x01\xff bytes' >t4
+printf '\xef\xbb\xbfsecret\r\n' >t5
 seed token_file t1 one-line
 seed token_file t2 base64-crlf
 seed token_file t3 two-lines
 seed token_file t4 binary
+seed token_file t5 bom-crlf
 du -sh "$C"
