@@ -72,7 +72,7 @@
 # (kept/APP.RANKS.THREADS.PIPELINE.GBPS.ADDED_US) every round's rank logs
 # (round.N), the model's command and per-node debug lines, and the plan's
 # calibration runs (one line each: rate, inline_us, step_us, cell_cv,
-# step_cv, worker_cv, busy_core_speed).
+# step_cv, worker_cv, serial and threaded CPU rates).
 # Without root or namespaces it prints a message and exits 0.
 # One scale.sh at a time owns the rtscale-* namespaces (lock
 # /run/lock/rotor-scale.lock): a second one exits 2 saying so.  Every exit
@@ -366,11 +366,11 @@ declare -A rate step_us cell_cv step_cv worker_cv inline_us busy_speed
 # a core: HZ=250 and no kernel preemption here, so up to a 4 ms tick) and
 # how much that and a cell's time vary (the time slices that the model's
 # even sharing smooths out).  Prints "rate inline_us step_us cell_cv step_cv
-# worker_cv busy_speed"; busy_speed is a core's rate while all compute at
-# once over its rate alone (CPU time of the visits: time slices waiting for
-# a core left out of both), from the two runs of this pair.
+# worker_cv serial_cpu_rate threads_cpu_rate": the last two are the work per
+# CPU second of the visits (time slices waiting for a core left out), one
+# thread alone and all the workers at once.
 calibrate_once() { # calibrate_once APP PLAN
-    local out serial_cpu threads_cpu r inl
+    local out serial_cpu r inl
     # shellcheck disable=SC2046
     out=$("$ROTOR" simulate --plan "$2" --app "$1" $(app_args "$1") --calibrate --gbps 0 \
         --json 2>&1) || { echo "$out" >&2; return 1; }
@@ -379,11 +379,9 @@ calibrate_once() { # calibrate_once APP PLAN
     # shellcheck disable=SC2046
     out=$("$ROTOR" simulate --plan "$2" --app "$1" $(app_args "$1") --calibrate-threads \
         --gbps 0 --json 2>&1) || { echo "$out" >&2; return 1; }
-    threads_cpu=$(json_num busy_rate "$out")
     echo "$r $inl $(json_num step_overhead_us "$out") $(json_num cell_cv "$out")" \
-        "$(json_num step_cv "$out") $(json_num worker_cv "$out")" \
-        "$(awk -v t="$threads_cpu" -v s="$serial_cpu" \
-            'BEGIN { f = s > 0 && t > 0 ? t / s : 1; if (f > 1) f = 1; if (f < 0.01) f = 0.01; printf "%.3f", f }')"
+        "$(json_num step_cv "$out") $(json_num worker_cv "$out") $serial_cpu" \
+        "$(json_num busy_rate "$out")"
 }
 
 json_num() { echo "$2" | sed -n "s/.*\"$1\": \([0-9.e+-]*\).*/\1/p"; } # json_num NAME JSON
@@ -395,7 +393,12 @@ json_num() { echo "$2" | sed -n "s/.*\"$1\": \([0-9.e+-]*\).*/\1/p"; } # json_nu
 # moves a lot on a shared machine (busy_speed 0.69-1.0, the rate 10-13 M/s,
 # the cvs twofold, between rounds of one configuration); the median of
 # several, measured once, keeps one configuration's rounds and the rows of
-# one plan from contradicting each other.
+# one plan from contradicting each other.  busy_speed, a core's rate while
+# all compute at once over its rate alone, is the ratio of the two CPU
+# rates' medians: the serial run's rate moves most (9.6-11.7 M/s in five
+# pairs, with the threaded pair's ratio 0.98-0.72 against it), and the
+# model's speed with all cores busy (rate x busy_speed) is then the
+# threaded runs' median.
 calibrate() {
     local key=$3 f=$TMP/calibration.$3 i
     [ -z "${rate[$key]:-}" ] || return 0
@@ -404,9 +407,11 @@ calibrate() {
     rate[$key]=$(col_median 1 "$f") inline_us[$key]=$(col_median 2 "$f")
     step_us[$key]=$(col_median 3 "$f") cell_cv[$key]=$(col_median 4 "$f")
     step_cv[$key]=$(col_median 5 "$f") worker_cv[$key]=$(col_median 6 "$f")
-    busy_speed[$key]=$(col_median 7 "$f")
+    busy_speed[$key]=$(awk -v t="$(col_median 8 "$f")" -v s="$(col_median 7 "$f")" \
+        'BEGIN { f = s > 0 && t > 0 ? t / s : 1; if (f > 1) f = 1; if (f < 0.01) f = 0.01; printf "%.3f", f }')
     echo "scale.sh: calibrated $key ($calibrations pairs; median, then min-max):" \
-        "rate ${rate[$key]} ($(range 1 "$f")), busy_core_speed ${busy_speed[$key]} ($(range 7 "$f"))," \
+        "rate ${rate[$key]} ($(range 1 "$f")), busy_core_speed ${busy_speed[$key]}" \
+        "(CPU rates: serial $(range 7 "$f"), threads $(range 8 "$f"))," \
         "step_us ${step_us[$key]} ($(range 3 "$f")), cell_cv ${cell_cv[$key]} ($(range 4 "$f"))," \
         "worker_cv ${worker_cv[$key]} ($(range 6 "$f")), step_cv ${step_cv[$key]} ($(range 5 "$f"))" >&2
 }
