@@ -247,13 +247,32 @@ AVX2 static inline __m256 chunk_sums_avx2(__m256 v0, __m256 v1, __m256 v2, __m25
                          _mm256_permute2f128_ps(q0, q1, 0x31));
 }
 
-/* Serial running sums within each 4-lane half of x (a block of four). */
+/* x's lanes one place up within each 128-bit half, +0 into the first. */
+AVX2 static inline __m256 shift_lane_avx2(__m256 x)
+{
+    return _mm256_castsi256_ps(_mm256_slli_si256(_mm256_castps_si256(x), 4));
+}
+
+/* Serial running sums within each 4-lane half of x (a block of four).
+ * Each round adds x to the previous round shifted one lane up: after round
+ * r the first r + 1 lanes of a block hold x_0 + ... + x_j added left to
+ * right, the order above (x_j + (the sum before) is the same add, and
+ * x_0 + +0 = x_0 as the values are >= +0).  Three rounds of a shift and an
+ * add, where a mask per round would lengthen the chain. */
 AVX2 static inline __m256 scan4_avx2(__m256 x)
 {
-    const __m256 z = _mm256_setzero_ps();
-    x = _mm256_add_ps(x, _mm256_blend_ps(z, _mm256_permute_ps(x, 0x00), 0x22));
-    x = _mm256_add_ps(x, _mm256_blend_ps(z, _mm256_permute_ps(x, 0x55), 0x44));
-    return _mm256_add_ps(x, _mm256_blend_ps(z, _mm256_permute_ps(x, 0xaa), 0x88));
+    const __m256 r1 = _mm256_add_ps(x, shift_lane_avx2(x));
+    const __m256 r2 = _mm256_add_ps(x, shift_lane_avx2(r1));
+    return _mm256_add_ps(x, shift_lane_avx2(r2));
+}
+
+/* The running sums of 8 weights in the blocked order (a chunk's, for the
+ * find): the high block after the low block's total. */
+AVX2 static inline __m256 chunk_scan_avx2(__m256 x)
+{
+    const __m256 t = scan4_avx2(x);
+    const __m256 last = _mm256_permute_ps(t, 0xff);
+    return _mm256_add_ps(t, _mm256_permute2f128_ps(last, last, 0x08));
 }
 
 /* The blocked running totals of 8 sums s (two blocks), after the total
@@ -299,11 +318,13 @@ AVX2 static inline float weights_avx2(const int32_t *ndk, float alpha, const flo
             _mm256_storeu_ps(w + full * LDA_CHUNK,
                              chunk_part_avx2(ndk, av, coef, full * LDA_CHUNK, K));
         const float *x = w + c * LDA_CHUNK;
-        group_avx2(_mm256_loadu_ps(x), _mm256_loadu_ps(x + 8), _mm256_loadu_ps(x + 16),
-                   _mm256_loadu_ps(x + 24), _mm256_loadu_ps(x + 32), _mm256_loadu_ps(x + 40),
-                   _mm256_loadu_ps(x + 48), _mm256_loadu_ps(x + 56), base, total + c);
+        base = group_avx2(_mm256_loadu_ps(x), _mm256_loadu_ps(x + 8), _mm256_loadu_ps(x + 16),
+                          _mm256_loadu_ps(x + 24), _mm256_loadu_ps(x + 32), _mm256_loadu_ps(x + 40),
+                          _mm256_loadu_ps(x + 48), _mm256_loadu_ps(x + 56), base, total + c);
     }
-    return total[nc - 1];
+    /* total[nc - 1] without the trip through memory: the last group's last
+     * total (its chunks past lda_chunks(K) add +0), in base's low lane */
+    return _mm256_cvtss_f32(base);
 }
 
 AVX2 static inline uint32_t find_avx2(const float *w, const float *total, uint32_t K, float u)
@@ -319,7 +340,7 @@ AVX2 static inline uint32_t find_avx2(const float *w, const float *total, uint32
         c += (uint32_t)__builtin_popcount(m);
     }
     const float v = u - (c ? total[c - 1] : 0.0f);
-    const __m256 a = group_totals_avx2(_mm256_loadu_ps(w + c * LDA_CHUNK), _mm256_setzero_ps());
+    const __m256 a = chunk_scan_avx2(_mm256_loadu_ps(w + c * LDA_CHUNK));
     const unsigned m =
         (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(a, _mm256_set1_ps(v), _CMP_LE_OQ));
     return chunk_topic(w + c * LDA_CHUNK, c, (uint32_t)__builtin_popcount(m));
@@ -400,18 +421,33 @@ static inline void dense_prefetch(const dense_run *d, uint64_t i, uint64_t end)
     }
 }
 
-/* Tokens [i, end) of the loaded word. */
+/* Token i leaves its topic: the document row, the word and the totals. */
+static inline void dense_leave_portable(const dense_run *d, uint64_t i)
+{
+    const lda_tokens *t = d->t;
+    const uint32_t k0 = t->z[t->tok_pos[i]];
+    t->ndk[(size_t)t->tok_doc[i] * d->K + k0]--;
+    d->coef[k0] = dense_move(d, k0, -1);
+}
+
+/* Tokens [i, end) of the loaded word.  Token i + 1 leaves its topic after
+ * token i's draw and before token i joins its new one: the counts after
+ * both moves do not depend on their order, and token i + 1's loads of the
+ * counts then come after no store whose address waits for the draw (the
+ * core would otherwise guess, and replay when a guess was wrong). */
 static void dense_tokens_portable(const dense_run *d, uint64_t i, uint64_t end, rt_rng *rng)
 {
     lda_tokens *t = d->t;
+    if (i < end)
+        dense_leave_portable(d, i);
     for (; i < end; i++) {
         dense_prefetch(d, i, end);
-        const uint32_t p = t->tok_pos[i], k0 = t->z[p];
+        const uint32_t p = t->tok_pos[i];
         int32_t *ndk = t->ndk + (size_t)t->tok_doc[i] * d->K;
-        ndk[k0]--;
-        d->coef[k0] = dense_move(d, k0, -1);
         const float sum = weights_portable(ndk, d->alpha, d->coef, d->K, d->w, d->total);
         const uint32_t k = find_portable(d->w, d->total, d->K, rt_rng_uniformf(rng) * sum);
+        if (i + 1 < end)
+            dense_leave_portable(d, i + 1);
         ndk[k]++;
         d->coef[k] = dense_move(d, k, +1);
         t->z[p] = (uint16_t)k;
@@ -448,18 +484,30 @@ AVX2 static inline void coef_set_avx2(float *coef, uint32_t k, float c)
                                          _mm256_castsi256_ps(lane_avx2(k))));
 }
 
+/* Token i leaves its topic (as dense_leave_portable). */
+AVX2 static inline void dense_leave_avx2(const dense_run *d, uint64_t i, uint32_t whole)
+{
+    const lda_tokens *t = d->t;
+    const uint32_t k0 = t->z[t->tok_pos[i]];
+    ndk_move_avx2(t->ndk + (size_t)t->tok_doc[i] * d->K, k0, -1, whole);
+    coef_set_avx2(d->coef, k0, dense_move(d, k0, -1));
+}
+
+/* The same steps as dense_tokens_portable. */
 AVX2 static void dense_tokens_avx2(const dense_run *d, uint64_t i, uint64_t end, rt_rng *rng)
 {
     lda_tokens *t = d->t;
     const uint32_t whole = d->K / LDA_CHUNK * LDA_CHUNK;
+    if (i < end)
+        dense_leave_avx2(d, i, whole);
     for (; i < end; i++) {
         dense_prefetch(d, i, end);
-        const uint32_t p = t->tok_pos[i], k0 = t->z[p];
+        const uint32_t p = t->tok_pos[i];
         int32_t *ndk = t->ndk + (size_t)t->tok_doc[i] * d->K;
-        ndk_move_avx2(ndk, k0, -1, whole);
-        coef_set_avx2(d->coef, k0, dense_move(d, k0, -1));
         const float sum = weights_avx2(ndk, d->alpha, d->coef, d->K, d->w, d->total);
         const uint32_t k = find_avx2(d->w, d->total, d->K, rt_rng_uniformf(rng) * sum);
+        if (i + 1 < end)
+            dense_leave_avx2(d, i + 1, whole);
         ndk_move_avx2(ndk, k, +1, whole);
         coef_set_avx2(d->coef, k, dense_move(d, k, +1));
         t->z[p] = (uint16_t)k;
