@@ -159,6 +159,7 @@ typedef struct rt_shard {
     const uint32_t *test_row_ids; /* LDA: their global ids (NULL for MF) */
     void *map;
     size_t map_len;
+    int mapped; /* its plan's `mapped`: map is the file's mapping, not a copy */
 } rt_shard;
 
 /* Load plan.json and layout.bin from `dir`, checking format, checksums and
@@ -195,7 +196,8 @@ void rt_shard_close(rt_shard *shard);
  * (the whole pages inside; the mapping's last page when `to` is its end):
  * for an app that has copied the entries into its own structures.  The
  * bytes stay readable (read again from the file), so this is only a hint
- * that keeps the peak resident memory down. */
+ * that keeps the peak resident memory down.  A shard read into memory
+ * (rt_plan_open) keeps its pages: dropping an anonymous page zeroes it. */
 int rt_shard_release(const rt_shard *shard, const void *from, const void *to, rt_error *err);
 
 /* Check rows.ids / cols.ids as rt_plan_read_ids does, keeping nothing: a run

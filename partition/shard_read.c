@@ -110,6 +110,7 @@ int rt_shard_open(const rt_plan *plan, uint32_t worker, rt_shard *shard, rt_erro
     }
     shard->map = f.map;
     shard->map_len = f.len;
+    shard->mapped = plan->mapped;
     return 0;
 }
 
@@ -129,7 +130,7 @@ int rt_shard_release(const rt_shard *shard, const void *from, const void *to, rt
     uintptr_t hi = (uintptr_t)to > end ? end : (uintptr_t)to;
     lo = (lo + page - 1) / page * page; /* whole pages inside [from, to) only */
     hi = hi == end ? (hi + page - 1) / page * page : hi / page * page;
-    if (!shard->map || lo >= hi)
+    if (!shard->map || !shard->mapped || lo >= hi)
         return 0;
     if (madvise((void *)lo, hi - lo, MADV_DONTNEED) != 0)
         return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "shard %u: cannot release its pages",

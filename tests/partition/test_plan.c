@@ -291,6 +291,39 @@ static void test_deterministic_and_force(void **state)
     problem_free(&p);
 }
 
+/* rt_shard_release keeps the bytes readable whether the shard is mapped
+ * (read again from the file) or read into memory (its pages kept: an
+ * anonymous page dropped would read back as zeros, and lda re-reads the
+ * shard it released: simulate --calibrate then sampled an empty corpus). */
+static void test_release_keeps_bytes(void **state)
+{
+    (void)state;
+    problem p;
+    problem_make(&p, RT_PLAN_MF, 300, 120, 5000, 0, 1);
+    char dir[512];
+    snprintf(dir, sizeof(dir), "%s/release", scratch_dir);
+    rt_error err;
+    assert_int_equal(write_plan(&p, RT_PLAN_MF, 0, dir, 1, 1, 1, 0, &err), 0);
+    for (int mapped = 0; mapped < 2; mapped++) {
+        rt_plan plan;
+        assert_int_equal(
+            mapped ? rt_plan_open_mapped(dir, &plan, &err) : rt_plan_open(dir, &plan, &err), 0);
+        rt_shard sh;
+        assert_int_equal(rt_shard_open(&plan, 0, &sh, &err), 0);
+        uint64_t n = sh.train_off[plan.blocks];
+        assert_true(n > 1000); /* several pages */
+        rt_entry *copy = malloc(n * sizeof(rt_entry));
+        assert_non_null(copy);
+        memcpy(copy, sh.train, n * sizeof(rt_entry));
+        assert_int_equal(rt_shard_release(&sh, sh.map, (const char *)sh.map + sh.map_len, &err), 0);
+        assert_memory_equal(sh.train, copy, n * sizeof(rt_entry));
+        free(copy);
+        rt_shard_close(&sh);
+        rt_plan_close(&plan);
+    }
+    problem_free(&p);
+}
+
 /* Flip one byte / truncate a shard: rt_shard_open fails with code 2 naming the file. */
 static void test_corrupt_shard(void **state)
 {
@@ -635,6 +668,7 @@ int main(void)
         cmocka_unit_test(test_roundtrip_lda_heldout),
         cmocka_unit_test(test_lda_bad_count),
         cmocka_unit_test(test_deterministic_and_force),
+        cmocka_unit_test(test_release_keeps_bytes),
         cmocka_unit_test(test_corrupt_shard),
         cmocka_unit_test(test_bad_manifest),
         cmocka_unit_test(test_split),
