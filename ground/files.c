@@ -161,6 +161,57 @@ int rt_same_file(const char *a, const char *b)
            !strcmp(ra, rb);
 }
 
+/* `path` made absolute (from the working directory) with ".", ".." and
+ * repeated or trailing slashes resolved by name; -1 when it does not fit. */
+static int lexical_absolute(const char *path, char *out, size_t cap)
+{
+    char cwd[PATH_MAX], joined[PATH_MAX * 2];
+    if (path[0] != '/' && !getcwd(cwd, sizeof(cwd)))
+        return -1;
+    if (snprintf(joined, sizeof(joined), "%s/%s", path[0] == '/' ? "" : cwd, path) >=
+        (int)sizeof(joined))
+        return -1;
+    size_t n = 0; /* out[0..n): "" for the root, else "/a/b" */
+    for (char *save = NULL, *c = strtok_r(joined, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+        if (!strcmp(c, "."))
+            continue;
+        if (!strcmp(c, "..")) {
+            while (n > 0 && out[--n] != '/')
+                ;
+            continue;
+        }
+        size_t len = strlen(c);
+        if (n + 1 + len + 1 > cap)
+            return -1;
+        out[n++] = '/';
+        memcpy(out + n, c, len);
+        n += len;
+    }
+    out[n] = '\0';
+    return 0;
+}
+
+int rt_path_inside(const char *path, const char *dir)
+{
+    char p[PATH_MAX * 2], d[PATH_MAX * 2];
+    if (lexical_absolute(path, p, sizeof(p)) || lexical_absolute(dir, d, sizeof(d)))
+        return 0;
+    struct stat sd, sa;
+    int dir_exists = stat(dir, &sd) == 0;
+    for (char *slash = strrchr(p, '/'); slash; slash = strrchr(p, '/')) {
+        *slash = '\0'; /* p is now the next ancestor ("" for the root) */
+        const char *ancestor = *p ? p : "/";
+        if (!strcmp(ancestor, *d ? d : "/"))
+            return 1;
+        if (dir_exists && stat(ancestor, &sa) == 0 && sa.st_dev == sd.st_dev &&
+            sa.st_ino == sd.st_ino)
+            return 1;
+        if (!*p)
+            break;
+    }
+    return 0;
+}
+
 /* fsync a directory, so that the names in it survive a crash. */
 int rt_sync_dir(const char *dir, rt_error *err)
 {

@@ -228,6 +228,12 @@ int rt_stdin_dup(rt_error *err);
 /* True when a and b are the same path or name the same existing file or
  * directory: an output that would replace its own input is refused. */
 int rt_same_file(const char *a, const char *b);
+/* True when `path` lies under directory `dir` (at any depth; not dir
+ * itself), by name (absolute, ".", ".." and repeated slashes resolved; they
+ * need not exist) or, for the ancestors that exist, by identity (symbolic
+ * links).  An output written inside a directory that is then replaced as a
+ * whole is lost. */
+int rt_path_inside(const char *path, const char *dir);
 int rt_outfile_open(rt_outfile *of, const char *path, rt_error *err);
 int rt_outfile_commit(rt_outfile *of, rt_error *err); /* flush, fsync, rename, fsync the dir */
 /* Flush and rename without the fsync: for a file rewritten again and again

@@ -219,6 +219,11 @@ static int check_checkpoint_root(const char *root, const char *out, rt_error *er
                        "%s: --checkpoint is also --out, which the saved model replaces as a "
                        "whole (the checkpoints would be lost); give another directory",
                        root);
+    if (out && rt_path_inside(root, out))
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s: --checkpoint is inside --out %s, which the saved model replaces as a "
+                       "whole (the checkpoints would be lost); give a directory outside it",
+                       root, out);
     rt_dir_kind kind = rt_dir_kind_of(root); /* a file: left to mkdir, which names it */
     if (kind != RT_DIR_FILE && kind != RT_DIR_CHECKPOINTS && rt_dir_kind_text(kind))
         return rt_fail(err, RT_EXIT_INPUT, "%s: --checkpoint: not a checkpoint directory: it %s",
@@ -226,10 +231,22 @@ static int check_checkpoint_root(const char *root, const char *out, rt_error *er
     return 0;
 }
 
+/* --metrics inside --out was wiped by the model saved over it (exit 0). */
+static int check_metrics_path(const char *metrics, const char *out, rt_error *err)
+{
+    if (metrics && out && rt_path_inside(metrics, out))
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s: --metrics is inside --out %s, which the saved model replaces as a "
+                       "whole (the metrics would be lost); give a path outside it",
+                       metrics, out);
+    return 0;
+}
+
 static int train(const train_opts *o, const char *out, train_run *r, rt_error *err)
 {
     r->app = rt_apps[o->app];
     if (check_checkpoint_root(o->checkpoint, out, err) ||
+        check_metrics_path(app_path(o, r->app_opts, "metrics"), out, err) ||
         rt_plan_open_mapped(o->plan_dir, &r->plan, err))
         return -1;
     r->plan_open = 1;

@@ -139,9 +139,8 @@ int rt_token_file_read(const char *path, char *buf, size_t cap, size_t *len, rt_
     FILE *fp = fopen(path, "r");
     if (!fp)
         return rt_fail_errno(err, RT_EXIT_INPUT, errno, "--token-file: cannot open %s", path);
-    struct stat st;
-    if (fstat(fileno(fp), &st) == 0 && (st.st_mode & 077))
-        rt_warn("--token-file %s can be read by other users (chmod 600 it)", path);
+    struct stat st; /* warned about once it holds a secret (not /dev/zero's "binary data") */
+    int exposed = fstat(fileno(fp), &st) == 0 && (st.st_mode & 077);
     size_t n = fread(buf, 1, cap - 1, fp);
     int bad = ferror(fp), e = errno;
     int longer = !bad && n == cap - 1 && fgetc(fp) != EOF;
@@ -176,6 +175,8 @@ int rt_token_file_read(const char *path, char *buf, size_t cap, size_t *len, rt_
     buf[first] = '\0';
     if (first == 0)
         return rt_fail(err, RT_EXIT_INPUT, "%s:1: the token file is empty", path);
+    if (exposed)
+        rt_warn("--token-file %s can be read by other users (chmod 600 it)", path);
     *len = first;
     return 0;
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ground/ground.h"
@@ -185,6 +186,21 @@ static void test_split_parent(void **state)
     assert_true(rt_same_file(a, b));
     snprintf(b, sizeof(b), "%s/other", d);
     assert_false(rt_same_file(a, b));
+    /* rt_path_inside: by name, existing or not, and through a link. */
+    assert_true(rt_path_inside("m/metrics.json", "m"));
+    assert_true(rt_path_inside("./m//ck/", "m/"));
+    assert_true(rt_path_inside("m/a/../b", "m"));
+    assert_true(rt_path_inside("/x/y", "/"));
+    assert_false(rt_path_inside("m", "m"));
+    assert_false(rt_path_inside("m/..", "m"));
+    assert_false(rt_path_inside("mm/x", "m"));
+    assert_false(rt_path_inside("metrics.json", "m"));
+    snprintf(a, sizeof(a), "%s/real", d);
+    assert_int_equal(mkdir(a, 0755), 0);
+    snprintf(b, sizeof(b), "%s/link", d);
+    assert_int_equal(symlink(a, b), 0);
+    snprintf(b, sizeof(b), "%s/link/metrics.json", d);
+    assert_true(rt_path_inside(b, a));
     rt_remove_tree(d);
 }
 
