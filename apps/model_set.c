@@ -789,7 +789,7 @@ int rt_model_merge(const rt_model_parts *mp, const char *name, const char *ids, 
                .text = ids_file != NULL};
     char from[4200];
     rt_outfile of;
-    int rc = 0;
+    int rc = 0, ids_open = 0;
     if (rt_outfile_open(&of, path, err))
         return -1;
     g.fp = of.fp;
@@ -798,9 +798,11 @@ int rt_model_merge(const rt_model_parts *mp, const char *name, const char *ids, 
     else if (rt_path_join(from, sizeof(from), mp->dir, ids_file, err) ||
              rt_linereader_open(&g.ids, from, err))
         rc = -1;
+    else
+        ids_open = 1;
     if (rc == 0)
         rc = rt_model_dense_rows(mp, name, ids, n, cols, memory, emit_merged, &g, progress, err);
-    if (g.text && rc == 0)
+    if (ids_open) /* a failed write too (it leaked the reader's buffer) */
         rt_linereader_close(&g.ids);
     if (rc) {
         rt_outfile_abort(&of);
