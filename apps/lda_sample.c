@@ -421,37 +421,18 @@ static inline void dense_prefetch(const dense_run *d, uint64_t i, uint64_t end)
     }
 }
 
-/* Token i leaves its topic: the document row, the word and the totals. */
-static inline void dense_leave_portable(const dense_run *d, uint64_t i)
+/* The document row of token i. */
+static inline int32_t *dense_row(const dense_run *d, uint64_t i)
 {
-    const lda_tokens *t = d->t;
-    const uint32_t k0 = t->z[t->tok_pos[i]];
-    t->ndk[(size_t)t->tok_doc[i] * d->K + k0]--;
-    d->coef[k0] = dense_move(d, k0, -1);
+    return d->t->ndk + (size_t)d->t->tok_doc[i] * d->K;
 }
 
-/* Tokens [i, end) of the loaded word.  Token i + 1 leaves its topic after
- * token i's draw and before token i joins its new one: the counts after
- * both moves do not depend on their order, and token i + 1's loads of the
- * counts then come after no store whose address waits for the draw (the
- * core would otherwise guess, and replay when a guess was wrong). */
-static void dense_tokens_portable(const dense_run *d, uint64_t i, uint64_t end, rt_rng *rng)
+/* n_dk (row ndk) and the word's and the totals' counts of topic k change
+ * by dn (+1 or -1), and coef[k] with them. */
+static inline void dense_count_portable(const dense_run *d, int32_t *ndk, uint32_t k, int dn)
 {
-    lda_tokens *t = d->t;
-    if (i < end)
-        dense_leave_portable(d, i);
-    for (; i < end; i++) {
-        dense_prefetch(d, i, end);
-        const uint32_t p = t->tok_pos[i];
-        int32_t *ndk = t->ndk + (size_t)t->tok_doc[i] * d->K;
-        const float sum = weights_portable(ndk, d->alpha, d->coef, d->K, d->w, d->total);
-        const uint32_t k = find_portable(d->w, d->total, d->K, rt_rng_uniformf(rng) * sum);
-        if (i + 1 < end)
-            dense_leave_portable(d, i + 1);
-        ndk[k]++;
-        d->coef[k] = dense_move(d, k, +1);
-        t->z[p] = (uint16_t)k;
-    }
+    ndk[k] += dn;
+    d->coef[k] = dense_move(d, k, dn);
 }
 
 /* The vector path changes a count of the document row and a coef by a
@@ -484,35 +465,42 @@ AVX2 static inline void coef_set_avx2(float *coef, uint32_t k, float c)
                                          _mm256_castsi256_ps(lane_avx2(k))));
 }
 
-/* Token i leaves its topic (as dense_leave_portable). */
-AVX2 static inline void dense_leave_avx2(const dense_run *d, uint64_t i, uint32_t whole)
+/* As dense_count_portable. */
+AVX2 static inline void dense_count_avx2(const dense_run *d, int32_t *ndk, uint32_t k, int dn)
 {
-    const lda_tokens *t = d->t;
-    const uint32_t k0 = t->z[t->tok_pos[i]];
-    ndk_move_avx2(t->ndk + (size_t)t->tok_doc[i] * d->K, k0, -1, whole);
-    coef_set_avx2(d->coef, k0, dense_move(d, k0, -1));
+    ndk_move_avx2(ndk, k, dn, d->K / LDA_CHUNK * LDA_CHUNK);
+    coef_set_avx2(d->coef, k, dense_move(d, k, dn));
 }
 
-/* The same steps as dense_tokens_portable. */
-AVX2 static void dense_tokens_avx2(const dense_run *d, uint64_t i, uint64_t end, rt_rng *rng)
-{
-    lda_tokens *t = d->t;
-    const uint32_t whole = d->K / LDA_CHUNK * LDA_CHUNK;
-    if (i < end)
-        dense_leave_avx2(d, i, whole);
-    for (; i < end; i++) {
-        dense_prefetch(d, i, end);
-        const uint32_t p = t->tok_pos[i];
-        int32_t *ndk = t->ndk + (size_t)t->tok_doc[i] * d->K;
-        const float sum = weights_avx2(ndk, d->alpha, d->coef, d->K, d->w, d->total);
-        const uint32_t k = find_avx2(d->w, d->total, d->K, rt_rng_uniformf(rng) * sum);
-        if (i + 1 < end)
-            dense_leave_avx2(d, i + 1, whole);
-        ndk_move_avx2(ndk, k, +1, whole);
-        coef_set_avx2(d->coef, k, dense_move(d, k, +1));
-        t->z[p] = (uint16_t)k;
+/* Tokens [i, end) of the loaded word, one loop for both paths (GCC inlines
+ * the AVX2 intrinsics only into functions built for AVX2, so the loop is
+ * stamped out once per path: dense_tokens_portable, dense_tokens_avx2).
+ * Token i + 1 leaves its topic after token i's draw and before token i
+ * joins its new one: the counts after both moves do not depend on their
+ * order, and token i + 1's loads of the counts then come after no store
+ * whose address waits for the draw (the core would otherwise guess, and
+ * replay when a guess was wrong). */
+#define DENSE_TOKENS(PATH, ATTR)                                                                   \
+    ATTR static void dense_tokens_##PATH(const dense_run *d, uint64_t i, uint64_t end,             \
+                                         rt_rng *rng)                                              \
+    {                                                                                              \
+        lda_tokens *t = d->t;                                                                      \
+        if (i < end)                                                                               \
+            dense_count_##PATH(d, dense_row(d, i), t->z[t->tok_pos[i]], -1);                       \
+        for (; i < end; i++) {                                                                     \
+            dense_prefetch(d, i, end);                                                             \
+            const uint32_t p = t->tok_pos[i];                                                      \
+            int32_t *ndk = dense_row(d, i);                                                        \
+            const float sum = weights_##PATH(ndk, d->alpha, d->coef, d->K, d->w, d->total);        \
+            const uint32_t k = find_##PATH(d->w, d->total, d->K, rt_rng_uniformf(rng) * sum);      \
+            if (i + 1 < end)                                                                       \
+                dense_count_##PATH(d, dense_row(d, i + 1), t->z[t->tok_pos[i + 1]], -1);           \
+            dense_count_##PATH(d, ndk, k, +1);                                                     \
+            t->z[p] = (uint16_t)k;                                                                 \
+        }                                                                                          \
     }
-}
+DENSE_TOKENS(portable, )
+DENSE_TOKENS(avx2, AVX2)
 
 /* The sparse sampler at K <= LDA_DENSE_K.  The documents' topic lists are
  * not used, and not kept. */
