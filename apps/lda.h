@@ -297,11 +297,11 @@ void lda_doc_counts(const lda_tokens *t, uint32_t K, uint32_t d, int32_t *row);
 /* The sparse sampler at K <= LDA_DENSE_K (lda_sample.c): the full
  * conditional's weights ((float)n_dk + alpha) coef[k] over all K topics
  * (document counts ndk; coef: lda_chunks(K) chunks, +0 past K) into w (lda_dense_totals_len(K)
- * chunks of LDA_CHUNK, +0 past K; the chunks past lda_chunks(K) are read, never written: zero them
- * once), summed in chunks; the chunk sums' running totals into total (lda_dense_totals_len(K)),
- * returns the last.  The order of every float operation is stated in lda_sample.c.  avx2
- * (lda_have_avx2) picks the vector path; the bits are the same either way.  lda_dense_find: the
- * topic where u falls, 0 <= u < the sum (never one of zero weight). */
+ * chunks of LDA_CHUNK, +0 past K; the chunks past lda_chunks(K) may be written, with +0), summed in
+ * chunks; the chunk sums' running totals into total (lda_dense_totals_len(K)), returns the last.
+ * The order of every float operation is stated in lda_sample.c.  avx2 (lda_have_avx2) picks the
+ * vector path; the bits are the same either way.  lda_dense_find: the topic where u falls, 0 <= u <
+ * the sum (never one of zero weight). */
 /* Up to 512 the dense draw costs less than the buckets (serial CPU, KOS
  * 10 sweeps: 0.96 against 1.44 s at K = 512, even at 768, buckets ahead at
  * 1000; synthetic 4 sweeps: 7.7 against 14.3 s at 512). */

@@ -294,8 +294,8 @@ AVX2 static inline __m256 group_avx2(__m256 v0, __m256 v1, __m256 v2, __m256 v3,
     return _mm256_permute2f128_ps(last, last, 0x81);
 }
 
-/* Whole groups of 8 chunks in registers; the last group through w, whose
- * chunks past lda_chunks(K) stay +0 (the caller's zeroes). */
+/* Groups of 8 chunks in registers, their weights stored to w for the find
+ * (the last group's chunks past lda_chunks(K) as +0). */
 AVX2 static inline float weights_avx2(const int32_t *ndk, float alpha, const float *coef,
                                       uint32_t K, float *w, float *total)
 {
@@ -312,15 +312,18 @@ AVX2 static inline float weights_avx2(const int32_t *ndk, float alpha, const flo
         base = group_avx2(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], base, total + c);
     }
     if (c < nc) {
-        for (uint32_t d = c; d < full; d++)
-            _mm256_storeu_ps(w + d * LDA_CHUNK, chunk_full_avx2(ndk, av, coef, d * LDA_CHUNK));
-        if (full < nc)
-            _mm256_storeu_ps(w + full * LDA_CHUNK,
-                             chunk_part_avx2(ndk, av, coef, full * LDA_CHUNK, K));
-        const float *x = w + c * LDA_CHUNK;
-        base = group_avx2(_mm256_loadu_ps(x), _mm256_loadu_ps(x + 8), _mm256_loadu_ps(x + 16),
-                          _mm256_loadu_ps(x + 24), _mm256_loadu_ps(x + 32), _mm256_loadu_ps(x + 40),
-                          _mm256_loadu_ps(x + 48), _mm256_loadu_ps(x + 56), base, total + c);
+        /* the last group in registers too (the branches go the same way on
+         * every token): whole chunks, the part chunk by a masked load and
+         * +0 past lda_chunks(K), so nothing is read past the row */
+        __m256 v[8];
+        for (uint32_t i = 0; i < 8; i++) {
+            const uint32_t d = c + i;
+            v[i] = d < full ? chunk_full_avx2(ndk, av, coef, d * LDA_CHUNK)
+                   : d < nc ? chunk_part_avx2(ndk, av, coef, d * LDA_CHUNK, K)
+                            : _mm256_setzero_ps();
+            _mm256_storeu_ps(w + d * LDA_CHUNK, v[i]);
+        }
+        base = group_avx2(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], base, total + c);
     }
     /* total[nc - 1] without the trip through memory: the last group's last
      * total (its chunks past lda_chunks(K) add +0), in base's low lane */
