@@ -201,10 +201,8 @@ static char *job_fingerprint(const train_run *r, int threads)
  * writes, whether it was given as --out, -o or several times. */
 static const char *app_path(const train_opts *o, const void *app_opts, const char *name)
 {
-    for (const rt_opt *opt = rt_apps[o->app]->options; opt && opt->name; opt++)
-        if (opt->type == RT_OPT_PATH && !strcmp(opt->name, name))
-            return *(const char *const *)((const char *)app_opts + opt->offset);
-    return NULL;
+    const char *const *path = app_option_value(rt_apps[o->app], app_opts, name);
+    return path ? *path : NULL;
 }
 
 /* --checkpoint DIR holds ckpt-N directories and nothing else. Given a plan
