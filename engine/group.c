@@ -200,8 +200,7 @@ int rt_hostfile_read(const char *path, int size, int base_port, rt_peer **peers,
         }
         /* a UTF-8 byte order mark (an editor's) is not part of the first
          * host name: "cannot resolve '<invisible>127.0.0.1'" said it was */
-        int bom = lineno == 1 && !strncmp(buf, "\xef\xbb\xbf", 3);
-        char *line = trim(buf + (bom ? 3 : 0));
+        char *line = trim(buf + (lineno == 1 ? rt_utf8_bom_len(buf, strlen(buf)) : 0));
         if (!*line)
             continue;
         if (n == size) {

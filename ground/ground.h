@@ -360,6 +360,9 @@ int rt_npy_open(const char *path, const char *descr, FILE **fp, uint64_t *rows, 
  * carriage return), or n when there is none.  Readers reject such input at
  * FILE:LINE rather than silently dropping what follows a NUL. */
 size_t rt_text_find_binary(const char *s, size_t n);
+/* 3 when s[0..n) starts with a UTF-8 byte order mark (an editor's; it is
+ * not part of the first line's text), else 0. */
+size_t rt_utf8_bom_len(const char *s, size_t n);
 /* The compressor whose magic number starts head[0..n) ("gzip", "xz",
  * "bzip2", "zstd"), or NULL: a reader meeting binary data on line 1 says so. */
 const char *rt_compressed_by(const char *head, size_t n);

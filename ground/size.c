@@ -93,6 +93,11 @@ size_t rt_text_find_binary(const char *s, size_t n)
     return n;
 }
 
+size_t rt_utf8_bom_len(const char *s, size_t n)
+{
+    return n >= 3 && !memcmp(s, "\xef\xbb\xbf", 3) ? 3 : 0;
+}
+
 const char *rt_compressed_by(const char *head, size_t n)
 {
     static const struct {

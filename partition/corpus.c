@@ -145,9 +145,10 @@ int rt_text_load(const char *path, rt_text *t, rt_error *err)
         return rt_fail_errno(err, RT_EXIT_INPUT, e, "%s: read failed", path);
     }
     buf[len] = '\0';
-    if (len >= 3 && !memcmp(buf, "\xef\xbb\xbf", 3)) { /* a UTF-8 byte order mark */
-        len -= 3;
-        memmove(buf, buf + 3, len + 1);
+    size_t bom = rt_utf8_bom_len(buf, len);
+    if (bom) {
+        len -= bom;
+        memmove(buf, buf + bom, len + 1);
     }
     t->data = buf;
     t->len = len;
@@ -348,8 +349,8 @@ static rt_corpus_format sniff(const char *path, const rt_text *in, rt_error *err
     for (int looked = 0; looked < 64 && fgets(line, sizeof(line), fp); looked++) {
         char a[256], b[256];
         const char *l = line;
-        if (looked == 0 && !memcmp(line, "\xef\xbb\xbf", 3)) /* byte order mark */
-            l += 3;
+        if (looked == 0)
+            l += rt_utf8_bom_len(line, strlen(line));
         int n = sscanf(l, "%255s %255s", a, b);
         if (n <= 0)
             continue;

@@ -109,8 +109,7 @@ static void skip_bom(rt_linereader *lr)
     if (lr->bom_checked || (lr->end - lr->start < 3 && !lr->eof))
         return;
     lr->bom_checked = 1;
-    if (lr->end - lr->start >= 3 && !memcmp(lr->buf + lr->start, "\xef\xbb\xbf", 3))
-        lr->start += 3;
+    lr->start += rt_utf8_bom_len(lr->buf + lr->start, lr->end - lr->start);
 }
 
 int rt_linereader_peek(rt_linereader *lr, const char **text, size_t *len, rt_error *err)

@@ -150,9 +150,10 @@ int rt_token_file_read(const char *path, char *buf, size_t cap, size_t *len, rt_
     buf[n] = '\0';
     /* An editor's UTF-8 byte order mark is not part of the secret (one rank's
      * file saved with it failed to authenticate, for no visible reason). */
-    if (n >= 3 && !memcmp(buf, "\xef\xbb\xbf", 3)) {
-        memmove(buf, buf + 3, n - 3 + 1);
-        n -= 3;
+    size_t bom = rt_utf8_bom_len(buf, n);
+    if (bom) {
+        n -= bom;
+        memmove(buf, buf + bom, n + 1);
     }
     size_t at = rt_text_find_binary(buf, n);
     uint64_t line = 1;
