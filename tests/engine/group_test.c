@@ -336,6 +336,13 @@ static void test_bad_identity(void **state)
     assert_non_null(strstr(err.msg, "given together"));
 }
 
+/* Entry i of a read hostfile is host:port. */
+static void expect_peer(const rt_peer *p, int i, const char *host, int port)
+{
+    assert_string_equal(p[i].host, host);
+    assert_int_equal(p[i].port, port);
+}
+
 static void test_hostfile_formats(void **state)
 {
     (void)state;
@@ -350,28 +357,20 @@ static void test_hostfile_formats(void **state)
     rt_peer *p;
     rt_error err;
     assert_int_equal(rt_hostfile_read(hf, 6, 20000, &p, &err), 0);
-    assert_string_equal(p[0].host, "node-a");
-    assert_int_equal(p[0].port, 20000);
-    assert_string_equal(p[1].host, "10.0.0.2");
-    assert_int_equal(p[1].port, 9000);
-    assert_string_equal(p[2].host, "10.0.0.3");
-    assert_int_equal(p[2].port, 9001);
-    assert_string_equal(p[3].host, "fe80::1");
-    assert_int_equal(p[3].port, 9002);
-    assert_string_equal(p[4].host, "::1");
-    assert_int_equal(p[4].port, 20004);
-    assert_string_equal(p[5].host, "fe80::2");
-    assert_int_equal(p[5].port, 20005);
+    expect_peer(p, 0, "node-a", 20000);
+    expect_peer(p, 1, "10.0.0.2", 9000);
+    expect_peer(p, 2, "10.0.0.3", 9001);
+    expect_peer(p, 3, "fe80::1", 9002);
+    expect_peer(p, 4, "::1", 20004);
+    expect_peer(p, 5, "fe80::2", 20005);
     free(p);
 
     /* Saved by an editor: a byte order mark, CRLF, no final newline. */
     hf = write_file("edited", "\xef\xbb\xbf"
                               "10.0.0.1:9000\r\n10.0.0.2:9001");
     assert_int_equal(rt_hostfile_read(hf, 2, 20000, &p, &err), 0);
-    assert_string_equal(p[0].host, "10.0.0.1");
-    assert_int_equal(p[0].port, 9000);
-    assert_string_equal(p[1].host, "10.0.0.2");
-    assert_int_equal(p[1].port, 9001);
+    expect_peer(p, 0, "10.0.0.1", 9000);
+    expect_peer(p, 1, "10.0.0.2", 9001);
     free(p);
     /* A byte order mark only at the start: on line 2 it is part of a name. */
     hf = write_file("edited2", "10.0.0.1\n\xef\xbb\xbf"
