@@ -669,8 +669,32 @@ int rt_parse_int(const char *s, int *out)
     return 0;
 }
 
+int rt_check_out_not_cwd(const char *out, rt_error *err)
+{
+    if (rt_same_file(out, ".") || rt_path_inside(".", out))
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s: --out is the working directory or holds it; the output replaces the "
+                       "whole directory: run from outside it or give another --out",
+                       out);
+    return 0;
+}
+
+int rt_check_input_outside(const char *input, const char *option, const char *out, rt_error *err)
+{
+    if (!input || !out || rt_is_stdio(input))
+        return 0;
+    if (rt_same_file(input, out) || rt_path_inside(input, out))
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s: --%s is in --out %s, which the output replaces as a whole (the "
+                       "input would be deleted with it); give another --out",
+                       input, option, out);
+    return 0;
+}
+
 int rt_check_whole_out_dir(const char *out, const char *marker, const char *kind, rt_error *err)
 {
+    if (rt_check_out_not_cwd(out, err))
+        return -1;
     DIR *d = opendir(out);
     if (d) {
         int marked = 0, other = 0;

@@ -312,6 +312,15 @@ int rt_check_out_dir(const char *dir, rt_error *err);
  * new, empty, or an earlier output of its kind (it holds `marker`): nothing
  * else of the user's goes with it.  Then rt_check_out_dir. */
 int rt_check_whole_out_dir(const char *out, const char *marker, const char *kind, rt_error *err);
+/* An output directory that is replaced as a whole cannot be the working
+ * directory or hold it: rename(2) refuses "." and "..", and under another
+ * name the command would swap its own working directory away.  Exit code 2
+ * naming it (rt_check_whole_out_dir checks it too). */
+int rt_check_out_not_cwd(const char *out, rt_error *err);
+/* The input `input` of option --`option` must not be `out` or lie inside
+ * it when `out` is replaced as a whole: the previous output is deleted,
+ * and the input with it.  NULL and "-" pass; exit code 2 naming both. */
+int rt_check_input_outside(const char *input, const char *option, const char *out, rt_error *err);
 /* What `path` is when a command is given the wrong kind of thing (a model
  * as --plan, a plan as --model, a file as a directory).  Callers decide on
  * the kind; rt_dir_kind_text gives it for "PATH: not a plan: it ...":

@@ -71,9 +71,23 @@ static void report(const infer_opts *o, const rt_infer_result *r)
  * one directory, so a reader never sees new mixtures beside old document
  * names.  A directory swapped out as a whole must hold nothing else: it is
  * new, empty, or an earlier `rotor infer --out`. */
-static int check_out(const char *out, rt_error *err)
+static int check_out(const infer_opts *o, rt_error *err)
 {
-    return rt_check_whole_out_dir(out, "infer.json", "an earlier rotor infer --out", err);
+    return rt_check_input_outside(o->model, "model", o->out, err) ||
+           rt_check_input_outside(o->input, "input", o->out, err) ||
+           rt_check_input_outside(o->corpus.vocab, "vocab", o->out, err) ||
+           rt_check_input_outside(o->corpus.stopwords, "stopwords", o->out, err) ||
+           rt_check_whole_out_dir(o->out, "infer.json", "an earlier rotor infer --out", err);
+}
+
+/* An empty file or directory is more likely a wrong path or a failed
+ * download than a batch with nothing in it: an answer of no rows, exit 0,
+ * would hide that (partition and eval refuse empty inputs too). */
+static int check_some_documents(const infer_opts *o, const rt_corpus *c, rt_error *err)
+{
+    if (c->n_docs == 0)
+        return rt_fail(err, RT_EXIT_INPUT, "%s: no documents: nothing to infer", o->input);
+    return 0;
 }
 
 static int run(const infer_opts *o, rt_error *err)
@@ -91,9 +105,10 @@ static int run(const infer_opts *o, rt_error *err)
                 m.app->name);
         goto out;
     }
-    if (check_out(o->out, err) ||
+    if (check_out(o, err) ||
         rt_tmp_dir_name(o->out, (int)getpid(), "infer", tmp, sizeof(tmp), err) ||
-        rt_corpus_read(o->input, &o->corpus, &c, err) || rt_mkdir_p(tmp, err))
+        rt_corpus_read(o->input, &o->corpus, &c, err) || check_some_documents(o, &c, err) ||
+        rt_mkdir_p(tmp, err))
         goto out;
     rt_hold_dir(tmp); /* a one-shot command: released when the process ends */
     rt_progress progress;

@@ -80,6 +80,19 @@ static int parse_pipeline(const char *v, uint32_t *pipeline, rt_error *err)
     return 0;
 }
 
+/* The plan replaces --out as a whole (with --force): checked before the
+ * input is read, so that a long read does not end in a refusal. */
+static int check_out_place(const partition_opts *o, rt_error *err)
+{
+    if (rt_check_out_not_cwd(o->out, err) ||
+        rt_check_input_outside(o->input, "input", o->out, err) ||
+        rt_check_input_outside(o->test, "test", o->out, err) ||
+        rt_check_input_outside(o->corpus.vocab, "vocab", o->out, err) ||
+        rt_check_input_outside(o->corpus.stopwords, "stopwords", o->out, err))
+        return -1;
+    return 0;
+}
+
 /* Two passes: the first learns --app (and prints --help with both kinds'
  * options), the second reads the options of that kind.  0, 1 (help) or -1. */
 static int parse(int argc, char **argv, partition_opts *o, rt_error *err)
@@ -119,7 +132,7 @@ static int parse(int argc, char **argv, partition_opts *o, rt_error *err)
     if (o->test && rt_is_stdio(o->input) && rt_is_stdio(o->test))
         return rt_fail(err, RT_EXIT_INPUT,
                        "partition: --input and --test: only one can be standard input ('-')");
-    return 0;
+    return check_out_place(o, err);
 }
 
 char *partition_command_line(int argc, char **argv)
@@ -231,6 +244,9 @@ static int load(const partition_opts *o, data *d, rt_error *err)
         if (rt_read_ratings(o->test, (rt_rating_format)o->format, &d->rows, &d->cols, 0, &d->test,
                             &d->st_test, err) < 0)
             return -1;
+        if (d->st_test.ratings + d->st_test.dropped == 0) /* as an empty --input is */
+            return rt_fail(err, RT_EXIT_INPUT, "%s: empty input: no test ratings (--test)",
+                           o->test);
         if (d->st_test.dropped)
             rt_warn("%s: dropped %" PRIu64 " test ratings whose user or item never occurs in "
                     "training",

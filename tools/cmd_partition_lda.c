@@ -69,6 +69,8 @@ static int build(lda_part *p, const partition_opts *a, rt_error *err)
     }
     if (p->rows.n == 0)
         return rt_fail(err, RT_EXIT_INPUT, "%s: no training documents", a->input);
+    if (p->train.n == 0)
+        return rt_fail(err, RT_EXIT_INPUT, "%s: the training documents hold no tokens", a->input);
     return 0;
 }
 

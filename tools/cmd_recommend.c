@@ -13,9 +13,11 @@
 #include "tools/commands.h"
 #include "tools/guard.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef struct recommend_opts {
     const char *model, *users, *exclude, *out;
@@ -35,7 +37,8 @@ static const rt_opt recommend_options[] = {
     RT_FLAG_OPT("no-exclude", 0, recommend_opts, no_exclude,
                 "rank every item, training items included"),
     RT_PATH_OPT("out", 'o', recommend_opts, out, "FILE", "-", 0,
-                "where to write the recommendations (- = standard output)"),
+                "where to write the recommendations (- = standard output; an existing file is "
+                "replaced only when empty or an earlier rotor recommend output)"),
     RT_U32_OPT("threads", 't', recommend_opts, threads, NULL, "2", 1, 64, 0,
                "threads scoring a block"),
     RT_U32_OPT("batch", 0, recommend_opts, batch, "N", "4096", 1, 1 << 20, 0,
@@ -220,6 +223,52 @@ static int write_block(void *ctx, const uint32_t *users, uint32_t n, const uint3
 
 /* ------------------------------------------------------------ the command */
 
+/* Does the file start like an earlier recommend output?  TSV's first line
+ * is "USER\tITEM\tSCORE\t1" (ranks count from 1; a ratings file with a
+ * fourth column has a timestamp or a rating there), JSON's is {"user": ...}. */
+static int looks_like_recommendations(FILE *fp)
+{
+    char line[4096];
+    if (!fgets(line, sizeof(line), fp))
+        return 0;
+    if (!strncmp(line, "{\"user\": ", 9))
+        return 1;
+    int tabs = 0;
+    for (const char *c = line; *c; c++)
+        tabs += *c == '\t';
+    size_t n = strcspn(line, "\r\n");
+    return tabs == 3 && n >= 2 && !strncmp(line + n - 2, "\t1", 2);
+}
+
+/* --out replaces only an empty file or an earlier recommend output, as
+ * --metrics, a model, a plan and infer's --out replace only their own
+ * kind: a mistyped name never costs a file (a model's model.json, the
+ * ratings).  The --users and --exclude files are read before --out is
+ * replaced, so they are refused whatever they hold. */
+static int check_out(const recommend_opts *o, rt_error *err)
+{
+    struct stat sb;
+    if (rt_is_stdio(o->out))
+        return 0;
+    if ((o->users && rt_same_file(o->out, o->users)) ||
+        (o->exclude && rt_same_file(o->out, o->exclude)))
+        return rt_fail(err, RT_EXIT_INPUT, "%s: --out is also --%s; give another path", o->out,
+                       o->users && rt_same_file(o->out, o->users) ? "users" : "exclude");
+    if (stat(o->out, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size == 0)
+        return 0; /* new, a device or a directory (the open names it) */
+    FILE *fp = fopen(o->out, "r");
+    if (!fp)
+        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: --out: cannot read", o->out);
+    int ours = looks_like_recommendations(fp);
+    fclose(fp);
+    if (!ours)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s: --out would replace a file that is not the output of an earlier "
+                       "rotor recommend; give a new path (or remove it first)",
+                       o->out);
+    return 0;
+}
+
 static int recommend(const recommend_opts *o, rt_model *m, rt_error *err)
 {
     rt_idmap *rows, *cols;
@@ -275,6 +324,8 @@ int cmd_recommend(int argc, char **argv)
         return RT_EXIT_OK;
     if (o.quiet && rt_log_level > RT_LOG_WARN) /* progress and summary off */
         rt_log_level = RT_LOG_WARN;
+    if (check_out(&o, &err))
+        rt_die(&err);
     rt_guard_output(o.out); /* an interrupted run leaves no OUT.tmp.PID */
     if (rt_guard_start(&err) < 0)
         rt_die(&err);

@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+enum { DEFAULT_CHECKPOINT_EVERY = 10 };
+
 typedef struct train_opts {
     const char *plan_dir;
     int app;     /* index in rt_apps */
@@ -65,8 +67,11 @@ static const rt_opt train_options[] = {
     RT_PATH_OPT("checkpoint", 0, train_opts, checkpoint, "DIR", NULL, RT_OPT_DIR,
                 "write every rank's training state to DIR/ckpt-N every --checkpoint-every "
                 "epochs and at the end (the newest two kept; DIR must be seen by every rank)"),
-    RT_U64_OPT("checkpoint-every", 0, train_opts, checkpoint_every, "N", "10", 1, 1e12, 0,
-               "epochs (sgd-mf), sweeps (lda) or outer iterations (cd-mf) between checkpoints"),
+    /* No table default: 0 tells "not given" apart, which is an error
+     * without --checkpoint rather than a setting that silently does nothing. */
+    RT_U64_OPT("checkpoint-every", 0, train_opts, checkpoint_every, "N", NULL, 1, 1e12, 0,
+               "epochs (sgd-mf), sweeps (lda) or outer iterations (cd-mf) between checkpoints "
+               "(with --checkpoint; default: 10)"),
     RT_PATH_OPT("resume", 0, train_opts, resume, "DIR", NULL, RT_OPT_DIR,
                 "continue from the newest complete checkpoint under DIR (same plan, split and "
                 "options; --epochs, --iters and --outer count the total); the model ends "
@@ -89,6 +94,11 @@ static int parse_args(train_opts *o, void **app_opts, int argc, char **argv, rt_
     o->link.group.size = o->nodes;
     if ((o->node >= 0) != (o->nodes >= 0))
         return rt_fail(err, RT_EXIT_INPUT, "--node and --nodes go together");
+    if (o->checkpoint_every && !o->checkpoint)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "--checkpoint-every needs --checkpoint DIR (where the checkpoints go)");
+    if (!o->checkpoint_every)
+        o->checkpoint_every = DEFAULT_CHECKPOINT_EVERY;
     return 0;
 }
 
@@ -240,10 +250,24 @@ static int check_metrics_path(const char *metrics, const char *out, rt_error *er
     return 0;
 }
 
+/* The model replaces --out as a whole: no input may be in it, and it may
+ * not be the working directory (checked again with the rest of --out by the
+ * app, after the ranks have joined; here it comes before any waiting). */
+static int check_inputs_outside(const train_opts *o, const char *out, rt_error *err)
+{
+    if (!out)
+        return 0;
+    return rt_check_out_not_cwd(out, err) ||
+           rt_check_input_outside(o->plan_dir, "plan", out, err) ||
+           rt_check_input_outside(o->resume, "resume", out, err) ||
+           rt_check_input_outside(o->link.group.hostfile, "hostfile", out, err) ||
+           rt_check_input_outside(o->link.token_file, "token-file", out, err);
+}
+
 static int train(const train_opts *o, const char *out, train_run *r, rt_error *err)
 {
     r->app = rt_apps[o->app];
-    if (check_checkpoint_root(o->checkpoint, out, err) ||
+    if (check_inputs_outside(o, out, err) || check_checkpoint_root(o->checkpoint, out, err) ||
         check_metrics_path(app_path(o, r->app_opts, "metrics"), out, err) ||
         rt_plan_open_mapped(o->plan_dir, &r->plan, err))
         return -1;
