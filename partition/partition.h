@@ -398,7 +398,8 @@ typedef struct rt_ratings_stats {
     uint64_t lines;          /* lines read, including headers and comments */
     uint64_t ratings;        /* ratings appended */
     uint64_t dropped;        /* add_ids == 0: ratings with an unknown user or item */
-    int header;              /* a CSV header line was skipped */
+    int header;              /* a header line was skipped */
+    int pairs;               /* user-item pairs without a rating field: each counts 1 */
 } rt_ratings_stats;
 
 /* Read a ratings file and append its ratings to `out`.  add_ids = 1 (the

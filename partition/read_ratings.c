@@ -73,8 +73,10 @@ static int split_ws(char *s, field *f)
     }
 }
 
-/* Split on a one-character (',') or two-character ("::") separator; CSV
- * fields are trimmed of surrounding spaces. */
+/* Split on a one-character (',' or ';') or two-character ("::") separator;
+ * fields are trimmed of surrounding spaces and of one pair of double quotes
+ * (spreadsheets and pandas quote string ids; separators inside quotes are
+ * not supported: ids and ratings do not hold them). */
 static int split_sep(char *s, const char *sep, field *f)
 {
     size_t sl = strlen(sep);
@@ -87,6 +89,8 @@ static int split_sep(char *s, const char *sep, field *f)
             a++;
         while (z > a && is_space(z[-1]))
             z--;
+        if (z - a >= 2 && *a == '"' && z[-1] == '"') /* a quoted field: "A1B2" */
+            a++, z--;
         *z = '\0';
         if (n < MAX_FIELDS)
             f[n] = (field){a, (size_t)(z - a)};
@@ -172,6 +176,8 @@ typedef struct reader {
     int add_ids;
     rt_triplets *out;
     rt_ratings_stats *st;
+    const char *sep; /* CSV: "," or ";" (decided on the first data line) */
+    int pair_fields; /* 2 when the first data line had no rating field, else 0 */
     /* MatrixMarket */
     int mm_pattern, mm_have_size;
     uint64_t mm_rows, mm_cols, mm_nnz, mm_size_line, mm_entries;
@@ -244,12 +250,34 @@ static int map_ids(reader *r, const char *u, size_t ul, const char *i, size_t il
     return 0;
 }
 
+/* Semicolon-separated files come from locales whose decimal mark is a
+ * comma ("3,5"). */
+static void decimal_comma(field *f)
+{
+    char *c = memchr(f->s, ',', f->len);
+    if (c)
+        *c = '.';
+}
+
+static int has_digit(const field *f)
+{
+    for (size_t i = 0; i < f->len; i++)
+        if (f->s[i] >= '0' && f->s[i] <= '9')
+            return 1;
+    return 0;
+}
+
 static int rating_line(reader *r, field *f, int n, rt_error *err)
 {
     char buf[64];
     int want_max = r->fmt == RT_FMT_MM ? (r->mm_pattern ? 2 : 3) : r->fmt == RT_FMT_LIBMF ? 3 : 4;
     int want_min = r->fmt == RT_FMT_MM && r->mm_pattern ? 2 : 3;
+    if (r->pair_fields)
+        want_min = want_max = 2;
     if (n < want_min || n > want_max) {
+        if (r->pair_fields)
+            return line_error(r, err,
+                              "expected 2 fields (user item, as on the first line), found %d", n);
         if (want_min == want_max)
             return line_error(r, err, "expected %d fields, found %d", want_min, n);
         return line_error(r, err, "expected 3 or 4 fields (user item rating [timestamp]), found %d",
@@ -277,8 +305,10 @@ static int rating_line(reader *r, field *f, int n, rt_error *err)
                                   r->mm_nnz);
         }
     }
-    double v = 1.0;
+    double v = 1.0; /* MatrixMarket pattern and user-item pairs: every pair counts 1 */
     if (n >= 3) {
+        if (r->sep && r->sep[0] == ';')
+            decimal_comma(&f[2]);
         if (parse_number(f[2].s, f[2].len, &v) < 0)
             return line_error(r, err, "rating '%s' is not a number", clip(&f[2], buf, sizeof(buf)));
         if (!isfinite(v))
@@ -300,11 +330,39 @@ static int rating_line(reader *r, field *f, int n, rt_error *err)
     return rt_triplets_push(r->out, row, col, (float)v, err);
 }
 
-/* Is this a CSV header ("userId,movieId,rating,timestamp")? */
-static int csv_header(field *f, int n)
+/* Is the first data line a header ("userId,movieId,rating,timestamp",
+ * "user_id<TAB>item_id<TAB>rating", "user,item")?  Its rating field is not a
+ * number and its user field is not an integer id; with two fields (user
+ * item, no rating), neither field holds a digit. */
+static int header_line(reader *r, field *f, int n)
 {
     double v;
-    return n >= 3 && parse_number(f[2].s, f[2].len, &v) < 0;
+    uint64_t id;
+    const char *c;
+    size_t cl;
+    if (n >= 3) {
+        if (r->sep && r->sep[0] == ';')
+            decimal_comma(&f[2]);
+        return parse_number(f[2].s, f[2].len, &v) < 0 && parse_uint_id(&f[0], &id, &c, &cl) < 0;
+    }
+    return n == 2 && !has_digit(&f[0]) && !has_digit(&f[1]);
+}
+
+static int has_header(rt_rating_format f)
+{
+    return f == RT_FMT_TRIPLETS || f == RT_FMT_CSV || f == RT_FMT_DAT;
+}
+
+/* A header line, if it is one: skipped, and named on stderr. */
+static int skip_header(reader *r, field *f, int n)
+{
+    char a[64], b[64];
+    if (!header_line(r, f, n))
+        return 0;
+    r->st->header = 1;
+    rt_info("%s:%" PRIu64 ": skipped the header line ('%s', '%s', ...)", r->path, r->lr.line_no,
+            clip(&f[0], a, sizeof(a)), clip(&f[1], b, sizeof(b)));
+    return 1;
 }
 
 static int one_line(reader *r, char *line, int *first_data, rt_error *err)
@@ -328,14 +386,22 @@ static int one_line(reader *r, char *line, int *first_data, rt_error *err)
     }
     if (*s == '#' || *s == '%')
         return 0; /* comment */
-    int n = r->fmt == RT_FMT_CSV   ? split_sep(s, ",", f)
+    if (r->fmt == RT_FMT_CSV && !r->sep)
+        r->sep = strchr(s, ';') ? ";" : ",";
+    int n = r->fmt == RT_FMT_CSV   ? split_sep(s, r->sep, f)
             : r->fmt == RT_FMT_DAT ? split_sep(s, "::", f)
                                    : split_ws(s, f);
-    if (*first_data) {
+    if (*first_data && has_header(r->fmt)) {
+        /* 1: the first data line, which may be a header; 2: the first after a header */
+        int may_be_header = *first_data == 1;
         *first_data = 0;
-        if (r->fmt == RT_FMT_CSV && csv_header(f, n)) {
-            r->st->header = 1;
+        if (may_be_header && skip_header(r, f, n)) {
+            *first_data = 2;
             return 0;
+        }
+        if (n == 2) { /* user-item pairs without ratings, all lines alike */
+            r->pair_fields = 2;
+            r->st->pairs = 1;
         }
     }
     return rating_line(r, f, n, err);

@@ -40,6 +40,9 @@ static void sniff_text(const char *text, size_t len, rt_rating_format *f, const 
         if (strstr(s, "::")) {
             *f = RT_FMT_DAT;
             *why = "'::' separators, MovieLens ratings.dat";
+        } else if (strchr(s, ';')) { /* Book-Crossing; locales with decimal commas */
+            *f = RT_FMT_CSV;
+            *why = "semicolon-separated";
         } else if (strchr(s, ',')) {
             *f = RT_FMT_CSV;
             *why = "comma-separated";

@@ -240,6 +240,10 @@ static int load(const partition_opts *o, data *d, rt_error *err)
     if (rt_read_ratings(o->input, (rt_rating_format)o->format, &d->rows, &d->cols, 1, &d->train,
                         &d->st_train, err) < 0)
         return -1;
+    if (d->st_train.pairs)
+        rt_info("%s: no rating field: every user-item pair counts 1 (implicit feedback: train "
+                "with --implicit)",
+                o->input);
     if (o->test) {
         if (rt_read_ratings(o->test, (rt_rating_format)o->format, &d->rows, &d->cols, 0, &d->test,
                             &d->st_test, err) < 0)

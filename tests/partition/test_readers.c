@@ -58,33 +58,46 @@ static void test_formats(void **state)
     static const struct {
         const char *name, *text;
         rt_rating_format sniffed;
+        int header; /* the first line is a header, skipped */
     } cases[] = {
         {"u.data", "196\t242\t3\t881250949\n186\t302\t3.5\t891717742\n196\t302\t1\t1\n",
-         RT_FMT_TRIPLETS},
+         RT_FMT_TRIPLETS, 0},
         {"ratings.csv",
          "userId,movieId,rating,timestamp\n196,242,3,1\n186,302,3.5,2\n"
          "196,302,1,3\n",
-         RT_FMT_CSV},
-        {"ratings.dat", "196::242::3::881250949\n186::302::3.5::1\r\n196::302::1::0", RT_FMT_DAT},
+         RT_FMT_CSV, 1},
+        {"ratings.dat", "196::242::3::881250949\n186::302::3.5::1\r\n196::302::1::0", RT_FMT_DAT, 0},
         {"m.mtx",
          "%%MatrixMarket matrix coordinate real general\n% comment\n200 400 3\n"
          "196 242 3\n186 302 3.5\n196 302 1\n",
-         RT_FMT_MM},
+         RT_FMT_MM, 0},
         {"bom.txt",
          "\xef\xbb\xbf" /* a UTF-8 byte order mark: not part of the first id */
          "196 242 3\r\n186 302 3.5\r\n196 302 1\r\n",
-         RT_FMT_TRIPLETS},
+         RT_FMT_TRIPLETS, 0},
         {"bom.csv",
          "\xef\xbb\xbf"
          "userId,movieId,rating\n196,242,3\n186,302,3.5\n196,302,1\n",
-         RT_FMT_CSV},
+         RT_FMT_CSV, 1},
         {"spaces.txt", "# comment\n  196   242 3\n\n186 302   3.5e0\n196 302 +1.000\n",
-         RT_FMT_TRIPLETS},
+         RT_FMT_TRIPLETS, 0},
         /* the fourth field is never read, in any reader: a date, a word */
-        {"dates.txt", "196 242 3 2005-09-06\n186\t302\t3.5\tjunk\n196 302 1 x\n", RT_FMT_TRIPLETS},
+        {"dates.txt", "196 242 3 2005-09-06\n186\t302\t3.5\tjunk\n196 302 1 x\n", RT_FMT_TRIPLETS, 0},
         {"dates.csv", "user,item,rating,date\n196,242,3,2005-09-06\n186,302,3.5,junk\n196,302,1,\n",
-         RT_FMT_CSV},
-        {"dates.dat", "196::242::3::2005-09-06\n186::302::3.5::junk\n196::302::1::x\n", RT_FMT_DAT},
+         RT_FMT_CSV, 1},
+        {"dates.dat", "196::242::3::2005-09-06\n186::302::3.5::junk\n196::302::1::x\n", RT_FMT_DAT, 0},
+        /* real-world shapes: a header on tab-separated data, Book-Crossing's quoted
+         * semicolon-separated fields, decimal commas, pandas' quoted CSV */
+        {"header.tsv",
+         "user_id\titem_id\trating\ttimestamp\n196\t242\t3\t1\n186\t302\t3.5\t2\n196\t302\t1\t3\n",
+         RT_FMT_TRIPLETS, 1},
+        {"bx.csv",
+         "\"User-ID\";\"ISBN\";\"Book-Rating\"\n\"196\";\"242\";\"3\"\n\"186\";\"302\";\"3,"
+         "5\"\n196;302;1\n",
+         RT_FMT_CSV, 1},
+        {"quoted.csv",
+         "\"user\",\"item\",\"rating\"\n\"196\",\"242\",3\n\"186\",\"302\",\"3.5\"\n196,302,1\n",
+         RT_FMT_CSV, 1},
     };
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
         const char *path = scratch_file(cases[k].name, cases[k].text);
@@ -106,8 +119,8 @@ static void test_formats(void **state)
         expect(&p, 2, "196", "302", 1.0f);
         assert_int_equal(p.t.e[2].row, 0); /* first appearance order */
         assert_int_equal(p.t.e[2].col, 1);
-        if (f == RT_FMT_CSV)
-            assert_int_equal(p.st.header, 1);
+        assert_int_equal(p.st.header, cases[k].header);
+        assert_int_equal(p.st.pairs, 0);
         parsed_free(&p);
     }
 }
@@ -123,6 +136,37 @@ static void test_libmf_and_string_ids(void **state)
     parse_ok(&p, "str.txt", "alice  The-Matrix 5\nbob Alien 4\nalice Alien 3.25\n",
              RT_FMT_TRIPLETS);
     expect(&p, 2, "alice", "Alien", 3.25f);
+    parsed_free(&p);
+}
+
+/* Implicit feedback as user-item pairs without a rating: every pair counts
+ * 1, with or without a header; a line with a rating among them is an error. */
+static void test_pairs_without_ratings(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *text;
+        int header;
+    } cases[] = {
+        {"pairs.txt", "196 242\n186\t302\n196 302\n", 0},
+        {"pairs.csv", "user,item\n196,242\n186,302\n196,302\n", 1},
+        {"pairs.dat", "196::242\n186::302\n196::302\n", 0},
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        parsed p;
+        parse_ok(&p, cases[k].name, cases[k].text, RT_FMT_AUTO);
+        assert_int_equal(p.t.n, 3);
+        assert_int_equal(p.st.pairs, 1);
+        assert_int_equal(p.st.header, cases[k].header);
+        expect(&p, 0, "196", "242", 1.0f);
+        expect(&p, 1, "186", "302", 1.0f);
+        expect(&p, 2, "196", "302", 1.0f);
+        parsed_free(&p);
+    }
+    parsed p;
+    parse(&p, scratch_file("mixed.txt", "1 2\n1 3\n2 2 5\n"), RT_FMT_AUTO);
+    assert_int_equal(p.rc, -1);
+    assert_non_null(strstr(p.err.msg, "mixed.txt:3: expected 2 fields (user item"));
     parsed_free(&p);
 }
 
@@ -156,6 +200,11 @@ static void test_bad_inputs(void **state)
         const char *where, *what;
     } cases[] = {
         {"fields.txt", "1 2 3\n1 2\n", RT_FMT_AUTO, "fields.txt:2:", "fields"},
+        /* a first line with an integer user id is data, not a header */
+        {"notheader.txt", "1 2 x\n1 3 4\n", RT_FMT_AUTO, "notheader.txt:1:", "not a number"},
+        {"notheader.csv", "1,2,x\n1,3,4\n", RT_FMT_AUTO, "notheader.csv:1:", "not a number"},
+        {"header2.txt", "user item rating\nuser item rating\n", RT_FMT_AUTO,
+         "header2.txt:2:", "not a number"},
         {"fields5.txt", "1 2 3 4 5\n", RT_FMT_AUTO, "fields5.txt:1:", "found 5"},
         {"rating.txt", "1 2 3\n4 5 6\n7 8 good\n", RT_FMT_AUTO, "rating.txt:3:", "not a number"},
         {"nan.txt", "1 2 nan\n", RT_FMT_AUTO, "nan.txt:1:", "NaN or infinite"},
@@ -305,6 +354,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_formats),
         cmocka_unit_test(test_libmf_and_string_ids),
+        cmocka_unit_test(test_pairs_without_ratings),
         cmocka_unit_test(test_test_file_drops),
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_many_lines),
