@@ -275,15 +275,42 @@ static int state_load(const rt_app_desc *app, void *state, const rt_plan *plan, 
 
 /* A checkpoint that failed (here or on another rank) leaves nothing half
  * made: this rank's state file goes, and the directory with the last one
- * out (rmdir removes it only once it is empty, so never another rank's file). */
-static int checkpoint_failed(const char *dir, rt_engine *eng, uint64_t next, rt_error *err)
+ * out (rmdir removes it only once it is empty, so never another rank's
+ * file).  `together`: every rank is here (they agreed that the checkpoint
+ * failed), so the directory goes only after every rank's file, never while
+ * a rank is still creating its own in it. */
+static int checkpoint_failed(const char *dir, rt_engine *eng, uint64_t next, int together,
+                             rt_error *err)
 {
     char manifest[4096];
     if (rt_engine_rank(eng) == 0 && manifest_path(manifest, sizeof(manifest), dir, NULL) == 0)
         unlink(manifest); /* it may be in place when only the sync after it failed */
     rt_state_discard(dir, (uint32_t)rt_engine_rank(eng));
+    if (together)
+        rt_engine_barrier(eng, NULL); /* a lost peer ends it at once */
     rmdir(dir);
     return rt_error_prefix(err, "checkpoint at rotation %" PRIu64, next);
+}
+
+/* Every rank's file is in place before the manifest makes the set count:
+ * the ranks agree on whether each wrote its own (an all-reduce of one flag
+ * per rank, which is also the barrier).  A rank that could not keeps its
+ * own message; the others name it.  0 when every rank wrote its file. */
+static int agree_all_written(rt_engine *eng, int mine_failed, rt_error *err)
+{
+    int P = rt_engine_size(eng), me = rt_engine_rank(eng);
+    rt_error scratch = {0}, *e = mine_failed ? &scratch : err; /* keep our own cause */
+    int64_t *failed = calloc((size_t)P, sizeof(*failed));
+    if (!failed)
+        return mine_failed ? -1 : rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    failed[me] = mine_failed;
+    int rc = rt_engine_allreduce_i64(eng, failed, (size_t)P, e);
+    for (int r = 0; rc == 0 && r < P; r++)
+        if (failed[r] && r != me)
+            rc = rt_fail(e, RT_EXIT_RUNTIME, "rank %d could not write its state (see its message)",
+                         r);
+    free(failed);
+    return mine_failed ? -1 : rc;
 }
 
 static int checkpoint_write(const rt_app_desc *app, void *state, rt_engine *eng,
@@ -294,15 +321,13 @@ static int checkpoint_write(const rt_app_desc *app, void *state, rt_engine *eng,
     double t0 = rt_now();
     if (ckpt_dir(dir, sizeof(dir), cfg->dir, next, err) || rt_mkdir_p(dir, err))
         return rt_error_prefix(err, "checkpoint at rotation %" PRIu64, next);
-    if (state_save(app, state, plan, eng, dir, next, err))
-        return checkpoint_failed(dir, eng, next, err);
-    /* Every rank's file is in place before the manifest makes the set count. */
-    if (rt_engine_barrier(eng, err))
-        return checkpoint_failed(dir, eng, next, err);
+    int saved = state_save(app, state, plan, eng, dir, next, err);
+    if (agree_all_written(eng, saved != 0, err))
+        return checkpoint_failed(dir, eng, next, 1, err);
     if (rt_engine_rank(eng) == 0) {
         /* the manifest's sync covers the names in dir; this one, dir's own name */
         if (write_manifest(dir, app, plan, eng, next, cfg->job, err) || rt_sync_dir(cfg->dir, err))
-            return checkpoint_failed(dir, eng, next, err);
+            return checkpoint_failed(dir, eng, next, 0, err);
         prune(cfg->dir, next);
         rt_info("checkpoint: rotation %" PRIu64 " written to %s in %.3fs", next, dir,
                 rt_now() - t0);

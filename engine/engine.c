@@ -613,6 +613,12 @@ uint32_t rt_engine_first_worker(const rt_engine *e)
     return e->first_worker;
 }
 
+void rt_engine_abort(rt_engine *e, const char *why)
+{
+    if (e)
+        rt_transport_abort(e->tr, why);
+}
+
 const char *rt_engine_transport_name(const rt_engine *e)
 {
     return rt_transport_name(e->tr);

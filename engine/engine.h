@@ -159,6 +159,11 @@ int rt_engine_create(const rt_engine_config *cfg, rt_engine **out, rt_error *err
  * this return -1 (the message names the failing peer when it was the network). */
 int rt_engine_run(rt_engine *e, const rt_app_ops *ops, void *app, rt_error *err);
 void rt_engine_destroy(rt_engine *e);
+/* This rank stops on an error of its own (`why`, its one-line message):
+ * the other ranks are told, and report "rank R stopped: WHY" instead of a
+ * lost connection (rt_transport_abort).  Call before rt_engine_destroy;
+ * NULL e: nothing. */
+void rt_engine_abort(rt_engine *e, const char *why);
 
 int rt_engine_rank(const rt_engine *e);
 int rt_engine_size(const rt_engine *e);

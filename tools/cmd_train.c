@@ -353,6 +353,8 @@ int cmd_train(int argc, char **argv)
     }
     if (rc == 0)
         rc = train(&o, out, &r, &err);
+    if (rc < 0) /* the other ranks report this cause, not a lost connection */
+        rt_engine_abort(r.engine, err.msg);
     train_cleanup(&r);
     if (rc < 0)
         rt_guard_die(&err);

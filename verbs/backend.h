@@ -28,6 +28,10 @@ struct rt_transport_ops {
     /* Optional: called once every rank has proven the job secret, before
      * anything else crosses the connections (RDMA sends its window here). */
     int (*authenticated)(rt_transport *t, rt_error *err);
+    /* This rank stops because of its own error `why`: fail the transport
+     * (first failure wins) and tell the peers, so that they report the
+     * cause rather than a lost connection. */
+    void (*abort)(rt_transport *t, const char *why);
 };
 
 struct rt_transport {

@@ -449,8 +449,12 @@ static void on_notice(ib_transport *ib, ib_peer *p, const wire_ib_msg *m)
     int lost = m->lost >= 0 ? m->lost : p->rank;
     if (!ib->failed)
         ib->lost_rank = lost;
-    set_failed(ib, "ib: lost %s (reported by %s)", peer_name(ib, lost, pn, sizeof(pn)),
-               peer_name(ib, p->rank, qn, sizeof(qn)));
+    if (lost == p->rank) /* it failed on its own (rt_transport_abort or a local error) */
+        set_failed(ib, "ib: %s stopped with an error of its own (see its message)",
+                   peer_name(ib, lost, pn, sizeof(pn)));
+    else
+        set_failed(ib, "ib: lost %s (reported by %s)", peer_name(ib, lost, pn, sizeof(pn)),
+                   peer_name(ib, p->rank, qn, sizeof(qn)));
 }
 
 /* What a receive from p is checked against. */
@@ -1103,6 +1107,18 @@ static void ib_close(rt_transport *t)
     free(ib);
 }
 
+/* Our own error stops this rank: failed with no lost rank, the close sends
+ * every peer a notice naming this rank as the one lost, which they report
+ * as a rank that stopped with an error of its own (the notice carries no
+ * text). */
+static void ib_abort(rt_transport *t, const char *why)
+{
+    ib_transport *ib = (ib_transport *)t;
+    pthread_mutex_lock(&ib->mu);
+    set_failed(ib, "rank %d stopped: %s", ib->base.cfg.rank, why);
+    pthread_mutex_unlock(&ib->mu);
+}
+
 static const struct rt_transport_ops ib_ops = {
     .name = "ib",
     .close = ib_close,
@@ -1114,6 +1130,7 @@ static const struct rt_transport_ops ib_ops = {
     .recv_msg = ib_recv_msg,
     .get_stats = ib_get_stats,
     .authenticated = ib_authenticated,
+    .abort = ib_abort,
 };
 
 /* ------------------------------------------------------------- probing ---- */

@@ -1754,6 +1754,19 @@ static void tcp_close(rt_transport *base)
     tcp_free(t);
 }
 
+/* Our own error stops this rank: fail with it, which relays the text to
+ * both ring neighbours (FAIL frames) before the sockets shut down; they
+ * fail with it and pass it on round the ring. */
+static void tcp_abort(rt_transport *base, const char *why)
+{
+    tcp_transport *t = (tcp_transport *)base;
+    if (t->size <= 1)
+        return;
+    pthread_mutex_lock(&t->mu);
+    fail_locked(t, "rank %d stopped: %s", t->rank, why);
+    pthread_mutex_unlock(&t->mu);
+}
+
 static const struct rt_transport_ops tcp_ops = {
     .name = "tcp",
     .close = tcp_close,
@@ -1764,6 +1777,7 @@ static const struct rt_transport_ops tcp_ops = {
     .send_msg = tcp_send_msg,
     .recv_msg = tcp_recv_msg,
     .get_stats = tcp_get_stats,
+    .abort = tcp_abort,
 };
 
 static int init_sync(tcp_transport *t, rt_error *err)

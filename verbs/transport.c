@@ -141,6 +141,12 @@ int rt_transport_open(const rt_transport_config *cfg, rt_transport **out, rt_err
     return 0;
 }
 
+void rt_transport_abort(rt_transport *t, const char *why)
+{
+    if (t && t->ops->abort)
+        t->ops->abort(t, why ? why : "an error");
+}
+
 void rt_transport_close(rt_transport *t)
 {
     if (t)

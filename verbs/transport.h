@@ -139,6 +139,13 @@ void rt_transport_config_init(rt_transport_config *cfg);
  * and register the window.  Returns 0, or -1 with `err` set. */
 int rt_transport_open(const rt_transport_config *cfg, rt_transport **out, rt_error *err);
 void rt_transport_close(rt_transport *t);
+/* This rank is about to stop because of an error of its own (a file it
+ * could not write, bad input): fail the transport and tell the peers why,
+ * before rt_transport_close.  The other ranks' calls then fail with "rank R
+ * stopped: WHY" (tcp relays the text; ib says that rank R stopped with an
+ * error of its own) instead of a lost connection.  A transport that has
+ * already failed keeps its first cause.  NULL t: nothing. */
+void rt_transport_abort(rt_transport *t, const char *why);
 
 const char *rt_transport_name(const rt_transport *t); /* "tcp" or "ib" */
 int rt_transport_rank(const rt_transport *t);
