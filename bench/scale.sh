@@ -3,7 +3,7 @@
 # network namespaces joined by shaped veth links, next to `rotor simulate`.
 #
 #   bench/scale.sh [--quick] [--ranks 2,4,8] [--gbps 1,5,25] [--apps sgd-mf,lda]
-#                  [--epochs N] [--rounds 3] [--calibrations 5] [--keep] [--size small|large]
+#                  [--epochs N] [--rounds 3] [--calibrations 1] [--keep] [--size small|large]
 #                  [--configs APP:RANKS:GBPS[:THREADS[:PIPELINE[:ADDED_LATENCY_US]]],...]
 #   bench/scale.sh --auto APP:RANKS:GBPS [--rounds 3] [--epochs N]
 #
@@ -23,40 +23,47 @@
 # bandwidth is measured without it (what the link carries, not what one
 # ping-pong stream reaches over a longer round trip).
 #
-# For each plan, once per run (at its first configuration): calibrate the
-# kernel rate (rotor simulate --calibrate: a short serial run of the app on
-# the plan, unpinned like the ranks), then the per-step cost and the spread
-# of step costs and cell times, and the part of that a worker shares over a
-# rotation (--calibrate-threads: the job's workers as threads of one process
-# on these cores); --calibrations pairs of these runs, and each figure the
-# median of its values.  Then for each configuration, --rounds times: run
-# `rotor train` in every namespace (THREADS threads per
-# rank, default 1, on a plan of PIPELINE blocks per worker, default 2;
-# --pin no: on one machine every rank would pin to the same core); take the
-# median epoch time and stall over the epochs after the first of all
-# rounds; and predict them (the model's medians over its rotations) with
-# `rotor simulate` from the plan's calibration (--rate,
-# --step-overhead-us, --step-cv, --cell-cv, --worker-cv), the bandwidth TCP reaches
-# through the shaped link (gbps_tcp, rotor bench-link) and tbf's burst
-# (--burst-kib), all ranks on this machine's cores (--host-cores $(nproc):
-# the emulation's truth; a real cluster gives every node its own), each core
-# slower while all compute at once (--busy-core-speed: the threaded
-# calibration's rate per CPU second of a visit over the serial one's), the
-# kernel's CPU per byte moved taken from those cores (--net-cpu-ns-per-byte,
-# measured with the bandwidth) and TCP's
-# send buffer (--send-buffer-kib 8192: the transport's 4 MiB SO_SNDBUF,
-# which Linux doubles; a pass frees its slot once written there).  One JSON
-# line per configuration:
+# For each configuration, --rounds times: calibrate the machine's speed
+# right before the round (--calibrations pairs, default 1: `rotor simulate
+# --calibrate`, a short serial run of the app on the plan, unpinned like the
+# ranks, for the kernel rate and the per-step cost, and --calibrate-threads,
+# the job's workers as threads of one process on these cores, for the rate
+# of a core while all compute, the step costs beyond the slowest cell and
+# the spread of step costs and cell times); then run `rotor train` in every
+# namespace (THREADS threads per rank, default 1, on a plan of PIPELINE
+# blocks per worker, default 2; --pin no: on one machine every rank would
+# pin to the same core) and take its median epoch time and stall over the
+# epochs after the first; and predict that round (the model's medians over
+# its rotations) with `rotor simulate`: its speed (--rate, and
+# --busy-core-speed: the threaded calibration's rate per CPU second of a
+# visit over the serial one's) from the calibration made right before it,
+# the rest of the plan's figures (--step-overhead-us, --step-cv, --cell-cv,
+# --worker-cv) the medians over all the plan's calibrations in this run so
+# far; the bandwidth TCP reaches through the shaped link (gbps_tcp, rotor
+# bench-link) and tbf's burst (--burst-kib), all ranks on this machine's
+# cores (--host-cores $(nproc): the emulation's truth; a real cluster gives
+# every node its own), the kernel's CPU per byte moved taken from those
+# cores (--net-cpu-ns-per-byte, measured with the bandwidth) and TCP's send
+# buffer (--send-buffer-kib 8192: the transport's 4 MiB SO_SNDBUF, which
+# Linux doubles; a pass frees its slot once written there).  Measured and
+# predicted are each the median over the rounds.  One JSON line per
+# configuration:
 #   {"app", "ranks", "threads", "pipeline", "gbps", "gbps_tcp",
 #    "net_cpu_ns_per_byte", "added_latency_us", "latency_us",
 #    "rounds", "measured_epoch_s", "predicted_epoch_s", "epoch_error",
 #    "measured_stall", "predicted_stall", "stall_error", "measured_compute_s",
-#    "predicted_compute_s", "calibrations", "rate", "busy_core_speed",
-#    "step_overhead_us", "cell_cv", "worker_cv", "step_cv", "critical", "loadavg"}
+#    "predicted_compute_s", "round_measured_epoch_s", "round_predicted_epoch_s",
+#    "round_measured_stall", "round_predicted_stall", "round_measured_compute_s",
+#    "round_predicted_compute_s", "round_rate", "round_busy_core_speed",
+#    "calibrations", "rate", "busy_core_speed", "step_overhead_us", "cell_cv",
+#    "worker_cv", "step_cv", "critical", "loadavg"}
+# (the round_ lists: each round's figures, in order; rate and
+# busy_core_speed: the medians of the rounds' speeds.)
 # (compute: the most any rank spends in its kernel per epoch, from the
 # engine's debug log, median over the rounds, against the model's, which
 # includes the sharing; the calibration's figures are the model's inputs).
-# stderr gets one line per plan with each figure's median and range.
+# stderr gets one line per configuration with its plan's figures so far
+# (median and range) and its rounds' speeds.
 # --auto: the plan of `rotor partition --pipeline auto` (for the measured
 # link and the rate calibrated right before) against the default plan, run
 # alternately; one JSON line with the medians and their ratio.
@@ -66,13 +73,13 @@
 # millisecond thread hand-offs and run-to-run noise weigh less; MF's block
 # bytes grow with its compute (rank and columns alike), so 0.25-0.5 Gb/s
 # stay bandwidth-bound on 2 cores.  Default epochs 8 (medians over 7).
-# --quick: 4 configurations, one round of 4 epochs each, 2 calibrations per
-# plan (about a minute).
+# --quick: 4 configurations, one round of 4 epochs each (about a minute).
 # --keep: keep the scratch directory; per configuration
 # (kept/APP.RANKS.THREADS.PIPELINE.GBPS.ADDED_US) every round's rank logs
-# (round.N), the model's command and per-node debug lines, and the plan's
-# calibration runs (one line each: rate, inline_us, step_us, cell_cv,
-# step_cv, worker_cv, serial and threaded CPU rates).
+# (round.N), with the model's command and per-node debug lines for that
+# round and the calibration pairs run before it (one line each: rate,
+# inline_us, step_us, cell_cv, step_cv, worker_cv, serial and threaded CPU
+# rates).
 # Without root or namespaces it prints a message and exits 0.
 # One scale.sh at a time owns the rtscale-* namespaces (lock
 # /run/lock/rotor-scale.lock): a second one exits 2 saying so.  Every exit
@@ -81,9 +88,9 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 ranks=2,4,8 gbps=1,5,25 apps=sgd-mf,lda epochs="" rounds=3 quick=0 keep=0 configs="" auto="" size=small
-calibrations=5
+calibrations=1
 BENCH_FLAGS=([quick]=quick=1 [keep]=keep=1)
-bench_options 2,80 "$@"
+bench_options 2,87 "$@"
 case $size in
 small) mf_cols=10000 mf_nnz=1500000 mf_rank=64 lda_docs=6000 lda_vocab=20000 ;;
 large) mf_cols=60000 mf_nnz=9000000 mf_rank=128 lda_docs=15000 lda_vocab=60000 ;;
@@ -386,34 +393,52 @@ calibrate_once() { # calibrate_once APP PLAN
 
 json_num() { echo "$2" | sed -n "s/.*\"$1\": \([0-9.e+-]*\).*/\1/p"; } # json_num NAME JSON
 
-# calibrate APP PLAN KEY: the plan's figures (rate, inline_us, step_us,
-# cell_cv, step_cv, worker_cv, busy_speed [KEY]), once per run: the median
-# of each over $calibrations pairs of calibration runs, which every
-# configuration and round on this plan then shares.  One short calibration
-# moves a lot on a shared machine (busy_speed 0.69-1.0, the rate 10-13 M/s,
-# the cvs twofold, between rounds of one configuration); the median of
-# several, measured once, keeps one configuration's rounds and the rows of
-# one plan from contradicting each other.  busy_speed, a core's rate while
-# all compute at once over its rate alone, is the ratio of the two CPU
-# rates' medians: the serial run's rate moves most (9.6-11.7 M/s in five
-# pairs, with the threaded pair's ratio 0.98-0.72 against it), and the
-# model's speed with all cores busy (rate x busy_speed) is then the
-# threaded runs' median.
-calibrate() {
-    local key=$3 f=$TMP/calibration.$3 i
-    [ -z "${rate[$key]:-}" ] || return 0
-    : >"$f"
-    for ((i = 0; i < calibrations; i++)); do calibrate_once "$1" "$2" >>"$f" || return 1; done
+# busy_of SERIAL_CPU_RATE THREADS_CPU_RATE: busy_core_speed, a core's rate
+# while all compute at once over its rate alone, in [0.01, 1].
+busy_of() {
+    awk -v s="$1" -v t="$2" \
+        'BEGIN { f = s > 0 && t > 0 ? t / s : 1; if (f > 1) f = 1; if (f < 0.01) f = 0.01; printf "%.3f", f }'
+}
+
+# plan_figures KEY: the plan's figures (rate, inline_us, step_us, cell_cv,
+# step_cv, worker_cv, busy_speed [KEY]): the median of each over every
+# calibration pair this plan has had in this run so far.  busy_speed is the
+# ratio of the two CPU rates' medians (the serial run's rate moves most:
+# 9.6-11.7 M/s in five pairs, with the threaded pair's ratio 0.98-0.72
+# against it).  A round's prediction takes its speed (rate, busy_speed)
+# from the pair run right before it instead (calibrate_round).
+plan_figures() {
+    local key=$1 f=$TMP/calibration.$1
     rate[$key]=$(col_median 1 "$f") inline_us[$key]=$(col_median 2 "$f")
     step_us[$key]=$(col_median 3 "$f") cell_cv[$key]=$(col_median 4 "$f")
     step_cv[$key]=$(col_median 5 "$f") worker_cv[$key]=$(col_median 6 "$f")
-    busy_speed[$key]=$(awk -v t="$(col_median 8 "$f")" -v s="$(col_median 7 "$f")" \
-        'BEGIN { f = s > 0 && t > 0 ? t / s : 1; if (f > 1) f = 1; if (f < 0.01) f = 0.01; printf "%.3f", f }')
-    echo "scale.sh: calibrated $key ($calibrations pairs; median, then min-max):" \
-        "rate ${rate[$key]} ($(range 1 "$f")), busy_core_speed ${busy_speed[$key]}" \
-        "(CPU rates: serial $(range 7 "$f"), threads $(range 8 "$f"))," \
-        "step_us ${step_us[$key]} ($(range 3 "$f")), cell_cv ${cell_cv[$key]} ($(range 4 "$f"))," \
-        "worker_cv ${worker_cv[$key]} ($(range 6 "$f")), step_cv ${step_cv[$key]} ($(range 5 "$f"))" >&2
+    busy_speed[$key]=$(busy_of "$(col_median 7 "$f")" "$(col_median 8 "$f")")
+}
+
+# calibrate APP PLAN KEY PAIRS: PAIRS more calibration pairs of the plan
+# (added to $TMP/calibration.KEY; their lines alone in $TMP/pairs), then the
+# plan's figures.
+calibrate() {
+    local key=$3 i
+    : >"$TMP/pairs"
+    for ((i = 0; i < $4; i++)); do calibrate_once "$1" "$2" >>"$TMP/pairs" || return 1; done
+    cat "$TMP/pairs" >>"$TMP/calibration.$key"
+    plan_figures "$key"
+}
+
+# calibrate_round APP PLAN KEY: the machine's speed right before a round,
+# in $TMP/speed ("rate busy_core_speed": medians over $calibrations pairs
+# run now).  This
+# VM's speed drifts within minutes (last session's quiet runs: calibrated
+# rates 30% lower in one run than in the one before, and one plan 60%
+# slower at its last configuration than at its first), so a calibration
+# made once per plan, or once per configuration, predicts rounds run at
+# another speed; the shape of the machine's noise (step costs, the cvs)
+# changes less and is pooled over all the plan's pairs (plan_figures).
+calibrate_round() {
+    calibrate "$1" "$2" "$3" "$calibrations" || return 1
+    echo "$(col_median 1 "$TMP/pairs")" \
+        "$(busy_of "$(col_median 7 "$TMP/pairs")" "$(col_median 8 "$TMP/pairs")")" >"$TMP/speed"
 }
 
 range() { cut -d' ' -f"$1" "$2" | sort -g | sed -n '1p;$p' | paste -sd- -; } # range COLUMN FILE
@@ -421,11 +446,15 @@ range() { cut -d' ' -f"$1" "$2" | sort -g | sed -n '1p;$p' | paste -sd- -; } # r
 declare -A effective
 plan_dir() { echo "$TMP/$1.$2.$3.$4/plan"; } # plan_dir APP RANKS THREADS PIPELINE
 
-# one_round APP RANKS GBPS LAT_US THREADS PIPELINE ADDED_US: run once; appends
-# its epochs to $TMP/epochs and its measured compute to $TMP/rounds.
+# one_round APP RANKS GBPS LAT_US THREADS PIPELINE ADDED_US: the machine's
+# speed now (calibrate_round), then one run; appends "compute epoch stall
+# rate busy_core_speed" to $TMP/rounds: the run's compute (measured_compute)
+# and median epoch and stall over its epochs after the first, and the speed
+# its prediction gets.
 one_round() {
     local app=$1 n=$2 g=$3 th=$5 c=$6 d=$7 plan r kept
     plan=$(plan_dir "$app" "$n" "$th" "$c")
+    calibrate_round "$app" "$plan" "$app.$n.$th.$c" || return 1
     # shellcheck disable=SC2046
     if ! ROTOR_LOG=debug run_ranks "$n" "$ROTOR" train --plan "$plan" --app "$app" \
         $(app_args "$app") --threads "$th" --transport tcp --pin no; then
@@ -433,35 +462,38 @@ one_round() {
         tail -n 5 "$TMP"/log.* >&2
         return 1
     fi
-    epochs_of_run >>"$TMP/epochs"
-    measured_compute "$n" >>"$TMP/rounds"
+    epochs_of_run >"$TMP/epochs"
+    echo "$(measured_compute "$n") $(epoch_medians "$TMP/epochs") $(cat "$TMP/speed")" >>"$TMP/rounds"
     if [ "$keep" = 1 ]; then # the ranks' logs, beside the model's (one_config)
         kept=$TMP/kept/$app.$n.$th.$c.$g.$d/round.$(wc -l <"$TMP/rounds")
         mkdir -p "$kept"
         for ((r = 0; r < n; r++)); do cp "$TMP/log.$r" "$kept/"; done
+        cp "$TMP/pairs" "$kept/calibration"
     fi
 }
 
-# predict APP RANKS GBPS LAT_US THREADS PIPELINE ADDED_US: the model's JSON
-# from the plan's calibration (--rate, --step-overhead-us, --step-cv,
-# --cell-cv, --worker-cv, --busy-core-speed) and the link's measures.
+# predict APP RANKS GBPS LAT_US THREADS PIPELINE ADDED_US ROUND: the model's
+# JSON for round ROUND (1..) of the configuration: its speed (--rate,
+# --busy-core-speed) from the calibration right before it, the rest of the
+# plan's figures (--step-overhead-us, --step-cv, --cell-cv, --worker-cv)
+# pooled over the plan's calibrations, and the link's measures.
 predict() {
-    local app=$1 n=$2 g=$3 lat=$4 th=$5 c=$6 d=$7 key=$1.$2.$5.$6 plan sim kept
+    local app=$1 n=$2 g=$3 lat=$4 th=$5 c=$6 d=$7 key=$1.$2.$5.$6 plan sim kept r_rate r_busy
     plan=$(plan_dir "$app" "$n" "$th" "$c")
+    read -r _ _ _ r_rate r_busy <<<"$(sed -n "$8p" "$TMP/rounds")"
     # shellcheck disable=SC2046,SC2207 # app_args: one option a word
     sim=("$ROTOR" simulate --plan "$plan" --app "$app" $(app_args "$app") --json
-        --rate "${rate[$key]}" --step-overhead-us "${step_us[$key]}"
+        --rate "$r_rate" --step-overhead-us "${step_us[$key]}"
         --step-cv "${step_cv[$key]}" --cell-cv "${cell_cv[$key]}" --worker-cv "${worker_cv[$key]}"
         --inline-below-us 4000
-        --inline-step-us "${inline_us[$key]}" --busy-core-speed "${busy_speed[$key]}"
+        --inline-step-us "${inline_us[$key]}" --busy-core-speed "$r_busy"
         --gbps "${effective[$g]}" --burst-kib "$burst_kib" --net-cpu-ns-per-byte "${net_ns[$d]}"
         --latency-us "$lat" --overhead-us 10 --host-cores "$(nproc)" --send-buffer-kib 8192)
     "${sim[@]}"
     if [ "$keep" = 1 ]; then # the model's per-node lines and command
-        kept=$TMP/kept/$app.$n.$th.$c.$g.$d
+        kept=$TMP/kept/$app.$n.$th.$c.$g.$d/round.$8
         mkdir -p "$kept"
         echo "${sim[*]}" >"$kept/simulate.cmd"
-        cp "$TMP/calibration.$key" "$kept/calibration"
         ROTOR_LOG=debug "${sim[@]}" >/dev/null 2>"$kept/simulate.log" || true
     fi
 }
@@ -476,16 +508,17 @@ measured_compute() { # measured_compute RANKS
 }
 
 col_median() { cut -d' ' -f"$1" "${2:-$TMP/rounds}" | median; } # col_median COLUMN [FILE]
+# json_list COLUMN [FILE]: a column as a JSON list
+json_list() { cut -d' ' -f"$1" "${2:-$TMP/rounds}" | paste -sd, - | sed 's/^/[/; s/$/]/; s/,/, /g'; }
 
-# one_config APP RANKS GBPS LAT_US THREADS PIPELINE ADDED_US: the plan's
-# calibration (once per run), --rounds runs, and the prediction; measured:
-# the medians over the epochs of all rounds together (the run-to-run spread
-# of one round's median epoch stall was 16-43% in one configuration, the
-# pooled median of all its epochs moves less), against the model's medians
-# over its jittered rotations.
+# one_config APP RANKS GBPS LAT_US THREADS PIPELINE ADDED_US: --rounds runs,
+# each after a calibration of the machine's speed, each predicted from its
+# own; measured and predicted are the medians over the rounds of each
+# round's figures (its median over its epochs, and the model's median over
+# its jittered rotations).  The per-round lists are in the JSON too.
 one_config() {
-    local app=$1 n=$2 g=$3 lat=$4 th=$5 c=$6 d=$7 load me ms pe ps pc pred crit
-    calibrate "$app" "$(plan_dir "$app" "$n" "$th" "$c")" "$app.$n.$th.$c" || return 1
+    local app=$1 n=$2 g=$3 lat=$4 th=$5 c=$6 d=$7 load me ms pe ps pred crit i
+    local key=$app.$n.$th.$c
     shape "$g"
     if [ -z "${effective[$g]:-}" ]; then # the link's bandwidth, without the added latency
         add_latency 0
@@ -493,15 +526,18 @@ one_config() {
         add_latency "$d"
     fi
     : >"$TMP/rounds"
-    : >"$TMP/epochs"
     load=$(cut -d' ' -f1-3 /proc/loadavg)
     for ((i = 0; i < rounds; i++)); do one_round "$@" || return 1; done
-    read -r me ms <<<"$(epoch_medians "$TMP/epochs")"
-    pred=$(predict "$@") || return 1
-    pe=$(json_num predicted_epoch_s "$pred") ps=$(json_num predicted_stall "$pred")
-    pc=$(json_num compute_s "$pred")
-    crit=$(echo "$pred" | sed -n 's/.*"critical": "\([a-z]*\)".*/\1/p')
-    local key=$app.$n.$th.$c
+    : >"$TMP/preds"
+    for ((i = 1; i <= rounds; i++)); do
+        pred=$(predict "$@" "$i") || return 1
+        echo "$(json_num predicted_epoch_s "$pred") $(json_num predicted_stall "$pred")" \
+            "$(json_num compute_s "$pred")" \
+            "$(echo "$pred" | sed -n 's/.*"critical": "\([a-z]*\)".*/\1/p')" >>"$TMP/preds"
+    done
+    me=$(col_median 2) ms=$(col_median 3) pe=$(col_median 1 "$TMP/preds") ps=$(col_median 2 "$TMP/preds")
+    crit=$(cut -d' ' -f4 "$TMP/preds" | sort | uniq -c | sort -rn | awk 'NR == 1 { print $2 }')
+    calibration_line "$key"
     printf '{"app": "%s", "ranks": %d, "threads": %d, "pipeline": %d, "gbps": %s, ' \
         "$app" "$n" "$th" "$c" "$g"
     printf '"gbps_tcp": %s, "net_cpu_ns_per_byte": %s, ' "${effective[$g]}" "${net_ns[$d]}"
@@ -510,12 +546,33 @@ one_config() {
         "$(awk -v m="$me" -v p="$pe" 'BEGIN { printf "%.3f", (p - m) / m }')"
     printf '"measured_stall": %s, "predicted_stall": %s, "stall_error": %s, ' "$ms" "$ps" \
         "$(awk -v m="$ms" -v p="$ps" 'BEGIN { printf "%.3f", p - m }')"
-    printf '"measured_compute_s": %s, "predicted_compute_s": %.4g, ' "$(col_median 1)" "$pc"
+    printf '"measured_compute_s": %s, "predicted_compute_s": %.4g, ' "$(col_median 1)" \
+        "$(col_median 3 "$TMP/preds")"
+    printf '"round_measured_epoch_s": %s, "round_predicted_epoch_s": %s, ' "$(json_list 2)" \
+        "$(json_list 1 "$TMP/preds")"
+    printf '"round_measured_stall": %s, "round_predicted_stall": %s, ' "$(json_list 3)" \
+        "$(json_list 2 "$TMP/preds")"
+    printf '"round_measured_compute_s": %s, "round_predicted_compute_s": %s, ' "$(json_list 1)" \
+        "$(json_list 3 "$TMP/preds")"
+    printf '"round_rate": %s, "round_busy_core_speed": %s, ' "$(json_list 4)" "$(json_list 5)"
     printf '"calibrations": %d, "rate": %s, "busy_core_speed": %s, "step_overhead_us": %s, ' \
-        "$calibrations" "${rate[$key]}" "${busy_speed[$key]}" "${step_us[$key]}"
+        "$calibrations" "$(col_median 4)" "$(col_median 5)" "${step_us[$key]}"
     printf '"cell_cv": %s, "worker_cv": %s, "step_cv": %s, ' \
         "${cell_cv[$key]}" "${worker_cv[$key]}" "${step_cv[$key]}"
     printf '"critical": "%s", "loadavg": "%s"}\n' "$crit" "$load"
+}
+
+# calibration_line KEY: stderr, the plan's figures so far (medians, then
+# min-max over its pairs) and this configuration's rounds' speeds.
+calibration_line() {
+    local key=$1 f=$TMP/calibration.$1
+    echo "scale.sh: $key after $(wc -l <"$f") calibration pairs (median, then min-max):" \
+        "rate ${rate[$key]} ($(range 1 "$f")), busy_core_speed ${busy_speed[$key]}" \
+        "(CPU rates: serial $(range 7 "$f"), threads $(range 8 "$f"))," \
+        "step_us ${step_us[$key]} ($(range 3 "$f")), cell_cv ${cell_cv[$key]} ($(range 4 "$f"))," \
+        "worker_cv ${worker_cv[$key]} ($(range 6 "$f")), step_cv ${step_cv[$key]} ($(range 5 "$f"));" \
+        "rounds' rate $(cut -d' ' -f4 "$TMP/rounds" | paste -sd' ' -)," \
+        "busy_core_speed $(cut -d' ' -f5 "$TMP/rounds" | paste -sd' ' -)" >&2
 }
 
 # run_epoch APP RANKS PLAN: the measured median epoch of one run (1 thread per rank)
@@ -535,7 +592,7 @@ auto_compare() {
     shape "$g"
     effective[$g]=$(measure_gbps)
     load=$(cut -d' ' -f1-3 /proc/loadavg)
-    calibrate "$app" "$d/plan" "$app.$n" || return 1
+    calibrate "$app" "$d/plan" "$app.$n" 3 || return 1
     gen_plan "$app" "$n" 1 "$d/auto" --pipeline auto --rate "${rate[$app.$n]}" \
         --gbps "${effective[$g]}" --latency-us "$lat" --overhead-us 10 \
         --bytes-per-col "$(col_bytes "$app")"
@@ -560,7 +617,7 @@ auto_compare() {
 if [ -n "$configs" ]; then
     configs=${configs//,/ }
 elif [ "$quick" = 1 ]; then
-    configs="sgd-mf:2:1 sgd-mf:4:1 lda:2:1 lda:4:5" rounds=1 epochs=4 calibrations=2
+    configs="sgd-mf:2:1 sgd-mf:4:1 lda:2:1 lda:4:5" rounds=1 epochs=4
 else
     for a in ${apps//,/ }; do
         for n in ${ranks//,/ }; do
