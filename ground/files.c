@@ -161,9 +161,7 @@ int rt_same_file(const char *a, const char *b)
            !strcmp(ra, rb);
 }
 
-/* `path` made absolute (from the working directory) with ".", ".." and
- * repeated or trailing slashes resolved by name; -1 when it does not fit. */
-static int lexical_absolute(const char *path, char *out, size_t cap)
+int rt_path_absolute(const char *path, char *out, size_t cap)
 {
     char cwd[PATH_MAX], joined[PATH_MAX * 2];
     if (path[0] != '/' && !getcwd(cwd, sizeof(cwd)))
@@ -194,7 +192,7 @@ static int lexical_absolute(const char *path, char *out, size_t cap)
 int rt_path_inside(const char *path, const char *dir)
 {
     char p[PATH_MAX * 2], d[PATH_MAX * 2];
-    if (lexical_absolute(path, p, sizeof(p)) || lexical_absolute(dir, d, sizeof(d)))
+    if (rt_path_absolute(path, p, sizeof(p)) || rt_path_absolute(dir, d, sizeof(d)))
         return 0;
     struct stat sd, sa;
     int dir_exists = stat(dir, &sd) == 0;

@@ -234,6 +234,10 @@ int rt_same_file(const char *a, const char *b);
  * links).  An output written inside a directory that is then replaced as a
  * whole is lost. */
 int rt_path_inside(const char *path, const char *dir);
+/* `path` made absolute (from the working directory) with ".", ".." and
+ * repeated or trailing slashes resolved by name (symbolic links are not
+ * followed; the path need not exist); -1 when it does not fit. */
+int rt_path_absolute(const char *path, char *out, size_t cap);
 int rt_outfile_open(rt_outfile *of, const char *path, rt_error *err);
 int rt_outfile_commit(rt_outfile *of, rt_error *err); /* flush, fsync, rename, fsync the dir */
 /* Flush and rename without the fsync: for a file rewritten again and again

@@ -122,7 +122,8 @@ typedef struct train_run {
     void *app_opts; /* parsed by parse_args */
     rt_engine *engine;
     void *app_state;
-    char *fingerprint;
+    char *fingerprint;      /* the job (checkpoints record it) */
+    char *link_fingerprint; /* the job and where its files go (compared at connect) */
 } train_run;
 
 /* App options that only say where results go: ranks may differ in them. */
@@ -204,6 +205,31 @@ static char *job_fingerprint(const train_run *r, int threads)
         option_text(opt, r->app_opts, v, sizeof(v));
         add_field(&s, &len, name, v);
     }
+    return s;
+}
+
+/* Append field `name` with directory `dir` made absolute ("" for none). */
+static void add_dir_field(char **s, size_t *len, const char *name, const char *dir)
+{
+    char abs[8192] = "";
+    if (dir && rt_path_absolute(dir, abs, sizeof(abs)))
+        snprintf(abs, sizeof(abs), "%s", dir);
+    add_field(s, len, name, abs);
+}
+
+/* What the ranks compare at connect time: the job, and where its files go.
+ * A model is one directory (each rank writes its parts, rank 0 the
+ * manifest), and so is a checkpoint: ranks on one host naming different
+ * directories split them (rank 0's model "incomplete", exit 0).  Node-local
+ * disks work by naming the same path on every node.  These are not part of
+ * the job a checkpoint records, so a resumed run may write elsewhere. */
+static char *link_fingerprint(const char *job, const char *out, const train_opts *o)
+{
+    size_t len = strlen(job);
+    char *s = strdup(job);
+    add_dir_field(&s, &len, "--out (the model directory: the same path on every rank)", out);
+    add_dir_field(&s, &len, "--checkpoint (the same path on every rank)", o->checkpoint);
+    add_dir_field(&s, &len, "--resume (the same path on every rank)", o->resume);
     return s;
 }
 
@@ -290,9 +316,10 @@ static int train(const train_opts *o, const char *out, train_run *r, rt_error *e
     ec.transport = link.transport;
     rt_env_tune_transport(&ec.transport);
     r->fingerprint = job_fingerprint(r, ec.threads);
-    if (!r->fingerprint)
+    r->link_fingerprint = r->fingerprint ? link_fingerprint(r->fingerprint, out, o) : NULL;
+    if (!r->link_fingerprint)
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
-    ec.transport.fingerprint = r->fingerprint;
+    ec.transport.fingerprint = r->link_fingerprint;
     ec.pin = o->pin;
     ec.local_size = rt_env_local_size();
     ec.serial = o->serial;
@@ -330,6 +357,7 @@ static void train_cleanup(train_run *r)
     rt_engine_destroy(r->engine);
     free(r->app_opts);
     free(r->fingerprint);
+    free(r->link_fingerprint);
     if (r->group_open)
         rt_group_free(&r->group);
     if (r->plan_open)

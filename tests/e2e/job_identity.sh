@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Ranks that disagree stop before training, exit 2, naming what differs:
-# different plans, different --epochs, different builds of rotor, different
-# secrets; and a job of
+# different plans, different --epochs, different --out or --checkpoint,
+# different builds of rotor, different secrets; and a job of
 # several processes without any secret stops with a one-line hint.
 source "$(dirname "$0")/lib.sh"
 "$ROTOR" gen mf --rows 2000 --cols 800 --nnz 60000 --rank 4 --noise 0.1 --seed 5 \
@@ -45,6 +45,20 @@ two_ranks epochs --plan "$TMP/a" --app sgd-mf --rank 8 --epochs 3 -- \
     --plan "$TMP/a" --app sgd-mf --rank 8 --epochs 4
 for r in 0 1; do grep -q "ranks disagree on --epochs: rank 1 has '4', rank 0 has '3'" \
     "$TMP/epochs.$r.log" || fail "epochs: rank $r's message does not name --epochs"; done
+
+# Two ranks of one host naming different --out split the model (each wrote
+# its parts into its own directory, rank 0's was "incomplete", exit 0); the
+# same for --checkpoint.  Both refuse, naming the option; nothing is made.
+two_ranks outs --plan "$TMP/a" "${common[@]}" --out "$TMP/m0" -- \
+    --plan "$TMP/a" "${common[@]}" --out "$TMP/m1"
+for r in 0 1; do grep -q "ranks disagree on --out (the model directory: the same path on every \
+rank): rank 1 has '$TMP/m1', rank 0 has '$TMP/m0'" "$TMP/outs.$r.log" ||
+    fail "outs: rank $r's message does not name --out"; done
+[ ! -e "$TMP/m0" ] && [ ! -e "$TMP/m1" ] || fail "outs: a model directory was made"
+two_ranks checkpoints --plan "$TMP/a" "${common[@]}" --checkpoint "$TMP/c0" -- \
+    --plan "$TMP/a" "${common[@]}" --checkpoint "$TMP/c1"
+for r in 0 1; do grep -q "ranks disagree on --checkpoint" "$TMP/checkpoints.$r.log" ||
+    fail "checkpoints: rank $r's message does not name --checkpoint"; done
 
 # Another build of rotor on rank 1: a copy of this binary whose build hash
 # (rotor --version) is changed in place, standing for a rank built from other
