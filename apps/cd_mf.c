@@ -107,6 +107,9 @@ static int cd_check(const void *opts, const rt_plan *plan, rt_error *err)
         return rt_fail(err, RT_EXIT_INPUT,
                        "cd-mf: --validation-fraction scores ratings, not rankings: not with "
                        "--implicit");
+    if (o->implicit && o->mf.rating_scale > 0)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "cd-mf: --rating-scale scales ratings to fit: not with --implicit");
     return rt_mf_check_common(&o->mf, plan, "cd-mf", err);
 }
 
@@ -191,6 +194,8 @@ static int cd_create(const void *opts, const rt_plan *plan, rt_engine *eng, void
     uint32_t first = rt_engine_first_worker(eng);
     a->n_shards = (uint32_t)rt_engine_threads(eng);
     if (rt_app_shards_open(plan, first, a->n_shards, &a->shards, err) ||
+        rt_mf_resolve_rating_scale(&a->o.mf, plan, a->shards, first, a->n_shards, eng, a->o.center,
+                                   a->o.implicit, "cd-mf", err) ||
         rt_mf_local_init(&a->m, plan, a->shards, first, a->n_shards, &a->o.mf, err) ||
         cd_core_init(&a->core, &a->o, plan, a->shards, first, a->n_shards, err) ||
         setup(a, eng, err)) {
@@ -351,7 +356,7 @@ static int cd_save(void *p, rt_engine *eng, rt_error *err)
         return -1;
     json_t *meta = json_object();
     json_object_set_new(meta, "app", json_string("cd-mf"));
-    json_object_set_new(meta, "mu", json_real(a->core.mu));
+    json_object_set_new(meta, "mu", json_real(a->core.mu * a->o.mf.rating_scale));
     json_object_set_new(meta, "outer", json_integer((json_int_t)a->last.outer));
     if (a->core.es.best_epoch)
         json_object_set_new(meta, "best_outer", json_integer((json_int_t)a->core.es.best_epoch));

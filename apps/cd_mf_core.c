@@ -288,10 +288,17 @@ int cd_core_setup_parts(const cd_core *c, double *v, rt_error *err)
     return 0;
 }
 
-static void subtract_mean(cd_cells *cells, float mu)
+/* E = R / rating_scale - mu (mu already in those units; exact scaling: a
+ * power of two). */
+static void subtract_mean(cd_cells *cells, float inv, float mu)
 {
     for (uint64_t e = 0; e < cd_cells_count(cells); e++)
-        cells->res[e] -= mu;
+        cells->res[e] = cells->res[e] * inv - mu;
+}
+
+static double rating_scale(const cd_core *c)
+{
+    return c->opt.mf.rating_scale > 0 ? c->opt.mf.rating_scale : 1.0;
 }
 
 void cd_core_setup(cd_core *c, const double *v)
@@ -305,7 +312,8 @@ void cd_core_setup(cd_core *c, const double *v)
     }
     c->n_train = (uint64_t)n;
     c->n_valid = (uint64_t)nv;
-    c->mu = c->opt.center && n > 0 ? (float)(sum / n) : 0.0f;
+    float inv = (float)(1.0 / rating_scale(c));
+    c->mu = (c->opt.center && n > 0 ? (float)(sum / n) : 0.0f) * inv;
     memcpy(c->col_count, v + 3 * (size_t)p->workers, p->n_cols * sizeof(double));
     size_t gl = setup_gram_len(&c->opt);
     const double *g = v + 3 * (size_t)p->workers + p->n_cols;
@@ -314,9 +322,9 @@ void cd_core_setup(cd_core *c, const double *v)
             c->gram_h[x] += g[b * gl + x];
     for (uint32_t l = 0; l < c->n_workers; l++) {
         cd_worker *w = &c->workers[l];
-        subtract_mean(&w->train, c->mu);
-        subtract_mean(&w->valid, c->mu);
-        subtract_mean(&w->test, c->mu);
+        subtract_mean(&w->train, inv, c->mu);
+        subtract_mean(&w->valid, inv, c->mu);
+        subtract_mean(&w->test, inv, c->mu);
     }
 }
 
@@ -713,6 +721,11 @@ static void metrics_of(const cd_core *c, const double *sums, cd_metrics *m)
     m->train_rmse = c->n_train ? sqrt(m->loss / (double)c->n_train) : NAN;
     m->test_rmse = p->nnz_test ? sqrt(fmax(part[1], 0) / (double)p->nnz_test) : NAN;
     m->valid_rmse = c->n_valid ? sqrt(fmax(part[2], 0) / (double)c->n_valid) : NAN;
+    double s = rating_scale(c); /* back to the ratings' units (exact: a power of two) */
+    if (s != 1) {
+        m->loss *= s * s, m->reg *= s * s, m->objective *= s * s;
+        m->train_rmse *= s, m->test_rmse *= s, m->valid_rmse *= s;
+    }
 }
 
 /* The model as it is after the closing rotation (the final subtraction is

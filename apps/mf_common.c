@@ -110,8 +110,13 @@ void rt_mf_local_free(rt_mf_local *m)
     memset(m, 0, sizeof(*m));
 }
 
-int rt_mf_train_mean(const rt_plan *plan, const rt_shard *shards, uint32_t first_worker,
-                     uint32_t n_workers, rt_engine *eng, double *mean, rt_error *err)
+/* Over the training ratings of the local workers' shards and every other
+ * rank's: the sum of (r - center)^power (power 1 or 2) and their count,
+ * all-reduced per worker and added in worker order (the same bits on every
+ * rank and for every split). */
+static int worker_sums(const rt_plan *plan, const rt_shard *shards, uint32_t first_worker,
+                       uint32_t n_workers, rt_engine *eng, double center, int power, double *total,
+                       double *count, rt_error *err)
 {
     uint32_t W = plan->workers;
     double *sums = calloc(2 * (size_t)W, sizeof(double)); /* sums, then counts, per worker */
@@ -120,21 +125,64 @@ int rt_mf_train_mean(const rt_plan *plan, const rt_shard *shards, uint32_t first
     for (uint32_t t = 0; t < n_workers; t++) {
         const rt_shard *s = &shards[t];
         double sum = 0;
-        for (uint64_t i = 0; i < s->train_off[plan->blocks]; i++)
-            sum += s->train[i].val;
+        for (uint64_t i = 0; i < s->train_off[plan->blocks]; i++) {
+            double d = s->train[i].val - center;
+            sum += power == 2 ? d * d : d;
+        }
         sums[first_worker + t] = sum;
         sums[W + first_worker + t] = (double)s->train_off[plan->blocks];
     }
     int rc = rt_engine_allreduce_f64(eng, sums, 2 * (size_t)W, err);
-    double total = 0, count = 0;
-    for (uint32_t w = 0; w < W; w++) { /* in worker order: the same bits on every rank */
-        total += sums[w];
-        count += sums[W + w];
+    *total = *count = 0;
+    for (uint32_t w = 0; w < W; w++) {
+        *total += sums[w];
+        *count += sums[W + w];
     }
     free(sums);
-    if (rc)
+    return rc ? -1 : 0;
+}
+
+int rt_mf_train_mean(const rt_plan *plan, const rt_shard *shards, uint32_t first_worker,
+                     uint32_t n_workers, rt_engine *eng, double *mean, rt_error *err)
+{
+    double total = 0, count = 0;
+    if (worker_sums(plan, shards, first_worker, n_workers, eng, 0, 1, &total, &count, err))
         return -1;
     *mean = count > 0 ? total / count : 0.0;
+    return 0;
+}
+
+int rt_mf_rating_scale(const rt_plan *plan, const rt_shard *shards, uint32_t first_worker,
+                       uint32_t n_workers, rt_engine *eng, int center, double *scale, rt_error *err)
+{
+    double mean = 0, total = 0, count = 0;
+    if ((center && rt_mf_train_mean(plan, shards, first_worker, n_workers, eng, &mean, err)) ||
+        worker_sums(plan, shards, first_worker, n_workers, eng, mean, 2, &total, &count, err))
+        return -1;
+    double sd = count > 0 ? sqrt(total / count) : 0;
+    *scale = 1;
+    if (sd > 0 && isfinite(sd)) {
+        long e = lround(log2(sd));
+        *scale = ldexp(1.0, (int)(e < -60 ? -60 : e > 60 ? 60 : e));
+    }
+    return 0;
+}
+
+int rt_mf_resolve_rating_scale(rt_mf_common_opts *o, const rt_plan *plan, const rt_shard *shards,
+                               uint32_t first_worker, uint32_t n_workers, rt_engine *eng,
+                               int center, int implicit, const char *app, rt_error *err)
+{
+    if (implicit) /* confidences and ranks, not ratings to fit */
+        o->rating_scale = 1;
+    if (o->rating_scale > 0)
+        return 0;
+    if (rt_mf_rating_scale(plan, shards, first_worker, n_workers, eng, center, &o->rating_scale,
+                           err))
+        return -1;
+    if (o->rating_scale != 1 && rt_engine_rank(eng) == 0)
+        rt_info("%s: the training ratings' spread is far from 1: training on rating / %g "
+                "(--rating-scale auto; the saved model is in the ratings' units)",
+                app, o->rating_scale);
     return 0;
 }
 
@@ -330,6 +378,7 @@ void rt_mf_common_defaults(rt_mf_common_opts *o)
     o->lambda = 0.05;
     o->seed = 1;
     o->init_scale = 0.1;
+    o->rating_scale = 1;
 }
 
 int rt_mf_check_common(const rt_mf_common_opts *o, const rt_plan *plan, const char *app,

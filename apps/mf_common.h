@@ -37,6 +37,11 @@ typedef struct rt_mf_common_opts {
     int biases;            /* model row and column biases */
     double valid_fraction; /* --validation-fraction: held-out share of training, 0 = none */
     uint32_t early_stop;   /* --early-stop N: outer iterations without improvement, 0 = off */
+    /* --rating-scale: training sees rating / rating_scale and the saved model
+     * (biases, H, mu) is multiplied back, so the defaults (set on 1-5 stars)
+     * fit ratings of any unit; 0 = auto, resolved by rt_mf_rating_scale
+     * before training (1 in rt_mf_common_defaults: no scaling). */
+    double rating_scale;
 } rt_mf_common_opts;
 
 /* 1 when the training rating (global row, global column) belongs to the
@@ -102,6 +107,10 @@ int rt_mf_early_stop_update(rt_mf_early_stop *s, double valid_rmse, uint64_t epo
                       "(cd-mf: outer iteration) and keep the best model"),                         \
         RT_U32_OPT("early-stop", 0, T, mf.early_stop, "N", NULL, 1, 100000000, 0,                  \
                    "stop after N epochs (outer iterations) without a better validation RMSE"),     \
+        RT_DOUBLE_OPT("rating-scale", 0, T, mf.rating_scale, "S", "0", 0, HUGE_VAL, 0,             \
+                      "train on rating / S and scale the saved model back; 0 = auto: the power "   \
+                      "of two nearest the training ratings' standard deviation (1 for 1-5 "        \
+                      "stars, 16 or 32 for 0-100 scores)"),                                        \
         RT_PATH_OPT("out", 'o', T, mf.out, "DIR", NULL, RT_OPT_DIR,                                \
                     "write W.npy, H.npy, biases, rows.ids, cols.ids, model.json into DIR (the "    \
                     "best model by validation when there is a validation set)"),                   \
@@ -156,6 +165,22 @@ size_t rt_mf_init_block(const rt_plan *plan, uint32_t block, float *payload, uin
  * rt_mf_held_out's fit shards that of the ratings kept for fitting. */
 int rt_mf_train_mean(const rt_plan *plan, const rt_shard *shards, uint32_t first_worker,
                      uint32_t n_workers, rt_engine *eng, double *mean, rt_error *err);
+
+/* --rating-scale auto: the power of two nearest (in log2) the standard
+ * deviation of the training ratings in the shards of the local workers and
+ * every other rank's (around their mean; with center = 0 their root mean
+ * square), 1 when that is 0.  A power of two, so that scaling the ratings
+ * down and the model back up is exact: the saved model predicts exactly
+ * rating_scale times what training predicted.  Collective; the same on
+ * every rank and for every split. */
+int rt_mf_rating_scale(const rt_plan *plan, const rt_shard *shards, uint32_t first_worker,
+                       uint32_t n_workers, rt_engine *eng, int center, double *scale,
+                       rt_error *err);
+/* Resolve o->rating_scale (0 = auto, as above; implicit feedback: 1) and
+ * say on rank 0 which scale training uses when it is not 1. */
+int rt_mf_resolve_rating_scale(rt_mf_common_opts *o, const rt_plan *plan, const rt_shard *shards,
+                               uint32_t first_worker, uint32_t n_workers, rt_engine *eng,
+                               int center, int implicit, const char *app, rt_error *err);
 
 /* The whole H (and column biases) on every rank, gathered from the home
  * blocks after a rotation: each rank writes its home columns into an
@@ -237,6 +262,7 @@ typedef struct rt_sgd_params {
      * (grad_scale = 1 / k) or the bias's squared gradient. */
     float *gW, *gH, *gbu, *gbi;
     float grad_scale;
+    float rating_inv; /* 1 / --rating-scale: the rating a step sees is val * rating_inv */
 } rt_sgd_params;
 /* One SGD pass over entries (row/col index W and H rows); returns the sum of
  * squared errors measured before each update. */

@@ -50,7 +50,7 @@ static float dot_portable(const float *a, const float *b, uint32_t kp)
 /* err = ((r - mu) - b_u - b_i) - dot, then b += lr * (err - lambda_b * b). */
 static inline float bias_error(const rt_entry *e, const rt_sgd_params *p)
 {
-    float base = e->val - p->mu;
+    float base = e->val * p->rating_inv - p->mu; /* exact: rating_inv is a power of two */
     if (p->bu)
         base = (base - p->bu[e->row]) - p->bi[e->col];
     return base;

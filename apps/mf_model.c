@@ -44,8 +44,31 @@ static int save_ids(rt_model_saver *s, const char *name, const uint32_t *ids, ui
                : 0;
 }
 
-/* This rank's workers' W rows (in worker order), their dense ids and biases. */
-static int save_rows(rt_model_saver *s, const rt_mf_local *m, rt_error *err)
+/* n floats of src times `scale` (the --rating-scale that training divided
+ * the ratings by: exact, a power of two). */
+static int write_scaled(rt_model_saver *s, const float *src, size_t n, double scale, rt_error *err)
+{
+    if (scale == 1)
+        return rt_model_part_write(s, src, n * sizeof(float), err);
+    float buf[1024];
+    for (size_t i = 0; i < n; i += 1024) {
+        size_t m = n - i < 1024 ? n - i : 1024;
+        for (size_t j = 0; j < m; j++)
+            buf[j] = (float)(src[i + j] * scale);
+        if (rt_model_part_write(s, buf, m * sizeof(float), err))
+            return -1;
+    }
+    return 0;
+}
+
+static double model_scale(const rt_mf_common_opts *o)
+{
+    return o->rating_scale > 0 ? o->rating_scale : 1.0;
+}
+
+/* This rank's workers' W rows (in worker order), their dense ids and biases
+ * (W as trained: the rating scale goes into H and the biases). */
+static int save_rows(rt_model_saver *s, const rt_mf_local *m, double scale, rt_error *err)
 {
     const rt_plan *plan = m->plan;
     uint32_t w0 = m->first_worker, wn = m->first_worker + m->n_workers;
@@ -64,14 +87,14 @@ static int save_rows(rt_model_saver *s, const rt_mf_local *m, rt_error *err)
     if (rt_model_part_begin(s, "row_bias", "<f4", n, 1, err))
         return -1;
     for (uint32_t t = 0; t < m->n_workers; t++)
-        if (rt_model_part_write(s, m->bu[t], rt_plan_worker_rows(plan, w0 + t) * sizeof(float),
-                                err))
+        if (write_scaled(s, m->bu[t], rt_plan_worker_rows(plan, w0 + t), scale, err))
             return -1;
     return rt_model_part_end(s, err);
 }
 
 /* This rank's home blocks' H rows (in block order), their ids and biases. */
-static int save_cols(rt_model_saver *s, const rt_mf_local *m, rt_engine *eng, rt_error *err)
+static int save_cols(rt_model_saver *s, const rt_mf_local *m, rt_engine *eng, double scale,
+                     rt_error *err)
 {
     const rt_plan *plan = m->plan;
     uint32_t first, span;
@@ -82,7 +105,7 @@ static int save_cols(rt_model_saver *s, const rt_mf_local *m, rt_engine *eng, rt
     for (uint32_t b = first; b < first + span; b++) {
         const float *payload = rt_engine_home_payload(eng, b, NULL);
         for (uint32_t j = 0; j < rt_plan_block_cols(plan, b); j++)
-            if (rt_model_part_write(s, payload + (size_t)j * m->kp, m->k * sizeof(float), err))
+            if (write_scaled(s, payload + (size_t)j * m->kp, m->k, scale, err))
                 return -1;
     }
     if (rt_model_part_end(s, err) ||
@@ -95,8 +118,7 @@ static int save_cols(rt_model_saver *s, const rt_mf_local *m, rt_engine *eng, rt
     for (uint32_t b = first; b < first + span; b++) {
         uint32_t nb = rt_plan_block_cols(plan, b);
         float *payload = rt_engine_home_payload(eng, b, NULL);
-        if (rt_model_part_write(s, rt_mf_payload_biases(payload, nb, m->kp), nb * sizeof(float),
-                                err))
+        if (write_scaled(s, rt_mf_payload_biases(payload, nb, m->kp), nb, scale, err))
             return -1;
     }
     return rt_model_part_end(s, err);
@@ -129,6 +151,8 @@ static void meta_common(json_t *meta, const rt_plan *plan, const rt_mf_common_op
     json_object_set_new(meta, "plan_id", json_string(id));
     json_object_set_new(meta, "seed", json_integer((json_int_t)o->seed));
     json_object_set_new(meta, "lambda", json_real(o->lambda));
+    if (model_scale(o) != 1) /* informative: the files hold the model in the ratings' units */
+        json_object_set_new(meta, "rating_scale", json_real(model_scale(o)));
 }
 
 /* The names model.json gives the files of a single-file model. */
@@ -183,7 +207,8 @@ int rt_mf_save(rt_mf_local *m, rt_engine *eng, const rt_mf_common_opts *o, json_
     int rc = rt_model_save_begin(&s, eng, o->out, err);
     if (rc == 0 && (plan->n_rows > INT32_MAX || plan->n_cols > INT32_MAX))
         rc = rt_fail(err, RT_EXIT_RUNTIME, "%s: more than 2^31 rows or columns", o->out);
-    if (rc == 0 && (save_rows(&s, m, err) || save_cols(&s, m, eng, err)))
+    double scale = model_scale(o);
+    if (rc == 0 && (save_rows(&s, m, scale, err) || save_cols(&s, m, eng, scale, err)))
         rc = -1;
     if (rt_engine_rank(eng) == 0) {
         meta_common(meta, plan, o);

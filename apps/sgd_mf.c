@@ -136,6 +136,9 @@ static int sgd_check(const void *opts, const rt_plan *plan, rt_error *err)
     if (o->implicit && o->target_rmse > 0)
         return rt_fail(err, RT_EXIT_INPUT,
                        "sgd-mf: --target-rmse scores ratings, not rankings: not with --implicit");
+    if (o->implicit && o->mf.rating_scale > 0)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "sgd-mf: --rating-scale scales ratings to fit: not with --implicit");
     return rt_mf_check_common(&o->mf, plan, "sgd-mf", err);
 }
 
@@ -182,7 +185,9 @@ static int sgd_create(const void *opts, const rt_plan *plan, rt_engine *eng, voi
     }
     /* With validation, training and its mean see the kept ratings only. */
     const rt_shard *fit = validation ? a->held.fit : a->shards;
-    if (rt_mf_train_mean(plan, fit, first, a->n_shards, eng, &mean, err) ||
+    if (rt_mf_resolve_rating_scale(&a->o.mf, plan, a->shards, first, a->n_shards, eng, a->o.center,
+                                   a->o.implicit, "sgd-mf", err) ||
+        rt_mf_train_mean(plan, fit, first, a->n_shards, eng, &mean, err) ||
         sgd_core_init(&a->core, &a->o, plan, fit, first, a->n_shards, mean,
                       validation ? &a->held : NULL, err)) {
         sgd_destroy(a);
@@ -314,7 +319,7 @@ static int sgd_save(void *p, rt_engine *eng, rt_error *err)
     uint64_t best = c->es.best_epoch;
     json_t *meta = json_object();
     json_object_set_new(meta, "app", json_string("sgd-mf"));
-    json_object_set_new(meta, "mu", json_real(c->mu));
+    json_object_set_new(meta, "mu", json_real(c->mu * c->rating_scale));
     json_object_set_new(meta, "biases", json_boolean(a->o.mf.biases));
     json_object_set_new(meta, "epochs", json_integer((json_int_t)c->epochs_run));
     json_object_set_new(meta, "lr", json_real(a->o.lr));

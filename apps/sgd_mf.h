@@ -75,9 +75,11 @@ typedef struct sgd_rows {
 typedef struct sgd_core {
     sgd_opts o;
     const rt_plan *plan;
-    rt_mf_local m;  /* the local workers' shards, W rows and row biases */
-    sgd_rows *rows; /* per local worker */
-    float mu, lr;
+    rt_mf_local m;    /* the local workers' shards, W rows and row biases */
+    sgd_rows *rows;   /* per local worker */
+    float mu, lr;     /* mu in training's units: the training mean / rating_scale */
+    float rating_inv; /* 1 / --rating-scale (a power of two, so exact) */
+    double rating_scale;
     /* Per global worker (this node's entries only): squared errors of train
      * in [0, W), test in [W, 2W), with validation those of the validation
      * ratings in [2W, 3W) and their counts in [3W, 4W); one all-reduce. */

@@ -64,7 +64,9 @@ int sgd_core_init(sgd_core *c, const sgd_opts *o, const rt_plan *plan, const rt_
     c->o = *o;
     c->plan = plan;
     c->lr = (float)o->lr;
-    c->mu = o->center ? (float)train_mean : 0.0f;
+    c->rating_scale = o->mf.rating_scale > 0 ? o->mf.rating_scale : 1.0;
+    c->rating_inv = (float)(1.0 / c->rating_scale);
+    c->mu = (o->center ? (float)train_mean : 0.0f) * c->rating_inv;
     c->prev_loss = INFINITY;
     c->held = held;
     rt_part part[] = {RT_PART(c->rows, n_workers), RT_PART(c->sse, 4 * (uint64_t)plan->workers)};
@@ -147,7 +149,8 @@ void sgd_core_visit(sgd_core *c, uint32_t worker, uint32_t block, float *H)
                             .mu = c->mu,
                             .kp = c->m.kp,
                             .lambda_bias = (float)c->o.lambda_bias,
-                            .grad_scale = 1.0f / (float)c->o.mf.k};
+                            .grad_scale = 1.0f / (float)c->o.mf.k,
+                            .rating_inv = c->rating_inv};
     uint32_t n = rt_plan_block_cols(c->plan, block), kp = c->m.kp;
     if (c->m.bu) {
         params.bu = c->m.bu[t];
@@ -180,7 +183,11 @@ void sgd_core_score_held(sgd_core *c)
     if (!c->held)
         return;
     uint32_t W = c->plan->workers;
-    rt_sgd_params p = {.kernel = c->o.kernel, .mu = c->mu, .kp = c->m.kp, .bi = c->cols.bi};
+    rt_sgd_params p = {.kernel = c->o.kernel,
+                       .mu = c->mu,
+                       .kp = c->m.kp,
+                       .bi = c->cols.bi,
+                       .rating_inv = c->rating_inv};
     for (uint32_t t = 0; t < c->m.n_workers; t++) {
         uint32_t w = c->m.first_worker + t;
         const rt_mf_held_worker *h = &c->held->worker[t];
@@ -295,8 +302,10 @@ int sgd_core_epoch_end(sgd_core *c, uint64_t rot, sgd_epoch *ep, int *stop, rt_e
         c->train_rmse = train_sse / (n_train * c->o.negatives);
         c->test_rmse = plan->nnz_test ? test_sse / (double)plan->nnz_test : NAN;
     } else {
-        c->train_rmse = sqrt(train_sse / n_train);
-        c->test_rmse = plan->nnz_test ? sqrt(test_sse / (double)plan->nnz_test) : NAN;
+        /* in the ratings' units (exact: the scale is a power of two) */
+        c->train_rmse = sqrt(train_sse / n_train) * c->rating_scale;
+        c->test_rmse =
+            plan->nnz_test ? sqrt(test_sse / (double)plan->nnz_test) * c->rating_scale : NAN;
     }
     c->epochs_run = rot + 1;
     ep->train_sse = train_sse;
@@ -308,7 +317,7 @@ int sgd_core_epoch_end(sgd_core *c, uint64_t rot, sgd_epoch *ep, int *stop, rt_e
     next_learning_rate(c, train_sse, rot);
     ep->valid_rmse = NAN;
     if (c->held && n_valid > 0) {
-        ep->valid_rmse = c->valid_rmse = sqrt(valid_sse / n_valid);
+        ep->valid_rmse = c->valid_rmse = sqrt(valid_sse / n_valid) * c->rating_scale;
         if (rt_mf_early_stop_update(&c->es, c->valid_rmse, c->epochs_run, c->o.mf.early_stop))
             keep_best(c);
     }

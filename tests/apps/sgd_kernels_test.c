@@ -107,7 +107,8 @@ static double train(problem *p, int epochs, rt_mf_kernel kernel)
                             .gH = p->gH,
                             .gbu = p->bu ? p->gbu : NULL,
                             .gbi = p->bu ? p->gbi : NULL,
-                            .grad_scale = 1.0f / (float)p->k};
+                            .grad_scale = 1.0f / (float)p->k,
+                            .rating_inv = 1.0f};
     for (int ep = 0; ep < epochs; ep++)
         rt_sgd_block(p->e, p->n, p->W, p->H, &params);
     return sqrt(rt_mf_block_sse(p->e, p->n, p->W, p->H, &params) / (double)p->n);
@@ -119,7 +120,7 @@ static void fits_planted_rank4(rt_mf_kernel kernel, int adagrad)
     make_problem(&p, 8, 42);
     if (adagrad)
         add_adagrad(&p);
-    rt_sgd_params params = {.kernel = kernel, .kp = p.kp};
+    rt_sgd_params params = {.kernel = kernel, .kp = p.kp, .rating_inv = 1.0f};
     double before = sqrt(rt_mf_block_sse(p.e, p.n, p.W, p.H, &params) / (double)p.n);
     double after = train(&p, 200, kernel);
     assert_true(before > 0.5);
