@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define SCHEDULE_MARK "@@SCHEDULE@@"
 
@@ -134,10 +135,14 @@ int rt_plan_write_manifest(rt_plan_builder *pb, rt_error *err)
         bad |= fputs(text, fp) < 0;
     }
     bad |= fputc('\n', fp) < 0;
+    /* The manifest is written last: synced, then the directory (every file's
+     * name), before the plan is swapped in; EIO shows here, not after. */
+    bad |= fflush(fp) != 0 || fsync(fileno(fp)) != 0;
+    int e = errno;
     bad |= fclose(fp) != 0;
     free(text);
     free(table);
     if (bad)
-        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: write failed", path);
-    return 0;
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, e ? e : errno, "%s: write failed", path);
+    return rt_sync_dir(pb->tmp, err);
 }

@@ -41,6 +41,10 @@ int rt_hashed_put(rt_hashed_file *f, const void *p, size_t len, rt_error *err)
 
 int rt_hashed_close(rt_hashed_file *f, int rc, uint64_t *bytes, uint64_t *check, rt_error *err)
 {
+    /* Synced before the plan is swapped in: a disk that fails to take the
+     * bytes says so at fsync (EIO), and the swap must not publish them. */
+    if (rc == 0 && (fflush(f->fp) != 0 || fsync(fileno(f->fp)) != 0))
+        rc = rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: write failed", f->path);
     if (fclose(f->fp) != 0 && rc == 0)
         rc = rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: write failed", f->path);
     f->fp = NULL;

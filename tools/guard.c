@@ -21,6 +21,7 @@ typedef struct output {
     int existed; /* before this run; then dev/ino tell whether the run replaced it */
     dev_t dev;
     ino_t ino;
+    volatile sig_atomic_t in_place; /* the run's result replaced the previous one */
 } output;
 
 static output outputs[MAX_OUTPUTS];
@@ -152,8 +153,13 @@ static void remove_partial_outputs(void)
             continue;
         if (S_ISDIR(sb.st_mode))
             remove_temporaries(o->path, "", pid);
-        if (!o->existed || sb.st_dev != o->dev || sb.st_ino != o->ino)
-            rt_remove_tree(o->path); /* created or replaced by this run */
+        /* Created or replaced by this run; but once the result has replaced
+         * a previous output (gone now), it stays: the user keeps the new one
+         * rather than none, whatever failed after (a parent's fsync, a peer
+         * lost in the last barrier, a signal). */
+        if ((!o->existed || sb.st_dev != o->dev || sb.st_ino != o->ino) &&
+            !(o->existed && o->in_place))
+            rt_remove_tree(o->path);
     }
 }
 
@@ -204,8 +210,17 @@ static void wait_if_interrupted(void)
         pause();
 }
 
+/* rt_output_in_place: one of our outputs now holds this run's result. */
+static void mark_in_place(const char *path)
+{
+    for (int i = 0; i < n_outputs; i++)
+        if (rt_same_file(outputs[i].path, path))
+            outputs[i].in_place = 1;
+}
+
 int rt_guard_start(rt_error *err)
 {
+    rt_output_in_place = mark_in_place;
     /* What killed runs (SIGKILL: no watcher) left next to our outputs. */
     for (int i = 0; i < n_outputs; i++)
         rt_remove_stale_temporaries(outputs[i].path);

@@ -24,6 +24,9 @@ PACKAGES=(build-essential cmake pkg-config libibverbs-dev librdmacm-dev libhwloc
 # The fuzz targets (tests/fuzz/) need clang's libFuzzer runtime.
 FUZZ_PACKAGES=(clang-14 libclang-rt-14-dev)
 
+# Tests only: python3-fusepy for the disk that fails with EIO (tests/e2e/eiofs.py).
+TEST_PACKAGES=(xz-utils python3-fusepy)
+
 say() { printf '\n==> %s\n' "$*" >&2; }
 
 as_root() {
@@ -101,7 +104,7 @@ main() {
         demo
         ;;
     test)
-        install_packages "${PACKAGES[@]}" "${FUZZ_PACKAGES[@]}" xz-utils
+        install_packages "${PACKAGES[@]}" "${FUZZ_PACKAGES[@]}" "${TEST_PACKAGES[@]}"
         build build
         build build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DROTOR_SANITIZE=ON
         build build-fuzz --target fuzz_targets -- -DCMAKE_C_COMPILER=clang-14 \
