@@ -235,9 +235,9 @@ typedef struct lda_scratch {
     lda_word word;
     double *inv; /* K: 1 / (n_k + V beta) (sparse sampler) */
     double *buf; /* K: bucket terms */
-    /* the sparse sampler at K <= LDA_DENSE_K: the weights
-     * (lda_dense_totals_len(K) chunks), the loaded word's coef in float (lda_chunks(K) chunks) and
-     * the chunks' running totals (lda_dense_totals_len(K)) */
+    /* the sparse sampler at K <= LDA_DENSE_K: two sets (one token's, the next's) of the weights
+     * (lda_dense_totals_len(K) chunks each), the loaded word's coef in float (lda_chunks(K)
+     * chunks) and two of the chunks' running totals (lda_dense_totals_len(K) each) */
     float *dense_w, *dense_coef, *dense_total;
     int avx2;     /* the dense weights' vector path (same bits either way) */
     double *coef; /* K: (n_wk + beta) / (n_k + V beta) for the loaded word */
@@ -300,8 +300,7 @@ void lda_doc_counts(const lda_tokens *t, uint32_t K, uint32_t d, int32_t *row);
  * chunks of LDA_CHUNK, +0 past K; the chunks past lda_chunks(K) may be written, with +0), summed in
  * chunks; the chunk sums' running totals into total (lda_dense_totals_len(K)), returns the last.
  * The order of every float operation is stated in lda_sample.c.  avx2 (lda_have_avx2) picks the
- * vector path; the bits are the same either way.  lda_dense_find: the topic where u falls, 0 <= u <
- * the sum (never one of zero weight). */
+ * vector path; the bits are the same either way. */
 /* Up to 512 the dense draw costs less than the buckets (serial CPU, KOS
  * 10 sweeps: 0.96 against 1.44 s at K = 512, even at 768, buckets ahead at
  * 1000; synthetic 4 sweeps: 7.7 against 14.3 s at 512). */
@@ -317,7 +316,17 @@ static inline uint32_t lda_dense_totals_len(uint32_t K)
 }
 float lda_dense_weights(int avx2, const int32_t *ndk, float alpha, const float *coef, uint32_t K,
                         float *w, float *total);
-uint32_t lda_dense_find(int avx2, const float *w, const float *total, uint32_t K, float u);
+/* One weight changed since w and total were computed: topic k's is now w, d more than before
+ * (d = w - the weight before, in float), so every running total from k's chunk on is d more
+ * (added after, in float).  {0, w[0], +0} changes nothing. */
+typedef struct lda_dense_patch {
+    uint32_t k;
+    float w, d;
+} lda_dense_patch;
+/* The topic where u falls among the patched weights, 0 <= u < the patched sum (total's last + d;
+ * never a topic of zero weight). */
+uint32_t lda_dense_find(int avx2, const float *w, const float *total, uint32_t K, float u,
+                        lda_dense_patch p);
 int lda_have_avx2(void);
 
 /* Vose's alias table over the loaded word's nonzero topics, weights n_wk. */

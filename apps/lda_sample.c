@@ -39,9 +39,9 @@ int lda_scratch_init(lda_scratch *s, uint32_t K)
     s->word.pos = rt_alloc(K * sizeof(uint32_t));
     s->inv = rt_alloc(K * sizeof(double));
     s->buf = rt_alloc(K * sizeof(double));
-    s->dense_w = rt_alloc(lda_dense_totals_len(K) * LDA_CHUNK * sizeof(float));
+    s->dense_w = rt_alloc(2 * lda_dense_totals_len(K) * LDA_CHUNK * sizeof(float));
     s->dense_coef = rt_alloc(lda_chunks(K) * LDA_CHUNK * sizeof(float));
-    s->dense_total = rt_alloc(lda_dense_totals_len(K) * sizeof(float));
+    s->dense_total = rt_alloc(2 * lda_dense_totals_len(K) * sizeof(float));
     s->coef = rt_alloc(K * sizeof(double));
     s->aprob = rt_alloc(K * sizeof(float));
     s->alias = rt_alloc(K * sizeof(uint16_t));
@@ -170,8 +170,13 @@ static inline float blocked_totals(float *x, uint32_t n)
     return n ? x[n - 1] : 0.0f;
 }
 
-static inline float weights_portable(const int32_t *ndk, float alpha, const float *coef, uint32_t K,
-                                     float *w, float *total)
+/* The token loop computes the weights at two places (a run's first token,
+ * then the next token's beside each draw); inlined at both, as GCC would
+ * not, since they are large. */
+#define DENSE_INLINE inline __attribute__((always_inline))
+
+static DENSE_INLINE float weights_portable(const int32_t *ndk, float alpha, const float *coef,
+                                           uint32_t K, float *w, float *total)
 {
     const uint32_t nc = lda_chunks(K);
     for (uint32_t c = 0; c < nc; c++) {
@@ -192,7 +197,7 @@ static inline uint32_t passed_portable(const float *x, uint32_t n, float u)
 }
 
 /* The topic j of chunk c (weights x) whose running sum first passes u, or
- * LDA_CHUNK when rounding left u past the chunk: then its last weight. */
+ * LDA_CHUNK when rounding left u past the chunk: then its last nonzero weight. */
 static inline uint32_t chunk_topic(const float *x, uint32_t c, uint32_t j)
 {
     if (j == LDA_CHUNK)
@@ -201,18 +206,36 @@ static inline uint32_t chunk_topic(const float *x, uint32_t c, uint32_t j)
     return c * LDA_CHUNK + j;
 }
 
-/* The chunk: how many running totals u has reached (they never fall),
- * counted without branches, whose outcome no predictor could guess.  Its
- * topic, alike: v = u - (the total before) >= 0, and a zero weight leaves
- * the running sum as it was, so it is never the first to pass v. */
-static inline uint32_t find_portable(const float *w, const float *total, uint32_t K, float u)
+/* Running total c after patch p (lda.h): + d from p's chunk on (+0, the
+ * same total, before it). */
+static inline float patched_total(const float *total, uint32_t c, lda_dense_patch p)
 {
-    const uint32_t c = passed_portable(total, lda_chunks(K) - 1, u);
-    const float v = u - (c ? total[c - 1] : 0.0f);
-    float a[LDA_CHUNK];
-    memcpy(a, w + c * LDA_CHUNK, sizeof(a));
+    return total[c] + (c >= p.k / LDA_CHUNK ? p.d : 0.0f);
+}
+
+/* The chunk: how many (patched) running totals u has reached, counted
+ * without branches, whose outcome no predictor could guess.  Its topic,
+ * alike: v = u - (the total before), and a zero weight leaves the running
+ * sum as it was, so it is never the first to pass v.  (The patched totals
+ * never fall, but for rounding, as d >= -(the weight before); where they
+ * do, the count is still a chunk below lda_chunks(K), and a v below +0
+ * picks the chunk's first topic, whose weight is not zero in a real run:
+ * alpha, beta > 0.) */
+static inline uint32_t find_portable(const float *w, const float *total, uint32_t K, float u,
+                                     lda_dense_patch p)
+{
+    const uint32_t n = lda_chunks(K) - 1;
+    uint32_t c = 0;
+    for (uint32_t i = 0; i < n; i++)
+        c += !(u < patched_total(total, i, p));
+    const float v = u - (c ? patched_total(total, c - 1, p) : 0.0f);
+    float x[LDA_CHUNK], a[LDA_CHUNK];
+    memcpy(x, w + c * LDA_CHUNK, sizeof(x));
+    if (p.k / LDA_CHUNK == c)
+        x[p.k % LDA_CHUNK] = p.w;
+    memcpy(a, x, sizeof(a));
     blocked_totals(a, LDA_CHUNK);
-    return chunk_topic(w + c * LDA_CHUNK, c, passed_portable(a, LDA_CHUNK, v));
+    return chunk_topic(x, c, passed_portable(a, LDA_CHUNK, v));
 }
 
 #define AVX2 __attribute__((target("avx2")))
@@ -296,8 +319,8 @@ AVX2 static inline __m256 group_avx2(__m256 v0, __m256 v1, __m256 v2, __m256 v3,
 
 /* Groups of 8 chunks in registers, their weights stored to w for the find
  * (the last group's chunks past lda_chunks(K) as +0). */
-AVX2 static inline float weights_avx2(const int32_t *ndk, float alpha, const float *coef,
-                                      uint32_t K, float *w, float *total)
+AVX2 static DENSE_INLINE float weights_avx2(const int32_t *ndk, float alpha, const float *coef,
+                                            uint32_t K, float *w, float *total)
 {
     const uint32_t nc = lda_chunks(K), full = K / LDA_CHUNK;
     const __m256 av = _mm256_set1_ps(alpha);
@@ -330,23 +353,36 @@ AVX2 static inline float weights_avx2(const int32_t *ndk, float alpha, const flo
     return _mm256_cvtss_f32(base);
 }
 
-AVX2 static inline uint32_t find_avx2(const float *w, const float *total, uint32_t K, float u)
+AVX2 static inline uint32_t find_avx2(const float *w, const float *total, uint32_t K, float u,
+                                      lda_dense_patch p)
 {
     const uint32_t n = lda_chunks(K) - 1;
-    const __m256 uv = _mm256_set1_ps(u);
+    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i pc = _mm256_set1_epi32((int)(p.k / LDA_CHUNK));
+    const __m256 uv = _mm256_set1_ps(u), dv = _mm256_set1_ps(p.d);
     uint32_t c = 0;
     for (uint32_t i = 0; i < n; i += 8) {
-        unsigned m =
-            (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(total + i), uv, _CMP_LE_OQ));
+        const __m256i at = _mm256_add_epi32(_mm256_set1_epi32((int)i), iota);
+        const __m256 before = _mm256_castsi256_ps(_mm256_cmpgt_epi32(pc, at));
+        const __m256 t = _mm256_add_ps(_mm256_loadu_ps(total + i), _mm256_andnot_ps(before, dv));
+        unsigned m = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(t, uv, _CMP_LE_OQ));
         if (n - i < 8)
             m &= (1u << (n - i)) - 1;
         c += (uint32_t)__builtin_popcount(m);
     }
-    const float v = u - (c ? total[c - 1] : 0.0f);
-    const __m256 a = chunk_scan_avx2(_mm256_loadu_ps(w + c * LDA_CHUNK));
-    const unsigned m =
-        (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(a, _mm256_set1_ps(v), _CMP_LE_OQ));
-    return chunk_topic(w + c * LDA_CHUNK, c, (uint32_t)__builtin_popcount(m));
+    const float v = u - (c ? patched_total(total, c - 1, p) : 0.0f);
+    const __m256i lane = _mm256_add_epi32(_mm256_set1_epi32((int)(c * LDA_CHUNK)), iota);
+    const __m256 x = _mm256_blendv_ps(
+        _mm256_loadu_ps(w + c * LDA_CHUNK), _mm256_set1_ps(p.w),
+        _mm256_castsi256_ps(_mm256_cmpeq_epi32(lane, _mm256_set1_epi32((int)p.k))));
+    const unsigned m = (unsigned)_mm256_movemask_ps(
+        _mm256_cmp_ps(chunk_scan_avx2(x), _mm256_set1_ps(v), _CMP_LE_OQ));
+    const uint32_t j = (uint32_t)__builtin_popcount(m);
+    if (j < LDA_CHUNK)
+        return c * LDA_CHUNK + j;
+    float xs[LDA_CHUNK]; /* rounding left v past the chunk (rare) */
+    _mm256_storeu_ps(xs, x);
+    return chunk_topic(xs, c, j);
 }
 
 AVX2 static float dense_weights_avx2(const int32_t *ndk, float alpha, const float *coef, uint32_t K,
@@ -355,9 +391,10 @@ AVX2 static float dense_weights_avx2(const int32_t *ndk, float alpha, const floa
     return weights_avx2(ndk, alpha, coef, K, w, total);
 }
 
-AVX2 static uint32_t dense_find_avx2(const float *w, const float *total, uint32_t K, float u)
+AVX2 static uint32_t dense_find_avx2(const float *w, const float *total, uint32_t K, float u,
+                                     lda_dense_patch p)
 {
-    return find_avx2(w, total, K, u);
+    return find_avx2(w, total, K, u, p);
 }
 
 float lda_dense_weights(int avx2, const int32_t *ndk, float alpha, const float *coef, uint32_t K,
@@ -367,9 +404,10 @@ float lda_dense_weights(int avx2, const int32_t *ndk, float alpha, const float *
                 : weights_portable(ndk, alpha, coef, K, w, total);
 }
 
-uint32_t lda_dense_find(int avx2, const float *w, const float *total, uint32_t K, float u)
+uint32_t lda_dense_find(int avx2, const float *w, const float *total, uint32_t K, float u,
+                        lda_dense_patch p)
 {
-    return avx2 ? dense_find_avx2(w, total, K, u) : find_portable(w, total, K, u);
+    return avx2 ? dense_find_avx2(w, total, K, u, p) : find_portable(w, total, K, u, p);
 }
 
 int lda_have_avx2(void)
@@ -389,13 +427,14 @@ static inline float dense_coef(int32_t nwk, int64_t nk, double beta, double vbet
 #define DENSE_PREFETCH 8
 #define DENSE_PREFETCH_ROW 512u
 
-/* What one word's run of tokens needs. */
+/* What one word's run of tokens needs: w and total hold two sets, one
+ * token's weights and totals and the next's (wlen and tlen floats apart). */
 typedef struct dense_run {
     lda_tokens *t;
     int64_t *nk;
     lda_word *wd;
     float *coef, *w, *total;
-    uint32_t K, row_bytes;
+    uint32_t K, row_bytes, wlen, tlen;
     float alpha;
     double beta, vbeta;
 } dense_run;
@@ -431,11 +470,11 @@ static inline int32_t *dense_row(const dense_run *d, uint64_t i)
 }
 
 /* n_dk (row ndk) and the word's and the totals' counts of topic k change
- * by dn (+1 or -1), and coef[k] with them. */
-static inline void dense_count_portable(const dense_run *d, int32_t *ndk, uint32_t k, int dn)
+ * by dn (+1 or -1), and coef[k] with them; returns the new coef[k]. */
+static inline float dense_count_portable(const dense_run *d, int32_t *ndk, uint32_t k, int dn)
 {
     ndk[k] += dn;
-    d->coef[k] = dense_move(d, k, dn);
+    return d->coef[k] = dense_move(d, k, dn);
 }
 
 /* The vector path changes a count of the document row and a coef by a
@@ -469,37 +508,62 @@ AVX2 static inline void coef_set_avx2(float *coef, uint32_t k, float c)
 }
 
 /* As dense_count_portable. */
-AVX2 static inline void dense_count_avx2(const dense_run *d, int32_t *ndk, uint32_t k, int dn)
+AVX2 static inline float dense_count_avx2(const dense_run *d, int32_t *ndk, uint32_t k, int dn)
 {
     ndk_move_avx2(ndk, k, dn, d->K / LDA_CHUNK * LDA_CHUNK);
-    coef_set_avx2(d->coef, k, dense_move(d, k, dn));
+    const float c = dense_move(d, k, dn);
+    coef_set_avx2(d->coef, k, c);
+    return c;
 }
 
 /* Tokens [i, end) of the loaded word, one loop for both paths (GCC inlines
  * the AVX2 intrinsics only into functions built for AVX2, so the loop is
  * stamped out once per path: dense_tokens_portable, dense_tokens_avx2).
- * Token i + 1 leaves its topic after token i's draw and before token i
- * joins its new one: the counts after both moves do not depend on their
- * order, and token i + 1's loads of the counts then come after no store
- * whose address waits for the draw (the core would otherwise guess, and
- * replay when a guess was wrong). */
+ *
+ * Two tokens are in flight.  While token i's draw runs, token i + 1
+ * leaves its topic and its weights and totals are computed (into the other
+ * set) from counts that still lack token i's new topic k.  Once k is
+ * known, token i joins it, and only one of token i + 1's weights differs
+ * from what was computed, topic k's (its coef, and its n_dk when both
+ * tokens are in one document): a patch (lda_dense_patch), which token
+ * i + 1's draw applies.  So a draw waits for the one weight the previous
+ * draw changed, not for all K weights and their sums: the sums of the
+ * next token run beside the draw.  The draw is still from the exact full
+ * conditional, up to float rounding (the patched totals are the computed
+ * totals plus the change, added in float). */
 #define DENSE_TOKENS(PATH, ATTR)                                                                   \
     ATTR static void dense_tokens_##PATH(const dense_run *d, uint64_t i, uint64_t end,             \
-                                         rt_rng *rng)                                              \
+                                         rt_rng *stream)                                           \
     {                                                                                              \
         lda_tokens *t = d->t;                                                                      \
-        if (i < end)                                                                               \
-            dense_count_##PATH(d, dense_row(d, i), t->z[t->tok_pos[i]], -1);                       \
-        for (; i < end; i++) {                                                                     \
+        if (i >= end)                                                                              \
+            return;                                                                                \
+        rt_rng local = *stream, *rng = &local; /* in registers, not stored every token */          \
+        float *w = d->w, *total = d->total;                                                        \
+        int32_t *ndk = dense_row(d, i);                                                            \
+        dense_count_##PATH(d, ndk, t->z[t->tok_pos[i]], -1);                                       \
+        float sum = weights_##PATH(ndk, d->alpha, d->coef, d->K, w, total);                        \
+        lda_dense_patch patch = {0, w[0], 0.0f};                                                   \
+        for (uint32_t set = 0;; set ^= 1) {                                                        \
             dense_prefetch(d, i, end);                                                             \
             const uint32_t p = t->tok_pos[i];                                                      \
-            int32_t *ndk = dense_row(d, i);                                                        \
-            const float sum = weights_##PATH(ndk, d->alpha, d->coef, d->K, d->w, d->total);        \
-            const uint32_t k = find_##PATH(d->w, d->total, d->K, rt_rng_uniformf(rng) * sum);      \
-            if (i + 1 < end)                                                                       \
-                dense_count_##PATH(d, dense_row(d, i + 1), t->z[t->tok_pos[i + 1]], -1);           \
-            dense_count_##PATH(d, ndk, k, +1);                                                     \
+            const uint32_t k =                                                                     \
+                find_##PATH(w, total, d->K, rt_rng_uniformf(rng) * (sum + patch.d), patch);        \
+            if (i + 1 == end) {                                                                    \
+                dense_count_##PATH(d, ndk, k, +1);                                                 \
+                t->z[p] = (uint16_t)k;                                                             \
+                *stream = local;                                                                   \
+                return;                                                                            \
+            }                                                                                      \
+            int32_t *next = dense_row(d, i + 1);                                                   \
+            float *nw = set ? d->w : d->w + d->wlen, *nt = set ? d->total : d->total + d->tlen;    \
+            dense_count_##PATH(d, next, t->z[t->tok_pos[i + 1]], -1);                              \
+            sum = weights_##PATH(next, d->alpha, d->coef, d->K, nw, nt);                           \
+            const float ck = dense_count_##PATH(d, ndk, k, +1);                                    \
             t->z[p] = (uint16_t)k;                                                                 \
+            const float wk = ((float)next[k] + d->alpha) * ck;                                     \
+            patch = (lda_dense_patch){k, wk, wk - nw[k]};                                          \
+            w = nw, total = nt, ndk = next, i++;                                                   \
         }                                                                                          \
     }
 DENSE_TOKENS(portable, )
@@ -520,6 +584,8 @@ static int visit_dense(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *pa
                          .total = s->dense_total,
                          .K = K,
                          .row_bytes = K * 4 < DENSE_PREFETCH_ROW ? K * 4 : DENSE_PREFETCH_ROW,
+                         .wlen = lda_dense_totals_len(K) * LDA_CHUNK,
+                         .tlen = lda_dense_totals_len(K),
                          .alpha = (float)c->o->alpha,
                          .beta = c->o->beta,
                          .vbeta = c->vbeta};

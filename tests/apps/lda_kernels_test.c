@@ -200,8 +200,9 @@ static void spec_blocked(const float *x, uint32_t n, float *out)
 
 /* The dense weights: both paths give the same bits at every K (whole and
  * partial chunks, fewer and more than eight chunks), equal to the order
- * lda_sample.c states; a draw lands where a plain search over those sums
- * says, on both paths, and never on a zero weight. */
+ * lda_sample.c states; a draw, with or without a patch of one weight,
+ * lands where a plain search over the (patched) sums says, on both paths,
+ * and never on a zero weight. */
 static void test_dense(void **state)
 {
     (void)state;
@@ -244,20 +245,34 @@ static void test_dense(void **state)
             assert_memory_equal(&sum, &want[nc - 1], sizeof(float));
         }
         for (int i = 0; i < 4000; i++) {
-            const float u = i ? rt_rng_uniformf(&r) * want[nc - 1] : nextafterf(want[nc - 1], 0);
-            assert_true(u < want[nc - 1]);
+            /* every other draw with a patch: one weight grown (as a token joining its topic
+             * does) and the totals from its chunk on, in float */
+            lda_dense_patch pt = {0, w[0], 0.0f};
+            if (i & 1) {
+                pt.k = lda_below(&r, K);
+                pt.w = w[pt.k] + (float)lda_below(&r, 3) * rt_rng_uniformf(&r);
+                pt.d = pt.w - w[pt.k];
+            }
+            float pw[NC * LDA_CHUNK], ptot[NC];
+            memcpy(pw, w, sizeof(pw));
+            pw[pt.k] = pt.w;
+            for (uint32_t c = 0; c < nc; c++)
+                ptot[c] = want[c] + (c >= pt.k / LDA_CHUNK ? pt.d : 0.0f);
+            const float top = ptot[nc - 1];
+            const float u = i > 1 ? rt_rng_uniformf(&r) * top : nextafterf(top, 0);
+            assert_true(u < top);
             uint32_t c = 0; /* the plain search */
-            while (c + 1 < nc && !(u < want[c]))
+            while (c + 1 < nc && !(u < ptot[c]))
                 c++;
-            const float v = u - (c ? want[c - 1] : 0.0f);
+            const float v = u - (c ? ptot[c - 1] : 0.0f);
             float a[LDA_CHUNK];
-            spec_blocked(w + c * LDA_CHUNK, LDA_CHUNK, a);
+            spec_blocked(pw + c * LDA_CHUNK, LDA_CHUNK, a);
             uint32_t j = 0;
             while (j < LDA_CHUNK && !(v < a[j]))
                 j++;
             for (int path = 0; path < paths; path++) {
-                const uint32_t k = lda_dense_find(path, got[path], want, K, u);
-                assert_true(k < K && w[k] > 0);
+                const uint32_t k = lda_dense_find(path, got[path], want, K, u, pt);
+                assert_true(k < K && pw[k] > 0);
                 if (j < LDA_CHUNK)
                     assert_int_equal(k, c * LDA_CHUNK + j);
             }
