@@ -275,34 +275,6 @@ static int write_ids(rt_plan_builder *pb, const char *name, const rt_idmap *m, r
     return rt_plan_note_file(pb, name, bytes, check, err);
 }
 
-/* Size and XXH3 of a file the before_commit hook wrote. */
-static int hash_file(const char *path, uint64_t *bytes, uint64_t *check, rt_error *err)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot open", path);
-    enum { CHUNK = 1 << 20 };
-    char *buf = malloc(CHUNK);
-    if (!buf) {
-        fclose(fp);
-        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
-    }
-    XXH3_state_t st;
-    XXH3_64bits_reset(&st);
-    *bytes = 0;
-    for (size_t n; (n = fread(buf, 1, CHUNK, fp)) > 0;) {
-        XXH3_64bits_update(&st, buf, n);
-        *bytes += n;
-    }
-    int bad = ferror(fp);
-    fclose(fp);
-    free(buf);
-    if (bad)
-        return rt_fail(err, RT_EXIT_RUNTIME, "%s: read failed", path);
-    *check = XXH3_64bits_digest(&st);
-    return 0;
-}
-
 static int by_name(const struct dirent **a, const struct dirent **b)
 {
     return strcmp((*a)->d_name, (*b)->d_name);
@@ -338,7 +310,7 @@ static int run_before_commit(rt_plan_builder *pb, rt_error *err)
             rc = rt_fail(err, RT_EXIT_RUNTIME, "%s: plan.json is the plan writer's", path);
         else if (lstat(path, &sb) != 0)
             rc = rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot stat", path);
-        else if (S_ISREG(sb.st_mode) && (hash_file(path, &bytes, &check, err) < 0 ||
+        else if (S_ISREG(sb.st_mode) && (rt_file_checksum(path, &bytes, &check, err) < 0 ||
                                          rt_plan_note_file(pb, name, bytes, check, err) < 0))
             rc = -1;
     }

@@ -16,6 +16,7 @@
 #include "tools/guard.h"
 
 #include <inttypes.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -175,6 +176,56 @@ int partition_plan_options(const partition_opts *o, const char *command_line, do
     return po->pipeline ? 0 : partition_auto_pipeline(o, cols, work, &po->pipeline, err);
 }
 
+/* One file plan.json records besides the layout, the shards and the ids
+ * (which have checks of their own): whole, by size and XXH3.  Names are
+ * plain file names in the plan directory. */
+static int check_recorded_file(const char *dir, const char *name, json_t *rec, rt_error *err)
+{
+    char path[4200], hex[17];
+    uint64_t bytes = 0, check = 0;
+    json_t *want_bytes = json_object_get(rec, "bytes");
+    const char *want_check = json_string_value(json_object_get(rec, "xxh3"));
+    if (!*name || name[0] == '.' || strchr(name, '/') || !json_is_integer(want_bytes) ||
+        !want_check)
+        return rt_fail(err, RT_EXIT_INPUT, "%s/plan.json: \"files\": bad record of '%s'", dir,
+                       name);
+    if (rt_path_join(path, sizeof(path), dir, name, err) ||
+        rt_file_checksum(path, &bytes, &check, err))
+        return -1;
+    snprintf(hex, sizeof(hex), "%016" PRIx64, check);
+    if ((json_int_t)bytes != json_integer_value(want_bytes) || strcmp(hex, want_check))
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s: size or checksum differs from plan.json's \"files\" record (tampered, "
+                       "truncated or from another plan)",
+                       path);
+    return 0;
+}
+
+/* Every other file plan.json records (lda.words, vocab.txt, ...). */
+static int check_recorded_files(const char *dir, rt_error *err)
+{
+    char mpath[4200];
+    if (rt_path_join(mpath, sizeof(mpath), dir, "plan.json", err))
+        return -1;
+    json_error_t je;
+    json_t *root = json_load_file(mpath, 0, &je);
+    if (!root)
+        return rt_fail_parse(err, mpath, je.line, je.text);
+    const char *name;
+    json_t *rec;
+    int rc = 0;
+    json_object_foreach(json_object_get(root, "files"), name, rec)
+    {
+        size_t n = strlen(name);
+        int own_check = !strcmp(name, "layout.bin") || !strncmp(name, "shard-", 6) ||
+                        (n > 4 && !strcmp(name + n - 4, ".ids"));
+        if (!own_check && (rc = check_recorded_file(dir, name, rec, err)) != 0)
+            break;
+    }
+    json_decref(root);
+    return rc;
+}
+
 static int verify(const char *dir, rt_error *err)
 {
     rt_plan plan;
@@ -213,6 +264,8 @@ static int verify(const char *dir, rt_error *err)
                          " held-out rows",
                          dir, n, heldout);
     }
+    if (rc == 0)
+        rc = check_recorded_files(dir, err);
     if (rc == 0)
         printf("plan %016" PRIx64 " ok: app %s, %" PRIu64 " x %" PRIu64 ", %u workers "
                "(%u nodes x %u threads), %u blocks, %" PRIu64 " train / %" PRIu64 " test entries\n",
