@@ -214,12 +214,72 @@ static void test_text(void **state)
     rt_corpus_free(&c);
 }
 
+/* Four documents: accented Latin, Cyrillic and Greek, curly quotes, dashes
+ * and guillemets, and bytes of no character (Latin-1 0xE9, a cut 0xC3). */
+static const char utf8_text[] = "Caf\xc3\xa9 CAF\xc3\x89 na\xc3\xafve \xc3\x9c"
+                                "ber\n"
+                                "\xd0\x9c\xd0\xbe\xd1\x81\xd0\xba\xd0\xb2\xd0\xb0 "
+                                "\xce\x95\xce\xbb\xce\xbb\xce\xac\xce\xb4\xce\xb1\n"
+                                "don\xe2\x80\x99t \xe2\x80\x9cquoted\xe2\x80\x9d "
+                                "dash\xe2\x80\x94word \xc2\xabguillemets\xc2\xbb\n"
+                                "latin\xe9one \xc3 cut\n";
+
+/* UTF-8 text: letters of any script make words (lower-cased without a
+ * locale), Unicode punctuation splits them as ASCII punctuation does, and
+ * bytes of no character are separators. */
+static void test_text_utf8(void **state)
+{
+    (void)state;
+    const char *p = scratch_file("utf8.txt", utf8_text);
+    rt_corpus c;
+    rt_corpus_options o = {.format = RT_CORPUS_TEXT};
+    read_ok(p, &o, RT_CORPUS_TEXT, &c);
+    assert_int_equal(c.n_docs, 4);
+    static const struct {
+        uint64_t doc;
+        const char *word;
+        uint32_t count;
+    } want[] = {
+        {0, "caf\xc3\xa9", 2},  /* café, CAFÉ */
+        {0, "na\xc3\xafve", 1}, /* naïve */
+        {0,
+         "\xc3\xbc"
+         "ber",
+         1},                                                        /* Über */
+        {1, "\xd0\xbc\xd0\xbe\xd1\x81\xd0\xba\xd0\xb2\xd0\xb0", 1}, /* москва */
+        {1, "\xce\xb5\xce\xbb\xce\xbb\xce\xac\xce\xb4\xce\xb1", 1}, /* ελλάδα */
+        {2, "don", 0}, /* a stop word, split off by the curly quote */
+        {2, "quoted", 1},
+        {2, "dash", 1},
+        {2, "word", 1},
+        {2, "guillemets", 1},
+        {3, "latin", 1}, /* a Latin-1 byte splits */
+        {3, "one", 0},   /* stop word */
+        {3, "cut", 1},
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+        if (count_of(&c, want[i].doc, want[i].word) != want[i].count)
+            fail_msg("document %llu: '%s' counted %u, not %u", (unsigned long long)want[i].doc,
+                     want[i].word, count_of(&c, want[i].doc, want[i].word), want[i].count);
+    assert_int_equal(c.n_words, 11);
+    rt_corpus_free(&c);
+
+    /* stop words are lower-cased the same way */
+    o.stopwords = scratch_file("stop-utf8.txt",
+                               "CAF\xc3\x89\n\xd0\x9c\xd0\x9e\xd0\xa1\xd0\x9a\xd0\x92\xd0\x90\n");
+    read_ok(p, &o, RT_CORPUS_TEXT, &c);
+    assert_int_equal(count_of(&c, 0, "caf\xc3\xa9"), 0);
+    assert_int_equal(count_of(&c, 1, "\xd0\xbc\xd0\xbe\xd1\x81\xd0\xba\xd0\xb2\xd0\xb0"), 0);
+    rt_corpus_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_uci),   cmocka_unit_test(test_bad_input),
-        cmocka_unit_test(test_lines), cmocka_unit_test(test_libsvm_ldac),
-        cmocka_unit_test(test_text),  cmocka_unit_test(test_byte_order_mark),
+        cmocka_unit_test(test_uci),       cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_lines),     cmocka_unit_test(test_libsvm_ldac),
+        cmocka_unit_test(test_text),      cmocka_unit_test(test_byte_order_mark),
+        cmocka_unit_test(test_text_utf8),
     };
     return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);
 }
