@@ -22,11 +22,9 @@
 #define STR(x) STR_(x)
 #define LDA_AUTO_EXACT_MAX_K_TEXT STR(LDA_AUTO_EXACT_MAX_K)
 
-static const rt_opt_choice lda_samplers[] = {{"auto", LDA_SAMPLER_AUTO},
-                                             {"sparse", LDA_SAMPLER_SPARSE},
-                                             {"mh", LDA_SAMPLER_MH},
-                                             {"warp", LDA_SAMPLER_WARP},
-                                             {NULL, 0}};
+static const rt_opt_choice lda_samplers[] = {
+    {"auto", LDA_SAMPLER_AUTO}, {"sparse", LDA_SAMPLER_SPARSE}, {"mh", LDA_SAMPLER_MH},
+    {"warp", LDA_SAMPLER_WARP}, {"cycle", LDA_SAMPLER_CYCLE},   {NULL, 0}};
 
 static const rt_opt_choice lda_inits[] = {
     {"random", LDA_INIT_RANDOM}, {"progressive", LDA_INIT_PROGRESSIVE}, {NULL, 0}};
@@ -39,12 +37,15 @@ static const rt_opt lda_options[] = {
                   "symmetric topic-word prior"),
     RT_U32_OPT("iters", 0, lda_opts, iters, "N", "100", 0, 100000000, 0,
                "Gibbs sweeps over the corpus"),
-    RT_ENUM_OPT("sampler", 0, lda_opts, sampler, lda_samplers, "auto",
-                "auto (sparse at K <= " LDA_AUTO_EXACT_MAX_K_TEXT
-                ", warp above: the sooner to a given log-likelihood; the model records which), "
-                "sparse (SparseLDA buckets), mh (Metropolis-Hastings with alias tables: cost per "
-                "token independent of K) or warp (WarpLDA's word and document phases with delayed "
-                "count updates: no document-topic matrix, the fastest per token)"),
+    RT_ENUM_OPT(
+        "sampler", 0, lda_opts, sampler, lda_samplers, "auto",
+        "auto (sparse at K <= " LDA_AUTO_EXACT_MAX_K_TEXT
+        ", warp above: the sooner to a given log-likelihood; the model records which), "
+        "sparse (SparseLDA buckets), mh (Metropolis-Hastings with alias tables: cost per "
+        "token independent of K), warp (WarpLDA's word and document phases with delayed "
+        "count updates: no document-topic matrix, the fastest per token) or cycle (warp's word "
+        "phase alone, judging word and document proposals against the current counts: "
+        "no delayed updates, so it samples the collapsed Gibbs posterior)"),
     RT_ENUM_OPT("init", 0, lda_opts, init, lda_inits, "random",
                 "initial topics: random (uniform) or progressive (a first sweep that assigns "
                 "every token from the collapsed conditional given the tokens assigned before it, "
@@ -52,11 +53,12 @@ static const rt_opt lda_options[] = {
     RT_U32_OPT("mh-steps", 0, lda_opts, mh_steps, "M", "2", 1, 1000, 0,
                "MH proposals per token, alternating doc/word"),
     RT_U32_OPT("exact-sweeps", 0, lda_opts, exact_sweeps, "N", "0", 0, 100000000, 0,
-               "mh and warp: N sweeps (the first, or those after --exact-after) are exact "
+               "mh, warp and cycle: N sweeps (the first, or those after --exact-after) are exact "
                "collapsed Gibbs (SparseLDA's buckets), which gain more per sweep"),
-    RT_U32_OPT("exact-after", 0, lda_opts, exact_after, "W", "0", 0, 100000000, 0,
-               "the --exact-sweeps are sweeps W+1 .. W+N (0: the first N); for warp, their "
-               "per-document topic lists raise the peak memory"),
+    RT_U32_OPT(
+        "exact-after", 0, lda_opts, exact_after, "W", "0", 0, 100000000, 0,
+        "the --exact-sweeps are sweeps W+1 .. W+N (0: the first N); for warp and cycle, their "
+        "per-document topic lists raise the peak memory"),
     RT_U32_OPT("eval-every", 0, lda_opts, eval_every, "N", "10", 1, 100000000, 0,
                "log-likelihood and held-out perplexity every N sweeps"),
     RT_U32_OPT("sync-every", 0, lda_opts, sync_every, "N", "1", 1, 1000000, 0,

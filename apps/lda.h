@@ -89,8 +89,16 @@ typedef enum lda_sampler {
     LDA_SAMPLER_SPARSE = 0,
     LDA_SAMPLER_MH = 1,
     LDA_SAMPLER_WARP = 2,
-    LDA_SAMPLER_AUTO = 3 /* only until the options are parsed: lda_sampler_auto */
+    LDA_SAMPLER_AUTO = 3, /* only until the options are parsed: lda_sampler_auto */
+    LDA_SAMPLER_CYCLE = 4
 } lda_sampler;
+
+/* The samplers that keep each training token's topic in a record (t->aux)
+ * and no document-topic matrix. */
+static inline int lda_uses_records(lda_sampler s)
+{
+    return s == LDA_SAMPLER_WARP || s == LDA_SAMPLER_CYCLE;
+}
 
 /* --sampler auto: the sparse (exact) sampler up to this K, warp above: the
  * one that reaches a given log-likelihood sooner (README, LDA). */
@@ -102,7 +110,10 @@ static inline lda_sampler lda_sampler_auto(uint32_t K)
 
 static inline const char *lda_sampler_name(lda_sampler s)
 {
-    return s == LDA_SAMPLER_MH ? "mh" : s == LDA_SAMPLER_WARP ? "warp" : "sparse";
+    return s == LDA_SAMPLER_MH      ? "mh"
+           : s == LDA_SAMPLER_WARP  ? "warp"
+           : s == LDA_SAMPLER_CYCLE ? "cycle"
+                                    : "sparse";
 }
 
 /* The initial topics: uniformly random, or the progressive sweep
@@ -211,7 +222,9 @@ typedef struct lda_tokens {
     uint64_t *dnz_off; /* n_docs + 1 */
     uint32_t *dnz_n;
     uint32_t *dnc; /* exact and progressive sweeps only: counts parallel to dnz (any sampler) */
-    uint32_t *doc_step; /* with dnc and no tok_doc: the document of every 64th token */
+    /* without tok_doc, for the exact sweeps' lists and the cycle sampler:
+     * the document of every 2^LDA_DOC_STEP-th token (lda_doc_of) */
+    uint32_t *doc_step;
     /* held-out docs: the completion half, per block, word-major */
     uint64_t *blk_held; /* B + 1 into held_* */
     uint32_t *held_word, *held_doc, *held_cnt;
@@ -287,10 +300,15 @@ int lda_visit_sparse(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payl
 int lda_visit_mh(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
                  rt_rng *rng, rt_error *err);
 /* Warp sampler (lda_warp.c): the word phase of a block visit and the
- * document phase that runs before a worker's first visit of a rotation. */
+ * document phase that runs before a worker's first visit of a rotation;
+ * lda_visit_warp is also the cycle sampler's block visit. */
 int lda_visit_warp(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
                    rt_rng *rng, rt_error *err);
 void lda_doc_phase(const lda_ctx *c, lda_worker *w, lda_scratch *s, rt_rng *rng);
+/* The cycle sampler (lda_warp.c) is the warp sampler's word phase alone,
+ * judging word and document proposals by the exact Metropolis-Hastings
+ * ratio against the current counts (the document's counted from its
+ * topics); it has no document phase. */
 /* A training document's topic counts into dense row (K, zeroed by the caller). */
 void lda_doc_counts(const lda_tokens *t, uint32_t K, uint32_t d, int32_t *row);
 
@@ -359,6 +377,19 @@ static inline uint32_t lda_below(rt_rng *r, uint32_t n)
  * of (seed, gdoc, gword, i), shared by training's held-out documents and
  * rotor infer. */
 int lda_token_held(uint64_t seed, uint32_t gdoc, uint32_t gword, uint32_t i);
+
+/* The document of doc-major token position p without tok_doc: from the
+ * document at p rounded down to a multiple of 2^LDA_DOC_STEP, forward
+ * (t->doc_step, lda_doc_step_build; -1: out of memory). */
+#define LDA_DOC_STEP 6
+int lda_doc_step_build(lda_tokens *t);
+static inline uint32_t lda_doc_of(const lda_tokens *t, uint64_t p)
+{
+    uint32_t d = t->doc_step[p >> LDA_DOC_STEP];
+    while (t->doc_off[d + 1] <= p)
+        d++;
+    return d;
+}
 
 /* The topic of token p (doc-major) of t, whichever sampler keeps it. */
 static inline uint32_t lda_topic(const lda_tokens *t, uint64_t p)

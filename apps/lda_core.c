@@ -31,16 +31,16 @@ int lda_core_init(lda_core *c, const lda_opts *o, const rt_plan *plan, const rt_
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
     if (lda_layout_build(&c->layout, plan, o->K, err))
         return -1;
-    for (uint64_t j = 0; o->sampler == LDA_SAMPLER_WARP && j < plan->n_cols; j++)
+    for (uint64_t j = 0; lda_uses_records(o->sampler) && j < plan->n_cols; j++)
         if (c->layout.tokens[j] > LDA_WARP_WORD_TOKENS_MAX)
             return rt_fail(err, RT_EXIT_INPUT,
-                           "lda: word %llu has %llu training tokens; --sampler warp takes at most "
+                           "lda: word %llu has %llu training tokens; --sampler %s takes at most "
                            "%u per word",
                            (unsigned long long)j, (unsigned long long)c->layout.tokens[j],
-                           LDA_WARP_WORD_TOKENS_MAX);
+                           lda_sampler_name(o->sampler), LDA_WARP_WORD_TOKENS_MAX);
     for (uint32_t t = 0; t < n_threads; t++)
         if (lda_scratch_init(&c->scratch[t], o->K) ||
-            (o->sampler == LDA_SAMPLER_WARP &&
+            (lda_uses_records(o->sampler) &&
              lda_scratch_urn(&c->scratch[t], &c->layout, plan->n_cols)))
             return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (LDA scratch)");
     /* opening the shards read them all (checksums); each worker's tokens
@@ -97,9 +97,10 @@ int lda_core_visit(lda_core *c, uint32_t worker, uint32_t thread, uint32_t block
     const int exact = rotation > c->o.exact_after &&
                       rotation - c->o.exact_after <= c->o.exact_sweeps &&
                       c->o.sampler != LDA_SAMPLER_SPARSE;
-    if (w->train.dnc && !(exact && c->o.sampler == LDA_SAMPLER_WARP))
+    const int records = lda_uses_records(c->o.sampler);
+    if (w->train.dnc && !(exact && records))
         lda_init_lists_done(&w->train); /* no list-based sweep follows */
-    if (exact && c->o.sampler == LDA_SAMPLER_WARP && w->doc_phase_rotation != rotation) {
+    if (exact && records && w->doc_phase_rotation != rotation) {
         /* the worker's first visit of an exact sweep: its documents' lists */
         if (!w->train.dnc && lda_init_lists(&w->train, c->o.K))
             return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (LDA document topic lists)");
@@ -119,6 +120,7 @@ int lda_core_visit(lda_core *c, uint32_t worker, uint32_t thread, uint32_t block
         rc = lda_visit_mh(&c->ctx, w, block, payload, s, &rng, err);
         break;
     case LDA_SAMPLER_WARP:
+    case LDA_SAMPLER_CYCLE:
         rc = lda_visit_warp(&c->ctx, w, block, payload, s, &rng, err);
         break;
     default:

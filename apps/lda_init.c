@@ -34,21 +34,9 @@
 #define S_TRIES 8   /* rejection tries for the s bucket before the exact search */
 #define PREFETCH 16 /* tokens ahead */
 
-/* The document of doc-major token position p (the warp sampler keeps no
- * per-token document): from the document at position p rounded down to a
- * multiple of 2^DOC_STEP, forward. */
-#define DOC_STEP 6
-static inline uint32_t doc_of(const lda_tokens *t, uint64_t p)
-{
-    uint32_t d = t->doc_step[p >> DOC_STEP];
-    while (t->doc_off[d + 1] <= p)
-        d++;
-    return d;
-}
-
 static inline uint32_t token_doc(const lda_tokens *t, uint64_t i)
 {
-    return t->tok_doc ? t->tok_doc[i] : doc_of(t, t->tok_pos[i]);
+    return t->tok_doc ? t->tok_doc[i] : lda_doc_of(t, t->tok_pos[i]);
 }
 
 /* A topic k with probability ∝ inv[k] = 1 / (n_k + V beta), total sum_inv;
@@ -277,27 +265,32 @@ int lda_init_lists(lda_tokens *t, uint32_t K)
         }
         t->dnz = malloc((t->dnz_off[t->n_docs] + 1) * sizeof(uint16_t));
     }
-    if (!t->tok_doc) {
-        const uint64_t steps = (t->n_tokens >> DOC_STEP) + 1;
-        t->doc_step = malloc(steps * sizeof(uint32_t));
-        if (!t->doc_step)
-            return -1;
-        for (uint64_t i = 0, d = 0; i < steps; i++) {
-            while (d + 1 < t->n_docs && t->doc_off[d + 1] <= i << DOC_STEP)
-                d++;
-            t->doc_step[i] = (uint32_t)d;
-        }
-    }
+    if (!t->tok_doc && lda_doc_step_build(t))
+        return -1;
     t->dnc = malloc((t->dnz_off[t->n_docs] + 1) * sizeof(uint32_t));
     return t->dnz && t->dnc ? 0 : -1;
+}
+
+int lda_doc_step_build(lda_tokens *t)
+{
+    if (t->doc_step) /* (built once; it does not change) */
+        return 0;
+    const uint64_t steps = (t->n_tokens >> LDA_DOC_STEP) + 1;
+    t->doc_step = malloc(steps * sizeof(uint32_t));
+    if (!t->doc_step)
+        return -1;
+    for (uint64_t i = 0, d = 0; i < steps; i++) {
+        while (d + 1 < t->n_docs && t->doc_off[d + 1] <= i << LDA_DOC_STEP)
+            d++;
+        t->doc_step[i] = (uint32_t)d;
+    }
+    return 0;
 }
 
 void lda_init_lists_done(lda_tokens *t)
 {
     free(t->dnc);
-    free(t->doc_step);
     t->dnc = NULL;
-    t->doc_step = NULL;
     if (t->ndk) /* the sparse and mh samplers go on with the lists */
         return;
     free(t->dnz);

@@ -132,9 +132,10 @@ static int tokens_build(lda_tokens *t, const rt_plan *plan, const rt_shard *sh, 
     }
     /* the warp sampler keeps the topics in its token records, and no
      * document-topic matrix for its training documents */
-    int warp = o->sampler == LDA_SAMPLER_WARP && !test_ids;
+    int warp = lda_uses_records(o->sampler) && !test_ids;
     int progressive = o->init == LDA_INIT_PROGRESSIVE && !test_ids;
-    t->aux_stride = 2 + o->mh_steps;
+    /* (the cycle sampler's record is the topic alone) */
+    t->aux_stride = o->sampler == LDA_SAMPLER_CYCLE ? 1 : 2 + o->mh_steps;
     if (warp) {
         t->aux = xcalloc(t->n_tokens * t->aux_stride, sizeof(uint16_t), &fail);
         advise_huge(t->aux, t->n_tokens * t->aux_stride * sizeof(uint16_t));
@@ -259,6 +260,8 @@ int lda_worker_init(lda_worker *w, const rt_plan *plan, const rt_shard *sh, cons
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
     if (tokens_build(&w->train, plan, sh, 0, o, err) || doc_nz_build(&w->train, o->K, err))
         return -1;
+    if (o->sampler == LDA_SAMPLER_CYCLE && lda_doc_step_build(&w->train))
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (LDA document index)");
     if (o->init == LDA_INIT_PROGRESSIVE && lda_init_lists(&w->train, o->K))
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (LDA initial topic lists)");
     if (sh->test_row_ids &&

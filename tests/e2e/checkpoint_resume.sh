@@ -58,13 +58,17 @@ for app in sgd-mf cd-mf lda; do
         fail "$app: 6 and 12 give the same model (nothing trained?)"
 done
 
-note "lda --sampler warp (its per-token proposals are state): 6 then resume to 12 == straight 12"
-read -r -a opts <<<"${OPTS[lda]/--sampler mh/--sampler warp}"
-train2 "$TMP/warp-12.log" "${opts[@]}" --iters 12 --out "$TMP/warp-12" || fail "warp straight"
-train2 "$TMP/warp-6.log" "${opts[@]}" --iters 6 --checkpoint "$TMP/warp-ck6" || fail "warp half"
-train2 "$TMP/warp-r.log" "${opts[@]}" --iters 12 --resume "$TMP/warp-ck6" --out "$TMP/warp-r" ||
-    fail "warp resume"
-same_model lda "$TMP/warp-12" "$TMP/warp-r" "resumed warp run"
+# (warp: its per-token proposals are state; cycle: its document tables are
+# refilled from the topics)
+for s in warp cycle; do
+    note "lda --sampler $s: 6 then resume to 12 == straight 12"
+    read -r -a opts <<<"${OPTS[lda]/--sampler mh/--sampler $s}"
+    train2 "$TMP/$s-12.log" "${opts[@]}" --iters 12 --out "$TMP/$s-12" || fail "$s straight"
+    train2 "$TMP/$s-6.log" "${opts[@]}" --iters 6 --checkpoint "$TMP/$s-ck6" || fail "$s half"
+    train2 "$TMP/$s-r.log" "${opts[@]}" --iters 12 --resume "$TMP/$s-ck6" --out "$TMP/$s-r" ||
+        fail "$s resume"
+    same_model lda "$TMP/$s-12" "$TMP/$s-r" "resumed $s run"
+done
 
 note "another split, other options, another plan and a damaged state file are refused"
 ck=$(ls -d "$TMP"/sgd-mf-ck6/ckpt-* | tail -1)

@@ -13,7 +13,7 @@ gen_small_corpus
     --seed 3 --out "$TMP/plan" >"$TMP/part.out" 2>"$TMP/part.err" || { cat "$TMP/part.err"; fail "partition"; }
 grep -q "imbalance" "$TMP/part.out" || fail "partition does not report the imbalance"
 
-for s in sparse mh warp; do
+for s in sparse mh warp cycle; do
     note "sampler $s: 2 processes x 2 threads, 100 sweeps"
     train=(train --plan "$TMP/plan" "${LDA_OPTS[@]}" --sampler "$s" --iters 100 --eval-every 20)
     "$ROTOR" launch -n 2 -- "$ROTOR" "${train[@]}" --out "$TMP/m-$s" >"$TMP/$s.log" 2>&1 ||
@@ -52,7 +52,7 @@ done
 # keep the same promise: every split of the workers gives the same model.
 # So do exact sweeps in the middle of the run (--exact-after: sweeps 3-4
 # exact, then back to the sampler's own steps).
-for s in warp mh; do
+for s in warp cycle mh; do
     note "$s --exact-after 2 --exact-sweeps 2: 2 x 2 and serial replay bit-identical"
     train=(train --plan "$TMP/plan" "${LDA_OPTS[@]}" --sampler "$s" --exact-after 2 --exact-sweeps 2
            --iters 6 --eval-every 1)
@@ -72,7 +72,7 @@ for s in warp mh; do
     [ "$(ll_at 3 "$TMP/w-$s.log")" != "$(ll_at 3 "$TMP/w-$s-plain.log")" ] ||
         fail "$s --exact-after 2: sweep 3 is the plain sampler's"
 done
-for s in warp mh; do
+for s in warp cycle mh; do
     note "$s --init progressive --exact-sweeps 3: 2 x 2, serial replay and 1 x 4 bit-identical"
     train=(train --plan "$TMP/plan" "${LDA_OPTS[@]}" --sampler "$s" --init progressive --exact-sweeps 3
            --iters 6 --eval-every 3)
