@@ -152,20 +152,26 @@ int rt_mf_train_mean(const rt_plan *plan, const rt_shard *shards, uint32_t first
     return 0;
 }
 
-int rt_mf_rating_scale(const rt_plan *plan, const rt_shard *shards, uint32_t first_worker,
-                       uint32_t n_workers, rt_engine *eng, int center, double *scale, rt_error *err)
+/* The standard deviation of the training ratings in the shards of the local
+ * workers and every other rank's (around their mean; with center = 0 their
+ * root mean square).  Collective; the same on every rank and split. */
+static int ratings_spread(const rt_plan *plan, const rt_shard *shards, uint32_t first_worker,
+                          uint32_t n_workers, rt_engine *eng, int center, double *sd, rt_error *err)
 {
     double mean = 0, total = 0, count = 0;
     if ((center && rt_mf_train_mean(plan, shards, first_worker, n_workers, eng, &mean, err)) ||
         worker_sums(plan, shards, first_worker, n_workers, eng, mean, 2, &total, &count, err))
         return -1;
-    double sd = count > 0 ? sqrt(total / count) : 0;
-    *scale = 1;
-    if (sd > 0 && isfinite(sd)) {
-        long e = lround(log2(sd));
-        *scale = ldexp(1.0, (int)(e < -60 ? -60 : e > 60 ? 60 : e));
-    }
+    *sd = count > 0 ? sqrt(total / count) : 0;
     return 0;
+}
+
+double rt_mf_rating_scale(double sd)
+{
+    if (!(sd > 0) || !isfinite(sd))
+        return 1;
+    long e = lround(log2(sd));
+    return ldexp(1.0, (int)(e < -60 ? -60 : e > 60 ? 60 : e));
 }
 
 int rt_mf_resolve_rating_scale(rt_mf_common_opts *o, const rt_plan *plan, const rt_shard *shards,
@@ -176,9 +182,14 @@ int rt_mf_resolve_rating_scale(rt_mf_common_opts *o, const rt_plan *plan, const 
         o->rating_scale = 1;
     if (o->rating_scale > 0)
         return 0;
-    if (rt_mf_rating_scale(plan, shards, first_worker, n_workers, eng, center, &o->rating_scale,
-                           err))
+    double sd;
+    if (ratings_spread(plan, shards, first_worker, n_workers, eng, center, &sd, err))
         return -1;
+    o->rating_scale = rt_mf_rating_scale(sd);
+    if (sd == 0 && rt_engine_rank(eng) == 0)
+        rt_warn("%s: every training rating is the same: an explicit model has nothing to fit "
+                "(user-item pairs without ratings? train with --implicit)",
+                app);
     if (o->rating_scale != 1 && rt_engine_rank(eng) == 0)
         rt_info("%s: the training ratings' spread is far from 1: training on rating / %g "
                 "(--rating-scale auto; the saved model is in the ratings' units)",

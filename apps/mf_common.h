@@ -167,17 +167,16 @@ int rt_mf_train_mean(const rt_plan *plan, const rt_shard *shards, uint32_t first
                      uint32_t n_workers, rt_engine *eng, double *mean, rt_error *err);
 
 /* --rating-scale auto: the power of two nearest (in log2) the standard
- * deviation of the training ratings in the shards of the local workers and
- * every other rank's (around their mean; with center = 0 their root mean
- * square), 1 when that is 0.  A power of two, so that scaling the ratings
- * down and the model back up is exact: the saved model predicts exactly
- * rating_scale times what training predicted.  Collective; the same on
- * every rank and for every split. */
-int rt_mf_rating_scale(const rt_plan *plan, const rt_shard *shards, uint32_t first_worker,
-                       uint32_t n_workers, rt_engine *eng, int center, double *scale,
-                       rt_error *err);
-/* Resolve o->rating_scale (0 = auto, as above; implicit feedback: 1) and
- * say on rank 0 which scale training uses when it is not 1. */
+ * deviation sd of the training ratings (their root mean square with
+ * --no-center), 1 when that is 0.  A power of two, so that scaling the
+ * ratings down and the model back up is exact: the saved model predicts
+ * exactly rating_scale times what training predicted. */
+double rt_mf_rating_scale(double sd);
+/* Resolve o->rating_scale (0 = auto, as above, from the training ratings of
+ * the local workers' shards and every other rank's; implicit feedback: 1)
+ * and say on rank 0 which scale training uses when it is not 1, and warn
+ * when every rating is the same.  Collective; the same on every rank and
+ * split. */
 int rt_mf_resolve_rating_scale(rt_mf_common_opts *o, const rt_plan *plan, const rt_shard *shards,
                                uint32_t first_worker, uint32_t n_workers, rt_engine *eng,
                                int center, int implicit, const char *app, rt_error *err);

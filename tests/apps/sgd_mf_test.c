@@ -634,12 +634,31 @@ static void test_implicit_bpr(void **state)
     toy_free(&t);
 }
 
+/* --rating-scale auto: the power of two nearest the ratings' spread, 1
+ * for star ratings and when there is no spread. */
+static void test_rating_scale(void **state)
+{
+    (void)state;
+    static const struct {
+        double sd, scale;
+    } cases[] = {
+        {1.126, 1},                                                /* MovieLens 100K */
+        {0.919, 1},                                                /* FilmTrust */
+        {0.72, 1},  {0.70, 0.5}, {1.40, 1},   {1.42, 2}, {5.2, 4}, /* Jester */
+        {22.0, 16}, {25.0, 32},  {0.2, 0.25}, {0, 1},    {NAN, 1}, {INFINITY, 1}, {1e300, 0x1p60},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        if (rt_mf_rating_scale(cases[i].sd) != cases[i].scale)
+            fail_msg("sd %g: scale %g, not %g", cases[i].sd, rt_mf_rating_scale(cases[i].sd),
+                     cases[i].scale);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_split_is_bit_identical),  cmocka_unit_test(test_model_roundtrip),
         cmocka_unit_test(test_resume_is_bit_identical), cmocka_unit_test(test_implicit_bpr),
-        cmocka_unit_test(test_validation_early_stop),
+        cmocka_unit_test(test_validation_early_stop),   cmocka_unit_test(test_rating_scale),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

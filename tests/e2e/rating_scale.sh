@@ -78,4 +78,11 @@ run_logged fixed "$ROTOR" train --plan "$TMP/plan.x64" --app sgd-mf --epochs 8 -
 ! grep -q 'rating-scale auto' "$TMP/fixed.log" || fail "--rating-scale 64 was chosen automatically"
 single "$TMP/fixed"
 same_as sgd-mf.x64 fixed W.npy H.npy row_bias.npy col_bias.npy
+# User-item pairs trained as explicit ratings: every rating is 1, and the log says so.
+awk '{ print $1, $2 }' "$TMP/g.stars" >"$TMP/pairs.txt"
+"$ROTOR" partition --input "$TMP/pairs.txt" --nodes 1 --threads 2 --out "$TMP/plan.pairs" \
+    >/dev/null 2>&1 || fail "partition pairs"
+run_logged pairs "$ROTOR" train --plan "$TMP/plan.pairs" --app sgd-mf --epochs 1
+grep -q 'every training rating is the same.*--implicit' "$TMP/pairs.log" ||
+    fail "no warning for ratings that are all the same: $(cat "$TMP/pairs.log")"
 echo PASS
