@@ -119,6 +119,11 @@ const char *rt_compressed_by(const char *head, size_t n)
 int rt_fail_binary_head(rt_error *err, const char *path, const char *head, size_t n,
                         unsigned char byte)
 {
+    if (n >= 4 && !memcmp(head, "PK\x03\x04", 4)) /* MovieLens comes as ml-100k.zip */
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s:1: binary data: a zip archive? take the file out first ('unzip -p "
+                       "FILE MEMBER', e.g. into a pipe read as '-')",
+                       path);
     const char *how = rt_compressed_by(head, n);
     if (!how)
         return rt_fail_binary(err, path, 1, byte);
