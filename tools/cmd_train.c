@@ -338,6 +338,8 @@ static int train(const train_opts *o, const char *out, train_run *r, rt_error *e
                 r->app->name, r->plan.dir, r->group.size, r->group.size == 1 ? "" : "es",
                 r->group.source, o->serial ? 1 : ec.threads,
                 (o->serial ? 1 : ec.threads) == 1 ? "" : "s", r->plan.workers, r->plan.blocks);
+    if (r->group.rank == 0 && !out) /* said at the start, while there is time to stop */
+        rt_info("train: no --out: the trained model will not be saved");
     if (r->app->create(r->app_opts, &r->plan, r->engine, &r->app_state, err))
         return -1;
     if (o->resume && rt_app_resume(r->app, r->app_state, r->engine, &r->plan, resume_dir,

@@ -5,7 +5,8 @@
 # bit, and H, the biases, mu and the logged RMSEs exactly 64 times those of
 # the stars (the scale is a power of two, so dividing and multiplying back
 # is exact); `rotor eval` agrees.  CD-MF's logged train RMSE equals an
-# independent recomputation from the exported model.
+# independent recomputation from the exported model.  Ratings that are all
+# the same, and training without --out, are named in the log.
 source "$(dirname "$0")/lib.sh"
 command -v python3 >/dev/null || skip "python3 is needed to read the .npy files"
 
@@ -85,4 +86,11 @@ awk '{ print $1, $2 }' "$TMP/g.stars" >"$TMP/pairs.txt"
 run_logged pairs "$ROTOR" train --plan "$TMP/plan.pairs" --app sgd-mf --epochs 1
 grep -q 'every training rating is the same.*--implicit' "$TMP/pairs.log" ||
     fail "no warning for ratings that are all the same: $(cat "$TMP/pairs.log")"
+
+# Training without --out says at the start that the model will not be saved.
+! grep -q 'no --out' "$TMP/pairs.log" || fail "a run with --out says it has none"
+"$ROTOR" train --plan "$TMP/plan.pairs" --app sgd-mf --epochs 1 2>"$TMP/noout.log" ||
+    fail "train without --out: $(cat "$TMP/noout.log")"
+grep -q 'no --out: the trained model will not be saved' "$TMP/noout.log" ||
+    fail "train without --out does not say the model is not saved"
 echo PASS
