@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define DEFAULT_BASE_PORT 18515
 
@@ -98,6 +99,12 @@ static int parse_port(const char *s, int *port)
     return 0;
 }
 
+/* What a host name or address may hold: LDH names (and '_', which some
+ * sites use), IPv4, IPv6 with a zone ("fe80::1%eth0").  Anything else
+ * (a stray byte, another encoding) could never resolve, and is better named
+ * here, with its line, than by the resolver at start-up. */
+#define HOST_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_:%"
+
 /* Parse one non-blank line (comments already stripped, trimmed).  port is
  * left at 0 when the line has none. */
 static int parse_line(char *line, rt_peer *peer, const char **why)
@@ -140,6 +147,11 @@ static int parse_line(char *line, rt_peer *peer, const char **why)
     }
     if (!*host) {
         *why = "empty host name";
+        return -1;
+    }
+    if (host[strspn(host, HOST_CHARS)]) {
+        *why = "a host name is letters, digits, '.', '-' and '_' (an IPv6 address: hex digits, "
+               "':' and '%')";
         return -1;
     }
     if (strlen(host) >= sizeof(peer->host)) {
@@ -226,6 +238,16 @@ int rt_hostfile_read(const char *path, int size, int base_port, rt_peer **peers,
             }
             p[n].port = base_port + n;
         }
+        /* Two ranks at one address: found at parse time, with its line,
+         * rather than by a rank that connects to itself. */
+        for (int r = 0; r < n && rc == 0; r++)
+            if (p[r].port == p[n].port && !strcasecmp(p[r].host, p[n].host))
+                rc = rt_fail(err, RT_EXIT_INPUT,
+                             "%s:%d: rank %d has the address of rank %d (%s:%d): every rank "
+                             "needs its own port",
+                             path, lineno, n, r, p[n].host, p[n].port);
+        if (rc)
+            break;
         n++;
     }
     if (rc == 0 && ferror(fp))

@@ -66,13 +66,46 @@ int rt_error_prefix(rt_error *err, const char *fmt, ...)
     return -1;
 }
 
+/* Bytes of the well-formed UTF-8 sequence that starts at s (2..4: no
+ * overlong forms, surrogates or code points beyond U+10FFFF), else 0. */
+static size_t utf8_sequence(const unsigned char *s)
+{
+    unsigned c = s[0];
+    size_t len = c >= 0xc2 && c <= 0xdf   ? 2
+                 : c >= 0xe0 && c <= 0xef ? 3
+                 : c >= 0xf0 && c <= 0xf4 ? 4
+                                          : 0;
+    if (!len)
+        return 0;
+    unsigned lo = 0x80, hi = 0xbf; /* the second byte's range */
+    if (c == 0xe0)
+        lo = 0xa0;
+    else if (c == 0xed)
+        hi = 0x9f;
+    else if (c == 0xf0)
+        lo = 0x90;
+    else if (c == 0xf4)
+        hi = 0x8f;
+    if (s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if (s[i] < 0x80 || s[i] > 0xbf)
+            return 0;
+    return len;
+}
+
 size_t rt_one_line(char *out, size_t cap, const char *s)
 {
     static const char hex[] = "0123456789abcdef";
     size_t n = 0;
     for (; *s && n + 5 < cap; s++) {
         unsigned char c = (unsigned char)*s;
-        if ((c >= 0x20 && c != 0x7f) || c == '\t') {
+        size_t seq = c >= 0x80 ? utf8_sequence((const unsigned char *)s) : 0;
+        if (seq && n + seq + 5 < cap) { /* text in another script stays readable */
+            memcpy(out + n, s, seq);
+            n += seq;
+            s += seq - 1;
+        } else if ((c >= 0x20 && c < 0x7f) || c == '\t') {
             out[n++] = (char)c;
         } else if (c == '\n' || c == '\r') {
             out[n++] = '\\';

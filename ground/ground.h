@@ -41,8 +41,10 @@ int rt_fail_parse(rt_error *err, const char *path, int line, const char *what);
 /* Prefix an existing message with more context: "context: old message". */
 int rt_error_prefix(rt_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* s as one printable line in out (cap bytes): newline and carriage return
- * as \n and \r, other control bytes but tab as \xNN, so that a file name holding
- * them cannot break the one-line rule of messages.  Returns the length. */
+ * as \n and \r, other control bytes but tab, and bytes that are not
+ * well-formed UTF-8, as \xNN, so that a file name holding them cannot break
+ * the one-line rule of messages or a terminal's encoding.  Returns the
+ * length. */
 size_t rt_one_line(char *out, size_t cap, const char *s);
 /* Print "rotor: error: <msg>" (rt_one_line) to stderr and exit(err->code). */
 void rt_die(const rt_error *err) __attribute__((noreturn));

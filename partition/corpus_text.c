@@ -253,7 +253,7 @@ static int read_dir(text_ctx *x, const char *path, rt_error *err)
         n++;
     }
     closedir(dir);
-    if (rc == 0)
+    if (rc == 0 && n > 1) /* an empty directory has no list (qsort wants one) */
         qsort(names, n, sizeof(char *), cmp_str);
     for (size_t i = 0; i < n && rc == 0; i++) {
         char full[4096];

@@ -119,6 +119,23 @@ static void test_error_prefix(void **state)
     assert_int_equal(err.code, RT_EXIT_INPUT);
 }
 
+/* Messages stay one line of well-formed text: control bytes and bytes that
+ * are not UTF-8 (a Latin-1 file name, garbage in a hostfile) are escaped,
+ * other scripts pass. */
+static void test_one_line(void **state)
+{
+    (void)state;
+    char out[128];
+    rt_one_line(out, sizeof(out), "a\nb\tc\x1b[0m");
+    assert_string_equal(out, "a\\nb\tc\\x1b[0m");
+    rt_one_line(out, sizeof(out), "mod\xe9l \xff\xfe");
+    assert_string_equal(out, "mod\\xe9l \\xff\\xfe");
+    rt_one_line(out, sizeof(out), "\xd0\xbc\xd0\xbe \xf0\x9f\x98\x80"); /* мо, an emoji */
+    assert_string_equal(out, "\xd0\xbc\xd0\xbe \xf0\x9f\x98\x80");
+    rt_one_line(out, sizeof(out), "\xed\xa0\x80\xc0\xaf\xe2\x82"); /* surrogate, overlong, cut */
+    assert_string_equal(out, "\\xed\\xa0\\x80\\xc0\\xaf\\xe2\\x82");
+}
+
 static void test_outfile_abort_leaves_nothing(void **state)
 {
     (void)state;
@@ -308,6 +325,7 @@ int main(void)
         cmocka_unit_test(test_rng_gamma_moments),
         cmocka_unit_test(test_parsers),
         cmocka_unit_test(test_error_prefix),
+        cmocka_unit_test(test_one_line),
         cmocka_unit_test(test_outfile_abort_leaves_nothing),
         cmocka_unit_test(test_split_parent),
         cmocka_unit_test(test_npy_round_trip),
