@@ -10,7 +10,8 @@
 # Needs root (ip netns, tc).  Topology: one namespace per rank (rtscale-R,
 # address 169.254.77.R+1/24 on its veth) and one holding a bridge
 # (rtscale-sw); every rank's veth is shaped with tc tbf in both directions
-# (the rank side and the bridge side), like a NIC of that rate on a switch.
+# (the rank side and the bridge side), like a NIC of that rate on a switch,
+# and TCP may queue about 1 ms of that rate below a socket (shape).
 # No address outside 169.254.77.0/24 is used and nothing is routed out of
 # the namespaces.  netem is not available on every kernel (not on this
 # one: no sch_netem, and no sch_fq for timestamp-based delay), so a
@@ -90,7 +91,7 @@ source "$(dirname "$0")/lib.sh"
 ranks=2,4,8 gbps=1,5,25 apps=sgd-mf,lda epochs="" rounds=3 quick=0 keep=0 configs="" auto="" size=small
 calibrations=1
 BENCH_FLAGS=([quick]=quick=1 [keep]=keep=1)
-bench_options 2,87 "$@"
+bench_options 2,88 "$@"
 case $size in
 small) mf_cols=10000 mf_nnz=1500000 mf_rank=64 lda_docs=6000 lda_vocab=20000 ;;
 large) mf_cols=60000 mf_nnz=9000000 mf_rank=128 lda_docs=15000 lda_vocab=60000 ;;
@@ -232,6 +233,14 @@ shape() {
     burst=$(awk -v g="$rate" 'BEGIN { b = g * 1e9 / 8 / 1000; if (b < 262144) b = 262144; printf "%d", b }')
     burst_kib=$((burst / 1024))
     for ((r = 0; r < max_ranks; r++)); do
+        # TCP small queues: what a socket may hold in the qdisc below it.  Linux's
+        # 4 MiB is 3 ms on a 10 Gb/s NIC but 130 ms at 0.25 Gb/s, and a rank's
+        # tbf queue holds the other flow's ACKs behind it (its data to the next
+        # rank and the ACKs of the previous rank's data share eth0): the reverse
+        # flow then stalls for tens of ms, and the ranks' phases come apart.
+        # A bucket's worth (about 1 ms of the rate) keeps the link busy.
+        ip netns exec "$PREFIX-$r" sysctl -qw \
+            net.ipv4.tcp_limit_output_bytes="$([ "$rate" = 0 ] && echo 4194304 || echo "$burst")"
         tc -n "$PREFIX-$r" qdisc del dev eth0 root 2>/dev/null || true
         tc -n "$PREFIX-sw" qdisc del dev "p$r" root 2>/dev/null || true
         [ "$rate" = 0 ] && continue
