@@ -6,8 +6,8 @@
  * iteration log and the saved model.
  *
  * One log line on rank 0 per outer iteration:
- *   outer N  S.SSSs  objective X  train_rmse Y  test_rmse Z  [valid_rmse V]
- *   stall P%  moved M MB
+ *   outer N  S.SSSs  objective X  train_rmse Y  [test_rmse Z]  [valid_rmse V]
+ *   stall P%  moved M MB  (test_rmse only when the plan has test ratings)
  * with objective = squared training error + the (weighted) regulariser.
  */
 #include "apps/app_common.h"
@@ -251,14 +251,15 @@ static int report(cd_app *a, rt_engine *eng, int last, rt_error *err)
                        "raise --lambda",
                        (unsigned long long)m->outer);
     if (rt_engine_rank(eng) == 0) {
-        char fit[128] = "", valid[64] = "";
+        char fit[160] = "", valid[64] = "", test[64] = "";
         if (isfinite(m->valid_rmse))
             snprintf(valid, sizeof(valid), "  valid_rmse %.6f", m->valid_rmse);
+        if (isfinite(m->test_rmse)) /* a plan without test ratings has no test column */
+            snprintf(test, sizeof(test), "  test_rmse %.6f", m->test_rmse);
         if (a->o.implicit) /* ratings are not predicted: the weighted loss instead */
             snprintf(fit, sizeof(fit), "loss %.9e", m->loss);
         else
-            snprintf(fit, sizeof(fit), "train_rmse %.6f  test_rmse %.6f%s", m->train_rmse,
-                     m->test_rmse, valid);
+            snprintf(fit, sizeof(fit), "train_rmse %.6f%s%s", m->train_rmse, test, valid);
         rt_info("outer %3llu  %7.3fs  objective %.9e  %s  stall %5.1f%%  moved %.1f MB  "
                 "rotations %llu",
                 (unsigned long long)m->outer, secs, m->objective, fit, 100.0 * a->stall_frac,

@@ -257,18 +257,20 @@ static int sgd_rotation_end(void *p, rt_engine *eng, uint64_t rot, const rt_rota
     a->seconds += st->seconds;
     if (rt_engine_rank(eng) != 0)
         return 0;
-    char ranking[96] = "", valid[32] = "";
+    char ranking[96] = "", valid[32] = "", test[32] = "";
+    if (a->plan->nnz_test) /* a plan without test ratings has no test column ("nan") */
+        snprintf(test, sizeof(test), "  %s %.5f", a->o.implicit ? "test_auc" : "test_rmse",
+                 ep.test_rmse);
     if (a->o.eval_top_k)
         snprintf(ranking, sizeof(ranking), "  p@%u %.4f  ndcg@%u %.4f", rk.k, rk.precision, rk.k,
                  rk.ndcg);
     if (cols)
         snprintf(valid, sizeof(valid), "  valid_rmse %.5f", ep.valid_rmse);
-    rt_info("epoch %3llu  %7.3fs  %7.2fM upd/s  %s %.5f  %s %.5f%s%s  "
+    rt_info("epoch %3llu  %7.3fs  %7.2fM upd/s  %s %.5f%s%s%s  "
             "stall %5.1f%%  lr %.4g  moved %.1f MB",
             (unsigned long long)rot + 1, st->seconds,
             (double)a->plan->nnz_train / st->seconds / 1e6,
-            a->o.implicit ? "bpr_loss" : "train_rmse", ep.train_rmse,
-            a->o.implicit ? "test_auc" : "test_rmse", ep.test_rmse, valid, ranking,
+            a->o.implicit ? "bpr_loss" : "train_rmse", ep.train_rmse, test, valid, ranking,
             100.0 * st->stall_frac_max, (double)ep.lr, (double)st->bytes_moved / 1e6);
     if (a->core.es.stop)
         rt_info("sgd-mf: early stop after epoch %llu: no better validation RMSE in the last %u "

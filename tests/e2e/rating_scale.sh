@@ -87,6 +87,9 @@ run_logged pairs "$ROTOR" train --plan "$TMP/plan.pairs" --app sgd-mf --epochs 1
 grep -q 'every training rating is the same.*--implicit' "$TMP/pairs.log" ||
     fail "no warning for ratings that are all the same: $(cat "$TMP/pairs.log")"
 
+# A plan without test ratings shows no test column (it was 'test_rmse nan').
+! grep -q 'nan' "$TMP/pairs.log" || fail "the log of a plan without a test set shows nan"
+
 # Training without --out says at the start that the model will not be saved.
 ! grep -q 'no --out' "$TMP/pairs.log" || fail "a run with --out says it has none"
 "$ROTOR" train --plan "$TMP/plan.pairs" --app sgd-mf --epochs 1 2>"$TMP/noout.log" ||
