@@ -6,35 +6,65 @@
 #include <stdlib.h>
 #include <string.h>
 
-__attribute__((format(printf, 3, 0))) static int error_vset(rt_error *err, int code,
-                                                            const char *fmt, va_list ap)
+/* s into msg (cap bytes).  A message too long for it (a path of thousands
+ * of bytes) keeps its start and its end, where the cause is ("...: No such
+ * file or directory"), with " ... " between. */
+static void fit(char *msg, size_t cap, const char *s)
 {
-    if (err) {
-        err->code = code;
-        vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+    static const char cut[] = " ... ";
+    size_t n = strlen(s);
+    if (n < cap) {
+        memcpy(msg, s, n + 1);
+        return;
     }
-    return -1;
+    size_t head = cap / 4, tail = cap - 1 - head - (sizeof(cut) - 1);
+    memmove(msg, s, head);
+    memcpy(msg + head, cut, sizeof(cut) - 1);
+    memmove(msg + head + sizeof(cut) - 1, s + n - tail, tail);
+    msg[cap - 1] = '\0';
+}
+
+/* err->msg = fmt's text followed by `suffix` ("" for none), fitted. */
+__attribute__((format(printf, 3, 0))) static void error_vset(rt_error *err, const char *suffix,
+                                                             const char *fmt, va_list ap)
+{
+    char *text = NULL;
+    if (vasprintf(&text, fmt, ap) < 0) { /* out of memory: cut at the end, as before */
+        snprintf(err->msg, sizeof(err->msg), "%s", fmt);
+        return;
+    }
+    char *whole = NULL;
+    if (*suffix && asprintf(&whole, "%s%s", text, suffix) >= 0) {
+        free(text);
+        text = whole;
+    }
+    fit(err->msg, sizeof(err->msg), text);
+    free(text);
 }
 
 int rt_fail(rt_error *err, int code, const char *fmt, ...)
 {
+    if (!err)
+        return -1;
+    err->code = code;
     va_list ap;
     va_start(ap, fmt);
-    error_vset(err, code, fmt, ap);
+    error_vset(err, "", fmt, ap);
     va_end(ap);
     return -1;
 }
 
 int rt_fail_errno(rt_error *err, int code, int errnum, const char *fmt, ...)
 {
+    if (!err)
+        return -1;
+    char reason[256];
+    snprintf(reason, sizeof(reason), ": %s", strerror(errnum));
+    err->code = code;
     va_list ap;
     va_start(ap, fmt);
-    error_vset(err, code, fmt, ap);
+    error_vset(err, reason, fmt, ap);
     va_end(ap);
-    if (err) {
-        size_t n = strlen(err->msg);
-        snprintf(err->msg + n, sizeof(err->msg) - n, ": %s", strerror(errnum));
-    }
     return -1;
 }
 
@@ -49,20 +79,12 @@ int rt_error_prefix(rt_error *err, const char *fmt, ...)
 {
     if (!err)
         return -1;
-    char line[sizeof(err->msg)];
+    char old[sizeof(err->msg) + 2] = ": ";
+    memcpy(old + 2, err->msg, sizeof(err->msg));
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof(line), fmt, ap);
+    error_vset(err, old, fmt, ap);
     va_end(ap);
-    if (n < 0)
-        return -1;
-    size_t used = (size_t)n < sizeof(line) - 3 ? (size_t)n : sizeof(line) - 3;
-    memcpy(line + used, ": ", 2);
-    size_t room = sizeof(line) - used - 3;
-    size_t old = strnlen(err->msg, room);
-    memcpy(line + used + 2, err->msg, old);
-    line[used + 2 + old] = '\0';
-    memcpy(err->msg, line, sizeof(line));
     return -1;
 }
 

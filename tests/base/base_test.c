@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +135,26 @@ static void test_one_line(void **state)
     assert_string_equal(out, "\xd0\xbc\xd0\xbe \xf0\x9f\x98\x80");
     rt_one_line(out, sizeof(out), "\xed\xa0\x80\xc0\xaf\xe2\x82"); /* surrogate, overlong, cut */
     assert_string_equal(out, "\\xed\\xa0\\x80\\xc0\\xaf\\xe2\\x82");
+}
+
+/* A message longer than rt_error holds (a path of thousands of bytes) keeps
+ * its end, where the cause is, and says where it was cut. */
+static void test_long_message_keeps_cause(void **state)
+{
+    (void)state;
+    char path[5000];
+    memset(path, 'a', sizeof(path) - 1);
+    path[sizeof(path) - 1] = '\0';
+    rt_error err;
+    rt_fail_errno(&err, RT_EXIT_INPUT, ENAMETOOLONG, "%s: cannot open", path);
+    size_t n = strlen(err.msg);
+    assert_true(n < sizeof(err.msg));
+    assert_non_null(strstr(err.msg, "aaa ... aaa"));
+    assert_string_equal(err.msg + n - strlen(": cannot open: File name too long"),
+                        ": cannot open: File name too long");
+    rt_error_prefix(&err, "context");
+    assert_int_equal(strncmp(err.msg, "context: aaa", 12), 0);
+    assert_non_null(strstr(err.msg, "File name too long"));
 }
 
 static void test_outfile_abort_leaves_nothing(void **state)
@@ -326,6 +347,7 @@ int main(void)
         cmocka_unit_test(test_parsers),
         cmocka_unit_test(test_error_prefix),
         cmocka_unit_test(test_one_line),
+        cmocka_unit_test(test_long_message_keeps_cause),
         cmocka_unit_test(test_outfile_abort_leaves_nothing),
         cmocka_unit_test(test_split_parent),
         cmocka_unit_test(test_npy_round_trip),
