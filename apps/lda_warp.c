@@ -363,49 +363,88 @@ static inline __attribute__((always_inline)) int word_phase(const lda_ctx *c, ld
  * the tiny corpus of e2e_lda_reference.) */
 
 /* How many of the document's tokens are at topics a and b: a scan of its
- * topics (a few cache lines for most documents, compared 8 at a time in
- * 16-bit lanes), so there is no document-topic structure to keep up to
- * date.  (GCC's vector extension: the compiler widened a plain loop's
- * comparisons to 32-bit lanes.) */
-typedef uint16_t lda_u16x8 __attribute__((vector_size(16)));
-static inline void doc_count2(const uint16_t *z, uint32_t len, uint32_t a, uint32_t b, uint32_t *ca,
-                              uint32_t *cb)
+ * topics (a few cache lines for most documents, compared a vector at a
+ * time in 16-bit lanes), so there is no document-topic structure to keep
+ * up to date.  Written once for 8 lanes (SSE2, every x86-64) and 16 (AVX2,
+ * picked at run time: the scan is most of the sampler's instructions);
+ * the counts are the same either way.  (GCC's vector extension: the
+ * compiler widened a plain loop's comparisons to 32-bit lanes.)  The lane
+ * sums: of each 64-bit group's 4 lanes by one multiplication, which adds
+ * them into the top 16 bits (each lane stays at most 8192). */
+#define DOC_COUNT2(NAME, ATTR, LANES)                                                              \
+    typedef uint16_t NAME##_v __attribute__((vector_size(2 * LANES)));                             \
+    static ATTR uint32_t NAME##_sum(NAME##_v v)                                                    \
+    {                                                                                              \
+        uint64_t h[LANES / 4], sum = 0;                                                            \
+        memcpy(h, &v, sizeof h);                                                                   \
+        for (int g = 0; g < LANES / 4; g++)                                                        \
+            sum += h[g]; /* (16-bit fields of at most 4 x 8192: no carry) */                       \
+        return (uint32_t)((sum * 0x0001000100010001ull) >> 48);                                    \
+    }                                                                                              \
+    static ATTR void NAME(const uint16_t *z, uint32_t len, uint32_t a, uint32_t b, uint32_t *ca,   \
+                          uint32_t *cb)                                                            \
+    {                                                                                              \
+        uint32_t x = 0, y = 0, j = 0;                                                              \
+        if (len < LANES) { /* (a short document: one by one) */                                    \
+            for (; j < len; j++) {                                                                 \
+                x += z[j] == a;                                                                    \
+                y += z[j] == b;                                                                    \
+            }                                                                                      \
+            *ca = x;                                                                               \
+            *cb = y;                                                                               \
+            return;                                                                                \
+        }                                                                                          \
+        NAME##_v va, vb, lane, v;                                                                  \
+        for (int l = 0; l < LANES; l++) {                                                          \
+            va[l] = (uint16_t)a;                                                                   \
+            vb[l] = (uint16_t)b;                                                                   \
+            lane[l] = (uint16_t)l;                                                                 \
+        }                                                                                          \
+        for (;;) {                                                                                 \
+            /* (at most 8191 turns, and the rest, per lane sum) */                                 \
+            const uint32_t stop = len - j > LANES * 8191u ? j + LANES * 8191u : len;               \
+            NAME##_v sa = {0}, sb = {0};                                                           \
+            for (; j + LANES <= stop; j += LANES) {                                                \
+                memcpy(&v, z + j, sizeof v);                                                       \
+                sa -= (NAME##_v)(v == va); /* (a match is -1 in its lane) */                       \
+                sb -= (NAME##_v)(v == vb);                                                         \
+            }                                                                                      \
+            const int last = stop == len;                                                          \
+            if (last) { /* the last LANES topics, but the lanes counted above */                   \
+                const NAME##_v rest = (NAME##_v)(lane >= (uint16_t)(LANES - (len - j)));           \
+                memcpy(&v, z + len - LANES, sizeof v);                                             \
+                sa -= (NAME##_v)(v == va) & rest;                                                  \
+                sb -= (NAME##_v)(v == vb) & rest;                                                  \
+            }                                                                                      \
+            x += NAME##_sum(sa);                                                                   \
+            y += NAME##_sum(sb);                                                                   \
+            if (last)                                                                              \
+                break;                                                                             \
+        }                                                                                          \
+        *ca = x;                                                                                   \
+        *cb = y;                                                                                   \
+    }
+DOC_COUNT2(doc_count2_sse2, inline, 8)
+DOC_COUNT2(doc_count2_avx2, __attribute__((target("avx2"))), 16)
+
+static inline void doc_count2(int avx2, const uint16_t *z, uint32_t len, uint32_t a, uint32_t b,
+                              uint32_t *ca, uint32_t *cb)
 {
-    const lda_u16x8 va = {(uint16_t)a, (uint16_t)a, (uint16_t)a, (uint16_t)a,
-                          (uint16_t)a, (uint16_t)a, (uint16_t)a, (uint16_t)a};
-    const lda_u16x8 vb = {(uint16_t)b, (uint16_t)b, (uint16_t)b, (uint16_t)b,
-                          (uint16_t)b, (uint16_t)b, (uint16_t)b, (uint16_t)b};
-    uint32_t x = 0, y = 0, j = 0;
-    while (j + 8 <= len) {
-        /* (lane sums of at most 8192 turns stay below 2^16) */
-        const uint32_t stop = len - j > 8 * 8192 ? j + 8 * 8192 : len;
-        lda_u16x8 sa = {0}, sb = {0};
-        for (; j + 8 <= stop; j += 8) {
-            lda_u16x8 v;
-            memcpy(&v, z + j, sizeof v);
-            sa -= (lda_u16x8)(v == va); /* (a match is -1 in its lane) */
-            sb -= (lda_u16x8)(v == vb);
-        }
-        for (int l = 0; l < 8; l++) {
-            x += sa[l];
-            y += sb[l];
-        }
-    }
-    for (; j < len; j++) {
-        x += z[j] == a;
-        y += z[j] == b;
-    }
-    *ca = x;
-    *cb = y;
+    if (avx2)
+        doc_count2_avx2(z, len, a, b, ca, cb);
+    else
+        doc_count2_sse2(z, len, a, b, ca, cb);
 }
 
-/* The word's urn for this run: one copy of each topic per token of the word
- * that is not one of the run's (the other workers' tokens, which do not
- * move while this worker holds the block), so that with the run's own
- * tokens' current topics it draws from the word's counts as they are now.
- * own: K zeroed scratch, zeroed again.  Returns the urn's length. */
-static uint32_t word_urn_others(const lda_word *wd, const uint16_t *z, const uint32_t *tok_pos,
-                                uint64_t first, uint64_t end, uint16_t *urn, int32_t *own)
+/* The word's urn for this run, so that one draw from it is the topic of a
+ * random one of the word's tokens as they are now: one copy of each topic
+ * per token of the word that is not one of the run's (the other workers'
+ * tokens, which do not move while this worker holds the block), then the
+ * run's own tokens' topics in run order (kept up to date as they move).
+ * own: K zeroed scratch, zeroed again.  Returns where the run's part
+ * starts. */
+static uint32_t word_urn_live(const lda_word *wd, const uint16_t *z, const uint32_t *tok_pos,
+                              uint64_t first, uint64_t end, uint16_t *urn, int32_t *own)
 {
     for (uint64_t i = first; i < end; i++)
         own[z[tok_pos[i]]]++;
@@ -416,21 +455,9 @@ static uint32_t word_urn_others(const lda_word *wd, const uint16_t *z, const uin
         urn_fill(urn + n, (uint16_t)k, c);
         n += c;
     }
+    for (uint64_t i = first; i < end; i++)
+        urn[n + (i - first)] = z[tok_pos[i]];
     return n;
-}
-
-/* A word proposal from q_w(k) ∝ n_wk + beta with the counts as they are
- * now: a uniform topic, or the topic of a random one of the word's tokens
- * (another worker's from the urn, or one of the run's). */
-static inline uint32_t propose_word(rt_wyrand *rng, uint64_t thr, const uint16_t *urn,
-                                    uint32_t n_urn, const uint16_t *z, const uint32_t *run_pos,
-                                    uint32_t n_run, uint32_t K)
-{
-    uint64_t x = rt_wyrand_next(rng), lo = x & 0xffffffffu;
-    if ((x >> 32) >= thr)
-        return (uint32_t)((lo * K) >> 32);
-    uint32_t r = (uint32_t)((lo * (n_urn + n_run)) >> 32);
-    return r < n_urn ? urn[r] : z[run_pos[r - n_urn]];
 }
 
 /* The document of a token being sampled: its topics. */
@@ -460,14 +487,19 @@ static inline void doc_prefetch(const lda_tokens *t, uint64_t p)
         __builtin_prefetch(x, 1);
 }
 
-/* The token at z[p] moves from k to t: the word's counts, the totals. */
-static inline void cycle_move(lda_word *wd, double *nk, uint16_t *zp, uint32_t k, uint32_t t)
+/* The token moves from k to t if take (a mask, not a branch: acceptance is
+ * a coin flip): the word's counts, the totals, its topic in the document
+ * and in the urn; returns its topic. */
+static inline uint32_t cycle_step(lda_word *wd, double *nk, uint16_t *zp, uint16_t *urn_own,
+                                  uint32_t k, uint32_t t, int take)
 {
-    wd->nwk[k]--;
-    word_count_add(wd, t, 1);
-    nk[k]--;
-    nk[t]++;
-    *zp = (uint16_t)t;
+    wd->nwk[k] -= take;
+    word_count_add(wd, t, take);
+    nk[k] -= take;
+    nk[t] += take;
+    k = moved_to(take, t, k);
+    *zp = *urn_own = (uint16_t)k;
+    return k;
 }
 
 /* The word phase of one block visit with M cycles per token (see above). */
@@ -492,35 +524,30 @@ static inline __attribute__((always_inline)) int cycle_phase(const lda_ctx *c, l
         const uint32_t j = word_run_load(c, t, b, r, payload, wd);
         int32_t *nwk = wd->nwk;
         const uint64_t first = i, end = t->run_end[r];
-        const uint32_t n_urn = word_urn_others(wd, z, tok_pos, first, end, urn, s->stale);
-        const uint32_t n_run = (uint32_t)(end - first);
-        const uint64_t thr_w = counts_threshold(n_urn + n_run, Kbeta);
+        const uint32_t n_urn = word_urn_live(wd, z, tok_pos, first, end, urn, s->stale);
+        const uint32_t n_word = n_urn + (uint32_t)(end - first);
+        const uint64_t thr_w = counts_threshold(n_word, Kbeta);
         for (; i < end; i++) {
             const uint64_t p = tok_pos[i];
             if (i < ahead_end)
                 doc_prefetch(t, tok_pos[i + PREFETCH]);
             const cycle_doc_view dv = cycle_doc_view_of(t, p);
+            uint16_t *urn_own = urn + n_urn + (i - first);
             uint32_t k = z[p];
             const uint64_t thr_d = counts_threshold(dv.len, Kalpha);
             for (uint32_t m = 0; m < M; m++) {
-                /* the word proposal: its word factor cancels */
-                uint32_t prop = propose_word(&rng, thr_w, urn, n_urn, z, tok_pos + first, n_run, K);
+                /* the word proposal: its word factor cancels (a proposal of
+                 * the token's own topic is a move that changes nothing) */
+                uint32_t prop = propose(&rng, thr_w, urn, n_word, 1, K), ct, cs;
                 uint64_t x = rt_wyrand_next(&rng);
-                if (prop != k) {
-                    uint32_t ct, cs;
-                    doc_count2(dv.z, dv.len, prop, k, &ct, &cs);
-                    if (accept(ct, cs, alpha, nk[prop], nk[k], vbeta, (uint32_t)x)) {
-                        cycle_move(wd, nk, z + p, k, prop);
-                        k = prop;
-                    }
-                }
+                doc_count2(s->avx2, dv.z, dv.len, prop, k, &ct, &cs);
+                int take = accept(ct, cs, alpha, nk[prop], nk[k], vbeta, (uint32_t)x);
+                k = cycle_step(wd, nk, z + p, urn_own, k, prop, take);
                 /* the document proposal: its document factor cancels */
                 prop = propose(&rng, thr_d, dv.z, dv.len, 1, K);
-                if (prop != k && accept(COUNT(nwk[prop]), COUNT(nwk[k]), beta, nk[prop], nk[k],
-                                        vbeta, (uint32_t)(x >> 32))) {
-                    cycle_move(wd, nk, z + p, k, prop);
-                    k = prop;
-                }
+                take = accept(COUNT(nwk[prop]), COUNT(nwk[k]), beta, nk[prop], nk[k], vbeta,
+                              (uint32_t)(x >> 32));
+                k = cycle_step(wd, nk, z + p, urn_own, k, prop, take);
             }
         }
         uint32_t n;
