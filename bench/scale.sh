@@ -104,7 +104,7 @@ fi
 PREFIX=rtscale
 SUBNET=169.254.77
 TMP=$(mktemp -d)
-max_ranks=0 burst_kib=0
+max_ranks=0 burst_kib=0 tsq_default=""
 
 # Whoever holds this lock owns every $PREFIX-* namespace (and its pid is in it).
 NETNS_LOCK=/run/lock/rotor-scale.lock
@@ -179,6 +179,7 @@ netns_up() {
     for ((r = 0; r < $1; r++)); do
         local ns=$PREFIX-$r
         ip netns add "$ns"
+        [ -n "$tsq_default" ] || tsq_default=$(ip netns exec "$ns" sysctl -n net.ipv4.tcp_limit_output_bytes)
         ip -n "$ns" link set lo up
         ip -n "$ns" link add eth0 type veth peer name "p$r" netns "$PREFIX-sw"
         ip -n "$ns" addr add "$SUBNET.$((r + 1))/24" dev eth0
@@ -238,9 +239,10 @@ shape() {
         # tbf queue holds the other flow's ACKs behind it (its data to the next
         # rank and the ACKs of the previous rank's data share eth0): the reverse
         # flow then stalls for tens of ms, and the ranks' phases come apart.
-        # A bucket's worth (about 1 ms of the rate) keeps the link busy.
+        # A bucket's worth (about 1 ms of the rate) keeps the link busy; unshaped,
+        # the kernel's own (tsq_default, read in a fresh namespace).
         ip netns exec "$PREFIX-$r" sysctl -qw \
-            net.ipv4.tcp_limit_output_bytes="$([ "$rate" = 0 ] && echo 4194304 || echo "$burst")"
+            net.ipv4.tcp_limit_output_bytes="$([ "$rate" = 0 ] && echo "$tsq_default" || echo "$burst")"
         tc -n "$PREFIX-$r" qdisc del dev eth0 root 2>/dev/null || true
         tc -n "$PREFIX-sw" qdisc del dev "p$r" root 2>/dev/null || true
         [ "$rate" = 0 ] && continue
