@@ -187,8 +187,7 @@ static inline void urn_fill(uint16_t *urn, uint16_t k, uint32_t c)
  * to 0 left out), its urn unless urn is NULL (*n_urn topics, one copy per
  * count) and reset the scratch, in one pass over the list; -1 if a sparse
  * slice would overflow. */
-static inline __attribute__((always_inline)) int word_store_flagged(lda_word *wd, uint16_t *urn,
-                                                                    uint32_t *n_urn)
+static int word_store_flagged(lda_word *wd, uint16_t *urn, uint32_t *n_urn)
 {
     /* (local copies: the stores through urn and slice could alias *wd) */
     int32_t *nwk = wd->nwk;
@@ -201,7 +200,7 @@ static inline __attribute__((always_inline)) int word_store_flagged(lda_word *wd
         uint32_t k = nz[x];
         int32_t c = COUNT(nwk[k]);
         nwk[k] = 0;
-        if (urn) /* (a constant at each call: the function is inlined) */
+        if (urn) /* (NULL for the cycle sampler: the branch is predicted) */
             urn_fill(urn + u, (uint16_t)k, (uint32_t)c);
         u += (uint32_t)c;
         if (!cap) {
@@ -560,22 +559,33 @@ static inline __attribute__((always_inline)) int cycle_phase(const lda_ctx *c, l
     return 0;
 }
 
-/* M is a constant in the loops for its common values. */
+/* A block visit by PHASE with M a constant in its loops for the common
+ * values. */
+#define VISIT_BY_STEPS(PHASE)                                                                      \
+    switch (c->o->mh_steps) {                                                                      \
+    case 1:                                                                                        \
+        return PHASE(c, w, b, payload, s, rng, 1, err);                                            \
+    case 2:                                                                                        \
+        return PHASE(c, w, b, payload, s, rng, 2, err);                                            \
+    default:                                                                                       \
+        return PHASE(c, w, b, payload, s, rng, c->o->mh_steps, err);                               \
+    }
+
+/* (a function of its own: inlined into lda_visit_warp, it cost the warp
+ * word phase 3% more instructions) */
+static __attribute__((noinline)) int cycle_visit(const lda_ctx *c, lda_worker *w, uint32_t b,
+                                                 uint32_t *payload, lda_scratch *s, rt_rng *rng,
+                                                 rt_error *err)
+{
+    VISIT_BY_STEPS(cycle_phase)
+}
+
 int lda_visit_warp(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
                    rt_rng *rng, rt_error *err)
 {
-    const int cycle = c->o->sampler == LDA_SAMPLER_CYCLE;
-    switch (c->o->mh_steps) {
-    case 1:
-        return cycle ? cycle_phase(c, w, b, payload, s, rng, 1, err)
-                     : word_phase(c, w, b, payload, s, rng, 1, err);
-    case 2:
-        return cycle ? cycle_phase(c, w, b, payload, s, rng, 2, err)
-                     : word_phase(c, w, b, payload, s, rng, 2, err);
-    default:
-        return cycle ? cycle_phase(c, w, b, payload, s, rng, c->o->mh_steps, err)
-                     : word_phase(c, w, b, payload, s, rng, c->o->mh_steps, err);
-    }
+    if (c->o->sampler == LDA_SAMPLER_CYCLE)
+        return cycle_visit(c, w, b, payload, s, rng, err);
+    VISIT_BY_STEPS(word_phase)
 }
 
 /* The document phase with M proposals per token (see word_phase). */
