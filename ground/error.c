@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unictype.h>
+#include <unistr.h>
 
 /* s into msg (cap bytes).  A message too long for it (a path of thousands
  * of bytes) keeps its start and its end, where the cause is ("...: No such
@@ -88,32 +90,17 @@ int rt_error_prefix(rt_error *err, const char *fmt, ...)
     return -1;
 }
 
-/* Bytes of the well-formed UTF-8 sequence that starts at s (2..4: no
- * overlong forms, surrogates or code points beyond U+10FFFF), else 0. */
-static size_t utf8_sequence(const unsigned char *s)
+/* Bytes of the well-formed UTF-8 character at s (2..4) when it is one a
+ * terminal shows as text, else 0: controls (C1's 8-bit CSI among them) and
+ * format characters (bidirectional overrides that reorder what follows)
+ * are escaped like ASCII's. */
+static size_t printable_utf8(const char *s)
 {
-    unsigned c = s[0];
-    size_t len = c >= 0xc2 && c <= 0xdf   ? 2
-                 : c >= 0xe0 && c <= 0xef ? 3
-                 : c >= 0xf0 && c <= 0xf4 ? 4
-                                          : 0;
-    if (!len)
+    ucs4_t uc;
+    int n = u8_mbtoucr(&uc, (const uint8_t *)s, strnlen(s, 4));
+    if (n < 2 || uc_is_general_category_withtable(uc, UC_CATEGORY_MASK_Cc | UC_CATEGORY_MASK_Cf))
         return 0;
-    unsigned lo = 0x80, hi = 0xbf; /* the second byte's range */
-    if (c == 0xe0)
-        lo = 0xa0;
-    else if (c == 0xed)
-        hi = 0x9f;
-    else if (c == 0xf0)
-        lo = 0x90;
-    else if (c == 0xf4)
-        hi = 0x8f;
-    if (s[1] < lo || s[1] > hi)
-        return 0;
-    for (size_t i = 2; i < len; i++)
-        if (s[i] < 0x80 || s[i] > 0xbf)
-            return 0;
-    return len;
+    return (size_t)n;
 }
 
 size_t rt_one_line(char *out, size_t cap, const char *s)
@@ -122,7 +109,7 @@ size_t rt_one_line(char *out, size_t cap, const char *s)
     size_t n = 0;
     for (; *s && n + 5 < cap; s++) {
         unsigned char c = (unsigned char)*s;
-        size_t seq = c >= 0x80 ? utf8_sequence((const unsigned char *)s) : 0;
+        size_t seq = c >= 0x80 ? printable_utf8(s) : 0;
         if (seq && n + seq + 5 < cap) { /* text in another script stays readable */
             memcpy(out + n, s, seq);
             n += seq;

@@ -1,8 +1,8 @@
 /* corpus_text.c - raw text: one document per line of a file, or one file per
- * document under a directory (files taken in name order).  Text is
- * split on anything that is not a letter (UTF-8: letters of any script;
- * see is_letter) and lower-cased; words of one letter and stop words are
- * dropped.  The stop-word list is the built-in
+ * document under a directory (files taken in name order).  Text is split on
+ * anything that is not a letter (UTF-8: letters of any script, by
+ * libunistring's character classes; see is_letter) and lower-cased; words of
+ * one letter and stop words are dropped.  The stop-word list is the built-in
  * English one (rt_english_stopwords) or, with --stopwords FILE, the words of
  * that file (blank-separated, so one per line works). */
 #define _GNU_SOURCE
@@ -13,6 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unicase.h>
+#include <unictype.h>
+#include <unistr.h>
 
 const char *const rt_english_stopwords[] = {
     "a",       "about",   "above",      "after",   "again",     "against", "all",      "also",
@@ -41,108 +44,45 @@ const char *const rt_english_stopwords[] = {
 /* One UTF-8 character at [s, end): its code point and length in bytes;
  * length 1 and code point 0xFFFD for a byte that starts no well-formed
  * character (a stray byte of Latin-1 text, a cut sequence). */
-static uint32_t utf8_next(const unsigned char *s, const unsigned char *end, size_t *len)
+static ucs4_t utf8_next(const unsigned char *s, const unsigned char *end, size_t *len)
 {
-    *len = 1;
-    if (s[0] < 0x80)
-        return s[0];
-    size_t n = s[0] >= 0xF0 && s[0] <= 0xF4 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC2 ? 2 : 0;
-    if (n == 0 || n > (size_t)(end - s))
-        return 0xFFFD;
-    uint32_t cp = s[0] & (0x7F >> n);
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0xFFFD;
-        cp = cp << 6 | (s[i] & 0x3F);
-    }
-    static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < least[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp < 0xE000))
-        return 0xFFFD; /* overlong, beyond Unicode, a surrogate */
-    *len = n;
-    return cp;
+    ucs4_t cp;
+    int n = u8_mbtoucr(&cp, s, (size_t)(end - s));
+    *len = n > 0 ? (size_t)n : 1;
+    return n > 0 ? cp : 0xFFFD;
 }
 
-/* Letters make words: ASCII letters and every character beyond ASCII but
- * the punctuation, symbols and spaces of the blocks text commonly holds
- * (Latin-1's signs, general punctuation such as curly quotes and dashes,
- * arrows and mathematical symbols, CJK punctuation, full-width
- * punctuation, emoji).  So "café", "Brücke", "Москва" are words, in whatever
- * script, and "don’t" splits as "don't" does.  Digits are not letters. */
-static int is_letter(uint32_t cp)
+/* Letters make words: Unicode's alphabetic characters of every script, and
+ * the combining marks that spell them ("cafe" + U+0301, Devanagari's vowel
+ * signs).  Digits, punctuation, symbols (emoji) and spaces are not letters,
+ * so "don't" and "don’t" split alike. */
+static int is_letter(ucs4_t cp)
 {
     if (cp < 0x80)
         return (cp | 0x20) >= 'a' && (cp | 0x20) <= 'z';
-    if (cp < 0xC0 || cp == 0xD7 || cp == 0xF7 || cp == 0xFFFD || cp == 0xFEFF)
-        return 0;
-    if ((cp >= 0x2000 && cp < 0x2C00) || (cp >= 0x3000 && cp < 0x3040) ||
-        (cp >= 0xFF00 && cp < 0xFF10) || (cp >= 0xFF1A && cp < 0xFF21) ||
-        (cp >= 0xFF3B && cp < 0xFF41) || (cp >= 0xFF5B && cp < 0xFF66) ||
-        (cp >= 0x1F000 && cp < 0x1FB00))
-        return 0;
-    return 1;
+    return cp != 0xFFFD &&
+           (uc_is_property_alphabetic(cp) || uc_is_general_category(cp, UC_CATEGORY_M));
 }
 
-/* Lower case without a locale (the same words on every machine): ASCII,
- * Latin-1, Latin Extended-A, Greek and Cyrillic; other letters as they are. */
-static uint32_t to_lower(uint32_t cp)
-{
-    if (cp < 0x80)
-        return cp >= 'A' && cp <= 'Z' ? cp | 0x20 : cp;
-    if (cp >= 0xC0 && cp <= 0xDE && cp != 0xD7)
-        return cp + 0x20;
-    if (cp >= 0x100 &&
-        cp <= 0x17F) { /* pairs: upper case first, but for 0x139-0x148 and 0x179-0x17E */
-        if (cp == 0x178)
-            return 0xFF;
-        int odd_upper = (cp >= 0x139 && cp <= 0x148) || (cp >= 0x179 && cp <= 0x17E);
-        if (cp == 0x130 || cp == 0x131 || cp == 0x138 || cp == 0x149 || cp == 0x17F)
-            return cp; /* dotted I, dotless i, kra, 'n, long s: no plain pair */
-        return (cp & 1) == (uint32_t)odd_upper ? cp + 1 : cp;
-    }
-    if (cp >= 0x391 && cp <= 0x3A9 && cp != 0x3A2)
-        return cp + 0x20;
-    if (cp >= 0x410 && cp <= 0x42F)
-        return cp + 0x20;
-    if (cp >= 0x400 && cp <= 0x40F)
-        return cp + 0x50;
-    return cp;
-}
-
-static size_t utf8_put(uint32_t cp, char *out)
-{
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | cp >> 6);
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | cp >> 12);
-        out[1] = (char)(0x80 | (cp >> 6 & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | cp >> 18);
-    out[1] = (char)(0x80 | (cp >> 12 & 0x3F));
-    out[2] = (char)(0x80 | (cp >> 6 & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
-/* The lower-cased word [b, end) into out (room for end - b bytes:
- * lower-casing keeps a character's UTF-8 length; out may be b); its length. */
+/* The lower-cased word [b, end) into out (room for end - b bytes; out may
+ * be b); its length.  Unicode's simple lower case, the same words on every
+ * machine whatever the locale; a letter whose lower case would need more
+ * bytes than it has (a few Latin Extended ones) stays as it is, so the word
+ * never grows. */
 static size_t lower_word(const unsigned char *b, const unsigned char *end, char *out)
 {
     size_t n = 0, len;
     while (b < end) {
-        uint32_t cp = utf8_next(b, end, &len);
-        if (len == 1 && cp >= 0x80) /* a byte of no character (a stop-word file's): as it is */
-            out[n++] = (char)*b;
-        else
-            n += utf8_put(to_lower(cp), out + n);
+        ucs4_t cp = utf8_next(b, end, &len);
+        uint8_t low[6];
+        int m = cp == 0xFFFD && len == 1 ? -1 : u8_uctomb(low, uc_tolower(cp), sizeof(low));
+        if (m > 0 && (size_t)m <= len) {
+            memcpy(out + n, low, (size_t)m);
+            n += (size_t)m;
+        } else { /* a byte of no character (a stop-word file's), or a longer lower case */
+            memmove(out + n, b, len);
+            n += len;
+        }
         b += len;
     }
     return n;

@@ -18,7 +18,7 @@ JOBS=$(nproc 2>/dev/null || echo 2)
 # libpmix-dev: ranks under mpirun/srun find each other without a hostfile
 # (optional at build time); openmpi-bin: mpirun for the test that shows it.
 PACKAGES=(build-essential cmake pkg-config libibverbs-dev librdmacm-dev libhwloc-dev
-          libjansson-dev libxxhash-dev libcmocka-dev libsodium-dev gnuplot-nox man-db
+          libjansson-dev libxxhash-dev libcmocka-dev libsodium-dev libunistring-dev gnuplot-nox man-db
           libpmix-dev openmpi-bin)
 
 # The fuzz targets (tests/fuzz/) need clang's libFuzzer runtime.

@@ -214,15 +214,20 @@ static void test_text(void **state)
     rt_corpus_free(&c);
 }
 
-/* Four documents: accented Latin, Cyrillic and Greek, curly quotes, dashes
- * and guillemets, and bytes of no character (Latin-1 0xE9, a cut 0xC3). */
-static const char utf8_text[] = "Caf\xc3\xa9 CAF\xc3\x89 na\xc3\xafve \xc3\x9c"
-                                "ber\n"
-                                "\xd0\x9c\xd0\xbe\xd1\x81\xd0\xba\xd0\xb2\xd0\xb0 "
-                                "\xce\x95\xce\xbb\xce\xbb\xce\xac\xce\xb4\xce\xb1\n"
-                                "don\xe2\x80\x99t \xe2\x80\x9cquoted\xe2\x80\x9d "
-                                "dash\xe2\x80\x94word \xc2\xabguillemets\xc2\xbb\n"
-                                "latin\xe9one \xc3 cut\n";
+/* Five documents: accented Latin, Cyrillic and Greek, curly quotes, dashes
+ * and guillemets, bytes of no character (Latin-1 0xE9, a cut 0xC3), and
+ * Armenian capitals, a decomposed "café" (e + U+0301) and Devanagari's
+ * vowel signs and virama (combining marks inside one word). */
+static const char utf8_text[] =
+    "Caf\xc3\xa9 CAF\xc3\x89 na\xc3\xafve \xc3\x9c"
+    "ber\n"
+    "\xd0\x9c\xd0\xbe\xd1\x81\xd0\xba\xd0\xb2\xd0\xb0 "
+    "\xce\x95\xce\xbb\xce\xbb\xce\xac\xce\xb4\xce\xb1\n"
+    "don\xe2\x80\x99t \xe2\x80\x9cquoted\xe2\x80\x9d "
+    "dash\xe2\x80\x94word \xc2\xabguillemets\xc2\xbb\n"
+    "latin\xe9one \xc3 cut\n"
+    "\xd4\xb1\xd4\xb2\xd4\xb3 cafe\xcc\x81 "
+    "\xe0\xa4\xb9\xe0\xa4\xbf\xe0\xa4\xa8\xe0\xa5\x8d\xe0\xa4\xa6\xe0\xa5\x80\n";
 
 /* UTF-8 text: letters of any script make words (lower-cased without a
  * locale), Unicode punctuation splits them as ASCII punctuation does, and
@@ -234,7 +239,7 @@ static void test_text_utf8(void **state)
     rt_corpus c;
     rt_corpus_options o = {.format = RT_CORPUS_TEXT};
     read_ok(p, &o, RT_CORPUS_TEXT, &c);
-    assert_int_equal(c.n_docs, 4);
+    assert_int_equal(c.n_docs, 5);
     static const struct {
         uint64_t doc;
         const char *word;
@@ -256,12 +261,15 @@ static void test_text_utf8(void **state)
         {3, "latin", 1}, /* a Latin-1 byte splits */
         {3, "one", 0},   /* stop word */
         {3, "cut", 1},
+        {4, "\xd5\xa1\xd5\xa2\xd5\xa3", 1}, /* ԱԲԳ lower-cased */
+        {4, "cafe\xcc\x81", 1},             /* the mark stays in its word */
+        {4, "\xe0\xa4\xb9\xe0\xa4\xbf\xe0\xa4\xa8\xe0\xa5\x8d\xe0\xa4\xa6\xe0\xa5\x80", 1},
     };
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
         if (count_of(&c, want[i].doc, want[i].word) != want[i].count)
             fail_msg("document %llu: '%s' counted %u, not %u", (unsigned long long)want[i].doc,
                      want[i].word, count_of(&c, want[i].doc, want[i].word), want[i].count);
-    assert_int_equal(c.n_words, 11);
+    assert_int_equal(c.n_words, 14);
     rt_corpus_free(&c);
 
     /* stop words are lower-cased the same way */

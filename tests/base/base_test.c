@@ -135,6 +135,15 @@ static void test_one_line(void **state)
     assert_string_equal(out, "\xd0\xbc\xd0\xbe \xf0\x9f\x98\x80");
     rt_one_line(out, sizeof(out), "\xed\xa0\x80\xc0\xaf\xe2\x82"); /* surrogate, overlong, cut */
     assert_string_equal(out, "\\xed\\xa0\\x80\\xc0\\xaf\\xe2\\x82");
+    /* C1's CSI (U+009B) and a right-to-left override (U+202E) are well-formed
+     * UTF-8 that a terminal obeys rather than shows */
+    rt_one_line(out, sizeof(out),
+                "a\xc2\x9b"
+                "31mb\xe2\x80\xae"
+                "c");
+    assert_string_equal(out, "a\\xc2\\x9b"
+                             "31mb\\xe2\\x80\\xae"
+                             "c");
 }
 
 /* A message longer than rt_error holds (a path of thousands of bytes) keeps
