@@ -267,6 +267,18 @@ static int has_digit(const field *f)
     return 0;
 }
 
+/* "123:" alone on a line: the head of a movie's block in the Netflix Prize's
+ * training files, whose lines then hold "user,rating,date". */
+static int netflix_block_head(const field *f)
+{
+    if (f->len < 2 || f->s[f->len - 1] != ':')
+        return 0;
+    for (size_t i = 0; i + 1 < f->len; i++)
+        if (f->s[i] < '0' || f->s[i] > '9')
+            return 0;
+    return 1;
+}
+
 static int rating_line(reader *r, field *f, int n, rt_error *err)
 {
     char buf[64];
@@ -278,6 +290,12 @@ static int rating_line(reader *r, field *f, int n, rt_error *err)
         if (r->pair_fields)
             return line_error(r, err,
                               "expected 2 fields (user item, as on the first line), found %d", n);
+        if (n == 1 && netflix_block_head(&f[0]))
+            return line_error(r, err,
+                              "'%.*s' heads a block of the Netflix Prize's format (ITEM: then "
+                              "user,rating,date lines): write one 'user item rating' per line "
+                              "first (awk -F, '/:$/ {i = $1 + 0; next} {print $1, i, $2}')",
+                              (int)f[0].len, f[0].s);
         if (want_min == want_max)
             return line_error(r, err, "expected %d fields, found %d", want_min, n);
         return line_error(r, err, "expected 3 or 4 fields (user item rating [timestamp]), found %d",
