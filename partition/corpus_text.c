@@ -46,6 +46,9 @@ const char *const rt_english_stopwords[] = {
  * character (a stray byte of Latin-1 text, a cut sequence). */
 static ucs4_t utf8_next(const unsigned char *s, const unsigned char *end, size_t *len)
 {
+    *len = 1;
+    if (s[0] < 0x80) /* most text: no call into the library per byte */
+        return s[0];
     ucs4_t cp;
     int n = u8_mbtoucr(&cp, s, (size_t)(end - s));
     *len = n > 0 ? (size_t)n : 1;
@@ -74,6 +77,11 @@ static size_t lower_word(const unsigned char *b, const unsigned char *end, char 
     size_t n = 0, len;
     while (b < end) {
         ucs4_t cp = utf8_next(b, end, &len);
+        if (cp < 0x80) {
+            out[n++] = (char)(cp >= 'A' && cp <= 'Z' ? cp | 0x20 : cp);
+            b++;
+            continue;
+        }
         uint8_t low[6];
         int m = cp == 0xFFFD && len == 1 ? -1 : u8_uctomb(low, uc_tolower(cp), sizeof(low));
         if (m > 0 && (size_t)m <= len) {
