@@ -210,7 +210,39 @@ typedef struct job_env {
     pid_t launcher;
 } job_env;
 
-/* In the child: wire up stdio and the environment, then exec. */
+/* In the child: standard input from /dev/null (a rank never reads the
+ * launcher's terminal), standard output and error into the pipes the
+ * launcher prefixes.  Without /dev/null (a bare chroot) the rank keeps the
+ * launcher's input, which it does not read either. */
+static int redirect_stdio(int out_w, int err_w)
+{
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) {
+        int e = dup2(devnull, 0) < 0;
+        close(devnull);
+        if (e)
+            return -1;
+    }
+    return dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0 ? -1 : 0;
+}
+
+/* In the child: what tools/launch_env.c reads.  Every rank is on this host,
+ * so the local rank and size are the rank and size (engine/pin.c). */
+static int set_job_env(int rank, int np, const job_env *job)
+{
+    char r[16], n[16];
+    snprintf(r, sizeof(r), "%d", rank);
+    snprintf(n, sizeof(n), "%d", np);
+    return setenv("ROTOR_RANK", r, 1) || setenv("ROTOR_LOCAL_RANK", r, 1) ||
+                   setenv("ROTOR_SIZE", n, 1) || setenv("ROTOR_LOCAL_SIZE", n, 1) ||
+                   setenv("ROTOR_HOSTFILE", job->hostfile, 1) ||
+                   setenv("ROTOR_TOKEN", job->token, 1)
+               ? -1
+               : 0;
+}
+
+/* In the child: wire up stdio and the environment, then exec.  Any failure
+ * ends the child with 127, as a command that cannot run does. */
 static void exec_child(int rank, int np, const job_env *job, int out_w, int err_w, char **cmd)
 {
     /* Die with the launcher, however it ends (checked once more in case it
@@ -224,41 +256,54 @@ static void exec_child(int rank, int np, const job_env *job, int out_w, int err_
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) {
-        dup2(devnull, 0);
-        close(devnull);
+    const char *failed = redirect_stdio(out_w, err_w) ? "cannot redirect the output of"
+                         : set_job_env(rank, np, job) ? "cannot set the environment of"
+                                                      : NULL;
+    if (!failed) {
+        execvp(cmd[0], cmd);
+        failed = "cannot run";
     }
-    dup2(out_w, 1);
-    dup2(err_w, 2);
-    char v[32];
-    snprintf(v, sizeof(v), "%d", rank);
-    setenv("ROTOR_RANK", v, 1);
-    setenv("ROTOR_LOCAL_RANK", v, 1);
-    snprintf(v, sizeof(v), "%d", np);
-    setenv("ROTOR_SIZE", v, 1);
-    setenv("ROTOR_LOCAL_SIZE", v, 1); /* every rank is on this host (engine/pin.c) */
-    setenv("ROTOR_HOSTFILE", job->hostfile, 1);
-    setenv("ROTOR_TOKEN", job->token, 1);
-    execvp(cmd[0], cmd);
-    fprintf(stderr, "rotor: error: launch: cannot run '%s': %s\n", cmd[0], strerror(errno));
+    fprintf(stderr, "rotor: error: launch: %s '%s': %s\n", failed, cmd[0], strerror(errno));
     _exit(127);
+}
+
+static void close_pipes(int p[2][2], int n)
+{
+    for (int i = 0; i < n; i++) {
+        close(p[i][0]);
+        close(p[i][1]);
+    }
 }
 
 static int start_child(child *c, int rank, int np, const job_env *job, char **cmd, rt_error *err)
 {
+    /* The line buffers first: once the pipes are open the loop that serves
+     * every rank may read them. */
+    for (int i = 0; i < 2; i++) {
+        c->out[i].buf = malloc(LINE_MAX_BYTES);
+        if (!c->out[i].buf)
+            return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    }
     int p[2][2];
     for (int i = 0; i < 2; i++)
-        if (pipe2(p[i], O_CLOEXEC))
-            return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "pipe");
+        if (pipe2(p[i], O_CLOEXEC)) {
+            int e = errno;
+            close_pipes(p, i);
+            return rt_fail_errno(err, RT_EXIT_RUNTIME, e, "pipe");
+        }
     fflush(stdout);
     fflush(stderr);
     pid_t pid = fork();
-    if (pid < 0)
-        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "fork");
+    if (pid < 0) {
+        int e = errno;
+        close_pipes(p, 2);
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, e, "fork");
+    }
     if (pid == 0)
         exec_child(rank, np, job, p[0][1], p[1][1], cmd);
-    setpgid(pid, pid); /* also here, so a signal right after fork reaches its group */
+    /* Also here, so a signal right after fork reaches its group; it fails
+     * (EACCES) when the child has exec'd already, having done it itself. */
+    setpgid(pid, pid);
     c->pid = pid;
     c->running = 1;
     for (int i = 0; i < 2; i++) {
@@ -266,11 +311,12 @@ static int start_child(child *c, int rank, int np, const job_env *job, char **cm
         c->out[i].fd = p[i][0];
         c->out[i].dest = i + 1;
         c->out[i].len = 0;
-        c->out[i].buf = malloc(LINE_MAX_BYTES);
-        if (!c->out[i].buf)
-            return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
-        fcntl(c->out[i].fd, F_SETFL, O_NONBLOCK);
     }
+    /* Read only when poll says so, and non-blocking, so that a spurious
+     * wake-up never stalls the loop that serves every rank. */
+    for (int i = 0; i < 2; i++)
+        if (fcntl(c->out[i].fd, F_SETFL, O_NONBLOCK))
+            return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "fcntl");
     return 0;
 }
 
@@ -576,7 +622,7 @@ int cmd_launch(int argc, char **argv)
     close(sig_pipe[0]);
     close(sig_pipe[1]);
     close(hostfile_fd);
-    memset(token, 0, sizeof(token));
+    rt_transport_wipe_secret(token, sizeof(token));
     if (st.interrupted) {
         /* end the way the signal would have, as the ranks did (exit 143
          * for SIGTERM in a shell, not 1 as for a failed rank) */
