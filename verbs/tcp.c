@@ -203,11 +203,13 @@ static int ms_until(double deadline)
     return ms > 1e9 ? 1000000000 : (int)ms + 1;
 }
 
-static void set_nonblocking(int fd, int on)
+/* Connection set-up serves every socket from one poll loop, so they are
+ * created non-blocking; the ring's threads then block in their reads and
+ * writes (a peer that is lost shuts the socket down, which wakes them). */
+static int set_blocking(int fd)
 {
     int fl = fcntl(fd, F_GETFL, 0);
-    if (fl >= 0)
-        fcntl(fd, F_SETFL, on ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
+    return fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) ? -1 : 0;
 }
 
 /* The ring sockets' buffer size: cfg.tcp_sockbuf, 0 = default, < 0 = leave
@@ -218,24 +220,25 @@ static int ring_sockbuf_bytes(const tcp_transport *t)
     return bytes == 0 ? SOCK_BUF_BYTES : bytes < 0 ? 0 : bytes;
 }
 
-static void tune_socket(int fd, int ring_bytes)
+static int tune_socket(int fd, int ring_bytes)
 {
     int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     /* A peer host that vanishes without closing (power loss, cable) is found
      * by keepalive probes within ~25 s while the connection is idle, even
      * with peer_timeout_ms == 0; a live but busy peer's kernel answers them.
      * (No TCP_USER_TIMEOUT: it could abort a live peer that is merely slow
      * to read.  Use peer_timeout_ms to bound waits on a frozen peer.) */
     int idle = 10, intvl = 5, cnt = 3;
-    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
-    setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
-    setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
-    if (ring_bytes > 0) {
-        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &ring_bytes, sizeof(ring_bytes));
-        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &ring_bytes, sizeof(ring_bytes));
-    }
+    if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) ||
+        setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) ||
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)) ||
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl)) ||
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt)))
+        return -1;
+    if (ring_bytes > 0 && (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &ring_bytes, sizeof(ring_bytes)) ||
+                           setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &ring_bytes, sizeof(ring_bytes))))
+        return -1;
+    return 0;
 }
 
 /* Blocking full read.  0 = done, otherwise the errno (0 is mapped to EPIPE
@@ -799,17 +802,16 @@ static int resolve(const rt_peer *p, int passive, struct addrinfo **res, rt_erro
 static int try_listen(struct addrinfo *res, int *last)
 {
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-        int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+        int fd =
+            socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
         if (fd < 0) {
             *last = errno;
             continue;
         }
         int one = 1;
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, SOMAXCONN) == 0) {
-            set_nonblocking(fd, 1);
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, SOMAXCONN) == 0)
             return fd;
-        }
         *last = errno;
         close(fd);
     }
@@ -979,12 +981,11 @@ static int send_hello(setup *s, conn *c)
 static int start_connect(setup *s, conn *c)
 {
     const struct addrinfo *ai = c->ai;
-    c->fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    c->fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
     if (c->fd < 0) {
         retry_later(c, errno);
         return 0;
     }
-    set_nonblocking(c->fd, 1);
     if (connect(c->fd, ai->ai_addr, ai->ai_addrlen) == 0)
         return same_endpoint(c->fd) ? (retry_later(c, ECONNREFUSED), 0) : send_hello(s, c);
     if (errno != EINPROGRESS)
@@ -1399,7 +1400,7 @@ static void linger(setup *s)
 }
 
 /* Hand the authenticated sockets to the transport. */
-static void keep_sockets(setup *s)
+static int keep_sockets(setup *s, rt_error *err)
 {
     tcp_transport *t = s->t;
     uint32_t next_init = 0;
@@ -1420,15 +1421,17 @@ static void keep_sockets(setup *s)
             t->ctl_fd[s->in[i].peer] = s->in[i].fd;
         s->in[i].fd = -1;
     }
-    set_nonblocking(t->next_fd, 0);
-    set_nonblocking(t->prev_fd, 0);
-    tune_socket(t->next_fd, ring_sockbuf_bytes(t));
-    tune_socket(t->prev_fd, ring_sockbuf_bytes(t));
-    for (int r = 0; r < t->size; r++)
-        if (t->ctl_fd[r] >= 0)
-            tune_socket(t->ctl_fd[r], 0);
     /* We may write into every slot the next rank does not start with. */
     t->credits = t->n_slots - next_init;
+    int bad = set_blocking(t->next_fd) || set_blocking(t->prev_fd) ||
+              tune_socket(t->next_fd, ring_sockbuf_bytes(t)) ||
+              tune_socket(t->prev_fd, ring_sockbuf_bytes(t));
+    for (int r = 0; r < t->size && !bad; r++)
+        bad = t->ctl_fd[r] >= 0 && tune_socket(t->ctl_fd[r], 0);
+    if (bad)
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "rank %d: cannot set up its sockets",
+                             t->rank);
+    return 0;
 }
 
 /* Build every connection: listen, connect out (ring to next, control to
@@ -1482,8 +1485,7 @@ static int connect_all(tcp_transport *t, rt_error *err)
             goto out;
         }
     }
-    keep_sockets(&s);
-    rc = 0;
+    rc = keep_sockets(&s, err);
 out:
     for (int i = 0; i < s.n_out; i++) {
         close_conn(&out[i]);
