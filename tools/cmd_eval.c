@@ -39,8 +39,7 @@ static const rt_opt eval_options[] = {
     RT_DOUBLE_OPT("relevant-min", 0, eval_opts, relevant_min, "R", NULL, 0, 0, 0,
                   "test ratings below R are not relevant (default: "
                   "every test rating is)"),
-    RT_U32_OPT("threads", 't', eval_opts, threads, NULL, "2", 1, 64, 0,
-               "threads ranking the items"),
+    RT_U32_OPT("threads", 't', eval_opts, threads, "T", "2", 1, 64, 0, "threads ranking the items"),
     {0}};
 
 static void print_metrics_text(const char *who, const rt_rank_metrics *r)

@@ -39,7 +39,7 @@ static const rt_opt recommend_options[] = {
     RT_PATH_OPT("out", 'o', recommend_opts, out, "FILE", "-", 0,
                 "where to write the recommendations (- = standard output; an existing file is "
                 "replaced only when empty or an earlier rotor recommend output)"),
-    RT_U32_OPT("threads", 't', recommend_opts, threads, NULL, "2", 1, 64, 0,
+    RT_U32_OPT("threads", 't', recommend_opts, threads, "T", "2", 1, 64, 0,
                "threads scoring a block"),
     RT_U32_OPT("batch", 0, recommend_opts, batch, "N", "4096", 1, 1 << 20, 0,
                "users per block (memory: N x K results plus 256 KiB per thread)"),
