@@ -378,7 +378,7 @@ declare -A rate step_us cell_cv step_cv worker_cv inline_us busy_speed
 # The kernel rate of one thread on this machine now (serial, unpinned): a
 # rank's thread computes at that rate while it has a core to itself (the
 # model shares the cores); the rest of a serial step is what a step costs
-# when the engine runs its cells inline (--inline-steps auto, below 4 ms).  Then, with all the job's workers at once on
+# when the engine runs its cells inline (--inline-steps auto, below 2 ms).  Then, with all the job's workers at once on
 # these cores (--calibrate-threads: every worker a thread of one process),
 # what a step costs beyond its slowest cell (thread hand-offs that wait for
 # a core: HZ=250 and no kernel preemption here, so up to a 4 ms tick) and
@@ -496,7 +496,7 @@ predict() {
     sim=("$ROTOR" simulate --plan "$plan" --app "$app" $(app_args "$app") --json
         --rate "$r_rate" --step-overhead-us "${step_us[$key]}"
         --step-cv "${step_cv[$key]}" --cell-cv "${cell_cv[$key]}" --worker-cv "${worker_cv[$key]}"
-        --inline-below-us 4000
+        --inline-below-us 2000
         --inline-step-us "${inline_us[$key]}" --busy-core-speed "$r_busy"
         --gbps "${effective[$g]}" --burst-kib "$burst_kib" --net-cpu-ns-per-byte "${net_ns[$d]}"
         --latency-us "$lat" --overhead-us 10 --host-cores "$(nproc)" --send-buffer-kib 8192)

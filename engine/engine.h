@@ -83,20 +83,23 @@ typedef enum rt_pin_mode { RT_PIN_AUTO = 0, RT_PIN_YES = 1, RT_PIN_NO = 2 } rt_p
  * step's cells one after another on the orchestrating thread when the
  * previous step's cells took together less than RT_INLINE_STEP_CPU_S of CPU
  * time (CPU, not wall: the choice does not follow the load), else on the
- * worker threads (started at the first step that needs them).  4 ms: a
+ * worker threads (started at the first step that needs them).  2 ms: a
  * MovieLens 100K step is 0.65 ms of CPU (median; 1.0 ms at the 99th
  * percentile, 1.3 ms at most, measured at load 13, where other processes'
  * cache traffic inflates it), so it stays inline with room to spare; on
  * idle cores a step just under the bound costs at most (T - 1) / T of it
- * more than on T threads.  The model is the same bits either way: the
- * cells of a step are independent and each keeps its thread index
+ * more than on T threads, and that is what the bound gives away: at 4 ms,
+ * 3 of the 4 steps of a warp LDA sweep at K = 1000 on AP (3.8 ms of CPU
+ * each) ran inline, at 19M tokens/s on 2 threads against 35M on the worker
+ * threads (KOS: 20M against 34M).  The model is the same bits either
+ * way: the cells of a step are independent and each keeps its thread index
  * (per-thread scratch). */
 typedef enum rt_inline_mode {
     RT_INLINE_AUTO = 0,
     RT_INLINE_ALWAYS = 1, /* every step on the orchestrating thread; no worker threads */
     RT_INLINE_NEVER = 2   /* every step on the worker threads */
 } rt_inline_mode;
-#define RT_INLINE_STEP_CPU_S 4e-3
+#define RT_INLINE_STEP_CPU_S 2e-3
 
 typedef struct rt_engine_config {
     const rt_plan *plan;

@@ -84,7 +84,7 @@ typedef struct rt_sim_shape {
     double inline_below_s;     /* a step whose cells on a node take less kernel time than this
                                   together runs them one after another on one thread, at a
                                   cost of inline_step_s instead of step_overhead_s (the
-                                  engine's --inline-steps auto: 4 ms); 0: never */
+                                  engine's --inline-steps auto: 2 ms); 0: never */
     double inline_step_s;
     double step_reduce_bytes;   /* all-reduced after every step (0: none) */
     uint32_t step_reduce_every; /* ... every this many steps and after the last (0 = 1) */

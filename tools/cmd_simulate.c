@@ -97,7 +97,7 @@ static const rt_opt sim_options[] = {
                   "measured"),
     RT_DOUBLE_OPT("inline-below-us", 0, sim_opts, inline_below_us, "U", "0", 0, HUGE_VAL, 0,
                   "a node's step whose cells take less than U us of kernel time together runs "
-                  "them on one thread, as rotor train --inline-steps auto does below 4000 "
+                  "them on one thread, as rotor train --inline-steps auto does below 2000 "
                   "(default 0: never)"),
     RT_DOUBLE_OPT("inline-step-us", 0, sim_opts, inline_step_us, "U", "5", 0, HUGE_VAL, 0,
                   "the fixed cost of such a step"),

@@ -61,7 +61,7 @@ static const rt_opt train_options[] = {
                 "pin worker threads to cores (auto: when they fit)"),
     RT_ENUM_OPT("inline-steps", 0, train_opts, inline_steps, inline_modes, "auto",
                 "run a step's cells one after another on the main thread instead of waking the "
-                "worker threads (auto: when the previous step's cells took under 4 ms of CPU "
+                "worker threads (auto: when the previous step's cells took under 2 ms of CPU "
                 "together, where the wake-ups cost more than the threads gain); the model is "
                 "the same bits either way"),
     RT_PATH_OPT("checkpoint", 0, train_opts, checkpoint, "DIR", NULL, RT_OPT_DIR,
