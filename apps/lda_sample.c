@@ -353,6 +353,22 @@ AVX2 static DENSE_INLINE float weights_avx2(const int32_t *ndk, float alpha, con
     return _mm256_cvtss_f32(base);
 }
 
+/* The patched running total before chunk c (+0 before the first), as
+ * find_portable has it, without branches: both of its conditions are as
+ * likely one way as the other (about half the draws pass the patched
+ * chunk), and a mispredicted branch here discards the next token's
+ * weights, which run behind the draw.  The float bits are the same: x & 0
+ * is +0, and +0 + +0 = +0. */
+AVX2 static inline float total_before_avx2(const float *total, uint32_t c, lda_dense_patch p)
+{
+    const __m128 any = _mm_castsi128_ps(_mm_cvtsi32_si128(-(int)(c != 0)));
+    const __m128 after = _mm_castsi128_ps(_mm_cvtsi32_si128(-(int)(c > p.k / LDA_CHUNK)));
+    uint32_t at = c - (c != 0);
+    __asm__("" : "+r"(at)); /* GCC would branch on c == 0 again */
+    const __m128 t = _mm_and_ps(_mm_load_ss(total + at), any);
+    return _mm_cvtss_f32(_mm_add_ss(t, _mm_and_ps(_mm_set_ss(p.d), after)));
+}
+
 AVX2 static inline uint32_t find_avx2(const float *w, const float *total, uint32_t K, float u,
                                       lda_dense_patch p)
 {
@@ -370,7 +386,7 @@ AVX2 static inline uint32_t find_avx2(const float *w, const float *total, uint32
             m &= (1u << (n - i)) - 1;
         c += (uint32_t)__builtin_popcount(m);
     }
-    const float v = u - (c ? patched_total(total, c - 1, p) : 0.0f);
+    const float v = u - total_before_avx2(total, c, p);
     const __m256i lane = _mm256_add_epi32(_mm256_set1_epi32((int)(c * LDA_CHUNK)), iota);
     const __m256 x = _mm256_blendv_ps(
         _mm256_loadu_ps(w + c * LDA_CHUNK), _mm256_set1_ps(p.w),
