@@ -570,6 +570,9 @@ static void help_prose(FILE *fp, const char *text)
     wrap(fp, text, 0, 0);
 }
 
+/* The examples section, in the help and in man pages (below). */
+static void put_examples(FILE *fp, const char *lines, int man);
+
 void rt_opts_help(FILE *fp, const rt_command_doc *doc, const rt_opt_group *groups, size_t n_groups)
 {
     if (doc) {
@@ -598,6 +601,7 @@ void rt_opts_help(FILE *fp, const rt_command_doc *doc, const rt_opt_group *group
     if (!n_groups)
         fprintf(fp, "\noptions:\n  -h, --help%*sprint this help and exit\n", HELP_COLUMN - 12, "");
     help_prose(fp, doc ? doc->notes : NULL);
+    put_examples(fp, doc ? doc->examples : NULL, 0);
 }
 
 /* ------------------------------------------------------------ man page */
@@ -657,6 +661,28 @@ static void man_prose(FILE *fp, const char *heading, const char *text)
     fputc('\n', fp);
 }
 
+/* Command lines as written, without wrapping or filling (a pasted line must
+ * stay whole); in a man page escaped for roff, in the help indented. */
+static void put_examples(FILE *fp, const char *lines, int man)
+{
+    if (!lines)
+        return;
+    fputs(man ? ".SH EXAMPLES\n.nf\n" : "\nexamples:\n", fp);
+    while (*lines) {
+        size_t len = strcspn(lines, "\n");
+        char line[512];
+        snprintf(line, sizeof(line), "%.*s", (int)len, lines);
+        if (man)
+            roff(fp, line, 1);
+        else
+            fprintf(fp, "  %s", line);
+        fputc('\n', fp);
+        lines += len + (lines[len] == '\n');
+    }
+    if (man)
+        fputs(".fi\n", fp);
+}
+
 void rt_opts_man(FILE *fp, const rt_command_doc *doc, const rt_opt_group *groups, size_t n_groups)
 {
     char title[128];
@@ -702,6 +728,7 @@ void rt_opts_man(FILE *fp, const rt_command_doc *doc, const rt_opt_group *groups
             fputs(".TP\n\\fB\\-h\\fR, \\fB\\-\\-help\\fR\nprint this help and exit\n", fp);
     }
     man_prose(fp, "NOTES", doc ? doc->notes : NULL);
+    put_examples(fp, doc ? doc->examples : NULL, 1);
     fputs(".SH SEE ALSO\n\\fBrotor\\fR(1)\n", fp);
 }
 

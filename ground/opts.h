@@ -127,6 +127,11 @@ typedef struct rt_command_doc {
     const char *usage;   /* synopsis after "rotor NAME"; '\n' separates forms */
     const char *about;   /* description; '\n\n' separates paragraphs */
     const char *notes;   /* after the options, or NULL */
+    /* Shell lines a user can paste, '\n' between lines, or NULL: printed as
+     * they are (no wrapping; a long command continues with " \\").  They
+     * run in one directory, command after command in `rotor --help`'s
+     * order, each on the files the earlier ones wrote (tests/e2e/help_examples.sh). */
+    const char *examples;
 } rt_command_doc;
 
 /* Parse argv[1..argc-1] into the groups' structs, after setting every option

@@ -21,6 +21,8 @@ const rt_command_doc rotor_doc_gen_mf = {
              "N(0, 1/sqrt(K)); distinct (u, i) pairs; every row and column has a training "
              "rating.  Writes 'u i r' lines (1-based ids) and FILE.truth.json ('-' for FILE or "
              "the test file: standard output, without the truth file).",
+    .examples = "rotor gen mf --rows 2000 --cols 500 --nnz 44000 --out ratings.txt \\\n"
+                "    --test-out test.txt --test-fraction 0.1",
 };
 
 const rt_command_doc rotor_doc_gen_lda = {
@@ -32,6 +34,7 @@ const rt_command_doc rotor_doc_gen_lda = {
              "document mixtures theta_d ~ Dirichlet(alpha), lengths fixed or Poisson(L).  "
              "Writes FILE (UCI docword), FILE.topics.npy (the true K x V topic-word matrix), "
              "FILE.mixtures.npy (the true D x K document mixtures) and FILE.vocab.txt.",
+    .examples = "rotor gen lda --docs 300 --vocab 1000 --topics 8 --doc-len 80 --out corpus.txt",
 };
 
 const rt_command_doc rotor_doc_partition = {
@@ -57,6 +60,11 @@ const rt_command_doc rotor_doc_partition = {
              "lines ('docid docid w1 w2 ...', Yahoo!LDA / WarpLDA / STRADS), libsvm "
              "('docid w:count ...'), ldac ('N w:count ...', Blei's lda-c; 0-based ids into "
              "--vocab), text (raw text: one document per line, or a directory of files).",
+    .examples =
+        "rotor partition --input ratings.txt --test test.txt --nodes 2 --threads 2 --out plan\n"
+        "rotor partition --app lda --input corpus.txt --vocab corpus.txt.vocab.txt \\\n"
+        "    --nodes 1 --threads 2 --out lda-plan\n"
+        "rotor partition --verify plan",
 };
 
 const rt_command_doc rotor_doc_train = {
@@ -75,6 +83,10 @@ const rt_command_doc rotor_doc_train = {
              "every rank before training (exit 2), naming the option.",
     .notes = "One log line per epoch: epoch, seconds, updates/s, train RMSE, test RMSE, stall % "
              "(share of the epoch spent waiting for blocks to arrive).",
+    .examples =
+        "rotor launch -n 2 -- rotor train --plan plan --app sgd-mf --epochs 20 --out model \\\n"
+        "    --metrics metrics.json\n"
+        "rotor train --plan lda-plan --app lda --topics 8 --iters 50 --out lda-model",
 };
 
 const rt_command_doc rotor_doc_launch = {
@@ -88,6 +100,9 @@ const rt_command_doc rotor_doc_launch = {
              "others get 5 s to exit, then are terminated; a rank stopped for 12 s is killed; "
              "the ranks die with the launcher, which leaves no files behind.  The exit status "
              "is the first failure's, 0 when every rank exited 0.",
+    .examples =
+        "rotor launch -n 2 --timeout 600 -- rotor train --plan plan --app cd-mf --outer 5 \\\n"
+        "    --out cd-model",
 };
 
 const rt_command_doc rotor_doc_eval = {
@@ -104,6 +119,8 @@ const rt_command_doc rotor_doc_eval = {
              "and of the most-popular baseline (items by their number of training users) on "
              "the same split; every test rating is a relevant item (--relevant-min R keeps "
              "those >= R).",
+    .examples = "rotor eval --model model --input test.txt\n"
+                "rotor eval --model model --input test.txt --top-k 10 --json",
 };
 
 const rt_command_doc rotor_doc_recommend = {
@@ -122,6 +139,7 @@ const rt_command_doc rotor_doc_recommend = {
              "Users are scored in blocks of --batch users x all items on --threads threads, "
              "so memory is bounded by the block.  Ids in --users the model does not know are "
              "reported and skipped; if none is known that is an error.",
+    .examples = "rotor recommend --model model --top 5 --out top5.tsv",
 };
 
 const rt_command_doc rotor_doc_topics = {
@@ -131,6 +149,7 @@ const rt_command_doc rotor_doc_topics = {
     .about = "Print the N most frequent words of every topic of an LDA model saved by "
              "`rotor train --app lda --out DIR`, one line per topic: topic K (share of the "
              "tokens): words...",
+    .examples = "rotor topics --model lda-model --top 8",
 };
 
 const rt_command_doc rotor_doc_infer = {
@@ -148,6 +167,8 @@ const rt_command_doc rotor_doc_infer = {
              "infer.json.  Prints the documents' perplexity by document completion, as training "
              "reports it for held-out documents: each document's tokens are split in two halves, "
              "the topics are sampled from one and the other is scored.",
+    .examples = "rotor infer --model lda-model --input corpus.txt --vocab corpus.txt.vocab.txt \\\n"
+                "    --out mixtures",
 };
 
 const rt_command_doc rotor_doc_export = {
@@ -165,6 +186,8 @@ const rt_command_doc rotor_doc_export = {
              "and b = mu.\n\n"
              "text: one line per row, the original id then the values (W.txt, H.txt, ... or "
              "word_topic.txt, doc_topic.txt).",
+    .examples = "rotor export --model model --out model-npy\n"
+                "rotor export --model lda-model --out lda-text --format text",
 };
 
 const rt_command_doc rotor_doc_plot = {
@@ -176,6 +199,7 @@ const rt_command_doc rotor_doc_plot = {
              "labelled with its app and the settings that differ between the runs.\n\n"
              "Needs gnuplot (Debian package gnuplot-nox); without it the command says so and "
              "exits with status 1.",
+    .examples = "rotor plot metrics.json --y train_rmse,test_rmse --out convergence.png",
 };
 
 const rt_command_doc rotor_doc_bench_link = {
@@ -187,6 +211,7 @@ const rt_command_doc rotor_doc_bench_link = {
              "perftest's ib_write_lat / ib_write_bw.  Run it as two ranks: "
              "`rotor launch -n 2 -- rotor bench-link`.",
     .notes = "Here --peer-timeout defaults to 60 seconds.",
+    .examples = "rotor launch -n 2 -- rotor bench-link --max-size 4M --iters 20",
 };
 
 const rt_command_doc rotor_doc_simulate = {
@@ -199,6 +224,9 @@ const rt_command_doc rotor_doc_simulate = {
              "compute, ring passes with slots and credits, per-step collectives.  The shape comes "
              "from a plan, or from sizes alone (uniform cells), which can sweep the node count.  "
              "App options such as --rank K or --topics K are given as for rotor train.",
+    .examples = "rotor simulate --plan plan --app sgd-mf --calibrate\n"
+                "rotor simulate --app sgd-mf --rows 480189 --cols 17770 --nnz 100480507 \\\n"
+                "    --nodes 2,4,8,16 --gbps 10 --rate 2e7",
 };
 
 const rt_command_doc rotor_doc_help = {
@@ -209,6 +237,8 @@ const rt_command_doc rotor_doc_help = {
              "as --help: a man page in roff (rotor.1 without a command, rotor-CMD.1 with one), "
              "the names of the man pages, or the bash completion script.  The build installs "
              "them (cmake --install).",
+    .examples = "rotor help --man train > rotor-train.1\n"
+                "rotor help --completion > rotor.bash",
 };
 
 static const char *const gen_subs[] = {"mf", "lda", NULL};
