@@ -15,17 +15,21 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 JOBS=$(nproc 2>/dev/null || echo 2)
 
-# libpmix-dev: ranks under mpirun/srun find each other without a hostfile
-# (optional at build time); openmpi-bin: mpirun for the test that shows it.
+# What the build needs (libcmocka-dev too: the tests are always built), and
+# gnuplot-nox for `rotor plot`.  libpmix-dev: ranks under mpirun/srun find
+# each other without a hostfile (optional, but found only at configure time,
+# so it is here rather than installed later with the tests).
 PACKAGES=(build-essential cmake pkg-config libibverbs-dev librdmacm-dev libhwloc-dev
-          libjansson-dev libxxhash-dev libcmocka-dev libsodium-dev libunistring-dev gnuplot-nox man-db
-          libpmix-dev openmpi-bin)
+          libjansson-dev libxxhash-dev libcmocka-dev libsodium-dev libunistring-dev gnuplot-nox
+          libpmix-dev)
 
 # The fuzz targets (tests/fuzz/) need clang's libFuzzer runtime.
 FUZZ_PACKAGES=(clang-14 libclang-rt-14-dev)
 
-# Tests only: python3-fusepy for the disk that fails with EIO (tests/e2e/eiofs.py).
-TEST_PACKAGES=(xz-utils python3-fusepy)
+# Tests only: xz-utils for the compressed datasets, python3-fusepy for the
+# disk that fails with EIO (tests/e2e/eiofs.py), man-db to render the man
+# pages (e2e_install), openmpi-bin for mpirun (e2e_mpirun_pmix).
+TEST_PACKAGES=(xz-utils python3-fusepy man-db openmpi-bin)
 
 say() { printf '\n==> %s\n' "$*" >&2; }
 
@@ -82,17 +86,24 @@ demo() {
 
 run_tests() {
     # rxe tests boot a soft-RoCE VM; their harness installs qemu when it can.
+    local failed=()
     say "test suite (release build)"
-    local rc=0
-    ctest --test-dir "$ROOT/build" --output-on-failure -j"$JOBS" || rc=1
+    ctest --test-dir "$ROOT/build" --output-on-failure -j"$JOBS" || failed+=("release (build/)")
     say "test suite (ASan + UBSan build; slow and VM tests run in the release build only)"
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
         LSAN_OPTIONS=suppressions="$ROOT/tests/lsan.supp" \
         ctest --test-dir "$ROOT/build-asan" --output-on-failure -j"$JOBS" -LE 'slow|rxe|data' ||
-        rc=1
+        failed+=("ASan + UBSan (build-asan/)")
     say "fuzz targets (libFuzzer + ASan + UBSan, ROTOR_FUZZ_SECONDS each; any crash fails)"
-    ctest --test-dir "$ROOT/build-fuzz" --output-on-failure -j"$JOBS" -L fuzz || rc=1
-    return $rc
+    ctest --test-dir "$ROOT/build-fuzz" --output-on-failure -j"$JOBS" -L fuzz ||
+        failed+=("fuzz (build-fuzz/)")
+    # One last line that says which suites failed: ctest's own summaries
+    # scroll away behind the next suite's output.
+    if [ ${#failed[@]} -gt 0 ]; then
+        say "FAILED: ${failed[*]}; each suite's 'The following tests FAILED' list names the tests"
+        return 1
+    fi
+    say "all three suites passed"
 }
 
 main() {
