@@ -56,13 +56,18 @@
 #    "predicted_compute_s", "round_measured_epoch_s", "round_predicted_epoch_s",
 #    "round_measured_stall", "round_predicted_stall", "round_measured_compute_s",
 #    "round_predicted_compute_s", "round_rate", "round_busy_core_speed",
+#    "measured_compute_cpu_s", "round_measured_compute_cpu_s", "round_steal",
 #    "calibrations", "rate", "busy_core_speed", "step_overhead_us", "cell_cv",
 #    "worker_cv", "step_cv", "critical", "loadavg"}
 # (the round_ lists: each round's figures, in order; rate and
 # busy_core_speed: the medians of the rounds' speeds.)
 # (compute: the most any rank spends in its kernel per epoch, from the
 # engine's debug log, median over the rounds, against the model's, which
-# includes the sharing; the calibration's figures are the model's inputs).
+# includes the sharing; the calibration's figures are the model's inputs;
+# compute_cpu: the same in the CPU seconds of the ranks' threads inside the
+# kernel, which leave out their waits for a core and count the kernel's
+# work done in their time slices; steal: the fraction of the machine's CPU
+# time during the round's run that the hypervisor gave to others).
 # stderr gets one line per configuration with its plan's figures so far
 # (median and range) and its rounds' speeds.
 # --auto: the plan of `rotor partition --pipeline auto` (for the measured
@@ -459,13 +464,15 @@ plan_dir() { echo "$TMP/$1.$2.$3.$4/plan"; } # plan_dir APP RANKS THREADS PIPELI
 
 # one_round APP RANKS GBPS LAT_US THREADS PIPELINE ADDED_US: the machine's
 # speed now (calibrate_round), then one run; appends "compute epoch stall
-# rate busy_core_speed" to $TMP/rounds: the run's compute (measured_compute)
-# and median epoch and stall over its epochs after the first, and the speed
-# its prediction gets.
+# rate busy_core_speed compute_cpu steal" to $TMP/rounds: the run's compute
+# (rank_max_median) and median epoch and stall over its epochs after the
+# first, the speed its prediction gets, the compute's CPU seconds and the
+# steal while it ran.
 one_round() {
-    local app=$1 n=$2 g=$3 th=$5 c=$6 d=$7 plan r kept
+    local app=$1 n=$2 g=$3 th=$5 c=$6 d=$7 plan r kept ticks
     plan=$(plan_dir "$app" "$n" "$th" "$c")
     calibrate_round "$app" "$plan" "$app.$n.$th.$c" || return 1
+    ticks=$(cpu_ticks)
     # shellcheck disable=SC2046
     if ! ROTOR_LOG=debug run_ranks "$n" "$ROTOR" train --plan "$plan" --app "$app" \
         $(app_args "$app") --threads "$th" --transport tcp --pin no; then
@@ -473,8 +480,10 @@ one_round() {
         tail -n 5 "$TMP"/log.* >&2
         return 1
     fi
+    ticks="$ticks $(cpu_ticks)"
     epochs_of_run >"$TMP/epochs"
-    echo "$(measured_compute "$n") $(epoch_medians "$TMP/epochs") $(cat "$TMP/speed")" >>"$TMP/rounds"
+    echo "$(rank_max_median "$n" compute) $(epoch_medians "$TMP/epochs") $(cat "$TMP/speed")" \
+        "$(rank_max_median "$n" "compute CPU") $(steal_between "$ticks")" >>"$TMP/rounds"
     if [ "$keep" = 1 ]; then # the ranks' logs, beside the model's (one_config)
         kept=$TMP/kept/$app.$n.$th.$c.$g.$d/round.$(wc -l <"$TMP/rounds")
         mkdir -p "$kept"
@@ -491,7 +500,7 @@ one_round() {
 predict() {
     local app=$1 n=$2 g=$3 lat=$4 th=$5 c=$6 d=$7 key=$1.$2.$5.$6 plan sim kept r_rate r_busy
     plan=$(plan_dir "$app" "$n" "$th" "$c")
-    read -r _ _ _ r_rate r_busy <<<"$(sed -n "$8p" "$TMP/rounds")"
+    read -r _ _ _ r_rate r_busy _ <<<"$(sed -n "$8p" "$TMP/rounds")"
     # shellcheck disable=SC2046,SC2207 # app_args: one option a word
     sim=("$ROTOR" simulate --plan "$plan" --app "$app" $(app_args "$app") --json
         --rate "$r_rate" --step-overhead-us "${step_us[$key]}"
@@ -509,14 +518,25 @@ predict() {
     fi
 }
 
-# the largest over the ranks of their median compute time per rotation (the
-# engine's debug line: mean over the rank's threads), epochs after the first
-measured_compute() { # measured_compute RANKS
+# rank_max_median RANKS FIELD: the largest over the ranks of their median per
+# rotation, epochs after the first, of a figure on the engine's debug line:
+# "compute" (wall seconds inside the kernel, mean over the rank's threads) or
+# "compute CPU" (the CPU seconds of those threads there: a rank slow for want
+# of a core has more of the first than of the second); nan if absent.
+rank_max_median() {
     for ((r = 0; r < $1; r++)); do
-        sed -n 's/.*engine: rank [0-9]* rotation: .* compute \([0-9.]*\) s.*/\1/p' "$TMP/log.$r" |
+        sed -n "s/.*engine: rank [0-9]* rotation: .*, $2 \([0-9.]*\) s.*/\1/p" "$TMP/log.$r" |
             tail -n +2 | median nan
     done | sort -g | tail -n 1
 }
+
+# "steal total": the whole machine's CPU ticks so far that the hypervisor gave
+# to others (steal) and all its ticks (/proc/stat, user to steal)
+cpu_ticks() { awk '/^cpu / { t = 0; for (i = 2; i <= 9; i++) t += $i; print $9, t; exit }' /proc/stat; }
+
+# steal_between "STEAL0 TOTAL0 STEAL1 TOTAL1" (two cpu_ticks): the fraction of
+# the machine's CPU time in between that its vCPUs waited for the host
+steal_between() { echo "$1" | awk '{ d = $4 - $2; printf "%.4f", (d > 0 ? ($3 - $1) / d : 0) }'; }
 
 col_median() { cut -d' ' -f"$1" "${2:-$TMP/rounds}" | median; } # col_median COLUMN [FILE]
 # json_list COLUMN [FILE]: a column as a JSON list
@@ -566,6 +586,8 @@ one_config() {
     printf '"round_measured_compute_s": %s, "round_predicted_compute_s": %s, ' "$(json_list 1)" \
         "$(json_list 3 "$TMP/preds")"
     printf '"round_rate": %s, "round_busy_core_speed": %s, ' "$(json_list 4)" "$(json_list 5)"
+    printf '"measured_compute_cpu_s": %s, "round_measured_compute_cpu_s": %s, "round_steal": %s, ' \
+        "$(col_median 6)" "$(json_list 6)" "$(json_list 7)"
     printf '"calibrations": %d, "rate": %s, "busy_core_speed": %s, "step_overhead_us": %s, ' \
         "$calibrations" "$(col_median 4)" "$(col_median 5)" "${step_us[$key]}"
     printf '"cell_cv": %s, "worker_cv": %s, "step_cv": %s, ' \

@@ -34,8 +34,9 @@ typedef struct worker_slot {
     uint32_t thread;
     pthread_t tid;
     rt_visit visit;
-    double compute_s; /* wall seconds inside visit() this rotation */
-    double cpu_s;     /* CPU seconds of the last cell it ran */
+    double compute_s;     /* wall seconds inside visit() this rotation */
+    double compute_cpu_s; /* CPU seconds of the thread inside visit() this rotation */
+    double cpu_s;         /* CPU seconds of the last cell it ran */
     int rc;
     rt_error err;
 } worker_slot;
@@ -99,6 +100,7 @@ static int run_visit(rt_engine *e, worker_slot *w)
     w->rc = e->ops->visit(e->app, &w->visit, &w->err);
     w->compute_s += rt_now() - t0;
     w->cpu_s = thread_cpu_s() - c0;
+    w->compute_cpu_s += w->cpu_s;
     return w->rc;
 }
 
@@ -402,9 +404,10 @@ static void log_rotation(const rt_engine *e, uint64_t rot, const rt_rotation_sta
                          double credit_wait_s)
 {
     rt_debug("engine: rank %u rotation: %.6f s, compute %.6f s (mean over threads), stall "
-             "%.6f s, credit wait %.6f s, %u of %u steps inline (rotation %llu)",
+             "%.6f s, credit wait %.6f s, %u of %u steps inline (rotation %llu), compute CPU "
+             "%.6f s",
              e->rank, st->seconds, st->compute_s, st->stall_s, credit_wait_s, st->inline_steps,
-             e->B, (unsigned long long)rot);
+             e->B, (unsigned long long)rot, st->compute_cpu_s);
 }
 
 static int rotation_stats(rt_engine *e, uint64_t rot, double t0, const rt_transport_stats *ts0,
@@ -412,13 +415,15 @@ static int rotation_stats(rt_engine *e, uint64_t rot, double t0, const rt_transp
 {
     rt_transport_stats ts;
     rt_transport_get_stats(e->tr, &ts);
-    double compute = 0;
+    double compute = 0, cpu = 0;
     for (uint32_t t = 0; t < (e->serial ? 1 : e->T); t++) {
         compute += e->workers[t].compute_s;
-        e->workers[t].compute_s = 0;
+        cpu += e->workers[t].compute_cpu_s;
+        e->workers[t].compute_s = e->workers[t].compute_cpu_s = 0;
     }
     st->seconds = rt_now() - t0;
     st->compute_s = compute / (e->serial ? 1 : e->T);
+    st->compute_cpu_s = cpu / (e->serial ? 1 : e->T);
     st->stall_s = e->stall_s;
     st->inline_steps = e->inline_steps;
     e->inline_steps = 0;

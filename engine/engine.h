@@ -136,6 +136,9 @@ typedef struct rt_rotation_stats {
     double seconds;        /* wall time of the rotation on this rank */
     double compute_s;      /* sum over local threads of time inside visit() / threads
                               (a step run inline counts each cell for its thread) */
+    double compute_cpu_s;  /* the same in CPU seconds of the threads that ran the cells (their
+                              waits for a core left out; the kernel's work done in their
+                              time slices, such as network softirqs, counted) */
     uint32_t inline_steps; /* steps of this rotation whose cells ran on the
                               orchestrating thread (rt_inline_mode) */
     double stall_s;        /* orchestrator time waiting for blocks to arrive */

@@ -43,6 +43,7 @@ typedef struct recorder {
     uint64_t heavy_rotation;          /* its cells burn HEAVY_CELL_CPU_S each (UINT64_MAX: none) */
     uint32_t off_main[ROTATIONS];     /* visits run on another thread, per rotation */
     uint32_t inline_steps[ROTATIONS]; /* from the rotation stats */
+    double compute_s[ROTATIONS], compute_cpu_s[ROTATIONS]; /* ditto */
 } recorder;
 
 /* One cell as much as RT_INLINE_STEP_CPU_S: a step of two or more is above it. */
@@ -112,8 +113,11 @@ static int rec_rotation_end(void *app, rt_engine *eng, uint64_t rot, const rt_ro
 {
     recorder *r = app;
     const rt_plan *p = r->plan;
-    if (rot < ROTATIONS)
+    if (rot < ROTATIONS) {
         r->inline_steps[rot] = st->inline_steps;
+        r->compute_s[rot] = st->compute_s;
+        r->compute_cpu_s[rot] = st->compute_cpu_s;
+    }
     for (uint32_t b = 0; b < p->blocks; b++) {
         size_t len;
         visit_log *log = rt_engine_home_payload(eng, b, &len);
@@ -262,6 +266,12 @@ static void test_auto_inline_follows_cell_cost(void **state)
     /* rotation 2: its first step follows a heavy one (threads), the rest tiny ones */
     assert_int_equal(rec.inline_steps[2], B - 1);
     assert_int_equal(rec.off_main[2], T);
+    /* the stats' CPU seconds in the cells: each thread burnt B heavy cells' worth in
+     * rotation 1, and no thread has more CPU than wall time inside them (the CPU clock
+     * is read just outside the wall clock's interval: a microsecond of slack) */
+    assert_true(rec.compute_cpu_s[1] >= B * HEAVY_CELL_CPU_S);
+    for (int rot = 0; rot < ROTATIONS; rot++)
+        assert_true(rec.compute_cpu_s[rot] <= rec.compute_s[rot] + 1e-6 * B);
 }
 
 static void test_worker_mismatch_is_input_error(void **state)
