@@ -35,7 +35,8 @@ int lda_scratch_init(lda_scratch *s, uint32_t K)
 {
     memset(s, 0, sizeof(*s));
     s->word.nwk = rt_alloc(K * sizeof(int32_t));
-    s->word.nz = rt_alloc((K + 1) * sizeof(uint16_t)); /* + 1: lda_warp.c's word_count_add */
+    /* + 1: written past the list (lda_warp.c's word_count_add, lda_word_load) */
+    s->word.nz = rt_alloc((K + 1) * sizeof(uint16_t));
     s->word.pos = rt_alloc(K * sizeof(uint32_t));
     s->inv = rt_alloc(K * sizeof(double));
     s->buf = rt_alloc(K * sizeof(double));
