@@ -57,6 +57,7 @@
 #    "round_measured_stall", "round_predicted_stall", "round_measured_compute_s",
 #    "round_predicted_compute_s", "round_rate", "round_busy_core_speed",
 #    "measured_compute_cpu_s", "round_measured_compute_cpu_s", "round_steal",
+#    "round_compute_cpu_ratio",
 #    "calibrations", "rate", "busy_core_speed", "step_overhead_us", "cell_cv",
 #    "worker_cv", "step_cv", "critical", "loadavg"}
 # (the round_ lists: each round's figures, in order; rate and
@@ -66,8 +67,11 @@
 # includes the sharing; the calibration's figures are the model's inputs;
 # compute_cpu: the same in the CPU seconds of the ranks' threads inside the
 # kernel, which leave out their waits for a core and count the kernel's
-# work done in their time slices; steal: the fraction of the machine's CPU
-# time during the round's run that the hypervisor gave to others).
+# work done in their time slices; compute_cpu_ratio: that over the busiest
+# node's work at the threaded calibration's CPU rate, all workers computing
+# at once: above 1, the ranks' threads needed more CPU per unit of work than
+# the calibration's; steal: the fraction of the machine's CPU time during
+# the round's run that the hypervisor gave to others).
 # stderr gets one line per configuration with its plan's figures so far
 # (median and range) and its rounds' speeds.
 # --auto: the plan of `rotor partition --pipeline auto` (for the measured
@@ -443,8 +447,8 @@ calibrate() {
 }
 
 # calibrate_round APP PLAN KEY: the machine's speed right before a round,
-# in $TMP/speed ("rate busy_core_speed": medians over $calibrations pairs
-# run now).  This
+# in $TMP/speed ("rate busy_core_speed threads_cpu_rate": medians over
+# $calibrations pairs run now).  This
 # VM's speed drifts within minutes (last session's quiet runs: calibrated
 # rates 30% lower in one run than in the one before, and one plan 60%
 # slower at its last configuration than at its first), so a calibration
@@ -454,7 +458,8 @@ calibrate() {
 calibrate_round() {
     calibrate "$1" "$2" "$3" "$calibrations" || return 1
     echo "$(col_median 1 "$TMP/pairs")" \
-        "$(busy_of "$(col_median 7 "$TMP/pairs")" "$(col_median 8 "$TMP/pairs")")" >"$TMP/speed"
+        "$(busy_of "$(col_median 7 "$TMP/pairs")" "$(col_median 8 "$TMP/pairs")")" \
+        "$(col_median 8 "$TMP/pairs")" >"$TMP/speed"
 }
 
 range() { cut -d' ' -f"$1" "$2" | sort -g | sed -n '1p;$p' | paste -sd- -; } # range COLUMN FILE
@@ -464,10 +469,10 @@ plan_dir() { echo "$TMP/$1.$2.$3.$4/plan"; } # plan_dir APP RANKS THREADS PIPELI
 
 # one_round APP RANKS GBPS LAT_US THREADS PIPELINE ADDED_US: the machine's
 # speed now (calibrate_round), then one run; appends "compute epoch stall
-# rate busy_core_speed compute_cpu steal" to $TMP/rounds: the run's compute
-# (rank_max_median) and median epoch and stall over its epochs after the
-# first, the speed its prediction gets, the compute's CPU seconds and the
-# steal while it ran.
+# rate busy_core_speed threads_cpu_rate compute_cpu steal" to $TMP/rounds:
+# the run's compute (rank_max_median) and median epoch and stall over its
+# epochs after the first, the speed its prediction gets, the compute's CPU
+# seconds and the steal while it ran.
 one_round() {
     local app=$1 n=$2 g=$3 th=$5 c=$6 d=$7 plan r kept ticks
     plan=$(plan_dir "$app" "$n" "$th" "$c")
@@ -538,6 +543,14 @@ cpu_ticks() { awk '/^cpu / { t = 0; for (i = 2; i <= 9; i++) t += $i; print $9, 
 # the machine's CPU time in between that its vCPUs waited for the host
 steal_between() { echo "$1" | awk '{ d = $4 - $2; printf "%.4f", (d > 0 ? ($3 - $1) / d : 0) }'; }
 
+# busiest_work APP RANKS THREADS PIPELINE: the work units of the plan's
+# busiest node per rotation (the model's compute time at rate 1, alone)
+busiest_work() {
+    # shellcheck disable=SC2046
+    json_num compute_s "$("$ROTOR" simulate --plan "$(plan_dir "$1" "$2" "$3" "$4")" --app "$1" \
+        $(app_args "$1") --rate 1 --gbps 0 --json 2>/dev/null)"
+}
+
 col_median() { cut -d' ' -f"$1" "${2:-$TMP/rounds}" | median; } # col_median COLUMN [FILE]
 # json_list COLUMN [FILE]: a column as a JSON list
 json_list() { cut -d' ' -f"$1" "${2:-$TMP/rounds}" | paste -sd, - | sed 's/^/[/; s/$/]/; s/,/, /g'; }
@@ -587,7 +600,9 @@ one_config() {
         "$(json_list 3 "$TMP/preds")"
     printf '"round_rate": %s, "round_busy_core_speed": %s, ' "$(json_list 4)" "$(json_list 5)"
     printf '"measured_compute_cpu_s": %s, "round_measured_compute_cpu_s": %s, "round_steal": %s, ' \
-        "$(col_median 6)" "$(json_list 6)" "$(json_list 7)"
+        "$(col_median 7)" "$(json_list 7)" "$(json_list 8)"
+    printf '"round_compute_cpu_ratio": %s, ' "$(awk -v w="$(busiest_work "$app" "$n" "$th" "$c")" \
+        '{ printf "%s%.3f", (NR > 1 ? ", " : "["), (w > 0 ? $7 * $6 / w : 0) } END { print "]" }' "$TMP/rounds")"
     printf '"calibrations": %d, "rate": %s, "busy_core_speed": %s, "step_overhead_us": %s, ' \
         "$calibrations" "$(col_median 4)" "$(col_median 5)" "${step_us[$key]}"
     printf '"cell_cv": %s, "worker_cv": %s, "step_cv": %s, ' \
