@@ -57,7 +57,9 @@
 #    "round_measured_stall", "round_predicted_stall", "round_measured_compute_s",
 #    "round_predicted_compute_s", "round_rate", "round_busy_core_speed",
 #    "measured_compute_cpu_s", "round_measured_compute_cpu_s", "round_steal",
-#    "round_compute_cpu_ratio",
+#    "round_compute_cpu_ratio", "epoch_given_measured_compute_s",
+#    "stall_given_measured_compute", "round_epoch_given_measured_compute_s",
+#    "round_stall_given_measured_compute",
 #    "calibrations", "rate", "busy_core_speed", "step_overhead_us", "cell_cv",
 #    "worker_cv", "step_cv", "critical", "loadavg"}
 # (the round_ lists: each round's figures, in order; rate and
@@ -71,7 +73,10 @@
 # node's work at the threaded calibration's CPU rate, all workers computing
 # at once: above 1, the ranks' threads needed more CPU per unit of work than
 # the calibration's; steal: the fraction of the machine's CPU time during
-# the round's run that the hypervisor gave to others).
+# the round's run that the hypervisor gave to others; *_given_measured_compute:
+# not a prediction but a diagnostic, the same model with each round's rate
+# scaled so that its compute is the measured one: what error is left is the
+# schedule's and the link's model, the rest came from the calibration).
 # stderr gets one line per configuration with its plan's figures so far
 # (median and range) and its rounds' speeds.
 # --auto: the plan of `rotor partition --pipeline auto` (for the measured
@@ -497,25 +502,29 @@ one_round() {
     fi
 }
 
-# predict APP RANKS GBPS LAT_US THREADS PIPELINE ADDED_US ROUND: the model's
-# JSON for round ROUND (1..) of the configuration: its speed (--rate,
-# --busy-core-speed) from the calibration right before it, the rest of the
-# plan's figures (--step-overhead-us, --step-cv, --cell-cv, --worker-cv)
-# pooled over the plan's calibrations, and the link's measures.
+# predict APP RANKS GBPS LAT_US THREADS PIPELINE ADDED_US ROUND [RATE_SCALE]:
+# the model's JSON for round ROUND (1..) of the configuration: its speed
+# (--rate, --busy-core-speed) from the calibration right before it, the
+# rest of the plan's figures (--step-overhead-us, --step-cv, --cell-cv,
+# --worker-cv) pooled over the plan's calibrations, and the link's measures.
+# RATE_SCALE (default 1) multiplies the rate: the diagnostic run at the
+# speed the round really computed at (one_config).
 predict() {
     local app=$1 n=$2 g=$3 lat=$4 th=$5 c=$6 d=$7 key=$1.$2.$5.$6 plan sim kept r_rate r_busy
+    local scale=${9:-1}
     plan=$(plan_dir "$app" "$n" "$th" "$c")
     read -r _ _ _ r_rate r_busy _ <<<"$(sed -n "$8p" "$TMP/rounds")"
     # shellcheck disable=SC2046,SC2207 # app_args: one option a word
     sim=("$ROTOR" simulate --plan "$plan" --app "$app" $(app_args "$app") --json
-        --rate "$r_rate" --step-overhead-us "${step_us[$key]}"
+        --rate "$(awk -v r="$r_rate" -v s="$scale" 'BEGIN { printf "%.6g", r * s }')"
+        --step-overhead-us "${step_us[$key]}"
         --step-cv "${step_cv[$key]}" --cell-cv "${cell_cv[$key]}" --worker-cv "${worker_cv[$key]}"
         --inline-below-us 2000
         --inline-step-us "${inline_us[$key]}" --busy-core-speed "$r_busy"
         --gbps "${effective[$g]}" --burst-kib "$burst_kib" --net-cpu-ns-per-byte "${net_ns[$d]}"
         --latency-us "$lat" --overhead-us 10 --host-cores "$(nproc)" --send-buffer-kib 8192)
     "${sim[@]}"
-    if [ "$keep" = 1 ]; then # the model's per-node lines and command
+    if [ "$keep" = 1 ] && [ "$scale" = 1 ]; then # the model's per-node lines and command
         kept=$TMP/kept/$app.$n.$th.$c.$g.$d/round.$8
         mkdir -p "$kept"
         echo "${sim[*]}" >"$kept/simulate.cmd"
@@ -575,9 +584,13 @@ one_config() {
     : >"$TMP/preds"
     for ((i = 1; i <= rounds; i++)); do
         pred=$(predict "$@" "$i") || return 1
+        given=$(predict "$@" "$i" "$(awk -v p="$(json_num compute_s "$pred")" \
+            -v m="$(sed -n "${i}p" "$TMP/rounds" | cut -d' ' -f1)" \
+            'BEGIN { printf "%.6g", (m + 0 > 0 && p + 0 > 0 ? p / m : 1) }')") || return 1
         echo "$(json_num predicted_epoch_s "$pred") $(json_num predicted_stall "$pred")" \
             "$(json_num compute_s "$pred")" \
-            "$(echo "$pred" | sed -n 's/.*"critical": "\([a-z]*\)".*/\1/p')" >>"$TMP/preds"
+            "$(echo "$pred" | sed -n 's/.*"critical": "\([a-z]*\)".*/\1/p')" \
+            "$(json_num predicted_epoch_s "$given") $(json_num predicted_stall "$given")" >>"$TMP/preds"
     done
     me=$(col_median 2) ms=$(col_median 3) pe=$(col_median 1 "$TMP/preds") ps=$(col_median 2 "$TMP/preds")
     crit=$(cut -d' ' -f4 "$TMP/preds" | sort | uniq -c | sort -rn | awk 'NR == 1 { print $2 }')
@@ -601,6 +614,10 @@ one_config() {
     printf '"round_rate": %s, "round_busy_core_speed": %s, ' "$(json_list 4)" "$(json_list 5)"
     printf '"measured_compute_cpu_s": %s, "round_measured_compute_cpu_s": %s, "round_steal": %s, ' \
         "$(col_median 7)" "$(json_list 7)" "$(json_list 8)"
+    printf '"epoch_given_measured_compute_s": %s, "stall_given_measured_compute": %s, ' \
+        "$(col_median 5 "$TMP/preds")" "$(col_median 6 "$TMP/preds")"
+    printf '"round_epoch_given_measured_compute_s": %s, "round_stall_given_measured_compute": %s, ' \
+        "$(json_list 5 "$TMP/preds")" "$(json_list 6 "$TMP/preds")"
     printf '"round_compute_cpu_ratio": %s, ' "$(awk -v w="$(busiest_work "$app" "$n" "$th" "$c")" \
         '{ printf "%s%.3f", (NR > 1 ? ", " : "["), (w > 0 ? $7 * $6 / w : 0) } END { print "]" }' "$TMP/rounds")"
     printf '"calibrations": %d, "rate": %s, "busy_core_speed": %s, "step_overhead_us": %s, ' \
