@@ -98,6 +98,10 @@ typedef struct triple {
     uint32_t doc, word, count;
 } triple;
 
+typedef struct uci_header {
+    uint64_t docs, words, nnz; /* D, W, NNZ */
+} uci_header;
+
 static int read_header(const char *path, char **s, uint64_t *line, const char *what, uint64_t *v,
                        rt_error *err)
 {
@@ -112,47 +116,71 @@ static int read_header(const char *path, char **s, uint64_t *line, const char *w
     return 0;
 }
 
-int rt_corpus_read_uci(const char *path, const rt_corpus_options *opt, rt_corpus *c, rt_error *err)
+/* The three header lines, checked against each other and against what a
+ * file of `bytes` bytes can describe; *s moves past them. */
+static int read_headers(const char *path, uint64_t bytes, int has_vocab, char **s, uint64_t *line,
+                        uci_header *h, rt_error *err)
 {
-    rt_text t;
-    if (rt_corpus_load_input(c, path, &t, err))
+    if (read_header(path, s, line, "document", &h->docs, err) ||
+        read_header(path, s, line, "vocabulary", &h->words, err) ||
+        read_header(path, s, line, "nonzero", &h->nnz, err))
         return -1;
-    triple *tr = NULL;
-    uint32_t *doc_count = NULL;
-    uint64_t D, W, NNZ, line = 0, n = 0;
-    char *s = t.data;
-    int rc = -1;
-    if (read_header(path, &s, &line, "document", &D, err) ||
-        read_header(path, &s, &line, "vocabulary", &W, err) ||
-        read_header(path, &s, &line, "nonzero", &NNZ, err))
-        goto out;
-    if (D >= UINT32_MAX || W >= UINT32_MAX || NNZ > D * W) { /* D x W < 2^64 */
-        rt_fail(err, RT_EXIT_INPUT, "%s:3: header D=%llu W=%llu NNZ=%llu is impossible", path,
-                (unsigned long long)D, (unsigned long long)W, (unsigned long long)NNZ);
-        goto out;
-    }
+    uint64_t D = h->docs, W = h->words, NNZ = h->nnz;
+    if (D >= UINT32_MAX || W >= UINT32_MAX || NNZ > D * W) /* D x W < 2^64 */
+        return rt_fail(err, RT_EXIT_INPUT, "%s:3: header D=%llu W=%llu NNZ=%llu is impossible",
+                       path, (unsigned long long)D, (unsigned long long)W, (unsigned long long)NNZ);
     /* Documents without triples are kept, and without --vocab every word id
      * 1..W gets a name: D and W cost memory whatever the body holds, so
      * they are bounded by the file's size (generously: real corpora stay
      * far below), not taken from a header that may lie. */
-    uint64_t most = header_bound(t.len);
-    if (D > most || (!opt->vocab && W > most)) {
+    uint64_t most = header_bound(bytes);
+    if (D > most || (!has_vocab && W > most)) {
         int words = D <= most;
-        rt_fail(err, RT_EXIT_INPUT,
-                "%s:%d: header %s=%llu is more %s than a file of %llu bytes can describe (at "
-                "most %llu%s)",
-                path, words ? 2 : 1, words ? "W" : "D", (unsigned long long)(words ? W : D),
-                words ? "words" : "documents", (unsigned long long)t.len, (unsigned long long)most,
-                words ? "; a vocabulary file (--vocab) may name more" : "");
-        goto out;
+        return rt_fail(
+            err, RT_EXIT_INPUT,
+            "%s:%d: header %s=%llu is more %s than a file of %llu bytes can describe (at "
+            "most %llu%s)",
+            path, words ? 2 : 1, words ? "W" : "D", (unsigned long long)(words ? W : D),
+            words ? "words" : "documents", (unsigned long long)bytes, (unsigned long long)most,
+            words ? "; a vocabulary file (--vocab) may name more" : "");
     }
-    /* Each triple takes at least "1 1 1\n": room for the triples the rest of
-     * the file can hold is enough, whatever the header claims. */
-    uint64_t room = (t.len - (uint64_t)(s - t.data) + 1) / 6;
-    tr = rt_alloc_array(NNZ < room ? NNZ : room, sizeof(triple), path, "header NNZ", err);
-    doc_count = tr ? rt_calloc_array(D + 1, sizeof(uint32_t), path, "header D", err) : NULL;
-    if (!tr || !doc_count)
-        goto out;
+    return 0;
+}
+
+/* One body line "docID wordID count" at s, checked against the header;
+ * the ids made 0-based. */
+static int parse_triple(const char *path, const char *s, uint64_t line, const uci_header *h,
+                        triple *out, rt_error *err)
+{
+    const char *p = s;
+    uint64_t d, w, k;
+    int nd, nw, nk;
+    if (!next_u64(&p, &d, &nd) || !next_u64(&p, &w, &nw) || !next_u64(&p, &k, &nk) ||
+        !rest_blank(p))
+        return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: expected 'docID wordID count'", path,
+                       (unsigned long long)line);
+    if (nk || k == 0 || k > UINT32_MAX)
+        return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: count %s%llu must be a positive integer", path,
+                       (unsigned long long)line, nk ? "-" : "", (unsigned long long)k);
+    if (nd || d < 1 || d > h->docs)
+        return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: document id %s%llu outside 1..%llu (header D)",
+                       path, (unsigned long long)line, nd ? "-" : "", (unsigned long long)d,
+                       (unsigned long long)h->docs);
+    if (nw || w < 1 || w > h->words)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s:%llu: word id %s%llu outside the vocabulary 1..%llu (header W)", path,
+                       (unsigned long long)line, nw ? "-" : "", (unsigned long long)w,
+                       (unsigned long long)h->words);
+    *out = (triple){.doc = (uint32_t)(d - 1), .word = (uint32_t)(w - 1), .count = (uint32_t)k};
+    return 0;
+}
+
+/* The body from s on: exactly NNZ triples (at most `room` fit in tr),
+ * blank lines allowed; doc_count[d] counts document d's triples. */
+static int read_triples(const char *path, char *s, uint64_t line, const uci_header *h,
+                        uint64_t room, triple *tr, uint32_t *doc_count, rt_error *err)
+{
+    uint64_t n = 0;
     while (*s) {
         line++;
         char *e = strchr(s, '\n');
@@ -161,74 +189,55 @@ int rt_corpus_read_uci(const char *path, const rt_corpus_options *opt, rt_corpus
             s = next;
             continue;
         }
-        const char *p = s;
-        uint64_t d, w, k;
-        int nd, nw, nk;
-        if (!next_u64(&p, &d, &nd) || !next_u64(&p, &w, &nw) || !next_u64(&p, &k, &nk) ||
-            !rest_blank(p)) {
-            rt_fail(err, RT_EXIT_INPUT, "%s:%llu: expected 'docID wordID count'", path,
-                    (unsigned long long)line);
-            goto out;
-        }
-        if (nk || k == 0 || k > UINT32_MAX) {
-            rt_fail(err, RT_EXIT_INPUT, "%s:%llu: count %s%llu must be a positive integer", path,
-                    (unsigned long long)line, nk ? "-" : "", (unsigned long long)k);
-            goto out;
-        }
-        if (nd || d < 1 || d > D) {
-            rt_fail(err, RT_EXIT_INPUT, "%s:%llu: document id %s%llu outside 1..%llu (header D)",
-                    path, (unsigned long long)line, nd ? "-" : "", (unsigned long long)d,
-                    (unsigned long long)D);
-            goto out;
-        }
-        if (nw || w < 1 || w > W) {
-            rt_fail(err, RT_EXIT_INPUT,
-                    "%s:%llu: word id %s%llu outside the vocabulary 1..%llu (header W)", path,
-                    (unsigned long long)line, nw ? "-" : "", (unsigned long long)w,
-                    (unsigned long long)W);
-            goto out;
-        }
-        if (n == NNZ || n == room) {
-            rt_fail(err, RT_EXIT_INPUT, "%s:%llu: more triples than the header's NNZ=%llu", path,
-                    (unsigned long long)line, (unsigned long long)NNZ);
-            goto out;
-        }
-        tr[n].doc = (uint32_t)(d - 1);
-        tr[n].word = (uint32_t)(w - 1);
-        tr[n].count = (uint32_t)k;
-        doc_count[d - 1]++;
-        n++;
+        triple one;
+        if (parse_triple(path, s, line, h, &one, err))
+            return -1;
+        if (n == h->nnz || n == room)
+            return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: more triples than the header's NNZ=%llu",
+                           path, (unsigned long long)line, (unsigned long long)h->nnz);
+        tr[n++] = one;
+        doc_count[one.doc]++;
         s = next;
     }
-    if (n != NNZ) {
-        rt_fail(err, RT_EXIT_INPUT, "%s:%llu: file ends after %llu triples, header NNZ=%llu", path,
-                (unsigned long long)line, (unsigned long long)n, (unsigned long long)NNZ);
-        goto out;
+    if (n != h->nnz)
+        return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: file ends after %llu triples, header NNZ=%llu",
+                       path, (unsigned long long)line, (unsigned long long)n,
+                       (unsigned long long)h->nnz);
+    return 0;
+}
+
+/* Words: from the vocabulary file, or the numbers 1..W. */
+static int name_words(const char *path, const char *vocab, uint64_t W, rt_corpus *c, rt_error *err)
+{
+    if (vocab) {
+        if (rt_corpus_read_vocab(vocab, c, err))
+            return -1;
+        if (c->words.n != W)
+            return rt_fail(err, RT_EXIT_INPUT,
+                           "%s:%llu: vocabulary has %llu words, %s header W=%llu", vocab,
+                           (unsigned long long)(c->words.n + 1), (unsigned long long)c->words.n,
+                           path, (unsigned long long)W);
+        return 0;
     }
-    /* Words: from the vocabulary file, or the numbers 1..W. */
-    if (opt->vocab) {
-        if (rt_corpus_read_vocab(opt->vocab, c, err))
-            goto out;
-        if (c->words.n != W) {
-            rt_fail(err, RT_EXIT_INPUT, "%s:%llu: vocabulary has %llu words, %s header W=%llu",
-                    opt->vocab, (unsigned long long)(c->words.n + 1),
-                    (unsigned long long)c->words.n, path, (unsigned long long)W);
-            goto out;
-        }
-    } else {
-        for (uint64_t w = 1; w <= W; w++) {
-            char buf[32];
-            int len = snprintf(buf, sizeof(buf), "%llu", (unsigned long long)w);
-            if (rt_corpus_intern(&c->words, buf, (size_t)len, err) < 0)
-                goto out;
-        }
+    for (uint64_t w = 1; w <= W; w++) {
+        char buf[32];
+        int len = snprintf(buf, sizeof(buf), "%llu", (unsigned long long)w);
+        if (rt_corpus_intern(&c->words, buf, (size_t)len, err) < 0)
+            return -1;
     }
-    /* Bucket the triples by document (stable, so input order within a doc). */
+    return 0;
+}
+
+/* Documents 1..D in order, named by their number, each with its triples
+ * in input order (a stable bucketing by document). */
+static int add_documents(const char *path, const triple *tr, uint64_t n, const uint32_t *doc_count,
+                         uint64_t D, rt_corpus *c, rt_error *err)
+{
     uint64_t *start = rt_calloc_array(D + 1, sizeof(uint64_t), path, "header D", err);
     triple *sorted = start ? rt_alloc_array(n, sizeof(triple), path, "header NNZ", err) : NULL;
     if (!start || !sorted) {
         free(start);
-        goto out;
+        return -1;
     }
     for (uint64_t d = 0; d < D; d++)
         start[d + 1] = start[d] + doc_count[d];
@@ -245,7 +254,32 @@ int rt_corpus_read_uci(const char *path, const rt_corpus_options *opt, rt_corpus
             failed = rt_corpus_add(c, sorted[i].word, sorted[i].count, err) != 0;
     }
     free(sorted);
-    if (failed)
+    return failed ? -1 : 0;
+}
+
+int rt_corpus_read_uci(const char *path, const rt_corpus_options *opt, rt_corpus *c, rt_error *err)
+{
+    rt_text t;
+    if (rt_corpus_load_input(c, path, &t, err))
+        return -1;
+    triple *tr = NULL;
+    uint32_t *doc_count = NULL;
+    uci_header h;
+    uint64_t line = 0;
+    char *s = t.data;
+    int rc = -1;
+    if (read_headers(path, t.len, opt->vocab != NULL, &s, &line, &h, err))
+        goto out;
+    /* Each triple takes at least "1 1 1\n": room for the triples the rest of
+     * the file can hold is enough, whatever the header claims. */
+    uint64_t room = (t.len - (uint64_t)(s - t.data) + 1) / 6;
+    tr = rt_alloc_array(h.nnz < room ? h.nnz : room, sizeof(triple), path, "header NNZ", err);
+    doc_count = tr ? rt_calloc_array(h.docs + 1, sizeof(uint32_t), path, "header D", err) : NULL;
+    if (!tr || !doc_count)
+        goto out;
+    if (read_triples(path, s, line, &h, room, tr, doc_count, err) ||
+        name_words(path, opt->vocab, h.words, c, err) ||
+        add_documents(path, tr, h.nnz, doc_count, h.docs, c, err))
         goto out;
     rc = 0;
 out:
