@@ -243,6 +243,39 @@ int lda_worker_init(lda_worker *w, const rt_plan *plan, const rt_shard *sh, cons
                     rt_error *err);
 void lda_worker_free(lda_worker *w);
 
+/* ---- the F+ tree (lda_ftree.c) ---- */
+/* n weights (leaves, all > 0 for the draw's promise) and their subtree sums;
+ * one weight changes in O(log n), a draw descends in O(log n). */
+typedef struct lda_ftree {
+    uint32_t n, size; /* size: n rounded up to a power of two */
+    double *node;     /* 2 size: node[size + k] is weight k, node[1] the total */
+} lda_ftree;
+int lda_ftree_init(lda_ftree *t, uint32_t n); /* all weights +0; -1: out of memory */
+void lda_ftree_free(lda_ftree *t);
+/* Every inner node summed afresh from the leaves (after lda_ftree_leaf writes,
+ * and to clear the rounding lda_ftree_set leaves in the sums). */
+void lda_ftree_build(lda_ftree *t);
+static inline double *lda_ftree_leaf(lda_ftree *t, uint32_t k)
+{
+    return &t->node[t->size + k];
+}
+static inline double lda_ftree_total(const lda_ftree *t)
+{
+    return t->node[1];
+}
+/* Weight k becomes v: the difference is added to every sum above it. */
+static inline void lda_ftree_set(lda_ftree *t, uint32_t k, double v)
+{
+    uint32_t i = t->size + k;
+    const double d = v - t->node[i];
+    t->node[i] = v;
+    for (i >>= 1; i; i >>= 1)
+        t->node[i] += d;
+}
+/* The leaf (below n) where u falls, 0 <= u < the total: the first whose
+ * running sum passes u, as the descent sees the sums. */
+uint32_t lda_ftree_find(const lda_ftree *t, double u);
+
 /* ---- kernels (lda_sample.c) ---- */
 typedef struct lda_scratch {
     lda_word word;
@@ -261,6 +294,7 @@ typedef struct lda_scratch {
     int32_t *stale; /* K: word counts when the alias table was built (MH) */
     int32_t *dcnt;  /* K: the current document's counts (warp document phase; zero when idle) */
     uint16_t *urn;  /* warp: the loaded word's topics, one per token (lda_scratch_urn) */
+    lda_ftree word_tree; /* the list sampler (lda_bucket.c): alpha coef[k] over all K */
 } lda_scratch;
 
 int lda_scratch_init(lda_scratch *s, uint32_t K);
@@ -294,9 +328,27 @@ int lda_init_lists(lda_tokens *t, uint32_t K);
  * K zeroed scratch, zeroed again on return). */
 void lda_exact_lists_fill(lda_tokens *t, int32_t *row);
 void lda_init_lists_done(lda_tokens *t);
+/* A document's list (topics tz, counts tc, n entries) with one count of
+ * topic k more, a new entry at the end when absent (the list has room for
+ * min(K, length) topics, and the token is one); returns the entries. */
+static inline uint32_t lda_list_add(uint16_t *tz, uint32_t *tc, uint32_t n, uint32_t k)
+{
+    uint32_t x = 0;
+    while (x < n && tz[x] != k)
+        x++;
+    if (x == n) {
+        tz[n] = (uint16_t)k;
+        tc[n++] = 0;
+    }
+    tc[x]++;
+    return n;
+}
 /* One sweep over the worker's tokens of block b. */
 int lda_visit_sparse(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
                      rt_rng *rng, rt_error *err);
+/* The sparse sampler on the document lists (lda_uses_lists; lda_bucket.c). */
+int lda_visit_lists(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
+                    rt_rng *rng, rt_error *err);
 int lda_visit_mh(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
                  rt_rng *rng, rt_error *err);
 /* Warp sampler (lda_warp.c): the word phase of a block visit and the
@@ -323,6 +375,14 @@ void lda_doc_counts(const lda_tokens *t, uint32_t K, uint32_t d, int32_t *row);
  * 10 sweeps: 0.96 against 1.44 s at K = 512, even at 768, buckets ahead at
  * 1000; synthetic 4 sweeps: 7.7 against 14.3 s at 512). */
 #define LDA_DENSE_K 512u
+/* Above LDA_DENSE_K the sparse sampler keeps each training document's topic
+ * counts in its list alone (t->dnz topics, t->dnc counts, capacity
+ * min(K, length)): memory grows with the nonzeros, not K x documents, and
+ * a document's counts are contiguous (lda_bucket.c). */
+static inline int lda_uses_lists(lda_sampler s, uint32_t K)
+{
+    return s == LDA_SAMPLER_SPARSE && K > LDA_DENSE_K;
+}
 #define LDA_CHUNK 8u
 static inline uint32_t lda_chunks(uint32_t K)
 {

@@ -98,7 +98,7 @@ int lda_core_visit(lda_core *c, uint32_t worker, uint32_t thread, uint32_t block
                       rotation - c->o.exact_after <= c->o.exact_sweeps &&
                       c->o.sampler != LDA_SAMPLER_SPARSE;
     const int records = lda_uses_records(c->o.sampler);
-    if (w->train.dnc && !(exact && records))
+    if (w->train.dnc && !(exact && records) && !lda_uses_lists(c->o.sampler, c->o.K))
         lda_init_lists_done(&w->train); /* no list-based sweep follows */
     if (exact && records && w->doc_phase_rotation != rotation) {
         /* the worker's first visit of an exact sweep: its documents' lists */
@@ -222,16 +222,20 @@ typedef struct lda_scalars {
     uint64_t iters_done;
 } lda_scalars;
 
-/* One token set's mutable state: the topics with the doc-topic counts and
- * each document's list of nonzero topics (its order steers the sparse
- * sampler), or for the warp sampler each token's record (topic, counted
- * topic, pending proposals). */
+/* One token set's mutable state: the topics with the doc-topic counts (the
+ * matrix, or the list sampler's counts beside its lists) and each
+ * document's list of nonzero topics (its order steers the sparse sampler),
+ * or for the warp sampler each token's record (topic, counted topic,
+ * pending proposals). */
 static int tokens_put(rt_state_writer *w, const lda_tokens *t, uint32_t K, rt_error *err)
 {
     if (t->aux)
         return rt_state_put(w, "aux", t->aux, t->n_tokens * t->aux_stride * sizeof(uint16_t), err);
     return rt_state_put(w, "z", t->z, t->n_tokens * sizeof(uint16_t), err) ||
-                   rt_state_put(w, "ndk", t->ndk, (size_t)t->n_docs * K * sizeof(int32_t), err) ||
+                   (t->ndk ? rt_state_put(w, "ndk", t->ndk, (size_t)t->n_docs * K * sizeof(int32_t),
+                                          err)
+                           : rt_state_put(w, "dnc", t->dnc,
+                                          t->dnz_off[t->n_docs] * sizeof(uint32_t), err)) ||
                    rt_state_put(w, "dnz", t->dnz, t->dnz_off[t->n_docs] * sizeof(uint16_t), err) ||
                    rt_state_put(w, "dnz_n", t->dnz_n, t->n_docs * sizeof(uint32_t), err)
                ? -1
@@ -243,7 +247,10 @@ static int tokens_get(rt_state_reader *r, lda_tokens *t, uint32_t K, rt_error *e
     if (t->aux)
         return rt_state_get(r, "aux", t->aux, t->n_tokens * t->aux_stride * sizeof(uint16_t), err);
     return rt_state_get(r, "z", t->z, t->n_tokens * sizeof(uint16_t), err) ||
-                   rt_state_get(r, "ndk", t->ndk, (size_t)t->n_docs * K * sizeof(int32_t), err) ||
+                   (t->ndk ? rt_state_get(r, "ndk", t->ndk, (size_t)t->n_docs * K * sizeof(int32_t),
+                                          err)
+                           : rt_state_get(r, "dnc", t->dnc,
+                                          t->dnz_off[t->n_docs] * sizeof(uint32_t), err)) ||
                    rt_state_get(r, "dnz", t->dnz, t->dnz_off[t->n_docs] * sizeof(uint16_t), err) ||
                    rt_state_get(r, "dnz_n", t->dnz_n, t->n_docs * sizeof(uint32_t), err)
                ? -1

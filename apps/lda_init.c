@@ -78,16 +78,10 @@ static void doc_move(lda_tokens *t, uint32_t d, uint32_t from, uint32_t to, uint
         if (x_to == n) /* `to` was the last entry: it moved into the gap */
             x_to = x_from;
     }
-    if (x_to == UINT32_MAX) {
-        x_to = 0;
-        while (x_to < n && nz[x_to] != to)
-            x_to++;
-        if (x_to == n) {
-            nz[n] = (uint16_t)to;
-            cnt[n++] = 0;
-        }
-    }
-    cnt[x_to]++;
+    if (x_to == UINT32_MAX)
+        n = lda_list_add(nz, cnt, n, to);
+    else
+        cnt[x_to]++;
     t->dnz_n[d] = n;
 }
 
@@ -101,6 +95,8 @@ static void set_topic(lda_tokens *t, uint32_t d, uint64_t p, uint32_t K, uint32_
         return;
     }
     t->z[p] = (uint16_t)k;
+    if (!t->ndk) /* (the list sampler: the lists are the counts) */
+        return;
     if (from != UINT32_MAX)
         t->ndk[(size_t)d * K + from]--;
     t->ndk[(size_t)d * K + k]++;
@@ -267,7 +263,8 @@ int lda_init_lists(lda_tokens *t, uint32_t K)
     }
     if (!t->tok_doc && lda_doc_step_build(t))
         return -1;
-    t->dnc = malloc((t->dnz_off[t->n_docs] + 1) * sizeof(uint32_t));
+    if (!t->dnc) /* (the list sampler has them already) */
+        t->dnc = malloc((t->dnz_off[t->n_docs] + 1) * sizeof(uint32_t));
     return t->dnz && t->dnc ? 0 : -1;
 }
 

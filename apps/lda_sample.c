@@ -51,9 +51,9 @@ int lda_scratch_init(lda_scratch *s, uint32_t K)
     s->large = rt_alloc(K * sizeof(uint32_t));
     s->stale = rt_alloc(K * sizeof(int32_t));
     s->dcnt = rt_alloc(K * sizeof(int32_t));
-    if (!s->dcnt || !s->word.nwk || !s->word.nz || !s->word.pos || !s->inv || !s->buf ||
-        !s->dense_w || !s->dense_coef || !s->dense_total || !s->coef || !s->aprob || !s->alias ||
-        !s->atopic || !s->small || !s->large || !s->stale) {
+    if (lda_ftree_init(&s->word_tree, K) || !s->dcnt || !s->word.nwk || !s->word.nz ||
+        !s->word.pos || !s->inv || !s->buf || !s->dense_w || !s->dense_coef || !s->dense_total ||
+        !s->coef || !s->aprob || !s->alias || !s->atopic || !s->small || !s->large || !s->stale) {
         lda_scratch_free(s);
         return -1;
     }
@@ -91,6 +91,7 @@ void lda_scratch_free(lda_scratch *s)
     rt_free(s->stale);
     rt_free(s->dcnt);
     rt_free(s->urn);
+    lda_ftree_free(&s->word_tree);
     memset(s, 0, sizeof(*s));
 }
 
@@ -652,6 +653,8 @@ int lda_visit_sparse(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payl
 {
     if (c->o->K <= LDA_DENSE_K)
         return visit_dense(c, w, b, payload, s, rng, err);
+    if (!w->train.ndk) /* (the mh sampler's exact sweeps keep the matrix) */
+        return lda_visit_lists(c, w, b, payload, s, rng, err);
     lda_tokens *t = &w->train;
     const uint32_t K = c->o->K;
     const double alpha = c->o->alpha, beta = c->o->beta, ab = alpha * beta, vbeta = c->vbeta;

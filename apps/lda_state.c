@@ -134,6 +134,8 @@ static int tokens_build(lda_tokens *t, const rt_plan *plan, const rt_shard *sh, 
      * document-topic matrix for its training documents */
     int warp = lda_uses_records(o->sampler) && !test_ids;
     int progressive = o->init == LDA_INIT_PROGRESSIVE && !test_ids;
+    /* (nor the list sampler, whose lists hold the counts: doc_nz_build) */
+    int lists = lda_uses_lists(o->sampler, K) && !test_ids;
     /* (the cycle sampler's record is the topic alone) */
     t->aux_stride = o->sampler == LDA_SAMPLER_CYCLE ? 1 : 2 + o->mh_steps;
     if (warp) {
@@ -148,7 +150,7 @@ static int tokens_build(lda_tokens *t, const rt_plan *plan, const rt_shard *sh, 
     t->tok_pos = xcalloc(t->n_tokens, sizeof(uint32_t), &fail);
     t->run_word = xcalloc(runs, sizeof(uint32_t), &fail);
     t->run_end = xcalloc(runs, sizeof(uint64_t), &fail);
-    if (!warp) {
+    if (!warp && !lists) {
         t->ndk = xcalloc((size_t)n_docs * K, sizeof(int32_t), &fail);
         advise_huge(t->ndk, (size_t)n_docs * K * sizeof(int32_t));
     }
@@ -197,7 +199,8 @@ static int tokens_build(lda_tokens *t, const rt_plan *plan, const rt_shard *sh, 
                         t->aux[p * t->aux_stride + m] = k;
                 } else {
                     t->z[p] = k;
-                    t->ndk[(size_t)d * K + k]++;
+                    if (t->ndk)
+                        t->ndk[(size_t)d * K + k]++;
                 }
             }
             t->run_end[run - 1] = tok;
@@ -220,6 +223,21 @@ static int tokens_build(lda_tokens *t, const rt_plan *plan, const rt_shard *sh, 
     for (uint64_t i = 0; i < held; i++)
         t->n_held += t->held_cnt[i];
     free(cursor);
+    return 0;
+}
+
+/* The list sampler's lists with their counts, from the topics (none yet
+ * before the progressive sweep). */
+static int doc_lists_build(lda_tokens *t, const lda_opts *o, rt_error *err)
+{
+    int32_t *row = calloc(o->K, sizeof(int32_t));
+    if (!row || lda_init_lists(t, o->K)) {
+        free(row);
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (LDA document topic lists)");
+    }
+    if (o->init != LDA_INIT_PROGRESSIVE)
+        lda_exact_lists_fill(t, row);
+    free(row);
     return 0;
 }
 
@@ -258,7 +276,8 @@ int lda_worker_init(lda_worker *w, const rt_plan *plan, const rt_shard *sh, cons
     w->nk = calloc(o->K, sizeof(int64_t));
     if (!w->nk)
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
-    if (tokens_build(&w->train, plan, sh, 0, o, err) || doc_nz_build(&w->train, o->K, err))
+    if (tokens_build(&w->train, plan, sh, 0, o, err) || doc_nz_build(&w->train, o->K, err) ||
+        (lda_uses_lists(o->sampler, o->K) && doc_lists_build(&w->train, o, err)))
         return -1;
     if (o->sampler == LDA_SAMPLER_CYCLE && lda_doc_step_build(&w->train))
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (LDA document index)");

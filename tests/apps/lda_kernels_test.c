@@ -2,7 +2,7 @@
  * (sparse and dense) moving between a payload and thread scratch, overflow
  * detection, the Griffiths & Steyvers log-likelihood parts against a
  * direct computation, and the dense full conditional's weights (the same
- * bits on both code paths) and draw. */
+ * bits on both code paths) and draw, and the F+ tree's sums and draws. */
 #include "apps/lda.h"
 
 #include <math.h>
@@ -280,13 +280,52 @@ static void test_dense(void **state)
     }
 }
 
+/* The F+ tree against plain sums: integer weights (exact in double, so
+ * every sum is exact) set in any order, changed one at a time; the total
+ * and every draw equal a direct sum and a linear search, and a u at or
+ * past the total (rounding) still lands on a leaf below n. */
+static void test_ftree(void **state)
+{
+    (void)state;
+    const uint32_t sizes[] = {1, 2, 3, 8, 37, 1000};
+    for (size_t c = 0; c < sizeof(sizes) / sizeof(sizes[0]); c++) {
+        const uint32_t n = sizes[c];
+        lda_ftree t;
+        assert_int_equal(lda_ftree_init(&t, n), 0);
+        double *w = calloc(n, sizeof(double));
+        assert_non_null(w);
+        for (uint32_t k = 0; k < n; k++)
+            *lda_ftree_leaf(&t, k) = w[k] = 1 + (k * 7) % 5;
+        lda_ftree_build(&t);
+        rt_rng rng;
+        rt_rng_seed(&rng, 11, n);
+        for (int step = 0; step < 400; step++) {
+            const uint32_t k = lda_below(&rng, n);
+            w[k] = 1 + lda_below(&rng, 9);
+            lda_ftree_set(&t, k, w[k]);
+            double total = 0;
+            for (uint32_t i = 0; i < n; i++)
+                total += w[i];
+            assert_true(lda_ftree_total(&t) == total);
+            const double u = lda_below(&rng, (uint32_t)total * 4) / 4.0;
+            uint32_t want = 0;
+            for (double acc = w[0]; acc <= u; acc += w[++want])
+                ;
+            assert_int_equal(lda_ftree_find(&t, u), want);
+            assert_int_equal(lda_ftree_find(&t, total), n - 1);
+            assert_int_equal(lda_ftree_find(&t, 2 * total), n - 1);
+        }
+        free(w);
+        lda_ftree_free(&t);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_slices),
-        cmocka_unit_test(test_log_joint),
-        cmocka_unit_test(test_stream),
-        cmocka_unit_test(test_dense),
+        cmocka_unit_test(test_slices), cmocka_unit_test(test_log_joint),
+        cmocka_unit_test(test_stream), cmocka_unit_test(test_dense),
+        cmocka_unit_test(test_ftree),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

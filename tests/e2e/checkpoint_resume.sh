@@ -59,10 +59,11 @@ for app in sgd-mf cd-mf lda; do
 done
 
 # (warp: its per-token proposals are state; cycle: its document tables are
-# refilled from the topics)
-for s in warp cycle; do
+# refilled from the topics; sparse above K = 512: its documents' counts live
+# in their topic lists)
+for s in warp cycle sparse600; do
     note "lda --sampler $s: 6 then resume to 12 == straight 12"
-    read -r -a opts <<<"${OPTS[lda]/--sampler mh/--sampler $s}"
+    read -r -a opts <<<"${OPTS[lda]/--sampler mh/--sampler ${s/sparse600/sparse --topics 600}}"
     train2 "$TMP/$s-12.log" "${opts[@]}" --iters 12 --out "$TMP/$s-12" || fail "$s straight"
     train2 "$TMP/$s-6.log" "${opts[@]}" --iters 6 --checkpoint "$TMP/$s-ck6" || fail "$s half"
     train2 "$TMP/$s-r.log" "${opts[@]}" --iters 12 --resume "$TMP/$s-ck6" --out "$TMP/$s-r" ||

@@ -4,7 +4,8 @@
 # sampler), reruns are bit-identical, and so is every other split of the
 # plan's 4 workers (serial replay, 1 process x 4 threads); another seed gives
 # another model (so the equal runs are not equal by doing nothing).  The
-# progressive initial sweep and exact sweeps (first or later) split alike.
+# progressive initial sweep and exact sweeps (first or later) split alike,
+# and so does the sparse sampler on document lists (K > 512).
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lda_lib.sh"
 launch_or_skip
@@ -72,20 +73,26 @@ for s in warp cycle mh; do
     [ "$(ll_at 3 "$TMP/w-$s.log")" != "$(ll_at 3 "$TMP/w-$s-plain.log")" ] ||
         fail "$s --exact-after 2: sweep 3 is the plain sampler's"
 done
+# three_splits NAME ARGS...: rotor ARGS as 2 processes x 2 threads ($TMP/NAME),
+# the serial replay (NAME-serial) and 1 process x 4 threads (NAME-t4), each
+# exported (NAME.single ...) for comparing
+three_splits() {
+    local name=$1
+    shift
+    "$ROTOR" launch -n 2 -- "$ROTOR" "$@" --out "$TMP/$name" >"$TMP/$name.log" 2>&1 ||
+        { cat "$TMP/$name.log"; fail "train $name"; }
+    "$ROTOR" "$@" --serial --out "$TMP/$name-serial" >"$TMP/$name-serial.log" 2>&1 || fail "serial $name"
+    "$ROTOR" "$@" --threads 4 --out "$TMP/$name-t4" >"$TMP/$name-t4.log" 2>&1 || fail "1x4 $name"
+    single "$TMP/$name" "$TMP/$name-serial" "$TMP/$name-t4"
+}
 for s in warp cycle mh; do
     note "$s --init progressive --exact-sweeps 3: 2 x 2, serial replay and 1 x 4 bit-identical"
     train=(train --plan "$TMP/plan" "${LDA_OPTS[@]}" --sampler "$s" --init progressive --exact-sweeps 3
            --iters 6 --eval-every 3)
-    "$ROTOR" launch -n 2 -- "$ROTOR" "${train[@]}" --out "$TMP/x-$s" >"$TMP/x-$s.log" 2>&1 ||
-        { cat "$TMP/x-$s.log"; fail "train $s --init progressive"; }
-    "$ROTOR" "${train[@]}" --serial --out "$TMP/x-$s-serial" >"$TMP/x-$s-serial.log" 2>&1 ||
-        fail "serial $s --init progressive"
-    "$ROTOR" "${train[@]}" --threads 4 --out "$TMP/x-$s-t4" >"$TMP/x-$s-t4.log" 2>&1 ||
-        fail "1x4 $s --init progressive"
+    three_splits "x-$s" "${train[@]}"
     float_le "$(ll_at 0 "$TMP/$s.log")" "$(ll_at 0 "$TMP/x-$s.log")" ||
         fail "$s: the progressive start is below the random one"
     float_le "$(ll_at 0 "$TMP/x-$s.log")" "$(ll_at 6 "$TMP/x-$s.log")" || fail "$s: ll/token fell"
-    single "$TMP/x-$s" "$TMP/x-$s-serial" "$TMP/x-$s-t4"
     for other in serial t4; do
         for f in word_topic.npy doc_topic.npy; do
             cmp -s "$TMP/x-$s.single/$f" "$TMP/x-$s-$other.single/$f" ||
@@ -93,6 +100,23 @@ for s in warp cycle mh; do
         done
         diff <(ll_lines "$TMP/x-$s.log") <(ll_lines "$TMP/x-$s-$other.log") >&2 ||
             fail "$s --init progressive: metrics differ in the $other run"
+    done
+done
+
+# Above LDA_DENSE_K (512) the sparse sampler keeps each document's counts in
+# its topic list alone (apps/lda_bucket.c): the same promise, from random
+# and from progressive topics; and it gains likelihood.
+for init in random progressive; do
+    note "sparse at K = 600 (document lists), --init $init: 2 x 2, serial replay and 1 x 4 bit-identical"
+    train=(train --plan "$TMP/plan" --app lda --topics 600 --alpha 0.1 --beta 0.01 --sampler sparse
+           --init "$init" --iters 4 --eval-every 2)
+    three_splits "l-$init" "${train[@]}"
+    float_le "$(ll_at 2 "$TMP/l-$init.log")" "$(ll_at 4 "$TMP/l-$init.log")" ||
+        fail "K = 600 --init $init: ll/token fell"
+    for other in serial t4; do
+        same_as "l-$init" "l-$init-$other" word_topic.npy doc_topic.npy
+        diff <(ll_lines "$TMP/l-$init.log") <(ll_lines "$TMP/l-$init-$other.log") >&2 ||
+            fail "K = 600 --init $init: metrics differ in the $other run"
     done
 done
 
