@@ -1,33 +1,23 @@
 /* metrics.c - see metrics.h. */
 #include "apps/metrics.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+
+/* A metrics file: a JSON object with an "epochs" array. */
+static int is_metrics(FILE *fp)
+{
+    json_error_t je;
+    json_t *doc = json_loadf(fp, 0, &je);
+    int metrics = json_is_object(doc) && json_is_array(json_object_get(doc, "epochs"));
+    json_decref(doc);
+    return metrics;
+}
 
 int rt_metrics_check(const char *path, rt_error *err)
 {
-    struct stat sb;
-    if (!path || !path[0] || rt_is_stdio(path))
-        return 0;
-    if (stat(path, &sb) != 0)
-        return errno == ENOENT ? 0
-                               : rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: --metrics", path);
-    if (!S_ISREG(sb.st_mode))
-        return rt_fail(err, RT_EXIT_INPUT, "%s: --metrics: not a regular file", path);
-    if (sb.st_size == 0)
-        return 0;
-    json_error_t je;
-    json_t *doc = json_load_file(path, 0, &je);
-    int metrics = json_is_object(doc) && json_is_array(json_object_get(doc, "epochs"));
-    json_decref(doc);
-    if (!metrics)
-        return rt_fail(err, RT_EXIT_INPUT,
-                       "%s: --metrics would replace a file that is not a metrics file (of an "
-                       "earlier run); give a new path",
-                       path);
-    return 0;
+    return rt_check_own_kind(path, "metrics", "a metrics file (of an earlier run)", is_metrics,
+                             err);
 }
 
 void rt_metrics_init(rt_metrics *m, const char *path, const char *app, json_t *config)

@@ -732,6 +732,36 @@ int rt_check_whole_out_dir(const char *out, const char *marker, const char *kind
     return rt_check_out_dir(out, err);
 }
 
+int rt_check_own_kind(const char *path, const char *option, const char *kind, int (*ours)(FILE *fp),
+                      rt_error *err)
+{
+    struct stat sb;
+    if (!path || !path[0] || rt_is_stdio(path))
+        return 0;
+    if (stat(path, &sb) != 0)
+        return errno == ENOENT ? 0
+                               : rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: --%s", path, option);
+    if (S_ISDIR(sb.st_mode))
+        return rt_fail(err, RT_EXIT_INPUT, "%s: --%s is a directory; give a file name", path,
+                       option);
+    if (!S_ISREG(sb.st_mode) || sb.st_size == 0)
+        return 0; /* a device or a FIFO is written in place (rt_outfile_open) */
+    int same = 0;
+    if (ours) {
+        FILE *fp = fopen(path, "rb");
+        if (!fp)
+            return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: --%s: cannot read", path, option);
+        same = ours(fp);
+        fclose(fp);
+    }
+    if (!same)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s: --%s would replace a file that is not %s; give a new path (or "
+                       "remove it first)",
+                       path, option, kind);
+    return 0;
+}
+
 rt_dir_kind rt_dir_kind_of(const char *path)
 {
     static const struct {

@@ -324,6 +324,15 @@ int rt_check_out_dir(const char *dir, rt_error *err);
  * new, empty, or an earlier output of its kind (it holds `marker`): nothing
  * else of the user's goes with it.  Then rt_check_out_dir. */
 int rt_check_whole_out_dir(const char *out, const char *marker, const char *kind, rt_error *err);
+/* An output file replaces only what is new, empty, or an earlier output of
+ * its own kind (`ours`, given the file open at its start, says so; NULL:
+ * none is), so that a mistyped --out never costs a file of the user's (the
+ * ratings, a model's model.json).  Standard output, NULL, devices and FIFOs
+ * (written in place) pass.  Else exit 2: "PATH: --OPTION would replace a
+ * file that is not KIND; give a new path (or remove it first)"; a
+ * directory: "PATH: --OPTION is a directory". */
+int rt_check_own_kind(const char *path, const char *option, const char *kind, int (*ours)(FILE *fp),
+                      rt_error *err);
 /* An output directory that is replaced as a whole cannot be the working
  * directory or hold it: rename(2) refuses "." and "..", and under another
  * name the command would swap its own working directory away.  Exit code 2

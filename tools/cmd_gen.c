@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const rotor_command generators[] = {{"mf", gen_mf_main, &rotor_doc_gen_mf, NULL},
                                            {"lda", gen_lda_main, &rotor_doc_gen_lda, NULL},
@@ -16,6 +17,12 @@ static void usage(FILE *fp)
         fprintf(fp, "%s rotor gen %-3s [OPTIONS]   %s\n", g == generators ? "usage:" : "      ",
                 g->name, g->doc->summary);
     fprintf(fp, "\n'rotor gen mf --help' and 'rotor gen lda --help' list the options.\n");
+}
+
+int gen_companions(const char *out)
+{
+    struct stat sb;
+    return !rt_is_stdio(out) && (stat(out, &sb) != 0 || S_ISREG(sb.st_mode));
 }
 
 int cmd_gen(int argc, char **argv)

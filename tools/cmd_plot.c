@@ -76,6 +76,24 @@ static int picture_kind(const char *out, int *svg)
     return 0;
 }
 
+/* --out replaces only a picture of the format it writes, as every output
+ * replaces only its own kind (rt_check_own_kind): never a metrics file or
+ * the ratings under a mistyped name. */
+static int is_png(FILE *fp)
+{
+    unsigned char head[8];
+    return fread(head, 1, sizeof(head), fp) == sizeof(head) &&
+           !memcmp(head, "\x89PNG\r\n\x1a\n", sizeof(head));
+}
+
+static int is_svg(FILE *fp)
+{
+    char head[1024];
+    size_t n = fread(head, 1, sizeof(head) - 1, fp);
+    head[n] = '\0';
+    return strstr(head, "<svg") != NULL;
+}
+
 /* Does this option of the table take a value ("--out FILE", "-o FILE")? */
 static int takes_value(const char *arg)
 {
@@ -132,6 +150,9 @@ static int parse(int argc, char **argv, plot_opts *o, rt_error *err)
         return rt_fail(err, RT_EXIT_INPUT, "plot: needs METRICS.json files (see --help)");
     if (picture_kind(o->out, &svg))
         return rt_fail(err, RT_EXIT_INPUT, "plot: --out '%s' must end in .png or .svg", o->out);
+    if (rt_check_own_kind(o->out, "out", svg ? "an SVG picture" : "a PNG picture",
+                          svg ? is_svg : is_png, err))
+        return -1;
     if (parse_size(o->size, &o->width, &o->height))
         return rt_fail(err, RT_EXIT_INPUT, "plot: --size '%s': expected WxH, 64 to 10000 each",
                        o->size);

@@ -13,11 +13,9 @@
 #include "tools/commands.h"
 #include "tools/guard.h"
 
-#include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 typedef struct recommend_opts {
     const char *model, *users, *exclude, *out;
@@ -247,26 +245,14 @@ static int looks_like_recommendations(FILE *fp)
  * replaced, so they are refused whatever they hold. */
 static int check_out(const recommend_opts *o, rt_error *err)
 {
-    struct stat sb;
     if (rt_is_stdio(o->out))
         return 0;
     if ((o->users && rt_same_file(o->out, o->users)) ||
         (o->exclude && rt_same_file(o->out, o->exclude)))
         return rt_fail(err, RT_EXIT_INPUT, "%s: --out is also --%s; give another path", o->out,
                        o->users && rt_same_file(o->out, o->users) ? "users" : "exclude");
-    if (stat(o->out, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size == 0)
-        return 0; /* new, a device or a directory (the open names it) */
-    FILE *fp = fopen(o->out, "r");
-    if (!fp)
-        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: --out: cannot read", o->out);
-    int ours = looks_like_recommendations(fp);
-    fclose(fp);
-    if (!ours)
-        return rt_fail(err, RT_EXIT_INPUT,
-                       "%s: --out would replace a file that is not the output of an earlier "
-                       "rotor recommend; give a new path (or remove it first)",
-                       o->out);
-    return 0;
+    return rt_check_own_kind(o->out, "out", "the output of an earlier rotor recommend",
+                             looks_like_recommendations, err);
 }
 
 static int recommend(const recommend_opts *o, rt_model *m, rt_error *err)

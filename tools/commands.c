@@ -17,10 +17,12 @@ const rt_command_doc rotor_doc_gen_mf = {
     .summary = "generate ratings with a planted low-rank structure",
     .usage = "--rows R --cols C --nnz N [--rank K] [--noise SIGMA] [--powerlaw ALPHA]\n"
              " [--seed S] --out FILE [--test-out FILE --test-fraction F]",
-    .about = "Planted low-rank ratings: rating = w_u . h_i + SIGMA * N(0,1), factor entries "
-             "N(0, 1/sqrt(K)); distinct (u, i) pairs; every row and column has a training "
-             "rating.  Writes 'u i r' lines (1-based ids) and FILE.truth.json ('-' for FILE or "
-             "the test file: standard output, without the truth file).",
+    .about =
+        "Planted low-rank ratings: rating = w_u . h_i + SIGMA * N(0,1), factor entries "
+        "N(0, 1/sqrt(K)); distinct (u, i) pairs; every row and column has a training "
+        "rating.  Writes 'u i r' lines (1-based ids) and FILE.truth.json ('-' for FILE or "
+        "the test file: standard output, without the truth file).  Existing files are replaced "
+        "only when they are an earlier output of rotor gen mf (named in FILE.truth.json).",
     .examples = "rotor gen mf --rows 2000 --cols 500 --nnz 44000 --out ratings.txt \\\n"
                 "    --test-out test.txt --test-fraction 0.1",
 };
@@ -33,7 +35,9 @@ const rt_command_doc rotor_doc_gen_lda = {
     .about = "Draw a corpus from the LDA generative process: topics phi_k ~ Dirichlet(beta), "
              "document mixtures theta_d ~ Dirichlet(alpha), lengths fixed or Poisson(L).  "
              "Writes FILE (UCI docword), FILE.topics.npy (the true K x V topic-word matrix), "
-             "FILE.mixtures.npy (the true D x K document mixtures) and FILE.vocab.txt.",
+             "FILE.mixtures.npy (the true D x K document mixtures) and FILE.vocab.txt ('-' for "
+             "FILE: standard output, the corpus alone).  Existing files are replaced only "
+             "when they are an earlier output of rotor gen lda.",
     .examples = "rotor gen lda --docs 300 --vocab 1000 --topics 8 --doc-len 80 --out corpus.txt",
 };
 
@@ -196,7 +200,8 @@ const rt_command_doc rotor_doc_plot = {
     .usage = "METRICS.json... --out FILE.png|FILE.svg [--x epoch|seconds] [--y KEYS] [...]",
     .about = "Draw the convergence curves of training runs from the files `rotor train "
              "--metrics FILE` writes (sgd-mf, cd-mf and lda); several runs are overlaid, each "
-             "labelled with its app and the settings that differ between the runs.\n\n"
+             "labelled with its app and the settings that differ between the runs.  An existing "
+             "--out is replaced only when it is a picture of the same format (PNG or SVG).\n\n"
              "Needs gnuplot (Debian package gnuplot-nox); without it the command says so and "
              "exits with status 1.",
     .examples = "rotor plot metrics.json --y train_rmse,test_rmse --out convergence.png",

@@ -10,9 +10,10 @@
  * FILE.topics.npy (float32 K x V: the true phi; column j = word id j + 1),
  * FILE.mixtures.npy (float32 D x K: the true theta; row d = document d + 1)
  * and FILE.vocab.txt (word names w1 .. wV).  Everything depends only on
- * the seed. */
+ * the seed.  FILE "-" (standard output) or a device: the corpus alone. */
 #include "ground/ground.h"
 #include "tools/commands.h"
+#include "tools/gen.h"
 #include "tools/guard.h"
 
 #include <errno.h>
@@ -27,6 +28,7 @@ typedef struct gen_args {
     double alpha, beta;
     int fixed;
     const char *out;
+    int companions; /* gen_companions(out): FILE.topics.npy ... beside it */
 } gen_args;
 
 static const rt_opt_choice len_dists[] = {{"poisson", 0}, {"fixed", 1}, {NULL, 0}};
@@ -169,6 +171,8 @@ static int generate(const gen_args *g, rt_error *err)
     if (rt_outfile_commit(&of, err))
         goto out;
     of.fp = NULL;
+    if (!g->companions)
+        goto done;
     snprintf(path, sizeof(path), "%s.topics.npy", g->out);
     if (rt_npy_write_f32(path, phif, K, V, V, err))
         goto out;
@@ -183,9 +187,11 @@ static int generate(const gen_args *g, rt_error *err)
     if (rt_outfile_commit(&of, err))
         goto out;
     of.fp = NULL;
-    printf("gen lda: %llu documents, %llu words, %llu topics, %llu (doc, word) pairs -> %s\n",
-           (unsigned long long)g->docs, (unsigned long long)V, (unsigned long long)K,
-           (unsigned long long)nnz, g->out);
+done:
+    /* on stderr, as gen mf's: with --out - standard output is the corpus */
+    rt_info("gen lda: %llu documents, %llu words, %llu topics, %llu (doc, word) pairs -> %s",
+            (unsigned long long)g->docs, (unsigned long long)V, (unsigned long long)K,
+            (unsigned long long)nnz, g->out);
     rc = 0;
 out:
     if (of.fp)
@@ -202,6 +208,26 @@ out:
     return rc;
 }
 
+/* An earlier `gen lda --out FILE` left FILE.topics.npy beside its corpus:
+ * then a rerun may replace FILE and its three companions.  Without it,
+ * anything at these paths (a real corpus) is refused, as every output's is. */
+static int check_outputs(const char *const *paths, int n, rt_error *err)
+{
+    FILE *fp = NULL;
+    uint64_t rows, cols;
+    rt_error ignored = {0};
+    if (n > 1 && rt_npy_open(paths[1], "<f4", &fp, &rows, &cols, &ignored) == 0) {
+        fclose(fp);
+        return 0;
+    }
+    for (int i = 0; i < n; i++)
+        if (rt_check_own_kind(paths[i], "out",
+                              "an earlier rotor gen lda output (with its FILE.topics.npy)", NULL,
+                              err))
+            return -1;
+    return 0;
+}
+
 int gen_lda_main(int argc, char **argv)
 {
     rt_error err = {0};
@@ -211,14 +237,17 @@ int gen_lda_main(int argc, char **argv)
         return RT_EXIT_OK;
     if (rc)
         rt_die(&err);
-    char topics[4200], vocab[4200], mixtures[4200];
+    char topics[4200], mixtures[4200], vocab[4200];
     snprintf(topics, sizeof(topics), "%s.topics.npy", g.out);
     snprintf(mixtures, sizeof(mixtures), "%s.mixtures.npy", g.out);
     snprintf(vocab, sizeof(vocab), "%s.vocab.txt", g.out);
-    rt_guard_output(g.out);
-    rt_guard_output(topics);
-    rt_guard_output(vocab);
-    rt_guard_output(mixtures);
+    const char *const outputs[4] = {g.out, topics, mixtures, vocab};
+    g.companions = gen_companions(g.out);
+    int n = g.companions ? 4 : 1;
+    if (check_outputs(outputs, n, &err))
+        rt_die(&err);
+    for (int i = 0; i < n; i++)
+        rt_guard_output(outputs[i]);
     if (rt_guard_start(&err) < 0 || generate(&g, &err))
         rt_guard_die(&err);
     return RT_EXIT_OK;

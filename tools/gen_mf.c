@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -323,9 +324,8 @@ static int generate(const gen_opts *o, rt_error *err)
     }
     moments m[2];
     memset(m, 0, sizeof(m));
-    /* FILE.truth.json has no name to go by when FILE is standard output */
     if (write_files(o, keys, is_test, m, err) < 0 ||
-        (!rt_is_stdio(o->out) && write_truth(o, m, err) < 0))
+        (gen_companions(o->out) && write_truth(o, m, err) < 0))
         goto out;
     rt_info("gen mf: %" PRIu64 " x %" PRIu64 ", %" PRIu64 " train + %" PRIu64
             " test ratings, rank %" PRIu64 ", noise %g -> %s",
@@ -336,6 +336,27 @@ out:
     return rc;
 }
 
+/* The files an earlier `gen mf --out FILE` wrote are those its
+ * FILE.truth.json names: a rerun may replace them.  Anything else at these
+ * paths (a real ratings file) is refused, as every output's is. */
+static int check_outputs(const gen_opts *o, const char *truth /* or NULL */, rt_error *err)
+{
+    static const char kind[] = "an earlier rotor gen mf output (one FILE.truth.json names)";
+    json_t *doc = truth ? json_load_file(truth, 0, NULL) : NULL;
+    const char *generator = json_string_value(json_object_get(doc, "generator"));
+    const char *test_file = json_string_value(json_object_get(doc, "test_file"));
+    int earlier = generator && !strcmp(generator, "rotor gen mf");
+    int test_earlier = earlier && test_file && o->test_out && rt_same_file(test_file, o->test_out);
+    int rc = 0;
+    if (!earlier)
+        rc = rt_check_own_kind(o->out, "out", kind, NULL, err) ||
+             rt_check_own_kind(truth, "out", kind, NULL, err);
+    if (rc == 0 && !test_earlier)
+        rc = rt_check_own_kind(o->test_out, "test-out", kind, NULL, err);
+    json_decref(doc);
+    return rc ? -1 : 0;
+}
+
 int gen_mf_main(int argc, char **argv)
 {
     gen_opts o;
@@ -343,11 +364,14 @@ int gen_mf_main(int argc, char **argv)
     if (st)
         return st == 1 ? RT_EXIT_OK : st;
     rt_error err = {0};
-    char truth[4200];
-    snprintf(truth, sizeof(truth), "%s.truth.json", o.out);
+    char path[4200];
+    snprintf(path, sizeof(path), "%s.truth.json", o.out);
+    const char *truth = gen_companions(o.out) ? path : NULL;
+    if (check_outputs(&o, truth, &err))
+        rt_die(&err);
     rt_guard_output(o.out);
     rt_guard_output(o.test_out);
-    rt_guard_output(rt_is_stdio(o.out) ? NULL : truth);
+    rt_guard_output(truth);
     if (rt_guard_start(&err) < 0 || generate(&o, &err) < 0)
         rt_guard_die(&err);
     return RT_EXIT_OK;

@@ -68,3 +68,14 @@ ROTOR_LOG=info "$ROTOR" plot one.json --out one.png 2>one.err || fail "plot one 
 grep -q 'gnuplot: .*empty x range' one.err || fail "gnuplot's warning not relayed: $(cat one.err)"
 if grep -v '^rotor: ' one.err; then fail "unprefixed lines on stderr"; fi
 echo "ok gnuplot messages prefixed"
+
+# --out replaces an earlier picture of its format, and nothing else (a
+# metrics file or ratings under a mistyped name: they were overwritten)
+"$ROTOR" plot sgd-0.02.json --out curves.png 2>/dev/null || fail "plot over its own earlier PNG"
+"$ROTOR" plot sgd-0.02.json --out curves.svg 2>/dev/null || fail "plot over its own earlier SVG"
+cp sgd-0.02.json keep.svg
+expect_status 2 "$ROTOR" plot sgd-0.02.json --out keep.svg
+cmp -s keep.svg sgd-0.02.json || fail "plot replaced a metrics file named keep.svg"
+cp curves.svg keep.png
+expect_status 2 "$ROTOR" plot sgd-0.02.json --out keep.png
+echo "ok own kind"

@@ -2,7 +2,8 @@
 # '-' for standard input and output: `rotor gen mf --out - | rotor partition
 # --input -` writes the same shards as partitioning the file (the format
 # guessed from the piped lines), a corpus piped into `partition --app lda
-# --input -` too (and through a named pipe); standard output of `gen mf --out -` carries only ratings.
+# --input -` too (and through a named pipe); standard output of `gen mf --out -` carries only ratings,
+# of `gen lda --out -` only the corpus.
 source "$(dirname "$0")/lib.sh"
 "$ROTOR" gen mf --rows 300 --cols 200 --nnz 6000 --rank 3 --seed 2 --out "$TMP/r.txt" >/dev/null
 "$ROTOR" gen mf --rows 300 --cols 200 --nnz 6000 --rank 3 --seed 2 --out - >"$TMP/r-stdout.txt" 2>"$TMP/gen.err"
@@ -16,6 +17,12 @@ for f in "$TMP"/p-file/shard-*.bin "$TMP/p-file/rows.ids" "$TMP/p-file/cols.ids"
 done
 
 "$ROTOR" gen lda --docs 300 --vocab 200 --topics 4 --doc-len 30 --seed 2 --out "$TMP/c.txt" >/dev/null
+# gen lda --out - carries only the corpus (its summary line ended it), and
+# writes no "-.topics.npy" ... companions into the working directory
+(cd "$TMP" && "$ROTOR" gen lda --docs 300 --vocab 200 --topics 4 --doc-len 30 --seed 2 --out - \
+    >c-stdout.txt 2>/dev/null) || fail "gen lda --out -"
+cmp -s "$TMP/c.txt" "$TMP/c-stdout.txt" || fail "gen lda --out - differs from --out FILE"
+[ ! -e "$TMP/-.topics.npy" ] || fail "gen lda --out - wrote -.topics.npy"
 lpart=(partition --app lda --nodes 1 --threads 2 --test-fraction 0.1 --seed 5 -q)
 "$ROTOR" "${lpart[@]}" --input "$TMP/c.txt" --out "$TMP/l-file" >/dev/null || fail "partition corpus FILE"
 "$ROTOR" "${lpart[@]}" --input - --out "$TMP/l-pipe" <"$TMP/c.txt" >/dev/null 2>"$TMP/l.err" ||
@@ -43,4 +50,6 @@ reader=$!
 [ -p "$TMP/fifo" ] || { kill "$reader" 2>/dev/null; fail "gen mf --out FIFO replaced the FIFO"; }
 wait "$reader"
 [ "$(wc -l <"$TMP/from-fifo")" = 200 ] || fail "gen mf --out FIFO: $(wc -l <"$TMP/from-fifo") lines read"
+# (and its truth file is not made beside it: /dev/null.truth.json, as root)
+[ ! -e "$TMP/fifo.truth.json" ] || fail "gen mf --out FIFO wrote fifo.truth.json"
 echo PASS
