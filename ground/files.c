@@ -388,14 +388,6 @@ int rt_tmp_dir_name(const char *out, int pid, const char *tag, char *buf, size_t
     return 0;
 }
 
-void (*rt_output_in_place)(const char *path);
-
-static void now_in_place(const char *path)
-{
-    if (rt_output_in_place)
-        rt_output_in_place(path);
-}
-
 int rt_dir_replace(const char *tmp, const char *out, rt_error *err)
 {
     char old[4200];
@@ -404,7 +396,6 @@ int rt_dir_replace(const char *tmp, const char *out, rt_error *err)
         return rt_fail(err, RT_EXIT_INPUT, "%s: bad directory name", out);
     const char *target = pp.path; /* "out/": the rename's target is "out" */
     if (renameat2(AT_FDCWD, tmp, AT_FDCWD, target, RENAME_EXCHANGE) == 0) {
-        now_in_place(target);
         rt_remove_tree(tmp); /* now the previous one */
         return rt_sync_dir(pp.dir, err);
     }
@@ -412,7 +403,6 @@ int rt_dir_replace(const char *tmp, const char *out, rt_error *err)
         if (rename(tmp, target) != 0)
             return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot rename to %s", tmp,
                                  target);
-        now_in_place(target);
         return rt_sync_dir(pp.dir, err);
     }
     if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
@@ -428,7 +418,6 @@ int rt_dir_replace(const char *tmp, const char *out, rt_error *err)
             rt_warn("%s: could not put the previous one back from %s", target, old);
         return rt_fail_errno(err, RT_EXIT_RUNTIME, e, "%s: cannot rename to %s", tmp, target);
     }
-    now_in_place(target);
     rt_remove_tree(old);
     return rt_sync_dir(pp.dir, err);
 }
@@ -495,8 +484,6 @@ static int commit(rt_outfile *of, int sync, rt_error *err)
     /* renamed while still open, so still held (rt_hold_temporary) */
     if (rc == 0 && rename(of->tmp, of->path) != 0)
         rc = rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: rename failed", of->path);
-    if (rc == 0)
-        now_in_place(of->path);
     if (fclose(of->fp) != 0 && rc == 0)
         rc = rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: close failed", of->path);
     of->fp = NULL;

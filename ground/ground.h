@@ -279,12 +279,6 @@ int rt_split_parent(const char *path, rt_path_parts *pp);
  * what was `out`, and fsync the parent.  Readers see the old set of files or
  * the new one. */
 int rt_dir_replace(const char *tmp, const char *out, rt_error *err);
-/* Called with an output's path once rt_dir_replace or an rt_outfile commit
- * has put it in place of what was there (before the fsync of its parent,
- * which may still fail).  tools/guard.c uses it so that a failure or a
- * signal after that point never removes an output whose previous version
- * is already gone.  NULL: nobody listens. */
-extern void (*rt_output_in_place)(const char *path);
 /* The name of a temporary directory of `out`: OUT.tmp-PID-TAG (TAG letters
  * and digits, not "old"), its sibling ("out/" too), so that rt_dir_replace
  * swaps it in with one rename and rt_remove_stale_temporaries knows it. */

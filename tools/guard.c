@@ -18,10 +18,7 @@
 
 typedef struct output {
     char path[4096];
-    int existed; /* before this run; then dev/ino tell whether the run replaced it */
-    dev_t dev;
-    ino_t ino;
-    volatile sig_atomic_t in_place; /* the run's result replaced the previous one */
+    int existed; /* before this run */
 } output;
 
 static output outputs[MAX_OUTPUTS];
@@ -35,8 +32,6 @@ void rt_guard_output(const char *path)
     snprintf(o->path, sizeof(o->path), "%s", path);
     struct stat sb;
     o->existed = stat(path, &sb) == 0;
-    o->dev = o->existed ? sb.st_dev : 0;
-    o->ino = o->existed ? sb.st_ino : 0;
 }
 
 /* Outputs a run adds to and never removes (a checkpoint root: the
@@ -153,12 +148,13 @@ static void remove_partial_outputs(void)
             continue;
         if (S_ISDIR(sb.st_mode))
             remove_temporaries(o->path, "", pid);
-        /* Created or replaced by this run; but once the result has replaced
-         * a previous output (gone now), it stays: the user keeps the new one
-         * rather than none, whatever failed after (a parent's fsync, a peer
-         * lost in the last barrier, a signal). */
-        if ((!o->existed || sb.st_dev != o->dev || sb.st_ino != o->ino) &&
-            !(o->existed && o->in_place))
+        /* Created by this run: removed.  One that existed stays: either
+         * still the previous output, or (outputs are only ever swapped in
+         * whole, by rename) this run's result, whose predecessor is gone:
+         * the user keeps the new one rather than none, whatever failed
+         * after (a parent's fsync, a peer lost in the last barrier, a
+         * signal). */
+        if (!o->existed)
             rt_remove_tree(o->path);
     }
 }
@@ -210,17 +206,8 @@ static void wait_if_interrupted(void)
         pause();
 }
 
-/* rt_output_in_place: one of our outputs now holds this run's result. */
-static void mark_in_place(const char *path)
-{
-    for (int i = 0; i < n_outputs; i++)
-        if (rt_same_file(outputs[i].path, path))
-            outputs[i].in_place = 1;
-}
-
 int rt_guard_start(rt_error *err)
 {
-    rt_output_in_place = mark_in_place;
     /* What killed runs (SIGKILL: no watcher) left next to our outputs. */
     for (int i = 0; i < n_outputs; i++)
         rt_remove_stale_temporaries(outputs[i].path);
