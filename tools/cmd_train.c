@@ -16,6 +16,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { DEFAULT_CHECKPOINT_EVERY = 10 };
 
@@ -208,21 +209,45 @@ static char *job_fingerprint(const train_run *r, int threads)
     return s;
 }
 
-/* Append field `name` with directory `dir` made absolute ("" for none). */
+/* A directory option as the user meant it, the same text on every rank:
+ * an absolute path (normalised), or a relative one as given, without "."
+ * components and extra slashes.  Relative stays relative: ranks that a
+ * launcher starts in $HOME on each host mean the directory of that name
+ * there, whatever $HOME is called.  (Ranks of one host must still resolve
+ * it to one directory: check_dirs_per_host.) */
+static void dir_as_given(const char *dir, char *out, size_t cap)
+{
+    if (dir[0] == '/' && rt_path_absolute(dir, out, cap) == 0)
+        return;
+    size_t n = 0;
+    out[0] = '\0';
+    for (const char *c = dir; *c && n + 1 < cap;) {
+        size_t len = strcspn(c, "/");
+        if (len && !(len == 1 && c[0] == '.'))
+            n += (size_t)snprintf(out + n, cap - n, "%s%.*s", n ? "/" : "", (int)len, c);
+        c += len + (c[len] == '/');
+    }
+    if (n >= cap)
+        out[cap - 1] = '\0';
+    if (!out[0])
+        snprintf(out, cap, ".");
+}
+
+/* Append field `name` with directory `dir` as given ("" for none). */
 static void add_dir_field(char **s, size_t *len, const char *name, const char *dir)
 {
-    char abs[8192] = "";
-    if (dir && rt_path_absolute(dir, abs, sizeof(abs)))
-        snprintf(abs, sizeof(abs), "%s", dir);
-    add_field(s, len, name, abs);
+    char given[8192] = "";
+    if (dir)
+        dir_as_given(dir, given, sizeof(given));
+    add_field(s, len, name, given);
 }
 
 /* What the ranks compare at connect time: the job, and where its files go.
  * A model is one directory (each rank writes its parts, rank 0 the
- * manifest), and so is a checkpoint: ranks on one host naming different
- * directories split them (rank 0's model "incomplete", exit 0).  Node-local
- * disks work by naming the same path on every node.  These are not part of
- * the job a checkpoint records, so a resumed run may write elsewhere. */
+ * manifest), and so is a checkpoint: ranks naming different directories
+ * split them (rank 0's model "incomplete", exit 0).  Node-local disks work
+ * by naming the same path on every node.  These are not part of the job a
+ * checkpoint records, so a resumed run may write elsewhere. */
 static char *link_fingerprint(const char *job, const char *out, const train_opts *o)
 {
     size_t len = strlen(job);
@@ -231,6 +256,44 @@ static char *link_fingerprint(const char *job, const char *out, const train_opts
     add_dir_field(&s, &len, "--checkpoint (the same path on every rank)", o->checkpoint);
     add_dir_field(&s, &len, "--resume (the same path on every rank)", o->resume);
     return s;
+}
+
+/* The same relative --out from two working directories of one host is two
+ * directories: the model split (exit 0, "incomplete").  Every rank adds a
+ * hash of its host name and of each directory made absolute; ranks of one
+ * host must agree on the directories.  Same verdict on every rank. */
+static int check_dirs_per_host(rt_engine *e, const rt_group *g, const char *const dirs[3],
+                               rt_error *err)
+{
+    static const char *const names[3] = {"out", "checkpoint", "resume"};
+    enum { PER_RANK = 4 };
+    if (g->size < 2)
+        return 0;
+    int64_t *v = calloc((size_t)g->size * PER_RANK, sizeof(int64_t));
+    if (!v)
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    char host[256] = "", abs[3][8192];
+    gethostname(host, sizeof(host) - 1); /* (a failure leaves "": one host) */
+    uint64_t h[PER_RANK] = {rt_checksum(host, strlen(host))};
+    for (int i = 0; i < 3; i++) {
+        if (!dirs[i] || rt_path_absolute(dirs[i], abs[i], sizeof(abs[i])))
+            snprintf(abs[i], sizeof(abs[i]), "%s", dirs[i] ? dirs[i] : "");
+        h[1 + i] = rt_checksum(abs[i], strlen(abs[i]));
+    }
+    memcpy(v + (size_t)g->rank * PER_RANK, h, sizeof(h));
+    int rc = rt_engine_allreduce_i64(e, v, (size_t)g->size * PER_RANK, err);
+    for (int a = 0; rc == 0 && a < g->size; a++)
+        for (int b = a + 1; rc == 0 && b < g->size; b++)
+            for (int i = 0; rc == 0 && i < 3; i++)
+                if (v[a * PER_RANK] == v[b * PER_RANK] &&
+                    v[a * PER_RANK + 1 + i] != v[b * PER_RANK + 1 + i])
+                    rc = rt_fail(err, RT_EXIT_INPUT,
+                                 "ranks %d and %d run on one host but their --%s '%s' is two "
+                                 "directories there (their working directories differ; here it "
+                                 "is %s): start them in one directory or give an absolute path",
+                                 a, b, names[i], dirs[i], abs[i]);
+    free(v);
+    return rc;
 }
 
 /* The app's path option `name` (out, metrics) as parsed: what the app
@@ -331,7 +394,9 @@ static int train(const train_opts *o, const char *out, train_run *r, rt_error *e
         return -1;
     if (r->app->slot_bytes(r->app_opts, &r->plan, &ec.slot_bytes, err))
         return -1;
-    if (rt_engine_create(&ec, &r->engine, err))
+    const char *const dirs[3] = {out, o->checkpoint, o->resume};
+    if (rt_engine_create(&ec, &r->engine, err) ||
+        check_dirs_per_host(r->engine, &r->group, dirs, err))
         return -1;
     if (r->group.rank == 0)
         rt_info("train: %s on %s: %d process%s (%s) x %d thread%s, plan %u workers x %u blocks",

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Ranks that disagree stop before training, exit 2, naming what differs:
-# different plans, different --epochs, different --out or --checkpoint,
+# different plans, different --epochs, different --out or --checkpoint (or
+# one relative --out from two directories of one host; of two hosts it runs),
 # different builds of rotor, different secrets; and a job of
 # several processes without any secret stops with a one-line hint.
 source "$(dirname "$0")/lib.sh"
@@ -59,6 +60,43 @@ two_ranks checkpoints --plan "$TMP/a" "${common[@]}" --checkpoint "$TMP/c0" -- \
     --plan "$TMP/a" "${common[@]}" --checkpoint "$TMP/c1"
 for r in 0 1; do grep -q "ranks disagree on --checkpoint" "$TMP/checkpoints.$r.log" ||
     fail "checkpoints: rank $r's message does not name --checkpoint"; done
+
+# A relative --out is the directory of that name where each rank runs.
+# Ranks of two hosts may start in different directories (a launcher that
+# starts each in $HOME, named differently on each host: refused before, as
+# their absolute paths differed); each writes its parts there.  Two ranks of
+# one host may not: the model would be split.  in_dirs NAME HOST1 ARGS...:
+# rank 0 in $TMP/NAME-0, rank 1 in $TMP/NAME-1 under host name HOST1 ("" =
+# this host's), both with --out m; exits in $s0 $s1.
+in_dirs() {
+    local name=$1 host1=$2 pre=()
+    shift 2
+    mkdir -p "$TMP/$name-0" "$TMP/$name-1"
+    [ -z "$host1" ] || pre=(unshare -u sh -c 'hostname "$0" && exec "$@"' "$host1")
+    printf '127.0.0.1:%s\n127.0.0.1:%s\n' "$(free_port)" "$(free_port)" >"$TMP/$name.hosts"
+    s0=0 s1=0
+    (cd "$TMP/$name-0" && exec timeout 60 "$ROTOR" train --hostfile "$TMP/$name.hosts" --nodes 2 \
+        --node 0 "$@" --out m) >/dev/null 2>"$TMP/$name.0.log" &
+    local p0=$!
+    (cd "$TMP/$name-1" && exec timeout 60 "${pre[@]}" "$ROTOR" train --hostfile "$TMP/$name.hosts" \
+        --nodes 2 --node 1 "$@" --out m) >/dev/null 2>"$TMP/$name.1.log" || s1=$?
+    wait "$p0" || s0=$?
+    note "$name: exits $s0 $s1: $(grep error "$TMP/$name.0.log")"
+}
+in_dirs cwds "" --plan "$TMP/a" "${common[@]}"
+[ "$s0$s1" = 22 ] || { cat "$TMP/cwds.0.log" "$TMP/cwds.1.log" >&2; fail "cwds: exits $s0 $s1"; }
+for r in 0 1; do grep -q "ranks 0 and 1 run on one host but their --out 'm' is two directories \
+there (their working directories differ; here it is $TMP/cwds-$r/m)" "$TMP/cwds.$r.log" ||
+    fail "cwds: rank $r's message does not name the two directories"; done
+[ ! -e "$TMP/cwds-0/m" ] && [ ! -e "$TMP/cwds-1/m" ] || fail "cwds: a model directory was made"
+if unshare -u true 2>/dev/null; then
+    in_dirs hosts other-host --plan "$TMP/a" "${common[@]}"
+    [ "$s0$s1" = 00 ] || { cat "$TMP/hosts.0.log" "$TMP/hosts.1.log" >&2; fail "hosts: exits $s0 $s1"; }
+    [ -e "$TMP/hosts-0/m/model.json" ] || fail "hosts: rank 0 saved no model.json"
+    [ -n "$(ls "$TMP/hosts-1/m")" ] || fail "hosts: rank 1 saved nothing in its directory"
+else
+    note "hosts: skipped (no UTS namespace to stand for a second host)"
+fi
 
 # Another build of rotor on rank 1: a copy of this binary whose build hash
 # (rotor --version) is changed in place, standing for a rank built from other
