@@ -75,7 +75,9 @@
  * kind 0): "bye" for a normal close, so that its disconnect is not a
  * failure (only calls that need it fail: "rank N has closed its transport"),
  * or "lost rank N", so that ranks that are not its neighbours name the
- * rank that really died.
+ * rank that really died; a rank that stopped on its own error names itself
+ * and sends its message with the notice, which its peers report as theirs
+ * (as tcp's FAIL frames relay it).
  */
 #define _GNU_SOURCE
 #include "verbs/backend.h"
@@ -159,6 +161,7 @@ typedef struct ib_transport {
     uint8_t *bufs;
     size_t bufs_bytes;
     struct ibv_mr *buf_mr;
+    uint8_t *reason; /* in bufs: our own failure's text, sent with the last notice */
     /* peers and the ring */
     ib_peer *peers;
     int next, prev;
@@ -435,9 +438,11 @@ static void on_arrival(ib_transport *ib, ib_peer *p, uint32_t imm)
     ib->stats.bytes_received += m.len;
 }
 
-/* A peer says bye (normal close), that it lost another rank, or only that
- * it lives (a heartbeat: its arrival already counted). */
-static void on_notice(ib_transport *ib, ib_peer *p, const wire_ib_msg *m)
+/* A peer says bye (normal close), that it lost another rank, that it
+ * stopped on its own error (`text` its message, as tcp relays it; "" from a
+ * peer that had none to send), or only that it lives (a heartbeat: its
+ * arrival already counted). */
+static void on_notice(ib_transport *ib, ib_peer *p, const wire_ib_msg *m, const char *text)
 {
     char pn[300], qn[300];
     if (m->notice == WIRE_NOTICE_BEAT)
@@ -449,7 +454,9 @@ static void on_notice(ib_transport *ib, ib_peer *p, const wire_ib_msg *m)
     int lost = m->lost >= 0 ? m->lost : p->rank;
     if (!ib->failed)
         ib->lost_rank = lost;
-    if (lost == p->rank) /* it failed on its own (rt_transport_abort or a local error) */
+    if (lost == p->rank && text[0]) /* it failed on its own and says why */
+        set_failed(ib, "%s", text);
+    else if (lost == p->rank)
         set_failed(ib, "ib: %s stopped with an error of its own (see its message)",
                    peer_name(ib, lost, pn, sizeof(pn)));
     else
@@ -505,9 +512,13 @@ static void on_recv(ib_transport *ib, ib_peer *p, const struct ibv_wc *wc)
         p->rx_count++;
         break;
     }
-    default: /* WIRE_IMM_NOTICE */
+    default: { /* WIRE_IMM_NOTICE */
+        char text[WIRE_FAIL_MSG_MAX + 1] = "";
+        if (wc->byte_len)
+            wire_fail_text(p->rx_bufs + (size_t)idx * CTRL_CHUNK, wc->byte_len, text, sizeof(text));
         post_recv(ib, p, idx);
-        on_notice(ib, p, &m);
+        on_notice(ib, p, &m, text);
+    }
     }
 }
 
@@ -1025,17 +1036,26 @@ static void drain_sends(ib_transport *ib)
 {
     pthread_mutex_lock(&ib->mu);
     const rt_transport_config *c = &ib->base.cfg;
-    /* Tell every peer why we go: bye, or which rank we lost (so that ranks
-     * that are not its neighbours can name it). */
+    /* Tell every peer why we go: bye, which rank we lost (so that ranks
+     * that are not its neighbours can name it), or that we stopped on our
+     * own error, with its message (from registered memory). */
     uint32_t notice =
         ib->failed ? wire_ib_notice(WIRE_NOTICE_LOST, ib->lost_rank >= 0 ? ib->lost_rank : c->rank)
                    : wire_ib_notice(WIRE_NOTICE_BYE, c->rank);
+    struct ibv_sge why = {.addr = (uintptr_t)ib->reason, .lkey = ib->buf_mr->lkey};
+    if (ib->failed && ib->lost_rank < 0) {
+        why.length = (uint32_t)strnlen(ib->fail_msg, WIRE_FAIL_MSG_MAX);
+        memcpy(ib->reason, ib->fail_msg, why.length);
+    }
     for (int r = 0; r < c->size; r++) {
         ib_peer *p = &ib->peers[r];
         if (r == c->rank || p->state != PEER_CONNECTED || p->gone || r == ib->lost_rank ||
             !sq_room(p, 1))
             continue;
-        struct ibv_send_wr note = {.opcode = IBV_WR_SEND_WITH_IMM, .imm_data = htonl(notice)};
+        struct ibv_send_wr note = {.opcode = IBV_WR_SEND_WITH_IMM,
+                                   .imm_data = htonl(notice),
+                                   .sg_list = why.length ? &why : NULL,
+                                   .num_sge = why.length ? 1 : 0};
         if (post_send(ib, p, &note, 1, WR_DRAIN, 0, 1, "drain") == 0)
             p->drains_pending++;
     }
@@ -1108,9 +1128,8 @@ static void ib_close(rt_transport *t)
 }
 
 /* Our own error stops this rank: failed with no lost rank, the close sends
- * every peer a notice naming this rank as the one lost, which they report
- * as a rank that stopped with an error of its own (the notice carries no
- * text). */
+ * every peer a notice naming this rank as the one lost, with the message
+ * ("rank R stopped: WHY"), which they report as tcp's peers do. */
 static void ib_abort(rt_transport *t, const char *why)
 {
     ib_transport *ib = (ib_transport *)t;
@@ -1297,7 +1316,7 @@ static int setup_device(ib_transport *ib, rt_error *err)
     size_t slots = (size_t)c->n_slots * c->slot_bytes;
     ib->window_bytes = slots + 2 * (size_t)c->n_slots * META_BYTES;
     size_t per_peer = (size_t)(CTRL_CREDITS + rq) * CTRL_CHUNK;
-    ib->bufs_bytes = per_peer * (size_t)(c->size - 1);
+    ib->bufs_bytes = per_peer * (size_t)(c->size - 1) + WIRE_FAIL_MSG_MAX;
     if (check_memlock(ib->window_bytes + ib->bufs_bytes, err))
         return -1;
     ib->window = rt_alloc(ib->window_bytes);
@@ -1305,6 +1324,7 @@ static int setup_device(ib_transport *ib, rt_error *err)
     if (!ib->window || !ib->bufs)
         return rt_fail(err, RT_EXIT_RUNTIME, "ib: out of memory for a %zu-byte window",
                        ib->window_bytes);
+    ib->reason = ib->bufs + per_peer * (size_t)(c->size - 1);
     ib->meta_in = (wire_ib_meta *)(ib->window + slots);
     ib->meta_out = (wire_ib_meta *)(ib->window + slots + (size_t)c->n_slots * META_BYTES);
     if (reg_mr(ib, ib->window, ib->window_bytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,

@@ -272,7 +272,10 @@ int wire_ib_recv_parse(int has_imm, uint32_t imm, uint32_t byte_len, const wire_
     default: /* WIRE_IMM_NOTICE */
         out->notice = (int)((imm >> 28) & 3);
         out->lost = (int)(imm & 0xffff);
-        if (byte_len != 0 || out->notice > WIRE_NOTICE_BEAT)
+        /* only a LOST notice has bytes: the failure message of a sender
+         * that stopped on its own error */
+        if (out->notice > WIRE_NOTICE_BEAT ||
+            (byte_len != 0 && (out->notice != WIRE_NOTICE_LOST || byte_len > WIRE_FAIL_MSG_MAX)))
             return rt_fail(err, RT_EXIT_RUNTIME,
                            "ib: protocol error: unexpected message (imm 0x%08x, %u bytes) from %s",
                            imm, byte_len, peer);

@@ -30,7 +30,7 @@
 
 #define WIRE_MAGIC 0x524f5452u /* "ROTR" */
 #define WIRE_TCP_VERSION 2
-#define WIRE_IB_VERSION 2
+#define WIRE_IB_VERSION 3      /* 3: a LOST notice may carry its sender's message */
 #define WIRE_FAIL_MSG_MAX 1000 /* bytes of a relayed failure message */
 
 /* ---- TCP handshake (tcp.c "connection setup") ---- */

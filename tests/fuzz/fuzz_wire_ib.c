@@ -85,7 +85,8 @@ static void fuzz_recvs(fuzz_input *in)
             break;
         case WIRE_IMM_NOTICE:
             if (m.notice > WIRE_NOTICE_BEAT ||
-                (m.notice == WIRE_NOTICE_LOST && (m.lost < -1 || m.lost >= st.size)))
+                (m.notice == WIRE_NOTICE_LOST && (m.lost < -1 || m.lost >= st.size)) ||
+                (byte_len && (m.notice != WIRE_NOTICE_LOST || byte_len > WIRE_FAIL_MSG_MAX)))
                 __builtin_trap();
             break;
         default:

@@ -8,7 +8,9 @@
 #     message (exit 2), before any training;
 #  4. stopping one of 2 training processes over ib with SIGSTOP, with no
 #     flags, makes the survivor exit non-zero within 15 s, naming the
-#     stopped rank as silent (heartbeats on the RDMA control path).
+#     stopped rank as silent (heartbeats on the RDMA control path);
+#  5. a rank that stops on its own error (a --metrics file it cannot write)
+#     tells the other why: "rank 0 stopped: ...: File too large".
 # Skips (77) until `rotor gen/partition/train/launch` are built.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 for c in gen partition train launch; do
@@ -44,8 +46,18 @@ grep -q "authentication failed" $W/s0.log && grep -q "authentication failed" $W/
     { echo "no authentication message"; exit 1; }
 grep -q "epoch " $W/s0.log $W/s1.log && { echo "trained with different secrets"; exit 1; }
 
-echo "== killed peer over ib"
 export ROTOR_TOKEN=rxe-test-secret
+echo "== a rank stopped by its own error over ib: the other names its cause"
+et="train --plan $W/plan --app sgd-mf --rank 8 --epochs 6 --transport ib --hostfile /tmp/hosts --nodes 2"
+(ulimit -f 1; trap "" XFSZ; ROTOR_LOG=warn exec $ROTOR $et --node 0 --metrics $W/m.json) 2> $W/e0.log & p0=$!
+e1=0; $ROTOR $et --node 1 2> $W/e1.log || e1=$?
+e0=0; wait $p0 || e0=$?
+grep error $W/e0.log $W/e1.log || true
+[ $e0 != 0 ] && [ $e1 != 0 ] || { echo "own error: exits $e0 $e1"; exit 1; }
+grep -Eq "rank 0 stopped: .*m.json: write failed: File too large" $W/e1.log ||
+    { echo "rank 1 does not name rank 0 and its cause"; exit 1; }
+
+echo "== killed peer over ib"
 kt="train --plan $W/plan --app sgd-mf --rank 8 --epochs 100000 --transport ib --hostfile /tmp/hosts --nodes 2"
 $ROTOR $kt --node 0 2> $W/r0.log & p0=$!
 $ROTOR $kt --node 1 2> $W/r1.log & p1=$!
@@ -87,4 +99,4 @@ for f in W.part-00000.npy W.part-00001.npy H.part-00000.npy H.part-00001.npy; do
     [[ -s $W/ib/$f ]] || fail "the ib run wrote no $f"
     cmp -s "$W/ib/$f" "$W/tcp/$f" || fail "$f over ib differs from tcp"
 done
-echo "PASS: sgd-mf over ib is bit-identical to tcp; a killed and a stopped peer are reported"
+echo "PASS: sgd-mf over ib is bit-identical to tcp; a killed and a stopped peer are reported; a rank's own error is relayed"
