@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include "partition/corpus.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -225,6 +226,14 @@ static int read_dir(text_ctx *x, const char *path, rt_error *err)
     return rc;
 }
 
+/* Only ASCII white space (a "\r" of a CRLF line included)? */
+static int blank_line(const char *s, const char *end)
+{
+    while (s < end && isspace((unsigned char)*s))
+        s++;
+    return s == end;
+}
+
 static int read_file_lines(text_ctx *x, const char *path, rt_error *err)
 {
     rt_text t;
@@ -239,8 +248,10 @@ static int read_file_lines(text_ctx *x, const char *path, rt_error *err)
         const char *le = e ? e : end;
         char name[32];
         int len = snprintf(name, sizeof(name), "%llu", line);
-        /* Every line is a document, an empty one included (it is counted). */
-        if (!(le == s && !e)) {
+        /* A line is a document named by its number, even when no word of
+         * it is kept (only stop words: an empty document, counted); a
+         * blank line is none, as in the lines formats. */
+        if (!blank_line(s, le)) {
             if (rt_corpus_begin_doc(x->c, name, (size_t)len, err) || add_text(x, s, le, err))
                 rc = -1;
         }

@@ -184,11 +184,24 @@ static void test_text(void **state)
     rt_corpus c;
     rt_corpus_options o = {.format = RT_CORPUS_TEXT};
     read_ok(p, &o, RT_CORPUS_TEXT, &c);
-    assert_int_equal(c.n_docs, 3); /* the empty line is an (empty) document */
+    assert_int_equal(c.n_docs, 2); /* the blank line is no document */
     assert_int_equal(count_of(&c, 0, "cat"), 2);
     assert_int_equal(count_of(&c, 0, "the"), 0); /* stop word */
-    assert_int_equal(count_of(&c, 2, "dog"), 2);
+    assert_int_equal(count_of(&c, 1, "dog"), 2);
+    assert_string_equal(rt_strpool_get(&c.doc_names, 1), "3");
+    rt_corpus_free(&c);
+
+    /* A blank line (white space only) is no document, as in the lines
+     * formats (it was an empty one here, none there); the others keep their
+     * line numbers.  A line of only stop words is an empty document. */
+    const char *b = scratch_file("blank.txt", "zebra crossing\n \t\r\nthe and\nzebra\n\n");
+    rt_corpus_options bo = {.format = RT_CORPUS_TEXT};
+    read_ok(b, &bo, RT_CORPUS_TEXT, &c);
+    assert_int_equal(c.n_docs, 3);
+    assert_string_equal(rt_strpool_get(&c.doc_names, 1), "3");
     assert_int_equal(c.doc_off[2] - c.doc_off[1], 0);
+    assert_string_equal(rt_strpool_get(&c.doc_names, 2), "4");
+    assert_int_equal(count_of(&c, 2, "zebra"), 1);
     rt_corpus_free(&c);
 
     /* own stop words and a minimum count */
