@@ -194,8 +194,7 @@ static int word_store_flagged(lda_word *wd, uint16_t *urn, uint32_t *n_urn)
     uint32_t *slice = wd->slice;
     const uint16_t *nz = wd->nz;
     const uint32_t n_nz = wd->n_nz, cap = wd->cap;
-    uint32_t n = 0, u = 0;
-    int rc = 0;
+    uint32_t n = 0, u = 0, seen = 0;
     for (uint32_t x = 0; x < n_nz; x++) {
         uint32_t k = nz[x];
         int32_t c = COUNT(nwk[k]);
@@ -208,18 +207,23 @@ static int word_store_flagged(lda_word *wd, uint16_t *urn, uint32_t *n_urn)
             continue;
         }
         /* (no branch on c > 0: topics listed and down to 0 come in no
-         * pattern; the entry past the kept ones is written anyway) */
-        int kept = c > 0, fits = n + 1 < cap && c <= 0xffff;
+         * pattern; the entry past the kept ones is written anyway.  A
+         * sparse slice has room for as many topics as the word has tokens
+         * and its counts fit in 16 bits, so only a block that came in
+         * wrong fails the tests, which are made once, after the loop.) */
         if (n + 1 < cap)
             slice[1 + n] = k << 16 | (uint32_t)c;
-        n += (uint32_t)(kept & fits);
-        rc |= -(kept & !fits);
+        n += (uint32_t)(c > 0);
+        seen |= (uint32_t)c;
     }
-    if (cap)
-        slice[0] = n;
     wd->n_nz = 0;
     *n_urn = u;
-    return rc;
+    if (!cap)
+        return 0;
+    if (n + 1 > cap || seen > 0xffff)
+        return -1;
+    slice[0] = n;
+    return 0;
 }
 
 /* Load the word of run r of block b into the scratch; returns the word
