@@ -57,7 +57,7 @@
 #    "round_measured_stall", "round_predicted_stall", "round_measured_compute_s",
 #    "round_predicted_compute_s", "round_rate", "round_busy_core_speed",
 #    "measured_compute_cpu_s", "round_measured_compute_cpu_s", "round_steal",
-#    "round_compute_cpu_ratio", "epoch_given_measured_compute_s",
+#    "round_measured_compute_sys_s", "round_compute_cpu_ratio", "epoch_given_measured_compute_s",
 #    "stall_given_measured_compute", "round_epoch_given_measured_compute_s",
 #    "round_stall_given_measured_compute",
 #    "calibrations", "rate", "busy_core_speed", "step_overhead_us", "cell_cv",
@@ -69,7 +69,8 @@
 # includes the sharing; the calibration's figures are the model's inputs;
 # compute_cpu: the same in the CPU seconds of the ranks' threads inside the
 # kernel, which leave out their waits for a core and count the kernel's
-# work done in their time slices; compute_cpu_ratio: that over the busiest
+# work done in their time slices (compute_sys: the kernel's part of them, the
+# busiest in it of the ranks); compute_cpu_ratio: that over the busiest
 # node's work at the threaded calibration's CPU rate, all workers computing
 # at once: above 1, the ranks' threads needed more CPU per unit of work than
 # the calibration's; steal: the fraction of the machine's CPU time during
@@ -474,10 +475,10 @@ plan_dir() { echo "$TMP/$1.$2.$3.$4/plan"; } # plan_dir APP RANKS THREADS PIPELI
 
 # one_round APP RANKS GBPS LAT_US THREADS PIPELINE ADDED_US: the machine's
 # speed now (calibrate_round), then one run; appends "compute epoch stall
-# rate busy_core_speed threads_cpu_rate compute_cpu steal" to $TMP/rounds:
+# rate busy_core_speed threads_cpu_rate compute_cpu steal compute_sys" to $TMP/rounds:
 # the run's compute (rank_max_median) and median epoch and stall over its
 # epochs after the first, the speed its prediction gets, the compute's CPU
-# seconds and the steal while it ran.
+# seconds, the steal while it ran and the compute's kernel seconds.
 one_round() {
     local app=$1 n=$2 g=$3 th=$5 c=$6 d=$7 plan r kept ticks
     plan=$(plan_dir "$app" "$n" "$th" "$c")
@@ -493,7 +494,8 @@ one_round() {
     ticks="$ticks $(cpu_ticks)"
     epochs_of_run >"$TMP/epochs"
     echo "$(rank_max_median "$n" compute) $(epoch_medians "$TMP/epochs") $(cat "$TMP/speed")" \
-        "$(rank_max_median "$n" "compute CPU") $(steal_between "$ticks")" >>"$TMP/rounds"
+        "$(rank_max_median "$n" "compute CPU") $(steal_between "$ticks")" \
+        "$(rank_max_median "$n" "in the kernel")" >>"$TMP/rounds"
     if [ "$keep" = 1 ]; then # the ranks' logs, beside the model's (one_config)
         kept=$TMP/kept/$app.$n.$th.$c.$g.$d/round.$(wc -l <"$TMP/rounds")
         mkdir -p "$kept"
@@ -536,7 +538,9 @@ predict() {
 # rotation, epochs after the first, of a figure on the engine's debug line:
 # "compute" (wall seconds inside the kernel, mean over the rank's threads) or
 # "compute CPU" (the CPU seconds of those threads there: a rank slow for want
-# of a core has more of the first than of the second); nan if absent.
+# of a core has more of the first than of the second) or "in the kernel" (the
+# part of those in the kernel: page faults, and the softirqs, the network's
+# among them, that ran in their time slices); nan if absent.
 rank_max_median() {
     for ((r = 0; r < $1; r++)); do
         sed -n "s/.*engine: rank [0-9]* rotation: .*, $2 \([0-9.]*\) s.*/\1/p" "$TMP/log.$r" |
@@ -614,6 +618,7 @@ one_config() {
     printf '"round_rate": %s, "round_busy_core_speed": %s, ' "$(json_list 4)" "$(json_list 5)"
     printf '"measured_compute_cpu_s": %s, "round_measured_compute_cpu_s": %s, "round_steal": %s, ' \
         "$(col_median 7)" "$(json_list 7)" "$(json_list 8)"
+    printf '"round_measured_compute_sys_s": %s, ' "$(json_list 9)"
     printf '"epoch_given_measured_compute_s": %s, "stall_given_measured_compute": %s, ' \
         "$(col_median 5 "$TMP/preds")" "$(col_median 6 "$TMP/preds")"
     printf '"round_epoch_given_measured_compute_s": %s, "round_stall_given_measured_compute": %s, ' \

@@ -139,6 +139,8 @@ typedef struct rt_rotation_stats {
     double compute_cpu_s;  /* the same in CPU seconds of the threads that ran the cells (their
                               waits for a core left out; the kernel's work done in their
                               time slices, such as network softirqs, counted) */
+    double compute_sys_s;  /* the part of compute_cpu_s in the kernel (its page faults and the
+                              softirqs that interrupted it), as the kernel's ticks apportion it */
     uint32_t inline_steps; /* steps of this rotation whose cells ran on the
                               orchestrating thread (rt_inline_mode) */
     double stall_s;        /* orchestrator time waiting for blocks to arrive */

@@ -43,7 +43,7 @@ typedef struct recorder {
     uint64_t heavy_rotation;          /* its cells burn HEAVY_CELL_CPU_S each (UINT64_MAX: none) */
     uint32_t off_main[ROTATIONS];     /* visits run on another thread, per rotation */
     uint32_t inline_steps[ROTATIONS]; /* from the rotation stats */
-    double compute_s[ROTATIONS], compute_cpu_s[ROTATIONS]; /* ditto */
+    double compute_s[ROTATIONS], compute_cpu_s[ROTATIONS], compute_sys_s[ROTATIONS]; /* ditto */
 } recorder;
 
 /* One cell as much as RT_INLINE_STEP_CPU_S: a step of two or more is above it. */
@@ -117,6 +117,7 @@ static int rec_rotation_end(void *app, rt_engine *eng, uint64_t rot, const rt_ro
         r->inline_steps[rot] = st->inline_steps;
         r->compute_s[rot] = st->compute_s;
         r->compute_cpu_s[rot] = st->compute_cpu_s;
+        r->compute_sys_s[rot] = st->compute_sys_s;
     }
     for (uint32_t b = 0; b < p->blocks; b++) {
         size_t len;
@@ -268,10 +269,17 @@ static void test_auto_inline_follows_cell_cost(void **state)
     assert_int_equal(rec.off_main[2], T);
     /* the stats' CPU seconds in the cells: each thread burnt B heavy cells' worth in
      * rotation 1, and no thread has more CPU than wall time inside them (the CPU clock
-     * is read just outside the wall clock's interval: a microsecond of slack) */
+     * is read just outside the wall clock's interval, but it is the scheduler's clock,
+     * not CLOCK_MONOTONIC: in this VM the CPU time of four tiny cells once exceeded their
+     * wall time by more than 4 us, in about 1 run of 75; so 1% and 100 us a cell of
+     * slack); their kernel part is within them (the kernel splits a thread's time by
+     * its ticks, so a tick of slack per cell) */
     assert_true(rec.compute_cpu_s[1] >= B * HEAVY_CELL_CPU_S);
-    for (int rot = 0; rot < ROTATIONS; rot++)
-        assert_true(rec.compute_cpu_s[rot] <= rec.compute_s[rot] + 1e-6 * B);
+    for (int rot = 0; rot < ROTATIONS; rot++) {
+        assert_true(rec.compute_cpu_s[rot] <= rec.compute_s[rot] * 1.01 + 1e-4 * B);
+        assert_true(rec.compute_sys_s[rot] >= 0);
+        assert_true(rec.compute_sys_s[rot] <= rec.compute_cpu_s[rot] + 0.004 * B);
+    }
 }
 
 static void test_worker_mismatch_is_input_error(void **state)
