@@ -162,6 +162,9 @@ typedef struct rt_app_ops {
                         const rt_rotation_stats *stats, int *stop, rt_error *err);
 } rt_app_ops;
 
+/* Connect to the group and start the transport; 0, or -1 with err.  The
+ * engine keeps cfg->plan and cfg->group (they must outlive it) and copies
+ * the rest of cfg. */
 int rt_engine_create(const rt_engine_config *cfg, rt_engine **out, rt_error *err);
 /* Run rotations until rotation_end sets *stop.  Any error on any rank makes
  * this return -1 (the message names the failing peer when it was the network). */
@@ -190,7 +193,9 @@ size_t rt_engine_slot_bytes(const rt_engine *e);
 /* The rotation rt_engine_run starts with (rt_engine_config.first_rotation). */
 uint64_t rt_engine_first_rotation(const rt_engine *e);
 
-/* Collectives for apps (orchestrating thread only, same order on all ranks). */
+/* Collectives for apps (orchestrating thread only, same order on all ranks),
+ * as verbs/transport.h describes them: on rank 0, rt_engine_gatherv's
+ * *out_at_root is malloc'd and the caller frees it. */
 int rt_engine_barrier(rt_engine *e, rt_error *err);
 int rt_engine_allreduce_f64(rt_engine *e, double *v, size_t n, rt_error *err);
 int rt_engine_allreduce_i64(rt_engine *e, int64_t *v, size_t n, rt_error *err);

@@ -44,6 +44,18 @@
  * checked before use.
  * size == 1 is valid: no connections, passes are not allowed, collectives
  * are local no-ops.
+ *
+ * Threads: a transport runs threads of its own (senders, receivers, a
+ * watchdog), but it has one caller: every call on an rt_transport comes
+ * from the same thread (the engine's orchestrating thread), never two at
+ * once.  rt_transport_get_stats, which takes the transport's lock, is the
+ * exception; the memory rt_transport_slot returns may be handed to other
+ * threads, as the engine's workers use their blocks.
+ *
+ * Ownership: rt_transport_open reads cfg and the strings and peers it
+ * points to only while it runs (the peers are copied).  A call that takes
+ * an rt_error returns -1 with it set when it fails, else 0 (or, for
+ * rt_transport_wait_arrival, 1 with an arrival).
  */
 #ifndef ROTOR_TRANSPORT_H
 #define ROTOR_TRANSPORT_H
