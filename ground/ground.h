@@ -387,6 +387,9 @@ size_t rt_text_find_binary(const char *s, size_t n);
 /* 3 when s[0..n) starts with a UTF-8 byte order mark (an editor's; it is
  * not part of the first line's text), else 0. */
 size_t rt_utf8_bom_len(const char *s, size_t n);
+/* A whole text loaded into buf (n bytes and a NUL after them) without its
+ * byte order mark, if it has one: moves the text down, returns its length. */
+size_t rt_utf8_bom_strip(char *buf, size_t n);
 /* The compressor whose magic number starts head[0..n) ("gzip", "xz",
  * "bzip2", "zstd"), or NULL: a reader meeting binary data on line 1 says so. */
 const char *rt_compressed_by(const char *head, size_t n);

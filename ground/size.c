@@ -98,6 +98,14 @@ size_t rt_utf8_bom_len(const char *s, size_t n)
     return n >= 3 && !memcmp(s, "\xef\xbb\xbf", 3) ? 3 : 0;
 }
 
+size_t rt_utf8_bom_strip(char *buf, size_t n)
+{
+    size_t bom = rt_utf8_bom_len(buf, n);
+    if (bom)
+        memmove(buf, buf + bom, n - bom + 1);
+    return n - bom;
+}
+
 const char *rt_compressed_by(const char *head, size_t n)
 {
     static const struct {

@@ -145,13 +145,8 @@ int rt_text_load(const char *path, rt_text *t, rt_error *err)
         return rt_fail_errno(err, RT_EXIT_INPUT, e, "%s: read failed", path);
     }
     buf[len] = '\0';
-    size_t bom = rt_utf8_bom_len(buf, len);
-    if (bom) {
-        len -= bom;
-        memmove(buf, buf + bom, len + 1);
-    }
     t->data = buf;
-    t->len = len;
+    t->len = rt_utf8_bom_strip(buf, len);
     return 0;
 }
 

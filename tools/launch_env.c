@@ -150,11 +150,7 @@ int rt_token_file_read(const char *path, char *buf, size_t cap, size_t *len, rt_
     buf[n] = '\0';
     /* An editor's UTF-8 byte order mark is not part of the secret (one rank's
      * file saved with it failed to authenticate, for no visible reason). */
-    size_t bom = rt_utf8_bom_len(buf, n);
-    if (bom) {
-        n -= bom;
-        memmove(buf, buf + bom, n + 1);
-    }
+    n = rt_utf8_bom_strip(buf, n);
     size_t at = rt_text_find_binary(buf, n);
     uint64_t line = 1;
     for (size_t i = 0; i < at && i < n; i++)

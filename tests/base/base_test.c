@@ -197,6 +197,26 @@ static void assert_split(const char *path, const char *want_path, const char *wa
     assert_string_equal(pp.base, want_base);
 }
 
+/* A loaded text loses its byte order mark, and only that: a text without
+ * one, or with only part of one, is left as it is. */
+static void test_bom_strip(void **state)
+{
+    (void)state;
+    char a[] = "\xef\xbb\xbf"
+               "ab";
+    assert_int_equal(rt_utf8_bom_strip(a, 5), 2);
+    assert_string_equal(a, "ab");
+    char b[] = "ab";
+    assert_int_equal(rt_utf8_bom_strip(b, 2), 2);
+    assert_string_equal(b, "ab");
+    char c[] = "\xef\xbb";
+    assert_int_equal(rt_utf8_bom_strip(c, 2), 2);
+    assert_string_equal(c, "\xef\xbb");
+    char d[] = "\xef\xbb\xbf";
+    assert_int_equal(rt_utf8_bom_strip(d, 3), 0);
+    assert_string_equal(d, "");
+}
+
 static void test_split_parent(void **state)
 {
     (void)state;
@@ -359,6 +379,7 @@ int main(void)
         cmocka_unit_test(test_long_message_keeps_cause),
         cmocka_unit_test(test_outfile_abort_leaves_nothing),
         cmocka_unit_test(test_split_parent),
+        cmocka_unit_test(test_bom_strip),
         cmocka_unit_test(test_npy_round_trip),
         cmocka_unit_test(test_alloc_untouched_takes_pages_on_write),
         cmocka_unit_test(test_alloc_parts_carves_one_block),
