@@ -279,6 +279,15 @@ static int netflix_block_head(const field *f)
     return 1;
 }
 
+/* "nan", "inf", "Infinity" (as strtod reads them), not "1e999". */
+static int spells_nan_or_inf(const field *f)
+{
+    for (size_t i = 0; i < f->len; i++)
+        if (f->s[i] && strchr("nNiI", f->s[i]))
+            return 1;
+    return 0;
+}
+
 static int rating_line(reader *r, field *f, int n, rt_error *err)
 {
     char buf[64];
@@ -329,7 +338,7 @@ static int rating_line(reader *r, field *f, int n, rt_error *err)
             decimal_comma(&f[2]);
         if (parse_number(f[2].s, f[2].len, &v) < 0)
             return line_error(r, err, "rating '%s' is not a number", clip(&f[2], buf, sizeof(buf)));
-        if (!isfinite(v))
+        if (!isfinite(v) && spells_nan_or_inf(&f[2])) /* else a decimal beyond double's range */
             return line_error(r, err, "rating '%s' is NaN or infinite",
                               clip(&f[2], buf, sizeof(buf)));
         if (!isfinite((float)v)) /* ratings are stored as float */
