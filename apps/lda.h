@@ -294,7 +294,10 @@ typedef struct lda_scratch {
     int32_t *stale; /* K: word counts when the alias table was built (MH) */
     int32_t *dcnt;  /* K: the current document's counts (warp document phase; zero when idle) */
     uint16_t *urn;  /* warp: the loaded word's topics, one per token (lda_scratch_urn) */
-    lda_ftree word_tree; /* the list sampler (lda_bucket.c): alpha coef[k] over all K */
+    /* the list sampler (lda_bucket.c): alpha coef[k] over all K (the tree),
+     * coef[k] in float, and a document's weights and lane sums (K + 8 each) */
+    lda_ftree word_tree;
+    float *list_coef, *list_w, *list_acc;
 } lda_scratch;
 
 int lda_scratch_init(lda_scratch *s, uint32_t K);
@@ -328,6 +331,9 @@ int lda_init_lists(lda_tokens *t, uint32_t K);
  * K zeroed scratch, zeroed again on return). */
 void lda_exact_lists_fill(lda_tokens *t, int32_t *row);
 void lda_init_lists_done(lda_tokens *t);
+/* Spare entries past the last document's list (the list sampler reads
+ * 8 at a time). */
+#define LDA_LIST_SLACK 8
 /* A document's list (topics tz, counts tc, n entries) with one count of
  * topic k more, a new entry at the end when absent (the list has room for
  * min(K, length) topics, and the token is one); returns the entries. */
@@ -346,7 +352,20 @@ static inline uint32_t lda_list_add(uint16_t *tz, uint32_t *tc, uint32_t n, uint
 /* One sweep over the worker's tokens of block b. */
 int lda_visit_sparse(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
                      rt_rng *rng, rt_error *err);
-/* The sparse sampler on the document lists (lda_uses_lists; lda_bucket.c). */
+/* The sparse sampler on the document lists (lda_uses_lists; lda_bucket.c),
+ * and its part of the thread scratch (-1: out of memory). */
+int lda_list_scratch_init(lda_scratch *s, uint32_t K);
+/* Its r bucket: the weights of a document's list (topics tz, counts tc, n
+ * entries; topic `from` one count less) with coef (floats by topic) into w,
+ * and their lane sums into acc (the order is stated in lda_bucket.c; both
+ * n rounded up to 8, and tz, tc readable that far); *own: the entry of
+ * `from` (left alone when absent); returns the sum r.  avx2 picks the vector
+ * path; the bits are the same either way. */
+float lda_list_weights(int avx2, const uint16_t *tz, const uint32_t *tc, uint32_t n, uint32_t from,
+                       const float *coef, float *w, float *acc, uint32_t *own);
+/* The entry where u falls, 0 <= u < r (never one of weight +0). */
+uint32_t lda_list_find(const float *w, const float *acc, uint32_t n, double u);
+void lda_list_scratch_free(lda_scratch *s);
 int lda_visit_lists(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
                     rt_rng *rng, rt_error *err);
 int lda_visit_mh(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,

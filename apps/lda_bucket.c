@@ -9,8 +9,22 @@
  * change updates one leaf.  r is summed over the document's list, whose
  * topics and counts lie side by side (lda_uses_lists): no K-wide document
  * row is touched, which in word-major order would be a cache miss per
- * topic. */
+ * topic.
+ *
+ * The r bucket in float, 8 entries at a time (AVX2 when the CPU has it,
+ * else a portable path doing the same IEEE operations, so the bits do not
+ * depend on the machine):
+ *     w_x = (float)(count_x - [topic_x is the token's old topic]) * coef_f[topic_x]
+ *     A_b = A_{b-1} + (w_{8b} .. w_{8b+7})     (8 lane sums, A_{-1} = +0)
+ *     P_b = ((A_b0 + A_b1) + (A_b2 + A_b3)) + ((A_b4 + A_b5) + (A_b6 + A_b7))
+ * r = P of the last block; the P_b never fall (each lane only grows), so a
+ * draw below r finds its block by bisection, then its entry by the running
+ * sum of the block's weights after P_{b-1} (the block's last entry with
+ * weight, should rounding leave u past them). */
 #include "apps/lda.h"
+
+#include <immintrin.h>
+#include <string.h>
 
 /* Tokens ahead whose document list and topic are prefetched. */
 #define LIST_PREFETCH 12
@@ -21,16 +35,18 @@ typedef struct list_run {
     int64_t *nk;
     lda_word *wd;
     lda_ftree *tree;
-    double *coef; /* K: (n_wk + beta) / (n_k + V beta) of the loaded word */
-    double *rb;   /* the r bucket's running sums */
+    float *coef;    /* K: (n_wk + beta) / (n_k + V beta) of the loaded word */
+    float *w, *acc; /* a document's weights and lane sums (above) */
     double alpha, beta, vbeta;
+    int avx2;
 } list_run;
 
 /* coef[k] and its leaf for word count nwk of topic k. */
 static inline void coef_set(const list_run *l, uint32_t k, int32_t nwk)
 {
-    l->coef[k] = (nwk + l->beta) / ((double)l->nk[k] + l->vbeta);
-    lda_ftree_set(l->tree, k, l->alpha * l->coef[k]);
+    const double c = (nwk + l->beta) / ((double)l->nk[k] + l->vbeta);
+    l->coef[k] = (float)c;
+    lda_ftree_set(l->tree, k, l->alpha * c);
 }
 
 /* ... after topic k's counts changed. */
@@ -47,14 +63,11 @@ static inline void word_move(const list_run *l, uint32_t k, int dn)
     coef_update(l, k);
 }
 
-/* Document list (topics tz, counts tc, n entries) with one count of topic
- * k (present) less, an entry of count 0 dropped (the last moves into its
- * place); returns the entries. */
-static inline uint32_t list_remove(uint16_t *tz, uint32_t *tc, uint32_t n, uint32_t k)
+/* Document list (topics tz, counts tc, n entries) with one count less at
+ * entry x, an entry of count 0 dropped (the last moves into its place);
+ * returns the entries. */
+static inline uint32_t list_drop(uint16_t *tz, uint32_t *tc, uint32_t n, uint32_t x)
 {
-    uint32_t x = 0;
-    while (tz[x] != k)
-        x++;
     if (--tc[x] == 0) {
         n--;
         tz[x] = tz[n];
@@ -63,28 +76,134 @@ static inline uint32_t list_remove(uint16_t *tz, uint32_t *tc, uint32_t n, uint3
     return n;
 }
 
-/* Token i's new topic: its count is out of the word, the totals and the
- * document's list (tz, tc, *n entries; the drawn topic's count goes in
- * here). */
-static inline uint32_t list_draw(const list_run *l, uint16_t *tz, uint32_t *tc, uint32_t *n,
-                                 rt_rng *rng)
+static inline float lanes_total(const float *a)
 {
-    const double *coef = l->coef;
-    double *rb = l->rb, rsum = 0;
-    const uint32_t dn = *n;
-    for (uint32_t x = 0; x < dn; x++)
-        rb[x] = (rsum += tc[x] * coef[tz[x]]);
-    double u = rt_rng_uniform(rng) * (rsum + lda_ftree_total(l->tree));
-    if (u < rsum) { /* the document's topics (every weight > 0) */
-        uint32_t x = 0;
-        while (x + 1 < dn && rb[x] <= u)
-            x++;
-        tc[x]++;
-        return tz[x];
+    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
+static float r_weights_portable(const uint16_t *tz, const uint32_t *tc, uint32_t n, uint32_t from,
+                                const float *coef, float *w, float *acc, uint32_t *own)
+{
+    float a[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (uint32_t x = 0; x < n; x += 8) {
+        for (uint32_t j = 0; j < 8; j++) {
+            const uint32_t at = x + j, mine = at < n && tz[at] == from;
+            const float wx = at < n ? (float)(int32_t)(tc[at] - mine) * coef[tz[at]] : 0.0f;
+            *own = mine ? at : *own;
+            w[at] = wx;
+            a[j] += wx;
+        }
+        memcpy(acc + x, a, sizeof(a));
     }
-    const uint32_t k = lda_ftree_find(l->tree, u - rsum);
-    *n = lda_list_add(tz, tc, dn, k);
+    return n ? lanes_total(acc + (n - 1) / 8 * 8) : 0.0f;
+}
+
+#define AVX2 __attribute__((target("avx2")))
+
+/* (the lanes past n: no topic read, weight +0) */
+AVX2 static float r_weights_avx2(const uint16_t *tz, const uint32_t *tc, uint32_t n, uint32_t from,
+                                 const float *coef, float *w, float *acc, uint32_t *own)
+{
+    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                  fv = _mm256_set1_epi32((int)from);
+    __m256 a = _mm256_setzero_ps();
+    for (uint32_t x = 0; x < n; x += 8) {
+        const __m256i in = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - x)), iota);
+        const __m256i k =
+            _mm256_and_si256(in, _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(tz + x))));
+        const __m256i mine = _mm256_and_si256(in, _mm256_cmpeq_epi32(k, fv));
+        const __m256i c = _mm256_add_epi32(_mm256_loadu_si256((const __m256i *)(tc + x)), mine);
+        const __m256 cf =
+            _mm256_mask_i32gather_ps(_mm256_setzero_ps(), coef, k, _mm256_castsi256_ps(in), 4);
+        const __m256 wx =
+            _mm256_and_ps(_mm256_castsi256_ps(in), _mm256_mul_ps(_mm256_cvtepi32_ps(c), cf));
+        _mm256_storeu_ps(w + x, wx);
+        a = _mm256_add_ps(a, wx);
+        _mm256_storeu_ps(acc + x, a);
+        const unsigned m = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(mine));
+        *own = m ? x + (uint32_t)__builtin_ctz(m) : *own;
+    }
+    return n ? lanes_total(acc + (n - 1) / 8 * 8) : 0.0f;
+}
+
+float lda_list_weights(int avx2, const uint16_t *tz, const uint32_t *tc, uint32_t n, uint32_t from,
+                       const float *coef, float *w, float *acc, uint32_t *own)
+{
+    return avx2 ? r_weights_avx2(tz, tc, n, from, coef, w, acc, own)
+                : r_weights_portable(tz, tc, n, from, coef, w, acc, own);
+}
+
+uint32_t lda_list_find(const float *w, const float *acc, uint32_t n, double u)
+{
+    uint32_t lo = 0, hi = (n - 1) / 8; /* the first block with P_b > u */
+    while (lo < hi) {
+        const uint32_t mid = (lo + hi) / 2;
+        if (lanes_total(acc + 8 * mid) > u)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    double v = u - (lo ? lanes_total(acc + 8 * (lo - 1)) : 0.0);
+    const uint32_t end = 8 * lo + 8 < n ? 8 * lo + 8 : n;
+    uint32_t last = 8 * lo;
+    for (uint32_t x = 8 * lo; x < end; x++) {
+        if (!(w[x] > 0))
+            continue;
+        if (v < w[x])
+            return x;
+        v -= w[x];
+        last = x;
+    }
+    return last;
+}
+
+/* Token i's new topic; its old topic `from` is out of the word's counts
+ * and the totals (coef[from] too), but the document's list (tz, tc, *n
+ * entries) still counts it: the r bucket takes it out of its weight, and
+ * finds its entry on the way.  The list changes only when the topic does:
+ * the old topic's count down (first, so an append always has room), the
+ * new one's up. */
+static inline uint32_t list_draw(const list_run *l, uint16_t *tz, uint32_t *tc, uint32_t *n,
+                                 uint32_t from, rt_rng *rng)
+{
+    const uint32_t dn = *n;
+    uint32_t xf = 0;
+    const double r = lda_list_weights(l->avx2, tz, tc, dn, from, l->coef, l->w, l->acc, &xf);
+    const double u = rt_rng_uniform(rng) * (r + lda_ftree_total(l->tree));
+    if (u < r) { /* the document's topics */
+        const uint32_t x = lda_list_find(l->w, l->acc, dn, u), k = tz[x];
+        if (k != from) {
+            tc[x]++;
+            *n = list_drop(tz, tc, dn, xf);
+        }
+        return k;
+    }
+    const uint32_t k = lda_ftree_find(l->tree, u - r);
+    if (k != from)
+        *n = lda_list_add(tz, tc, list_drop(tz, tc, dn, xf), k);
     return k;
+}
+
+/* Token i's document list and topic into cache ahead of its draw: the
+ * list's place and length (random in the documents) first, then, later,
+ * all of the list. */
+static inline void prefetch_place(const lda_tokens *t, uint64_t i)
+{
+    const uint32_t d = t->tok_doc[i];
+    __builtin_prefetch(t->dnz_off + d);
+    __builtin_prefetch(t->dnz_n + d);
+    __builtin_prefetch(t->z + t->tok_pos[i], 1);
+}
+
+static inline void prefetch_list(const lda_tokens *t, uint64_t i)
+{
+    const uint32_t d = t->tok_doc[i], n = t->dnz_n[d];
+    const char *tz = (const char *)(t->dnz + t->dnz_off[d]);
+    const char *tc = (const char *)(t->dnc + t->dnz_off[d]);
+    for (uint32_t o = 0; o < n * sizeof(uint16_t) + 63; o += 64)
+        __builtin_prefetch(tz + o, 1);
+    for (uint32_t o = 0; o < n * sizeof(uint32_t) + 63; o += 64)
+        __builtin_prefetch(tc + o, 1);
 }
 
 /* The tokens [i, end) of the loaded word. */
@@ -92,19 +211,15 @@ static void list_tokens(const list_run *l, uint64_t i, uint64_t end, rt_rng *rng
 {
     lda_tokens *t = l->t;
     for (; i < end; i++) {
-        if (i + LIST_PREFETCH < end) {
-            const uint64_t o = t->dnz_off[t->tok_doc[i + LIST_PREFETCH]];
-            __builtin_prefetch(t->dnz + o, 1);
-            __builtin_prefetch(t->dnc + o, 1);
-            __builtin_prefetch(t->z + t->tok_pos[i + LIST_PREFETCH], 1);
-        }
-        const uint32_t d = t->tok_doc[i], p = t->tok_pos[i];
-        uint16_t *tz = t->dnz + t->dnz_off[d];
-        uint32_t *tc = t->dnc + t->dnz_off[d], n = t->dnz_n[d];
-        uint32_t k = t->z[p];
-        n = list_remove(tz, tc, n, k);
-        word_move(l, k, -1);
-        k = list_draw(l, tz, tc, &n, rng);
+        if (i + 2 * LIST_PREFETCH < end)
+            prefetch_place(t, i + 2 * LIST_PREFETCH);
+        if (i + LIST_PREFETCH < end)
+            prefetch_list(t, i + LIST_PREFETCH);
+        const uint32_t d = t->tok_doc[i], p = t->tok_pos[i], from = t->z[p];
+        uint32_t n = t->dnz_n[d];
+        word_move(l, from, -1);
+        const uint32_t k =
+            list_draw(l, t->dnz + t->dnz_off[d], t->dnc + t->dnz_off[d], &n, from, rng);
         word_move(l, k, +1);
         t->dnz_n[d] = n;
         t->z[p] = (uint16_t)k;
@@ -120,16 +235,19 @@ int lda_visit_lists(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *paylo
                         .nk = w->nk,
                         .wd = &s->word,
                         .tree = &s->word_tree,
-                        .coef = s->coef,
-                        .rb = s->buf,
+                        .coef = s->list_coef,
+                        .w = s->list_w,
+                        .acc = s->list_acc,
+                        .avx2 = s->avx2,
                         .alpha = c->o->alpha,
                         .beta = c->o->beta,
                         .vbeta = c->vbeta};
     /* outside the loaded word's topics n_wk = 0; the sums afresh once a
      * visit (clearing the rounding of the last visit's changes) */
     for (uint32_t k = 0; k < K; k++) {
-        l.coef[k] = l.beta / ((double)l.nk[k] + l.vbeta);
-        *lda_ftree_leaf(l.tree, k) = l.alpha * l.coef[k];
+        const double idle = l.beta / ((double)l.nk[k] + l.vbeta);
+        l.coef[k] = (float)idle;
+        *lda_ftree_leaf(l.tree, k) = l.alpha * idle;
     }
     lda_ftree_build(l.tree);
     for (uint64_t r = t->blk_run[b]; r < t->blk_run[b + 1]; r++) {
@@ -145,4 +263,20 @@ int lda_visit_lists(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *paylo
             return lda_overflow(b, j, err);
     }
     return 0;
+}
+
+int lda_list_scratch_init(lda_scratch *s, uint32_t K)
+{
+    s->list_coef = rt_alloc(K * sizeof(float));
+    s->list_w = rt_alloc((K + 8) * sizeof(float));
+    s->list_acc = rt_alloc((K + 8) * sizeof(float));
+    return lda_ftree_init(&s->word_tree, K) || !s->list_coef || !s->list_w || !s->list_acc ? -1 : 0;
+}
+
+void lda_list_scratch_free(lda_scratch *s)
+{
+    lda_ftree_free(&s->word_tree);
+    rt_free(s->list_coef);
+    rt_free(s->list_w);
+    rt_free(s->list_acc);
 }

@@ -259,12 +259,12 @@ int lda_init_lists(lda_tokens *t, uint32_t K)
             uint64_t len = t->doc_off[d + 1] - t->doc_off[d];
             t->dnz_off[d + 1] = t->dnz_off[d] + (len < K ? len : K);
         }
-        t->dnz = malloc((t->dnz_off[t->n_docs] + 1) * sizeof(uint16_t));
+        t->dnz = malloc((t->dnz_off[t->n_docs] + LDA_LIST_SLACK) * sizeof(uint16_t));
     }
     if (!t->tok_doc && lda_doc_step_build(t))
         return -1;
     if (!t->dnc) /* (the list sampler has them already) */
-        t->dnc = malloc((t->dnz_off[t->n_docs] + 1) * sizeof(uint32_t));
+        t->dnc = malloc((t->dnz_off[t->n_docs] + LDA_LIST_SLACK) * sizeof(uint32_t));
     return t->dnz && t->dnc ? 0 : -1;
 }
 

@@ -51,9 +51,9 @@ int lda_scratch_init(lda_scratch *s, uint32_t K)
     s->large = rt_alloc(K * sizeof(uint32_t));
     s->stale = rt_alloc(K * sizeof(int32_t));
     s->dcnt = rt_alloc(K * sizeof(int32_t));
-    if (lda_ftree_init(&s->word_tree, K) || !s->dcnt || !s->word.nwk || !s->word.nz ||
-        !s->word.pos || !s->inv || !s->buf || !s->dense_w || !s->dense_coef || !s->dense_total ||
-        !s->coef || !s->aprob || !s->alias || !s->atopic || !s->small || !s->large || !s->stale) {
+    if (lda_list_scratch_init(s, K) || !s->dcnt || !s->word.nwk || !s->word.nz || !s->word.pos ||
+        !s->inv || !s->buf || !s->dense_w || !s->dense_coef || !s->dense_total || !s->coef ||
+        !s->aprob || !s->alias || !s->atopic || !s->small || !s->large || !s->stale) {
         lda_scratch_free(s);
         return -1;
     }
@@ -91,7 +91,7 @@ void lda_scratch_free(lda_scratch *s)
     rt_free(s->stale);
     rt_free(s->dcnt);
     rt_free(s->urn);
-    lda_ftree_free(&s->word_tree);
+    lda_list_scratch_free(s);
     memset(s, 0, sizeof(*s));
 }
 

@@ -2,7 +2,8 @@
  * (sparse and dense) moving between a payload and thread scratch, overflow
  * detection, the Griffiths & Steyvers log-likelihood parts against a
  * direct computation, and the dense full conditional's weights (the same
- * bits on both code paths) and draw, and the F+ tree's sums and draws. */
+ * bits on both code paths) and draw, and the list sampler's F+ tree and r
+ * bucket. */
 #include "apps/lda.h"
 
 #include <math.h>
@@ -320,12 +321,66 @@ static void test_ftree(void **state)
     }
 }
 
+/* The list sampler's r bucket: both code paths give the same bits (weights,
+ * lane sums, r) at list lengths around the 8-entry blocks, with the token's
+ * own topic one count less (a count of 1: weight +0) and found; r is the
+ * stated sum; a draw lands where a plain running sum puts it and never on a
+ * weight of +0. */
+static void test_list_bucket(void **state)
+{
+    (void)state;
+    enum { KL = 700, NMAX = 40 };
+    float *coef = malloc(KL * sizeof(float));
+    assert_non_null(coef);
+    for (uint32_t k = 0; k < KL; k++)
+        coef[k] = 1.0f / (float)(3 + (k * 13) % 17);
+    for (uint32_t n = 1; n <= NMAX; n++) {
+        uint16_t tz[NMAX + 8];
+        uint32_t tc[NMAX + 8];
+        for (uint32_t x = 0; x < NMAX + 8; x++) { /* past n: junk the paths must ignore */
+            tz[x] = (uint16_t)(x < n ? (x * 37 + n) % KL : 0xffff);
+            tc[x] = x < n ? 1 + (x * 5 + n) % 4 : 0xdeadbeef;
+        }
+        const uint32_t from = tz[n / 2];
+        float w[2][NMAX + 8], acc[2][NMAX + 8];
+        uint32_t own[2] = {UINT32_MAX, UINT32_MAX};
+        float r[2];
+        for (int p = 0; p < 2; p++)
+            r[p] = lda_list_weights(p, tz, tc, n, from, coef, w[p], acc[p], &own[p]);
+        assert_int_equal(own[0], n / 2);
+        assert_int_equal(own[1], n / 2);
+        assert_memory_equal(w[0], w[1], n * sizeof(float));
+        assert_memory_equal(acc[0], acc[1], (n + 7) / 8 * 8 * sizeof(float));
+        assert_memory_equal(&r[0], &r[1], sizeof(float));
+        float lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (uint32_t x = 0; x < n; x++) {
+            const float want = (float)(int32_t)(tc[x] - (x == n / 2)) * coef[tz[x]];
+            assert_memory_equal(&w[0][x], &want, sizeof(float));
+            lane[x % 8] += want;
+        }
+        const float sum = ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
+                          ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+        assert_memory_equal(&r[0], &sum, sizeof(float));
+        for (uint32_t i = 0; i < 200; i++) {
+            const double u = r[0] * (i / 200.0);
+            const uint32_t x = lda_list_find(w[0], acc[0], n, u);
+            assert_true(x < n && w[0][x] > 0);
+            double below = 0; /* the running sum before x: at most u, up to rounding */
+            for (uint32_t y = 0; y < x; y++)
+                below += w[0][y];
+            assert_true(below <= u * (1 + 1e-5) + 1e-6 &&
+                        u < (below + w[0][x]) * (1 + 1e-5) + 1e-6);
+        }
+    }
+    free(coef);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_slices), cmocka_unit_test(test_log_joint),
         cmocka_unit_test(test_stream), cmocka_unit_test(test_dense),
-        cmocka_unit_test(test_ftree),
+        cmocka_unit_test(test_ftree),  cmocka_unit_test(test_list_bucket),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
