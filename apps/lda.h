@@ -244,11 +244,17 @@ int lda_worker_init(lda_worker *w, const rt_plan *plan, const rt_shard *sh, cons
 void lda_worker_free(lda_worker *w);
 
 /* ---- the F+ tree (lda_ftree.c) ---- */
-/* n weights (leaves, all > 0 for the draw's promise) and their subtree sums;
- * one weight changes in O(log n), a draw descends in O(log n). */
+/* n weights (leaves, all > 0 for the draw's promise) and their subtree sums,
+ * LDA_FTREE_FAN children a node; one weight changes in O(log n), a draw
+ * descends in O(log n). */
+#define LDA_FTREE_FAN 8u
+#define LDA_FTREE_SHIFT 3u /* log2(LDA_FTREE_FAN) */
+#define LDA_FTREE_LEVELS 8 /* enough for n <= 2^21 (K < 65536 needs 7) */
 typedef struct lda_ftree {
-    uint32_t n, size; /* size: n rounded up to a power of two */
-    double *node;     /* 2 size: node[size + k] is weight k, node[1] the total */
+    uint32_t n, levels;
+    uint32_t len[LDA_FTREE_LEVELS]; /* nodes at each level: level 0 the leaves, the last the root */
+    double *level[LDA_FTREE_LEVELS];
+    double *node; /* all levels, one allocation */
 } lda_ftree;
 int lda_ftree_init(lda_ftree *t, uint32_t n); /* all weights +0; -1: out of memory */
 void lda_ftree_free(lda_ftree *t);
@@ -257,20 +263,19 @@ void lda_ftree_free(lda_ftree *t);
 void lda_ftree_build(lda_ftree *t);
 static inline double *lda_ftree_leaf(lda_ftree *t, uint32_t k)
 {
-    return &t->node[t->size + k];
+    return &t->level[0][k];
 }
 static inline double lda_ftree_total(const lda_ftree *t)
 {
-    return t->node[1];
+    return t->level[t->levels - 1][0];
 }
 /* Weight k becomes v: the difference is added to every sum above it. */
 static inline void lda_ftree_set(lda_ftree *t, uint32_t k, double v)
 {
-    uint32_t i = t->size + k;
-    const double d = v - t->node[i];
-    t->node[i] = v;
-    for (i >>= 1; i; i >>= 1)
-        t->node[i] += d;
+    const double d = v - t->level[0][k];
+    t->level[0][k] = v;
+    for (uint32_t j = 1; j < t->levels; j++)
+        t->level[j][k >> (LDA_FTREE_SHIFT * j)] += d;
 }
 /* The leaf (below n) where u falls, 0 <= u < the total: the first whose
  * running sum passes u, as the descent sees the sums. */

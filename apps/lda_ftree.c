@@ -1,31 +1,42 @@
 /* lda_ftree.c - the F+ tree (Yu et al., "A scalable asynchronous
  * distributed algorithm for topic modeling", WWW 2015): n nonnegative
- * weights as the leaves of a complete binary tree whose inner nodes hold
- * their subtree's sum, so that one weight changes in O(log n) and a draw
- * proportional to the weights descends in O(log n).
+ * weights as the leaves of a tree whose inner nodes hold their subtree's
+ * sum, so that one weight changes in O(log n) and a draw proportional to
+ * the weights descends in O(log n).
  *
- * The array is a heap: node i has children 2i and 2i + 1, the root is 1,
- * leaf k is node size + k (size: n rounded up to a power of two).  The
- * leaves past n weigh +0 forever, so no sum that covers only them ever
- * differs from +0.  A change adds its difference to every ancestor (the
- * adds do not wait on one another, where recomputing left + right on the
- * way up would chain them); the rounding that leaves behind is cleared by
- * lda_ftree_build, which sums every node afresh from the leaves. */
+ * Each node has LDA_FTREE_FAN children: level 0 is the leaves, node i of
+ * level j + 1 sums nodes FAN i .. FAN i + FAN - 1 of level j (those that
+ * exist), and the last level is the root alone.  A wide node makes the
+ * change short (K = 1000: 4 sums above the leaf, where a binary tree has
+ * 10), and changes are many (every count change, and a word's topics at
+ * its load and store) where draws are few.  A change adds its difference
+ * to every sum above the leaf (the adds do not wait on one another); the
+ * rounding that leaves behind is cleared by lda_ftree_build, which sums
+ * every node afresh from the leaves. */
 #include "apps/lda.h"
 
 #include <string.h>
 
 int lda_ftree_init(lda_ftree *t, uint32_t n)
 {
-    uint32_t size = 1;
-    while (size < n)
-        size *= 2;
+    memset(t, 0, sizeof(*t));
+    size_t total = 0;
+    uint32_t len = n;
+    do { /* every level down to the root (at least one above the leaves) */
+        t->len[t->levels++] = len;
+        total += len;
+        len = (len + LDA_FTREE_FAN - 1) / LDA_FTREE_FAN;
+    } while (t->len[t->levels - 1] > 1 || t->levels < 2);
     t->n = n;
-    t->size = size;
-    t->node = rt_alloc(2 * (size_t)size * sizeof(double));
+    t->node = rt_alloc(total * sizeof(double));
     if (!t->node)
         return -1;
-    memset(t->node, 0, 2 * (size_t)size * sizeof(double));
+    memset(t->node, 0, total * sizeof(double));
+    double *at = t->node;
+    for (uint32_t j = 0; j < t->levels; j++) {
+        t->level[j] = at;
+        at += t->len[j];
+    }
     return 0;
 }
 
@@ -37,24 +48,39 @@ void lda_ftree_free(lda_ftree *t)
 
 void lda_ftree_build(lda_ftree *t)
 {
-    for (uint32_t i = t->size - 1; i >= 1; i--)
-        t->node[i] = t->node[2 * i] + t->node[2 * i + 1];
+    for (uint32_t j = 1; j < t->levels; j++)
+        for (uint32_t i = 0; i < t->len[j]; i++) {
+            const uint32_t end =
+                (i + 1) * LDA_FTREE_FAN < t->len[j - 1] ? (i + 1) * LDA_FTREE_FAN : t->len[j - 1];
+            double sum = 0;
+            for (uint32_t c = i * LDA_FTREE_FAN; c < end; c++)
+                sum += t->level[j - 1][c];
+            t->level[j][i] = sum;
+        }
 }
 
 uint32_t lda_ftree_find(const lda_ftree *t, double u)
 {
-    const double *node = t->node;
-    uint32_t i = 1;
-    while (i < t->size) {
-        const double left = node[2 * i];
-        /* right only into a subtree with weight (rounding can leave u at
-         * or past the total: then the last leaf with weight) */
-        if (u < left || !(node[2 * i + 1] > 0)) {
-            i = 2 * i;
-        } else {
-            u -= left;
-            i = 2 * i + 1;
+    uint32_t i = 0;
+    for (uint32_t j = t->levels - 1; j > 0; j--) {
+        const double *child = t->level[j - 1];
+        const uint32_t end =
+            (i + 1) * LDA_FTREE_FAN < t->len[j - 1] ? (i + 1) * LDA_FTREE_FAN : t->len[j - 1];
+        uint32_t c = i * LDA_FTREE_FAN, last = c;
+        for (; c < end; c++) {
+            if (!(child[c] > 0))
+                continue;
+            last = c;
+            if (u < child[c])
+                break;
+            u -= child[c];
         }
+        /* (rounding can leave u at or past the sum: then the last child
+         * with weight, and u at its sum, so the levels below take their
+         * last too) */
+        if (c == end)
+            u = child[c = last];
+        i = c;
     }
-    return i - t->size;
+    return i;
 }
