@@ -101,8 +101,8 @@ static int64_t read_pairs(line_ctx *x, cursor *cur, rt_error *err)
         if (!parse_dec(colon + 1, (size_t)(b + n - colon - 1), &k) || k <= 0 ||
             k > (int64_t)UINT32_MAX)
             return rt_fail(err, RT_EXIT_INPUT,
-                           "%s:%llu: count in '%.*s' must be a positive integer", x->path, x->line,
-                           (int)n, b);
+                           "%s:%llu: count in '%.*s' must be an integer from 1 to 4294967295",
+                           x->path, x->line, (int)n, b);
         int64_t w = word_id(x, b, (size_t)(colon - b), err);
         if (w < 0 || rt_corpus_add(x->c, (uint32_t)w, (uint32_t)k, err))
             return -1;

@@ -160,7 +160,8 @@ static int parse_triple(const char *path, const char *s, uint64_t line, const uc
         return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: expected 'docID wordID count'", path,
                        (unsigned long long)line);
     if (nk || k == 0 || k > UINT32_MAX)
-        return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: count %s%llu must be a positive integer", path,
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s:%llu: count %s%llu must be an integer from 1 to 4294967295", path,
                        (unsigned long long)line, nk ? "-" : "", (unsigned long long)k);
     if (nd || d < 1 || d > h->docs)
         return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: document id %s%llu outside 1..%llu (header D)",

@@ -57,9 +57,11 @@ static int build(lda_part *p, const partition_opts *a, rt_error *err)
         if (c->doc_off[d] == c->doc_off[d + 1])
             p->empty_docs++;
         for (uint64_t i = c->doc_off[d]; i < c->doc_off[d + 1]; i++) {
-            if (c->count[i] > (1u << 24))
-                return rt_fail(err, RT_EXIT_INPUT, "%s: document %s: count %u too large", a->input,
-                               name, c->count[i]);
+            if (c->count[i] > (1u << 24)) /* entries are floats: exact up to 2^24 */
+                return rt_fail(err, RT_EXIT_INPUT,
+                               "%s: document %s: a word counted %u times; at most 16777216 (2^24) "
+                               "per document and word",
+                               a->input, name, c->count[i]);
             if (test)
                 p->test_tokens += c->count[i];
             if (rt_triplets_push(test ? &p->test : &p->train, id, c->word[i], (float)c->count[i],

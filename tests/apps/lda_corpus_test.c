@@ -122,7 +122,7 @@ static const bad_case bad_cases[] = {
     {"bad2.dat", "1 0:1\n1 3:1\n", RT_CORPUS_LDAC, "ap.vocab",
      "bad2.dat:2: word id 3 outside the vocabulary"},
     {"bad3.svm", "a x:1\nb y:0\n", RT_CORPUS_LIBSVM, NULL,
-     "bad3.svm:2: count in 'y:0' must be a positive integer"},
+     "bad3.svm:2: count in 'y:0' must be an integer from 1 to 4294967295"},
     {"bad4.svm", "a x:1\nb y:-2\n", RT_CORPUS_LIBSVM, NULL, "bad4.svm:2: count"},
 };
 

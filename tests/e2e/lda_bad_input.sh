@@ -17,9 +17,9 @@ w() { printf "$2" >"$TMP/$1"; echo "$TMP/$1"; }
 vocab3=$(w vocab.txt 'a\nb\nc\n')
 bad word-range ".*/docword.1.txt:5: word id 4 outside the vocabulary" \
     --input "$(w docword.1.txt '2\n3\n2\n1 1 1\n2 4 1\n')"
-bad zero-count ".*/docword.2.txt:4: count 0 must be a positive integer" \
+bad zero-count ".*/docword.2.txt:4: count 0 must be an integer from 1 to 4294967295" \
     --input "$(w docword.2.txt '2\n3\n2\n1 1 0\n2 2 1\n')"
-bad negative-count ".*/docword.3.txt:5: count -2 must be a positive integer" \
+bad negative-count ".*/docword.3.txt:5: count -2 must be an integer from 1 to 4294967295" \
     --input "$(w docword.3.txt '2\n3\n2\n1 1 1\n2 2 -2\n')"
 bad header-nnz ".*/docword.4.txt:5: file ends after 2 triples, header NNZ=5" \
     --input "$(w docword.4.txt '2\n3\n5\n1 1 1\n2 2 1\n')"
@@ -31,7 +31,7 @@ bad ldac-pairs ".*/ap.dat:2: line says 3 pairs but has 1" \
     --input "$(w ap.dat '1 0:2\n3 1:1\n')" --vocab "$vocab3" --format ldac
 bad ldac-range ".*/ap2.dat:1: word id 3 outside the vocabulary" \
     --input "$(w ap2.dat '1 3:2\n')" --vocab "$vocab3" --format ldac
-bad libsvm-count ".*/s.svm:2: count in 'y:0' must be a positive integer" \
+bad libsvm-count ".*/s.svm:2: count in 'y:0' must be an integer from 1 to 4294967295" \
     --input "$(w s.svm 'd1 x:1\nd2 y:0\n')"
 bad missing-file ".*/nope.txt: cannot open" --input "$TMP/nope.txt"
 bad no-nodes "--nodes: 0 is out of range 1..1048576" --input "$vocab3" --nodes 0
