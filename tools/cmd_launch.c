@@ -434,89 +434,72 @@ static void check_stopped_and_timeout(launch_state *st, double now)
     }
 }
 
-/* The event loop: output, signals, children, deadlines. */
-static void supervise(launch_state *st)
+/* The descriptors to poll: the signal pipe first, then every child pipe
+ * still open; owner[k] is 2 * rank + stream (-1: the signal pipe).  Returns
+ * how many, *open_fds how many of them are child pipes. */
+static int poll_set(const launch_state *st, struct pollfd *pfd, int *owner, int *open_fds)
 {
-    int np = st->np;
-    struct pollfd *pfd = calloc((size_t)(2 * np + 1), sizeof(*pfd));
-    int *owner = calloc((size_t)(2 * np + 1), sizeof(int));
-    double drain_until = 0;
-    if (!pfd || !owner) {
-        fprintf(stderr, "rotor: error: launch: out of memory\n");
-        signal_all(st->ch, np, SIGKILL);
-    }
-    for (;;) {
-        int open_fds = 0, n = 0;
-        if (pfd) {
-            pfd[n] = (struct pollfd){.fd = sig_pipe[0], .events = POLLIN};
-            owner[n++] = -1;
-            for (int r = 0; r < np; r++)
-                for (int i = 0; i < 2; i++)
-                    if (st->ch[r].out[i].fd >= 0) {
-                        pfd[n] = (struct pollfd){.fd = st->ch[r].out[i].fd, .events = POLLIN};
-                        owner[n++] = 2 * r + i;
-                        open_fds++;
-                    }
-        }
-        if (st->running == 0) {
-            /* Children are gone; a grandchild might still hold a pipe open. */
-            if (open_fds == 0)
-                break;
-            if (drain_until == 0)
-                drain_until = rt_now() + 1.0;
-            else if (rt_now() > drain_until)
-                break;
-        }
-        double now = rt_now(), next = now + 0.5;
-        if (st->term_at > 0 && !st->termed)
-            next = st->term_at < next ? st->term_at : next;
-        else if (st->termed && st->kill_at > 0)
-            next = st->kill_at < next ? st->kill_at : next;
-        int ms = next > now ? (int)((next - now) * 1000) + 1 : 0;
-        if (!pfd) {
-            reap(st);
-            if (st->running == 0)
-                break;
-            usleep(10000);
-            continue;
-        }
-        int rc = poll(pfd, (nfds_t)n, ms);
-        if (rc < 0 && errno != EINTR)
-            break;
-        for (int k = 0; rc > 0 && k < n; k++) {
-            if (!pfd[k].revents)
-                continue;
-            if (owner[k] < 0) {
-                unsigned char sigs[64];
-                ssize_t got = read(sig_pipe[0], sigs, sizeof(sigs));
-                for (ssize_t j = 0; j < got; j++)
-                    if (sigs[j] == SIGINT || sigs[j] == SIGTERM || sigs[j] == SIGHUP) {
-                        signal_all(st->ch, np, sigs[j]);
-                        if (!st->interrupted)
-                            st->interrupted = sigs[j];
-                        st->termed = 1; /* escalate to SIGKILL if ignored */
-                        if (st->kill_at == 0)
-                            st->kill_at = rt_now() + GRACE_S;
-                    }
-            } else {
-                pump(&st->ch[owner[k] / 2].out[owner[k] % 2], owner[k] / 2);
+    int n = 0;
+    *open_fds = 0;
+    pfd[n] = (struct pollfd){.fd = sig_pipe[0], .events = POLLIN};
+    owner[n++] = -1;
+    for (int r = 0; r < st->np; r++)
+        for (int i = 0; i < 2; i++)
+            if (st->ch[r].out[i].fd >= 0) {
+                pfd[n] = (struct pollfd){.fd = st->ch[r].out[i].fd, .events = POLLIN};
+                owner[n++] = 2 * r + i;
+                (*open_fds)++;
             }
+    return n;
+}
+
+/* How long poll may sleep: until the next SIGTERM or SIGKILL is due, and
+ * at most 0.5 s (stopped ranks and --timeout are checked on every wake). */
+static int poll_ms(const launch_state *st, double now)
+{
+    double next = now + 0.5;
+    if (st->term_at > 0 && !st->termed)
+        next = st->term_at < next ? st->term_at : next;
+    else if (st->termed && st->kill_at > 0)
+        next = st->kill_at < next ? st->kill_at : next;
+    return next > now ? (int)((next - now) * 1000) + 1 : 0;
+}
+
+/* The signals on_signal wrote into the pipe: SIGINT, SIGTERM and SIGHUP
+ * go to every rank, which then has GRACE_S before SIGKILL. */
+static void forward_signals(launch_state *st)
+{
+    unsigned char sigs[64];
+    ssize_t got = read(sig_pipe[0], sigs, sizeof(sigs));
+    for (ssize_t j = 0; j < got; j++)
+        if (sigs[j] == SIGINT || sigs[j] == SIGTERM || sigs[j] == SIGHUP) {
+            signal_all(st->ch, st->np, sigs[j]);
+            if (!st->interrupted)
+                st->interrupted = sigs[j];
+            st->termed = 1; /* escalate to SIGKILL if ignored */
+            if (st->kill_at == 0)
+                st->kill_at = rt_now() + GRACE_S;
         }
-        reap(st);
-        now = rt_now();
-        check_stopped_and_timeout(st, now);
-        if (st->term_at > 0 && !st->termed && now >= st->term_at) {
-            fprintf(stderr, "rotor launch: terminating the remaining ranks\n");
-            signal_all(st->ch, np, SIGTERM);
-            st->termed = 1;
-        }
-        if (st->termed && st->kill_at > 0 && now >= st->kill_at) {
-            signal_all(st->ch, np, SIGKILL);
-            st->kill_at = 0;
-        }
+}
+
+/* SIGTERM to the remaining ranks when it is due, SIGKILL when that is. */
+static void send_due_signals(launch_state *st, double now)
+{
+    if (st->term_at > 0 && !st->termed && now >= st->term_at) {
+        fprintf(stderr, "rotor launch: terminating the remaining ranks\n");
+        signal_all(st->ch, st->np, SIGTERM);
+        st->termed = 1;
     }
-    /* Flush whatever partial lines remain. */
-    for (int r = 0; r < np; r++)
+    if (st->termed && st->kill_at > 0 && now >= st->kill_at) {
+        signal_all(st->ch, st->np, SIGKILL);
+        st->kill_at = 0;
+    }
+}
+
+/* At the end: the partial last lines still buffered, then the pipes closed. */
+static void flush_outputs(launch_state *st)
+{
+    for (int r = 0; r < st->np; r++)
         for (int i = 0; i < 2; i++)
             if (st->ch[r].out[i].fd >= 0) {
                 out_stream *s = &st->ch[r].out[i];
@@ -525,8 +508,136 @@ static void supervise(launch_state *st)
                 close(s->fd);
                 s->fd = -1;
             }
+}
+
+/* Without memory for the poll set: the ranks were sent SIGKILL; wait for
+ * them, their output unread. */
+static void reap_all(launch_state *st)
+{
+    for (;;) {
+        reap(st);
+        if (st->running == 0)
+            return;
+        usleep(10000);
+    }
+}
+
+/* The event loop: output, signals, children, deadlines, until every rank
+ * has ended and its pipes are drained (or 1 s after the last one ended: a
+ * grandchild may hold a pipe open). */
+static void serve(launch_state *st, struct pollfd *pfd, int *owner)
+{
+    double drain_until = 0;
+    for (;;) {
+        int open_fds, n = poll_set(st, pfd, owner, &open_fds);
+        if (st->running == 0) {
+            if (open_fds == 0)
+                break;
+            if (drain_until == 0)
+                drain_until = rt_now() + 1.0;
+            else if (rt_now() > drain_until)
+                break;
+        }
+        int rc = poll(pfd, (nfds_t)n, poll_ms(st, rt_now()));
+        if (rc < 0 && errno != EINTR)
+            break;
+        for (int k = 0; rc > 0 && k < n; k++) {
+            if (!pfd[k].revents)
+                continue;
+            if (owner[k] < 0)
+                forward_signals(st);
+            else
+                pump(&st->ch[owner[k] / 2].out[owner[k] % 2], owner[k] / 2);
+        }
+        reap(st);
+        double now = rt_now();
+        check_stopped_and_timeout(st, now);
+        send_due_signals(st, now);
+    }
+}
+
+static void supervise(launch_state *st)
+{
+    size_t n = (size_t)(2 * st->np + 1);
+    struct pollfd *pfd = calloc(n, sizeof(*pfd));
+    int *owner = calloc(n, sizeof(int));
+    if (pfd && owner) {
+        serve(st, pfd, owner);
+    } else {
+        fprintf(stderr, "rotor: error: launch: out of memory\n");
+        signal_all(st->ch, st->np, SIGKILL);
+        reap_all(st);
+    }
+    flush_outputs(st);
     free(pfd);
     free(owner);
+}
+
+/* SIGINT, SIGTERM, SIGHUP (a closed terminal: the ranks clean up too) and
+ * SIGCHLD reach the event loop through sig_pipe; old[] keeps what was
+ * installed.  (sigaction fails only for a signal number that is invalid.) */
+static const int caught_signals[4] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD};
+
+static void catch_signals(struct sigaction old[4])
+{
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    for (int k = 0; k < 4; k++)
+        sigaction(caught_signals[k], &sa, &old[k]);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+static void restore_signals(const struct sigaction old[4])
+{
+    for (int k = 0; k < 4; k++)
+        sigaction(caught_signals[k], &old[k], NULL);
+}
+
+/* Start ranks 0..np-1.  When one cannot start, those already running are
+ * ended at once (supervise sends SIGTERM, then SIGKILL). */
+static void start_ranks(launch_state *st, const job_env *job, char **cmd)
+{
+    for (int r = 0; r < st->np; r++)
+        st->ch[r].out[0].fd = st->ch[r].out[1].fd = -1;
+    for (int r = 0; r < st->np; r++) {
+        rt_error err = {0};
+        int failed = start_child(&st->ch[r], r, st->np, job, cmd, &err);
+        st->running += st->ch[r].running; /* a child may run although its set-up failed */
+        if (failed) {
+            fprintf(stderr, "rotor: error: launch: rank %d: %s\n", r, err.msg);
+            st->first_fail = r;
+            st->exit_code = RT_EXIT_RUNTIME;
+            st->term_at = rt_now();
+            st->kill_at = st->term_at + KILL_S;
+            return;
+        }
+    }
+}
+
+/* The ranks of one job: started and served until they end.  Returns the
+ * exit status (the first failure's); *interrupted is the signal forwarded
+ * to them, 0 none. */
+static int run_job(const launch_opts *o, const job_env *job, char **cmd, int *interrupted)
+{
+    *interrupted = 0;
+    child *ch = calloc((size_t)o->np, sizeof(*ch));
+    if (!ch) {
+        fprintf(stderr, "rotor: error: launch: out of memory\n");
+        return RT_EXIT_RUNTIME;
+    }
+    launch_state st = {.ch = ch, .np = o->np, .first_fail = -1, .timeout_s = o->timeout_s};
+    if (o->timeout_s > 0)
+        st.end_at = rt_now() + o->timeout_s;
+    start_ranks(&st, job, cmd);
+    supervise(&st);
+    for (int r = 0; r < o->np; r++) {
+        free(ch[r].out[0].buf);
+        free(ch[r].out[1].buf);
+    }
+    free(ch);
+    *interrupted = st.interrupted;
+    return st.first_fail < 0 ? RT_EXIT_OK : st.exit_code ? st.exit_code : RT_EXIT_RUNTIME;
 }
 
 int cmd_launch(int argc, char **argv)
@@ -562,6 +673,7 @@ int cmd_launch(int argc, char **argv)
     int hostfile_fd = write_hostfile(np, base_port, &err);
     if (hostfile_fd < 0) {
         fprintf(stderr, "rotor: error: launch: %s\n", err.msg);
+        rt_transport_wipe_secret(token, sizeof(token));
         return err.code;
     }
     snprintf(hostfile, sizeof(hostfile), "/proc/self/fd/%d", hostfile_fd);
@@ -571,63 +683,23 @@ int cmd_launch(int argc, char **argv)
     if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK)) {
         fprintf(stderr, "rotor: error: launch: pipe: %s\n", strerror(errno));
         close(hostfile_fd);
+        rt_transport_wipe_secret(token, sizeof(token));
         return RT_EXIT_RUNTIME;
     }
-    struct sigaction sa = {.sa_handler = on_signal};
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    struct sigaction old_int, old_term, old_hup, old_chld;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-    sigaction(SIGHUP, &sa, &old_hup); /* a closed terminal: the ranks clean up too */
-    sigaction(SIGCHLD, &sa, &old_chld);
-    signal(SIGPIPE, SIG_IGN);
-
-    child *ch = calloc((size_t)np, sizeof(*ch));
-    launch_state st = {.ch = ch, .np = np, .first_fail = -1, .timeout_s = o.timeout_s};
-    if (o.timeout_s > 0)
-        st.end_at = rt_now() + o.timeout_s;
-    rc = RT_EXIT_OK;
-    if (!ch) {
-        fprintf(stderr, "rotor: error: launch: out of memory\n");
-        rc = RT_EXIT_RUNTIME;
-    }
-    for (int r = 0; ch && r < np; r++) {
-        ch[r].out[0].fd = ch[r].out[1].fd = -1;
-        if (start_child(&ch[r], r, np, &job, cmd, &err)) {
-            fprintf(stderr, "rotor: error: launch: rank %d: %s\n", r, err.msg);
-            rc = RT_EXIT_RUNTIME;
-            st.first_fail = r;
-            st.exit_code = rc;
-            st.term_at = rt_now();
-            st.kill_at = st.term_at + KILL_S;
-            break;
-        }
-        st.running++;
-    }
-    if (ch) {
-        supervise(&st);
-        if (st.first_fail >= 0)
-            rc = st.exit_code ? st.exit_code : RT_EXIT_RUNTIME;
-        for (int r = 0; r < np; r++) {
-            free(ch[r].out[0].buf);
-            free(ch[r].out[1].buf);
-        }
-    }
-    free(ch);
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-    sigaction(SIGHUP, &old_hup, NULL);
-    sigaction(SIGCHLD, &old_chld, NULL);
+    struct sigaction old[4];
+    catch_signals(old);
+    int interrupted;
+    rc = run_job(&o, &job, cmd, &interrupted);
+    restore_signals(old);
     close(sig_pipe[0]);
     close(sig_pipe[1]);
     close(hostfile_fd);
     rt_transport_wipe_secret(token, sizeof(token));
-    if (st.interrupted) {
+    if (interrupted) {
         /* end the way the signal would have, as the ranks did (exit 143
          * for SIGTERM in a shell, not 1 as for a failed rank) */
-        signal(st.interrupted, SIG_DFL);
-        raise(st.interrupted);
+        signal(interrupted, SIG_DFL);
+        raise(interrupted);
     }
     return rc;
 }
