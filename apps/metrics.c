@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* A metrics file: a JSON object with an "epochs" array. */
 static int is_metrics(FILE *fp)
@@ -16,6 +17,15 @@ static int is_metrics(FILE *fp)
 
 int rt_metrics_check(const char *path, rt_error *err)
 {
+    /* The document is rewritten whole as epochs end: into a FIFO or a
+     * device (written in place) that would be one copy after another. */
+    struct stat sb;
+    if (path && !rt_is_stdio(path) && stat(path, &sb) == 0 && !S_ISREG(sb.st_mode) &&
+        !S_ISDIR(sb.st_mode))
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s: --metrics: not a regular file (the file is rewritten whole as epochs "
+                       "end)",
+                       path);
     return rt_check_own_kind(path, "metrics", "a metrics file (of an earlier run)", is_metrics,
                              err);
 }
