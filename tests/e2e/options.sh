@@ -23,6 +23,8 @@ for c in "${commands[@]}"; do
     expect_status 0 "$ROTOR" "${cmd[@]}" -h
     cmp -s "$TMP/last.out" "$TMP/help.txt" || fail "$c: -h and --help differ"
     awk 'length > 100 { exit 1 }' "$TMP/help.txt" || fail "$c --help: a line over 100 columns"
+    # An option table entry without a metavar shows the placeholder VALUE.
+    ! grep -qE -- '--[a-z0-9-]+ VALUE' "$TMP/help.txt" || fail "$c --help: an option without a metavar"
 done
 # train --help lists every app's options.
 "$ROTOR" train --help >"$TMP/train.txt"
