@@ -16,11 +16,13 @@
 
 /* ---------------------------------------------------------------- options */
 
-/* LDA_AUTO_EXACT_MAX_K as text, so the help follows the constant (a name,
- * not a call, inside the string: clang-format keeps the string whole). */
+/* LDA_AUTO_EXACT_MAX_K and LDA_AUTO_WARP_MAX_K as text, so the help follows
+ * the constants (a name, not a call, inside the string: clang-format keeps
+ * the string whole). */
 #define STR_(x) #x
 #define STR(x) STR_(x)
 #define LDA_AUTO_EXACT_MAX_K_TEXT STR(LDA_AUTO_EXACT_MAX_K)
+#define LDA_AUTO_WARP_MAX_K_TEXT STR(LDA_AUTO_WARP_MAX_K)
 
 static const rt_opt_choice lda_samplers[] = {
     {"auto", LDA_SAMPLER_AUTO}, {"sparse", LDA_SAMPLER_SPARSE}, {"mh", LDA_SAMPLER_MH},
@@ -39,9 +41,11 @@ static const rt_opt lda_options[] = {
                "Gibbs sweeps over the corpus"),
     RT_ENUM_OPT(
         "sampler", 0, lda_opts, sampler, lda_samplers, "auto",
-        "auto (sparse at K <= " LDA_AUTO_EXACT_MAX_K_TEXT
-        ", warp above: the sooner to a given log-likelihood; the model records which), "
-        "sparse (SparseLDA buckets), mh (Metropolis-Hastings with alias tables: cost per "
+        "auto (sparse at K <= " LDA_AUTO_EXACT_MAX_K_TEXT " and above " LDA_AUTO_WARP_MAX_K_TEXT
+        ", warp between: the sooner to a given log-likelihood; the model records which), "
+        "sparse (exact collapsed Gibbs: the full conditional at K <= " LDA_AUTO_WARP_MAX_K_TEXT
+        ", document topic lists and an F+ tree above), mh (Metropolis-Hastings with alias tables: "
+        "cost per "
         "token independent of K), warp (WarpLDA's word and document phases with delayed "
         "count updates: no document-topic matrix, the fastest per token) or cycle (warp's word "
         "phase alone, judging word and document proposals against the current counts: "

@@ -100,12 +100,16 @@ static inline int lda_uses_records(lda_sampler s)
     return s == LDA_SAMPLER_WARP || s == LDA_SAMPLER_CYCLE;
 }
 
-/* --sampler auto: the sparse (exact) sampler up to this K, warp above: the
- * one that reaches a given log-likelihood sooner (README, LDA). */
+/* --sampler auto: the sparse (exact) sampler up to LDA_AUTO_EXACT_MAX_K and
+ * above LDA_AUTO_WARP_MAX_K (= LDA_DENSE_K: there it runs on document lists),
+ * warp between: the one that reaches a given log-likelihood sooner (README,
+ * LDA). */
 #define LDA_AUTO_EXACT_MAX_K 256
+#define LDA_AUTO_WARP_MAX_K 512
 static inline lda_sampler lda_sampler_auto(uint32_t K)
 {
-    return K <= LDA_AUTO_EXACT_MAX_K ? LDA_SAMPLER_SPARSE : LDA_SAMPLER_WARP;
+    return K <= LDA_AUTO_EXACT_MAX_K || K > LDA_AUTO_WARP_MAX_K ? LDA_SAMPLER_SPARSE
+                                                                : LDA_SAMPLER_WARP;
 }
 
 static inline const char *lda_sampler_name(lda_sampler s)
@@ -399,6 +403,7 @@ void lda_doc_counts(const lda_tokens *t, uint32_t K, uint32_t d, int32_t *row);
  * 10 sweeps: 0.96 against 1.44 s at K = 512, even at 768, buckets ahead at
  * 1000; synthetic 4 sweeps: 7.7 against 14.3 s at 512). */
 #define LDA_DENSE_K 512u
+_Static_assert(LDA_AUTO_WARP_MAX_K == LDA_DENSE_K, "auto's warp band ends where the lists begin");
 /* Above LDA_DENSE_K the sparse sampler keeps each training document's topic
  * counts in its list alone (t->dnz topics, t->dnc counts, capacity
  * min(K, length)): memory grows with the nonzeros, not K x documents, and

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # lda_sampler_auto.sh - `--sampler auto` (the default) resolves to one
-# concrete sampler by K: sparse up to LDA_AUTO_EXACT_MAX_K topics, warp
-# above.  Each side gives the bytes of the sampler named outright, the log
+# concrete sampler by K: sparse up to LDA_AUTO_EXACT_MAX_K topics and above
+# LDA_AUTO_WARP_MAX_K (where it runs on document lists), warp between.  Each side gives the bytes of the sampler named outright, the log
 # names it, and the saved model.json records it (not "auto"), so a resumed
 # or replayed run samples the same chain.
 source "$(dirname "$0")/lib.sh"
@@ -28,4 +28,6 @@ side() {
 side 8 sparse
 side 257 warp
 side 256 sparse
+side 512 warp
+side 513 sparse
 echo "PASS: --sampler auto"
