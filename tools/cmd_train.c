@@ -282,6 +282,10 @@ static int check_dirs_per_host(rt_engine *e, const rt_group *g, const char *cons
     }
     memcpy(v + (size_t)g->rank * PER_RANK, h, sizeof(h));
     int rc = rt_engine_allreduce_i64(e, v, (size_t)g->size * PER_RANK, err);
+    if (rc) {
+        free(v);
+        return rc;
+    }
     for (int a = 0; rc == 0 && a < g->size; a++)
         for (int b = a + 1; rc == 0 && b < g->size; b++)
             for (int i = 0; rc == 0 && i < 3; i++)
@@ -293,6 +297,16 @@ static int check_dirs_per_host(rt_engine *e, const rt_group *g, const char *cons
                                  "is %s): start them in one directory or give an absolute path",
                                  a, b, names[i], dirs[i], abs[i]);
     free(v);
+    /* One more all-reduce before anyone stops: the first returns on one
+     * rank before another has the sums, and a rank that stopped on the
+     * verdict then would cut the others off with "rank R stopped" (exit 1)
+     * instead of their own same verdict (exit 2).  Past this one every rank
+     * has its verdict, so when it is a refusal this one's outcome does not
+     * matter. */
+    int64_t refused = rc != 0;
+    rt_error ignored = {0};
+    if (rt_engine_allreduce_i64(e, &refused, 1, rc ? &ignored : err) && !rc)
+        return -1;
     return rc;
 }
 
