@@ -367,6 +367,21 @@ static int check_inputs_outside(const train_opts *o, const char *out, rt_error *
            rt_check_input_outside(o->link.token_file, "token-file", out, err);
 }
 
+/* The job's end: every rank learns whether every rank succeeded.  A rank
+ * that failed after the last collective of the run (its last metrics
+ * write, a part of the model) stops with rt_engine_abort and never comes
+ * here, so this barrier fails on every other rank with that rank's own
+ * message ("rank 0 stopped: m.json: write failed: File too large") instead
+ * of leaving them at exit 0; a dead or frozen rank fails it through the
+ * transport's liveness checks.  Past it nothing may fail: it is the last
+ * call that can. */
+static int agree_job_end(rt_engine *e, rt_error *err)
+{
+    if (rt_engine_barrier(e, err))
+        return rt_error_prefix(err, "at the job's end");
+    return 0;
+}
+
 static int train(const train_opts *o, const char *out, train_run *r, rt_error *err)
 {
     r->app = rt_apps[o->app];
@@ -426,9 +441,10 @@ static int train(const train_opts *o, const char *out, train_run *r, rt_error *e
         return -1;
     rt_checkpoint_config cc = {
         .dir = o->checkpoint, .every = o->checkpoint_every, .job = r->fingerprint};
-    if (rt_app_run(r->app, r->app_state, r->engine, &r->plan, &cc, err))
+    if (rt_app_run(r->app, r->app_state, r->engine, &r->plan, &cc, err) ||
+        r->app->save(r->app_state, r->engine, err))
         return -1;
-    return r->app->save(r->app_state, r->engine, err);
+    return agree_job_end(r->engine, err);
 }
 
 static void train_cleanup(train_run *r)
