@@ -4,6 +4,7 @@
 #
 #   bench/scale.sh [--quick] [--ranks 2,4,8] [--gbps 1,5,25] [--apps sgd-mf,lda]
 #                  [--epochs N] [--rounds 3] [--calibrations 1] [--keep] [--size small|large]
+#                  [--busy-from ranks|threads] [--slow-start-after-idle 0|1] [--tcp-cc NAME]
 #                  [--configs APP:RANKS:GBPS[:THREADS[:PIPELINE[:ADDED_LATENCY_US]]],...]
 #   bench/scale.sh --auto APP:RANKS:GBPS [--rounds 3] [--epochs N]
 #
@@ -30,14 +31,20 @@
 # ranks, for the kernel rate and the per-step cost, and --calibrate-threads,
 # the job's workers as threads of one process on these cores, for the rate
 # of a core while all compute, the step costs beyond the slowest cell and
-# the spread of step costs and cell times); then run `rotor train` in every
+# the spread of step costs and cell times), then the job itself for 4
+# epochs with its ranks as processes over TCP on the loopback, unshaped
+# (ranks_calibration: the busy cores' speed as the ranks compute, one
+# process per rank with its transport threads, which the threaded
+# calibration, one process, does not pay); then run `rotor train` in every
 # namespace (THREADS threads per rank, default 1, on a plan of PIPELINE
 # blocks per worker, default 2; --pin no: on one machine every rank would
 # pin to the same core) and take its median epoch time and stall over the
 # epochs after the first; and predict that round (the model's medians over
 # its rotations) with `rotor simulate`: its speed (--rate, and
 # --busy-core-speed: the threaded calibration's rate per CPU second of a
-# visit over the serial one's) from the calibration made right before it,
+# visit over the serial one's, or with --busy-from ranks the ranks'
+# calibration's per CPU second of their cells) from the calibrations made
+# right before it,
 # the rest of the plan's figures (--step-overhead-us, --step-cv, --cell-cv,
 # --worker-cv) the medians over all the plan's calibrations in this run so
 # far; the bandwidth TCP reaches through the shaped link (gbps_tcp, rotor
@@ -61,7 +68,10 @@
 #    "stall_given_measured_compute", "round_epoch_given_measured_compute_s",
 #    "round_stall_given_measured_compute",
 #    "calibrations", "rate", "busy_core_speed", "step_overhead_us", "cell_cv",
-#    "worker_cv", "step_cv", "critical", "loadavg"}
+#    "worker_cv", "step_cv", "critical", "loadavg", "round_compute_cpu_ratio_ranks",
+#    "busy_from", "round_ranks_busy_core_speed", "round_ranks_cpu_rate", "alt_busy_from",
+#    "alt_predicted_epoch_s", "alt_predicted_stall", "round_alt_predicted_epoch_s",
+#    "round_alt_predicted_stall"}
 # (the round_ lists: each round's figures, in order; rate and
 # busy_core_speed: the medians of the rounds' speeds.)
 # (compute: the most any rank spends in its kernel per epoch, from the
@@ -74,7 +84,9 @@
 # node's work at the threaded calibration's CPU rate, all workers computing
 # at once: above 1, the ranks' threads needed more CPU per unit of work than
 # the calibration's; steal: the fraction of the machine's CPU time during
-# the round's run that the hypervisor gave to others; *_given_measured_compute:
+# the round's run that the hypervisor gave to others; the same ratio against
+# the ranks' calibration: compute_cpu_ratio_ranks; alt_*: the prediction
+# with the other --busy-from, for comparison; *_given_measured_compute:
 # not a prediction but a diagnostic, the same model with each round's rate
 # scaled so that its compute is the measured one: what error is left is the
 # schedule's and the link's model, the rest came from the calibration).
@@ -104,9 +116,10 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 ranks=2,4,8 gbps=1,5,25 apps=sgd-mf,lda epochs="" rounds=3 quick=0 keep=0 configs="" auto="" size=small
-calibrations=1
+calibrations=1 tcp_cc="" slow_start_after_idle=0 busy_from=threads
 BENCH_FLAGS=([quick]=quick=1 [keep]=keep=1)
-bench_options 2,88 "$@"
+bench_options 2,114 "$@"
+case $busy_from in ranks | threads) ;; *) bench_fail "--busy-from is ranks or threads, not $busy_from" ;; esac
 case $size in
 small) mf_cols=10000 mf_nnz=1500000 mf_rank=64 lda_docs=6000 lda_vocab=20000 ;;
 large) mf_cols=60000 mf_nnz=9000000 mf_rank=128 lda_docs=15000 lda_vocab=60000 ;;
@@ -196,6 +209,7 @@ netns_up() {
         ip netns add "$ns"
         [ -n "$tsq_default" ] || tsq_default=$(ip netns exec "$ns" sysctl -n net.ipv4.tcp_limit_output_bytes)
         ip -n "$ns" link set lo up
+        tcp_setup "$ns"
         ip -n "$ns" link add eth0 type veth peer name "p$r" netns "$PREFIX-sw"
         ip -n "$ns" addr add "$SUBNET.$((r + 1))/24" dev eth0
         ip -n "$ns" link set eth0 up
@@ -206,6 +220,19 @@ netns_up() {
         ip -n "$PREFIX-sw" link set "d$r" up
         ip -n "$PREFIX-sw" link set "q$r" up
     done
+}
+
+# tcp_setup NS: the rank namespace's TCP.  After an idle moment longer than
+# its retransmission timeout Linux restarts a connection's window
+# (tcp_slow_start_after_idle); a ring's link idles between blocks whenever
+# compute is the limit, and the model's link has one rate whatever came
+# before, so it is off by default (--slow-start-after-idle 1: the kernel's
+# default; at +1000 us, 3 rounds each under load, the stall was 18.5-20.5%
+# with it and 17.5-18.2% without).  --tcp-cc NAME: the congestion control
+# (default: the kernel's, bbr here).
+tcp_setup() {
+    ip netns exec "$1" sysctl -qw net.ipv4.tcp_slow_start_after_idle="$slow_start_after_idle"
+    [ -z "$tcp_cc" ] || ip netns exec "$1" sysctl -qw net.ipv4.tcp_congestion_control="$tcp_cc"
 }
 
 # add_latency US: every frame a rank sends is held US us by delay_relay in
@@ -473,16 +500,54 @@ range() { cut -d' ' -f"$1" "$2" | sort -g | sed -n '1p;$p' | paste -sd- -; } # r
 declare -A effective
 plan_dir() { echo "$TMP/$1.$2.$3.$4/plan"; } # plan_dir APP RANKS THREADS PIPELINE
 
+# ranks_calibration APP RANKS THREADS PIPELINE: the job itself for a few
+# epochs, its ranks as processes on this machine talking TCP through the
+# loopback (no shaping, no relay: the link costs next to nothing, so every
+# rank computes nearly all the time); prints "busy_core_speed cpu_rate":
+# the busiest rank's work per CPU second of its cells (its median over the
+# rotations after the first) and that over the serial calibration's CPU
+# rate (busy_of).  Unlike --calibrate-threads (the workers as threads of
+# one process) it pays what the measured run pays besides the link: one
+# process per rank with its transport threads, their time slices on
+# shared cores, and the TCP copies of every block in the ranks' time.
+ranks_calibration() {
+    local app=$1 n=$2 th=$3 plan r pids=() rc=0 work cpu
+    plan=$(plan_dir "$app" "$n" "$th" "$4")
+    port=$((port + 16))
+    : >"$TMP/hosts.lo"
+    for ((r = 0; r < n; r++)); do echo "127.0.0.1:$((port + 20000 + r))" >>"$TMP/hosts.lo"; done
+    for ((r = 0; r < n; r++)); do
+        # shellcheck disable=SC2046
+        ROTOR_LOG=debug "$ROTOR" train --plan "$plan" --app "$app" $(app_args "$app") \
+            $(calibration_epochs "$app") --threads "$th" --transport tcp --pin no --node "$r" \
+            --nodes "$n" --hostfile "$TMP/hosts.lo" >/dev/null 2>"$TMP/cal.$r" &
+        pids+=($!)
+    done
+    for p in "${pids[@]}"; do wait "$p" || rc=1; done
+    [ "$rc" = 0 ] || { tail -n 5 "$TMP"/cal.* >&2; return 1; }
+    work=$(busiest_work "$app" "$n" "$th" "$4")
+    cpu=$(rank_max_median "$n" "compute CPU" "$TMP/cal")
+    awk -v w="$work" -v c="$cpu" 'BEGIN { printf "%.6g\n", (c > 0 ? w / c : 0) }' >"$TMP/ranks_rate"
+    echo "$(busy_of "$(col_median 7 "$TMP/pairs")" "$(cat "$TMP/ranks_rate")") $(cat "$TMP/ranks_rate")"
+}
+
+calibration_epochs() { # a short run: 4 epochs, the medians over the last 3
+    if [ "$1" = lda ]; then echo "--iters 4"; else echo "--epochs 4"; fi
+}
+
 # one_round APP RANKS GBPS LAT_US THREADS PIPELINE ADDED_US: the machine's
 # speed now (calibrate_round), then one run; appends "compute epoch stall
 # rate busy_core_speed threads_cpu_rate compute_cpu steal compute_sys" to $TMP/rounds:
 # the run's compute (rank_max_median) and median epoch and stall over its
 # epochs after the first, the speed its prediction gets, the compute's CPU
-# seconds, the steal while it ran and the compute's kernel seconds.
+# seconds, the steal while it ran and the compute's kernel seconds, and
+# "ranks_busy_core_speed ranks_cpu_rate" (ranks_calibration, run after the
+# calibration pair and before the round).
 one_round() {
     local app=$1 n=$2 g=$3 th=$5 c=$6 d=$7 plan r kept ticks
     plan=$(plan_dir "$app" "$n" "$th" "$c")
     calibrate_round "$app" "$plan" "$app.$n.$th.$c" || return 1
+    ranks_calibration "$app" "$n" "$th" "$c" >"$TMP/ranks_speed" || return 1
     ticks=$(cpu_ticks)
     # shellcheck disable=SC2046
     if ! ROTOR_LOG=debug run_ranks "$n" "$ROTOR" train --plan "$plan" --app "$app" \
@@ -495,12 +560,13 @@ one_round() {
     epochs_of_run >"$TMP/epochs"
     echo "$(rank_max_median "$n" compute) $(epoch_medians "$TMP/epochs") $(cat "$TMP/speed")" \
         "$(rank_max_median "$n" "compute CPU") $(steal_between "$ticks")" \
-        "$(rank_max_median "$n" "in the kernel")" >>"$TMP/rounds"
+        "$(rank_max_median "$n" "in the kernel") $(cat "$TMP/ranks_speed")" >>"$TMP/rounds"
     if [ "$keep" = 1 ]; then # the ranks' logs, beside the model's (one_config)
         kept=$TMP/kept/$app.$n.$th.$c.$g.$d/round.$(wc -l <"$TMP/rounds")
         mkdir -p "$kept"
         for ((r = 0; r < n; r++)); do cp "$TMP/log.$r" "$kept/"; done
         cp "$TMP/pairs" "$kept/calibration"
+        for ((r = 0; r < n; r++)); do cp "$TMP/cal.$r" "$kept/calibration.log.$r"; done
     fi
 }
 
@@ -510,12 +576,15 @@ one_round() {
 # rest of the plan's figures (--step-overhead-us, --step-cv, --cell-cv,
 # --worker-cv) pooled over the plan's calibrations, and the link's measures.
 # RATE_SCALE (default 1) multiplies the rate: the diagnostic run at the
-# speed the round really computed at (one_config).
+# speed the round really computed at (one_config).  BUSY_FROM (default
+# --busy-from): the busy core speed of the ranks' calibration (ranks) or of
+# the threaded one (threads).
 predict() {
     local app=$1 n=$2 g=$3 lat=$4 th=$5 c=$6 d=$7 key=$1.$2.$5.$6 plan sim kept r_rate r_busy
-    local scale=${9:-1}
+    local scale=${9:-1} from=${10:-$busy_from} t_busy k_busy
     plan=$(plan_dir "$app" "$n" "$th" "$c")
-    read -r _ _ _ r_rate r_busy _ <<<"$(sed -n "$8p" "$TMP/rounds")"
+    read -r _ _ _ r_rate t_busy _ _ _ _ k_busy _ <<<"$(sed -n "$8p" "$TMP/rounds")"
+    if [ "$from" = ranks ]; then r_busy=$k_busy; else r_busy=$t_busy; fi
     # shellcheck disable=SC2046,SC2207 # app_args: one option a word
     sim=("$ROTOR" simulate --plan "$plan" --app "$app" $(app_args "$app") --json
         --rate "$(awk -v r="$r_rate" -v s="$scale" 'BEGIN { printf "%.6g", r * s }')"
@@ -526,7 +595,7 @@ predict() {
         --gbps "${effective[$g]}" --burst-kib "$burst_kib" --net-cpu-ns-per-byte "${net_ns[$d]}"
         --latency-us "$lat" --overhead-us 10 --host-cores "$(nproc)" --send-buffer-kib 8192)
     "${sim[@]}"
-    if [ "$keep" = 1 ] && [ "$scale" = 1 ]; then # the model's per-node lines and command
+    if [ "$keep" = 1 ] && [ "$scale" = 1 ] && [ "$from" = "$busy_from" ]; then # the model's per-node lines and command
         kept=$TMP/kept/$app.$n.$th.$c.$g.$d/round.$8
         mkdir -p "$kept"
         echo "${sim[*]}" >"$kept/simulate.cmd"
@@ -543,7 +612,7 @@ predict() {
 # among them, that ran in their time slices); nan if absent.
 rank_max_median() {
     for ((r = 0; r < $1; r++)); do
-        sed -n "s/.*engine: rank [0-9]* rotation: .*, $2 \([0-9.]*\) s.*/\1/p" "$TMP/log.$r" |
+        sed -n "s/.*engine: rank [0-9]* rotation: .*, $2 \([0-9.]*\) s.*/\1/p" "${3:-$TMP/log}.$r" |
             tail -n +2 | median nan
     done | sort -g | tail -n 1
 }
@@ -568,13 +637,15 @@ col_median() { cut -d' ' -f"$1" "${2:-$TMP/rounds}" | median; } # col_median COL
 # json_list COLUMN [FILE]: a column as a JSON list
 json_list() { cut -d' ' -f"$1" "${2:-$TMP/rounds}" | paste -sd, - | sed 's/^/[/; s/$/]/; s/,/, /g'; }
 
+other_busy_from() { if [ "$busy_from" = ranks ]; then echo threads; else echo ranks; fi; }
+
 # one_config APP RANKS GBPS LAT_US THREADS PIPELINE ADDED_US: --rounds runs,
 # each after a calibration of the machine's speed, each predicted from its
 # own; measured and predicted are the medians over the rounds of each
 # round's figures (its median over its epochs, and the model's median over
 # its jittered rotations).  The per-round lists are in the JSON too.
 one_config() {
-    local app=$1 n=$2 g=$3 lat=$4 th=$5 c=$6 d=$7 load me ms pe ps pred crit i
+    local app=$1 n=$2 g=$3 lat=$4 th=$5 c=$6 d=$7 load me ms pe ps pred given alt crit i
     local key=$app.$n.$th.$c
     shape "$g"
     if [ -z "${effective[$g]:-}" ]; then # the link's bandwidth, without the added latency
@@ -591,10 +662,12 @@ one_config() {
         given=$(predict "$@" "$i" "$(awk -v p="$(json_num compute_s "$pred")" \
             -v m="$(sed -n "${i}p" "$TMP/rounds" | cut -d' ' -f1)" \
             'BEGIN { printf "%.6g", (m + 0 > 0 && p + 0 > 0 ? p / m : 1) }')") || return 1
+        alt=$(predict "$@" "$i" 1 "$(other_busy_from)") || return 1
         echo "$(json_num predicted_epoch_s "$pred") $(json_num predicted_stall "$pred")" \
             "$(json_num compute_s "$pred")" \
             "$(echo "$pred" | sed -n 's/.*"critical": "\([a-z]*\)".*/\1/p')" \
-            "$(json_num predicted_epoch_s "$given") $(json_num predicted_stall "$given")" >>"$TMP/preds"
+            "$(json_num predicted_epoch_s "$given") $(json_num predicted_stall "$given")" \
+            "$(json_num predicted_epoch_s "$alt") $(json_num predicted_stall "$alt")" >>"$TMP/preds"
     done
     me=$(col_median 2) ms=$(col_median 3) pe=$(col_median 1 "$TMP/preds") ps=$(col_median 2 "$TMP/preds")
     crit=$(cut -d' ' -f4 "$TMP/preds" | sort | uniq -c | sort -rn | awk 'NR == 1 { print $2 }')
@@ -625,6 +698,14 @@ one_config() {
         "$(json_list 5 "$TMP/preds")" "$(json_list 6 "$TMP/preds")"
     printf '"round_compute_cpu_ratio": %s, ' "$(awk -v w="$(busiest_work "$app" "$n" "$th" "$c")" \
         '{ printf "%s%.3f", (NR > 1 ? ", " : "["), (w > 0 ? $7 * $6 / w : 0) } END { print "]" }' "$TMP/rounds")"
+    printf '"round_compute_cpu_ratio_ranks": %s, ' "$(awk -v w="$(busiest_work "$app" "$n" "$th" "$c")" \
+        '{ printf "%s%.3f", (NR > 1 ? ", " : "["), (w > 0 ? $7 * $11 / w : 0) } END { print "]" }' "$TMP/rounds")"
+    printf '"busy_from": "%s", "round_ranks_busy_core_speed": %s, "round_ranks_cpu_rate": %s, ' \
+        "$busy_from" "$(json_list 10)" "$(json_list 11)"
+    printf '"alt_busy_from": "%s", "alt_predicted_epoch_s": %s, "alt_predicted_stall": %s, ' \
+        "$(other_busy_from)" "$(col_median 7 "$TMP/preds")" "$(col_median 8 "$TMP/preds")"
+    printf '"round_alt_predicted_epoch_s": %s, "round_alt_predicted_stall": %s, ' \
+        "$(json_list 7 "$TMP/preds")" "$(json_list 8 "$TMP/preds")"
     printf '"calibrations": %d, "rate": %s, "busy_core_speed": %s, "step_overhead_us": %s, ' \
         "$calibrations" "$(col_median 4)" "$(col_median 5)" "${step_us[$key]}"
     printf '"cell_cv": %s, "worker_cv": %s, "step_cv": %s, ' \

@@ -15,6 +15,7 @@
 #include "tools/commands.h"
 #include "tools/sim_shape.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,8 +39,9 @@ typedef struct sim_opts {
     double step_overhead_us;
     double net_cpu_ns_per_byte;
     double inline_below_us, inline_step_us;
-    sim_link_args args; /* --gbps --latency-us --overhead-us --rate --bytes-per-col */
-    int collectives;    /* rt_sim_collectives */
+    double calibrate_pause_us; /* --calibrate-pause-us: idle time after every step */
+    sim_link_args args;        /* --gbps --latency-us --overhead-us --rate --bytes-per-col */
+    int collectives;           /* rt_sim_collectives */
     rt_sim_link link;
     rt_sim_shape knobs; /* host_cores, step_overhead_s, collectives */
     int json;
@@ -70,6 +72,9 @@ static const rt_opt sim_options[] = {
     RT_FLAG_OPT("calibrate-threads", 0, sim_opts, calibrate_threads,
                 "measure it with all the plan's workers as threads of one process (their "
                 "contention for this machine's cores included)"),
+    RT_DOUBLE_OPT("calibrate-pause-us", 0, sim_opts, calibrate_pause_us, "U", "0", 0, 10e6, 0,
+                  "calibrating, every step is followed by U us with no thread computing, as on a "
+                  "rank that waits for its blocks: what a wait costs the next cells"),
     RT_DOUBLE_OPT("host-cores", 0, sim_opts, knobs.host_cores, "N", NULL, 0, HUGE_VAL, 0,
                   "nodes share hosts of N cores among their busy workers (default: every node "
                   "has its own T cores)"),
@@ -329,6 +334,7 @@ typedef struct calib {
     double *rot_s, *rot_work;
     double worker_var_sum;
     int worker_var_n;
+    double pause_s; /* after every step all threads wait this long (a rank waiting for a block) */
 } calib;
 
 /* The rotations a calibration runs (with_calibration_args). */
@@ -420,6 +426,16 @@ static double calib_cell_cv(const calib *c, uint32_t workers)
     return var > 0 ? sqrt(var) / mean : 0;
 }
 
+/* Sleep this long: the workers wait at the engine's barrier meanwhile, so
+ * the cores go idle (or to other processes) as a waiting rank's do. */
+static void pause_for(double seconds)
+{
+    struct timespec ts = {.tv_sec = (time_t)seconds,
+                          .tv_nsec = (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
 static int calib_step_end(void *p, rt_engine *eng, uint64_t rot, uint32_t step, rt_error *err)
 {
     calib *c = p;
@@ -431,7 +447,9 @@ static int calib_step_end(void *p, rt_engine *eng, uint64_t rot, uint32_t step, 
     }
     if (rot > 0 && c->n_handoff < (size_t)CALIB_ROTATIONS * c->blocks)
         c->handoff[c->n_handoff++] = now - c->step_t0 > slowest ? now - c->step_t0 - slowest : 0;
-    c->step_t0 = now;
+    if (rc == 0 && c->pause_s > 0)
+        pause_for(c->pause_s);
+    c->step_t0 = rt_now();
     return rc;
 }
 
@@ -442,7 +460,8 @@ static int calib_rotation_end(void *p, rt_engine *eng, uint64_t rot, const rt_ro
     if (rot > 0) { /* the first rotation warms caches and pages in the shards */
         calib_worker_spread(c);
         c->compute_s += st->compute_s;
-        c->other_s += st->seconds - st->compute_s;
+        /* the pauses are not the steps' cost */
+        c->other_s += st->seconds - st->compute_s - c->pause_s * c->blocks;
         c->rotations++;
     }
     return c->inner->rotation_end(c->inner_app, eng, rot, st, stop, err);
@@ -516,7 +535,11 @@ static int calibrate(sim_opts *o, const rt_app_desc *app, const void *app_opts, 
     rt_transport_config_init(&ec.transport);
     ec.slot_bytes = slot_bytes;
     rt_engine *eng = NULL;
-    calib c = {.inner = app->ops, .cells = cells, .blocks = plan->blocks, .workers = plan->workers};
+    calib c = {.inner = app->ops,
+               .cells = cells,
+               .blocks = plan->blocks,
+               .workers = plan->workers,
+               .pause_s = o->calibrate_pause_us * 1e-6};
     c.spread = calloc(plan->workers, sizeof(calib_spread));
     c.handoff = calloc((size_t)CALIB_ROTATIONS * plan->blocks, sizeof(double));
     c.visit_work = calloc(plan->workers, sizeof(double));

@@ -56,6 +56,19 @@ for how in --calibrate --calibrate-threads; do
         fail "simulate $how: $out"
 done
 
+# --calibrate-pause-us: every step is followed by an idle time, as on a
+# rank waiting for its blocks; that time is neither compute nor the steps'
+# cost (these cells take microseconds: counted, it would cut the rate by
+# orders of magnitude and the step cost would be the 20 ms pause).
+for how in --calibrate --calibrate-threads; do
+    out=$("$ROTOR" simulate --plan "$TMP/p4" --app sgd-mf --rank 4 "$how" --gbps 0 --json \
+        --calibrate-pause-us 20000 2>/dev/null) || fail "simulate $how --calibrate-pause-us"
+    rate=$(echo "$out" | sed -n 's/.*"rate": \([0-9.e+-]*\).*/\1/p')
+    step=$(echo "$out" | sed -n 's/.*"step_overhead_us": \([0-9.e+-]*\).*/\1/p')
+    awk -v r="$rate" -v s="$step" 'BEGIN { exit !(r > 1e5 && s < 10000) }' ||
+        fail "simulate $how --calibrate-pause-us 20000: the pause counted as work or step cost: $out"
+done
+
 set +e
 msg=$("$ROTOR" simulate --plan "$TMP/p1" --app sgd-mf --rate -3 2>&1 >/dev/null)
 rc=$?
