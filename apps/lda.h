@@ -209,7 +209,7 @@ typedef struct lda_tokens {
     uint64_t n_tokens;
     uint64_t *doc_off; /* n_docs + 1 into z: each document's tokens (doc-major) */
     uint16_t *z;       /* topic of every token, doc-major (NULL when aux holds them) */
-    int32_t *ndk;      /* n_docs x K (NULL for the warp sampler's training tokens) */
+    int32_t *ndk;      /* n_docs x K, then LDA_DENSE_ROW_SLACK zeroes (NULL for warp's training) */
     /* warp: per token (doc-major) one record of aux_stride = 2 + mh_steps
      * u16: its topic, the topic its block counts, its pending proposals */
     uint16_t *aux;
@@ -291,8 +291,9 @@ typedef struct lda_scratch {
     double *inv; /* K: 1 / (n_k + V beta) (sparse sampler) */
     double *buf; /* K: bucket terms */
     /* the sparse sampler at K <= LDA_DENSE_K: two sets (one token's, the next's) of the weights
-     * (lda_dense_totals_len(K) chunks each), the loaded word's coef in float (lda_chunks(K)
-     * chunks) and two of the chunks' running totals (lda_dense_totals_len(K) each) */
+     * (lda_dense_totals_len(K) chunks each), the loaded word's coef in float
+     * (lda_dense_totals_len(K) chunks, +0 past K) and two of the chunks' running totals
+     * (lda_dense_totals_len(K) each) */
     float *dense_w, *dense_coef, *dense_total;
     int avx2;     /* the dense weights' vector path (same bits either way) */
     double *coef; /* K: (n_wk + beta) / (n_k + V beta) for the loaded word */
@@ -394,7 +395,8 @@ void lda_doc_counts(const lda_tokens *t, uint32_t K, uint32_t d, int32_t *row);
 
 /* The sparse sampler at K <= LDA_DENSE_K (lda_sample.c): the full
  * conditional's weights ((float)n_dk + alpha) coef[k] over all K topics
- * (document counts ndk; coef: lda_chunks(K) chunks, +0 past K) into w (lda_dense_totals_len(K)
+ * (document counts ndk, readable for lda_dense_totals_len(K) chunks of LDA_CHUNK, all >= 0: those
+ * past K weigh +0; coef: lda_dense_totals_len(K) chunks, +0 past K) into w (lda_dense_totals_len(K)
  * chunks of LDA_CHUNK, +0 past K; the chunks past lda_chunks(K) may be written, with +0), summed in
  * chunks; the chunk sums' running totals into total (lda_dense_totals_len(K)), returns the last.
  * The order of every float operation is stated in lda_sample.c.  avx2 (lda_have_avx2) picks the
@@ -421,6 +423,10 @@ static inline uint32_t lda_dense_totals_len(uint32_t K)
 {
     return lda_chunks(lda_chunks(K)) * LDA_CHUNK;
 }
+/* The vector path reads a document row (and changes a count) a whole group of LDA_CHUNK chunks at
+ * a time, past the row's K counts into the next row's: a document-topic matrix keeps this many
+ * zeroed counts after its last row (lda_dense_totals_len(K) * LDA_CHUNK - K < this). */
+#define LDA_DENSE_ROW_SLACK (LDA_CHUNK * LDA_CHUNK)
 float lda_dense_weights(int avx2, const int32_t *ndk, float alpha, const float *coef, uint32_t K,
                         float *w, float *total);
 /* One weight changed since w and total were computed: topic k's is now w, d more than before

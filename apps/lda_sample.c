@@ -41,7 +41,7 @@ int lda_scratch_init(lda_scratch *s, uint32_t K)
     s->inv = rt_alloc(K * sizeof(double));
     s->buf = rt_alloc(K * sizeof(double));
     s->dense_w = rt_alloc(2 * lda_dense_totals_len(K) * LDA_CHUNK * sizeof(float));
-    s->dense_coef = rt_alloc(lda_chunks(K) * LDA_CHUNK * sizeof(float));
+    s->dense_coef = rt_alloc(lda_dense_totals_len(K) * LDA_CHUNK * sizeof(float));
     s->dense_total = rt_alloc(2 * lda_dense_totals_len(K) * sizeof(float));
     s->coef = rt_alloc(K * sizeof(double));
     s->aprob = rt_alloc(K * sizeof(float));
@@ -249,18 +249,6 @@ AVX2 static inline __m256 chunk_full_avx2(const int32_t *ndk, __m256 alpha, cons
     return _mm256_mul_ps(_mm256_add_ps(n, alpha), _mm256_loadu_ps(coef + k));
 }
 
-/* The chunk at k past the last whole one: n_dk past K reads as 0 and
- * coef there is +0 (lda.h), so their weight is +0, as on the portable
- * path. */
-AVX2 static inline __m256 chunk_part_avx2(const int32_t *ndk, __m256 alpha, const float *coef,
-                                          uint32_t k, uint32_t K)
-{
-    const __m256i m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(K - k)),
-                                         _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    const __m256 n = _mm256_cvtepi32_ps(_mm256_maskload_epi32(ndk + k, m));
-    return _mm256_mul_ps(_mm256_add_ps(n, alpha), _mm256_loadu_ps(coef + k));
-}
-
 /* The sums S_c of 8 chunks (as above): two rounds of pairwise adds within
  * each 128-bit half, then the halves added. */
 AVX2 static inline __m256 chunk_sums_avx2(__m256 v0, __m256 v1, __m256 v2, __m256 v3, __m256 v4,
@@ -319,16 +307,18 @@ AVX2 static inline __m256 group_avx2(__m256 v0, __m256 v1, __m256 v2, __m256 v3,
     return _mm256_permute2f128_ps(last, last, 0x81);
 }
 
-/* Groups of 8 chunks in registers, their weights stored to w for the find
- * (the last group's chunks past lda_chunks(K) as +0). */
+/* Groups of 8 chunks in registers, their weights stored to w for the find.
+ * Every group is whole, so every token runs the same code: the chunks past
+ * the row's K counts read on into the next row's counts (or the slack after
+ * the last row, lda.h), which weigh +0 against coef's +0 there, as on the
+ * portable path (a count is >= 0, so (n + alpha) * +0 is +0). */
 AVX2 static DENSE_INLINE float weights_avx2(const int32_t *ndk, float alpha, const float *coef,
                                             uint32_t K, float *w, float *total)
 {
-    const uint32_t nc = lda_chunks(K), full = K / LDA_CHUNK;
+    const uint32_t n = lda_dense_totals_len(K);
     const __m256 av = _mm256_set1_ps(alpha);
     __m256 base = _mm256_setzero_ps();
-    uint32_t c = 0;
-    for (; c + 8 <= full; c += 8) {
+    for (uint32_t c = 0; c < n; c += 8) {
         __m256 v[8];
         for (uint32_t i = 0; i < 8; i++) {
             v[i] = chunk_full_avx2(ndk, av, coef, (c + i) * LDA_CHUNK);
@@ -336,22 +326,9 @@ AVX2 static DENSE_INLINE float weights_avx2(const int32_t *ndk, float alpha, con
         }
         base = group_avx2(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], base, total + c);
     }
-    if (c < nc) {
-        /* the last group in registers too (the branches go the same way on
-         * every token): whole chunks, the part chunk by a masked load and
-         * +0 past lda_chunks(K), so nothing is read past the row */
-        __m256 v[8];
-        for (uint32_t i = 0; i < 8; i++) {
-            const uint32_t d = c + i;
-            v[i] = d < full ? chunk_full_avx2(ndk, av, coef, d * LDA_CHUNK)
-                   : d < nc ? chunk_part_avx2(ndk, av, coef, d * LDA_CHUNK, K)
-                            : _mm256_setzero_ps();
-            _mm256_storeu_ps(w + d * LDA_CHUNK, v[i]);
-        }
-        base = group_avx2(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], base, total + c);
-    }
-    /* total[nc - 1] without the trip through memory: the last group's last
-     * total (its chunks past lda_chunks(K) add +0), in base's low lane */
+    /* total[lda_chunks(K) - 1] without the trip through memory: the last
+     * group's last total (the chunks past lda_chunks(K) add +0), in base's
+     * low lane */
     return _mm256_cvtss_f32(base);
 }
 
@@ -505,14 +482,13 @@ AVX2 static inline __m256i lane_avx2(uint32_t k)
                               _mm256_set1_epi32((int)(k % LDA_CHUNK)));
 }
 
-/* n_dk += dn; the partial chunk (k >= whole) is read by masked loads, so
- * it keeps the 4-byte store (the row ends there). */
-AVX2 static inline void ndk_move_avx2(int32_t *ndk, uint32_t k, int dn, uint32_t whole)
+/* n_dk += dn.  The chunk of a topic in the row's last, partial chunk
+ * reaches into the next row (or the slack after the last row, lda.h),
+ * whose counts are written back as they were: the worker's rows are this
+ * thread's alone during a visit.  So no branch on k, which no predictor
+ * could guess. */
+AVX2 static inline void ndk_move_avx2(int32_t *ndk, uint32_t k, int dn)
 {
-    if (k >= whole) {
-        ndk[k] += dn;
-        return;
-    }
     __m256i *x = (__m256i *)(ndk + k / LDA_CHUNK * LDA_CHUNK);
     const __m256i v = _mm256_loadu_si256(x), m = lane_avx2(k); /* m: -1 in lane k */
     _mm256_storeu_si256(x, dn > 0 ? _mm256_sub_epi32(v, m) : _mm256_add_epi32(v, m));
@@ -528,7 +504,7 @@ AVX2 static inline void coef_set_avx2(float *coef, uint32_t k, float c)
 /* As dense_count_portable. */
 AVX2 static inline float dense_count_avx2(const dense_run *d, int32_t *ndk, uint32_t k, int dn)
 {
-    ndk_move_avx2(ndk, k, dn, d->K / LDA_CHUNK * LDA_CHUNK);
+    ndk_move_avx2(ndk, k, dn);
     const float c = dense_move(d, k, dn);
     coef_set_avx2(d->coef, k, c);
     return c;

@@ -151,7 +151,7 @@ static int tokens_build(lda_tokens *t, const rt_plan *plan, const rt_shard *sh, 
     t->run_word = xcalloc(runs, sizeof(uint32_t), &fail);
     t->run_end = xcalloc(runs, sizeof(uint64_t), &fail);
     if (!warp && !lists) {
-        t->ndk = xcalloc((size_t)n_docs * K, sizeof(int32_t), &fail);
+        t->ndk = xcalloc((size_t)n_docs * K + LDA_DENSE_ROW_SLACK, sizeof(int32_t), &fail);
         advise_huge(t->ndk, (size_t)n_docs * K * sizeof(int32_t));
     }
     if (test_ids) {

@@ -208,9 +208,11 @@ static void test_dense(void **state)
 {
     (void)state;
     enum { KMAX = LDA_DENSE_K, NC = (KMAX + LDA_CHUNK - 1) / LDA_CHUNK };
-    static int32_t ndk[KMAX];
-    static float coef[NC * LDA_CHUNK], w[NC * LDA_CHUNK], got[2][(NC + LDA_CHUNK) * LDA_CHUNK],
-        sums[NC], want[NC + LDA_CHUNK], tot[2][NC + LDA_CHUNK];
+    /* the row, then the counts the vector path reads past it (lda.h) */
+    static int32_t ndk[(NC + LDA_CHUNK) * LDA_CHUNK];
+    static float coef[(NC + LDA_CHUNK) * LDA_CHUNK], w[NC * LDA_CHUNK],
+        got[2][(NC + LDA_CHUNK) * LDA_CHUNK], sums[NC], want[NC + LDA_CHUNK],
+        tot[2][NC + LDA_CHUNK];
     const float alpha = 0.5f;
     rt_rng r;
     rt_rng_seed(&r, 7, 1);
@@ -218,8 +220,11 @@ static void test_dense(void **state)
     for (size_t ki = 0; ki < sizeof(Ks) / sizeof(Ks[0]); ki++) {
         const uint32_t K = Ks[ki], nc = lda_chunks(K);
         assert_true(lda_dense_totals_len(K) <= NC + LDA_CHUNK);
+        assert_true(lda_dense_totals_len(K) * LDA_CHUNK - K <= LDA_DENSE_ROW_SLACK);
         memset(got, 0, sizeof(got));   /* the padding is the caller's zeroes */
         memset(coef, 0, sizeof(coef)); /* +0 past K */
+        for (uint32_t k = K; k < lda_dense_totals_len(K) * LDA_CHUNK; k++)
+            ndk[k] = (int32_t)lda_below(&r, 1000); /* the next row's: they weigh +0 */
         for (uint32_t k = 0; k < K; k++) {
             ndk[k] = lda_below(&r, 4) ? 0 : (int32_t)lda_below(&r, 50);
             /* some zero weights (a real coef is never 0), some whole zero chunks */
