@@ -4,7 +4,8 @@
 #
 #   bench/scale.sh [--quick] [--ranks 2,4,8] [--gbps 1,5,25] [--apps sgd-mf,lda]
 #                  [--epochs N] [--rounds 3] [--calibrations 1] [--keep] [--size small|large]
-#                  [--busy-from ranks|threads] [--slow-start-after-idle 0|1] [--tcp-cc NAME]
+#                  [--busy-from ranks|threads] [--wake-pause-us 50000]
+#                  [--slow-start-after-idle 0|1] [--tcp-cc NAME]
 #                  [--configs APP:RANKS:GBPS[:THREADS[:PIPELINE[:ADDED_LATENCY_US]]],...]
 #   bench/scale.sh --auto APP:RANKS:GBPS [--rounds 3] [--epochs N]
 #
@@ -41,13 +42,16 @@
 # pin to the same core) and take its median epoch time and stall over the
 # epochs after the first; and predict that round (the model's medians over
 # its rotations) with `rotor simulate`: its speed (--rate, and
-# --busy-core-speed: the threaded calibration's rate per CPU second of a
-# visit over the serial one's, or with --busy-from ranks the ranks'
-# calibration's per CPU second of their cells) from the calibrations made
+# --busy-core-speed: the ranks' calibration's rate per CPU second of their
+# cells over the serial one's, or with --busy-from threads the threaded
+# calibration's per CPU second of a visit) from the calibrations made
 # right before it,
 # the rest of the plan's figures (--step-overhead-us, --step-cv, --cell-cv,
-# --worker-cv) the medians over all the plan's calibrations in this run so
-# far; the bandwidth TCP reaches through the shaped link (gbps_tcp, rotor
+# --worker-cv, --wake-speed) the medians over all the plan's calibrations in
+# this run so far (wake speed: the threaded calibration's steps that each
+# followed --wake-pause-us of idle cores, default 50 ms, against its
+# others, in CPU per unit of work, at most 1; the model slows a step that
+# follows 1 ms or more of its node's idling by it; 0: none); the bandwidth TCP reaches through the shaped link (gbps_tcp, rotor
 # bench-link) and tbf's burst (--burst-kib), all ranks on this machine's
 # cores (--host-cores $(nproc): the emulation's truth; a real cluster gives
 # every node its own), the kernel's CPU per byte moved taken from those
@@ -71,7 +75,7 @@
 #    "worker_cv", "step_cv", "critical", "loadavg", "round_compute_cpu_ratio_ranks",
 #    "busy_from", "round_ranks_busy_core_speed", "round_ranks_cpu_rate", "alt_busy_from",
 #    "alt_predicted_epoch_s", "alt_predicted_stall", "round_alt_predicted_epoch_s",
-#    "round_alt_predicted_stall"}
+#    "round_alt_predicted_stall", "wake_speed", "round_wake_rate_ratio"}
 # (the round_ lists: each round's figures, in order; rate and
 # busy_core_speed: the medians of the rounds' speeds.)
 # (compute: the most any rank spends in its kernel per epoch, from the
@@ -107,7 +111,7 @@
 # (round.N), with the model's command and per-node debug lines for that
 # round and the calibration pairs run before it (one line each: rate,
 # inline_us, step_us, cell_cv, step_cv, worker_cv, serial and threaded CPU
-# rates).
+# rates, wake ratio) and the ranks' calibration's logs (calibration.log.R).
 # Without root or namespaces it prints a message and exits 0.
 # One scale.sh at a time owns the rtscale-* namespaces (lock
 # /run/lock/rotor-scale.lock): a second one exits 2 saying so.  Every exit
@@ -116,9 +120,9 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 ranks=2,4,8 gbps=1,5,25 apps=sgd-mf,lda epochs="" rounds=3 quick=0 keep=0 configs="" auto="" size=small
-calibrations=1 tcp_cc="" slow_start_after_idle=0 busy_from=threads
+calibrations=1 tcp_cc="" slow_start_after_idle=0 busy_from=ranks wake_pause_us=50000
 BENCH_FLAGS=([quick]=quick=1 [keep]=keep=1)
-bench_options 2,114 "$@"
+bench_options 2,119 "$@"
 case $busy_from in ranks | threads) ;; *) bench_fail "--busy-from is ranks or threads, not $busy_from" ;; esac
 case $size in
 small) mf_cols=10000 mf_nnz=1500000 mf_rank=64 lda_docs=6000 lda_vocab=20000 ;;
@@ -416,7 +420,7 @@ epoch_medians() { # epoch_medians FILE
     echo "$(col_median 1 "$1") $(col_median 2 "$1")"
 }
 
-declare -A rate step_us cell_cv step_cv worker_cv inline_us busy_speed
+declare -A rate step_us cell_cv step_cv worker_cv inline_us busy_speed wake
 # The kernel rate of one thread on this machine now (serial, unpinned): a
 # rank's thread computes at that rate while it has a core to itself (the
 # model shares the cores); the rest of a serial step is what a step costs
@@ -438,10 +442,10 @@ calibrate_once() { # calibrate_once APP PLAN
     serial_cpu=$(json_num busy_rate "$out")
     # shellcheck disable=SC2046
     out=$("$ROTOR" simulate --plan "$2" --app "$1" $(app_args "$1") --calibrate-threads \
-        --gbps 0 --json 2>&1) || { echo "$out" >&2; return 1; }
+        --calibrate-pause-us "$wake_pause_us" --gbps 0 --json 2>&1) || { echo "$out" >&2; return 1; }
     echo "$r $inl $(json_num step_overhead_us "$out") $(json_num cell_cv "$out")" \
         "$(json_num step_cv "$out") $(json_num worker_cv "$out") $serial_cpu" \
-        "$(json_num busy_rate "$out")"
+        "$(json_num busy_rate "$out") $(json_num wake_rate_ratio "$out")"
 }
 
 json_num() { echo "$2" | sed -n "s/.*\"$1\": \([0-9.e+-]*\).*/\1/p"; } # json_num NAME JSON
@@ -466,6 +470,7 @@ plan_figures() {
     step_us[$key]=$(col_median 3 "$f") cell_cv[$key]=$(col_median 4 "$f")
     step_cv[$key]=$(col_median 5 "$f") worker_cv[$key]=$(col_median 6 "$f")
     busy_speed[$key]=$(busy_of "$(col_median 7 "$f")" "$(col_median 8 "$f")")
+    wake[$key]=$(busy_of 1 "$(col_median 9 "$f")")
 }
 
 # calibrate APP PLAN KEY PAIRS: PAIRS more calibration pairs of the plan
@@ -503,10 +508,10 @@ plan_dir() { echo "$TMP/$1.$2.$3.$4/plan"; } # plan_dir APP RANKS THREADS PIPELI
 # ranks_calibration APP RANKS THREADS PIPELINE: the job itself for a few
 # epochs, its ranks as processes on this machine talking TCP through the
 # loopback (no shaping, no relay: the link costs next to nothing, so every
-# rank computes nearly all the time); prints "busy_core_speed cpu_rate":
-# the busiest rank's work per CPU second of its cells (its median over the
-# rotations after the first) and that over the serial calibration's CPU
-# rate (busy_of).  Unlike --calibrate-threads (the workers as threads of
+# rank computes nearly all the time); prints "busy_core_speed cpu_rate
+# serial_cpu_rate": the busiest rank's work per CPU second of its cells (its
+# median over the rotations after the first), that over the serial
+# calibration's CPU rate (busy_of) and the latter.  Unlike --calibrate-threads (the workers as threads of
 # one process) it pays what the measured run pays besides the link: one
 # process per rank with its transport threads, their time slices on
 # shared cores, and the TCP copies of every block in the ranks' time.
@@ -528,11 +533,12 @@ ranks_calibration() {
     work=$(busiest_work "$app" "$n" "$th" "$4")
     cpu=$(rank_max_median "$n" "compute CPU" "$TMP/cal")
     awk -v w="$work" -v c="$cpu" 'BEGIN { printf "%.6g\n", (c > 0 ? w / c : 0) }' >"$TMP/ranks_rate"
-    echo "$(busy_of "$(col_median 7 "$TMP/pairs")" "$(cat "$TMP/ranks_rate")") $(cat "$TMP/ranks_rate")"
+    echo "$(busy_of "$(col_median 7 "$TMP/pairs")" "$(cat "$TMP/ranks_rate")")" \
+        "$(cat "$TMP/ranks_rate") $(col_median 7 "$TMP/pairs")"
 }
 
-calibration_epochs() { # a short run: 4 epochs, the medians over the last 3
-    if [ "$1" = lda ]; then echo "--iters 4"; else echo "--epochs 4"; fi
+calibration_epochs() { # a short run (about 2 s): the medians over all epochs but the first
+    if [ "$1" = lda ]; then echo "--iters 10"; else echo "--epochs 4"; fi
 }
 
 # one_round APP RANKS GBPS LAT_US THREADS PIPELINE ADDED_US: the machine's
@@ -541,8 +547,8 @@ calibration_epochs() { # a short run: 4 epochs, the medians over the last 3
 # the run's compute (rank_max_median) and median epoch and stall over its
 # epochs after the first, the speed its prediction gets, the compute's CPU
 # seconds, the steal while it ran and the compute's kernel seconds, and
-# "ranks_busy_core_speed ranks_cpu_rate" (ranks_calibration, run after the
-# calibration pair and before the round).
+# "ranks_busy_core_speed ranks_cpu_rate serial_cpu_rate" (ranks_calibration,
+# run after the calibration pair and before the round).
 one_round() {
     local app=$1 n=$2 g=$3 th=$5 c=$6 d=$7 plan r kept ticks
     plan=$(plan_dir "$app" "$n" "$th" "$c")
@@ -560,7 +566,8 @@ one_round() {
     epochs_of_run >"$TMP/epochs"
     echo "$(rank_max_median "$n" compute) $(epoch_medians "$TMP/epochs") $(cat "$TMP/speed")" \
         "$(rank_max_median "$n" "compute CPU") $(steal_between "$ticks")" \
-        "$(rank_max_median "$n" "in the kernel") $(cat "$TMP/ranks_speed")" >>"$TMP/rounds"
+        "$(rank_max_median "$n" "in the kernel") $(cat "$TMP/ranks_speed")" \
+        "$(col_median 9 "$TMP/pairs")" >>"$TMP/rounds"
     if [ "$keep" = 1 ]; then # the ranks' logs, beside the model's (one_config)
         kept=$TMP/kept/$app.$n.$th.$c.$g.$d/round.$(wc -l <"$TMP/rounds")
         mkdir -p "$kept"
@@ -577,14 +584,25 @@ one_round() {
 # --worker-cv) pooled over the plan's calibrations, and the link's measures.
 # RATE_SCALE (default 1) multiplies the rate: the diagnostic run at the
 # speed the round really computed at (one_config).  BUSY_FROM (default
-# --busy-from): the busy core speed of the ranks' calibration (ranks) or of
-# the threaded one (threads).
+# --busy-from): the busy core speed of the threaded calibration (threads),
+# or the ranks' (ranks): then the cores compute at the ranks' CPU rate
+# while all are busy, and alone at the serial calibration's unless the
+# ranks were faster (calibrations a minute apart differ by 10-20% here, and
+# the ranks' figure is the one taken the way the round computes): rate x
+# max(1, ratio), busy core speed min(1, ratio), ratio the ranks' CPU rate
+# over the serial one's; the serial run's wall over CPU rate (a core shared
+# with other processes) stays in both.
 predict() {
     local app=$1 n=$2 g=$3 lat=$4 th=$5 c=$6 d=$7 key=$1.$2.$5.$6 plan sim kept r_rate r_busy
-    local scale=${9:-1} from=${10:-$busy_from} t_busy k_busy
+    local scale=${9:-1} from=${10:-$busy_from} t_busy k_cpu s_cpu
     plan=$(plan_dir "$app" "$n" "$th" "$c")
-    read -r _ _ _ r_rate t_busy _ _ _ _ k_busy _ <<<"$(sed -n "$8p" "$TMP/rounds")"
-    if [ "$from" = ranks ]; then r_busy=$k_busy; else r_busy=$t_busy; fi
+    read -r _ _ _ r_rate t_busy _ _ _ _ _ k_cpu s_cpu <<<"$(sed -n "$8p" "$TMP/rounds")"
+    r_busy=$t_busy
+    if [ "$from" = ranks ]; then
+        read -r r_rate r_busy <<<"$(awk -v r="$r_rate" -v k="$k_cpu" -v s="$s_cpu" 'BEGIN {
+            x = (k > 0 && s > 0) ? k / s : 1; if (x < 0.01) x = 0.01
+            printf "%.6g %.4g\n", (x > 1 ? r * x : r), (x > 1 ? 1 : x) }')"
+    fi
     # shellcheck disable=SC2046,SC2207 # app_args: one option a word
     sim=("$ROTOR" simulate --plan "$plan" --app "$app" $(app_args "$app") --json
         --rate "$(awk -v r="$r_rate" -v s="$scale" 'BEGIN { printf "%.6g", r * s }')"
@@ -592,6 +610,7 @@ predict() {
         --step-cv "${step_cv[$key]}" --cell-cv "${cell_cv[$key]}" --worker-cv "${worker_cv[$key]}"
         --inline-below-us 2000
         --inline-step-us "${inline_us[$key]}" --busy-core-speed "$r_busy"
+        --wake-speed "${wake[$key]}" --wake-after-us 1000
         --gbps "${effective[$g]}" --burst-kib "$burst_kib" --net-cpu-ns-per-byte "${net_ns[$d]}"
         --latency-us "$lat" --overhead-us 10 --host-cores "$(nproc)" --send-buffer-kib 8192)
     "${sim[@]}"
@@ -710,6 +729,7 @@ one_config() {
         "$calibrations" "$(col_median 4)" "$(col_median 5)" "${step_us[$key]}"
     printf '"cell_cv": %s, "worker_cv": %s, "step_cv": %s, ' \
         "${cell_cv[$key]}" "${worker_cv[$key]}" "${step_cv[$key]}"
+    printf '"wake_speed": %s, "round_wake_rate_ratio": %s, ' "${wake[$key]}" "$(json_list 13)"
     printf '"critical": "%s", "loadavg": "%s"}\n' "$crit" "$load"
 }
 
@@ -721,7 +741,8 @@ calibration_line() {
         "rate ${rate[$key]} ($(range 1 "$f")), busy_core_speed ${busy_speed[$key]}" \
         "(CPU rates: serial $(range 7 "$f"), threads $(range 8 "$f"))," \
         "step_us ${step_us[$key]} ($(range 3 "$f")), cell_cv ${cell_cv[$key]} ($(range 4 "$f"))," \
-        "worker_cv ${worker_cv[$key]} ($(range 6 "$f")), step_cv ${step_cv[$key]} ($(range 5 "$f"));" \
+        "worker_cv ${worker_cv[$key]} ($(range 6 "$f")), step_cv ${step_cv[$key]} ($(range 5 "$f")))," \
+        "wake_speed ${wake[$key]} (ratios $(range 9 "$f"));" \
         "rounds' rate $(cut -d' ' -f4 "$TMP/rounds" | paste -sd' ' -)," \
         "busy_core_speed $(cut -d' ' -f5 "$TMP/rounds" | paste -sd' ' -)" >&2
 }

@@ -65,17 +65,18 @@ typedef enum node_phase {
 typedef struct sim_node {
     node_phase phase;
     uint32_t step;
-    uint32_t busy;    /* its workers with work left in this step */
-    double since;     /* when the current phase began */
-    double release;   /* PHASE_REDUCE, PHASE_EPOCH: when the collective ends (INFINITY: not
-                         every node is in yet) */
-    double stall;     /* time waiting for arrivals */
-    double credit;    /* time blocked waiting for credits */
-    double compute;   /* sum of step compute times */
-    double link;      /* when the node's outgoing link is free */
-    double step_cost; /* PHASE_STEP_END: this step's fixed cost */
-    int inline_step;  /* this step's cells run on the orchestrating thread */
-    double tokens;    /* the link's token bucket (burst_bytes), as of tokens_at */
+    uint32_t busy;      /* its workers with work left in this step */
+    double since;       /* when the current phase began */
+    double release;     /* PHASE_REDUCE, PHASE_EPOCH: when the collective ends (INFINITY: not
+                           every node is in yet) */
+    double stall;       /* time waiting for arrivals */
+    double credit;      /* time blocked waiting for credits */
+    double compute;     /* sum of step compute times */
+    double link;        /* when the node's outgoing link is free */
+    double step_cost;   /* PHASE_STEP_END: this step's fixed cost */
+    int inline_step;    /* this step's cells run on the orchestrating thread */
+    double compute_end; /* when its last step's compute ended (the rotation's start before) */
+    double tokens;      /* the link's token bucket (burst_bytes), as of tokens_at */
     double tokens_at;
 } sim_node;
 
@@ -287,6 +288,11 @@ static void compute_start(sim_state *s, const rt_sim_shape *sh, uint32_t n)
     d->phase = PHASE_COMPUTE, d->since = s->now, d->busy = 0;
     double cells_s = step_cells_s(s, sh, n);
     d->inline_step = cells_s < sh->inline_below_s;
+    /* after an idle time the cells run slower (wake_speed) */
+    double woken = sh->wake_speed > 0 && sh->wake_speed < 1 &&
+                           s->now - d->compute_end >= sh->wake_after_s && s->now > d->compute_end
+                       ? 1 / sh->wake_speed
+                       : 1;
     for (uint32_t th = 0; th < s->T; th++) {
         uint32_t w = n * s->T + th;
         uint32_t b = sh->schedule[(size_t)d->step * s->W + w];
@@ -295,7 +301,7 @@ static void compute_start(sim_state *s, const rt_sim_shape *sh, uint32_t n)
             x = th == 0 ? cells_s : 0;
         if (x <= 0)
             continue;
-        x *= s->worker_factor[w] * jitter(s, s->cell_sigma);
+        x *= woken * s->worker_factor[w] * jitter(s, s->cell_sigma);
         s->done_at[w] = h->progress + x;
         d->busy++, h->busy++;
     }
@@ -320,6 +326,7 @@ static void workers_finish(sim_state *s, const rt_sim_shape *sh)
             h->busy--;
             if (--d->busy == 0) {
                 d->compute += s->now - d->since;
+                d->compute_end = s->now;
                 step_end_begin(s, sh, w / s->T);
             }
         }
@@ -577,6 +584,9 @@ static int check_shape(const rt_sim_shape *sh, rt_error *err)
         return rt_fail(err, RT_EXIT_INPUT, "simulate: a byte's CPU cost cannot be negative");
     if (sh->busy_core_speed < 0 || sh->busy_core_speed > 1)
         return rt_fail(err, RT_EXIT_INPUT, "simulate: the busy core speed must be in (0, 1]");
+    if (sh->wake_speed < 0 || sh->wake_speed > 1 || sh->wake_after_s < 0)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "simulate: the speed after an idle time must be in (0, 1], the time >= 0");
     if (!sh->cell_work || !sh->block_bytes || !sh->schedule)
         return rt_fail(err, RT_EXIT_INPUT, "simulate: shape without cells or schedule");
     return 0;

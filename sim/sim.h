@@ -18,7 +18,9 @@
  *      (busy_core_speed: shared cache and memory bandwidth), so a worker
  *      runs at min(1, cores / busy) x the speed of min(busy, cores) busy
  *      cores.  While a link transmits, the kernel's work for it
- *      (net_cpu_s_per_byte) takes cores from the hosts of both ends first;
+ *      (net_cpu_s_per_byte) takes cores from the hosts of both ends first.
+ *      A step that follows an idle time of its node (wake_after_s or more
+ *      since its previous compute ended) computes at wake_speed;
  *   3. optional per-step all-reduce (LDA's topic totals) across all nodes;
  *   4. pass the block at the end of the node's segment to the next node:
  *      the pass waits for a credit (the next node has span + S slots, S spare
@@ -105,6 +107,11 @@ typedef struct rt_sim_shape {
     double step_cv;       /* > 0: each step's fixed cost varies so (thread hand-offs that wait
                              for a busy core), with the same averaging */
     uint32_t jitter_rotations;
+    double wake_speed;   /* in (0, 1]: a step whose node was idle at least wake_after_s
+                            before it (a wait for an arrival, a credit or a collective)
+                            computes at this fraction of its speed (a core that idled:
+                            cold caches, a vCPU the host gave away); 0: 1, no cost */
+    double wake_after_s; /* the idle time that costs it (0: any) */
 } rt_sim_shape;
 
 typedef struct rt_sim_result {

@@ -45,7 +45,9 @@ typedef struct sim_opts {
     rt_sim_link link;
     rt_sim_shape knobs; /* host_cores, step_overhead_s, collectives */
     int json;
-    double busy_rate; /* the calibration's work units per CPU second of a visit (0: none) */
+    double busy_rate;       /* the calibration's work units per CPU second of a visit (0: none) */
+    double wake_rate_ratio; /* its paused visits' rate per CPU second over busy_rate (0: none) */
+    double wake_after_us;   /* --wake-after-us */
 } sim_opts;
 
 static const rt_opt_choice sim_collectives[] = {
@@ -73,8 +75,15 @@ static const rt_opt sim_options[] = {
                 "measure it with all the plan's workers as threads of one process (their "
                 "contention for this machine's cores included)"),
     RT_DOUBLE_OPT("calibrate-pause-us", 0, sim_opts, calibrate_pause_us, "U", "0", 0, 10e6, 0,
-                  "calibrating, every step is followed by U us with no thread computing, as on a "
-                  "rank that waits for its blocks: what a wait costs the next cells"),
+                  "calibrating, every other rotation's steps each follow U us with no thread "
+                  "computing, as on a rank waiting for its blocks: their speed over the others' "
+                  "is --wake-speed"),
+    RT_DOUBLE_OPT("wake-speed", 0, sim_opts, knobs.wake_speed, "F", NULL, 0.01, 1, 0,
+                  "a step after an idle time of its node (--wake-after-us) computes at F x "
+                  "the speed (cold caches, a vCPU the host gave away); default: 1, or what "
+                  "--calibrate-pause-us measured"),
+    RT_DOUBLE_OPT("wake-after-us", 0, sim_opts, wake_after_us, "U", "1000", 0, HUGE_VAL, 0,
+                  "the idle time before a step that costs it --wake-speed"),
     RT_DOUBLE_OPT("host-cores", 0, sim_opts, knobs.host_cores, "N", NULL, 0, HUGE_VAL, 0,
                   "nodes share hosts of N cores among their busy workers (default: every node "
                   "has its own T cores)"),
@@ -139,11 +148,18 @@ static int parse_nodes(const char *v, sim_opts *o, rt_error *err)
  * of five steadies a rate that moves from one rotation to the next on a
  * loaded machine), whatever was asked: these go after the user's options
  * (the last of a repeated option wins). */
-static char **with_calibration_args(const char *app, int argc, char **argv, int *n_out)
+static char **with_calibration_args(const char *app, int paused, int argc, char **argv, int *n_out)
 {
+    /* with --calibrate-pause-us, 2 more: the odd rotations after the first are timed as
+     * before, the even ones after idle times (calib_paused) */
     static char *const sgd[] = {"--epochs", "6"}, *const lda[] = {"--iters", "5"},
+                       *const sgd_paused[] = {"--epochs", "8"},
+                       *const lda_paused[] = {"--iters", "7"},
                        *const cd[] = {"--outer", "1", "--inner", "1"};
-    char *const *extra = !strcmp(app, "lda") ? lda : !strcmp(app, "cd-mf") ? cd : sgd;
+    char *const *extra = !strcmp(app, "lda")     ? (paused ? lda_paused : lda)
+                         : !strcmp(app, "cd-mf") ? cd
+                         : paused                ? sgd_paused
+                                                 : sgd;
     int n = !strcmp(app, "cd-mf") ? 4 : 2;
     char **v = calloc((size_t)argc + (size_t)n + 1, sizeof(char *));
     if (!v)
@@ -165,7 +181,8 @@ static int parse_args(sim_opts *o, void **app_opts, int argc, char **argv, rt_er
         o->calibrate = 2;
     if (rc == 0 && o->calibrate) { /* again, with the calibration run's length */
         int n;
-        char **v = with_calibration_args(rt_apps[o->app]->name, argc, argv, &n);
+        char **v =
+            with_calibration_args(rt_apps[o->app]->name, o->calibrate_pause_us > 0, argc, argv, &n);
         free(*app_opts);
         rc = v ? parse_with_app(&rotor_doc_simulate, own, 2, &o->app, n, v, app_opts, err)
                : rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
@@ -179,6 +196,7 @@ static int parse_args(sim_opts *o, void **app_opts, int argc, char **argv, rt_er
     o->knobs.net_cpu_s_per_byte = o->net_cpu_ns_per_byte * 1e-9;
     o->knobs.inline_below_s = o->inline_below_us * 1e-6;
     o->knobs.inline_step_s = o->inline_step_us * 1e-6;
+    o->knobs.wake_after_s = o->wake_after_us * 1e-6;
     o->link = sim_link_of(&o->args);
     o->knobs.collectives = (rt_sim_collectives)o->collectives;
     const uint32_t *topics = app_option_value(app, *app_opts, "topics");
@@ -322,7 +340,7 @@ typedef struct calib {
      * visit (thread hand-offs and the app's step end, on cores that the
      * job's threads share), in the rotations after the first. */
     double step_t0;
-    double *handoff; /* room for CALIB_ROTATIONS x blocks */
+    double *handoff; /* room for CALIB_ROTATIONS_MAX x blocks */
     size_t n_handoff;
     /* The visits after the first rotation: their work, and the CPU time of
      * the threads that ran them (time slices waiting for a core left out,
@@ -334,11 +352,13 @@ typedef struct calib {
     double *rot_s, *rot_work;
     double worker_var_sum;
     int worker_var_n;
-    double pause_s; /* after every step all threads wait this long (a rank waiting for a block) */
+    double pause_s; /* > 0: every step of the even rotations after the first follows an idle
+                       time this long (a rank waiting for its blocks) */
+    double *paused_work, *paused_cpu_s; /* W: the visits of those rotations, as visit_* */
 } calib;
 
-/* The rotations a calibration runs (with_calibration_args). */
-#define CALIB_ROTATIONS 6
+/* The most rotations a calibration runs (with_calibration_args). */
+#define CALIB_ROTATIONS_MAX 8
 
 static int calib_block_home(void *p, uint32_t block, uint64_t rot, void *payload, size_t *len,
                             rt_error *err)
@@ -357,6 +377,12 @@ static double thread_cpu_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Whether rotation rot's steps each follow an idle time (--calibrate-pause-us). */
+static int calib_paused(const calib *c, uint64_t rot)
+{
+    return c->pause_s > 0 && rot > 0 && rot % 2 == 0;
+}
+
 static int calib_visit(void *p, const rt_visit *v, rt_error *err)
 {
     calib *c = p;
@@ -365,7 +391,10 @@ static int calib_visit(void *p, const rt_visit *v, rt_error *err)
     double work = c->cells[(size_t)v->worker * c->blocks + v->block];
     calib_spread *sp = &c->spread[v->worker];
     sp->last_s = rt_now() - t0;
-    if (rc == 0 && v->rotation > 0 && work > 0) {
+    if (rc == 0 && calib_paused(c, v->rotation) && work > 0) {
+        c->paused_work[v->worker] += work;
+        c->paused_cpu_s[v->worker] += thread_cpu_s() - cpu0;
+    } else if (rc == 0 && v->rotation > 0 && work > 0) {
         double x = sp->last_s / work;
         sp->n++, sp->sum += x, sp->sumsq += x * x;
         c->visit_work[v->worker] += work;
@@ -413,6 +442,16 @@ static double calib_busy_rate(const calib *c, uint32_t workers)
     return cpu > 0 && isfinite(cpu) ? work / cpu : 0;
 }
 
+/* What the paused rotations' visits computed per CPU second, over the
+ * others' (0: no pause, or no clock). */
+static double calib_wake_speed(const calib *c, uint32_t workers, double busy_rate)
+{
+    double work = 0, cpu = 0;
+    for (uint32_t w = 0; w < workers; w++)
+        work += c->paused_work[w], cpu += c->paused_cpu_s[w];
+    return cpu > 0 && isfinite(cpu) && busy_rate > 0 ? work / cpu / busy_rate : 0;
+}
+
 /* The coefficient of variation of a cell's time per work unit over all
  * visits measured. */
 static double calib_cell_cv(const calib *c, uint32_t workers)
@@ -445,9 +484,9 @@ static int calib_step_end(void *p, rt_engine *eng, uint64_t rot, uint32_t step, 
         double dt = c->spread[rt_engine_first_worker(eng) + t].last_s;
         slowest = dt > slowest ? dt : slowest;
     }
-    if (rot > 0 && c->n_handoff < (size_t)CALIB_ROTATIONS * c->blocks)
+    if (rot > 0 && !calib_paused(c, rot) && c->n_handoff < (size_t)CALIB_ROTATIONS_MAX * c->blocks)
         c->handoff[c->n_handoff++] = now - c->step_t0 > slowest ? now - c->step_t0 - slowest : 0;
-    if (rc == 0 && c->pause_s > 0)
+    if (rc == 0 && calib_paused(c, rot) && step + 1 < c->blocks)
         pause_for(c->pause_s);
     c->step_t0 = rt_now();
     return rc;
@@ -457,14 +496,17 @@ static int calib_rotation_end(void *p, rt_engine *eng, uint64_t rot, const rt_ro
                               int *stop, rt_error *err)
 {
     calib *c = p;
-    if (rot > 0) { /* the first rotation warms caches and pages in the shards */
+    if (rot > 0 && !calib_paused(c, rot)) { /* the first rotation warms caches and pages in
+                                               the shards */
         calib_worker_spread(c);
         c->compute_s += st->compute_s;
-        /* the pauses are not the steps' cost */
-        c->other_s += st->seconds - st->compute_s - c->pause_s * c->blocks;
+        c->other_s += st->seconds - st->compute_s;
         c->rotations++;
     }
-    return c->inner->rotation_end(c->inner_app, eng, rot, st, stop, err);
+    int rc = c->inner->rotation_end(c->inner_app, eng, rot, st, stop, err);
+    if (rc == 0 && calib_paused(c, rot + 1) && !*stop) /* before its first step */
+        pause_for(c->pause_s);
+    return rc;
 }
 
 static const rt_app_ops calib_ops = {
@@ -507,6 +549,8 @@ static void calib_free(calib *c)
     free(c->visit_cpu_s);
     free(c->rot_s);
     free(c->rot_work);
+    free(c->paused_work);
+    free(c->paused_cpu_s);
 }
 
 /* Run the app for a few rotations, serially (rate = work / compute time,
@@ -541,12 +585,15 @@ static int calibrate(sim_opts *o, const rt_app_desc *app, const void *app_opts, 
                .workers = plan->workers,
                .pause_s = o->calibrate_pause_us * 1e-6};
     c.spread = calloc(plan->workers, sizeof(calib_spread));
-    c.handoff = calloc((size_t)CALIB_ROTATIONS * plan->blocks, sizeof(double));
+    c.handoff = calloc((size_t)CALIB_ROTATIONS_MAX * plan->blocks, sizeof(double));
     c.visit_work = calloc(plan->workers, sizeof(double));
     c.visit_cpu_s = calloc(plan->workers, sizeof(double));
     c.rot_s = calloc(plan->workers, sizeof(double));
     c.rot_work = calloc(plan->workers, sizeof(double));
-    if (!c.spread || !c.handoff || !c.visit_work || !c.visit_cpu_s || !c.rot_s || !c.rot_work) {
+    c.paused_work = calloc(plan->workers, sizeof(double));
+    c.paused_cpu_s = calloc(plan->workers, sizeof(double));
+    if (!c.spread || !c.handoff || !c.visit_work || !c.visit_cpu_s || !c.rot_s || !c.rot_work ||
+        !c.paused_work || !c.paused_cpu_s) {
         calib_free(&c);
         rt_group_free(&group);
         return rt_fail(err, RT_EXIT_RUNTIME, "calibrate: out of memory");
@@ -565,6 +612,7 @@ static int calibrate(sim_opts *o, const rt_app_desc *app, const void *app_opts, 
                       : rc == 0 ? trimmed_mean(c.handoff, c.n_handoff, &step_cv)
                                 : 0;
     o->busy_rate = calib_busy_rate(&c, plan->workers);
+    o->wake_rate_ratio = calib_wake_speed(&c, plan->workers, o->busy_rate);
     /* with every worker a thread: how a thread's speed varies for a rotation */
     double worker_cv = parallel && c.worker_var_n ? sqrt(c.worker_var_sum / c.worker_var_n) : 0;
     calib_free(&c);
@@ -591,12 +639,18 @@ static int calibrate(sim_opts *o, const rt_app_desc *app, const void *app_opts, 
         o->knobs.step_cv = step_cv;
     if (o->knobs.worker_cv <= 0)
         o->knobs.worker_cv = worker_cv;
+    if (o->knobs.wake_speed <= 0 && o->wake_rate_ratio > 0) /* unless given; not above 1 */
+        o->knobs.wake_speed = o->wake_rate_ratio < 1 ? o->wake_rate_ratio : 1;
     rt_info("simulate: calibrated %s on %s (%s): %.4g units/s per thread, %.4g per CPU second "
             "of a visit, %.1f us per step besides %s (varying by %.1f%%), cell times vary by "
             "%.1f%%, of which a worker's rotation shares %.1f%% (%d rotations)",
             app->name, plan->dir, parallel ? "all workers as threads" : "serial", o->args.rate,
             o->busy_rate, per_step * 1e6, parallel ? "its slowest cell" : "compute", 100 * step_cv,
             100 * cv, 100 * worker_cv, c.rotations);
+    if (o->wake_rate_ratio > 0)
+        rt_info("simulate: after %.0f us idle a step computed at %.3f x the speed per CPU "
+                "second of the others",
+                o->calibrate_pause_us, o->wake_rate_ratio);
     return 0;
 }
 
@@ -611,15 +665,16 @@ static void print_result(const sim_opts *o, const rt_sim_shape *s, const rt_sim_
                "\"gbps\": %g, \"latency_us\": %g, \"overhead_us\": %g, \"rate\": %.6g, "
                "\"busy_rate\": %.6g, \"busy_core_speed\": %.4g, \"net_cpu_ns_per_byte\": %.4g, "
                "\"step_overhead_us\": %.4g, \"step_cv\": %.4g, \"cell_cv\": %.4g, "
-               "\"worker_cv\": %.4g, "
+               "\"worker_cv\": %.4g, \"wake_speed\": %.4g, \"wake_rate_ratio\": %.4g, "
                "\"predicted_epoch_s\": %.6g, \"predicted_stall\": %.4f, \"stall_mean\": %.4f, "
                "\"compute_s\": %.6g, \"collective_s\": %.6g, \"credit_wait_s\": %.6g, "
                "\"bytes_per_link\": %.0f, \"link_busy_s\": %.6g, \"critical\": \"%s\"}\n",
                o->app_name, s->nodes, s->threads, s->pipeline, o->link.gbps,
                o->link.latency_s * 1e6, o->link.overhead_s * 1e6, s->rate, o->busy_rate,
                s->busy_core_speed > 0 ? s->busy_core_speed : 1, s->net_cpu_s_per_byte * 1e9,
-               s->step_overhead_s * 1e6, s->step_cv, s->cell_cv, s->worker_cv, r->epoch_s,
-               r->stall_max, r->stall_mean, r->compute_max_s, r->collective_s, r->credit_wait_s,
+               s->step_overhead_s * 1e6, s->step_cv, s->cell_cv, s->worker_cv,
+               s->wake_speed > 0 ? s->wake_speed : 1, o->wake_rate_ratio, r->epoch_s, r->stall_max,
+               r->stall_mean, r->compute_max_s, r->collective_s, r->credit_wait_s,
                r->bytes_per_link, r->link_busy_s, r->critical);
         return;
     }
@@ -645,6 +700,7 @@ static int run_shape(const sim_opts *o, sim_shape_buf *s, int first, rt_error *e
     s->shape.cell_cv = o->knobs.cell_cv; /* these five may come from the calibration */
     s->shape.step_cv = o->knobs.step_cv;
     s->shape.worker_cv = o->knobs.worker_cv;
+    s->shape.wake_speed = o->knobs.wake_speed;
     rt_sim_result r;
     if (rt_sim_rotation(&s->shape, &o->link, &r, err))
         return -1;

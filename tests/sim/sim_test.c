@@ -382,6 +382,38 @@ static void test_idle_workers_free_their_share(void **state)
 }
 
 /* The same input gives the same bytes of output. */
+/* Two nodes, one block each (pipeline 1), 1 ms cells, 8 ms passes: each
+ * node's second step waits 8 ms for the other's block.  With wake_speed
+ * 0.5 after 1 ms idle that step computes 2 ms instead of 1; a wait shorter
+ * than wake_after_s costs nothing, and without waits (an infinite link)
+ * the term changes nothing. */
+static void test_idle_time_slows_next_step(void **state)
+{
+    (void)state;
+    test_shape t;
+    shape_make(&t, 2, 1, 1, cell_uniform, 1e6); /* 8 ms at 1 Gb/s */
+    rt_sim_link link = {.gbps = 1};
+    rt_sim_result plain = rotation(&t, &link);
+    assert_true(fabs(plain.compute_max_s - 2e-3) < 1e-12);
+    assert_true(plain.stall_max > 0);
+    t.s.wake_speed = 0.5, t.s.wake_after_s = 1e-3;
+    rt_sim_result woken = rotation(&t, &link);
+    assert_true(fabs(woken.compute_max_s - 3e-3) < 1e-12);
+    assert_true(fabs(woken.epoch_s - (plain.epoch_s + 1e-3)) < 1e-12);
+    t.s.wake_after_s = 0.1; /* longer than the 8 ms wait */
+    rt_sim_result short_wait = rotation(&t, &link);
+    assert_true(fabs(short_wait.compute_max_s - 2e-3) < 1e-12);
+    t.s.wake_after_s = 0;
+    rt_sim_result none = rotation(&t, &infinite);
+    assert_true(fabs(none.compute_max_s - 2e-3) < 1e-12);
+    assert_true(none.stall_max == 0);
+    t.s.wake_speed = 1.5; /* faster after a rest is not a thing */
+    rt_sim_result r;
+    rt_error err = {0};
+    assert_int_equal(rt_sim_rotation(&t.s, &link, &r, &err), -1);
+    shape_free(&t);
+}
+
 static void test_deterministic(void **state)
 {
     (void)state;
@@ -395,6 +427,7 @@ static void test_deterministic(void **state)
     assert_string_equal(a.critical, b.critical);
     t.s.host_cores = 4, t.s.nodes_per_host = 2; /* and with cores shared, and slower */
     t.s.busy_core_speed = 0.8, t.s.net_cpu_s_per_byte = 2e-9;
+    t.s.wake_speed = 0.7, t.s.wake_after_s = 1e-4;
     a = rotation(&t, &link), b = rotation(&t, &link);
     assert_memory_equal(&a, &b, offsetof(rt_sim_result, critical));
     shape_free(&t);
@@ -425,6 +458,7 @@ int main(void)
         cmocka_unit_test(test_busy_cores_compute_slower),
         cmocka_unit_test(test_link_cpu_takes_cores),
         cmocka_unit_test(test_slow_worker_makes_neighbours_wait),
+        cmocka_unit_test(test_idle_time_slows_next_step),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_bad_shape),
     };
