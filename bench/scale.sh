@@ -4,7 +4,7 @@
 #
 #   bench/scale.sh [--quick] [--ranks 2,4,8] [--gbps 1,5,25] [--apps sgd-mf,lda]
 #                  [--epochs N] [--rounds 3] [--calibrations 1] [--keep] [--size small|large]
-#                  [--busy-from ranks|threads] [--wake-pause-us 50000]
+#                  [--busy-from ranks|threads] [--wake-pause-us 50000] [--wake-pairs 3]
 #                  [--slow-start-after-idle 0|1] [--tcp-cc NAME]
 #                  [--configs APP:RANKS:GBPS[:THREADS[:PIPELINE[:ADDED_LATENCY_US]]],...]
 #   bench/scale.sh --auto APP:RANKS:GBPS [--rounds 3] [--epochs N]
@@ -50,8 +50,9 @@
 # --worker-cv, --wake-speed) the medians over all the plan's calibrations in
 # this run so far (wake speed: the threaded calibration's steps that each
 # followed --wake-pause-us of idle cores, default 50 ms, against its
-# others, in CPU per unit of work, at most 1; the model slows a step that
-# follows 1 ms or more of its node's idling by it; 0: none); the bandwidth TCP reaches through the shaped link (gbps_tcp, rotor
+# others, in CPU per unit of work, at most 1, measured in the plan's first
+# --wake-pairs pairs; the model slows a step that follows 1 ms or more of
+# its node's idling by it; --wake-pause-us 0: none); the bandwidth TCP reaches through the shaped link (gbps_tcp, rotor
 # bench-link) and tbf's burst (--burst-kib), all ranks on this machine's
 # cores (--host-cores $(nproc): the emulation's truth; a real cluster gives
 # every node its own), the kernel's CPU per byte moved taken from those
@@ -120,7 +121,7 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 ranks=2,4,8 gbps=1,5,25 apps=sgd-mf,lda epochs="" rounds=3 quick=0 keep=0 configs="" auto="" size=small
-calibrations=1 tcp_cc="" slow_start_after_idle=0 busy_from=ranks wake_pause_us=50000
+calibrations=1 tcp_cc="" slow_start_after_idle=0 busy_from=ranks wake_pause_us=50000 wake_pairs=3
 BENCH_FLAGS=([quick]=quick=1 [keep]=keep=1)
 bench_options 2,119 "$@"
 case $busy_from in ranks | threads) ;; *) bench_fail "--busy-from is ranks or threads, not $busy_from" ;; esac
@@ -433,19 +434,29 @@ declare -A rate step_us cell_cv step_cv worker_cv inline_us busy_speed wake
 # worker_cv serial_cpu_rate threads_cpu_rate": the last two are the work per
 # CPU second of the visits (time slices waiting for a core left out), one
 # thread alone and all the workers at once.
-calibrate_once() { # calibrate_once APP PLAN
-    local out serial_cpu r inl
+calibrate_once() { # calibrate_once APP PLAN KEY
+    local out serial_cpu r inl pause=0 wake_n
     # shellcheck disable=SC2046
     out=$("$ROTOR" simulate --plan "$2" --app "$1" $(app_args "$1") --calibrate --gbps 0 \
         --json 2>&1) || { echo "$out" >&2; return 1; }
     r=$(json_num rate "$out") inl=$(json_num step_overhead_us "$out")
     serial_cpu=$(json_num busy_rate "$out")
+    # the wake ratio in the plan's first --wake-pairs pairs (2 more rotations and the pauses)
+    wake_n=$(wake_ratios "$TMP/calibration.$3" | wc -l)
+    [ "$wake_n" -ge "$wake_pairs" ] || pause=$wake_pause_us
     # shellcheck disable=SC2046
     out=$("$ROTOR" simulate --plan "$2" --app "$1" $(app_args "$1") --calibrate-threads \
-        --calibrate-pause-us "$wake_pause_us" --gbps 0 --json 2>&1) || { echo "$out" >&2; return 1; }
+        --calibrate-pause-us "$pause" --gbps 0 --json 2>&1) || { echo "$out" >&2; return 1; }
     echo "$r $inl $(json_num step_overhead_us "$out") $(json_num cell_cv "$out")" \
         "$(json_num step_cv "$out") $(json_num worker_cv "$out") $serial_cpu" \
-        "$(json_num busy_rate "$out") $(json_num wake_rate_ratio "$out")"
+        "$(json_num busy_rate "$out") $(awk -v x="$(json_num wake_rate_ratio "$out")" \
+            'BEGIN { print (x + 0 > 0 ? x : "null") }')"
+}
+
+# wake_ratios FILE: the wake ratios measured in a plan's calibration pairs
+wake_ratios() {
+    [ -f "$1" ] || return 0
+    awk '$9 != "" && $9 != "null" { print $9 }' "$1"
 }
 
 json_num() { echo "$2" | sed -n "s/.*\"$1\": \([0-9.e+-]*\).*/\1/p"; } # json_num NAME JSON
@@ -470,7 +481,7 @@ plan_figures() {
     step_us[$key]=$(col_median 3 "$f") cell_cv[$key]=$(col_median 4 "$f")
     step_cv[$key]=$(col_median 5 "$f") worker_cv[$key]=$(col_median 6 "$f")
     busy_speed[$key]=$(busy_of "$(col_median 7 "$f")" "$(col_median 8 "$f")")
-    wake[$key]=$(busy_of 1 "$(col_median 9 "$f")")
+    wake[$key]=$(busy_of 1 "$(wake_ratios "$f" | median)")
 }
 
 # calibrate APP PLAN KEY PAIRS: PAIRS more calibration pairs of the plan
@@ -479,8 +490,10 @@ plan_figures() {
 calibrate() {
     local key=$3 i
     : >"$TMP/pairs"
-    for ((i = 0; i < $4; i++)); do calibrate_once "$1" "$2" >>"$TMP/pairs" || return 1; done
-    cat "$TMP/pairs" >>"$TMP/calibration.$key"
+    for ((i = 0; i < $4; i++)); do
+        calibrate_once "$1" "$2" "$key" >>"$TMP/pairs" || return 1
+        tail -n 1 "$TMP/pairs" >>"$TMP/calibration.$key"
+    done
     plan_figures "$key"
 }
 
@@ -567,7 +580,7 @@ one_round() {
     echo "$(rank_max_median "$n" compute) $(epoch_medians "$TMP/epochs") $(cat "$TMP/speed")" \
         "$(rank_max_median "$n" "compute CPU") $(steal_between "$ticks")" \
         "$(rank_max_median "$n" "in the kernel") $(cat "$TMP/ranks_speed")" \
-        "$(col_median 9 "$TMP/pairs")" >>"$TMP/rounds"
+        "$(cut -d' ' -f9 "$TMP/pairs" | tail -n 1)" >>"$TMP/rounds"
     if [ "$keep" = 1 ]; then # the ranks' logs, beside the model's (one_config)
         kept=$TMP/kept/$app.$n.$th.$c.$g.$d/round.$(wc -l <"$TMP/rounds")
         mkdir -p "$kept"
@@ -742,7 +755,7 @@ calibration_line() {
         "(CPU rates: serial $(range 7 "$f"), threads $(range 8 "$f"))," \
         "step_us ${step_us[$key]} ($(range 3 "$f")), cell_cv ${cell_cv[$key]} ($(range 4 "$f"))," \
         "worker_cv ${worker_cv[$key]} ($(range 6 "$f")), step_cv ${step_cv[$key]} ($(range 5 "$f")))," \
-        "wake_speed ${wake[$key]} (ratios $(range 9 "$f"));" \
+        "wake_speed ${wake[$key]} (ratios $(wake_ratios "$f" | sort -g | sed -n '1p;$p' | paste -sd- -));" \
         "rounds' rate $(cut -d' ' -f4 "$TMP/rounds" | paste -sd' ' -)," \
         "busy_core_speed $(cut -d' ' -f5 "$TMP/rounds" | paste -sd' ' -)" >&2
 }
