@@ -310,7 +310,17 @@ typedef struct lda_scratch {
     float *list_coef, *list_w, *list_acc;
 } lda_scratch;
 
-int lda_scratch_init(lda_scratch *s, uint32_t K);
+/* The parts of the thread scratch (beside the word's: always) that a run's
+ * sweeps use: allocated by lda_scratch_init, NULL otherwise (at K = 10000
+ * the parts the list sampler never reads are 0.6 MB a thread). */
+#define LDA_SCRATCH_DENSE 1u   /* dense_*: the dense kernel (K <= LDA_DENSE_K) */
+#define LDA_SCRATCH_BUCKETS 2u /* inv, buf, coef: the K-wide sweeps, the fold-in, warp */
+#define LDA_SCRATCH_MH 4u      /* aprob .. stale, dcnt: mh, warp and their exact sweeps */
+#define LDA_SCRATCH_LISTS 8u   /* the list sampler's (lda_list_scratch_init) */
+#define LDA_SCRATCH_ALL 15u
+/* The parts for options o, with or without held-out documents. */
+unsigned lda_scratch_parts(const lda_opts *o, int held_out);
+int lda_scratch_init(lda_scratch *s, uint32_t K, unsigned parts);
 /* Room for the warp sampler's urn: the most tokens of any word (at most
  * LDA_WARP_WORD_TOKENS_MAX: the word phase flags counts with bit 30). */
 #define LDA_WARP_WORD_TOKENS_MAX ((1u << 30) - 1)

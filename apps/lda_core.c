@@ -38,8 +38,12 @@ int lda_core_init(lda_core *c, const lda_opts *o, const rt_plan *plan, const rt_
                            "%u per word",
                            (unsigned long long)j, (unsigned long long)c->layout.tokens[j],
                            lda_sampler_name(o->sampler), LDA_WARP_WORD_TOKENS_MAX);
+    int held_out = 0;
+    for (uint32_t i = 0; i < n_workers; i++)
+        held_out |= shards[i].test_row_ids != NULL;
+    const unsigned parts = lda_scratch_parts(o, held_out);
     for (uint32_t t = 0; t < n_threads; t++)
-        if (lda_scratch_init(&c->scratch[t], o->K) ||
+        if (lda_scratch_init(&c->scratch[t], o->K, parts) ||
             (lda_uses_records(o->sampler) &&
              lda_scratch_urn(&c->scratch[t], &c->layout, plan->n_cols)))
             return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (LDA scratch)");

@@ -31,29 +31,50 @@
 #include <stdlib.h>
 #include <string.h>
 
-int lda_scratch_init(lda_scratch *s, uint32_t K)
+unsigned lda_scratch_parts(const lda_opts *o, int held_out)
+{
+    if (lda_uses_lists(o->sampler, o->K)) /* the K-wide arrays only for the progressive sweep and
+                                           * the held-out fold-in */
+        return LDA_SCRATCH_LISTS |
+               (o->init == LDA_INIT_PROGRESSIVE || held_out ? LDA_SCRATCH_BUCKETS : 0);
+    return (o->K <= LDA_DENSE_K ? LDA_SCRATCH_DENSE : 0) | LDA_SCRATCH_BUCKETS | LDA_SCRATCH_MH;
+}
+
+int lda_scratch_init(lda_scratch *s, uint32_t K, unsigned parts)
 {
     memset(s, 0, sizeof(*s));
+    int fail = 0;
     s->word.nwk = rt_alloc(K * sizeof(int32_t));
     /* + 1: written past the list (lda_warp.c's word_count_add, lda_word_load) */
     s->word.nz = rt_alloc((K + 1) * sizeof(uint16_t));
     s->word.pos = rt_alloc(K * sizeof(uint32_t));
-    s->inv = rt_alloc(K * sizeof(double));
-    s->buf = rt_alloc(K * sizeof(double));
-    s->dense_w = rt_alloc(2 * lda_dense_totals_len(K) * LDA_CHUNK * sizeof(float));
-    s->dense_coef = rt_alloc(lda_dense_totals_len(K) * LDA_CHUNK * sizeof(float));
-    s->dense_total = rt_alloc(2 * lda_dense_totals_len(K) * sizeof(float));
-    s->coef = rt_alloc(K * sizeof(double));
-    s->aprob = rt_alloc(K * sizeof(float));
-    s->alias = rt_alloc(K * sizeof(uint16_t));
-    s->atopic = rt_alloc(K * sizeof(uint16_t));
-    s->small = rt_alloc(K * sizeof(uint32_t));
-    s->large = rt_alloc(K * sizeof(uint32_t));
-    s->stale = rt_alloc(K * sizeof(int32_t));
-    s->dcnt = rt_alloc(K * sizeof(int32_t));
-    if (lda_list_scratch_init(s, K) || !s->dcnt || !s->word.nwk || !s->word.nz || !s->word.pos ||
-        !s->inv || !s->buf || !s->dense_w || !s->dense_coef || !s->dense_total || !s->coef ||
-        !s->aprob || !s->alias || !s->atopic || !s->small || !s->large || !s->stale) {
+    fail |= !s->word.nwk || !s->word.nz || !s->word.pos;
+    if (parts & LDA_SCRATCH_BUCKETS) {
+        s->inv = rt_alloc(K * sizeof(double));
+        s->buf = rt_alloc(K * sizeof(double));
+        s->coef = rt_alloc(K * sizeof(double));
+        fail |= !s->inv || !s->buf || !s->coef;
+    }
+    if (parts & LDA_SCRATCH_DENSE) {
+        s->dense_w = rt_alloc(2 * lda_dense_totals_len(K) * LDA_CHUNK * sizeof(float));
+        s->dense_coef = rt_alloc(lda_dense_totals_len(K) * LDA_CHUNK * sizeof(float));
+        s->dense_total = rt_alloc(2 * lda_dense_totals_len(K) * sizeof(float));
+        fail |= !s->dense_w || !s->dense_coef || !s->dense_total;
+    }
+    if (parts & LDA_SCRATCH_MH) {
+        s->aprob = rt_alloc(K * sizeof(float));
+        s->alias = rt_alloc(K * sizeof(uint16_t));
+        s->atopic = rt_alloc(K * sizeof(uint16_t));
+        s->small = rt_alloc(K * sizeof(uint32_t));
+        s->large = rt_alloc(K * sizeof(uint32_t));
+        s->stale = rt_alloc(K * sizeof(int32_t));
+        s->dcnt = rt_alloc(K * sizeof(int32_t));
+        fail |=
+            !s->aprob || !s->alias || !s->atopic || !s->small || !s->large || !s->stale || !s->dcnt;
+    }
+    if ((parts & LDA_SCRATCH_LISTS) && lda_list_scratch_init(s, K))
+        fail = 1;
+    if (fail) {
         lda_scratch_free(s);
         return -1;
     }

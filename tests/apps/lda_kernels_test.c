@@ -64,7 +64,7 @@ static void test_slices(void **state)
     assert_int_equal(lda_payload_check(&l, 0, payload, len - 4, &err), -1);
 
     lda_scratch s;
-    assert_int_equal(lda_scratch_init(&s, NK), 0);
+    assert_int_equal(lda_scratch_init(&s, NK, LDA_SCRATCH_ALL), 0);
     /* sparse word 0: put 2 tokens on topic 5, one on topic 1 */
     lda_word_load(&s.word, NK, payload + slice_off[0], slice_cap[0]);
     assert_int_equal(s.word.n_nz, 0);
@@ -135,7 +135,7 @@ static void test_log_joint(void **state)
     uint32_t payload[64];
     lda_payload_init(&l, &plan, 0, payload);
     lda_scratch s;
-    assert_int_equal(lda_scratch_init(&s, NK), 0);
+    assert_int_equal(lda_scratch_init(&s, NK, LDA_SCRATCH_ALL), 0);
     for (int w = 0; w < 3; w++) {
         lda_word_load(&s.word, NK, payload + slice_off[w], slice_cap[w]);
         for (int k = 0; k < NK; k++)
