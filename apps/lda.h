@@ -207,9 +207,11 @@ static inline void lda_word_token_move(lda_word *w, int64_t *nk, uint32_t k, int
 typedef struct lda_tokens {
     uint32_t n_docs;
     uint64_t n_tokens;
-    uint64_t *doc_off; /* n_docs + 1 into z: each document's tokens (doc-major) */
-    uint16_t *z;       /* topic of every token, doc-major (NULL when aux holds them) */
-    int32_t *ndk;      /* n_docs x K, then LDA_DENSE_ROW_SLACK zeroes (NULL for warp's training) */
+    uint64_t *doc_off; /* n_docs + 1: each document's tokens (doc-major) */
+    /* topic of every token, doc-major, or word-major where tok_pos is NULL
+     * (NULL when aux holds them) */
+    uint16_t *z;
+    int32_t *ndk; /* n_docs x K, then LDA_DENSE_ROW_SLACK zeroes (NULL for warp's training) */
     /* warp: per token (doc-major) one record of aux_stride = 2 + mh_steps
      * u16: its topic, the topic its block counts, its pending proposals */
     uint16_t *aux;
@@ -220,7 +222,10 @@ typedef struct lda_tokens {
     uint64_t *run_end;  /* one past the run's last token */
     uint64_t *blk_tok;  /* B + 1 into tok_doc / tok_pos */
     uint32_t *tok_doc;  /* document (worker-local; NULL for the warp sampler's training tokens) */
-    uint32_t *tok_pos;  /* index into z */
+    /* index into z (doc-major); NULL for the list sampler's training tokens,
+     * whose z is word-major (lda_tok_slot): the sweep streams it, and the
+     * lists hold the documents' counts */
+    uint32_t *tok_pos;
     /* training docs: nonzero topics per document (capacity min(K, length)) */
     uint16_t *dnz;
     uint64_t *dnz_off; /* n_docs + 1 */
@@ -496,7 +501,14 @@ static inline uint32_t lda_doc_of(const lda_tokens *t, uint64_t p)
     return d;
 }
 
-/* The topic of token p (doc-major) of t, whichever sampler keeps it. */
+/* Where word-major token i's topic is: z (or aux) at this index. */
+static inline uint64_t lda_tok_slot(const lda_tokens *t, uint64_t i)
+{
+    return t->tok_pos ? t->tok_pos[i] : i;
+}
+
+/* The topic of token p (doc-major) of t, whichever sampler keeps it (not
+ * where z is word-major: there the lists give a document's topics). */
 static inline uint32_t lda_topic(const lda_tokens *t, uint64_t p)
 {
     return t->aux ? t->aux[p * t->aux_stride] : t->z[p];

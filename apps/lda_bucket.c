@@ -184,15 +184,14 @@ static inline uint32_t list_draw(const list_run *l, uint16_t *tz, uint32_t *tc, 
     return k;
 }
 
-/* Token i's document list and topic into cache ahead of its draw: the
- * list's place and length (random in the documents) first, then, later,
- * all of the list. */
+/* Token i's document list into cache ahead of its draw: the list's place
+ * and length (random in the documents) first, then, later, all of the list.
+ * (z is word-major: the sweep streams it.) */
 static inline void prefetch_place(const lda_tokens *t, uint64_t i)
 {
     const uint32_t d = t->tok_doc[i];
     __builtin_prefetch(t->dnz_off + d);
     __builtin_prefetch(t->dnz_n + d);
-    __builtin_prefetch(t->z + t->tok_pos[i], 1);
 }
 
 static inline void prefetch_list(const lda_tokens *t, uint64_t i)
@@ -215,14 +214,14 @@ static void list_tokens(const list_run *l, uint64_t i, uint64_t end, rt_rng *rng
             prefetch_place(t, i + 2 * LIST_PREFETCH);
         if (i + LIST_PREFETCH < end)
             prefetch_list(t, i + LIST_PREFETCH);
-        const uint32_t d = t->tok_doc[i], p = t->tok_pos[i], from = t->z[p];
+        const uint32_t d = t->tok_doc[i], from = t->z[i];
         uint32_t n = t->dnz_n[d];
         word_move(l, from, -1);
         const uint32_t k =
             list_draw(l, t->dnz + t->dnz_off[d], t->dnc + t->dnz_off[d], &n, from, rng);
         word_move(l, k, +1);
         t->dnz_n[d] = n;
-        t->z[p] = (uint16_t)k;
+        t->z[i] = (uint16_t)k;
     }
 }
 

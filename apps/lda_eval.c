@@ -33,12 +33,13 @@ double lda_block_word_lgamma(const lda_layout *l, const rt_plan *plan, uint32_t 
     return sum;
 }
 
-/* Documents without a count matrix (the warp sampler) are counted from
- * their topics into row, one at a time; a zero count adds lgamma(alpha). */
+/* Documents without a count matrix are counted from their lists where z is
+ * word-major (the list sampler), else (the warp sampler) from their topics
+ * into row, one at a time; a zero count adds lgamma(alpha). */
 double lda_worker_doc_lgamma(const lda_tokens *t, uint32_t K, double alpha)
 {
     const double lg0 = lgamma(alpha);
-    int32_t *row = t->ndk ? NULL : calloc(K, sizeof(int32_t));
+    int32_t *row = t->ndk || !t->tok_pos ? NULL : calloc(K, sizeof(int32_t));
     double sum = 0;
     for (uint32_t d = 0; d < t->n_docs; d++) {
         const uint64_t beg = t->doc_off[d], end = t->doc_off[d + 1];
@@ -46,6 +47,11 @@ double lda_worker_doc_lgamma(const lda_tokens *t, uint32_t K, double alpha)
             const int32_t *nd = t->ndk + (size_t)d * K;
             for (uint32_t k = 0; k < K; k++)
                 sum += nd[k] ? lgamma(nd[k] + alpha) : lg0;
+        } else if (!t->tok_pos) {
+            const uint32_t *cnt = t->dnc + t->dnz_off[d], n = t->dnz_n[d];
+            for (uint32_t x = 0; x < n; x++)
+                sum += lgamma(cnt[x] + alpha);
+            sum += (double)(K - n) * lg0;
         } else if (row) {
             uint32_t distinct = 0;
             for (uint64_t p = beg; p < end; p++)

@@ -204,14 +204,14 @@ int lda_visit_exact(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *paylo
         for (uint64_t i = r == t->blk_run[b] ? t->blk_tok[b] : t->run_end[r - 1]; i < t->run_end[r];
              i++) {
             if (i + PREFETCH < t->run_end[r]) { /* the record and list ahead */
-                const uint64_t pa = t->tok_pos[i + PREFETCH];
+                const uint64_t pa = lda_tok_slot(t, i + PREFETCH);
                 const uint32_t da = token_doc(t, i + PREFETCH);
                 if (t->aux)
                     __builtin_prefetch(t->aux + pa * t->aux_stride);
                 __builtin_prefetch(t->dnz + t->dnz_off[da]);
                 __builtin_prefetch(t->dnc + t->dnz_off[da]);
             }
-            const uint64_t p = t->tok_pos[i];
+            const uint64_t p = lda_tok_slot(t, i);
             const uint32_t d = token_doc(t, i), from = assigned ? lda_topic(t, p) : UINT32_MAX;
             uint32_t x_to;
             if (assigned) /* the token out of the word's counts and the totals */

@@ -141,7 +141,7 @@ int lda_visit_init(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payloa
         lda_word_load(wd, K, slice, cap);
         for (uint64_t i = r == t->blk_run[b] ? t->blk_tok[b] : t->run_end[r - 1]; i < t->run_end[r];
              i++) {
-            uint32_t k = lda_topic(t, t->tok_pos[i]);
+            uint32_t k = lda_topic(t, lda_tok_slot(t, i));
             lda_word_nz_add(wd, k);
             wd->nwk[k]++;
             w->nk[k]++;

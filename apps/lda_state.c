@@ -2,7 +2,10 @@
  * count) entries, stored twice over one topic array: doc-major (z, so a
  * document's topics are contiguous for the doc proposal and the counts) and
  * word-major per data block (tok_doc / tok_pos, cut into runs of one word,
- * so a word's counts stay hot while its tokens are sampled).
+ * so a word's counts stay hot while its tokens are sampled).  The list
+ * sampler's training tokens keep z word-major instead, with no tok_pos: its
+ * sweep reads and writes the topics in order, and a document's counts are
+ * its list.
  *
  * Held-out documents are split token by token, by a hash of (seed, global
  * document id, global word id, copy), into an observed half (sampled like
@@ -147,7 +150,8 @@ static int tokens_build(lda_tokens *t, const rt_plan *plan, const rt_shard *sh, 
     }
     if (!warp) /* (the warp sampler's word phase needs no document) */
         t->tok_doc = xcalloc(t->n_tokens, sizeof(uint32_t), &fail);
-    t->tok_pos = xcalloc(t->n_tokens, sizeof(uint32_t), &fail);
+    if (!lists) /* (the list sampler's z is word-major: lda_tok_slot) */
+        t->tok_pos = xcalloc(t->n_tokens, sizeof(uint32_t), &fail);
     t->run_word = xcalloc(runs, sizeof(uint32_t), &fail);
     t->run_end = xcalloc(runs, sizeof(uint64_t), &fail);
     if (!warp && !lists) {
@@ -186,10 +190,11 @@ static int tokens_build(lda_tokens *t, const rt_plan *plan, const rt_shard *sh, 
                     h++;
                     continue;
                 }
-                uint64_t p = cursor[d]++;
+                const uint64_t p = cursor[d]++, slot = t->tok_pos ? p : tok;
                 if (t->tok_doc)
                     t->tok_doc[tok] = d;
-                t->tok_pos[tok] = (uint32_t)p;
+                if (t->tok_pos)
+                    t->tok_pos[tok] = (uint32_t)p;
                 tok++;
                 if (progressive) /* topics drawn in rotation 0 */
                     continue;
@@ -198,7 +203,7 @@ static int tokens_build(lda_tokens *t, const rt_plan *plan, const rt_shard *sh, 
                     for (uint32_t m = 0; m < t->aux_stride; m++)
                         t->aux[p * t->aux_stride + m] = k;
                 } else {
-                    t->z[p] = k;
+                    t->z[slot] = k;
                     if (t->ndk)
                         t->ndk[(size_t)d * K + k]++;
                 }
@@ -227,18 +232,33 @@ static int tokens_build(lda_tokens *t, const rt_plan *plan, const rt_shard *sh, 
 }
 
 /* The list sampler's lists with their counts, from the topics (none yet
- * before the progressive sweep). */
+ * before the progressive sweep), each in the order of its topics' first
+ * tokens in the document: filled from a doc-major copy of the word-major z
+ * (token i of a document at the position tokens_build dealt it). */
 static int doc_lists_build(lda_tokens *t, const lda_opts *o, rt_error *err)
 {
     int32_t *row = calloc(o->K, sizeof(int32_t));
-    if (!row || lda_init_lists(t, o->K)) {
-        free(row);
-        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (LDA document topic lists)");
+    uint16_t *doc_z = NULL;
+    uint64_t *cursor = NULL;
+    int fail = !row || lda_init_lists(t, o->K);
+    if (!fail && o->init != LDA_INIT_PROGRESSIVE) {
+        doc_z = malloc((t->n_tokens ? t->n_tokens : 1) * sizeof(uint16_t));
+        cursor = malloc((t->n_docs + 1) * sizeof(uint64_t));
+        fail = !doc_z || !cursor;
     }
-    if (o->init != LDA_INIT_PROGRESSIVE)
+    if (!fail && doc_z) {
+        memcpy(cursor, t->doc_off, (t->n_docs + 1) * sizeof(uint64_t));
+        for (uint64_t i = 0; i < t->n_tokens; i++)
+            doc_z[cursor[t->tok_doc[i]]++] = t->z[i];
+        uint16_t *word_z = t->z;
+        t->z = doc_z; /* (lda_exact_lists_fill reads the topics doc-major) */
         lda_exact_lists_fill(t, row);
+        t->z = word_z;
+    }
     free(row);
-    return 0;
+    free(doc_z);
+    free(cursor);
+    return fail ? rt_fail(err, RT_EXIT_RUNTIME, "out of memory (LDA document topic lists)") : 0;
 }
 
 /* Nonzero topics per document, for the sparse sampler's and the fold-in's

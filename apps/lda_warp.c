@@ -660,6 +660,11 @@ void lda_doc_counts(const lda_tokens *t, uint32_t K, uint32_t d, int32_t *row)
         memcpy(row, t->ndk + (size_t)d * K, K * sizeof(int32_t));
         return;
     }
+    if (!t->tok_pos) { /* z word-major (the list sampler): its list */
+        for (uint32_t x = 0; x < t->dnz_n[d]; x++)
+            row[t->dnz[t->dnz_off[d] + x]] = (int32_t)t->dnc[t->dnz_off[d] + x];
+        return;
+    }
     for (uint64_t p = t->doc_off[d]; p < t->doc_off[d + 1]; p++)
         row[lda_topic(t, p)]++;
 }
