@@ -529,19 +529,26 @@ plan_dir() { echo "$TMP/$1.$2.$3.$4/plan"; } # plan_dir APP RANKS THREADS PIPELI
 # process per rank with its transport threads, their time slices on
 # shared cores, and the TCP copies of every block in the ranks' time.
 ranks_calibration() {
-    local app=$1 n=$2 th=$3 plan r pids=() rc=0 work cpu
+    local app=$1 n=$2 th=$3 plan r pids=() rc=1 try work cpu
     plan=$(plan_dir "$app" "$n" "$th" "$4")
-    port=$((port + 16))
-    : >"$TMP/hosts.lo"
-    for ((r = 0; r < n; r++)); do echo "127.0.0.1:$((port + 20000 + r))" >>"$TMP/hosts.lo"; done
-    for ((r = 0; r < n; r++)); do
-        # shellcheck disable=SC2046
-        ROTOR_LOG=debug "$ROTOR" train --plan "$plan" --app "$app" $(app_args "$app") \
-            $(calibration_epochs "$app") --threads "$th" --transport tcp --pin no --node "$r" \
-            --nodes "$n" --hostfile "$TMP/hosts.lo" >/dev/null 2>"$TMP/cal.$r" &
-        pids+=($!)
+    # The loopback is the machine's: other programs' ports, and below 32768
+    # (Linux's ephemeral range starts there) none of its outgoing
+    # connections'; a port taken anyway: another try on others.
+    for ((try = 0; try < 3 && rc != 0; try++)); do
+        port=$((port + 16)) pids=() rc=0
+        : >"$TMP/hosts.lo"
+        for ((r = 0; r < n; r++)); do
+            echo "127.0.0.1:$((port % 8000 + 24000 + r))" >>"$TMP/hosts.lo"
+        done
+        for ((r = 0; r < n; r++)); do
+            # shellcheck disable=SC2046
+            ROTOR_LOG=debug "$ROTOR" train --plan "$plan" --app "$app" $(app_args "$app") \
+                $(calibration_epochs "$app") --threads "$th" --transport tcp --pin no --node "$r" \
+                --nodes "$n" --hostfile "$TMP/hosts.lo" >/dev/null 2>"$TMP/cal.$r" &
+            pids+=($!)
+        done
+        for p in "${pids[@]}"; do wait "$p" || rc=1; done
     done
-    for p in "${pids[@]}"; do wait "$p" || rc=1; done
     [ "$rc" = 0 ] || { tail -n 5 "$TMP"/cal.* >&2; return 1; }
     work=$(busiest_work "$app" "$n" "$th" "$4")
     cpu=$(rank_max_median "$n" "compute CPU" "$TMP/cal")
