@@ -388,6 +388,9 @@ int lda_list_scratch_init(lda_scratch *s, uint32_t K);
  * path; the bits are the same either way. */
 float lda_list_weights(int avx2, const uint16_t *tz, const uint32_t *tc, uint32_t n, uint32_t from,
                        const float *coef, float *w, float *acc, uint32_t *own);
+/* The entry of topic k in a list of n entries, n when absent (tz readable
+ * to n rounded up to 8; what lies past n is never taken). */
+uint32_t lda_list_topic(const uint16_t *tz, uint32_t n, uint32_t k);
 /* The entry where u falls, 0 <= u < r (never one of weight +0). */
 uint32_t lda_list_find(const float *w, const float *acc, uint32_t n, double u);
 void lda_list_scratch_free(lda_scratch *s);

@@ -380,12 +380,35 @@ static void test_list_bucket(void **state)
     free(coef);
 }
 
+/* A topic's entry in a list: the first entry that holds it at every
+ * position around the 8-entry compares, n when absent, and never an entry
+ * past n, even one holding the topic. */
+static void test_list_topic(void **state)
+{
+    (void)state;
+    enum { NMAX = 40 };
+    for (uint32_t n = 0; n <= NMAX; n++) {
+        uint16_t tz[NMAX + 8];
+        for (uint32_t x = 0; x < NMAX + 8; x++)
+            tz[x] = (uint16_t)(x < n ? 100 + x : x == n ? 5 : 7); /* past n: junk, and 7 */
+        for (uint32_t x = 0; x < n; x++)
+            assert_int_equal(lda_list_topic(tz, n, 100 + x), x);
+        assert_int_equal(lda_list_topic(tz, n, 7), n);
+        assert_int_equal(lda_list_topic(tz, n, 99), n);
+        if (n > 3) { /* a topic twice: its first entry */
+            tz[n - 1] = tz[2];
+            assert_int_equal(lda_list_topic(tz, n, tz[2]), 2);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_slices), cmocka_unit_test(test_log_joint),
-        cmocka_unit_test(test_stream), cmocka_unit_test(test_dense),
-        cmocka_unit_test(test_ftree),  cmocka_unit_test(test_list_bucket),
+        cmocka_unit_test(test_slices),     cmocka_unit_test(test_log_joint),
+        cmocka_unit_test(test_stream),     cmocka_unit_test(test_dense),
+        cmocka_unit_test(test_ftree),      cmocka_unit_test(test_list_bucket),
+        cmocka_unit_test(test_list_topic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
