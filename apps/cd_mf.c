@@ -38,8 +38,10 @@ typedef struct cd_app {
 /* ---------------------------------------------------------------- options */
 
 /* Explicit defaults as CCD++/LIBPMF: weighted lambda 0.1, 20 outer x at most
- * 5 inner.  With --implicit the defaults were chosen by the ranking quality
- * on MovieLens 100K and FilmTrust (bench/ranking.sh). */
+ * 5 inner, no --lambda-const (LIBPMF has none: the weighted lambda alone
+ * barely shrinks a row or column with few ratings, lambda n being 0.1 for
+ * one rating).  With --implicit the defaults were chosen by the ranking
+ * quality on MovieLens 100K and FilmTrust (bench/ranking.sh). */
 #define CD_LAMBDA "0.1"
 #define CD_IMPLICIT_LAMBDA "0.1"
 
@@ -72,6 +74,9 @@ static const rt_opt cd_options[] = {
         "binary (1)"),
     RT_DOUBLE_OPT("unobserved-weight", 0, cd_opts, unobserved, "W", "1", 0, HUGE_VAL,
                   RT_OPT_MIN_OPEN, "--implicit: weight of every unobserved pair (preference 0)"),
+    RT_DOUBLE_OPT("lambda-const", 0, cd_opts, lambda_const, "L0", "0", 0, HUGE_VAL, 0,
+                  "L2 regularisation added to every row's and column's lambda n, whatever its "
+                  "count: shrinks rows and columns with few ratings"),
     RT_UNSET_OPT("unweighted", 0, cd_opts, weighted,
                  "plain lambda (|W|^2 + |H|^2 + |b|^2 + |c|^2) instead"),
     RT_DOUBLE_OPT("init-scale", 0, cd_opts, mf.init_scale, "S", "0.1", 0, HUGE_VAL, RT_OPT_MIN_OPEN,
@@ -149,16 +154,16 @@ static void start_metrics(cd_app *a, rt_engine *eng)
     const rt_plan *plan = a->plan;
     rt_metrics_init(
         &a->metrics, a->o.mf.metrics, "cd-mf",
-        json_pack("{s:i, s:i, s:i, s:f, s:f, s:b, s:b, s:f, s:b, s:f, s:f, s:i, s:i, s:i, s:s, "
-                  "s:I, s:I}",
+        json_pack("{s:i, s:i, s:i, s:f, s:f, s:f, s:b, s:b, s:f, s:b, s:f, s:f, s:i, s:i, s:i, "
+                  "s:s, s:I, s:I}",
                   "k", (int)a->o.mf.k, "outer", (int)a->o.outer, "inner", (int)a->o.inner,
-                  "inner_eps", a->o.inner_eps, "lambda", a->o.mf.lambda, "weighted", a->o.weighted,
-                  "biases", a->o.mf.biases, "validation_fraction", a->o.mf.valid_fraction,
-                  "implicit", a->o.implicit, "alpha", a->o.alpha, "unobserved_weight",
-                  a->o.unobserved, "workers", (int)plan->workers, "blocks", (int)plan->blocks,
-                  "processes", rt_engine_size(eng), "transport", rt_engine_transport_name(eng),
-                  "nnz_train", (json_int_t)plan->nnz_train, "nnz_test",
-                  (json_int_t)plan->nnz_test));
+                  "inner_eps", a->o.inner_eps, "lambda", a->o.mf.lambda, "lambda_const",
+                  a->o.lambda_const, "weighted", a->o.weighted, "biases", a->o.mf.biases,
+                  "validation_fraction", a->o.mf.valid_fraction, "implicit", a->o.implicit, "alpha",
+                  a->o.alpha, "unobserved_weight", a->o.unobserved, "workers", (int)plan->workers,
+                  "blocks", (int)plan->blocks, "processes", rt_engine_size(eng), "transport",
+                  rt_engine_transport_name(eng), "nnz_train", (json_int_t)plan->nnz_train,
+                  "nnz_test", (json_int_t)plan->nnz_test));
 }
 
 /* The training mean and the column counts: one all-reduce before the first
@@ -209,14 +214,14 @@ static int cd_create(const void *opts, const rt_plan *plan, rt_engine *eng, void
             snprintf(imp, sizeof(imp), ", implicit (confidence 1 + %g f(r), unobserved weight %g)",
                      a->o.alpha, a->o.unobserved);
         rt_info("cd-mf: %llu x %llu, %llu train / %llu validation / %llu test ratings, mean %g, "
-                "k=%u%s%s, %u outer x %u inner (eps %g), lambda %g %s, %u workers x %u blocks "
+                "k=%u%s%s, %u outer x %u inner (eps %g), lambda %g %s + %g, %u workers x %u blocks "
                 "over %s",
                 (unsigned long long)plan->n_rows, (unsigned long long)plan->n_cols,
                 (unsigned long long)a->core.n_train, (unsigned long long)a->core.n_valid,
                 (unsigned long long)plan->nnz_test, (double)a->core.mu, a->o.mf.k,
                 a->o.mf.biases ? " + biases" : "", imp, a->o.outer, a->o.inner, a->o.inner_eps,
-                a->o.mf.lambda, a->o.weighted ? "weighted" : "unweighted", plan->workers,
-                plan->blocks, rt_engine_transport_name(eng));
+                a->o.mf.lambda, a->o.weighted ? "weighted" : "unweighted", a->o.lambda_const,
+                plan->workers, plan->blocks, rt_engine_transport_name(eng));
     }
     a->mark = rt_now();
     *out = a;
@@ -362,6 +367,7 @@ static int cd_save(void *p, rt_engine *eng, rt_error *err)
     if (a->core.es.best_epoch)
         json_object_set_new(meta, "best_outer", json_integer((json_int_t)a->core.es.best_epoch));
     json_object_set_new(meta, "weighted", json_boolean(a->o.weighted));
+    json_object_set_new(meta, "lambda_const", json_real(a->o.lambda_const));
     json_object_set_new(meta, "biases", json_boolean(a->o.mf.biases));
     json_object_set_new(meta, "inner", json_integer((json_int_t)a->o.inner));
     if (a->o.implicit) {

@@ -8,9 +8,11 @@
  * (--no-center: 0), row and column biases b, c (--no-biases: none) and
  * W (n_rows x k), H (n_cols x k), minimising, as CCD++ and LIBPMF do,
  *     sum_{(i,j) in train} (R_ij - mu - b_i - c_j - w_i . h_j)^2
- *       + lambda sum_i n_i (|w_i|^2 + b_i^2) + lambda sum_j n_j (|h_j|^2 + c_j^2)
- * with n_i, n_j the training ratings of row i and column j (the
- * frequency-weighted regulariser; --unweighted uses 1 instead of n).
+ *       + sum_i lambda_i (|w_i|^2 + b_i^2) + sum_j lambda_j (|h_j|^2 + c_j^2)
+ * with lambda_x = lambda n_x + L0, n_i and n_j the training ratings of row
+ * i and column j (the frequency-weighted regulariser of CCD++; --unweighted
+ * uses 1 instead of n) and L0 = --lambda-const, which keeps shrinking rows
+ * and columns with few ratings (0 in CCD++ and LIBPMF).
  * CCD++ updates one rank-one term ("slot") at a time.  With u, v the slot's
  * factors and E = R - mu - b - c - W H^T on the training entries:
  *     E^ = E + u v^T                                   (add the term back)
@@ -89,8 +91,8 @@
  * confidence c_ij = 1 + alpha f(rating), every other pair preference 0 and
  * the uniform weight w0 (--unobserved-weight); no mean, no biases:
  *     sum_{(i,j) observed} c_ij (1 - w_i . h_j)^2 + w0 sum_{unobserved} (w_i . h_j)^2
- *       + lambda sum_i n_i |w_i|^2 + lambda sum_j n_j |h_j|^2
- * (n as above; --unweighted: 1).  The unobserved sum is never materialised:
+ *       + sum_i lambda_i |w_i|^2 + sum_j lambda_j |h_j|^2
+ * (lambda_x as above).  The unobserved sum is never materialised:
  * it is w0 times the sum over all pairs minus the observed ones, and the sum
  * over all pairs only needs the Gram matrices G = H^T H and F = W^T W
  * (k x k).  With E = 1 - W H^T on the observed pairs, CCD++'s update of
@@ -126,6 +128,7 @@ typedef struct cd_opts {
     uint32_t inner;       /* --inner: T, most alternations per rank */
     int center;           /* subtract the training mean (--no-center: 0) */
     int weighted;         /* lambda n_i, lambda n_j (--unweighted: 0) */
+    double lambda_const;  /* --lambda-const L0: lambda_i = lambda n_i + L0 */
     double inner_eps;     /* --inner-eps: early exit of the alternations; 0 = never */
     int implicit;         /* --implicit: the weighted one-class loss (see below) */
     double alpha;         /* --alpha: confidence slope of an observed pair */
@@ -249,23 +252,25 @@ void cd_kernel_adjust(const cd_span *s, const cd_adjust *adj);
  * sum E^^2 when want_ssq (else 0). */
 double cd_kernel_v(const cd_span *s, const float *u, double *acc, int want_ssq);
 /* out[i] = num_i / (lambda_i + den_i) (0 when the denominator is 0), with
- * lambda_i = lambda count[i], or lambda when count is NULL.  Returns the
+ * lambda_i = lambda count[i] + lambda0, or lambda + lambda0 when count is
+ * NULL.  Returns the
  * decrease of the objective, sum (lambda_i + den_i) (old_i - new_i)^2. */
-double cd_solve(const double *acc, size_t n, double lambda, const double *count, float *out);
+double cd_solve(const double *acc, size_t n, double lambda, const double *count, double lambda0,
+                float *out);
 /* Implicit feedback: the same solve for rank s of rank-major factors F
  * (k x n; out = F + s n) with the unobserved pairs' terms from gram_col, the
  * other side's Gram column s: out[i] = (num_i - w0 sum_{r != s} F[r][i]
  * gram_col[r]) / (lambda_i + w0 gram_col[s] + den_i). */
 double cd_solve_gram(const double *acc, size_t n, double lambda, const double *count,
-                     const float *F, uint32_t k, uint32_t s, const double *gram_col, double w0,
-                     float *out);
+                     double lambda0, const float *F, uint32_t k, uint32_t s, const double *gram_col,
+                     double w0, float *out);
 /* sum over i of v[i]^2 den_i - 2 v[i] num_i: the change of the squared loss
  * of the columns when the new rank-one term is subtracted. */
 double cd_loss_delta(const float *v, const double *acc, size_t n);
 
 /* ---- the solver core (cd_mf_core.c), independent of the engine ---- */
 
-/* Per worker and per block: train, test, validation, |x|^2 weighted,
+/* Per worker and per block: train, test, validation, the regulariser,
  * decrease, and with implicit feedback k more: its share of the Gram column
  * of the slot just solved. */
 enum { CD_SUMS_PER_SLOT = 5 };

@@ -517,11 +517,11 @@ int cd_core_block_end(cd_core *c, uint32_t b, uint64_t rotation, const void *pay
     float *v = slot_v(c, bl, ph->slot);
     const double *acc = payload_acc(p, n, 0), *count = reg_count(c, bl->count);
     if (c->opt.implicit)
-        bl->decrease =
-            cd_solve_gram(acc, n, c->opt.mf.lambda, count, bl->V, c->opt.mf.k, ph->slot,
-                          c->gram_w + (size_t)ph->slot * c->opt.mf.k, c->opt.unobserved, v);
+        bl->decrease = cd_solve_gram(
+            acc, n, c->opt.mf.lambda, count, c->opt.lambda_const, bl->V, c->opt.mf.k, ph->slot,
+            c->gram_w + (size_t)ph->slot * c->opt.mf.k, c->opt.unobserved, v);
     else
-        bl->decrease = cd_solve(acc, n, c->opt.mf.lambda, count, v);
+        bl->decrease = cd_solve(acc, n, c->opt.mf.lambda, count, c->opt.lambda_const, v);
     if (ph->eval)
         for (int s = 0; s < 3; s++)
             bl->part[s] = cd_loss_delta(v, payload_acc(p, n, s), n);
@@ -539,10 +539,11 @@ size_t cd_core_sums_len(const rt_plan *plan, const cd_opts *o)
     return sums_stride(o) * ((size_t)plan->workers + plan->blocks);
 }
 
-/* sum_x weight_x (sum_r F[r][x]^2 + bias_x^2): the regulariser's share of
- * rows or columns (weight = count, or 1 unweighted). */
-static double weighted_norms(const cd_core *c, const float *F, const float *bias,
-                             const double *count, size_t n)
+/* sum_x lambda_x (sum_r F[r][x]^2 + bias_x^2): the regulariser's share of
+ * rows or columns (lambda_x = lambda count + lambda0, or lambda + lambda0
+ * unweighted). */
+static double regulariser(const cd_core *c, const float *F, const float *bias, const double *count,
+                          size_t n)
 {
     uint32_t k = c->opt.mf.k;
     double s = 0;
@@ -550,7 +551,7 @@ static double weighted_norms(const cd_core *c, const float *F, const float *bias
         double q = (double)bias[x] * bias[x];
         for (uint32_t r = 0; r < k; r++)
             q += (double)F[r * n + x] * F[r * n + x];
-        s += (c->opt.weighted ? count[x] : 1.0) * q;
+        s += (c->opt.mf.lambda * (c->opt.weighted ? count[x] : 1.0) + c->opt.lambda_const) * q;
     }
     return s;
 }
@@ -561,10 +562,10 @@ static double solve_rows(const cd_core *c, cd_worker *w)
     const double *count = reg_count(c, w->count);
     float *u = slot_u(c, w, ph->slot);
     if (c->opt.implicit)
-        return cd_solve_gram(w->acc, w->n_rows, c->opt.mf.lambda, count, w->U, c->opt.mf.k,
-                             ph->slot, c->gram_h + (size_t)ph->slot * c->opt.mf.k,
+        return cd_solve_gram(w->acc, w->n_rows, c->opt.mf.lambda, count, c->opt.lambda_const, w->U,
+                             c->opt.mf.k, ph->slot, c->gram_h + (size_t)ph->slot * c->opt.mf.k,
                              c->opt.unobserved, u);
-    return cd_solve(w->acc, w->n_rows, c->opt.mf.lambda, count, u);
+    return cd_solve(w->acc, w->n_rows, c->opt.mf.lambda, count, c->opt.lambda_const, u);
 }
 
 static void solve_u(cd_core *c)
@@ -611,8 +612,8 @@ static void gram_update(cd_core *c, const double *sums)
 }
 
 /* Slots of `sums`: CD_SUMS_PER_SLOT per worker (train ssq, test ssq,
- * validation ssq, weighted |W rows|^2, decrease), then per block (train,
- * test, validation delta, weighted |H block|^2, decrease); zero where not
+ * validation ssq, the W rows' regulariser, decrease), then per block (train,
+ * test, validation delta, the H block's regulariser, decrease); zero where not
  * ours. */
 static void fill_sums(cd_core *c, double *sums)
 {
@@ -631,7 +632,7 @@ static void fill_sums(cd_core *c, double *sums)
             s[0] = w->ssq;
             s[1] = w->tssq;
             s[2] = w->vssq;
-            s[3] = weighted_norms(c, w->U, w->bias, w->count, w->n_rows);
+            s[3] = regulariser(c, w->U, w->bias, w->count, w->n_rows);
         }
         s[4] = w->decrease;
     }
@@ -645,7 +646,7 @@ static void fill_sums(cd_core *c, double *sums)
         if (ph->eval) {
             for (int x = 0; x < 3; x++)
                 s[x] = bl->part[x];
-            s[3] = weighted_norms(c, bl->V, bl->bias, bl->count, bl->n_cols);
+            s[3] = regulariser(c, bl->V, bl->bias, bl->count, bl->n_cols);
         }
         s[4] = bl->decrease;
     }
@@ -710,13 +711,13 @@ static void metrics_of(const cd_core *c, const double *sums, cd_metrics *m)
         for (size_t x = 0; x < kk; x++)
             all += c->gram_w[x] * c->gram_h[x];
         m->loss = part[0] + c->opt.unobserved * all;
-        m->reg = c->opt.mf.lambda * part[3];
+        m->reg = part[3];
         m->objective = m->loss + m->reg;
         m->train_rmse = m->test_rmse = m->valid_rmse = NAN;
         return;
     }
     m->loss = part[0] > 0 ? part[0] : 0;
-    m->reg = c->opt.mf.lambda * part[3];
+    m->reg = part[3];
     m->objective = m->loss + m->reg;
     m->train_rmse = c->n_train ? sqrt(m->loss / (double)c->n_train) : NAN;
     m->test_rmse = p->nnz_test ? sqrt(fmax(part[1], 0) / (double)p->nnz_test) : NAN;

@@ -169,11 +169,12 @@ double cd_kernel_v(const cd_span *s, const float *u, double *acc, int want_ssq)
     return want_ssq ? kernel_v(s, u, acc, 1, 0) : kernel_v(s, u, acc, 0, 0);
 }
 
-double cd_solve(const double *acc, size_t n, double lambda, const double *count, float *out)
+double cd_solve(const double *acc, size_t n, double lambda, const double *count, double lambda0,
+                float *out)
 {
     double decrease = 0;
     for (size_t i = 0; i < n; i++) {
-        double d = (count ? lambda * count[i] : lambda) + acc[2 * i + 1];
+        double d = (count ? lambda * count[i] : lambda) + lambda0 + acc[2 * i + 1];
         float x = d > 0 ? (float)(acc[2 * i] / d) : 0.0f;
         double step = (double)out[i] - x;
         decrease += d * step * step;
@@ -183,8 +184,8 @@ double cd_solve(const double *acc, size_t n, double lambda, const double *count,
 }
 
 double cd_solve_gram(const double *acc, size_t n, double lambda, const double *count,
-                     const float *F, uint32_t k, uint32_t s, const double *gram_col, double w0,
-                     float *out)
+                     double lambda0, const float *F, uint32_t k, uint32_t s, const double *gram_col,
+                     double w0, float *out)
 {
     double decrease = 0;
     for (size_t i = 0; i < n; i++) {
@@ -192,7 +193,8 @@ double cd_solve_gram(const double *acc, size_t n, double lambda, const double *c
         for (uint32_t r = 0; r < k; r++)
             if (r != s)
                 others += (double)F[(size_t)r * n + i] * gram_col[r];
-        double d = (count ? lambda * count[i] : lambda) + w0 * gram_col[s] + acc[2 * i + 1];
+        double d =
+            (count ? lambda * count[i] : lambda) + lambda0 + w0 * gram_col[s] + acc[2 * i + 1];
         float x = d > 0 ? (float)((acc[2 * i] - w0 * others) / d) : 0.0f;
         double step = (double)out[i] - x;
         decrease += d * step * step;

@@ -104,6 +104,12 @@ static void adjust(ref *f, const float *u, const float *v, int sign)
     }
 }
 
+/* lambda_a of a row or column with n training ratings. */
+static double reg_weight(const cd_ref_opts *o, double n)
+{
+    return (o->weighted ? o->lambda * n : o->lambda) + o->lambda_const;
+}
+
 /* x_a = sum_{e in a} R_e y_{other(e)} / (lambda_a + sum y^2) for every a;
  * returns the objective decrease sum (lambda_a + den) (old - new)^2. */
 static double solve(ref *f, uint32_t n, const size_t *start, const size_t *idx,
@@ -117,7 +123,7 @@ static double solve(ref *f, uint32_t n, const size_t *start, const size_t *idx,
             num += f->R[idx[p]] * yv;
             den += yv * yv;
         }
-        double dn = (f->o->weighted ? f->o->lambda * count[a] : f->o->lambda) + den;
+        double dn = reg_weight(f->o, count[a]) + den;
         float nx = dn > 0 ? (float)(num / dn) : 0.0f;
         dec += dn * ((double)x[a] - nx) * ((double)x[a] - nx);
         x[a] = nx;
@@ -141,7 +147,7 @@ static double norms(const ref *f, const float *F, const float *bias, const doubl
         double q = (double)bias[x] * bias[x];
         for (int r = 0; r < f->o->k; r++)
             q += (double)F[(size_t)r * n + x] * F[(size_t)r * n + x];
-        s += (f->o->weighted ? count[x] : 1.0) * q;
+        s += reg_weight(f->o, count[x]) * q;
     }
     return s;
 }
@@ -164,7 +170,7 @@ static void measure(const ref *f, cd_ref_point *pt)
     }
     double reg = norms(f, f->W, f->b, f->nr, d->n_rows) + norms(f, f->H, f->c, f->nc, d->n_cols);
     pt->loss = loss;
-    pt->objective = loss + f->o->lambda * reg;
+    pt->objective = loss + reg;
     pt->train_rmse = n ? sqrt(loss / (double)n) : NAN;
     pt->valid_rmse = nv ? sqrt(valid / (double)nv) : NAN;
     pt->test_rmse = d->nt ? sqrt(test / (double)d->nt) : NAN;
@@ -244,7 +250,7 @@ static double dense_solve(const dense *g, const cd_ref_opts *o, int s, int rows)
             num += g->C[ij] * (g->P[ij] - dense_predict(g, i, j, s)) * y[b];
             den += g->C[ij] * (double)y[b] * y[b];
         }
-        double d = (o->weighted ? o->lambda * count[a] : o->lambda) + den;
+        double d = reg_weight(o, count[a]) + den;
         float nx = d > 0 ? (float)(num / d) : 0.0f;
         dec += d * ((double)x[a] - nx) * ((double)x[a] - nx);
         x[a] = nx;
@@ -264,15 +270,15 @@ static double dense_objective(const dense *g, const cd_ref_opts *o, double *loss
     for (int r = 0; r < g->k; r++) {
         for (uint32_t i = 0; i < g->m; i++) {
             double w = g->W[(size_t)r * g->m + i];
-            reg += (o->weighted ? g->nr[i] : 1.0) * w * w;
+            reg += reg_weight(o, g->nr[i]) * w * w;
         }
         for (uint32_t j = 0; j < g->n; j++) {
             double h = g->H[(size_t)r * g->n + j];
-            reg += (o->weighted ? g->nc[j] : 1.0) * h * h;
+            reg += reg_weight(o, g->nc[j]) * h * h;
         }
     }
     *loss = l;
-    return l + o->lambda * reg;
+    return l + reg;
 }
 
 /* The same outer iterations as CCD++ above, LIBPMF's early exit included. */

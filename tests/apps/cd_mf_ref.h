@@ -25,6 +25,7 @@ typedef struct cd_ref_data {
 typedef struct cd_ref_opts {
     int k, outer, inner;
     double lambda, inner_eps;
+    double lambda_const; /* added to every row's and column's lambda (n) */
     int weighted, biases, center;
     /* Implicit feedback (no biases, no mean): a dense confidence matrix,
      * c = 1 + alpha f(r) on the training pairs (f = r, ln(1 + r) or 1 for

@@ -1,7 +1,7 @@
 /* cd_mf_ref_main.c - run the serial reference CCD++ on a plan's ratings.
  *
  *   cd_mf_ref PLAN_DIR RANK OUTER INNER LAMBDA SEED [--init-scale S]
- *             [--inner-eps E] [--unweighted] [--no-biases] [--no-center]
+ *             [--inner-eps E] [--unweighted] [--lambda-const L0] [--no-biases] [--no-center]
  *             [--validation-fraction F]
  *             [--implicit [--alpha A] [--confidence linear|log|binary]
  *              [--unobserved-weight W]]
@@ -66,6 +66,8 @@ static int parse_flags(int argc, char **argv, cd_ref_opts *o, rt_mf_common_opts 
             o->biases = 0;
         else if (!strcmp(a, "--no-center"))
             o->center = 0;
+        else if (!strcmp(a, "--lambda-const") && has_value)
+            o->lambda_const = atof(argv[++i]);
         else if (!strcmp(a, "--inner-eps") && has_value)
             o->inner_eps = atof(argv[++i]);
         else if (!strcmp(a, "--init-scale") && has_value)
@@ -91,7 +93,8 @@ int main(int argc, char **argv)
     rt_error err = {0};
     rt_plan plan;
     cd_ref_data d = {0};
-    cd_ref_opts o = {.inner_eps = 1e-3, .weighted = 1, .biases = 1, .center = 1, .alpha = 1, .w0 = 1};
+    cd_ref_opts o = {
+        .inner_eps = 1e-3, .weighted = 1, .biases = 1, .center = 1, .alpha = 1, .w0 = 1};
     rt_mf_common_opts mf;
     rt_mf_common_defaults(&mf);
     if (argc < 7 || rt_parse_int(argv[2], &o.k) || rt_parse_int(argv[3], &o.outer) ||
@@ -99,7 +102,8 @@ int main(int argc, char **argv)
         rt_parse_u64(argv[6], &mf.seed) || o.k < 1 || o.outer < 1 || o.inner < 1 || o.lambda < 0 ||
         parse_flags(argc, argv, &o, &mf)) {
         fprintf(stderr, "usage: cd_mf_ref PLAN_DIR RANK OUTER INNER LAMBDA SEED [--init-scale S] "
-                        "[--inner-eps E] [--unweighted] [--no-biases] [--no-center] "
+                        "[--inner-eps E] [--unweighted] [--lambda-const L0] [--no-biases] "
+                        "[--no-center] "
                         "[--validation-fraction F] [--implicit [--alpha A] "
                         "[--confidence linear|log|binary] [--unobserved-weight W]]\n");
         return 2;

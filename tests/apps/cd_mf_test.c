@@ -304,12 +304,19 @@ static void test_kernels(void **state)
      * sum (lambda_i + den_i) (old - new)^2; counts weight lambda. */
     double sacc[4] = {3, 1, 0, 0}, count[2] = {4, 0};
     float out[2] = {1, 0};
-    assert_true(fabs(cd_solve(sacc, 2, 0.5, NULL, out) - 1.5 * 1.0) < 1e-12);
+    assert_true(fabs(cd_solve(sacc, 2, 0.5, NULL, 0, out) - 1.5 * 1.0) < 1e-12);
     assert_true(fabsf(out[0] - 2.0f) < 1e-7f);
-    cd_solve(sacc, 2, 0.0, NULL, out);
+    cd_solve(sacc, 2, 0.0, NULL, 0, out);
     assert_true(out[0] == 3.0f && out[1] == 0.0f);
-    cd_solve(sacc, 2, 0.5, count, out); /* 3 / (0.5 * 4 + 1) */
+    cd_solve(sacc, 2, 0.5, count, 0, out); /* 3 / (0.5 * 4 + 1) */
     assert_true(out[0] == 1.0f && out[1] == 0.0f);
+    /* lambda0 adds to lambda count (3 / (0.5 * 4 + 2 + 1)), to a count of
+     * 0 (row 1: 0 / 2) and to the decrease's weight. */
+    double dec = cd_solve(sacc, 2, 0.5, count, 2, out);
+    assert_true(out[0] == 0.6f && out[1] == 0.0f);
+    assert_true(fabs(dec - 5.0 * (1.0 - (double)0.6f) * (1.0 - (double)0.6f)) < 1e-12);
+    cd_solve(sacc, 2, 0.5, NULL, 1.5, out); /* 3 / (0.5 + 1.5 + 1) */
+    assert_true(out[0] == 1.0f);
     /* A filter takes only the entries whose flag matches. */
     uint8_t held[6] = {0, 1, 0, 0, 1, 0};
     cd_cells kept, out_cells;
@@ -361,9 +368,19 @@ static void check_against_reference(cd_opts o)
     run_out got;
     replay(&t, &o, 1, &got);
     cd_ref_point ref[16];
-    cd_ref_opts ro = {(int)k,      (int)outer,   (int)o.inner, o.mf.lambda,
-                      o.inner_eps, o.weighted,   o.mf.biases,  o.center,
-                      o.implicit,  o.confidence, o.alpha,      o.unobserved};
+    cd_ref_opts ro = {.k = (int)k,
+                      .outer = (int)outer,
+                      .inner = (int)o.inner,
+                      .lambda = o.mf.lambda,
+                      .inner_eps = o.inner_eps,
+                      .lambda_const = o.lambda_const,
+                      .weighted = o.weighted,
+                      .biases = o.mf.biases,
+                      .center = o.center,
+                      .implicit = o.implicit,
+                      .confidence = o.confidence,
+                      .alpha = o.alpha,
+                      .w0 = o.unobserved};
     uint8_t *held = calloc(t.ref.n + 1, 1);
     for (size_t e = 0; e < t.ref.n; e++)
         held[e] = (uint8_t)rt_mf_is_validation(&o.mf, t.ref.row[e], t.ref.col[e]);
@@ -439,6 +456,20 @@ static void test_matches_reference_unweighted(void **state)
     check_against_reference(o);
 }
 
+/* --lambda-const: every row and column regularised by lambda n + L0
+ * (weighted) or lambda + L0 (unweighted); a solve that dropped L0 would
+ * miss by far more than the tolerance. */
+static void test_matches_reference_lambda_const(void **state)
+{
+    (void)state;
+    cd_opts o = opts(4, 5, 2, 0.1, 11);
+    o.lambda_const = 1;
+    check_against_reference(o);
+    o.weighted = 0;
+    o.lambda_const = 0.5;
+    check_against_reference(o);
+}
+
 /* Early exit on (inner 8, a large epsilon), and a validation set. */
 static void test_matches_reference_early_exit_validation(void **state)
 {
@@ -494,6 +525,14 @@ static void test_implicit_rank1(void **state)
 {
     (void)state;
     check_against_reference(implicit_opts(1, 4, 3, 0.2));
+}
+
+static void test_implicit_matches_reference_lambda_const(void **state)
+{
+    (void)state;
+    cd_opts o = implicit_opts(4, 5, 2, 0.1);
+    o.lambda_const = 2;
+    check_against_reference(o);
 }
 
 /* A rating outside the confidence's domain is an input error. */
@@ -777,6 +816,7 @@ int main(void)
         cmocka_unit_test(test_matches_reference_rank1),
         cmocka_unit_test(test_matches_reference_no_lambda),
         cmocka_unit_test(test_matches_reference_unweighted),
+        cmocka_unit_test(test_matches_reference_lambda_const),
         cmocka_unit_test(test_matches_reference_early_exit_validation),
         cmocka_unit_test(test_validation_early_stop),
         cmocka_unit_test(test_split_is_bit_identical),
@@ -784,6 +824,7 @@ int main(void)
         cmocka_unit_test(test_implicit_matches_reference_unweighted_log),
         cmocka_unit_test(test_implicit_matches_reference_binary_early_exit),
         cmocka_unit_test(test_implicit_rank1),
+        cmocka_unit_test(test_implicit_matches_reference_lambda_const),
         cmocka_unit_test(test_implicit_rejects_negative_ratings),
         cmocka_unit_test(test_implicit_split_is_bit_identical),
         cmocka_unit_test(test_rejects_foreign_payload),
