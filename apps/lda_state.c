@@ -241,6 +241,11 @@ static int doc_lists_build(lda_tokens *t, const lda_opts *o, rt_error *err)
     uint16_t *doc_z = NULL;
     uint64_t *cursor = NULL;
     int fail = !row || lda_init_lists(t, o->K);
+    if (!fail) { /* (not yet touched) the sweep reads a whole list per token, at random */
+        const uint64_t entries = t->dnz_off[t->n_docs] + LDA_LIST_SLACK;
+        advise_huge(t->dnz, entries * sizeof(uint16_t));
+        advise_huge(t->dnc, entries * sizeof(uint32_t));
+    }
     if (!fail && o->init != LDA_INIT_PROGRESSIVE) {
         doc_z = malloc((t->n_tokens ? t->n_tokens : 1) * sizeof(uint16_t));
         cursor = malloc((t->n_docs + 1) * sizeof(uint64_t));
