@@ -179,84 +179,77 @@ static char *trim(char *s)
     return s;
 }
 
+/* The entry of line `lineno` (comments stripped, trimmed, not blank) into
+ * p[n], the rank's port from base_port when the line names none. */
+static int add_entry(const char *path, int lineno, char *line, int base_port, rt_peer *p, int n,
+                     rt_error *err)
+{
+    const char *why = NULL;
+    char copy[1024];
+    snprintf(copy, sizeof(copy), "%s", line); /* parse_line cuts line up */
+    if (parse_line(line, &p[n], &why))
+        return rt_fail(err, RT_EXIT_INPUT, "%s:%d: bad hostfile entry '%s': %s", path, lineno, copy,
+                       why);
+    if (p[n].port == 0) {
+        if (base_port + n > 65535 || base_port + n < 1)
+            return rt_fail(err, RT_EXIT_INPUT,
+                           "%s:%d: no port, and base port %d + rank %d is not a valid port", path,
+                           lineno, base_port, n);
+        p[n].port = base_port + n;
+    }
+    /* Two ranks at one address: found at parse time, with its line,
+     * rather than by a rank that connects to itself. */
+    for (int r = 0; r < n; r++)
+        if (p[r].port == p[n].port && !strcasecmp(p[r].host, p[n].host))
+            return rt_fail(err, RT_EXIT_INPUT,
+                           "%s:%d: rank %d has the address of rank %d (%s:%d): every rank "
+                           "needs its own port",
+                           path, lineno, n, r, p[n].host, p[n].port);
+    return 0;
+}
+
+/* One entry per rank from the lines of `text` (rt_text_load's: binary
+ * bytes refused, line ends unified, no byte order mark). */
+static int read_entries(const char *path, char *text, int size, int base_port, rt_peer *p,
+                        rt_error *err)
+{
+    int n = 0, lineno = 0;
+    for (char *s = text; *s;) {
+        lineno++;
+        char *e = strchr(s, '\n');
+        if (e)
+            *e = '\0';
+        char *line = trim(s);
+        s = e ? e + 1 : s + strlen(s);
+        if (!*line)
+            continue;
+        if (n == size)
+            return rt_fail(err, RT_EXIT_INPUT,
+                           "%s:%d: more than %d hostfile entries (one per rank expected)", path,
+                           lineno, size);
+        if (add_entry(path, lineno, line, base_port, p, n, err))
+            return -1;
+        n++;
+    }
+    if (n < size)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s: hostfile has %d entr%s (%d lines), need %d (one per rank)", path, n,
+                       n == 1 ? "y" : "ies", lineno, size);
+    return 0;
+}
+
 int rt_hostfile_read(const char *path, int size, int base_port, rt_peer **peers, rt_error *err)
 {
     *peers = NULL;
     if (size < 1)
         return rt_fail(err, RT_EXIT_INPUT, "%s: group size %d, need at least 1", path, size);
-    FILE *fp = fopen(path, "r");
-    if (!fp)
-        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "cannot open hostfile %s", path);
+    rt_text t;
+    if (rt_text_load(path, &t, err))
+        return rt_error_prefix(err, "hostfile");
     rt_peer *p = calloc((size_t)size, sizeof(*p));
-    if (!p) {
-        fclose(fp);
-        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
-    }
-    char buf[1024];
-    int n = 0, lineno = 0, rc = 0;
-    long at = ftell(fp);
-    while (rc == 0 && fgets(buf, sizeof(buf), fp)) {
-        lineno++;
-        /* fgets hides what follows a NUL: the bytes read tell. */
-        long next = ftell(fp);
-        size_t got = at >= 0 && next > at ? (size_t)(next - at) : strlen(buf);
-        at = next;
-        size_t bad = rt_text_find_binary(buf, got < sizeof(buf) ? got : sizeof(buf) - 1);
-        if (bad < got && bad < sizeof(buf) - 1) {
-            rc = rt_fail_binary(err, path, (uint64_t)lineno, (unsigned char)buf[bad]);
-            break;
-        }
-        if (!strchr(buf, '\n') && !feof(fp)) {
-            rc = rt_fail(err, RT_EXIT_INPUT, "%s:%d: line too long", path, lineno);
-            break;
-        }
-        /* a UTF-8 byte order mark (an editor's) is not part of the first
-         * host name: "cannot resolve '<invisible>127.0.0.1'" said it was */
-        char *line = trim(buf + (lineno == 1 ? rt_utf8_bom_len(buf, strlen(buf)) : 0));
-        if (!*line)
-            continue;
-        if (n == size) {
-            rc = rt_fail(err, RT_EXIT_INPUT,
-                         "%s:%d: more than %d hostfile entries (one per rank expected)", path,
-                         lineno, size);
-            break;
-        }
-        const char *why = NULL;
-        char copy[1024];
-        snprintf(copy, sizeof(copy), "%s", line);
-        if (parse_line(line, &p[n], &why)) {
-            rc = rt_fail(err, RT_EXIT_INPUT, "%s:%d: bad hostfile entry '%s': %s", path, lineno,
-                         copy, why);
-            break;
-        }
-        if (p[n].port == 0) {
-            if (base_port + n > 65535 || base_port + n < 1) {
-                rc = rt_fail(err, RT_EXIT_INPUT,
-                             "%s:%d: no port, and base port %d + rank %d is not a valid port", path,
-                             lineno, base_port, n);
-                break;
-            }
-            p[n].port = base_port + n;
-        }
-        /* Two ranks at one address: found at parse time, with its line,
-         * rather than by a rank that connects to itself. */
-        for (int r = 0; r < n && rc == 0; r++)
-            if (p[r].port == p[n].port && !strcasecmp(p[r].host, p[n].host))
-                rc = rt_fail(err, RT_EXIT_INPUT,
-                             "%s:%d: rank %d has the address of rank %d (%s:%d): every rank "
-                             "needs its own port",
-                             path, lineno, n, r, p[n].host, p[n].port);
-        if (rc)
-            break;
-        n++;
-    }
-    if (rc == 0 && ferror(fp))
-        rc = rt_fail_errno(err, RT_EXIT_INPUT, errno, "cannot read hostfile %s", path);
-    if (rc == 0 && n < size)
-        rc = rt_fail(err, RT_EXIT_INPUT,
-                     "%s: hostfile has %d entr%s (%d lines), need %d (one per rank)", path, n,
-                     n == 1 ? "y" : "ies", lineno, size);
-    fclose(fp);
+    int rc = p ? read_entries(t.path, t.data, size, base_port, p, err)
+               : rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    rt_text_free(&t);
     if (rc) {
         free(p);
         return -1;

@@ -384,18 +384,35 @@ int rt_npy_open(const char *path, const char *descr, FILE **fp, uint64_t *rows, 
  * carriage return), or n when there is none.  Readers reject such input at
  * FILE:LINE rather than silently dropping what follows a NUL. */
 size_t rt_text_find_binary(const char *s, size_t n);
+/* Line ends (text.c): each lone '\r' of s[0..n) (an old Mac file's line end)
+ * becomes '\n', so readers split lines at '\n' alone ("\r\n" stays: they
+ * drop its '\r').  A '\r' at s[n-1] is left when `more` bytes follow, for
+ * the next call to see with them; returns how many bytes are settled. */
+size_t rt_text_unify_line_ends(char *s, size_t n, int more);
+/* A whole text file ("-": standard input), checked for binary bytes as it
+ * is read (FILE:LINE), with its line ends unified and without its byte
+ * order mark. */
+typedef struct rt_text {
+    char *data; /* NUL-terminated copy of the file */
+    size_t len;
+    const char *path; /* "standard input" for "-" */
+    int borrowed;     /* data belongs to another rt_text */
+} rt_text;
+int rt_text_load(const char *path, rt_text *t, rt_error *err);
+void rt_text_free(rt_text *t);
 /* 3 when s[0..n) starts with a UTF-8 byte order mark (an editor's; it is
  * not part of the first line's text), else 0. */
 size_t rt_utf8_bom_len(const char *s, size_t n);
 /* A whole text loaded into buf (n bytes and a NUL after them) without its
  * byte order mark, if it has one: moves the text down, returns its length. */
 size_t rt_utf8_bom_strip(char *buf, size_t n);
-/* The compressor whose magic number starts head[0..n) ("gzip", "xz",
- * "bzip2", "zstd"), or NULL: a reader meeting binary data on line 1 says so. */
+/* The archiver or compressor whose magic number starts head[0..n) ("zip",
+ * "gzip", "xz", "bzip2", "zstd"), or NULL: a reader meeting binary data says so. */
 const char *rt_compressed_by(const char *head, size_t n);
-/* rt_fail_binary for binary data on line 1, where head[0..n) is the start of
- * the file: a compressed file is named as such, with the way out. */
-int rt_fail_binary_head(rt_error *err, const char *path, const char *head, size_t n,
+/* rt_fail_binary for binary data on `line` of a file that starts with
+ * head[0..n): a zip or compressed file is named as such, with the way out,
+ * whatever line its first binary byte falls on (its bytes hold line ends). */
+int rt_fail_binary_head(rt_error *err, const char *path, const char *head, size_t n, uint64_t line,
                         unsigned char byte);
 /* Fill err with "FILE:LINE: binary data (byte 0xNN) in a text file" (exit 2). */
 int rt_fail_binary(rt_error *err, const char *path, uint64_t line, unsigned char byte);

@@ -76,87 +76,6 @@ int rt_strpool_add(rt_strpool *p, const char *s, size_t len, rt_error *err)
 
 /* ------------------------------------------------------------ files */
 
-/* The error for binary data at buf[at] (of len bytes read), naming its line. */
-static void fail_binary_at(const char *buf, size_t len, size_t at, const char *path, rt_error *err)
-{
-    uint64_t line = 1;
-    for (size_t i = 0; i < at; i++)
-        line += buf[i] == '\n';
-    if (line == 1)
-        rt_fail_binary_head(err, path, buf, len, (unsigned char)buf[at]);
-    else
-        rt_fail_binary(err, path, line, (unsigned char)buf[at]);
-}
-
-int rt_text_load(const char *path, rt_text *t, rt_error *err)
-{
-    memset(t, 0, sizeof(*t));
-    int from_stdin = rt_is_stdio(path);
-    t->path = from_stdin ? "standard input" : path;
-    int fd = from_stdin ? rt_stdin_dup(err) : -1;
-    if (from_stdin && fd < 0)
-        return -1;
-    FILE *fp = from_stdin ? fdopen(fd, "rb") : fopen(path, "rb");
-    if (!fp) {
-        int e = errno;
-        if (fd >= 0)
-            close(fd);
-        return rt_fail_errno(err, RT_EXIT_INPUT, e, "%s: cannot open", t->path);
-    }
-    path = t->path;
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    rt_progress progress;
-    rt_progress_start_reading(&progress, fileno(fp), path);
-    for (;;) {
-        if (!buf) {
-            fclose(fp);
-            return rt_fail(err, RT_EXIT_RUNTIME, "%s: out of memory", path);
-        }
-        /* at most 16 MiB a call, so progress moves on big files */
-        size_t want = cap - len - 1 < (16u << 20) ? cap - len - 1 : (16u << 20);
-        size_t got = fread(buf + len, 1, want, fp);
-        /* checked as it comes: an endless device (/dev/zero) stops at once */
-        size_t at = len + rt_text_find_binary(buf + len, got);
-        len += got;
-        rt_progress_set(&progress, len);
-        if (at < len) {
-            rt_progress_end(&progress);
-            fclose(fp);
-            fail_binary_at(buf, len, at, path, err);
-            free(buf);
-            return -1;
-        }
-        if (got < want)
-            break;
-        if (len < cap - 1)
-            continue;
-        cap *= 2;
-        char *nb = realloc(buf, cap);
-        if (!nb)
-            free(buf);
-        buf = nb;
-    }
-    rt_progress_end(&progress);
-    int bad = ferror(fp), e = errno; /* errno of the failed read (a directory: EISDIR) */
-    fclose(fp);
-    if (bad) {
-        free(buf);
-        return rt_fail_errno(err, RT_EXIT_INPUT, e, "%s: read failed", path);
-    }
-    buf[len] = '\0';
-    t->data = buf;
-    t->len = rt_utf8_bom_strip(buf, len);
-    return 0;
-}
-
-void rt_text_free(rt_text *t)
-{
-    if (!t->borrowed)
-        free(t->data);
-    t->data = NULL;
-}
-
 int rt_corpus_load_input(const rt_corpus *c, const char *path, rt_text *t, rt_error *err)
 {
     if (c->input) {
@@ -316,7 +235,43 @@ int rt_corpus_min_count(rt_corpus *c, uint64_t min_count, rt_error *err)
 
 /* ------------------------------------------------------------ dispatch */
 
-/* Guess the format from the first non-blank line (of `in` when the input
+/* A bounded look (64 KiB, 64 lines): an endless device must not hang the guess. */
+#define SNIFF_HEAD (64u << 10)
+
+/* The format the first lines of a corpus (head[0..len)) suggest. */
+static rt_corpus_format guess_from_head(char *head, size_t len)
+{
+    rt_text_unify_line_ends(head, len, 0); /* an old Mac file's lines are lines here too */
+    const char *s = head + rt_utf8_bom_len(head, len), *end = head + len;
+    int single_ints = 0; /* leading lines holding one integer: a UCI header */
+    for (int looked = 0; looked < 64 && s < end; looked++) {
+        const char *e = memchr(s, '\n', (size_t)(end - s));
+        char line[4096], a[256], b[256];
+        size_t n = (size_t)((e ? e : end) - s);
+        n = n < sizeof(line) - 1 ? n : sizeof(line) - 1;
+        memcpy(line, s, n);
+        line[n] = '\0';
+        s = e ? e + 1 : end;
+        int got = sscanf(line, "%255s %255s", a, b);
+        if (got <= 0)
+            continue;
+        if (got == 1 && strspn(a, "0123456789") == strlen(a)) {
+            if (++single_ints == 3)
+                return RT_CORPUS_UCI;
+            continue;
+        }
+        if (single_ints)
+            break;
+        if (got == 2 && strchr(b, ':'))
+            return strspn(a, "0123456789") == strlen(a) ? RT_CORPUS_LDAC : RT_CORPUS_LIBSVM;
+        if (got == 2 && !strcmp(a, b))
+            return RT_CORPUS_LINES;
+        break;
+    }
+    return RT_CORPUS_TEXT;
+}
+
+/* Guess the format from the first non-blank lines (of `in` when the input
  * is already in memory). */
 static rt_corpus_format sniff(const char *path, const rt_text *in, rt_error *err)
 {
@@ -333,38 +288,22 @@ static rt_corpus_format sniff(const char *path, const rt_text *in, rt_error *err
     base = base ? base + 1 : path;
     if (!strncmp(base, "docword", 7)) /* a pipe or FIFO keeps its name too */
         return RT_CORPUS_UCI;
-    FILE *fp = in ? fmemopen(in->data, in->len, "r") : fopen(path, "r");
-    if (!fp)
-        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot open", path),
-               (rt_corpus_format)-1;
-    char line[4096];
+    if (in)
+        return guess_from_head(in->data, in->len < SNIFF_HEAD ? in->len : SNIFF_HEAD);
+    FILE *fp = fopen(path, "r");
+    char *head = malloc(SNIFF_HEAD);
+    size_t len = fp && head ? fread(head, 1, SNIFF_HEAD, fp) : 0;
+    int e = errno;
+    if (fp)
+        fclose(fp);
     rt_corpus_format f = RT_CORPUS_TEXT;
-    int single_ints = 0; /* leading lines holding one integer: a UCI header */
-    /* a bounded look (64 lines of up to 4 KiB): an endless device must not hang the guess */
-    for (int looked = 0; looked < 64 && fgets(line, sizeof(line), fp); looked++) {
-        char a[256], b[256];
-        const char *l = line;
-        if (looked == 0)
-            l += rt_utf8_bom_len(line, strlen(line));
-        int n = sscanf(l, "%255s %255s", a, b);
-        if (n <= 0)
-            continue;
-        if (n == 1 && strspn(a, "0123456789") == strlen(a)) {
-            if (++single_ints == 3) {
-                f = RT_CORPUS_UCI;
-                break;
-            }
-            continue;
-        }
-        if (single_ints)
-            break;
-        if (n == 2 && strchr(b, ':'))
-            f = strspn(a, "0123456789") == strlen(a) ? RT_CORPUS_LDAC : RT_CORPUS_LIBSVM;
-        else if (n == 2 && !strcmp(a, b))
-            f = RT_CORPUS_LINES;
-        break;
-    }
-    fclose(fp);
+    if (!fp)
+        f = (rt_corpus_format)rt_fail_errno(err, RT_EXIT_INPUT, e, "%s: cannot open", path);
+    else if (!head)
+        f = (rt_corpus_format)rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    else
+        f = guess_from_head(head, len);
+    free(head);
     return f;
 }
 

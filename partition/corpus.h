@@ -107,15 +107,6 @@ static inline int64_t rt_corpus_intern(rt_idmap *m, const char *s, size_t len, r
     return rt_idmap_intern(m, s, len, &id, err) ? -1 : (int64_t)id;
 }
 
-/* ---- whole-file input with line tracking ---- */
-typedef struct rt_text {
-    char *data; /* NUL-terminated copy of the file */
-    size_t len;
-    const char *path; /* "standard input" for "-" */
-    int borrowed;     /* data belongs to another rt_text */
-} rt_text;
-int rt_text_load(const char *path, rt_text *t, rt_error *err); /* "-": standard input */
-void rt_text_free(rt_text *t);
 /* The corpus input itself: c->input when it was read already (standard
  * input; path is then "standard input", for messages), else the file at path. */
 int rt_corpus_load_input(const rt_corpus *c, const char *path, rt_text *t, rt_error *err);

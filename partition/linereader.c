@@ -60,9 +60,8 @@ static int check_growing_line(rt_linereader *lr, rt_error *err)
         uint64_t line = lr->line_no + 1;
         for (size_t i = 0; i < bad; i++)
             line += s[i] == '\n';
-        if (line == 1)
-            return rt_fail_binary_head(err, lr->path, s, n, (unsigned char)s[bad]);
-        return rt_fail_binary(err, lr->path, line, (unsigned char)s[bad]);
+        return rt_fail_binary_head(err, lr->path, lr->head, lr->head_len, line,
+                                   (unsigned char)s[bad]);
     }
     if (lr->cap >= LR_LINE_MAX)
         return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: a line longer than %zu MiB", lr->path,
@@ -97,6 +96,14 @@ static int refill(rt_linereader *lr, rt_error *err)
         return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: read failed", lr->path);
     if (n == 0)
         lr->eof = 1;
+    size_t keep = sizeof(lr->head) - lr->head_len;
+    keep = keep < (size_t)n ? keep : (size_t)n;
+    memcpy(lr->head + lr->head_len, lr->buf + lr->end, keep);
+    lr->head_len += keep;
+    /* old Mac line ends become '\n'; a '\r' left unsettled at the end of the
+     * last read meets its follower (or the end of the input) now */
+    size_t from = lr->end > lr->start && lr->buf[lr->end - 1] == '\r' ? lr->end - 1 : lr->end;
+    rt_text_unify_line_ends(lr->buf + from, lr->end + (size_t)n - from, !lr->eof);
     lr->end += (size_t)n;
     lr->bytes_read += (uint64_t)n;
     rt_progress_set(&lr->progress, lr->bytes_read);
@@ -122,6 +129,22 @@ int rt_linereader_peek(rt_linereader *lr, const char **text, size_t *len, rt_err
     *text = lr->buf + lr->start;
     *len = lr->end - lr->start;
     return 0;
+}
+
+/* A compressed file's first line can hold no binary byte (its bytes hold a
+ * line end early, as zstd's header may): one whose magic number says so is
+ * named by the binary bytes buffered behind that line, not parsed as text. */
+static int refuse_packed(rt_linereader *lr, rt_error *err)
+{
+    if (!rt_compressed_by(lr->head, lr->head_len))
+        return 0;
+    size_t n = lr->end - lr->start;
+    n = n < LR_PEEK ? n : LR_PEEK;
+    size_t bad = rt_text_find_binary(lr->buf + lr->start, n);
+    if (bad == n)
+        return 0;
+    return rt_fail_binary_head(err, lr->path, lr->head, lr->head_len, 1,
+                               (unsigned char)lr->buf[lr->start + bad]);
 }
 
 int rt_linereader_next(rt_linereader *lr, char **line, size_t *len, rt_error *err)
@@ -156,10 +179,11 @@ int rt_linereader_next(rt_linereader *lr, char **line, size_t *len, rt_error *er
         *len = n;
         lr->line_no++;
         size_t bad = rt_text_find_binary(s, n);
-        if (bad < n && lr->line_no == 1)
-            return rt_fail_binary_head(err, lr->path, s, n, (unsigned char)s[bad]);
         if (bad < n)
-            return rt_fail_binary(err, lr->path, lr->line_no, (unsigned char)s[bad]);
+            return rt_fail_binary_head(err, lr->path, lr->head, lr->head_len, lr->line_no,
+                                       (unsigned char)s[bad]);
+        if (lr->line_no == 1 && refuse_packed(lr, err))
+            return -1;
         return 1;
     }
 }

@@ -423,6 +423,8 @@ typedef struct rt_linereader {
     const char *path;
     uint64_t bytes_read;
     rt_progress progress; /* bytes read, of the file's size when it has one */
+    char head[8];         /* the file's first bytes: a compressor's magic number */
+    size_t head_len;
 } rt_linereader;
 
 /* path "-" reads standard input.  A UTF-8 byte order mark at the start of

@@ -151,6 +151,7 @@ int rt_token_file_read(const char *path, char *buf, size_t cap, size_t *len, rt_
     /* An editor's UTF-8 byte order mark is not part of the secret (one rank's
      * file saved with it failed to authenticate, for no visible reason). */
     n = rt_utf8_bom_strip(buf, n);
+    rt_text_unify_line_ends(buf, n, 0); /* FILE:LINE counts an old Mac file's lines too */
     size_t at = rt_text_find_binary(buf, n);
     uint64_t line = 1;
     for (size_t i = 0; i < at && i < n; i++)

@@ -89,6 +89,29 @@ static void test_byte_order_mark(void **state)
     rt_corpus_free(&c);
 }
 
+/* Files with old Mac line ends (a lone '\r'): each ends a line, in the
+ * format guess, the UCI header and body, the vocabulary and a text corpus. */
+static void test_old_mac_line_ends(void **state)
+{
+    (void)state;
+    const char *dw = scratch_file("mac.docword", "2\r3\r2\r1 1 2\r2 3 1\r");
+    const char *vo = scratch_file("mac.vocab", "apple\rbanana\rcherry\r");
+    rt_corpus c;
+    rt_corpus_options o = {.format = RT_CORPUS_AUTO, .vocab = vo};
+    read_ok(dw, &o, RT_CORPUS_UCI, &c);
+    assert_int_equal(c.n_docs, 2);
+    assert_int_equal(c.n_tokens, 3);
+    assert_int_equal(count_of(&c, 0, "apple"), 2);
+    assert_int_equal(count_of(&c, 1, "cherry"), 1);
+    rt_corpus_free(&c);
+    const char *tx = scratch_file("mac.text", "zebra stripes\rzebra crossing\r");
+    rt_corpus_options t = {.format = RT_CORPUS_TEXT};
+    read_ok(tx, &t, RT_CORPUS_TEXT, &c);
+    assert_int_equal(c.n_docs, 2);
+    assert_int_equal(count_of(&c, 1, "crossing"), 1);
+    rt_corpus_free(&c);
+}
+
 /* Bad input, one case a row: the file's name and bytes, the format it is
  * read as, whether the UCI/LDA-C vocabulary (vocab.b.txt: a b c, or
  * ap.vocab: zero one two) is given, and what the message must contain. */
@@ -297,9 +320,13 @@ static void test_text_utf8(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_uci),       cmocka_unit_test(test_bad_input),
-        cmocka_unit_test(test_lines),     cmocka_unit_test(test_libsvm_ldac),
-        cmocka_unit_test(test_text),      cmocka_unit_test(test_byte_order_mark),
+        cmocka_unit_test(test_uci),
+        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_lines),
+        cmocka_unit_test(test_libsvm_ldac),
+        cmocka_unit_test(test_text),
+        cmocka_unit_test(test_byte_order_mark),
+        cmocka_unit_test(test_old_mac_line_ends),
         cmocka_unit_test(test_text_utf8),
     };
     return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);

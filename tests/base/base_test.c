@@ -217,6 +217,38 @@ static void test_bom_strip(void **state)
     assert_string_equal(d, "");
 }
 
+/* Every line-end convention gives the same lines, however the bytes are cut
+ * into the pieces a reader gets: "\n", "\r\n" and an old Mac file's lone
+ * "\r" (which becomes "\n"; the '\r' of a "\r\n" stays for the reader to
+ * drop).  A '\r' ending a piece waits for the next one. */
+static void test_unify_line_ends(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"a\rb\rc", "a\nb\nc"},
+        {"a\r\nb\r\n", "a\r\nb\r\n"},
+        {"a\r\rb\r", "a\n\nb\n"},
+        {"a\r\r\nb", "a\n\r\nb"},
+        {"\r", "\n"},
+        {"a\nb\n", "a\nb\n"},
+        {"", ""},
+        {"1 1 5\r2 2 4\r\n3 3 1", "1 1 5\n2 2 4\r\n3 3 1"},
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        size_t n = strlen(cases[k].in);
+        for (size_t cut = 0; cut <= n; cut++) { /* two pieces, cut at every byte */
+            char buf[64];
+            memcpy(buf, cases[k].in, n + 1);
+            size_t settled = rt_text_unify_line_ends(buf, cut, 1);
+            assert_true(settled == cut || (settled == cut - 1 && buf[cut - 1] == '\r'));
+            rt_text_unify_line_ends(buf + settled, n - settled, 0);
+            assert_string_equal(buf, cases[k].out);
+        }
+    }
+}
+
 static void test_split_parent(void **state)
 {
     (void)state;
@@ -380,6 +412,7 @@ int main(void)
         cmocka_unit_test(test_outfile_abort_leaves_nothing),
         cmocka_unit_test(test_split_parent),
         cmocka_unit_test(test_bom_strip),
+        cmocka_unit_test(test_unify_line_ends),
         cmocka_unit_test(test_npy_round_trip),
         cmocka_unit_test(test_alloc_untouched_takes_pages_on_write),
         cmocka_unit_test(test_alloc_parts_carves_one_block),

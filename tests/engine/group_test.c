@@ -372,6 +372,15 @@ static void test_hostfile_formats(void **state)
     expect_peer(p, 0, "10.0.0.1", 9000);
     expect_peer(p, 1, "10.0.0.2", 9001);
     free(p);
+    /* Old Mac line ends: a lone '\r' ends a line (a comment's too). */
+    hf = write_file("mac", "# two ranks\r10.0.0.1:9000\r\r10.0.0.2:9001\r");
+    assert_int_equal(rt_hostfile_read(hf, 2, 20000, &p, &err), 0);
+    expect_peer(p, 0, "10.0.0.1", 9000);
+    expect_peer(p, 1, "10.0.0.2", 9001);
+    free(p);
+    hf = write_file("mac2", "10.0.0.1:9000\r\r10.0.0.1:9000\r");
+    assert_int_equal(rt_hostfile_read(hf, 2, 20000, &p, &err), -1);
+    assert_non_null(strstr(err.msg, "mac2:3: rank 1 has the address of rank 0"));
     /* A byte order mark only at the start: on line 2 it is part of a name,
      * which cannot hold it (named with its line, not by the resolver). */
     hf = write_file("edited2", "10.0.0.1\n\xef\xbb\xbf"

@@ -66,7 +66,8 @@ static void test_formats(void **state)
          "userId,movieId,rating,timestamp\n196,242,3,1\n186,302,3.5,2\n"
          "196,302,1,3\n",
          RT_FMT_CSV, 1},
-        {"ratings.dat", "196::242::3::881250949\n186::302::3.5::1\r\n196::302::1::0", RT_FMT_DAT, 0},
+        {"ratings.dat", "196::242::3::881250949\n186::302::3.5::1\r\n196::302::1::0", RT_FMT_DAT,
+         0},
         {"m.mtx",
          "%%MatrixMarket matrix coordinate real general\n% comment\n200 400 3\n"
          "196 242 3\n186 302 3.5\n196 302 1\n",
@@ -79,13 +80,18 @@ static void test_formats(void **state)
          "\xef\xbb\xbf"
          "userId,movieId,rating\n196,242,3\n186,302,3.5\n196,302,1\n",
          RT_FMT_CSV, 1},
+        /* old Mac line ends (a lone '\r'; Excel's "CSV (Macintosh)"): one line each */
+        {"mac.txt", "196 242 3\r186 302 3.5\r196 302 1\r", RT_FMT_TRIPLETS, 0},
+        {"mac.csv", "userId,movieId,rating\r196,242,3\r186,302,3.5\r\n196,302,1", RT_FMT_CSV, 1},
         {"spaces.txt", "# comment\n  196   242 3\n\n186 302   3.5e0\n196 302 +1.000\n",
          RT_FMT_TRIPLETS, 0},
         /* the fourth field is never read, in any reader: a date, a word */
-        {"dates.txt", "196 242 3 2005-09-06\n186\t302\t3.5\tjunk\n196 302 1 x\n", RT_FMT_TRIPLETS, 0},
+        {"dates.txt", "196 242 3 2005-09-06\n186\t302\t3.5\tjunk\n196 302 1 x\n", RT_FMT_TRIPLETS,
+         0},
         {"dates.csv", "user,item,rating,date\n196,242,3,2005-09-06\n186,302,3.5,junk\n196,302,1,\n",
          RT_FMT_CSV, 1},
-        {"dates.dat", "196::242::3::2005-09-06\n186::302::3.5::junk\n196::302::1::x\n", RT_FMT_DAT, 0},
+        {"dates.dat", "196::242::3::2005-09-06\n186::302::3.5::junk\n196::302::1::x\n", RT_FMT_DAT,
+         0},
         /* real-world shapes: a header on tab-separated data, Book-Crossing's quoted
          * semicolon-separated fields, decimal commas, pandas' quoted CSV */
         {"header.tsv",

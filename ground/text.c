@@ -1,0 +1,179 @@
+/* text.c - the one owner of text input: what a text file may hold, its
+ * byte order mark, its line ends, and loading a whole one.
+ *
+ * Line ends: "\n", "\r\n" and a lone "\r" (old Mac files, Excel's "CSV
+ * (Macintosh)") each end a line.  Readers split at '\n' and drop the '\r'
+ * of a "\r\n"; rt_text_unify_line_ends turns each lone '\r' into '\n' as
+ * the bytes arrive (rt_text_load, the ratings line reader, the hostfile,
+ * the token file), so no reader needs to know the third convention and
+ * every FILE:LINE counts the lines a text editor shows. */
+#include "ground/ground.h"
+#include "ground/progress.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+size_t rt_text_unify_line_ends(char *s, size_t n, int more)
+{
+    char *end = s + n;
+    for (char *cr = memchr(s, '\r', n); cr; cr = memchr(cr + 1, '\r', (size_t)(end - cr - 1))) {
+        if (cr + 1 == end)
+            return more ? n - 1 : (*cr = '\n', n);
+        if (cr[1] != '\n')
+            *cr = '\n';
+    }
+    return n;
+}
+
+/* Control bytes a text file may hold: \t \n \v \f \r. */
+static int binary_byte(unsigned char c)
+{
+    return c < 0x20 && (c < '\t' || c > '\r');
+}
+
+size_t rt_text_find_binary(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (binary_byte((unsigned char)s[i]))
+            return i;
+    return n;
+}
+
+size_t rt_utf8_bom_len(const char *s, size_t n)
+{
+    return n >= 3 && !memcmp(s, "\xef\xbb\xbf", 3) ? 3 : 0;
+}
+
+size_t rt_utf8_bom_strip(char *buf, size_t n)
+{
+    size_t bom = rt_utf8_bom_len(buf, n);
+    if (bom)
+        memmove(buf, buf + bom, n - bom + 1);
+    return n - bom;
+}
+
+const char *rt_compressed_by(const char *head, size_t n)
+{
+    static const struct {
+        const char *name, *magic;
+        size_t len;
+    } kinds[] = {{"zip", "PK\x03\x04", 4}, /* MovieLens comes as ml-100k.zip */
+                 {"gzip", "\x1f\x8b", 2},
+                 {"xz",
+                  "\xfd"
+                  "7zXZ\0",
+                  6},
+                 {"bzip2", "BZh", 3},
+                 {"zstd", "\x28\xb5\x2f\xfd", 4}};
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+        if (n >= kinds[i].len && !memcmp(head, kinds[i].magic, kinds[i].len))
+            return kinds[i].name;
+    return NULL;
+}
+
+int rt_fail_binary_head(rt_error *err, const char *path, const char *head, size_t n, uint64_t line,
+                        unsigned char byte)
+{
+    const char *how = rt_compressed_by(head, n);
+    if (!how)
+        return rt_fail_binary(err, path, line, byte);
+    if (!strcmp(how, "zip"))
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s:1: binary data: a zip archive? take the file out first ('unzip -p "
+                       "FILE MEMBER', e.g. into a pipe read as '-')",
+                       path);
+    return rt_fail(err, RT_EXIT_INPUT,
+                   "%s:1: binary data: compressed with %s? decompress it first ('%s -dc FILE', "
+                   "or into a pipe read as '-')",
+                   path, how, how);
+}
+
+int rt_fail_binary(rt_error *err, const char *path, uint64_t line, unsigned char byte)
+{
+    return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: binary data (byte 0x%02x) in a text file", path,
+                   (unsigned long long)line, byte);
+}
+
+/* The error for binary data at buf[at] (of len bytes read), naming its line. */
+static void fail_binary_at(const char *buf, size_t len, size_t at, const char *path, rt_error *err)
+{
+    uint64_t line = 1;
+    for (size_t i = 0; i < at; i++)
+        line += buf[i] == '\n';
+    rt_fail_binary_head(err, path, buf, len, line, (unsigned char)buf[at]);
+}
+
+int rt_text_load(const char *path, rt_text *t, rt_error *err)
+{
+    memset(t, 0, sizeof(*t));
+    int from_stdin = rt_is_stdio(path);
+    t->path = from_stdin ? "standard input" : path;
+    int fd = from_stdin ? rt_stdin_dup(err) : -1;
+    if (from_stdin && fd < 0)
+        return -1;
+    FILE *fp = from_stdin ? fdopen(fd, "rb") : fopen(path, "rb");
+    if (!fp) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return rt_fail_errno(err, RT_EXIT_INPUT, e, "%s: cannot open", t->path);
+    }
+    path = t->path;
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    rt_progress progress;
+    rt_progress_start_reading(&progress, fileno(fp), path);
+    for (;;) {
+        if (!buf) {
+            fclose(fp);
+            return rt_fail(err, RT_EXIT_RUNTIME, "%s: out of memory", path);
+        }
+        /* at most 16 MiB a call, so progress moves on big files */
+        size_t want = cap - len - 1 < (16u << 20) ? cap - len - 1 : (16u << 20);
+        size_t got = fread(buf + len, 1, want, fp);
+        /* a '\r' left unsettled at the end of the last piece meets its follower now */
+        size_t from = len && buf[len - 1] == '\r' ? len - 1 : len;
+        rt_text_unify_line_ends(buf + from, len + got - from, got == want);
+        /* checked as it comes: an endless device (/dev/zero) stops at once */
+        size_t at = len + rt_text_find_binary(buf + len, got);
+        len += got;
+        rt_progress_set(&progress, len);
+        if (at < len) {
+            rt_progress_end(&progress);
+            fclose(fp);
+            fail_binary_at(buf, len, at, path, err);
+            free(buf);
+            return -1;
+        }
+        if (got < want)
+            break;
+        if (len < cap - 1)
+            continue;
+        cap *= 2;
+        char *nb = realloc(buf, cap);
+        if (!nb)
+            free(buf);
+        buf = nb;
+    }
+    rt_progress_end(&progress);
+    int bad = ferror(fp), e = errno; /* errno of the failed read (a directory: EISDIR) */
+    fclose(fp);
+    if (bad) {
+        free(buf);
+        return rt_fail_errno(err, RT_EXIT_INPUT, e, "%s: read failed", path);
+    }
+    buf[len] = '\0';
+    t->data = buf;
+    t->len = rt_utf8_bom_strip(buf, len);
+    return 0;
+}
+
+void rt_text_free(rt_text *t)
+{
+    if (!t->borrowed)
+        free(t->data);
+    t->data = NULL;
+}
