@@ -336,16 +336,18 @@ AVX2 static inline __m256 group_avx2(__m256 v0, __m256 v1, __m256 v2, __m256 v3,
 AVX2 static DENSE_INLINE float weights_avx2(const int32_t *ndk, float alpha, const float *coef,
                                             uint32_t K, float *w, float *total)
 {
-    const uint32_t n = lda_dense_totals_len(K);
+    const float *end = total + lda_dense_totals_len(K);
     const __m256 av = _mm256_set1_ps(alpha);
     __m256 base = _mm256_setzero_ps();
-    for (uint32_t c = 0; c < n; c += 8) {
+    /* pointers stepped a group at a time, so the chunks' loads and stores
+     * take constant offsets (a 32-bit index costs an add a chunk) */
+    for (; total < end; total += 8, ndk += 64, coef += 64, w += 64) {
         __m256 v[8];
         for (uint32_t i = 0; i < 8; i++) {
-            v[i] = chunk_full_avx2(ndk, av, coef, (c + i) * LDA_CHUNK);
-            _mm256_storeu_ps(w + (c + i) * LDA_CHUNK, v[i]);
+            v[i] = chunk_full_avx2(ndk, av, coef, i * LDA_CHUNK);
+            _mm256_storeu_ps(w + i * LDA_CHUNK, v[i]);
         }
-        base = group_avx2(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], base, total + c);
+        base = group_avx2(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], base, total);
     }
     /* total[lda_chunks(K) - 1] without the trip through memory: the last
      * group's last total (the chunks past lda_chunks(K) add +0), in base's
@@ -565,12 +567,12 @@ AVX2 static inline float dense_count_avx2(const dense_run *d, int32_t *ndk, uint
         if (i >= end)                                                                              \
             return;                                                                                \
         rt_rng local = *stream, *rng = &local; /* in registers, not stored every token */          \
-        float *w = d->w, *total = d->total;                                                        \
+        float *w = d->w, *total = d->total, *nw = d->w + d->wlen, *nt = d->total + d->tlen;        \
         int32_t *ndk = dense_row(d, i);                                                            \
         dense_count_##PATH(d, ndk, t->z[t->tok_pos[i]], -1);                                       \
         float sum = weights_##PATH(ndk, d->alpha, d->coef, d->K, w, total);                        \
         lda_dense_patch patch = {0, w[0], 0.0f};                                                   \
-        for (uint32_t set = 0;; set ^= 1) {                                                        \
+        for (;;) {                                                                                 \
             dense_prefetch(d, i);                                                                  \
             const uint32_t p = t->tok_pos[i];                                                      \
             const uint32_t k =                                                                     \
@@ -582,14 +584,14 @@ AVX2 static inline float dense_count_avx2(const dense_run *d, int32_t *ndk, uint
                 return;                                                                            \
             }                                                                                      \
             int32_t *next = dense_row(d, i + 1);                                                   \
-            float *nw = set ? d->w : d->w + d->wlen, *nt = set ? d->total : d->total + d->tlen;    \
             dense_count_##PATH(d, next, t->z[t->tok_pos[i + 1]], -1);                              \
             sum = weights_##PATH(next, d->alpha, d->coef, d->K, nw, nt);                           \
             const float ck = dense_count_##PATH(d, ndk, k, +1);                                    \
             t->z[p] = (uint16_t)k;                                                                 \
             const float wk = ((float)next[k] + d->alpha) * ck;                                     \
             patch = (lda_dense_patch){k, wk, wk - nw[k]};                                          \
-            w = nw, total = nt, ndk = next, i++;                                                   \
+            float *const ow = w, *const ot = total; /* the sets trade places */                    \
+            w = nw, total = nt, nw = ow, nt = ot, ndk = next, i++;                                 \
         }                                                                                          \
     }
 DENSE_TOKENS(portable, )
