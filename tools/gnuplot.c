@@ -162,54 +162,59 @@ static int run_gnuplot(const char *script, const char *log, rt_error *err)
 
 /* Does the picture end as a whole PNG (the IEND chunk) or SVG (</svg>)
  * does?  gnuplot exits 0 when a write fails (a full disk): a picture cut
- * short must not replace --out.  `fd` is the one plot_render holds: gnuplot
- * truncates and writes that same file. */
-static int picture_complete(int fd, int svg)
+ * short must not replace --out. */
+static int picture_complete(FILE *fp, int svg)
 {
     char tail[64];
     struct stat sb;
-    if (fstat(fd, &sb) != 0)
+    if (fstat(fileno(fp), &sb) != 0)
         return 0;
     off_t from = sb.st_size > (off_t)sizeof(tail) ? sb.st_size - (off_t)sizeof(tail) : 0;
-    ssize_t n = pread(fd, tail, sizeof(tail), from);
+    ssize_t n = pread(fileno(fp), tail, sizeof(tail), from);
     const char *mark = svg ? "</svg>" : "IEND";
     return n > 0 && memmem(tail, (size_t)n, mark, strlen(mark)) != NULL;
 }
 
-static int move_picture(int fd, const char *picture, const char *out, int svg, rt_error *err)
+/* The picture gnuplot drew in our private directory, copied into --out by
+ * the one writer of outputs (rt_outfile: a temporary renamed into place, a
+ * FIFO or device written in place, "-" standard output), not renamed over
+ * whatever --out is. */
+static int copy_picture(const char *picture, const char *out, int svg, rt_error *err)
 {
-    if (!picture_complete(fd, svg)) /* (created empty before gnuplot ran) */
-        return rt_fail(err, RT_EXIT_RUNTIME,
-                       "plot: gnuplot wrote no whole picture into %s (a full disk?)", picture);
-    if (fsync(fd) != 0) /* durable before its rename, as rt_outfile */
-        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot sync", picture);
-    if (rename(picture, out) != 0)
-        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot write", out);
-    return rt_sync_parent(out, err);
+    FILE *in = fopen(picture, "rb");
+    if (!in)
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot open", picture);
+    int rc = 0;
+    if (!picture_complete(in, svg))
+        rc = rt_fail(err, RT_EXIT_RUNTIME, "plot: gnuplot wrote no whole picture (a full disk?)");
+    rt_outfile of = {.fp = NULL};
+    if (rc == 0 && rt_outfile_open(&of, out, err))
+        rc = -1;
+    char buf[1 << 16];
+    size_t n;
+    while (rc == 0 && (n = fread(buf, 1, sizeof(buf), in)) > 0)
+        rc = rt_write_all(of.fp, buf, n, of.path, err);
+    if (rc == 0 && ferror(in))
+        rc = rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: read failed", picture);
+    fclose(in);
+    if (rc == 0)
+        return rt_outfile_commit(&of, err);
+    if (of.fp)
+        rt_outfile_abort(&of);
+    return rc;
 }
 
 int plot_render(const plot_chart *c, const char *tmpdir, rt_error *err)
 {
     char dir[4096], script[4200], log[4200], picture[4200];
-    if (snprintf(dir, sizeof(dir), "%s/rotor-plot-XXXXXX", tmpdir) >= (int)sizeof(dir) ||
-        snprintf(picture, sizeof(picture), "%s.tmp.%d", c->out, (int)getpid()) >=
-            (int)sizeof(picture))
+    if (snprintf(dir, sizeof(dir), "%s/rotor-plot-XXXXXX", tmpdir) >= (int)sizeof(dir))
         return rt_fail(err, RT_EXIT_INPUT, "plot: path too long");
     if (!mkdtemp(dir))
         return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot create", dir);
-    /* The picture's temporary is ours (and held) before gnuplot writes into
-     * it, so a later run can tell it from one a killed run left. */
     rt_remove_stale_temporaries(c->out);
-    unlink(picture);
-    int hold = open(picture, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (hold < 0) {
-        int e = errno;
-        rt_remove_tree(dir);
-        return rt_fail_errno(err, RT_EXIT_INPUT, e, "%s: cannot create", c->out);
-    }
-    rt_hold_temporary(hold);
     snprintf(script, sizeof(script), "%s/plot.gp", dir);
     snprintf(log, sizeof(log), "%s/gnuplot.log", dir);
+    snprintf(picture, sizeof(picture), "%s/picture.%s", dir, c->svg ? "svg" : "png");
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < c->n_series; i++) {
         char data[4200];
@@ -221,10 +226,7 @@ int plot_render(const plot_chart *c, const char *tmpdir, rt_error *err)
     if (rc == 0)
         rc = run_gnuplot(script, log, err);
     if (rc == 0)
-        rc = move_picture(hold, picture, c->out, c->svg, err);
-    if (rc != 0)
-        unlink(picture);
-    close(hold);
+        rc = copy_picture(picture, c->out, c->svg, err);
     rt_remove_tree(dir);
     return rc;
 }

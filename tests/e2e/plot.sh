@@ -79,3 +79,16 @@ cmp -s keep.svg sgd-0.02.json || fail "plot replaced a metrics file named keep.s
 cp curves.svg keep.png
 expect_status 2 "$ROTOR" plot sgd-0.02.json --out keep.png
 echo "ok own kind"
+
+# --out at a FIFO or a device is written in place, as every other output is
+# (the picture was renamed over the FIFO: a reader waited forever, and the
+# FIFO became a file)
+mkfifo pipe.svg
+timeout 60 cat pipe.svg >from-pipe.svg &
+reader=$!
+timeout 60 "$ROTOR" plot sgd-0.02.json --out pipe.svg || fail "plot into a FIFO"
+wait "$reader" || fail "the FIFO's reader got no end of file"
+[ -p pipe.svg ] || fail "plot replaced the FIFO with a file"
+grep -q '</svg>' from-pipe.svg || fail "the FIFO's reader got no whole SVG"
+ls | grep -q '\.tmp' && fail "plot left a temporary: $(ls | grep '\.tmp')"
+echo "ok fifo"
