@@ -186,7 +186,8 @@ static int copy_picture(const char *picture, const char *out, int svg, rt_error 
         return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot open", picture);
     int rc = 0;
     if (!picture_complete(in, svg))
-        rc = rt_fail(err, RT_EXIT_RUNTIME, "plot: gnuplot wrote no whole picture (a full disk?)");
+        rc = rt_fail(err, RT_EXIT_RUNTIME,
+                     "%s: gnuplot wrote no whole picture into %s (a full disk?)", out, picture);
     rt_outfile of = {.fp = NULL};
     if (rc == 0 && rt_outfile_open(&of, out, err))
         rc = -1;
