@@ -129,12 +129,3 @@ size_t rt_one_line(char *out, size_t cap, const char *s)
     out[n] = '\0';
     return n;
 }
-
-void rt_die(const rt_error *err)
-{
-    char line[4 * sizeof(err->msg) + 8];
-    rt_one_line(line, sizeof(line), err->msg);
-    fflush(stdout);
-    fprintf(stderr, "rotor: error: %s\n", line);
-    exit(err->code ? err->code : RT_EXIT_RUNTIME);
-}

@@ -46,8 +46,6 @@ int rt_error_prefix(rt_error *err, const char *fmt, ...) __attribute__((format(p
  * the one-line rule of messages or a terminal's encoding.  Returns the
  * length. */
 size_t rt_one_line(char *out, size_t cap, const char *s);
-/* Print "rotor: error: <msg>" (rt_one_line) to stderr and exit(err->code). */
-void rt_die(const rt_error *err) __attribute__((noreturn));
 
 /* ---- logging (stderr, one line per call, prefixed with the log tag) ---- */
 enum { RT_LOG_ERROR = 0, RT_LOG_WARN = 1, RT_LOG_INFO = 2, RT_LOG_DEBUG = 3 };

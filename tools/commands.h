@@ -4,6 +4,8 @@
 #ifndef ROTOR_TOOLS_COMMANDS_H
 #define ROTOR_TOOLS_COMMANDS_H
 
+#include "ground/ground.h"
+
 #include <stdio.h>
 
 int cmd_partition(int argc, char **argv);  /* tools/cmd_partition.c */
@@ -20,6 +22,11 @@ int cmd_plot(int argc, char **argv);       /* tools/cmd_plot.c */
 int cmd_export(int argc, char **argv);     /* tools/cmd_export.c */
 int cmd_help(int argc, char **argv);       /* tools/cmd_help.c: help, man pages, completion */
 int cmd_version(void);                     /* tools/cmd_help.c: rotor --version */
+
+/* Print "rotor: error: <msg>" (rt_one_line) to stderr and exit(err->code):
+ * the command line's last word on a failure (tools/rotor.c; a library
+ * returns its errors through rt_error and never exits). */
+void rt_die(const rt_error *err) __attribute__((noreturn));
 
 /* "VERSION build HASH16": the sources and configuration rotor was built from
  * (tools/build_identity.c).  Ranks with different identities refuse to run. */

@@ -3,6 +3,7 @@
  * See guard.h.  Process-wide state is fine here: tools/ is the program. */
 #define _GNU_SOURCE
 #include "tools/guard.h"
+#include "tools/commands.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -19,6 +20,15 @@ void rotor_usage(FILE *fp)
     for (const rotor_command *c = rotor_commands; c->name; c++)
         fprintf(fp, "  %-11s %s\n", c->name, c->doc->summary);
     fprintf(fp, "\n'rotor COMMAND --help' describes each command.\n");
+}
+
+void rt_die(const rt_error *err)
+{
+    char line[4 * sizeof(err->msg) + 8];
+    rt_one_line(line, sizeof(line), err->msg);
+    fflush(stdout);
+    fprintf(stderr, "rotor: error: %s\n", line);
+    exit(err->code ? err->code : RT_EXIT_RUNTIME);
 }
 
 int rotor_parse_options(const rt_command_doc *doc, const rt_opt *table, void *dest, int argc,

@@ -108,8 +108,10 @@ int main(int argc, char **argv)
                         "[--confidence linear|log|binary] [--unobserved-weight W]]\n");
         return 2;
     }
-    if (rt_plan_open(argv[1], &plan, &err) || load(&plan, &mf, &d, &err))
-        rt_die(&err);
+    if (rt_plan_open(argv[1], &plan, &err) || load(&plan, &mf, &d, &err)) {
+        fprintf(stderr, "cd_mf_ref: %s\n", err.msg);
+        return err.code ? err.code : RT_EXIT_RUNTIME;
+    }
     cd_ref_point *pts = calloc((size_t)o.outer, sizeof(*pts));
     float *H0 = cd_ref_initial_H(d.n_cols, o.k, mf.seed, mf.init_scale);
     if (!pts || !H0 || cd_ref_run(&d, &o, H0, pts, NULL, NULL)) {
