@@ -162,14 +162,16 @@ int wire_fail_text(const void *buf, size_t len, char *msg, size_t cap)
 {
     if (cap == 0)
         return -1;
-    const uint8_t *p = buf;
-    size_t n = len < cap - 1 ? len : cap - 1;
-    if (n > WIRE_FAIL_MSG_MAX)
-        n = WIRE_FAIL_MSG_MAX;
+    /* The one owner of message text (rt_one_line) makes it one line: text
+     * in another script (a file name "données.txt") stays readable, a
+     * control or broken byte is escaped; a NUL would end it, so it shows. */
+    char raw[WIRE_FAIL_MSG_MAX + 1];
+    size_t n = len < WIRE_FAIL_MSG_MAX ? len : WIRE_FAIL_MSG_MAX;
+    memcpy(raw, buf, n);
     for (size_t i = 0; i < n; i++)
-        msg[i] = p[i] >= 0x20 && p[i] < 0x7f ? (char)p[i] : '?';
-    msg[n] = '\0';
-    return n ? 0 : -1;
+        raw[i] = raw[i] ? raw[i] : '?';
+    raw[n] = '\0';
+    return rt_one_line(msg, cap, raw) ? 0 : -1;
 }
 
 int wire_ctl_len_parse(const void *buf, size_t len, size_t expect, const char *peer, rt_error *err)

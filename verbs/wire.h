@@ -144,9 +144,10 @@ int wire_credit_parse(const void *buf, size_t len, const wire_ring *ring, wire_m
 /* The uint32 length before a WIRE_CREDIT_FAIL message. */
 int wire_fail_len_parse(const void *buf, size_t len, uint64_t *out, const char *peer,
                         rt_error *err);
-/* A relayed failure message of len bytes, as text: copied into msg (cap
- * bytes, NUL-terminated, at most WIRE_FAIL_MSG_MAX), with any byte that is
- * not printable replaced by '?'.  Returns -1 for an empty message. */
+/* A relayed failure message of len bytes (at most WIRE_FAIL_MSG_MAX read),
+ * as one line of text in msg (cap bytes, NUL-terminated; rt_one_line: valid
+ * UTF-8 kept, control and broken bytes escaped \xNN, a NUL shown as '?').
+ * Returns -1 for an empty message. */
 int wire_fail_text(const void *buf, size_t len, char *msg, size_t cap);
 
 /* A control message header (its length, uint64) against the length the

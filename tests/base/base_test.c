@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "ground/ground.h"
+#include "verbs/wire.h"
 
 static void test_rng_streams_are_reproducible_and_distinct(void **state)
 {
@@ -144,6 +145,23 @@ static void test_one_line(void **state)
     assert_string_equal(out, "a\\xc2\\x9b"
                              "31mb\\xe2\\x80\\xae"
                              "c");
+}
+
+/* A failure message relayed from another rank is made one line by the
+ * same owner: a file name in another script stays readable (it became
+ * "donn??es.txt"), control and broken bytes are escaped, a NUL shows. */
+static void test_relayed_text(void **state)
+{
+    (void)state;
+    char out[256];
+    const char fr[] = "donn\xc3\xa9"
+                      "es.txt: cannot open";
+    assert_int_equal(wire_fail_text(fr, sizeof(fr) - 1, out, sizeof(out)), 0);
+    assert_string_equal(out, fr);
+    const char bad[] = "a\x1b[0m\nb\xff\0c";
+    assert_int_equal(wire_fail_text(bad, sizeof(bad) - 1, out, sizeof(out)), 0);
+    assert_string_equal(out, "a\\x1b[0m\\nb\\xff?c");
+    assert_int_equal(wire_fail_text("", 0, out, sizeof(out)), -1);
 }
 
 /* A message longer than rt_error holds (a path of thousands of bytes) keeps
@@ -408,6 +426,7 @@ int main(void)
         cmocka_unit_test(test_parsers),
         cmocka_unit_test(test_error_prefix),
         cmocka_unit_test(test_one_line),
+        cmocka_unit_test(test_relayed_text),
         cmocka_unit_test(test_long_message_keeps_cause),
         cmocka_unit_test(test_outfile_abort_leaves_nothing),
         cmocka_unit_test(test_split_parent),
