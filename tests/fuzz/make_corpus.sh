@@ -33,6 +33,8 @@ seed ratings_mm i.mtx integer.mtx
 printf '0 0 4\n0 3 2.5\n5 1 1\n2 2 3\n' >r.libmf
 seed ratings_libmf r.libmf small.libmf
 for f in r-small.txt h.csv r.dat m.mtx; do seed ratings_auto "$f" "$f"; done
+tr '\n' '\r' <r-small.txt >mac.txt # old Mac line ends: a lone CR ends each line
+seed ratings_auto mac.txt mac.txt
 
 "$ROTOR" gen lda --docs 6 --vocab 12 --topics 2 --doc-len 6 --seed 2 --out docword.g.txt
 { cat docword.g.txt; printf '====\n'; cat docword.g.txt.vocab.txt; } >uci-vocab
@@ -53,6 +55,8 @@ seed corpus_text t.txt text.txt
 printf 'red green blue\ngreen green\n====\nred\n' >s.txt
 seed corpus_text s.txt stopwords.txt
 for f in docword.g.txt lines.txt s.libsvm c.ldac t.txt; do seed corpus_auto "$f" "$f"; done
+tr '\n' '\r' <docword.g.txt >mac-docword.txt
+seed corpus_auto mac-docword.txt mac-docword.txt
 
 # Plan files of a tiny MF plan and an LDA plan.
 "$ROTOR" partition --input r.txt --nodes 2 --threads 1 --test-fraction 0.2 --out mf
