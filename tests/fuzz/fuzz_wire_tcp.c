@@ -14,7 +14,10 @@
 #include "verbs/wire.h"
 
 #include <string.h>
+#include <unistr.h>
 
+/* A relayed message is one line of valid UTF-8 (rt_one_line): no control
+ * byte but a tab, nothing a terminal would obey. */
 static void check_text(const void *buf, size_t len)
 {
     char msg[WIRE_FAIL_MSG_MAX + 1];
@@ -22,9 +25,13 @@ static void check_text(const void *buf, size_t len)
     size_t n = strnlen(msg, sizeof(msg));
     if (n > WIRE_FAIL_MSG_MAX)
         __builtin_trap();
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)msg[i] < 0x20 || (unsigned char)msg[i] >= 0x7f)
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)msg[i];
+        if ((c < 0x20 && c != '\t') || c == 0x7f)
             __builtin_trap();
+    }
+    if (u8_check((const uint8_t *)msg, n))
+        __builtin_trap();
 }
 
 static void fuzz_hello(fuzz_input *in)
