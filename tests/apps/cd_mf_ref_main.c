@@ -93,8 +93,13 @@ int main(int argc, char **argv)
     rt_error err = {0};
     rt_plan plan;
     cd_ref_data d = {0};
-    cd_ref_opts o = {
-        .inner_eps = 1e-3, .weighted = 1, .biases = 1, .center = 1, .alpha = 1, .w0 = 1};
+    cd_ref_opts o = {.inner_eps = 1e-3,
+                     .lambda_const = -1,
+                     .weighted = 1,
+                     .biases = 1,
+                     .center = 1,
+                     .alpha = 1,
+                     .w0 = 1};
     rt_mf_common_opts mf;
     rt_mf_common_defaults(&mf);
     if (argc < 7 || rt_parse_int(argv[2], &o.k) || rt_parse_int(argv[3], &o.outer) ||
@@ -108,6 +113,8 @@ int main(int argc, char **argv)
                         "[--confidence linear|log|binary] [--unobserved-weight W]]\n");
         return 2;
     }
+    if (o.lambda_const < 0) /* cd-mf's default */
+        o.lambda_const = o.implicit ? 0 : 1;
     if (rt_plan_open(argv[1], &plan, &err) || load(&plan, &mf, &d, &err)) {
         fprintf(stderr, "cd_mf_ref: %s\n", err.msg);
         return err.code ? err.code : RT_EXIT_RUNTIME;
