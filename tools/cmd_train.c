@@ -261,7 +261,9 @@ static char *link_fingerprint(const char *job, const char *out, const train_opts
 /* The same relative --out from two working directories of one host is two
  * directories: the model split (exit 0, "incomplete").  Every rank adds a
  * hash of its host name and of each directory made absolute; ranks of one
- * host must agree on the directories.  Same verdict on every rank. */
+ * host must agree on the directories.  Same verdict on every rank: one
+ * that stops on it does so only after it has sent its part of the sums,
+ * and the others' calls deliver those before its stop (transport.h). */
 static int check_dirs_per_host(rt_engine *e, const rt_group *g, const char *const dirs[3],
                                rt_error *err)
 {
@@ -297,16 +299,6 @@ static int check_dirs_per_host(rt_engine *e, const rt_group *g, const char *cons
                                  "is %s): start them in one directory or give an absolute path",
                                  a, b, names[i], dirs[i], abs[i]);
     free(v);
-    /* One more all-reduce before anyone stops: the first returns on one
-     * rank before another has the sums, and a rank that stopped on the
-     * verdict then would cut the others off with "rank R stopped" (exit 1)
-     * instead of their own same verdict (exit 2).  Past this one every rank
-     * has its verdict, so when it is a refusal this one's outcome does not
-     * matter. */
-    int64_t refused = rc != 0;
-    rt_error ignored = {0};
-    if (rt_engine_allreduce_i64(e, &refused, 1, rc ? &ignored : err) && !rc)
-        return -1;
     return rc;
 }
 

@@ -77,7 +77,12 @@
  * or "lost rank N", so that ranks that are not its neighbours name the
  * rank that really died; a rank that stopped on its own error names itself
  * and sends its message with the notice, which its peers report as theirs
- * (as tcp's FAIL frames relay it).
+ * (as tcp's FAIL frames relay it).  Such a stop does not fail the peers at
+ * once (transport.h, "Stopping is ordered"): the notice comes after
+ * everything the rank sent on the QP (RC order, completions handled in CQ
+ * order), so a receive delivers all that first; only the calls that need
+ * the stopped rank fail, with its message, and a rank whose call fails so
+ * stops in turn, with the same message.
  */
 #define _GNU_SOURCE
 #include "verbs/backend.h"
@@ -135,7 +140,8 @@ typedef struct ib_peer {
     uint32_t *rx_fifo, *rx_len;
     uint32_t rx_head, rx_count, rx_off;
     uint32_t drains_pending;
-    int gone; /* said bye: closed normally, calls needing it fail */
+    int gone;      /* said bye: closed normally, calls needing it fail */
+    char *stopped; /* it stops, with this message (its last notice, on_notice) */
 } ib_peer;
 
 typedef struct ib_transport {
@@ -452,16 +458,21 @@ static void on_notice(ib_transport *ib, ib_peer *p, const wire_ib_msg *m, const 
         return;
     }
     int lost = m->lost >= 0 ? m->lost : p->rank;
+    if (lost == p->rank) { /* it stops, on its own error or one it met: in order */
+        char why[WIRE_FAIL_MSG_MAX + 300];
+        if (text[0])
+            snprintf(why, sizeof(why), "%s", text);
+        else
+            snprintf(why, sizeof(why), "ib: %s stopped with an error of its own (see its message)",
+                     peer_name(ib, lost, pn, sizeof(pn)));
+        if (!p->stopped && !(p->stopped = strdup(why)))
+            set_failed(ib, "ib: out of memory");
+        return;
+    }
     if (!ib->failed)
         ib->lost_rank = lost;
-    if (lost == p->rank && text[0]) /* it failed on its own and says why */
-        set_failed(ib, "%s", text);
-    else if (lost == p->rank)
-        set_failed(ib, "ib: %s stopped with an error of its own (see its message)",
-                   peer_name(ib, lost, pn, sizeof(pn)));
-    else
-        set_failed(ib, "ib: lost %s (reported by %s)", peer_name(ib, lost, pn, sizeof(pn)),
-                   peer_name(ib, p->rank, qn, sizeof(qn)));
+    set_failed(ib, "ib: lost %s (reported by %s)", peer_name(ib, lost, pn, sizeof(pn)),
+               peer_name(ib, p->rank, qn, sizeof(qn)));
 }
 
 /* What a receive from p is checked against. */
@@ -530,7 +541,8 @@ static void on_completion(ib_transport *ib, const struct ibv_wc *wc)
         return;
     ib_peer *p = &ib->peers[r];
     if (wc->status != IBV_WC_SUCCESS) {
-        if (ib->closing || p->gone || (ib->failed && wc->status == IBV_WC_WR_FLUSH_ERR))
+        if (ib->closing || p->gone || p->stopped ||
+            (ib->failed && wc->status == IBV_WC_WR_FLUSH_ERR))
             return;
         char pn[300];
         if (!ib->failed)
@@ -631,9 +643,9 @@ static void handle_cm_events(ib_transport *ib)
             int known = p && p >= ib->peers && p < ib->peers + ib->base.cfg.size;
             if (known)
                 peer_name(ib, p->rank, pn, sizeof(pn));
-            if (known && !ib->failed && !p->gone)
+            if (known && !ib->failed && !p->gone && !p->stopped)
                 ib->lost_rank = p->rank;
-            if (known && p->gone) /* it said bye first: a normal close */
+            if (known && (p->gone || p->stopped)) /* it said bye or stop first */
                 p->state = PEER_NONE;
             else if (!ib->closing)
                 set_failed(ib, "ib: lost %s: %s", pn,
@@ -732,7 +744,7 @@ static void check_silent_locked(ib_transport *ib, int r, double now)
 {
     ib_peer *p = &ib->peers[r];
     double silent = now - p->heard_at;
-    if (ib->failed || p->gone || p->state != PEER_CONNECTED ||
+    if (ib->failed || p->gone || p->stopped || p->state != PEER_CONNECTED ||
         silent * 1000.0 < ib->base.cfg.peer_timeout_ms)
         return;
     char pn[300];
@@ -808,12 +820,15 @@ static int ib_pass(rt_transport *t, uint32_t src_slot, size_t len, uint32_t bloc
     double t0 = rt_now();
     /* No timeout here: a slow peer is not a failure, and a silent one fails
      * the transport through the heartbeats, which wakes us. */
-    while (!ib->failed && !p->gone && (ib->credits == 0 || !sq_room(p, 2)))
+    while (!ib->failed && !p->gone && !p->stopped && (ib->credits == 0 || !sq_room(p, 2)))
         wait_cv(ib, -1);
     ib->stats.credit_wait_s += rt_now() - t0;
-    if (ib->failed || p->gone) {
+    if (ib->failed || p->gone || p->stopped) {
+        if (p->stopped) /* a stopped next rank takes nothing more: stop with its message */
+            set_failed(ib, "%s", p->stopped);
+        int failed = ib->failed;
         pthread_mutex_unlock(&ib->mu);
-        return ib->failed ? fail_from_state(ib, err) : gone_fail(ib, ib->next, "pass", err);
+        return failed ? fail_from_state(ib, err) : gone_fail(ib, ib->next, "pass", err);
     }
     const wire_ib_window *rw = &p->win;
     if (!p->have_win || len > rw->slot_bytes) {
@@ -875,6 +890,11 @@ static int ib_wait_arrival(rt_transport *t, rt_arrival *out, int timeout_ms, rt_
             got = -1;
             break;
         }
+        if (ib->peers[ib->prev].stopped) { /* after its arrivals (same QP, CQ order) */
+            set_failed(ib, "%s", ib->peers[ib->prev].stopped);
+            got = -1;
+            break;
+        }
         if (ib->peers[ib->prev].gone) {
             got = -2;
             break;
@@ -899,11 +919,14 @@ static int ib_flush(rt_transport *t, rt_error *err)
     ib_transport *ib = (ib_transport *)t;
     pthread_mutex_lock(&ib->mu);
     while (!ib->failed && (ib->completed < ib->sent || ib->slot_owed > 0)) {
-        if (ib->peers[ib->prev].gone)
+        if (ib->peers[ib->prev].gone || ib->peers[ib->prev].stopped)
             ib->slot_owed = 0; /* nobody to return credits to */
-        if (ib->peers[ib->next].gone && ib->completed < ib->sent)
+        if (ib->peers[ib->next].stopped && ib->completed < ib->sent)
+            set_failed(ib, "%s", ib->peers[ib->next].stopped);
+        else if (ib->peers[ib->next].gone && ib->completed < ib->sent)
             break; /* it acknowledged what it needed before saying bye */
-        wait_cv(ib, -1);
+        else if (ib->completed < ib->sent || ib->slot_owed > 0)
+            wait_cv(ib, -1);
     }
     int failed = ib->failed;
     pthread_mutex_unlock(&ib->mu);
@@ -916,7 +939,7 @@ static int ib_send_msg(rt_transport *t, int peer, const void *buf, size_t len, r
     ib_peer *p = &ib->peers[peer];
     const uint8_t *src = buf;
     pthread_mutex_lock(&ib->mu);
-    while (len > 0 && !ib->failed && !p->gone) {
+    while (len > 0 && !ib->failed && !p->gone && !p->stopped) {
         if (p->ctrl_credits == 0 || p->tx_busy == CTRL_CREDITS || !sq_room(p, 1)) {
             wait_cv(ib, -1);
             continue;
@@ -940,9 +963,11 @@ static int ib_send_msg(rt_transport *t, int peer, const void *buf, size_t len, r
         src += n;
         len -= n;
     }
+    if (!ib->failed && len > 0 && p->stopped)
+        set_failed(ib, "%s", p->stopped);
     int failed = ib->failed, gone = len > 0 && p->gone;
     pthread_mutex_unlock(&ib->mu);
-    if (gone)
+    if (gone && !failed)
         return gone_fail(ib, peer, "send", err);
     return failed ? fail_from_state(ib, err) : 0;
 }
@@ -956,6 +981,8 @@ static int ib_recv_msg(rt_transport *t, int peer, void *buf, size_t len, rt_erro
     pthread_mutex_lock(&ib->mu);
     while (len > 0) {
         if (p->rx_count == 0) {
+            if (!ib->failed && p->stopped) /* all it sent before is read */
+                set_failed(ib, "%s", p->stopped);
             if (ib->failed) {
                 rc = -1;
                 break;
@@ -1049,8 +1076,8 @@ static void drain_sends(ib_transport *ib)
     }
     for (int r = 0; r < c->size; r++) {
         ib_peer *p = &ib->peers[r];
-        if (r == c->rank || p->state != PEER_CONNECTED || p->gone || r == ib->lost_rank ||
-            !sq_room(p, 1))
+        if (r == c->rank || p->state != PEER_CONNECTED || p->gone || p->stopped ||
+            r == ib->lost_rank || !sq_room(p, 1))
             continue;
         struct ibv_send_wr note = {.opcode = IBV_WR_SEND_WITH_IMM,
                                    .imm_data = htonl(notice),
@@ -1099,6 +1126,7 @@ static void ib_close(rt_transport *t)
             rdma_destroy_id(p->id);
         free(p->rx_fifo);
         free(p->rx_len);
+        free(p->stopped);
     }
     if (ib->win_mr)
         ibv_dereg_mr(ib->win_mr);

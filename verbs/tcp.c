@@ -37,10 +37,21 @@
  * Failure: an error, EOF or protocol violation on any connection marks the
  * transport failed with a message naming the peer ("lost rank 1 (host:port):
  * connection closed by peer").  The first failure wins; it is relayed to both
- * ring neighbours (FAIL frames) so they report the same root cause, and every
- * socket is shut down, which wakes all our threads and all blocked calls.
+ * ring neighbours (FAIL frames, LOST) so they report the same root cause, and
+ * every socket is shut down, which wakes all our threads and all blocked calls.
  * A peer that closes normally first sends BYE on its ring connections, so
  * its later EOF is not a failure unless we still needed something from it.
+ *
+ * Stopping in order (transport.h): a rank that stops on an error of its own
+ * (rt_transport_abort), or on a call that needed a rank that had stopped,
+ * lets its sender thread write the passes already queued, then ends every
+ * connection with a stop notice carrying its message: a FAIL frame (STOP)
+ * to the next rank, WIRE_CREDIT_STOP to the previous one, a WIRE_CTL_STOP
+ * header on every control connection (send_notices).  A receiver records
+ * the peer as stopped (t->stopped) without failing: the calls that need
+ * that peer fail with its message once everything it sent before the
+ * notice has been delivered, and the others go on, so every rank sees the
+ * same results of the collectives that rank finished before it stopped.
  */
 #define _GNU_SOURCE
 #include "verbs/backend.h"
@@ -96,6 +107,7 @@ typedef struct ring_reader {
     /* Act on a block or credits; called and returns with t->mu held.
      * Returns 0 to read on, -1 when the reader must stop. */
     int (*on_data)(struct tcp_transport *t, const wire_msg *m);
+    int *ended; /* the reader read its last unit (a stop notice, BYE and EOF, a failure) */
 } ring_reader;
 
 typedef struct tcp_transport {
@@ -144,8 +156,16 @@ typedef struct tcp_transport {
 
     int failed;
     rt_error fail;
+    int fail_lost;    /* our failure is a loss: relayed at once, every socket shut down */
+    int notices_sent; /* our stop was told, in order, on every connection */
+    int sender_done;  /* the sender thread has written its last frame */
+    /* Peers that stopped, with their message (size entries, NULL = not
+     * stopped): set from their in-order notice; see "Stopping in order". */
+    char **stopped;
+    uint8_t *ctl_broken; /* size entries: control connection cut, maybe mid-message */
     int closing;
     int prev_closed, next_closed; /* BYE seen on ring in / credits */
+    int prev_ended, next_ended;   /* their reader threads are done (ring_reader.ended) */
     int prev_credit_broken;       /* writing a credit failed (judged by receiver) */
     rt_transport_stats stats;
 } tcp_transport;
@@ -332,7 +352,18 @@ static void relay_failure(tcp_transport *t, const char *msg)
     }
 }
 
-/* Mark the transport failed (first failure wins).  Caller holds t->mu. */
+/* Wake every waiter: a failure, or a peer that stopped.  Caller holds t->mu. */
+static void wake_all_locked(tcp_transport *t)
+{
+    pthread_cond_broadcast(&t->cv_credit);
+    pthread_cond_broadcast(&t->cv_arrival);
+    pthread_cond_broadcast(&t->cv_main);
+    pthread_cond_broadcast(&t->cv_send);
+}
+
+/* Mark the transport failed by a loss (first failure wins): relay it to
+ * both ring neighbours at once and shut every socket down, which fails
+ * every call on every rank.  Caller holds t->mu. */
 static void fail_locked(tcp_transport *t, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void fail_locked(tcp_transport *t, const char *fmt, ...)
@@ -340,6 +371,7 @@ static void fail_locked(tcp_transport *t, const char *fmt, ...)
     if (t->failed)
         return;
     t->failed = 1;
+    t->fail_lost = 1;
     t->fail.code = RT_EXIT_RUNTIME;
     va_list ap;
     va_start(ap, fmt);
@@ -350,10 +382,32 @@ static void fail_locked(tcp_transport *t, const char *fmt, ...)
         relay_failure(t, t->fail.msg);
     }
     shutdown_all(t);
-    pthread_cond_broadcast(&t->cv_credit);
-    pthread_cond_broadcast(&t->cv_arrival);
-    pthread_cond_broadcast(&t->cv_main);
-    pthread_cond_broadcast(&t->cv_send);
+    wake_all_locked(t);
+}
+
+/* This rank stops with `msg` (first failure wins).  Nothing is shut down
+ * or relayed here: the sender thread writes the passes already queued, and
+ * send_notices then ends every connection with the message, in order.
+ * Caller holds t->mu. */
+static void stop_locked(tcp_transport *t, const char *msg)
+{
+    if (t->failed)
+        return;
+    t->failed = 1;
+    t->fail.code = RT_EXIT_RUNTIME;
+    snprintf(t->fail.msg, sizeof(t->fail.msg), "%s", msg);
+    rt_debug("tcp: rank %d stopping: %s", t->rank, t->fail.msg);
+    wake_all_locked(t);
+}
+
+/* Peer r's stop notice arrived (its message; the first is kept).  Only
+ * the calls that need r fail, and only once what r sent before it is
+ * delivered.  Caller holds t->mu. */
+static void peer_stopped_locked(tcp_transport *t, int r, const char *msg)
+{
+    if (!t->stopped[r] && !(t->stopped[r] = strdup(msg)))
+        fail_locked(t, "tcp: out of memory");
+    wake_all_locked(t);
 }
 
 /* A connection to peer r broke (e = errno, 0 for EOF).  Caller holds t->mu. */
@@ -370,9 +424,10 @@ static void lost_locked(tcp_transport *t, int r, int e)
 static void lost_soon_locked(tcp_transport *t, int r, int e)
 {
     double until = rt_now() + 0.3;
-    while (!t->failed && cond_wait_until(&t->cv_main, &t->mu, until) == 0)
+    while (!t->failed && !t->stopped[r] && cond_wait_until(&t->cv_main, &t->mu, until) == 0)
         ;
-    lost_locked(t, r, e);
+    if (!t->stopped[r]) /* (a peer that stopped but could not say so on this connection) */
+        lost_locked(t, r, e);
 }
 
 /* Copy the stored failure into err.  Caller holds t->mu. */
@@ -383,13 +438,22 @@ static int failed_locked(tcp_transport *t, rt_error *err)
     return -1;
 }
 
+/* A call needs peer r, which stopped: this rank stops too, with r's
+ * message (which names the rank where it began).  Caller holds t->mu. */
+static int peer_stopped_fail_locked(tcp_transport *t, int r, rt_error *err)
+{
+    stop_locked(t, t->stopped[r]);
+    return failed_locked(t, err);
+}
+
 /* ---- background threads ---- */
 
-/* A ring neighbour relayed a failure: read its message from fd and fail with
- * it, so every rank reports the same root cause.  m says how long it is, or
- * that a uint32 length comes first (credits).  A message that cannot be
- * read, is too long or is empty blames `peer` instead.  Called and returns
- * with t->mu held; drops it while reading. */
+/* A ring neighbour relayed a failure (a loss: fail with it, so every rank
+ * reports the same root cause) or stops (m->stop: it is stopped, in order).
+ * Read its message from fd: m says how long it is, or that a uint32 length
+ * comes first (credits).  A message that cannot be read, is too long or is
+ * empty blames `peer` instead.  Called and returns with t->mu held; drops
+ * it while reading. */
 static void read_fail_msg_locked(tcp_transport *t, int fd, int peer, const wire_msg *m)
 {
     pthread_mutex_unlock(&t->mu);
@@ -412,6 +476,8 @@ static void read_fail_msg_locked(tcp_transport *t, int fd, int peer, const wire_
         fail_locked(t, "%s", why.msg);
     else if (empty)
         lost_locked(t, peer, 0);
+    else if (m->stop)
+        peer_stopped_locked(t, peer, msg);
     else
         fail_locked(t, "%s", msg);
 }
@@ -453,8 +519,9 @@ static wire_ring ring_state_locked(const tcp_transport *t)
 
 /* Read units from one ring connection until it ends or fails: beats only
  * refresh the peer's sign of life, BYE marks a normal close, FAIL relays a
- * failure, anything that does not parse fails the transport naming the
- * peer, and the rest goes to r->on_data. */
+ * failure or ends the stream of a peer that stops, anything that does not
+ * parse fails the transport naming the peer, and the rest goes to
+ * r->on_data. */
 static void read_ring(const ring_reader *r)
 {
     tcp_transport *t = r->t;
@@ -488,6 +555,7 @@ static void read_ring(const ring_reader *r)
         }
         pthread_mutex_unlock(&t->mu);
     }
+    *r->ended = 1;
     pthread_cond_broadcast(r->cv);
     pthread_mutex_unlock(&t->mu);
 }
@@ -591,8 +659,11 @@ static void complete_head_locked(tcp_transport *t)
 static void send_failed_locked(tcp_transport *t, const pass_item *it, int e)
 {
     double until = rt_now() + 1.0;
-    while (!t->failed && !t->next_closed && cond_wait_until(&t->cv_credit, &t->mu, until) == 0)
+    while (!t->failed && !t->next_closed && !t->stopped[t->next] &&
+           cond_wait_until(&t->cv_credit, &t->mu, until) == 0)
         ;
+    if (t->stopped[t->next])
+        stop_locked(t, t->stopped[t->next]);
     if (t->next_closed) {
         char who[320];
         fail_locked(t, "%s closed its transport while block %u was passed to it",
@@ -601,6 +672,8 @@ static void send_failed_locked(tcp_transport *t, const pass_item *it, int e)
     lost_locked(t, t->next, e);
 }
 
+/* Writes the queued passes in order.  When this rank stops (not lost), the
+ * passes queued before still go, so that its stop notice follows them. */
 static void *sender_main(void *arg)
 {
     tcp_transport *t = arg;
@@ -608,8 +681,8 @@ static void *sender_main(void *arg)
     for (;;) {
         while ((t->q_count == 0 || t->q[t->q_head].inline_owned) && !t->closing && !t->failed)
             pthread_cond_wait(&t->cv_send, &t->mu);
-        if (t->failed || t->q_count == 0 || t->q[t->q_head].inline_owned)
-            break; /* failed, or closing with nothing left to send */
+        if (t->fail_lost || t->q_count == 0 || t->q[t->q_head].inline_owned)
+            break; /* lost, or failed or closing with nothing left to send */
         pass_item it = t->q[t->q_head];
         pthread_mutex_unlock(&t->mu);
 
@@ -624,6 +697,8 @@ static void *sender_main(void *arg)
         }
         complete_head_locked(t);
     }
+    t->sender_done = 1;
+    pthread_cond_broadcast(&t->cv_main);
     pthread_mutex_unlock(&t->mu);
     return NULL;
 }
@@ -666,7 +741,7 @@ static void send_beat(tcp_transport *t, int fd, pthread_mutex_t *wmu, const void
 static void check_silent_locked(tcp_transport *t, int r, const int64_t *when, int closed)
 {
     int64_t silent = now_ms() - __atomic_load_n(when, __ATOMIC_RELAXED);
-    if (closed || t->failed || silent < t->peer_timeout_ms)
+    if (closed || t->stopped[r] || t->failed || silent < t->peer_timeout_ms)
         return;
     char who[320];
     fail_locked(t,
@@ -691,9 +766,9 @@ static void *watchdog_main(void *arg)
             check_silent_locked(t, t->prev, &t->heard_prev_ms, t->prev_closed);
             check_silent_locked(t, t->next, &t->heard_next_ms, t->next_closed);
         }
-        int failed = t->failed;
+        int lost = t->fail_lost; /* a rank that stops beats on until its notices are out */
         pthread_mutex_unlock(&t->mu);
-        if (!failed) {
+        if (!lost) {
             send_beat(t, t->next_fd, &t->next_wmu, &beat_next, sizeof(beat_next));
             send_beat(t, t->prev_fd, &t->prev_wmu, &beat_prev, sizeof(beat_prev));
         }
@@ -1515,6 +1590,8 @@ static int tcp_pass(rt_transport *base, uint32_t src_slot, size_t len, uint32_t 
     pthread_mutex_lock(&t->mu);
     if (t->failed)
         goto failed;
+    if (t->stopped[t->next])
+        goto stopped;
     uint32_t expect = (uint32_t)(t->passes_queued % t->n_slots);
     if (src_slot != expect) {
         pthread_mutex_unlock(&t->mu);
@@ -1527,7 +1604,7 @@ static int tcp_pass(rt_transport *base, uint32_t src_slot, size_t len, uint32_t 
         /* No timeout here: a slow peer is not a failure, and a silent one
          * fails the transport through the watchdog, which wakes us. */
         double t0 = rt_now();
-        while (t->credits == 0 && !t->failed) {
+        while (t->credits == 0 && !t->failed && !t->stopped[t->next]) {
             if (t->next_closed) {
                 pthread_mutex_unlock(&t->mu);
                 return rt_fail(err, RT_EXIT_RUNTIME, "pass: %s has closed its transport",
@@ -1538,6 +1615,8 @@ static int tcp_pass(rt_transport *base, uint32_t src_slot, size_t len, uint32_t 
         t->stats.credit_wait_s += rt_now() - t0;
         if (t->failed)
             goto failed;
+        if (t->credits == 0)
+            goto stopped;
     }
     t->credits--;
     int try_inline = t->q_count == 0 && len <= INLINE_MAX;
@@ -1572,28 +1651,38 @@ failed:
     failed_locked(t, err);
     pthread_mutex_unlock(&t->mu);
     return -1;
+stopped:
+    peer_stopped_fail_locked(t, t->next, err);
+    pthread_mutex_unlock(&t->mu);
+    return -1;
 }
 
+/* Arrivals that came before the previous rank's stop notice are delivered
+ * first; the call after them fails with its message. */
 static int tcp_wait_arrival(rt_transport *base, rt_arrival *out, int timeout_ms, rt_error *err)
 {
     tcp_transport *t = (tcp_transport *)base;
     char who[320];
     double user = timeout_ms >= 0 ? rt_now() + timeout_ms / 1000.0 : 0;
     pthread_mutex_lock(&t->mu);
-    while (t->a_count == 0 && !t->failed) {
+    /* (The previous rank's stop counts once its frames are all read: it may
+     * be known sooner from another connection.) */
+    while (t->a_count == 0 && !t->failed && !(t->prev_ended && t->stopped[t->prev])) {
         if (t->prev_closed) {
             pthread_mutex_unlock(&t->mu);
             return rt_fail(err, RT_EXIT_RUNTIME, "wait: %s has closed its transport",
                            peer_str(t, t->prev, who, sizeof(who)));
         }
         if (timeout_ms == 0 || cond_wait_until(&t->cv_arrival, &t->mu, user) == ETIMEDOUT) {
-            if (t->a_count || t->failed)
+            if (t->a_count || t->failed || (t->prev_ended && t->stopped[t->prev]))
                 break;
             pthread_mutex_unlock(&t->mu);
             return 0;
         }
     }
-    if (t->failed) {
+    if (t->failed || t->a_count == 0) {
+        if (!t->failed)
+            peer_stopped_fail_locked(t, t->prev, err);
         failed_locked(t, err);
         pthread_mutex_unlock(&t->mu);
         return -1;
@@ -1609,34 +1698,96 @@ static int tcp_flush(rt_transport *base, rt_error *err)
 {
     tcp_transport *t = (tcp_transport *)base;
     pthread_mutex_lock(&t->mu);
-    while (t->passes_done < t->passes_queued && !t->failed)
+    while (t->passes_done < t->passes_queued && !t->failed && !t->stopped[t->next])
         cond_wait_until(&t->cv_main, &t->mu, 0); /* the watchdog bounds this */
+    if (!t->failed && t->passes_done < t->passes_queued)
+        peer_stopped_fail_locked(t, t->next, err);
     int rc = t->failed ? failed_locked(t, err) : 0;
     pthread_mutex_unlock(&t->mu);
     return rc;
 }
 
-/* A control-connection operation failed with e (-1 = EOF).  Give a failure
- * relayed over the ring a moment to arrive, so the message names the root
- * cause, then fail (or report the failure already recorded). */
-static int ctl_failed(tcp_transport *t, int peer, int e, rt_error *err)
+/* Read peer's stop notice from its control connection into msg (cap
+ * bytes): the header said stop_len bytes follow.  0 or an errno. */
+static int read_ctl_stop(tcp_transport *t, int peer, uint64_t stop_len, char *msg, size_t cap,
+                         double deadline)
+{
+    char raw[WIRE_FAIL_MSG_MAX];
+    int e = io_deadline(t->ctl_fd[peer], raw, (size_t)stop_len, 0, deadline);
+    if (!e && wire_fail_text(raw, (size_t)stop_len, msg, cap))
+        e = EPROTO;
+    return e;
+}
+
+/* Writing to peer failed: if it stopped, its notice is in what it sent us
+ * and not yet read.  Skim that (complete messages, then the notice) for a
+ * moment; what is skipped no longer matters, as this rank fails either way. */
+static void skim_for_stop(tcp_transport *t, int peer)
+{
+    double deadline = rt_now() + 0.2;
+    uint8_t hdr[sizeof(uint64_t)], junk[4096];
+    while (io_deadline(t->ctl_fd[peer], hdr, sizeof(hdr), 0, deadline) == 0) {
+        uint64_t n, stop_len = 0;
+        memcpy(&n, hdr, sizeof(n));
+        rt_error why = {0};
+        if (n & WIRE_CTL_STOP) {
+            char msg[WIRE_FAIL_MSG_MAX + 1];
+            if (wire_ctl_len_parse(hdr, sizeof(hdr), 0, &stop_len, "peer", &why) != 1 ||
+                read_ctl_stop(t, peer, stop_len, msg, sizeof(msg), deadline))
+                return;
+            pthread_mutex_lock(&t->mu);
+            peer_stopped_locked(t, peer, msg);
+            pthread_mutex_unlock(&t->mu);
+            return;
+        }
+        for (; n > 0; n -= n < sizeof(junk) ? n : sizeof(junk))
+            if (io_deadline(t->ctl_fd[peer], junk, n < sizeof(junk) ? (size_t)n : sizeof(junk), 0,
+                            deadline))
+                return;
+    }
+}
+
+/* A control-connection operation failed with e (-1 = EOF).  If the peer
+ * stopped, fail with its message; else give a failure relayed over the
+ * ring a moment to arrive, so the message names the root cause, then fail
+ * (or report the failure already recorded). */
+static int ctl_failed(tcp_transport *t, int peer, int e, int writing, rt_error *err)
 {
     pthread_mutex_lock(&t->mu);
+    t->ctl_broken[peer] = 1;
+    if (writing && !t->stopped[peer]) {
+        pthread_mutex_unlock(&t->mu);
+        skim_for_stop(t, peer);
+        pthread_mutex_lock(&t->mu);
+    }
     double until = rt_now() + 0.2;
-    while (!t->failed && cond_wait_until(&t->cv_main, &t->mu, until) == 0)
+    while (!t->failed && !t->stopped[peer] && cond_wait_until(&t->cv_main, &t->mu, until) == 0)
         ;
+    if (!t->failed && t->stopped[peer])
+        peer_stopped_fail_locked(t, peer, err);
     lost_locked(t, peer, e < 0 ? 0 : e);
     failed_locked(t, err);
     pthread_mutex_unlock(&t->mu);
     return -1;
 }
 
-static int check_ctl(tcp_transport *t, int peer, rt_error *err)
+/* Before a control operation with peer: this rank has not failed, and
+ * there is something to do on the connection.  Sending, the peer must not
+ * have stopped; receiving, its stop (known from a ring notice, say) counts
+ * only once its stream is read up to the notice (ctl_broken), for what it
+ * sent before is still to be delivered. */
+static int check_ctl(tcp_transport *t, int peer, int writing, rt_error *err)
 {
     if (peer < 0 || peer >= t->size || peer == t->rank)
         return rt_fail(err, RT_EXIT_RUNTIME, "transport: no control connection to rank %d", peer);
     pthread_mutex_lock(&t->mu);
-    int rc = t->failed ? failed_locked(t, err) : 0;
+    int rc = 0;
+    if (t->failed)
+        rc = failed_locked(t, err);
+    else if (t->stopped[peer] && (writing || t->ctl_broken[peer]))
+        rc = peer_stopped_fail_locked(t, peer, err);
+    else if (t->ctl_broken[peer])
+        rc = (lost_locked(t, peer, 0), failed_locked(t, err));
     pthread_mutex_unlock(&t->mu);
     return rc;
 }
@@ -1651,27 +1802,45 @@ static int ctl_io(int fd, void *buf, size_t len, int writing)
 static int tcp_send_msg(rt_transport *base, int peer, const void *buf, size_t len, rt_error *err)
 {
     tcp_transport *t = (tcp_transport *)base;
-    if (check_ctl(t, peer, err))
+    if (check_ctl(t, peer, 1, err))
         return -1;
     uint64_t hdr = len;
     int e = ctl_io(t->ctl_fd[peer], &hdr, sizeof(hdr), 1);
     if (!e)
         e = ctl_io(t->ctl_fd[peer], (void *)buf, len, 1);
-    return e ? ctl_failed(t, peer, e, err) : 0;
+    return e ? ctl_failed(t, peer, e, 1, err) : 0;
 }
 
+/* A stop notice in place of the message: everything the peer sent before
+ * it has been read, so this call fails with its message. */
 static int tcp_recv_msg(rt_transport *base, int peer, void *buf, size_t len, rt_error *err)
 {
     tcp_transport *t = (tcp_transport *)base;
-    if (check_ctl(t, peer, err))
+    if (check_ctl(t, peer, 0, err))
         return -1;
     uint8_t hdr[sizeof(uint64_t)];
     int e = ctl_io(t->ctl_fd[peer], hdr, sizeof(hdr), 0);
     if (e)
-        return ctl_failed(t, peer, e, err);
-    char who[320];
+        return ctl_failed(t, peer, e, 0, err);
+    char who[320], msg[WIRE_FAIL_MSG_MAX + 1];
     rt_error why = {0};
-    if (wire_ctl_len_parse(hdr, sizeof(hdr), len, peer_str(t, peer, who, sizeof(who)), &why)) {
+    uint64_t stop_len = 0;
+    int kind = wire_ctl_len_parse(hdr, sizeof(hdr), len, &stop_len,
+                                  peer_str(t, peer, who, sizeof(who)), &why);
+    if (kind == 1) {
+        e = read_ctl_stop(t, peer, stop_len, msg, sizeof(msg), 0);
+        if (e)
+            return ctl_failed(t, peer, e, 0, err);
+        pthread_mutex_lock(&t->mu);
+        t->ctl_broken[peer] = 1; /* read to its end */
+        peer_stopped_locked(t, peer, msg);
+        if (!t->failed)
+            peer_stopped_fail_locked(t, peer, err);
+        failed_locked(t, err);
+        pthread_mutex_unlock(&t->mu);
+        return -1;
+    }
+    if (kind < 0) {
         pthread_mutex_lock(&t->mu);
         fail_locked(t, "%s", why.msg);
         failed_locked(t, err);
@@ -1679,7 +1848,7 @@ static int tcp_recv_msg(rt_transport *base, int peer, void *buf, size_t len, rt_
         return -1;
     }
     e = ctl_io(t->ctl_fd[peer], buf, len, 0);
-    return e ? ctl_failed(t, peer, e, err) : 0;
+    return e ? ctl_failed(t, peer, e, 0, err) : 0;
 }
 
 static void tcp_get_stats(const rt_transport *base, rt_transport_stats *out)
@@ -1710,6 +1879,10 @@ static void tcp_free(tcp_transport *t)
     pthread_mutex_destroy(&t->mu);
     pthread_mutex_destroy(&t->next_wmu);
     pthread_mutex_destroy(&t->prev_wmu);
+    for (int r = 0; t->stopped && r < t->size; r++)
+        free(t->stopped[r]);
+    free(t->stopped);
+    free(t->ctl_broken);
     free(t->q);
     free(t->aq);
     rt_free_untouched(t->window, t->window_bytes);
@@ -1717,15 +1890,122 @@ static void tcp_free(tcp_transport *t)
     free(t);
 }
 
+/* ---- stopping in order ---- */
+
+/* Write len bytes on fd (blocking or not) before the deadline, without
+ * ever blocking past it.  0 or an errno (ETIMEDOUT). */
+static int send_until(int fd, const void *buf, size_t len, double deadline)
+{
+    const uint8_t *p = buf;
+    while (len > 0) {
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+            p += n;
+            len -= (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            return errno;
+        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+        int ms = ms_until(deadline);
+        if (ms == 0)
+            return ETIMEDOUT;
+        if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
+            return errno;
+    }
+    return 0;
+}
+
+/* Every pass queued before this rank stopped is written: wait for the
+ * sender thread to finish them, and write what it left (the rest of a
+ * frame the caller began inline) ourselves.  1 when the ring out is clean
+ * for a notice.  Called and returns with t->mu held. */
+static int passes_out_locked(tcp_transport *t, double deadline)
+{
+    while (!t->sender_done && !t->fail_lost && cond_wait_until(&t->cv_main, &t->mu, deadline) == 0)
+        ;
+    if (!t->sender_done || t->fail_lost)
+        return 0;
+    while (t->q_count > 0) {
+        pass_item *it = &t->q[t->q_head];
+        pthread_mutex_unlock(&t->mu);
+        int e = 0;
+        while (!e && it->off < sizeof(wire_frame_hdr) + it->len) {
+            e = write_frame(t, it, MSG_DONTWAIT);
+            if (e == EAGAIN || e == EWOULDBLOCK) {
+                struct pollfd pfd = {.fd = t->next_fd, .events = POLLOUT};
+                int ms = ms_until(deadline);
+                e = ms == 0 ? ETIMEDOUT : poll(&pfd, 1, ms) < 0 && errno != EINTR ? errno : 0;
+            }
+        }
+        pthread_mutex_lock(&t->mu);
+        if (e)
+            return 0;
+        complete_head_locked(t);
+    }
+    return 1;
+}
+
+/* Tell every peer that this rank stops, and why (t->fail), as the last
+ * thing on each connection: after the passes queued before (ring out),
+ * after the credits (ring in), after the control messages sent before.  A
+ * connection that cannot take it in time, or that broke, goes without: its
+ * peer then reports a lost connection.  Not for a loss, which was relayed
+ * when it happened.  The caller's thread; t->mu not held. */
+static void send_notices(tcp_transport *t)
+{
+    double deadline = rt_now() + 5.0;
+    pthread_mutex_lock(&t->mu);
+    if (!t->threads_started || !t->failed || t->fail_lost || t->notices_sent) {
+        pthread_mutex_unlock(&t->mu);
+        return;
+    }
+    t->notices_sent = 1;
+    char msg[sizeof(t->fail.msg)];
+    snprintf(msg, sizeof(msg), "%s", t->fail.msg);
+    uint32_t len = (uint32_t)strnlen(msg, WIRE_FAIL_MSG_MAX);
+    int ring_out = passes_out_locked(t, deadline) && !t->stopped[t->next];
+    int ring_in = !t->stopped[t->prev];
+    pthread_mutex_unlock(&t->mu);
+
+    pthread_mutex_lock(&t->next_wmu);
+    pthread_mutex_lock(&t->prev_wmu);
+    t->beats_stopped = 1; /* the notice is the last thing on the ring connections */
+    if (ring_out) {
+        wire_frame_hdr h = {.type = WIRE_FRAME_FAIL, .block = WIRE_FAIL_STOP, .len = len};
+        if (send_until(t->next_fd, &h, sizeof(h), deadline) == 0)
+            send_until(t->next_fd, msg, len, deadline);
+    }
+    if (ring_in) {
+        uint32_t head[2] = {WIRE_CREDIT_STOP, len};
+        if (send_until(t->prev_fd, head, sizeof(head), deadline) == 0)
+            send_until(t->prev_fd, msg, len, deadline);
+    }
+    pthread_mutex_unlock(&t->prev_wmu);
+    pthread_mutex_unlock(&t->next_wmu);
+    for (int r = 0; r < t->size; r++) {
+        pthread_mutex_lock(&t->mu);
+        int skip = t->ctl_fd[r] < 0 || t->ctl_broken[r] || t->stopped[r];
+        pthread_mutex_unlock(&t->mu);
+        uint64_t hdr = WIRE_CTL_STOP | len;
+        if (!skip && send_until(t->ctl_fd[r], &hdr, sizeof(hdr), deadline) == 0)
+            send_until(t->ctl_fd[r], msg, len, deadline);
+    }
+}
+
 /* Close: let the sender finish what is queued, say BYE on both ring
- * connections (so neighbours see a normal close, not a lost peer), then shut
- * every socket down to wake the reader threads and join them. */
+ * connections (so neighbours see a normal close, not a lost peer), or, for
+ * a rank that stops, its stop notice; then shut every socket down to wake
+ * the reader threads and join them. */
 static void tcp_close(rt_transport *base)
 {
     tcp_transport *t = (tcp_transport *)base;
+    send_notices(t);
     if (t->threads_started) {
         pthread_mutex_lock(&t->mu);
         t->closing = 1;
+        if (t->failed)
+            shutdown_all(t); /* (the notices are out) a sender stuck on a silent peer wakes */
         pthread_cond_broadcast(&t->cv_send);
         pthread_mutex_unlock(&t->mu);
         pthread_join(t->sender, NULL);
@@ -1756,17 +2036,19 @@ static void tcp_close(rt_transport *base)
     tcp_free(t);
 }
 
-/* Our own error stops this rank: fail with it, which relays the text to
- * both ring neighbours (FAIL frames) before the sockets shut down; they
- * fail with it and pass it on round the ring. */
+/* Our own error stops this rank: every peer is told, in order, on every
+ * connection (send_notices), and fails with the text when it needs us. */
 static void tcp_abort(rt_transport *base, const char *why)
 {
     tcp_transport *t = (tcp_transport *)base;
     if (t->size <= 1)
         return;
+    char msg[sizeof(t->fail.msg)];
+    snprintf(msg, sizeof(msg), "rank %d stopped: %s", t->rank, why);
     pthread_mutex_lock(&t->mu);
-    fail_locked(t, "rank %d stopped: %s", t->rank, why);
+    stop_locked(t, msg);
     pthread_mutex_unlock(&t->mu);
+    send_notices(t);
 }
 
 static const struct rt_transport_ops tcp_ops = {
@@ -1820,7 +2102,8 @@ static int start_threads(tcp_transport *t, rt_error *err)
                                   &t->cv_arrival,
                                   WIRE_FRAME_UNIT,
                                   wire_frame_parse,
-                                  on_block_locked};
+                                  on_block_locked,
+                                  &t->prev_ended};
     t->readers[1] = (ring_reader){t,
                                   t->next_fd,
                                   t->next,
@@ -1829,7 +2112,8 @@ static int start_threads(tcp_transport *t, rt_error *err)
                                   &t->cv_credit,
                                   WIRE_CREDIT_UNIT,
                                   wire_credit_parse,
-                                  on_credits_locked};
+                                  on_credits_locked,
+                                  &t->next_ended};
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -1892,6 +2176,8 @@ int rt_tcp_open(const rt_transport_config *cfg, rt_transport **out, rt_error *er
     if (t->ctl_fd)
         for (int r = 0; r < t->size; r++)
             t->ctl_fd[r] = -1;
+    t->stopped = calloc((size_t)t->size, sizeof(*t->stopped));
+    t->ctl_broken = calloc((size_t)t->size, sizeof(*t->ctl_broken));
     t->q = calloc(t->n_slots, sizeof(*t->q));
     t->aq = calloc(t->n_slots, sizeof(*t->aq));
     /* (slot_bytes is 0 when rounding a size near SIZE_MAX up wrapped.)  The
@@ -1907,7 +2193,7 @@ int rt_tcp_open(const rt_transport_config *cfg, rt_transport **out, rt_error *er
      * the others only when a block arrives there. */
     t->window_bytes = (size_t)t->n_slots * t->slot_bytes;
     t->window = rt_alloc_untouched(t->window_bytes);
-    if (!t->ctl_fd || !t->q || !t->aq || !t->window) {
+    if (!t->ctl_fd || !t->stopped || !t->ctl_broken || !t->q || !t->aq || !t->window) {
         rt_fail(err, RT_EXIT_RUNTIME, "tcp: out of memory for a window of %u x %zu bytes",
                 cfg->n_slots, slot_bytes);
         tcp_free(t);

@@ -37,6 +37,18 @@
  * close included, ever blocks forever on a dead or frozen peer.  A peer that
  * is alive but slow (heartbeats keep coming) is never a failure.
  *
+ * Stopping is ordered (the one statement of it; every backend keeps it): a
+ * rank that stops, by rt_transport_abort or because a call of its own
+ * failed, is known to each peer only after everything it sent that peer
+ * before: a call that receives from it (wait_arrival, and recv inside a
+ * collective) first gets every arrival and message it sent, and only the
+ * call that needs more from it fails, with its message ("rank R stopped:
+ * WHY", kept word for word as it travels on).  Calls that do not need it go
+ * on: so a collective that a rank finished before it stopped ends with the
+ * same result on every rank, and a verdict every rank reaches from that
+ * result (a check that refuses, with exit 2) is each rank's own, never
+ * "rank R stopped".  Calls that send to a stopped rank fail at once.
+ *
  * Connections: every connection is authenticated with the job key (or runs
  * insecure when none is given); a stranger that cannot prove it knows the
  * key is dropped without learning anything about the job, and never delays
@@ -153,10 +165,10 @@ int rt_transport_open(const rt_transport_config *cfg, rt_transport **out, rt_err
 void rt_transport_close(rt_transport *t);
 /* This rank is about to stop because of an error of its own (a file it
  * could not write, bad input): fail the transport and tell the peers why,
- * before rt_transport_close.  The other ranks' calls then fail with "rank R
- * stopped: WHY" (tcp relays the text; ib says that rank R stopped with an
- * error of its own) instead of a lost connection.  A transport that has
- * already failed keeps its first cause.  NULL t: nothing. */
+ * before rt_transport_close.  The other ranks' calls that need this rank
+ * then fail with "rank R stopped: WHY", in order (see "Stopping is
+ * ordered" above), instead of a lost connection.  A transport that has
+ * already failed keeps its first cause, and tells it.  NULL t: nothing. */
 void rt_transport_abort(rt_transport *t, const char *why);
 
 const char *rt_transport_name(const rt_transport *t); /* "tcp" or "ib" */

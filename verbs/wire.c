@@ -101,10 +101,11 @@ int wire_frame_parse(const void *buf, size_t len, const wire_ring *ring, wire_ms
     case WIRE_FRAME_FAIL:
         /* Only the first WIRE_FAIL_MSG_MAX bytes are kept; a longer message
          * is a protocol error rather than a reason to read without end. */
-        if (h.len > WIRE_FAIL_MSG_MAX)
+        if (h.len > WIRE_FAIL_MSG_MAX || (h.block != WIRE_FAIL_LOST && h.block != WIRE_FAIL_STOP))
             break;
         out->kind = WIRE_FAIL;
         out->len = h.len;
+        out->stop = h.block == WIRE_FAIL_STOP;
         return 0;
     case WIRE_FRAME_BLOCK:
         if (h.len > ring->slot_bytes)
@@ -131,9 +132,14 @@ int wire_credit_parse(const void *buf, size_t len, const wire_ring *ring, wire_m
     memset(out, 0, sizeof(*out));
     if (take_unit(buf, len, &c, sizeof(c), "credit", peer, err))
         return -1;
-    if (c == WIRE_CREDIT_BEAT || c == WIRE_CREDIT_BYE || c == WIRE_CREDIT_FAIL) {
-        out->kind = c == WIRE_CREDIT_BEAT ? WIRE_BEAT : c == WIRE_CREDIT_BYE ? WIRE_BYE : WIRE_FAIL;
-        out->len_follows = c == WIRE_CREDIT_FAIL;
+    if (c == WIRE_CREDIT_BEAT || c == WIRE_CREDIT_BYE) {
+        out->kind = c == WIRE_CREDIT_BEAT ? WIRE_BEAT : WIRE_BYE;
+        return 0;
+    }
+    if (c == WIRE_CREDIT_FAIL || c == WIRE_CREDIT_STOP) {
+        out->kind = WIRE_FAIL;
+        out->len_follows = 1;
+        out->stop = c == WIRE_CREDIT_STOP;
         return 0;
     }
     if (c == 0 || (uint64_t)ring->credits + c > ring->n_slots)
@@ -174,11 +180,21 @@ int wire_fail_text(const void *buf, size_t len, char *msg, size_t cap)
     return rt_one_line(msg, cap, raw) ? 0 : -1;
 }
 
-int wire_ctl_len_parse(const void *buf, size_t len, size_t expect, const char *peer, rt_error *err)
+int wire_ctl_len_parse(const void *buf, size_t len, size_t expect, uint64_t *stop_len,
+                       const char *peer, rt_error *err)
 {
     uint64_t n = 0;
     if (take_unit(buf, len, &n, sizeof(n), "control header", peer, err))
         return -1;
+    if (n & WIRE_CTL_STOP) {
+        n &= ~WIRE_CTL_STOP;
+        if (n == 0 || n > WIRE_FAIL_MSG_MAX)
+            return rt_fail(err, RT_EXIT_RUNTIME,
+                           "protocol error: %s stopped with a %llu-byte message (1 to %d)", peer,
+                           (unsigned long long)n, WIRE_FAIL_MSG_MAX);
+        *stop_len = n;
+        return 1;
+    }
     if (n != expect)
         return rt_fail(err, RT_EXIT_RUNTIME,
                        "protocol error: %s sent a %llu-byte control message where %zu bytes were "

@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 #define WIRE_MAGIC 0x524f5452u /* "ROTR" */
-#define WIRE_TCP_VERSION 2
+#define WIRE_TCP_VERSION 3     /* 3: a failure says whether its sender stops (in order) */
 #define WIRE_IB_VERSION 3      /* 3: a LOST notice may carry its sender's message */
 #define WIRE_FAIL_MSG_MAX 1000 /* bytes of a relayed failure message */
 
@@ -93,19 +93,26 @@ enum {
     WIRE_FRAME_FAIL = 0xFA11,
     WIRE_FRAME_BEAT = 0xBEA7
 };
+/* What a failure message means (FRAME_FAIL's `block`; the credit word).
+ * LOST: a relayed loss, which fails every rank at once.  STOP: the sender
+ * stops, and this is the last thing it sends on the connection, after
+ * everything it sent before (transport.h's ordering). */
+enum { WIRE_FAIL_LOST = 0, WIRE_FAIL_STOP = 1 };
 typedef struct wire_frame_hdr {
     uint32_t type;
-    uint32_t block;
+    uint32_t block; /* FRAME_FAIL: WIRE_FAIL_LOST or WIRE_FAIL_STOP */
     uint32_t epoch;
     uint32_t reserved;
     uint64_t len; /* payload bytes (FRAME_FAIL: message bytes) */
 } wire_frame_hdr;
 
 /* From the next rank: a uint32 count of freed slots, or one of these.
- * WIRE_CREDIT_FAIL is followed by a uint32 length and the message. */
+ * WIRE_CREDIT_FAIL (a loss) and WIRE_CREDIT_STOP (the sender stops) are
+ * followed by a uint32 length and the message. */
 #define WIRE_CREDIT_BYE 0xFFFFFFFFu
 #define WIRE_CREDIT_FAIL 0xFFFFFFFEu
 #define WIRE_CREDIT_BEAT 0xFFFFFFFDu
+#define WIRE_CREDIT_STOP 0xFFFFFFFCu
 
 /* What one unit read from a ring connection means. */
 typedef enum wire_kind {
@@ -121,6 +128,7 @@ typedef struct wire_msg {
     uint32_t block, epoch; /* WIRE_BLOCK */
     uint64_t len;          /* WIRE_BLOCK: payload bytes; WIRE_FAIL: message bytes (capped) */
     int len_follows;       /* WIRE_FAIL: a uint32 length precedes the message */
+    int stop;              /* WIRE_FAIL: the sender stops (WIRE_FAIL_STOP), else a loss */
     uint32_t count;        /* WIRE_CREDITS */
 } wire_msg;
 
@@ -150,9 +158,14 @@ int wire_fail_len_parse(const void *buf, size_t len, uint64_t *out, const char *
  * Returns -1 for an empty message. */
 int wire_fail_text(const void *buf, size_t len, char *msg, size_t cap);
 
-/* A control message header (its length, uint64) against the length the
- * receiver expects. */
-int wire_ctl_len_parse(const void *buf, size_t len, size_t expect, const char *peer, rt_error *err);
+/* A control message header (uint64): the length of a message, or
+ * WIRE_CTL_STOP | n, the sender's last message: it stops, for the reason in
+ * the n (1..WIRE_FAIL_MSG_MAX) bytes that follow.  Returns 0 for a message
+ * of the length the receiver expects, 1 for a stop (*stop_len = n), -1
+ * otherwise. */
+#define WIRE_CTL_STOP (1ull << 63)
+int wire_ctl_len_parse(const void *buf, size_t len, size_t expect, uint64_t *stop_len,
+                       const char *peer, rt_error *err);
 
 /* ---- RDMA ---- */
 

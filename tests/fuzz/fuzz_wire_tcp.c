@@ -6,7 +6,7 @@
  *   2  ring frames from the previous rank, 3 credits from the next: slot
  *      bytes (2), n_slots, slots in use or credits held, then a stream of
  *      headers and payloads, or credit words, up to a failure message
- *   4  control header: expected length, then the header
+ *   4  control header: expected length, then the header (or a stop)
  * Whatever a parser accepts must respect the limits it was given; a
  * violation traps.  tests/fuzz/wire_seeds.py writes the seeds from frames
  * captured on a real run. */
@@ -132,10 +132,12 @@ static void fuzz_ctl(fuzz_input *in)
     if (fuzz_take(in, s, sizeof(s)))
         return;
     rt_error err = {0};
-    uint64_t got;
-    if (wire_ctl_len_parse(in->p, in->left, s[0], "peer", &err) == 0 &&
-        (in->left != sizeof(got) || (memcpy(&got, in->p, sizeof(got)), got != s[0])))
+    uint64_t got, stop_len = 0;
+    int rc = wire_ctl_len_parse(in->p, in->left, s[0], &stop_len, "peer", &err);
+    if (rc == 0 && (in->left != sizeof(got) || (memcpy(&got, in->p, sizeof(got)), got != s[0])))
         __builtin_trap();
+    if (rc == 1 && (stop_len == 0 || stop_len > WIRE_FAIL_MSG_MAX))
+        __builtin_trap(); /* a stop's message is read into a buffer of that size */
 }
 
 static void fuzz_frames(fuzz_input *in)

@@ -3,7 +3,8 @@
 #  1. transport_test over ib, 2 ranks: every scenario (ordering, credits,
 #     wrap-around, 10,000 mixed-size passes checked by content, collectives,
 #     a killed peer -> survivors fail within 10 s naming it);
-#  2. 3 ranks: ordering, collectives and both kill scenarios;
+#  2. 3 ranks: ordering, collectives, both kill scenarios and each rank
+#     stopping in turn after an all-reduce (abort-order);
 #  3. rotor bench-link --transport ib prints both tables, and --json parses.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 TT=$ROTOR_BUILD/tests/verbs/transport_test
@@ -18,7 +19,7 @@ A=$ROTOR_RXE_ADDR
 echo "== transport_test, 2 ranks"
 '"$TT"' --transport ib --host $A --ranks 2 --alarm '"$ALARM"'
 echo "== transport_test, 3 ranks"
-'"$TT"' --transport ib --host $A --ranks 3 --alarm '"$ALARM"' --scenario order,collectives,kill,kill-collective
+'"$TT"' --transport ib --host $A --ranks 3 --alarm '"$ALARM"' --scenario order,collectives,kill,kill-collective,abort-order,abort-order,abort-order
 echo "== bench-link over ib"
 printf "%s:18515\n%s:18516\n" $A $A > /tmp/hosts
 $ROTOR launch -n 2 -- $ROTOR bench-link --transport ib --hostfile /tmp/hosts --max-size 1048576 --iters 30 > /tmp/bench.txt

@@ -602,6 +602,76 @@ static int sc_kill_collective(const ctx *c)
     return kill_common(c, "kill-collective", 1);
 }
 
+/* Runs of scenarios so far (counted in the parent, seen by each fork). */
+static unsigned scenario_runs;
+
+/* Stopping in order (transport.h): rank A, a different one from run to
+ * run, passes a block and joins an all-reduce, then stops on an error of
+ * its own the moment the all-reduce returns (as a rank that refuses on the
+ * sums does).  Every other rank must still get the all-reduce's exact sums
+ * and the block its previous rank passed, and only then fail, in a
+ * barrier, with A's own message rather than a lost connection. */
+static int sc_abort_order(const ctx *c)
+{
+    enum { N = 5000 }; /* 40 KB: several chunks per exchange */
+    const char *name = "abort-order";
+    int a = (int)(scenario_runs % (unsigned)c->size);
+    rt_error err;
+    rt_transport *t;
+    if (open_transport(c, 256, 3, 1, &t, &err))
+        return fail(c, name, "%s", err.msg);
+    int64_t *v = calloc(N, sizeof(*v));
+    int rc = -1;
+    char why[64], want[128];
+    snprintf(why, sizeof(why), "a verdict of its own (run %u)", scenario_runs);
+    snprintf(want, sizeof(want), "rank %d stopped: %s", a, why);
+    uint8_t *slot = rt_transport_slot(t, 0);
+    memset(slot, 0xA0 + c->rank, 256);
+    if (!v || rt_transport_pass(t, 0, 256, (uint32_t)c->rank, 7, &err)) {
+        fail(c, name, "pass: %s", v ? err.msg : "out of memory");
+        goto out;
+    }
+    for (size_t i = c->rank; i < N; i += (size_t)c->size)
+        v[i] = (int64_t)(i + 1) * (c->rank + 3);
+    if (rt_transport_allreduce_i64(t, v, N, &err)) {
+        fail(c, name, "all-reduce before rank %d stopped: %s", a, err.msg);
+        goto out;
+    }
+    if (c->rank == a) {
+        rt_transport_abort(t, why);
+        rc = 0;
+        goto out;
+    }
+    for (size_t i = 0; i < N; i++)
+        if (v[i] != (int64_t)(i + 1) * (int64_t)(i % (size_t)c->size + 3)) {
+            fail(c, name, "all-reduce element %zu is %lld", i, (long long)v[i]);
+            goto out;
+        }
+    int prev = (c->rank + c->size - 1) % c->size;
+    rt_arrival got;
+    if (rt_transport_wait_arrival(t, &got, -1, &err) != 1) {
+        fail(c, name, "the block rank %d passed before rank %d stopped: %s", prev, a, err.msg);
+        goto out;
+    }
+    const uint8_t *in = rt_transport_slot(t, got.slot);
+    if (got.block != (uint32_t)prev || got.epoch != 7 || got.len != 256 || in[0] != 0xA0 + prev ||
+        in[255] != 0xA0 + prev) {
+        fail(c, name, "the block from rank %d arrived wrong (block %u, epoch %u, %zu bytes)", prev,
+             got.block, got.epoch, got.len);
+        goto out;
+    }
+    if (rt_transport_barrier(t, &err) == 0)
+        fail(c, name, "a barrier passed without rank %d", a);
+    else if (!strstr(err.msg, want))
+        fail(c, name, "the barrier failed with '%s', not rank %d's own message", err.msg, a);
+    else
+        rc = 0;
+out:
+    free(v);
+    rt_transport_close(t);
+    return rc;
+}
+
 /* size == 1 needs no network: collectives are no-ops, passes are refused. */
 static int sc_single(const ctx *c)
 {
@@ -710,10 +780,15 @@ typedef struct scenario {
 } scenario;
 
 static const scenario scenarios[] = {
-    {"single", sc_single, 1},   {"order", sc_order, 1},
-    {"credits", sc_credits, 1}, {"wrap", sc_wrap, 1},
-    {"stress", sc_stress, 1},   {"collectives", sc_collectives, 1},
-    {"kill", sc_kill, 1},       {"kill-collective", sc_kill_collective, 1},
+    {"single", sc_single, 1},
+    {"order", sc_order, 1},
+    {"credits", sc_credits, 1},
+    {"wrap", sc_wrap, 1},
+    {"stress", sc_stress, 1},
+    {"collectives", sc_collectives, 1},
+    {"kill", sc_kill, 1},
+    {"kill-collective", sc_kill_collective, 1},
+    {"abort-order", sc_abort_order, 1},
     {"bench", sc_bench, 0},
 };
 
@@ -761,6 +836,7 @@ static int run_once(const opts *o, const scenario *sc)
         }
     }
     double t0 = rt_now();
+    scenario_runs++;
     pid_t pids[MAX_RANKS];
     fflush(stdout);
     fflush(stderr);
