@@ -38,23 +38,12 @@ ranks() {
     wait "${pids[@]}"
 }
 
-# expect NAME RANK ERE: RANK exited non-zero (not 124, the timeout) and its
-# error line matches ERE.
-expect() {
-    local name=$1 r=$2 ere=$3 rc
-    rc=$(cat "$TMP/$name.rc$r")
-    { [ "$rc" != 0 ] && [ "$rc" != 124 ]; } ||
-        { cat "$TMP/$name.err$r" >&2; fail "$name: rank $r exited $rc"; }
-    grep -Eq "rotor: error: .*$ere" "$TMP/$name.err$r" ||
-        { cat "$TMP/$name.err$r" >&2; fail "$name: rank $r does not say /$ere/"; }
-}
-
 for p in 2 3; do
     note "$p ranks: rank 0's last metrics write fails (no --out)"
     ranks "efbig$p" $p error --epochs 8 --metrics "$TMP/m$p.json"
-    expect "efbig$p" 0 "m$p.json: write failed: File too large"
+    expect_rank_error "efbig$p" 0 "m$p.json: write failed: File too large"
     for ((r = 1; r < p; r++)); do
-        expect "efbig$p" $r "rank 0 stopped: .*m$p.json: write failed: File too large"
+        expect_rank_error "efbig$p" $r "rank 0 stopped: .*m$p.json: write failed: File too large"
     done
     [ ! -e "$TMP/m$p.json" ] || fail "$p ranks: a metrics file past the limit was left"
 
@@ -63,7 +52,7 @@ for p in 2 3; do
     rc=$(cat "$TMP/killed$p.rc0")
     [ "$rc" = $((128 + $(kill -l XFSZ))) ] || fail "$p ranks: rank 0 exited $rc, not by SIGXFSZ"
     for ((r = 1; r < p; r++)); do
-        expect "killed$p" $r "lost rank 0 "
+        expect_rank_error "killed$p" $r "lost rank 0 "
     done
 done
 echo "PASS: job_end"

@@ -30,6 +30,18 @@ expect_status() {
     fi
 }
 
+# expect_rank_error NAME RANK ERE: a rank run whose exit code is in
+# $TMP/NAME.rcRANK and stderr in $TMP/NAME.errRANK exited non-zero (not 124,
+# timeout's) and its error line matches ERE.
+expect_rank_error() {
+    local name=$1 r=$2 ere=$3 rc
+    rc=$(cat "$TMP/$name.rc$r")
+    { [ "$rc" != 0 ] && [ "$rc" != 124 ]; } ||
+        { cat "$TMP/$name.err$r" >&2; fail "$name: rank $r exited $rc"; }
+    grep -Eq "rotor: error: .*$ere" "$TMP/$name.err$r" ||
+        { cat "$TMP/$name.err$r" >&2; fail "$name: rank $r does not say /$ere/"; }
+}
+
 # A TCP port on 127.0.0.1 that nothing listens on now.
 free_port() {
     # Below the kernel's ephemeral range when there is room: a port inside it

@@ -28,25 +28,15 @@ two_ranks() {
     wait "${pids[@]}"
 }
 
-# expect_cause NAME RANK ERE: RANK exited non-zero (not 124, the timeout) and its
-# error line matches ERE.
-expect_cause() {
-    local name=$1 r=$2 ere=$3 rc
-    rc=$(cat "$TMP/$name.rc$r")
-    { [ "$rc" != 0 ] && [ "$rc" != 124 ]; } || { cat "$TMP/$name.err$r" >&2; fail "$name: rank $r exited $rc"; }
-    grep -Eq "rotor: error: .*$ere" "$TMP/$name.err$r" ||
-        { cat "$TMP/$name.err$r" >&2; fail "$name: rank $r does not say /$ere/"; }
-}
-
 note "metrics write fails on rank 0 in the last epoch"
 two_ranks metrics 0 --epochs 6 --metrics "$TMP/m.json" --out "$TMP/m0"
-expect_cause metrics 0 "m.json: write failed: File too large"
-expect_cause metrics 1 "rank 0 stopped: .*m.json: write failed: File too large"
+expect_rank_error metrics 0 "m.json: write failed: File too large"
+expect_rank_error metrics 1 "rank 0 stopped: .*m.json: write failed: File too large"
 [ ! -e "$TMP/m0" ] || fail "a model was saved"
 
 note "checkpoint write fails on rank 1"
 two_ranks ckpt 1 --epochs 3 --checkpoint "$TMP/ck" --checkpoint-every 1
-expect_cause ckpt 1 "File too large"
-expect_cause ckpt 0 "checkpoint at rotation 1: rank 1 could not write its state"
+expect_rank_error ckpt 1 "File too large"
+expect_rank_error ckpt 0 "checkpoint at rotation 1: rank 1 could not write its state"
 [ -z "$(ls -A "$TMP/ck")" ] || fail "the failed checkpoint left $(ls -A "$TMP/ck")"
 echo "PASS: rank_error_cause"
