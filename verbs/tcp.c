@@ -928,13 +928,15 @@ static int same_endpoint(int fd)
     return la == lb && memcmp(&a, &b, la) == 0;
 }
 
-/* Read or write exactly len bytes on a non-blocking fd before the deadline.
+/* Read or write exactly len bytes on fd (blocking or not: each call is
+ * MSG_DONTWAIT, so it never blocks past the deadline; 0 = no deadline).
  * Returns 0, -1 for EOF, else errno (ETIMEDOUT at the deadline). */
 static int io_deadline(int fd, void *buf, size_t len, int writing, double deadline)
 {
     uint8_t *p = buf;
     while (len > 0) {
-        ssize_t n = writing ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
+        ssize_t n = writing ? send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT)
+                            : recv(fd, p, len, MSG_DONTWAIT);
         if (n > 0) {
             p += n;
             len -= (size_t)n;
@@ -1892,30 +1894,6 @@ static void tcp_free(tcp_transport *t)
 
 /* ---- stopping in order ---- */
 
-/* Write len bytes on fd (blocking or not) before the deadline, without
- * ever blocking past it.  0 or an errno (ETIMEDOUT). */
-static int send_until(int fd, const void *buf, size_t len, double deadline)
-{
-    const uint8_t *p = buf;
-    while (len > 0) {
-        ssize_t n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n > 0) {
-            p += n;
-            len -= (size_t)n;
-            continue;
-        }
-        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-            return errno;
-        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-        int ms = ms_until(deadline);
-        if (ms == 0)
-            return ETIMEDOUT;
-        if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
-            return errno;
-    }
-    return 0;
-}
-
 /* Every pass queued before this rank stopped is written: wait for the
  * sender thread to finish them, and write what it left (the rest of a
  * frame the caller began inline) ourselves.  1 when the ring out is clean
@@ -1973,13 +1951,13 @@ static void send_notices(tcp_transport *t)
     t->beats_stopped = 1; /* the notice is the last thing on the ring connections */
     if (ring_out) {
         wire_frame_hdr h = {.type = WIRE_FRAME_FAIL, .block = WIRE_FAIL_STOP, .len = len};
-        if (send_until(t->next_fd, &h, sizeof(h), deadline) == 0)
-            send_until(t->next_fd, msg, len, deadline);
+        if (io_deadline(t->next_fd, &h, sizeof(h), 1, deadline) == 0)
+            io_deadline(t->next_fd, msg, len, 1, deadline);
     }
     if (ring_in) {
         uint32_t head[2] = {WIRE_CREDIT_STOP, len};
-        if (send_until(t->prev_fd, head, sizeof(head), deadline) == 0)
-            send_until(t->prev_fd, msg, len, deadline);
+        if (io_deadline(t->prev_fd, head, sizeof(head), 1, deadline) == 0)
+            io_deadline(t->prev_fd, msg, len, 1, deadline);
     }
     pthread_mutex_unlock(&t->prev_wmu);
     pthread_mutex_unlock(&t->next_wmu);
@@ -1988,8 +1966,8 @@ static void send_notices(tcp_transport *t)
         int skip = t->ctl_fd[r] < 0 || t->ctl_broken[r] || t->stopped[r];
         pthread_mutex_unlock(&t->mu);
         uint64_t hdr = WIRE_CTL_STOP | len;
-        if (!skip && send_until(t->ctl_fd[r], &hdr, sizeof(hdr), deadline) == 0)
-            send_until(t->ctl_fd[r], msg, len, deadline);
+        if (!skip && io_deadline(t->ctl_fd[r], &hdr, sizeof(hdr), 1, deadline) == 0)
+            io_deadline(t->ctl_fd[r], msg, len, 1, deadline);
     }
 }
 
