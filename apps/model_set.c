@@ -719,16 +719,9 @@ int rt_model_copy_file(const char *from_dir, const char *to_dir, const char *nam
         fclose(in);
         return -1;
     }
-    char buf[1 << 16], last = '\n';
-    size_t n;
+    char last = '\n';
     uint64_t seen = 0;
-    int rc = 0;
-    while (rc == 0 && (n = fread(buf, 1, sizeof(buf), in)) > 0) {
-        for (size_t i = 0; i < n; i++)
-            seen += buf[i] == '\n';
-        last = buf[n - 1];
-        rc = rt_write_all(of.fp, buf, n, to, err);
-    }
+    int rc = rt_outfile_copy_from(&of, in, from, &seen, &last, err);
     fclose(in);
     if (rc == 0 && lines != RT_ANY_LINES && (seen != lines || last != '\n'))
         rc = rt_fail(err, RT_EXIT_INPUT,

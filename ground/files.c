@@ -527,6 +527,25 @@ int rt_write_all(FILE *fp, const void *buf, size_t len, const char *path, rt_err
     return 0;
 }
 
+int rt_outfile_copy_from(rt_outfile *of, FILE *in, const char *in_path, uint64_t *newlines,
+                         char *last, rt_error *err)
+{
+    char buf[1 << 16];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), in)) > 0) {
+        if (newlines)
+            for (size_t i = 0; i < n; i++)
+                *newlines += buf[i] == '\n';
+        if (last)
+            *last = buf[n - 1];
+        if (rt_write_all(of->fp, buf, n, of->path, err))
+            return -1;
+    }
+    if (ferror(in))
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: read failed", in_path);
+    return 0;
+}
+
 int rt_write_check(FILE *fp, const char *path, rt_error *err)
 {
     errno = 0;

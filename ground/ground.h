@@ -248,6 +248,11 @@ int rt_outfile_commit(rt_outfile *of, rt_error *err); /* flush, fsync, rename, f
 int rt_outfile_commit_unsynced(rt_outfile *of, rt_error *err);
 void rt_outfile_abort(rt_outfile *of); /* remove the temporary */
 int rt_write_all(FILE *fp, const void *buf, size_t len, const char *path, rt_error *err);
+/* Copy what is left of `in` (read as in_path) into of's file.  newlines
+ * (NULL: not counted) is increased by the '\n' bytes copied; last (NULL:
+ * not kept) gets the last byte copied, and stays as it was when none was. */
+int rt_outfile_copy_from(rt_outfile *of, FILE *in, const char *in_path, uint64_t *newlines,
+                         char *last, rt_error *err);
 /* After writing fp with fprintf/fputc (which leave no reason): 0 when every
  * write so far succeeded, else -1 with "PATH: write failed: REASON" (the
  * reason found by flushing what is still buffered, when it fails again). */

@@ -191,12 +191,8 @@ static int copy_picture(const char *picture, const char *out, int svg, rt_error 
     rt_outfile of = {.fp = NULL};
     if (rc == 0 && rt_outfile_open(&of, out, err))
         rc = -1;
-    char buf[1 << 16];
-    size_t n;
-    while (rc == 0 && (n = fread(buf, 1, sizeof(buf), in)) > 0)
-        rc = rt_write_all(of.fp, buf, n, of.path, err);
-    if (rc == 0 && ferror(in))
-        rc = rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: read failed", picture);
+    if (rc == 0)
+        rc = rt_outfile_copy_from(&of, in, picture, NULL, NULL, err);
     fclose(in);
     if (rc == 0)
         return rt_outfile_commit(&of, err);
