@@ -433,23 +433,27 @@ static void calib_worker_spread(calib *c)
     c->worker_var_n++;
 }
 
+/* The workers' work units per CPU second, from their sums of both (0: no
+ * work timed, or no clock). */
+static double work_per_cpu_s(const double *work, const double *cpu_s, uint32_t workers)
+{
+    double sum_work = 0, sum_cpu = 0;
+    for (uint32_t w = 0; w < workers; w++)
+        sum_work += work[w], sum_cpu += cpu_s[w];
+    return sum_cpu > 0 && isfinite(sum_cpu) ? sum_work / sum_cpu : 0;
+}
+
 /* Work units per CPU second of the visits measured (0: none, or no clock). */
 static double calib_busy_rate(const calib *c, uint32_t workers)
 {
-    double work = 0, cpu = 0;
-    for (uint32_t w = 0; w < workers; w++)
-        work += c->visit_work[w], cpu += c->visit_cpu_s[w];
-    return cpu > 0 && isfinite(cpu) ? work / cpu : 0;
+    return work_per_cpu_s(c->visit_work, c->visit_cpu_s, workers);
 }
 
 /* What the paused rotations' visits computed per CPU second, over the
  * others' (0: no pause, or no clock). */
 static double calib_wake_speed(const calib *c, uint32_t workers, double busy_rate)
 {
-    double work = 0, cpu = 0;
-    for (uint32_t w = 0; w < workers; w++)
-        work += c->paused_work[w], cpu += c->paused_cpu_s[w];
-    return cpu > 0 && isfinite(cpu) && busy_rate > 0 ? work / cpu / busy_rate : 0;
+    return busy_rate > 0 ? work_per_cpu_s(c->paused_work, c->paused_cpu_s, workers) / busy_rate : 0;
 }
 
 /* The coefficient of variation of a cell's time per work unit over all
