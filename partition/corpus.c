@@ -291,9 +291,9 @@ static rt_corpus_format sniff(const char *path, const rt_text *in, rt_error *err
     if (in)
         return guess_from_head(in->data, in->len < SNIFF_HEAD ? in->len : SNIFF_HEAD);
     FILE *fp = fopen(path, "r");
+    int e = errno; /* (fopen's, before malloc may change it) */
     char *head = malloc(SNIFF_HEAD);
     size_t len = fp && head ? fread(head, 1, SNIFF_HEAD, fp) : 0;
-    int e = errno;
     if (fp)
         fclose(fp);
     rt_corpus_format f = RT_CORPUS_TEXT;
