@@ -198,9 +198,11 @@ static inline float blocked_totals(float *x, uint32_t n)
  * not, since they are large. */
 #define DENSE_INLINE inline __attribute__((always_inline))
 
+/* (last: see weights_avx2; this path computes every chunk) */
 static DENSE_INLINE float weights_portable(const int32_t *ndk, float alpha, const float *coef,
-                                           uint32_t K, float *w, float *total)
+                                           uint32_t K, float *w, float *total, uint32_t last)
 {
+    (void)last;
     const uint32_t nc = lda_chunks(K);
     for (uint32_t c = 0; c < nc; c++) {
         for (uint32_t k = c * LDA_CHUNK; k < (c + 1) * LDA_CHUNK; k++)
@@ -270,13 +272,22 @@ AVX2 static inline __m256 chunk_full_avx2(const int32_t *ndk, __m256 alpha, cons
     return _mm256_mul_ps(_mm256_add_ps(n, alpha), _mm256_loadu_ps(coef + k));
 }
 
-/* The sums S_c of 8 chunks (as above): two rounds of pairwise adds within
- * each 128-bit half, then the halves added. */
-AVX2 static inline __m256 chunk_sums_avx2(__m256 v0, __m256 v1, __m256 v2, __m256 v3, __m256 v4,
-                                          __m256 v5, __m256 v6, __m256 v7)
+/* Pairwise adds of two vectors' lanes (hadd), or +0 when neither holds a
+ * topic (at or past `last`, the chunks holding topics: +0 + +0 is +0). */
+AVX2 static inline __m256 pair_sums_avx2(__m256 a, __m256 b, uint32_t first, uint32_t last)
 {
-    const __m256 q0 = _mm256_hadd_ps(_mm256_hadd_ps(v0, v1), _mm256_hadd_ps(v2, v3));
-    const __m256 q1 = _mm256_hadd_ps(_mm256_hadd_ps(v4, v5), _mm256_hadd_ps(v6, v7));
+    return first < last ? _mm256_hadd_ps(a, b) : _mm256_setzero_ps();
+}
+
+/* The sums S_c of 8 chunks (as above), the first `last` of them holding
+ * topics: two rounds of pairwise adds within each 128-bit half, then the
+ * halves added. */
+AVX2 static inline __m256 chunk_sums_avx2(__m256 v0, __m256 v1, __m256 v2, __m256 v3, __m256 v4,
+                                          __m256 v5, __m256 v6, __m256 v7, uint32_t last)
+{
+    const __m256 q0 = _mm256_hadd_ps(_mm256_hadd_ps(v0, v1), pair_sums_avx2(v2, v3, 2, last));
+    const __m256 q1 =
+        pair_sums_avx2(pair_sums_avx2(v4, v5, 4, last), pair_sums_avx2(v6, v7, 6, last), 4, last);
     return _mm256_add_ps(_mm256_permute2f128_ps(q0, q1, 0x20),
                          _mm256_permute2f128_ps(q0, q1, 0x31));
 }
@@ -318,25 +329,39 @@ AVX2 static inline __m256 group_totals_avx2(__m256 s, __m256 base)
     return _mm256_add_ps(t, _mm256_permute2f128_ps(last, last, 0x08));
 }
 
-/* The totals of 8 chunks v0..v7 into total, after base; the next base. */
+/* The totals of 8 chunks v0..v7 (the first `last` holding topics) into
+ * total, after base; the next base. */
 AVX2 static inline __m256 group_avx2(__m256 v0, __m256 v1, __m256 v2, __m256 v3, __m256 v4,
-                                     __m256 v5, __m256 v6, __m256 v7, __m256 base, float *total)
+                                     __m256 v5, __m256 v6, __m256 v7, __m256 base, float *total,
+                                     uint32_t last)
 {
-    const __m256 t = group_totals_avx2(chunk_sums_avx2(v0, v1, v2, v3, v4, v5, v6, v7), base);
+    const __m256 t = group_totals_avx2(chunk_sums_avx2(v0, v1, v2, v3, v4, v5, v6, v7, last), base);
     _mm256_storeu_ps(total, t);
-    const __m256 last = _mm256_permute_ps(t, 0xff);
-    return _mm256_permute2f128_ps(last, last, 0x81);
+    const __m256 top = _mm256_permute_ps(t, 0xff);
+    return _mm256_permute2f128_ps(top, top, 0x81);
+}
+
+/* The chunks of the last group that hold topics (1 .. 8): lda_chunks(K)
+ * less the whole groups before it. */
+static inline uint32_t dense_last_chunks(uint32_t K)
+{
+    return lda_chunks(K) - (lda_dense_totals_len(K) - LDA_CHUNK);
 }
 
 /* Groups of 8 chunks in registers, their weights stored to w for the find.
- * Every group is whole, so every token runs the same code: the chunks past
- * the row's K counts read on into the next row's counts (or the slack after
- * the last row, lda.h), which weigh +0 against coef's +0 there, as on the
- * portable path (a count is >= 0, so (n + alpha) * +0 is +0). */
+ * Every group is whole, so every token runs the same code: the chunks of
+ * the last group past the row's K counts (before `last`, a constant in
+ * each stamped kernel below) read on into the next row's counts (or the
+ * slack after the last row, lda.h), which weigh +0 against coef's +0
+ * there, as on the portable path (a count is >= 0, so (n + alpha) * +0 is
+ * +0).  The last group's chunks from `last` on hold no topic: +0 without a
+ * load or a store (the find reads no weight past lda_chunks(K), and their
+ * totals only repeat the last one), and two of them no pairwise add
+ * (+0 + +0 is the same +0). */
 AVX2 static DENSE_INLINE float weights_avx2(const int32_t *ndk, float alpha, const float *coef,
-                                            uint32_t K, float *w, float *total)
+                                            uint32_t K, float *w, float *total, const uint32_t last)
 {
-    const float *end = total + lda_dense_totals_len(K);
+    const float *end = total + lda_dense_totals_len(K) - LDA_CHUNK;
     const __m256 av = _mm256_set1_ps(alpha);
     __m256 base = _mm256_setzero_ps();
     /* pointers stepped a group at a time, so the chunks' loads and stores
@@ -347,8 +372,17 @@ AVX2 static DENSE_INLINE float weights_avx2(const int32_t *ndk, float alpha, con
             v[i] = chunk_full_avx2(ndk, av, coef, i * LDA_CHUNK);
             _mm256_storeu_ps(w + i * LDA_CHUNK, v[i]);
         }
-        base = group_avx2(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], base, total);
+        base = group_avx2(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], base, total, 8);
     }
+    __m256 v[8];
+    for (uint32_t i = 0; i < 8; i++) {
+        v[i] = _mm256_setzero_ps();
+        if (i < last) {
+            v[i] = chunk_full_avx2(ndk, av, coef, i * LDA_CHUNK);
+            _mm256_storeu_ps(w + i * LDA_CHUNK, v[i]);
+        }
+    }
+    base = group_avx2(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], base, total, last);
     /* total[lda_chunks(K) - 1] without the trip through memory: the last
      * group's last total (the chunks past lda_chunks(K) add +0), in base's
      * low lane */
@@ -403,10 +437,21 @@ AVX2 static inline uint32_t find_avx2(const float *w, const float *total, uint32
     return chunk_topic(xs, c, j);
 }
 
+/* Each value of `last` stamped out as a constant (the kernels below are
+ * too, one for each). */
+#define DENSE_LAST_CASES(CASE) CASE(1) CASE(2) CASE(3) CASE(4) CASE(5) CASE(6) CASE(7) CASE(8)
+
 AVX2 static float dense_weights_avx2(const int32_t *ndk, float alpha, const float *coef, uint32_t K,
                                      float *w, float *total)
 {
-    return weights_avx2(ndk, alpha, coef, K, w, total);
+    switch (dense_last_chunks(K)) {
+#define WEIGHTS_CASE(L)                                                                            \
+    case L:                                                                                        \
+        return weights_avx2(ndk, alpha, coef, K, w, total, L);
+        DENSE_LAST_CASES(WEIGHTS_CASE)
+#undef WEIGHTS_CASE
+    }
+    return 0.0f; /* (unreachable: 1 <= dense_last_chunks(K) <= 8) */
 }
 
 AVX2 static uint32_t dense_find_avx2(const float *w, const float *total, uint32_t K, float u,
@@ -419,7 +464,7 @@ float lda_dense_weights(int avx2, const int32_t *ndk, float alpha, const float *
                         float *w, float *total)
 {
     return avx2 ? dense_weights_avx2(ndk, alpha, coef, K, w, total)
-                : weights_portable(ndk, alpha, coef, K, w, total);
+                : weights_portable(ndk, alpha, coef, K, w, total, LDA_CHUNK);
 }
 
 uint32_t lda_dense_find(int avx2, const float *w, const float *total, uint32_t K, float u,
@@ -546,7 +591,8 @@ AVX2 static inline float dense_count_avx2(const dense_run *d, int32_t *ndk, uint
 
 /* Tokens [i, end) of the loaded word, one loop for both paths (GCC inlines
  * the AVX2 intrinsics only into functions built for AVX2, so the loop is
- * stamped out once per path: dense_tokens_portable, dense_tokens_avx2).
+ * stamped out once per path: dense_tokens_portable, and dense_tokens_avx2_L
+ * for each count L of the last group's chunks, weights_avx2's `last`).
  *
  * Two tokens are in flight.  While token i's draw runs, token i + 1
  * leaves its topic and its weights and totals are computed (into the other
@@ -559,8 +605,8 @@ AVX2 static inline float dense_count_avx2(const dense_run *d, int32_t *ndk, uint
  * next token run beside the draw.  The draw is still from the exact full
  * conditional, up to float rounding (the patched totals are the computed
  * totals plus the change, added in float). */
-#define DENSE_TOKENS(PATH, ATTR)                                                                   \
-    ATTR static void dense_tokens_##PATH(const dense_run *d, uint64_t i, uint64_t end,             \
+#define DENSE_TOKENS(NAME, PATH, ATTR, LAST)                                                       \
+    ATTR static void dense_tokens_##NAME(const dense_run *d, uint64_t i, uint64_t end,             \
                                          rt_rng *stream)                                           \
     {                                                                                              \
         lda_tokens *t = d->t;                                                                      \
@@ -570,7 +616,7 @@ AVX2 static inline float dense_count_avx2(const dense_run *d, int32_t *ndk, uint
         float *w = d->w, *total = d->total, *nw = d->w + d->wlen, *nt = d->total + d->tlen;        \
         int32_t *ndk = dense_row(d, i);                                                            \
         dense_count_##PATH(d, ndk, t->z[t->tok_pos[i]], -1);                                       \
-        float sum = weights_##PATH(ndk, d->alpha, d->coef, d->K, w, total);                        \
+        float sum = weights_##PATH(ndk, d->alpha, d->coef, d->K, w, total, LAST);                  \
         lda_dense_patch patch = {0, w[0], 0.0f};                                                   \
         for (;;) {                                                                                 \
             dense_prefetch(d, i);                                                                  \
@@ -585,7 +631,7 @@ AVX2 static inline float dense_count_avx2(const dense_run *d, int32_t *ndk, uint
             }                                                                                      \
             int32_t *next = dense_row(d, i + 1);                                                   \
             dense_count_##PATH(d, next, t->z[t->tok_pos[i + 1]], -1);                              \
-            sum = weights_##PATH(next, d->alpha, d->coef, d->K, nw, nt);                           \
+            sum = weights_##PATH(next, d->alpha, d->coef, d->K, nw, nt, LAST);                     \
             const float ck = dense_count_##PATH(d, ndk, k, +1);                                    \
             t->z[p] = (uint16_t)k;                                                                 \
             const float wk = ((float)next[k] + d->alpha) * ck;                                     \
@@ -594,8 +640,27 @@ AVX2 static inline float dense_count_avx2(const dense_run *d, int32_t *ndk, uint
             w = nw, total = nt, nw = ow, nt = ot, ndk = next, i++;                                 \
         }                                                                                          \
     }
-DENSE_TOKENS(portable, )
-DENSE_TOKENS(avx2, AVX2)
+DENSE_TOKENS(portable, portable, , LDA_CHUNK)
+#define DENSE_TOKENS_AVX2(L) DENSE_TOKENS(avx2_##L, avx2, AVX2, L)
+DENSE_LAST_CASES(DENSE_TOKENS_AVX2)
+#undef DENSE_TOKENS_AVX2
+
+typedef void dense_tokens_fn(const dense_run *d, uint64_t i, uint64_t end, rt_rng *stream);
+
+/* The token loop of the run's path and K, picked once a visit. */
+static dense_tokens_fn *dense_tokens(int avx2, uint32_t K)
+{
+    if (!avx2)
+        return dense_tokens_portable;
+    switch (dense_last_chunks(K)) {
+#define TOKENS_CASE(L)                                                                             \
+    case L:                                                                                        \
+        return dense_tokens_avx2_##L;
+        DENSE_LAST_CASES(TOKENS_CASE)
+#undef TOKENS_CASE
+    }
+    return dense_tokens_portable; /* (unreachable) */
+}
 
 /* The sparse sampler at K <= LDA_DENSE_K.  The documents' topic lists are
  * not used, and not kept. */
@@ -619,6 +684,7 @@ static int visit_dense(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *pa
                          .beta = c->o->beta,
                          .vbeta = c->vbeta};
     lda_word *wd = &s->word;
+    dense_tokens_fn *const tokens = dense_tokens(s->avx2, K);
     /* coef[k] outside the loaded word's topics: n_wk = 0 */
     for (uint32_t k = 0; k < K; k++)
         d.coef[k] = dense_coef(0, d.nk[k], d.beta, d.vbeta);
@@ -631,10 +697,7 @@ static int visit_dense(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *pa
             d.coef[k] = dense_coef(wd->nwk[k], d.nk[k], d.beta, d.vbeta);
         }
         const uint64_t i = r == t->blk_run[b] ? t->blk_tok[b] : t->run_end[r - 1];
-        if (s->avx2)
-            dense_tokens_avx2(&d, i, t->run_end[r], rng);
-        else
-            dense_tokens_portable(&d, i, t->run_end[r], rng);
+        tokens(&d, i, t->run_end[r], rng);
         for (uint32_t x = 0; x < wd->n_nz; x++) {
             const uint32_t k = wd->nz[x];
             d.coef[k] = dense_coef(0, d.nk[k], d.beta, d.vbeta);

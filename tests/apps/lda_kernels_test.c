@@ -200,7 +200,8 @@ static void spec_blocked(const float *x, uint32_t n, float *out)
 }
 
 /* The dense weights: both paths give the same bits at every K (whole and
- * partial chunks, fewer and more than eight chunks), equal to the order
+ * partial chunks, fewer and more than eight chunks, every count of chunks in
+ * the last group of eight), equal to the order
  * lda_sample.c states; a draw, with or without a patch of one weight,
  * lands where a plain search over the (patched) sums says, on both paths,
  * and never on a zero weight. */
@@ -216,7 +217,7 @@ static void test_dense(void **state)
     const float alpha = 0.5f;
     rt_rng r;
     rt_rng_seed(&r, 7, 1);
-    const uint32_t Ks[] = {1, 3, 8, 9, 31, 32, 33, 64, 65, 100, 257, 300, 511, KMAX};
+    const uint32_t Ks[] = {1, 3, 8, 9, 20, 31, 32, 33, 56, 64, 65, 100, 200, 257, 300, 511, KMAX};
     for (size_t ki = 0; ki < sizeof(Ks) / sizeof(Ks[0]); ki++) {
         const uint32_t K = Ks[ki], nc = lda_chunks(K);
         assert_true(lda_dense_totals_len(K) <= NC + LDA_CHUNK);
