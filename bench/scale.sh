@@ -8,6 +8,7 @@
 #                  [--slow-start-after-idle 0|1] [--tcp-cc NAME]
 #                  [--configs APP:RANKS:GBPS[:THREADS[:PIPELINE[:ADDED_LATENCY_US]]],...]
 #   bench/scale.sh --auto APP:RANKS:GBPS [--rounds 3] [--epochs N]
+#   bench/scale.sh --repredict DIR [--model-args "ARGS"]
 #
 # Needs root (ip netns, tc).  Topology: one namespace per rank (rtscale-R,
 # address 169.254.77.R+1/24 on its veth) and one holding a bridge
@@ -113,6 +114,16 @@
 # round and the calibration pairs run before it (one line each: rate,
 # inline_us, step_us, cell_cv, step_cv, worker_cv, serial and threaded CPU
 # rates, wake ratio) and the ranks' calibration's logs (calibration.log.R).
+# --repredict DIR: runs nothing but the model: every configuration kept in
+# DIR (the scratch directory of a --keep run, which it names on stderr) is
+# predicted again, round by round, by this build's `rotor simulate` with
+# the command kept beside the round (its plan taken from DIR), followed by
+# what the kept logs give the model terms that came later (model_args_of)
+# and by --model-args, against the figures the round's rank logs measured;
+# one JSON line per configuration with the fields above that need no run
+# (app to stall_error, the compute and round_ lists, the
+# *_given_measured_compute ones) and "model_args".  So a change of the
+# model is checked against a quiet run's data without running it again.
 # Without root or namespaces it prints a message and exits 0.
 # One scale.sh at a time owns the rtscale-* namespaces (lock
 # /run/lock/rotor-scale.lock): a second one exits 2 saying so.  Every exit
@@ -122,8 +133,9 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 ranks=2,4,8 gbps=1,5,25 apps=sgd-mf,lda epochs="" rounds=3 quick=0 keep=0 configs="" auto="" size=small
 calibrations=1 tcp_cc="" slow_start_after_idle=0 busy_from=ranks wake_pause_us=50000 wake_pairs=3
+repredict="" model_args=""
 BENCH_FLAGS=([quick]=quick=1 [keep]=keep=1)
-bench_options 2,119 "$@"
+bench_options 2,131 "$@"
 case $busy_from in ranks | threads) ;; *) bench_fail "--busy-from is ranks or threads, not $busy_from" ;; esac
 case $size in
 small) mf_cols=10000 mf_nnz=1500000 mf_rank=64 lda_docs=6000 lda_vocab=20000 ;;
@@ -186,13 +198,18 @@ own_netns() {
     teardown
 }
 
-[ "$(id -u)" = 0 ] || skip "needs root for ip netns and tc"
-command -v ip >/dev/null && command -v tc >/dev/null || skip "needs iproute2 (ip, tc)"
 [ -x "$ROTOR" ] || { echo "scale.sh: build rotor first ($ROTOR)" >&2; exit 2; }
+if [ -n "$repredict" ]; then # the model alone, on kept data: no namespaces
+    [ -d "$repredict/kept" ] || bench_fail "--repredict: no kept configurations in $repredict"
+    trap 'rm -rf "$TMP"' EXIT
+else
+    [ "$(id -u)" = 0 ] || skip "needs root for ip netns and tc"
+    command -v ip >/dev/null && command -v tc >/dev/null || skip "needs iproute2 (ip, tc)"
+    own_netns
+    # every exit path tears down: a signal exits through the EXIT trap
+    trap cleanup EXIT
+fi
 RELAY=$(dirname "$ROTOR")/../bench/delay_relay
-own_netns
-# every exit path tears down: a signal exits through the EXIT trap
-trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 trap 'exit 129' HUP
@@ -405,9 +422,9 @@ col_bytes() { # what a column adds to a block with app_args: K counts, or k floa
 }
 
 # "seconds stall_fraction" of every epoch after the first, from rank 0's log
-# (the engine's stall there is the largest over the ranks)
-epochs_of_run() {
-    local f=$TMP/log.0
+# (the engine's stall there is the largest over the ranks): $TMP/log.0, or FILE
+epochs_of_run() { # epochs_of_run [FILE]
+    local f=${1:-$TMP/log.0}
     if grep -q 'lda iter' "$f"; then
         sed -n 's/.*last sweep \([0-9.]*\)s stall *\([0-9.]*\)%.*/\1 \2/p' "$f"
     else
@@ -642,6 +659,10 @@ predict() {
     fi
 }
 
+# model_args_of ROUND_DIR RANKS: the options of the model terms that a kept
+# round's files give (--repredict; none yet)
+model_args_of() { :; }
+
 # rank_max_median RANKS FIELD: the largest over the ranks of their median per
 # rotation, epochs after the first, of a figure on the engine's debug line:
 # "compute" (wall seconds inside the kernel, mean over the rank's threads) or
@@ -804,7 +825,74 @@ auto_compare() {
         "$(grep -o 'pipeline auto: [0-9]* blocks per worker (.*s)' "$d/auto.log")" "$load"
 }
 
+# ---- --repredict ----
+
+# repredict_config DIR CONFIG_DIR: a kept configuration (DIR/kept/CONFIG) of
+# a --keep run in DIR predicted again; its JSON line (see --repredict).
+repredict_config() {
+    local root=$1 dir=$2 name app n th c rest g d round sim i pred mc pc given lat
+    name=$(basename "$dir")
+    IFS=. read -r app n th c rest <<<"$name" # rest: GBPS.ADDED_US (GBPS may hold a dot)
+    d=${rest##*.} g=${rest%.*}
+    : >"$TMP/rounds"
+    : >"$TMP/preds"
+    for round in $(find "$dir" -maxdepth 1 -name 'round.*' | sort -t. -k2 -n); do
+        [ -f "$round/simulate.cmd" ] && [ -f "$round/log.0" ] || continue
+        read -ra sim <"$round/simulate.cmd"
+        sim[0]=$ROTOR
+        for i in "${!sim[@]}"; do
+            [ "${sim[$i]}" != --plan ] || sim[i + 1]=$root/$app.$n.$th.$c/plan
+            [ "${sim[$i]}" != --latency-us ] || lat=${sim[i + 1]}
+        done
+        # shellcheck disable=SC2206,SC2207 # one option a word
+        sim+=($(model_args_of "$round" "$n") $model_args)
+        pred=$("${sim[@]}") || return 1
+        mc=$(rank_max_median "$n" compute "$round/log")
+        epochs_of_run "$round/log.0" >"$TMP/epochs"
+        echo "$mc $(epoch_medians "$TMP/epochs")" >>"$TMP/rounds"
+        pc=$(json_num compute_s "$pred")
+        given=$("${sim[@]}" --rate "$(awk -v r="$(json_num rate "$pred")" -v p="$pc" -v m="$mc" \
+            'BEGIN { printf "%.6g", (m + 0 > 0 && p + 0 > 0 ? r * p / m : r) }')") || return 1
+        echo "$(json_num predicted_epoch_s "$pred") $(json_num predicted_stall "$pred") $pc" \
+            "$(json_num predicted_epoch_s "$given") $(json_num predicted_stall "$given")" >>"$TMP/preds"
+    done
+    [ -s "$TMP/preds" ] || return 0
+    local me ms pe ps
+    me=$(col_median 2) ms=$(col_median 3) pe=$(col_median 1 "$TMP/preds") ps=$(col_median 2 "$TMP/preds")
+    printf '{"app": "%s", "ranks": %d, "threads": %d, "pipeline": %d, "gbps": %s, ' \
+        "$app" "$n" "$th" "$c" "$g"
+    printf '"added_latency_us": %s, "latency_us": %s, "rounds": %d, ' "$d" "$lat" "$(wc -l <"$TMP/preds")"
+    printf '"measured_epoch_s": %s, "predicted_epoch_s": %s, "epoch_error": %s, ' "$me" "$pe" \
+        "$(awk -v m="$me" -v p="$pe" 'BEGIN { printf "%.3f", (p - m) / m }')"
+    printf '"measured_stall": %s, "predicted_stall": %s, "stall_error": %s, ' "$ms" "$ps" \
+        "$(awk -v m="$ms" -v p="$ps" 'BEGIN { printf "%.3f", p - m }')"
+    printf '"measured_compute_s": %s, "predicted_compute_s": %.4g, ' "$(col_median 1)" \
+        "$(col_median 3 "$TMP/preds")"
+    printf '"round_measured_epoch_s": %s, "round_predicted_epoch_s": %s, ' "$(json_list 2)" \
+        "$(json_list 1 "$TMP/preds")"
+    printf '"round_measured_stall": %s, "round_predicted_stall": %s, ' "$(json_list 3)" \
+        "$(json_list 2 "$TMP/preds")"
+    printf '"round_measured_compute_s": %s, "round_predicted_compute_s": %s, ' "$(json_list 1)" \
+        "$(json_list 3 "$TMP/preds")"
+    printf '"epoch_given_measured_compute_s": %s, "stall_given_measured_compute": %s, ' \
+        "$(col_median 4 "$TMP/preds")" "$(col_median 5 "$TMP/preds")"
+    printf '"round_epoch_given_measured_compute_s": %s, "round_stall_given_measured_compute": %s, ' \
+        "$(json_list 4 "$TMP/preds")" "$(json_list 5 "$TMP/preds")"
+    printf '"model_args": "%s"}\n' "$model_args"
+}
+
+# repredict_all DIR: every configuration kept in DIR, in the order it ran
+repredict_all() {
+    local dir
+    for dir in $(ls -dtr "$1"/kept/*/); do repredict_config "$1" "${dir%/}" || return 1; done
+}
+
 # ---- main ----
+
+if [ -n "$repredict" ]; then
+    repredict_all "$repredict"
+    exit 0
+fi
 
 if [ -n "$configs" ]; then
     configs=${configs//,/ }

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# bench/scale.sh --repredict DIR runs no job: it predicts a kept run's rounds
+# again with this rotor and the command kept beside each round (the plan
+# found in DIR, wherever the run kept it), against what the round's rank
+# logs measured.  Here a hand-made kept round of a 2-rank plan: the
+# measured figures are the medians of the logs' epochs after the first, the
+# prediction is the kept command's, --model-args reaches the model, and a
+# directory without kept configurations is refused.
+source "$(dirname "$0")/../e2e/lib.sh"
+SCALE=${ROTOR_SRC:-$(dirname "$0")/../..}/bench/scale.sh
+
+"$ROTOR" gen mf --rows 400 --cols 300 --nnz 6000 --rank 4 --seed 5 --out "$TMP/r.txt" \
+    2>/dev/null || fail "gen mf"
+run=$TMP/run
+mkdir -p "$run/sgd-mf.2.1.2"
+"$ROTOR" partition --input "$TMP/r.txt" --nodes 2 --threads 1 --out "$run/sgd-mf.2.1.2/plan" \
+    >/dev/null 2>&1 || fail "partition"
+round=$run/kept/sgd-mf.2.1.2.0.5.0/round.1
+mkdir -p "$round"
+# the command as the run wrote it: another binary, the plan where the run's scratch directory was
+model=(--app sgd-mf --rank 8 --epochs 4 --json --rate 2e6 --step-overhead-us 100 --gbps 0.5
+    --latency-us 40 --overhead-us 10 --send-buffer-kib 8192)
+echo "/gone/rotor simulate --plan /gone/tmp/sgd-mf.2.1.2/plan ${model[*]}" >"$round/simulate.cmd"
+# rank logs: epochs 1-4 (the first is left out), and the engine's per-rank rotations
+for r in 0 1; do
+    for k in 0 1 2 3; do
+        echo "rotor: debug: engine: rank $r rotation: 0.01 s, compute 0.00$((k + r + 3)) s (mean over" \
+            "threads), stall 0.001 s, credit wait 0.000000 s, 0 of 4 steps inline (rotation $k)," \
+            "compute CPU 0.004 s, in the kernel 0.0001 s"
+    done >"$round/log.$r"
+done
+for e in "1 0.050 40.0" "2 0.012 20.0" "3 0.010 30.0" "4 0.011 10.0"; do
+    read -r k s st <<<"$e"
+    echo "rotor: epoch   $k    ${s}s     1.0M upd/s  train_rmse 1.0  stall  $st%  lr 0.05"
+done >>"$round/log.0"
+
+num() { echo "$2" | sed -n "s/.*\"$1\": \([0-9.e+-]*\).*/\1/p"; }
+out=$(bash "$SCALE" --repredict "$run" 2>"$TMP/err") || { cat "$TMP/err" >&2; fail "repredict"; }
+[ "$(echo "$out" | wc -l)" = 1 ] || fail "one kept configuration, one line: $out"
+echo "$out" | grep -q '"app": "sgd-mf", "ranks": 2, "threads": 1, "pipeline": 2, "gbps": 0.5, ' ||
+    fail "the configuration is named by its directory: $out"
+[ "$(num measured_epoch_s "$out")" = 0.011 ] || fail "measured epoch: median of 0.012 0.010 0.011: $out"
+[ "$(num measured_stall "$out")" = 0.2000 ] || fail "measured stall: median of 20 30 10 %: $out"
+# rank 1's rotations after the first: 0.005 0.006 0.007 (median 0.006); rank 0's 0.005
+[ "$(num measured_compute_s "$out")" = 0.006 ] || fail "measured compute: the larger rank's: $out"
+want=$("$ROTOR" simulate --plan "$run/sgd-mf.2.1.2/plan" "${model[@]}") || fail "simulate"
+[ "$(num predicted_epoch_s "$out")" = "$(num predicted_epoch_s "$want")" ] ||
+    fail "predicted epoch: the kept command's ($want), got $out"
+[ "$(num predicted_stall "$out")" = "$(num predicted_stall "$want")" ] ||
+    fail "predicted stall: the kept command's ($want), got $out"
+
+# --model-args come after the kept command's options: a 10 ms step adds 4 x 10 ms
+more=$(bash "$SCALE" --repredict "$run" --model-args "--step-overhead-us 10100") ||
+    fail "repredict with --model-args"
+awk -v a="$(num predicted_epoch_s "$out")" -v b="$(num predicted_epoch_s "$more")" \
+    'BEGIN { exit !(b - a > 0.039 && b - a < 0.041) }' ||
+    fail "--model-args --step-overhead-us 10100: want 40 ms more than $out, got $more"
+
+mkdir -p "$TMP/empty"
+expect_status 2 bash "$SCALE" --repredict "$TMP/empty"
+grep -q 'no kept configurations' "$TMP/last.err" || fail "empty directory: $(cat "$TMP/last.err")"
+echo "ok"
