@@ -447,6 +447,10 @@ static inline uint32_t lda_dense_totals_len(uint32_t K)
 #define LDA_DENSE_ROW_SLACK (LDA_CHUNK * LDA_CHUNK)
 float lda_dense_weights(int avx2, const int32_t *ndk, float alpha, const float *coef, uint32_t K,
                         float *w, float *total);
+/* coef[k] = (float)((nwk[k] + beta) / ((double)nk[k] + vbeta)), computed in double, for every
+ * k < K (|nk[k]| < 2^51); avx2 picks the vector path, the bits are the same either way. */
+void lda_dense_coefs(int avx2, float *coef, const int32_t *nwk, const int64_t *nk, uint32_t K,
+                     double beta, double vbeta);
 /* One weight changed since w and total were computed: topic k's is now w, d more than before
  * (d = w - the weight before, in float), so every running total from k's chunk on is d more
  * (added after, in float).  {0, w[0], +0} changes nothing. */

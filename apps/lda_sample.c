@@ -491,10 +491,13 @@ static inline float dense_coef(int32_t nwk, int64_t nk, double beta, double vbet
 #define DENSE_PREFETCH_ROW 512u
 
 /* What one word's run of tokens needs: w and total hold two sets, one
- * token's weights and totals and the next's (wlen and tlen floats apart). */
+ * token's weights and totals and the next's (wlen and tlen floats apart).
+ * The word's counts nwk are its dense slice itself, or the scratch of a
+ * sparse one, whose topic list wd keeps in step (listed runs). */
 typedef struct dense_run {
     lda_tokens *t;
     int64_t *nk;
+    int32_t *nwk;
     lda_word *wd;
     float *coef, *w, *total;
     uint64_t last; /* the block's last token */
@@ -504,11 +507,18 @@ typedef struct dense_run {
 } dense_run;
 
 /* Token count change dn (+1 or -1) of topic k for the loaded word and the
- * topic totals; returns the new coef[k]. */
-static inline float dense_move(const dense_run *d, uint32_t k, int dn)
+ * topic totals, with the word's topic list when listed (a sparse slice is
+ * written back in its order; a dense slice has none to keep); returns the
+ * new coef[k]. */
+static DENSE_INLINE float dense_move(const dense_run *d, uint32_t k, int dn, int listed)
 {
-    lda_word_token_move(d->wd, d->nk, k, dn);
-    return dense_coef(d->wd->nwk[k], d->nk[k], d->beta, d->vbeta);
+    if (listed) {
+        lda_word_token_move(d->wd, d->nk, k, dn);
+    } else {
+        d->nk[k] += dn;
+        d->nwk[k] += dn;
+    }
+    return dense_coef(d->nwk[k], d->nk[k], d->beta, d->vbeta);
 }
 
 /* The document row and topic of the token DENSE_PREFETCH ahead, on into
@@ -545,10 +555,11 @@ static inline int32_t *dense_row(const dense_run *d, uint64_t i)
 
 /* n_dk (row ndk) and the word's and the totals' counts of topic k change
  * by dn (+1 or -1), and coef[k] with them; returns the new coef[k]. */
-static inline float dense_count_portable(const dense_run *d, int32_t *ndk, uint32_t k, int dn)
+static DENSE_INLINE float dense_count_portable(const dense_run *d, int32_t *ndk, uint32_t k, int dn,
+                                               int listed)
 {
     ndk[k] += dn;
-    return d->coef[k] = dense_move(d, k, dn);
+    return d->coef[k] = dense_move(d, k, dn, listed);
 }
 
 /* The vector path changes a count of the document row and a coef by a
@@ -581,10 +592,11 @@ AVX2 static inline void coef_set_avx2(float *coef, uint32_t k, float c)
 }
 
 /* As dense_count_portable. */
-AVX2 static inline float dense_count_avx2(const dense_run *d, int32_t *ndk, uint32_t k, int dn)
+AVX2 static DENSE_INLINE float dense_count_avx2(const dense_run *d, int32_t *ndk, uint32_t k,
+                                                int dn, int listed)
 {
     ndk_move_avx2(ndk, k, dn);
-    const float c = dense_move(d, k, dn);
+    const float c = dense_move(d, k, dn, listed);
     coef_set_avx2(d->coef, k, c);
     return c;
 }
@@ -605,7 +617,7 @@ AVX2 static inline float dense_count_avx2(const dense_run *d, int32_t *ndk, uint
  * next token run beside the draw.  The draw is still from the exact full
  * conditional, up to float rounding (the patched totals are the computed
  * totals plus the change, added in float). */
-#define DENSE_TOKENS(NAME, PATH, ATTR, LAST)                                                       \
+#define DENSE_TOKENS(NAME, PATH, ATTR, LAST, LISTED)                                               \
     ATTR static void dense_tokens_##NAME(const dense_run *d, uint64_t i, uint64_t end,             \
                                          rt_rng *stream)                                           \
     {                                                                                              \
@@ -615,7 +627,7 @@ AVX2 static inline float dense_count_avx2(const dense_run *d, int32_t *ndk, uint
         rt_rng local = *stream, *rng = &local; /* in registers, not stored every token */          \
         float *w = d->w, *total = d->total, *nw = d->w + d->wlen, *nt = d->total + d->tlen;        \
         int32_t *ndk = dense_row(d, i);                                                            \
-        dense_count_##PATH(d, ndk, t->z[t->tok_pos[i]], -1);                                       \
+        dense_count_##PATH(d, ndk, t->z[t->tok_pos[i]], -1, LISTED);                               \
         float sum = weights_##PATH(ndk, d->alpha, d->coef, d->K, w, total, LAST);                  \
         lda_dense_patch patch = {0, w[0], 0.0f};                                                   \
         for (;;) {                                                                                 \
@@ -624,15 +636,15 @@ AVX2 static inline float dense_count_avx2(const dense_run *d, int32_t *ndk, uint
             const uint32_t k =                                                                     \
                 find_##PATH(w, total, d->K, rt_rng_uniformf(rng) * (sum + patch.d), patch);        \
             if (i + 1 == end) {                                                                    \
-                dense_count_##PATH(d, ndk, k, +1);                                                 \
+                dense_count_##PATH(d, ndk, k, +1, LISTED);                                         \
                 t->z[p] = (uint16_t)k;                                                             \
                 *stream = local;                                                                   \
                 return;                                                                            \
             }                                                                                      \
             int32_t *next = dense_row(d, i + 1);                                                   \
-            dense_count_##PATH(d, next, t->z[t->tok_pos[i + 1]], -1);                              \
+            dense_count_##PATH(d, next, t->z[t->tok_pos[i + 1]], -1, LISTED);                      \
             sum = weights_##PATH(next, d->alpha, d->coef, d->K, nw, nt, LAST);                     \
-            const float ck = dense_count_##PATH(d, ndk, k, +1);                                    \
+            const float ck = dense_count_##PATH(d, ndk, k, +1, LISTED);                            \
             t->z[p] = (uint16_t)k;                                                                 \
             const float wk = ((float)next[k] + d->alpha) * ck;                                     \
             patch = (lda_dense_patch){k, wk, wk - nw[k]};                                          \
@@ -640,64 +652,127 @@ AVX2 static inline float dense_count_avx2(const dense_run *d, int32_t *ndk, uint
             w = nw, total = nt, nw = ow, nt = ot, ndk = next, i++;                                 \
         }                                                                                          \
     }
-DENSE_TOKENS(portable, portable, , LDA_CHUNK)
-#define DENSE_TOKENS_AVX2(L) DENSE_TOKENS(avx2_##L, avx2, AVX2, L)
+DENSE_TOKENS(portable_0, portable, , LDA_CHUNK, 0)
+DENSE_TOKENS(portable_1, portable, , LDA_CHUNK, 1)
+#define DENSE_TOKENS_AVX2(L)                                                                       \
+    DENSE_TOKENS(avx2_##L##_0, avx2, AVX2, L, 0) DENSE_TOKENS(avx2_##L##_1, avx2, AVX2, L, 1)
 DENSE_LAST_CASES(DENSE_TOKENS_AVX2)
 #undef DENSE_TOKENS_AVX2
 
 typedef void dense_tokens_fn(const dense_run *d, uint64_t i, uint64_t end, rt_rng *stream);
 
-/* The token loop of the run's path and K, picked once a visit. */
-static dense_tokens_fn *dense_tokens(int avx2, uint32_t K)
+/* The token loop of the run's path and K, for runs of dense slices
+ * (listed 0) or of sparse ones (1); picked once a visit. */
+static dense_tokens_fn *dense_tokens(int avx2, uint32_t K, int listed)
 {
     if (!avx2)
-        return dense_tokens_portable;
+        return listed ? dense_tokens_portable_1 : dense_tokens_portable_0;
     switch (dense_last_chunks(K)) {
 #define TOKENS_CASE(L)                                                                             \
     case L:                                                                                        \
-        return dense_tokens_avx2_##L;
+        return listed ? dense_tokens_avx2_##L##_1 : dense_tokens_avx2_##L##_0;
         DENSE_LAST_CASES(TOKENS_CASE)
 #undef TOKENS_CASE
     }
-    return dense_tokens_portable; /* (unreachable) */
+    return NULL; /* (unreachable: 1 <= dense_last_chunks(K) <= 8) */
+}
+
+/* Every coef[k], k < K, of a word with counts nwk (+0 past K stays). */
+static void coefs_portable(float *coef, const int32_t *nwk, const int64_t *nk, uint32_t K,
+                           double beta, double vbeta)
+{
+    for (uint32_t k = 0; k < K; k++)
+        coef[k] = dense_coef(nwk[k], nk[k], beta, vbeta);
+}
+
+/* (double)x, exactly, for |x| < 2^51 (AVX2 converts no 64-bit integers):
+ * x added to the bits of 1.5 * 2^52, where a double's unit in the last
+ * place is 1, then 1.5 * 2^52 taken off. */
+AVX2 static inline __m256d count_double_avx2(__m256i x)
+{
+    const __m256d magic = _mm256_set1_pd(0x1.8p52);
+    return _mm256_sub_pd(_mm256_castsi256_pd(_mm256_add_epi64(x, _mm256_castpd_si256(magic))),
+                         magic);
+}
+
+/* As coefs_portable, four at a time: the same IEEE operations (an exact
+ * conversion, an add, a division and the rounding to float of each). */
+AVX2 static void coefs_avx2(float *coef, const int32_t *nwk, const int64_t *nk, uint32_t K,
+                            double beta, double vbeta)
+{
+    const __m256d bv = _mm256_set1_pd(beta), vv = _mm256_set1_pd(vbeta);
+    uint32_t k = 0;
+    for (; k + 4 <= K; k += 4) {
+        const __m256d n = _mm256_cvtepi32_pd(_mm_loadu_si128((const __m128i *)(nwk + k)));
+        const __m256d t = count_double_avx2(_mm256_loadu_si256((const __m256i *)(nk + k)));
+        _mm_storeu_ps(coef + k,
+                      _mm256_cvtpd_ps(_mm256_div_pd(_mm256_add_pd(n, bv), _mm256_add_pd(t, vv))));
+    }
+    for (; k < K; k++)
+        coef[k] = dense_coef(nwk[k], nk[k], beta, vbeta);
+}
+
+void lda_dense_coefs(int avx2, float *coef, const int32_t *nwk, const int64_t *nk, uint32_t K,
+                     double beta, double vbeta)
+{
+    if (avx2)
+        coefs_avx2(coef, nwk, nk, K, beta, vbeta);
+    else
+        coefs_portable(coef, nwk, nk, K, beta, vbeta);
 }
 
 /* The sparse sampler at K <= LDA_DENSE_K.  The documents' topic lists are
- * not used, and not kept. */
+ * not used, and not kept.  A word with a dense slice is sampled on the
+ * slice in place, every coef set from it (four divisions to a vector op,
+ * where a loaded word's topic list cost a pass over K and a division each
+ * twice), with no topic list; a word with a sparse slice is loaded into
+ * the scratch, its list kept in step (the slice is written back in the
+ * list's order), and coef outside its topics holds n_wk = 0. */
 static int visit_dense(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload,
                        lda_scratch *s, rt_rng *rng, rt_error *err)
 {
     lda_tokens *t = &w->train;
     const uint32_t K = c->o->K;
-    const dense_run d = {.t = t,
-                         .nk = w->nk,
-                         .wd = &s->word,
-                         .coef = s->dense_coef,
-                         .w = s->dense_w,
-                         .total = s->dense_total,
-                         .last = t->blk_tok[b + 1] - 1,
-                         .K = K,
-                         .row_bytes = K * 4 < DENSE_PREFETCH_ROW ? K * 4 : DENSE_PREFETCH_ROW,
-                         .wlen = lda_dense_totals_len(K) * LDA_CHUNK,
-                         .tlen = lda_dense_totals_len(K),
-                         .alpha = (float)c->o->alpha,
-                         .beta = c->o->beta,
-                         .vbeta = c->vbeta};
     lda_word *wd = &s->word;
-    dense_tokens_fn *const tokens = dense_tokens(s->avx2, K);
-    /* coef[k] outside the loaded word's topics: n_wk = 0 */
-    for (uint32_t k = 0; k < K; k++)
-        d.coef[k] = dense_coef(0, d.nk[k], d.beta, d.vbeta);
+    dense_run d = {.t = t,
+                   .nk = w->nk,
+                   .nwk = wd->nwk,
+                   .wd = wd,
+                   .coef = s->dense_coef,
+                   .w = s->dense_w,
+                   .total = s->dense_total,
+                   .last = t->blk_tok[b + 1] - 1,
+                   .K = K,
+                   .row_bytes = K * 4 < DENSE_PREFETCH_ROW ? K * 4 : DENSE_PREFETCH_ROW,
+                   .wlen = lda_dense_totals_len(K) * LDA_CHUNK,
+                   .tlen = lda_dense_totals_len(K),
+                   .alpha = (float)c->o->alpha,
+                   .beta = c->o->beta,
+                   .vbeta = c->vbeta};
+    dense_tokens_fn *const in_place = dense_tokens(s->avx2, K, 0), *const listed =
+                                                                       dense_tokens(s->avx2, K, 1);
+    int coef_idle = 0; /* whether coef holds n_wk = 0 (the idle scratch's counts) everywhere */
     for (uint64_t r = t->blk_run[b]; r < t->blk_run[b + 1]; r++) {
         uint32_t cap, j = t->run_word[r];
         uint32_t *slice = lda_word_slice(c, b, j, payload, &cap);
+        const uint64_t i = r == t->blk_run[b] ? t->blk_tok[b] : t->run_end[r - 1];
+        if (!cap) {
+            d.nwk = (int32_t *)slice;
+            lda_dense_coefs(s->avx2, d.coef, d.nwk, d.nk, K, d.beta, d.vbeta);
+            coef_idle = 0;
+            in_place(&d, i, t->run_end[r], rng);
+            continue;
+        }
+        if (!coef_idle)
+            lda_dense_coefs(s->avx2, d.coef, wd->nwk, d.nk, K, d.beta, d.vbeta);
+        coef_idle = 1;
+        d.nwk = wd->nwk;
         lda_word_load(wd, K, slice, cap);
         for (uint32_t x = 0; x < wd->n_nz; x++) {
             const uint32_t k = wd->nz[x];
             d.coef[k] = dense_coef(wd->nwk[k], d.nk[k], d.beta, d.vbeta);
         }
-        const uint64_t i = r == t->blk_run[b] ? t->blk_tok[b] : t->run_end[r - 1];
-        tokens(&d, i, t->run_end[r], rng);
+        listed(&d, i, t->run_end[r], rng);
         for (uint32_t x = 0; x < wd->n_nz; x++) {
             const uint32_t k = wd->nz[x];
             d.coef[k] = dense_coef(0, d.nk[k], d.beta, d.vbeta);

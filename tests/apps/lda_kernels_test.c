@@ -287,6 +287,43 @@ static void test_dense(void **state)
     }
 }
 
+/* A dense word's coef: both paths give the division's bits, at K below,
+ * at and past a vector of four, for counts zero, small and past 2^32 (the
+ * vector path converts 64-bit totals by hand), and leave coef past K. */
+static void test_dense_coefs(void **state)
+{
+    (void)state;
+    enum { KMAX = 131 };
+    static int32_t nwk[KMAX];
+    static int64_t nk[KMAX];
+    static float got[KMAX + 1];
+    rt_rng r;
+    rt_rng_seed(&r, 11, 1);
+    const uint32_t Ks[] = {1, 3, 4, 5, 100, KMAX};
+    const double beta = 0.01, vbeta = 12345 * beta;
+    for (size_t ki = 0; ki < sizeof(Ks) / sizeof(Ks[0]); ki++) {
+        const uint32_t K = Ks[ki];
+        for (uint32_t k = 0; k < K; k++) {
+            nwk[k] = lda_below(&r, 3) ? (int32_t)lda_below(&r, 100000) : 0;
+            const uint32_t kind = lda_below(&r, 4);
+            nk[k] = kind == 0   ? 0
+                    : kind == 1 ? (int64_t)lda_below(&r, 1000)
+                    : kind == 2 ? (int64_t)lda_below(&r, 1u << 30) * 1000003
+                                : ((int64_t)1 << 50) + (int64_t)lda_below(&r, 1u << 30);
+        }
+        for (int path = 0; path < 1 + lda_have_avx2(); path++) {
+            for (uint32_t k = 0; k <= K; k++)
+                got[k] = -1.0f;
+            lda_dense_coefs(path, got, nwk, nk, K, beta, vbeta);
+            for (uint32_t k = 0; k < K; k++) {
+                const float want = (float)((nwk[k] + beta) / ((double)nk[k] + vbeta));
+                assert_memory_equal(&got[k], &want, sizeof(float));
+            }
+            assert_true(got[K] == -1.0f);
+        }
+    }
+}
+
 /* The F+ tree against plain sums: integer weights (exact in double, so
  * every sum is exact) set in any order, changed one at a time; the total
  * and every draw equal a direct sum and a linear search, and a u at or
@@ -406,10 +443,10 @@ static void test_list_topic(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_slices),     cmocka_unit_test(test_log_joint),
-        cmocka_unit_test(test_stream),     cmocka_unit_test(test_dense),
-        cmocka_unit_test(test_ftree),      cmocka_unit_test(test_list_bucket),
-        cmocka_unit_test(test_list_topic),
+        cmocka_unit_test(test_slices),      cmocka_unit_test(test_log_joint),
+        cmocka_unit_test(test_stream),      cmocka_unit_test(test_dense),
+        cmocka_unit_test(test_dense_coefs), cmocka_unit_test(test_ftree),
+        cmocka_unit_test(test_list_bucket), cmocka_unit_test(test_list_topic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
