@@ -136,6 +136,13 @@ typedef struct rt_app_desc {
      * rank; NULL when each rotation is one (the count is then the next
      * rotation). */
     uint64_t (*epochs_done)(const void *app);
+    /* After a resume: 1 when the state read back is already at the run's
+     * end (its length reached, or it stopped early), given the rotation it
+     * continues with; the same on every rank.  The engine then runs no
+     * rotation, so a finished run resumed (its last checkpoint is written
+     * at its end) saves the model the run had, rather than one trained a
+     * rotation further.  NULL: the app cannot resume. */
+    int (*finished)(const void *app, uint64_t next_rotation);
     /* Merge the model at `dir` into single files (`rotor export`). */
     int (*model_export)(const char *dir, const struct rt_export_opts *o, rt_error *err);
 } rt_app_desc;

@@ -443,6 +443,12 @@ static uint64_t cd_outer_done(const void *p)
     return a->core.outer_done;
 }
 
+static int cd_finished(const void *p, uint64_t next_rotation)
+{
+    (void)next_rotation;
+    return cd_core_done(&((const cd_app *)p)->core);
+}
+
 static const rt_app_ops cd_ops = {
     .block_home = cd_block_home,
     .visit = cd_visit,
@@ -471,4 +477,5 @@ const rt_app_desc rt_app_cd_mf = {
     .model_scores = rt_mf_model_scores,
     .model_export = rt_mf_model_export,
     .epochs_done = cd_outer_done,
+    .finished = cd_finished,
 };

@@ -383,9 +383,25 @@ static int wrap_rotation_end(void *p, rt_engine *eng, uint64_t rotation,
     return checkpoint_write(r->app, r->state, eng, r->plan, r->cfg, next, err);
 }
 
+/* A run resumed from the checkpoint its end wrote has nothing left to
+ * train: the engine would run a rotation before asking the app to stop. */
+static int resumed_finished(const rt_app_desc *app, const void *state, rt_engine *eng)
+{
+    uint64_t start = rt_engine_first_rotation(eng);
+    if (start == 0 || !app->finished || !app->finished(state, start))
+        return 0;
+    if (rt_engine_rank(eng) == 0)
+        rt_info("resume: the checkpoint is at the end of the run (rotation %" PRIu64
+                "): nothing left to train",
+                start);
+    return 1;
+}
+
 int rt_app_run(const rt_app_desc *app, void *state, rt_engine *eng, const rt_plan *plan,
                const rt_checkpoint_config *cfg, rt_error *err)
 {
+    if (resumed_finished(app, state, eng))
+        return 0;
     if (!cfg || !cfg->dir)
         return rt_engine_run(eng, app->ops, state, err);
     if (!app->state_io)

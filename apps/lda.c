@@ -235,6 +235,13 @@ static int evaluate(lda_app *a, rt_engine *eng, uint64_t rot, double *ll, double
     return 0;
 }
 
+/* Rotation 0 is the initial sweep, then one per iteration: the run is over
+ * once rotation --iters has run. */
+static int lda_done(const lda_core *c, uint64_t next_rotation)
+{
+    return next_rotation > c->o.iters;
+}
+
 static int lda_rotation_end(void *p, rt_engine *eng, uint64_t rot, const rt_rotation_stats *st,
                             int *stop, rt_error *err)
 {
@@ -246,7 +253,7 @@ static int lda_rotation_end(void *p, rt_engine *eng, uint64_t rot, const rt_rota
         a->span_seconds += st->seconds;
         a->span_sweeps++;
     }
-    *stop = rot >= c->o.iters;
+    *stop = lda_done(c, rot + 1);
     if (!lda_core_is_eval(c, rot))
         return 0;
     double ll, held;
@@ -290,6 +297,11 @@ static int lda_state_io(void *p, rt_state_io *io, rt_error *err)
     return 0;
 }
 
+static int lda_finished(const void *p, uint64_t next_rotation)
+{
+    return lda_done(&((const lda_app *)p)->core, next_rotation);
+}
+
 static const rt_app_ops lda_ops = {
     .block_home = lda_block_home,
     .visit = lda_visit,
@@ -317,4 +329,5 @@ const rt_app_desc rt_app_lda = {
     .model_export = lda_model_export,
     .model_infer = lda_model_infer,
     .state_io = lda_state_io,
+    .finished = lda_finished,
 };

@@ -359,6 +359,12 @@ static int sgd_state_io(void *p, rt_state_io *io, rt_error *err)
                : 0;
 }
 
+static int sgd_finished(const void *p, uint64_t next_rotation)
+{
+    (void)next_rotation;
+    return sgd_core_done(&((const sgd_app *)p)->core);
+}
+
 static const rt_app_ops sgd_ops = {
     .block_home = sgd_block_home,
     .visit = sgd_visit,
@@ -384,6 +390,7 @@ const rt_app_desc rt_app_sgd_mf = {
     .model_ids = rt_mf_model_ids,
     .model_predict = rt_mf_model_predict,
     .state_io = sgd_state_io,
+    .finished = sgd_finished,
     .model_scores = rt_mf_model_scores,
     .model_export = rt_mf_model_export,
 };

@@ -133,6 +133,8 @@ size_t sgd_core_sums_len(const sgd_core *c);
 /* After the all-reduce: the epoch's metrics, the next learning rate.  Sets
  * *stop when training is over; -1 when it diverged. */
 int sgd_core_epoch_end(sgd_core *c, uint64_t rotation, sgd_epoch *ep, int *stop, rt_error *err);
+/* The run is over: --epochs reached, --target-rmse met or stopped early. */
+int sgd_core_done(const sgd_core *c);
 
 /* The model to save is the best by validation (an epoch before the last
  * one's may be): put its W rows and row biases in place of the local ones,

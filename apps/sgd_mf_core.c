@@ -322,9 +322,14 @@ int sgd_core_epoch_end(sgd_core *c, uint64_t rot, sgd_epoch *ep, int *stop, rt_e
             keep_best(c);
     }
     ep->best_epoch = c->es.best_epoch;
-    *stop = c->epochs_run >= c->o.epochs ||
-            (c->o.target_rmse > 0 && c->test_rmse <= c->o.target_rmse) || c->es.stop;
+    *stop = sgd_core_done(c);
     return 0;
+}
+
+int sgd_core_done(const sgd_core *c)
+{
+    return c->epochs_run >= c->o.epochs ||
+           (c->o.target_rmse > 0 && c->test_rmse <= c->o.target_rmse) || c->es.stop;
 }
 
 /* ---- training state ---- */

@@ -8,7 +8,9 @@
 #     --resume, ends bit-identical to an uninterrupted run;
 #  3. a resume with another split, other options or another plan, or from a
 #     damaged state file, is refused (exit 2, naming what differs);
-#  4. a newer checkpoint cut short while it was written (state files there,
+#  4. a finished run resumed with its own length trains nothing more and
+#     saves the model the run had (the checkpoint its end wrote);
+#  5. a newer checkpoint cut short while it was written (state files there,
 #     one of them truncated, no manifest) is skipped with a note: the resume
 #     takes the newest complete one and still ends bit-identical.
 source "$(dirname "$0")/lib.sh"
@@ -56,6 +58,13 @@ for app in sgd-mf cd-mf lda; do
     single "$TMP/$app-6"
     ! cmp -s "$TMP/$app-6.single/${FILES[$app]%% *}" "$TMP/$app-12.single/${FILES[$app]%% *}" ||
         fail "$app: 6 and 12 give the same model (nothing trained?)"
+    # The finished run resumed with its own length trains nothing more (it
+    # ran one more epoch, sweep or outer iteration, and saved that model).
+    train2 "$TMP/$app-6r.log" "${opts[@]}" "$len" 6 --resume "$TMP/$app-ck6" \
+        --out "$TMP/$app-6r" || fail "$app: resume of a finished run"
+    grep -q "resume: the checkpoint is at the end of the run" "$TMP/$app-6r.log" ||
+        fail "$app: the finished resume is not logged"
+    same_model "$app" "$TMP/$app-6" "$TMP/$app-6r" "finished run resumed with its own length"
 done
 
 # (warp: its per-token proposals are state; cycle: its document tables are
