@@ -2,7 +2,9 @@
 # golden_hashes.sh - the model bytes of fixed runs do not change under
 # refactoring.  Each run below (sgd-mf, cd-mf and lda; one process, and two
 # processes where the run says so; lda with its default and its warp
-# sampler) writes a model whose exported files must
+# sampler, and above K = 512 its sparse sampler on document lists, packed
+# and, where a document has more than 65535 tokens, not) writes a model
+# whose exported files must
 # hash to the SHA-256 recorded here.  The 2-process runs hand every step to
 # the worker threads (--inline-steps no); the 1-process runs' tiny steps run
 # inline on the main thread (auto): the same bytes either way.  A change that legitimately changes the math updates
@@ -24,11 +26,27 @@ run_logged lda1 "$ROTOR" "${lda[@]}" --threads 4
 run_logged lda2 "$ROTOR" launch -n 2 -- "$ROTOR" "${lda[@]}" --inline-steps no
 run_logged warp1 "$ROTOR" "${lda[@]}" --sampler warp --threads 4
 run_logged warp2 "$ROTOR" launch -n 2 -- "$ROTOR" "${lda[@]}" --sampler warp --inline-steps no
+# K = 600: the list sampler (apps/lda_bucket.c), whose lists pack an entry
+# in 4 bytes; a worker holding a document of 65536 tokens keeps its lists'
+# topics and counts apart (a count might not fit 16 bits), one of 65535
+# tokens packs: the bytes are the same as before the lists packed.
+lists=(train --app lda --topics 600 --iters 4 --seed 3)
+run_logged list1 "$ROTOR" "${lists[@]}" --plan "$TMP/ldaplan" --threads 4
+run_logged list2 "$ROTOR" launch -n 2 -- "$ROTOR" "${lists[@]}" --plan "$TMP/ldaplan" --inline-steps no
+for len in 65535 65536; do # one long document among 300 short ones, in the line format
+    awk -v len=$len 'BEGIN { printf "long long"; for (i = 0; i < len; i++) printf " w%d", i % 97
+        print ""; for (d = 0; d < 300; d++) { printf "d%d d%d", d, d
+        for (i = 0; i < 40; i++) printf " w%d", (d * 7 + i * i) % 400; print "" } }' >"$TMP/long$len.txt"
+    "$ROTOR" partition --app lda --format lines --input "$TMP/long$len.txt" --nodes 2 --threads 2 \
+        --test-fraction 0 --seed 5 --out "$TMP/longplan$len" >/dev/null 2>&1 || fail "partition long$len"
+    run_logged "long$len" "$ROTOR" "${lists[@]}" --plan "$TMP/longplan$len" --threads 4
+done
 
 # The runs save per-rank parts; rotor export merges them into the
 # single-file model, whose bytes are the ones pinned here (the same bytes
 # the saves wrote before models were sharded).
-single "$TMP/sgd1" "$TMP/sgd2" "$TMP/cd1" "$TMP/cd2" "$TMP/lda1" "$TMP/lda2" "$TMP/warp1" "$TMP/warp2"
+single "$TMP/sgd1" "$TMP/sgd2" "$TMP/cd1" "$TMP/cd2" "$TMP/lda1" "$TMP/lda2" "$TMP/warp1" "$TMP/warp2" \
+    "$TMP/list1" "$TMP/list2" "$TMP/long65535" "$TMP/long65536"
 
 actual() {
     for r in sgd1 sgd2; do
@@ -39,7 +57,7 @@ actual() {
             echo "$r/$f $(sha256sum <"$TMP/$r.single/$f" | cut -c1-64)"
         done
     done
-    for r in lda1 lda2 warp1 warp2; do
+    for r in lda1 lda2 warp1 warp2 list1 list2 long65535 long65536; do
         for f in word_topic.npy doc_topic.npy; do
             echo "$r/$f $(sha256sum <"$TMP/$r.single/$f" | cut -c1-64)"
         done
@@ -73,6 +91,14 @@ warp1/word_topic.npy c6dc58fb9a3e4407b107ec661b7d7d1669af6090c4d695d585bd00a2fa9
 warp1/doc_topic.npy ff8f4b77c9471d45d15a7ed034f9b8bbd388e140e9113a8e9b2a67ff2cbcb8cc
 warp2/word_topic.npy c6dc58fb9a3e4407b107ec661b7d7d1669af6090c4d695d585bd00a2fa9a7f88
 warp2/doc_topic.npy ff8f4b77c9471d45d15a7ed034f9b8bbd388e140e9113a8e9b2a67ff2cbcb8cc
+list1/word_topic.npy 1c9bfd35809d7cfe0699eea6f5cac4af5aed4d498adcfbbae88959b63bb7be99
+list1/doc_topic.npy 480415d657af0983bf6758be58b4af81280c3bb269301384baf4d9ed3a8f5f51
+list2/word_topic.npy 1c9bfd35809d7cfe0699eea6f5cac4af5aed4d498adcfbbae88959b63bb7be99
+list2/doc_topic.npy 480415d657af0983bf6758be58b4af81280c3bb269301384baf4d9ed3a8f5f51
+long65535/word_topic.npy aeda9177fcc0add3dbf1d68b3cad9c04ae5b4c2cf2354e39282a968e4c628a22
+long65535/doc_topic.npy 8a1d6703717788cdc5e15f3e01ade94a888201e70a4c612f44cfac850de7885a
+long65536/word_topic.npy 2890f819592a69c91f0302445f37633e54145761a6f0db46e2f98ef9603668d4
+long65536/doc_topic.npy 8797e0b19831e81c8f67c397f8113b37c3c8016e771e096b9e63c531d5252917
 HASHES
 }
 diff <(expected) <(actual) >&2 || fail "model bytes differ from the recorded golden hashes"
