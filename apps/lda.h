@@ -231,6 +231,10 @@ typedef struct lda_tokens {
     uint64_t *dnz_off; /* n_docs + 1 */
     uint32_t *dnz_n;
     uint32_t *dnc; /* exact and progressive sweeps only: counts parallel to dnz (any sampler) */
+    /* the list sampler's lists, when every training document fits (lda_list_packs): each entry
+     * topic << 16 | count in one u32 (as the payload's sparse slices), at dnz_off, dnz_n; dnz
+     * and dnc NULL.  A token's list then takes 4 bytes an entry in one place, not 2 + 4 in two. */
+    uint32_t *dlist;
     /* without tok_doc, for the exact sweeps' lists and the cycle sampler:
      * the document of every 2^LDA_DOC_STEP-th token (lda_doc_of) */
     uint32_t *doc_step;
@@ -347,11 +351,11 @@ int lda_visit_init(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payloa
 /* Rotation 0 with --init progressive (lda_init.c): assign the worker's
  * tokens of block b from the collapsed conditional given the tokens
  * assigned so far.  lda_init_lists makes each training document's topic
- * list and counts for it (-1: out of memory); lda_init_lists_done drops
+ * list and counts for it (packed: in t->dlist; -1: out of memory); lda_init_lists_done drops
  * what later sweeps do not use. */
 int lda_visit_exact(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
                     rt_rng *rng, int assigned, rt_error *err);
-int lda_init_lists(lda_tokens *t, uint32_t K);
+int lda_init_lists(lda_tokens *t, uint32_t K, int packed);
 /* The lists from the tokens' topics, in order of first appearance (row:
  * K zeroed scratch, zeroed again on return). */
 void lda_exact_lists_fill(lda_tokens *t, int32_t *row);
@@ -359,20 +363,29 @@ void lda_init_lists_done(lda_tokens *t);
 /* Spare entries past the last document's list (the list sampler reads
  * 8 at a time). */
 #define LDA_LIST_SLACK 8
-/* A document's list (topics tz, counts tc, n entries) with one count of
- * topic k more, a new entry at the end when absent (the list has room for
- * min(K, length) topics, and the token is one); returns the entries. */
-static inline uint32_t lda_list_add(uint16_t *tz, uint32_t *tc, uint32_t n, uint32_t k)
+/* A packed list entry's count is 16 bits: the lists of a worker pack when
+ * none of its training documents has more tokens than that (a topic's
+ * count is at most its document's length); else dnz and dnc, whose
+ * kernels give the same bits. */
+#define LDA_LIST_COUNT_MAX 65535u
+int lda_list_packs(const lda_tokens *t);
+/* Entry `at` (dnz_off[d] + x) of a training document's list, either form. */
+static inline uint32_t lda_list_topic_at(const lda_tokens *t, uint64_t at)
 {
-    uint32_t x = 0;
-    while (x < n && tz[x] != k)
-        x++;
-    if (x == n) {
-        tz[n] = (uint16_t)k;
-        tc[n++] = 0;
+    return t->dlist ? t->dlist[at] >> 16 : t->dnz[at];
+}
+static inline uint32_t lda_list_count_at(const lda_tokens *t, uint64_t at)
+{
+    return t->dlist ? t->dlist[at] & 0xffff : t->dnc[at];
+}
+static inline void lda_list_set_at(lda_tokens *t, uint64_t at, uint32_t k, uint32_t count)
+{
+    if (t->dlist) {
+        t->dlist[at] = k << 16 | count;
+    } else {
+        t->dnz[at] = (uint16_t)k;
+        t->dnc[at] = count;
     }
-    tc[x]++;
-    return n;
 }
 /* One sweep over the worker's tokens of block b. */
 int lda_visit_sparse(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
@@ -391,6 +404,11 @@ float lda_list_weights(int avx2, const uint16_t *tz, const uint32_t *tc, uint32_
 /* The entry of topic k in a list of n entries, n when absent (tz readable
  * to n rounded up to 8; what lies past n is never taken). */
 uint32_t lda_list_topic(const uint16_t *tz, uint32_t n, uint32_t k);
+/* The same two on a packed list (entries e: topic << 16 | count): the same
+ * bits as on its topics and counts apart. */
+float lda_packed_weights(int avx2, const uint32_t *e, uint32_t n, uint32_t from, const float *coef,
+                         float *w, float *acc, uint32_t *own);
+uint32_t lda_packed_topic(const uint32_t *e, uint32_t n, uint32_t k);
 /* The entry where u falls, 0 <= u < r (never one of weight +0). */
 uint32_t lda_list_find(const float *w, const float *acc, uint32_t n, double u);
 void lda_list_scratch_free(lda_scratch *s);

@@ -106,7 +106,7 @@ int lda_core_visit(lda_core *c, uint32_t worker, uint32_t thread, uint32_t block
         lda_init_lists_done(&w->train); /* no list-based sweep follows */
     if (exact && records && w->doc_phase_rotation != rotation) {
         /* the worker's first visit of an exact sweep: its documents' lists */
-        if (!w->train.dnc && lda_init_lists(&w->train, c->o.K))
+        if (!w->train.dnc && lda_init_lists(&w->train, c->o.K, 0))
             return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (LDA document topic lists)");
         lda_exact_lists_fill(&w->train, s->dcnt);
         w->doc_phase_rotation = rotation;
@@ -227,38 +227,40 @@ typedef struct lda_scalars {
 } lda_scalars;
 
 /* One token set's mutable state: the topics with the doc-topic counts (the
- * matrix, or the list sampler's counts beside its lists) and each
- * document's list of nonzero topics (its order steers the sparse sampler),
- * or for the warp sampler each token's record (topic, counted topic,
- * pending proposals). */
+ * matrix, or the list sampler's counts beside its lists, or its packed
+ * lists alone) and each document's list of nonzero topics (its order
+ * steers the sparse sampler), or for the warp sampler each token's record
+ * (topic, counted topic, pending proposals). */
 static int tokens_put(rt_state_writer *w, const lda_tokens *t, uint32_t K, rt_error *err)
 {
     if (t->aux)
         return rt_state_put(w, "aux", t->aux, t->n_tokens * t->aux_stride * sizeof(uint16_t), err);
-    return rt_state_put(w, "z", t->z, t->n_tokens * sizeof(uint16_t), err) ||
-                   (t->ndk ? rt_state_put(w, "ndk", t->ndk, (size_t)t->n_docs * K * sizeof(int32_t),
-                                          err)
-                           : rt_state_put(w, "dnc", t->dnc,
-                                          t->dnz_off[t->n_docs] * sizeof(uint32_t), err)) ||
-                   rt_state_put(w, "dnz", t->dnz, t->dnz_off[t->n_docs] * sizeof(uint16_t), err) ||
-                   rt_state_put(w, "dnz_n", t->dnz_n, t->n_docs * sizeof(uint32_t), err)
-               ? -1
-               : 0;
+    const uint64_t entries = t->dnz_off ? t->dnz_off[t->n_docs] : 0;
+    if (rt_state_put(w, "z", t->z, t->n_tokens * sizeof(uint16_t), err))
+        return -1;
+    if (t->ndk     ? rt_state_put(w, "ndk", t->ndk, (size_t)t->n_docs * K * sizeof(int32_t), err)
+        : t->dlist ? rt_state_put(w, "dlist", t->dlist, entries * sizeof(uint32_t), err)
+                   : rt_state_put(w, "dnc", t->dnc, entries * sizeof(uint32_t), err))
+        return -1;
+    if (!t->dlist && rt_state_put(w, "dnz", t->dnz, entries * sizeof(uint16_t), err))
+        return -1;
+    return rt_state_put(w, "dnz_n", t->dnz_n, t->n_docs * sizeof(uint32_t), err);
 }
 
 static int tokens_get(rt_state_reader *r, lda_tokens *t, uint32_t K, rt_error *err)
 {
     if (t->aux)
         return rt_state_get(r, "aux", t->aux, t->n_tokens * t->aux_stride * sizeof(uint16_t), err);
-    return rt_state_get(r, "z", t->z, t->n_tokens * sizeof(uint16_t), err) ||
-                   (t->ndk ? rt_state_get(r, "ndk", t->ndk, (size_t)t->n_docs * K * sizeof(int32_t),
-                                          err)
-                           : rt_state_get(r, "dnc", t->dnc,
-                                          t->dnz_off[t->n_docs] * sizeof(uint32_t), err)) ||
-                   rt_state_get(r, "dnz", t->dnz, t->dnz_off[t->n_docs] * sizeof(uint16_t), err) ||
-                   rt_state_get(r, "dnz_n", t->dnz_n, t->n_docs * sizeof(uint32_t), err)
-               ? -1
-               : 0;
+    const uint64_t entries = t->dnz_off ? t->dnz_off[t->n_docs] : 0;
+    if (rt_state_get(r, "z", t->z, t->n_tokens * sizeof(uint16_t), err))
+        return -1;
+    if (t->ndk     ? rt_state_get(r, "ndk", t->ndk, (size_t)t->n_docs * K * sizeof(int32_t), err)
+        : t->dlist ? rt_state_get(r, "dlist", t->dlist, entries * sizeof(uint32_t), err)
+                   : rt_state_get(r, "dnc", t->dnc, entries * sizeof(uint32_t), err))
+        return -1;
+    if (!t->dlist && rt_state_get(r, "dnz", t->dnz, entries * sizeof(uint16_t), err))
+        return -1;
+    return rt_state_get(r, "dnz_n", t->dnz_n, t->n_docs * sizeof(uint32_t), err);
 }
 
 int lda_core_state_save(const lda_core *c, rt_state_writer *w, rt_error *err)

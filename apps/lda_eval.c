@@ -48,9 +48,10 @@ double lda_worker_doc_lgamma(const lda_tokens *t, uint32_t K, double alpha)
             for (uint32_t k = 0; k < K; k++)
                 sum += nd[k] ? lgamma(nd[k] + alpha) : lg0;
         } else if (!t->tok_pos) {
-            const uint32_t *cnt = t->dnc + t->dnz_off[d], n = t->dnz_n[d];
+            const uint64_t o = t->dnz_off[d];
+            const uint32_t n = t->dnz_n[d];
             for (uint32_t x = 0; x < n; x++)
-                sum += lgamma(cnt[x] + alpha);
+                sum += lgamma(lda_list_count_at(t, o + x) + alpha);
             sum += (double)(K - n) * lg0;
         } else if (row) {
             uint32_t distinct = 0;

@@ -15,7 +15,8 @@
  *     q = sum_k alpha n_wk / (n_k + V beta)      (the word's topics so far)
  *     r = sum_k n_dk (n_wk + beta) / (n_k + V beta)  (the document's so far)
  * with the document's counts in a list per document (t->dnz topics,
- * t->dnc counts; capacity min(K, length), kept only for this sweep), so
+ * t->dnc counts, or the list sampler's packed t->dlist; capacity
+ * min(K, length), kept only for this sweep unless the list sampler follows), so
  * nothing grows with K x documents.  The topic totals only grow during
  * the sweep, so their smallest value at the start of a visit bounds them
  * all visit long: the s bucket is drawn by rejection from a uniform topic
@@ -58,30 +59,46 @@ static uint32_t draw_s(const double *inv, uint32_t K, double floor, double sum_i
     return k;
 }
 
+/* Document d's list (entries from o, n of them) with one count of topic k
+ * more, a new entry at the end when absent (the list has room for
+ * min(K, length) topics, and the token is one); returns the entries. */
+static uint32_t list_add(lda_tokens *t, uint64_t o, uint32_t n, uint32_t k)
+{
+    uint32_t x = 0;
+    while (x < n && lda_list_topic_at(t, o + x) != k)
+        x++;
+    lda_list_set_at(t, o + x, k, x == n ? 1 : lda_list_count_at(t, o + x) + 1);
+    return x == n ? n + 1 : n;
+}
+
 /* Document d's list after its token moved from topic `from` (UINT32_MAX:
  * the token had no topic) to topic `to` (at x_to,
  * or UINT32_MAX when not known): `from` down first, dropped at zero (the
  * list has room for min(K, length) topics, no more), then `to` up. */
 static void doc_move(lda_tokens *t, uint32_t d, uint32_t from, uint32_t to, uint32_t x_to)
 {
-    uint16_t *nz = t->dnz + t->dnz_off[d];
-    uint32_t *cnt = t->dnc + t->dnz_off[d], n = t->dnz_n[d];
+    const uint64_t o = t->dnz_off[d];
+    uint32_t n = t->dnz_n[d];
     if (to == from)
         return;
     uint32_t x_from = 0;
-    while (from != UINT32_MAX && nz[x_from] != from)
+    while (from != UINT32_MAX && lda_list_topic_at(t, o + x_from) != from)
         x_from++;
-    if (from != UINT32_MAX && --cnt[x_from] == 0) {
-        n--;
-        nz[x_from] = nz[n];
-        cnt[x_from] = cnt[n];
-        if (x_to == n) /* `to` was the last entry: it moved into the gap */
-            x_to = x_from;
+    if (from != UINT32_MAX) {
+        const uint32_t left = lda_list_count_at(t, o + x_from) - 1;
+        lda_list_set_at(t, o + x_from, from, left);
+        if (left == 0) {
+            n--;
+            lda_list_set_at(t, o + x_from, lda_list_topic_at(t, o + n),
+                            lda_list_count_at(t, o + n));
+            if (x_to == n) /* `to` was the last entry: it moved into the gap */
+                x_to = x_from;
+        }
     }
     if (x_to == UINT32_MAX)
-        n = lda_list_add(nz, cnt, n, to);
+        n = list_add(t, o, n, to);
     else
-        cnt[x_to]++;
+        lda_list_set_at(t, o + x_to, to, lda_list_count_at(t, o + x_to) + 1);
     t->dnz_n[d] = n;
 }
 
@@ -135,17 +152,17 @@ static uint32_t exact_draw(const lda_ctx *c, const lda_tokens *t, uint32_t d, co
                            uint32_t from, uint32_t *x_to)
 {
     const double alpha = c->o->alpha, ab = alpha * c->o->beta;
-    const uint16_t *dnz = t->dnz + t->dnz_off[d];
-    const uint32_t *dnc = t->dnc + t->dnz_off[d], dn = t->dnz_n[d];
+    const uint64_t o = t->dnz_off[d];
+    const uint32_t dn = t->dnz_n[d];
     /* four sums side by side (no chain of dependent adds), in a fixed
      * order; the token itself is one count of `from` */
     double r[4] = {0, 0, 0, 0};
     uint32_t x = 0;
     for (; x + 4 <= dn; x += 4)
         for (int l = 0; l < 4; l++)
-            r[l] += dnc[x + l] * coef[dnz[x + l]];
+            r[l] += lda_list_count_at(t, o + x + l) * coef[lda_list_topic_at(t, o + x + l)];
     for (; x < dn; x++)
-        r[0] += dnc[x] * coef[dnz[x]];
+        r[0] += lda_list_count_at(t, o + x) * coef[lda_list_topic_at(t, o + x)];
     const double rsum = (r[0] + r[1]) + (r[2] + r[3]) - (from != UINT32_MAX ? coef[from] : 0);
     *x_to = UINT32_MAX;
     double u = rt_rng_uniform(rng) * (ab * e->sum_inv + e->qb + rsum);
@@ -154,13 +171,14 @@ static uint32_t exact_draw(const lda_ctx *c, const lda_tokens *t, uint32_t d, co
         double acc = 0;
         uint32_t last = 0;
         for (x = 0; x < dn; x++) {
-            const double wx = (dnc[x] - (dnz[x] == from)) * coef[dnz[x]];
+            const uint32_t k = lda_list_topic_at(t, o + x);
+            const double wx = (lda_list_count_at(t, o + x) - (k == from)) * coef[k];
             last = wx > 0 ? x : last;
             if (u < (acc += wx))
                 break;
         }
         *x_to = x < dn ? x : last;
-        return dnz[*x_to];
+        return lda_list_topic_at(t, o + *x_to);
     }
     u -= rsum;
     if (u < e->qb && wd->n_nz) { /* the word's topics */
@@ -208,8 +226,12 @@ int lda_visit_exact(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *paylo
                 const uint32_t da = token_doc(t, i + PREFETCH);
                 if (t->aux)
                     __builtin_prefetch(t->aux + pa * t->aux_stride);
-                __builtin_prefetch(t->dnz + t->dnz_off[da]);
-                __builtin_prefetch(t->dnc + t->dnz_off[da]);
+                if (t->dlist) {
+                    __builtin_prefetch(t->dlist + t->dnz_off[da]);
+                } else {
+                    __builtin_prefetch(t->dnz + t->dnz_off[da]);
+                    __builtin_prefetch(t->dnc + t->dnz_off[da]);
+                }
             }
             const uint64_t p = lda_tok_slot(t, i);
             const uint32_t d = token_doc(t, i), from = assigned ? lda_topic(t, p) : UINT32_MAX;
@@ -233,24 +255,33 @@ int lda_visit_exact(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *paylo
 void lda_exact_lists_fill(lda_tokens *t, int32_t *row)
 {
     for (uint32_t d = 0; d < t->n_docs; d++) {
-        uint16_t *nz = t->dnz + t->dnz_off[d];
-        uint32_t *cnt = t->dnc + t->dnz_off[d], n = 0;
+        const uint64_t o = t->dnz_off[d];
+        uint32_t n = 0;
         for (uint64_t p = t->doc_off[d]; p < t->doc_off[d + 1]; p++) {
             uint32_t k = lda_topic(t, p);
             if (row[k]++ == 0)
-                nz[n++] = (uint16_t)k;
+                lda_list_set_at(t, o + n++, k, 0);
         }
         for (uint32_t x = 0; x < n; x++) {
-            cnt[x] = (uint32_t)row[nz[x]];
-            row[nz[x]] = 0;
+            const uint32_t k = lda_list_topic_at(t, o + x);
+            lda_list_set_at(t, o + x, k, (uint32_t)row[k]);
+            row[k] = 0;
         }
         t->dnz_n[d] = n;
     }
 }
 
-int lda_init_lists(lda_tokens *t, uint32_t K)
+int lda_list_packs(const lda_tokens *t)
 {
-    if (!t->dnz_off) { /* the warp sampler: lists for this sweep only */
+    for (uint32_t d = 0; d < t->n_docs; d++)
+        if (t->doc_off[d + 1] - t->doc_off[d] > LDA_LIST_COUNT_MAX)
+            return 0;
+    return 1;
+}
+
+int lda_init_lists(lda_tokens *t, uint32_t K, int packed)
+{
+    if (!t->dnz_off) { /* the list and warp samplers: no lists yet */
         t->dnz_off = calloc(t->n_docs + 1, sizeof(uint64_t));
         t->dnz_n = calloc(t->n_docs ? t->n_docs : 1, sizeof(uint32_t));
         if (!t->dnz_off || !t->dnz_n)
@@ -259,10 +290,16 @@ int lda_init_lists(lda_tokens *t, uint32_t K)
             uint64_t len = t->doc_off[d + 1] - t->doc_off[d];
             t->dnz_off[d + 1] = t->dnz_off[d] + (len < K ? len : K);
         }
-        t->dnz = malloc((t->dnz_off[t->n_docs] + LDA_LIST_SLACK) * sizeof(uint16_t));
+        const uint64_t entries = t->dnz_off[t->n_docs] + LDA_LIST_SLACK;
+        if (packed) /* (calloc: the slack past the last list is read, never taken) */
+            t->dlist = calloc(entries, sizeof(uint32_t));
+        else
+            t->dnz = malloc(entries * sizeof(uint16_t));
     }
     if (!t->tok_doc && lda_doc_step_build(t))
         return -1;
+    if (t->dlist)
+        return 0;
     if (!t->dnc) /* (the list sampler has them already) */
         t->dnc = malloc((t->dnz_off[t->n_docs] + LDA_LIST_SLACK) * sizeof(uint32_t));
     return t->dnz && t->dnc ? 0 : -1;
@@ -291,9 +328,11 @@ void lda_init_lists_done(lda_tokens *t)
     if (t->ndk) /* the sparse and mh samplers go on with the lists */
         return;
     free(t->dnz);
+    free(t->dlist);
     free(t->dnz_off);
     free(t->dnz_n);
     t->dnz = NULL;
+    t->dlist = NULL;
     t->dnz_off = NULL;
     t->dnz_n = NULL;
 }

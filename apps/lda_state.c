@@ -69,6 +69,7 @@ void lda_worker_free(lda_worker *w)
         free(t->dnz_off);
         free(t->dnz_n);
         free(t->dnc);
+        free(t->dlist);
         free(t->doc_step);
         free(t->blk_held);
         free(t->held_word);
@@ -240,11 +241,12 @@ static int doc_lists_build(lda_tokens *t, const lda_opts *o, rt_error *err)
     int32_t *row = calloc(o->K, sizeof(int32_t));
     uint16_t *doc_z = NULL;
     uint64_t *cursor = NULL;
-    int fail = !row || lda_init_lists(t, o->K);
+    int fail = !row || lda_init_lists(t, o->K, lda_list_packs(t));
     if (!fail) { /* (not yet touched) the sweep reads a whole list per token, at random */
         const uint64_t entries = t->dnz_off[t->n_docs] + LDA_LIST_SLACK;
-        advise_huge(t->dnz, entries * sizeof(uint16_t));
-        advise_huge(t->dnc, entries * sizeof(uint32_t));
+        advise_huge(t->dlist, t->dlist ? entries * sizeof(uint32_t) : 0);
+        advise_huge(t->dnz, t->dnz ? entries * sizeof(uint16_t) : 0);
+        advise_huge(t->dnc, t->dnc ? entries * sizeof(uint32_t) : 0);
     }
     if (!fail && o->init != LDA_INIT_PROGRESSIVE) {
         doc_z = malloc((t->n_tokens ? t->n_tokens : 1) * sizeof(uint16_t));
@@ -306,7 +308,7 @@ int lda_worker_init(lda_worker *w, const rt_plan *plan, const rt_shard *sh, cons
         return -1;
     if (o->sampler == LDA_SAMPLER_CYCLE && lda_doc_step_build(&w->train))
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (LDA document index)");
-    if (o->init == LDA_INIT_PROGRESSIVE && lda_init_lists(&w->train, o->K))
+    if (o->init == LDA_INIT_PROGRESSIVE && lda_init_lists(&w->train, o->K, 0))
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (LDA initial topic lists)");
     if (sh->test_row_ids &&
         (tokens_build(&w->test, plan, sh, 1, o, err) || doc_nz_build(&w->test, o->K, err)))

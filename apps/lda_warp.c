@@ -669,8 +669,8 @@ void lda_doc_counts(const lda_tokens *t, uint32_t K, uint32_t d, int32_t *row)
         return;
     }
     if (!t->tok_pos) { /* z word-major (the list sampler): its list */
-        for (uint32_t x = 0; x < t->dnz_n[d]; x++)
-            row[t->dnz[t->dnz_off[d] + x]] = (int32_t)t->dnc[t->dnz_off[d] + x];
+        for (uint64_t at = t->dnz_off[d]; at < t->dnz_off[d] + t->dnz_n[d]; at++)
+            row[lda_list_topic_at(t, at)] = (int32_t)lda_list_count_at(t, at);
         return;
     }
     for (uint64_t p = t->doc_off[d]; p < t->doc_off[d + 1]; p++)

@@ -440,13 +440,69 @@ static void test_list_topic(void **state)
     }
 }
 
+/* The packed form's r bucket gives the bits of the topics-and-counts form
+ * on both code paths (weights, lane sums, r, the token's entry), with
+ * counts up to LDA_LIST_COUNT_MAX (all 16 bits) and junk past n. */
+static void test_packed_bucket(void **state)
+{
+    (void)state;
+    enum { KL = 700, NMAX = 40 };
+    float *coef = malloc(KL * sizeof(float));
+    assert_non_null(coef);
+    for (uint32_t k = 0; k < KL; k++)
+        coef[k] = 1.0f / (float)(3 + (k * 13) % 17);
+    for (uint32_t n = 1; n <= NMAX; n++) {
+        uint16_t tz[NMAX + 8];
+        uint32_t tc[NMAX + 8], e[NMAX + 8];
+        for (uint32_t x = 0; x < NMAX + 8; x++) {
+            tz[x] = (uint16_t)(x < n ? (x * 37 + n) % KL : 0xffff);
+            tc[x] = x < n ? (x % 3 ? 1 + (x * 5 + n) % 4 : LDA_LIST_COUNT_MAX - x) : 0;
+            e[x] = x < n ? (uint32_t)tz[x] << 16 | tc[x] : 0xdeadbeef;
+        }
+        const uint32_t from = tz[n / 2];
+        float w[3][NMAX + 8], acc[3][NMAX + 8], r[3];
+        uint32_t own[3] = {UINT32_MAX, UINT32_MAX, UINT32_MAX};
+        r[2] = lda_list_weights(0, tz, tc, n, from, coef, w[2], acc[2], &own[2]);
+        for (int p = 0; p < 2; p++) {
+            r[p] = lda_packed_weights(p, e, n, from, coef, w[p], acc[p], &own[p]);
+            assert_int_equal(own[p], n / 2);
+            assert_memory_equal(w[p], w[2], n * sizeof(float));
+            assert_memory_equal(acc[p], acc[2], (n + 7) / 8 * 8 * sizeof(float));
+            assert_memory_equal(&r[p], &r[2], sizeof(float));
+        }
+    }
+    free(coef);
+}
+
+/* A topic's entry in a packed list: as test_list_topic, with counts that
+ * equal the topics sought (only the upper half is a topic). */
+static void test_packed_topic(void **state)
+{
+    (void)state;
+    enum { NMAX = 40 };
+    for (uint32_t n = 0; n <= NMAX; n++) {
+        uint32_t e[NMAX + 8];
+        for (uint32_t x = 0; x < NMAX + 8; x++) /* past n: junk, and 7 */
+            e[x] = x < n ? (100 + x) << 16 | (101 + x) : x == n ? 5u << 16 : 7u << 16 | 7;
+        for (uint32_t x = 0; x < n; x++)
+            assert_int_equal(lda_packed_topic(e, n, 100 + x), x);
+        assert_int_equal(lda_packed_topic(e, n, 7), n);
+        assert_int_equal(lda_packed_topic(e, n, 99), n);
+        if (n > 3) { /* a topic twice: its first entry */
+            e[n - 1] = e[2] + 1;
+            assert_int_equal(lda_packed_topic(e, n, e[2] >> 16), 2);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_slices),      cmocka_unit_test(test_log_joint),
-        cmocka_unit_test(test_stream),      cmocka_unit_test(test_dense),
-        cmocka_unit_test(test_dense_coefs), cmocka_unit_test(test_ftree),
-        cmocka_unit_test(test_list_bucket), cmocka_unit_test(test_list_topic),
+        cmocka_unit_test(test_slices),        cmocka_unit_test(test_log_joint),
+        cmocka_unit_test(test_stream),        cmocka_unit_test(test_dense),
+        cmocka_unit_test(test_dense_coefs),   cmocka_unit_test(test_ftree),
+        cmocka_unit_test(test_list_bucket),   cmocka_unit_test(test_list_topic),
+        cmocka_unit_test(test_packed_bucket), cmocka_unit_test(test_packed_topic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
