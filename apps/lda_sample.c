@@ -246,9 +246,10 @@ static inline float patched_total(const float *total, uint32_t c, lda_dense_patc
  * do, the count is still a chunk below lda_chunks(K), and a v below +0
  * picks the chunk's first topic, whose weight is not zero in a real run:
  * alpha, beta > 0.) */
-static inline uint32_t find_portable(const float *w, const float *total, uint32_t K, float u,
-                                     lda_dense_patch p)
+static inline uint32_t find_portable(const float *w, const float *total, uint32_t K, uint32_t last,
+                                     float u, lda_dense_patch p)
 {
+    (void)last; /* (find_avx2's) */
     const uint32_t n = lda_chunks(K) - 1;
     uint32_t c = 0;
     for (uint32_t i = 0; i < n; i++)
@@ -341,15 +342,20 @@ AVX2 static inline __m256 group_avx2(__m256 v0, __m256 v1, __m256 v2, __m256 v3,
     return _mm256_permute2f128_ps(top, top, 0x81);
 }
 
-/* The chunks of the last group that hold topics (1 .. 8): lda_chunks(K)
- * less the whole groups before it. */
+/* The groups of 8 chunks before the last, and the chunks of the last
+ * group that hold topics (1 .. 8): lda_chunks(K) = 8 full + last. */
+static inline uint32_t dense_full_groups(uint32_t K)
+{
+    return lda_dense_totals_len(K) / LDA_CHUNK - 1;
+}
 static inline uint32_t dense_last_chunks(uint32_t K)
 {
-    return lda_chunks(K) - (lda_dense_totals_len(K) - LDA_CHUNK);
+    return lda_chunks(K) - dense_full_groups(K) * LDA_CHUNK;
 }
 
-/* Groups of 8 chunks in registers, their weights stored to w for the find.
- * Every group is whole, so every token runs the same code: the chunks of
+/* Groups of 8 chunks in registers, their weights stored to w for the find:
+ * `full` whole groups (dense_full_groups), then the last.  Every group is
+ * whole, so every token runs the same code: the chunks of
  * the last group past the row's K counts (before `last`, a constant in
  * each stamped kernel below) read on into the next row's counts (or the
  * slack after the last row, lda.h), which weigh +0 against coef's +0
@@ -359,9 +365,10 @@ static inline uint32_t dense_last_chunks(uint32_t K)
  * totals only repeat the last one), and two of them no pairwise add
  * (+0 + +0 is the same +0). */
 AVX2 static DENSE_INLINE float weights_avx2(const int32_t *ndk, float alpha, const float *coef,
-                                            uint32_t K, float *w, float *total, const uint32_t last)
+                                            uint32_t full, float *w, float *total,
+                                            const uint32_t last)
 {
-    const float *end = total + lda_dense_totals_len(K) - LDA_CHUNK;
+    const float *end = total + full * LDA_CHUNK;
     const __m256 av = _mm256_set1_ps(alpha);
     __m256 base = _mm256_setzero_ps();
     /* pointers stepped a group at a time, so the chunks' loads and stores
@@ -405,23 +412,32 @@ AVX2 static inline float total_before_avx2(const float *total, uint32_t c, lda_d
     return _mm_cvtss_f32(_mm_add_ss(t, _mm_and_ps(_mm_set_ss(p.d), after)));
 }
 
-AVX2 static inline uint32_t find_avx2(const float *w, const float *total, uint32_t K, float u,
-                                      lda_dense_patch p)
+/* Which of the 8 patched totals from total[i] u has reached, as lane bits. */
+AVX2 static inline unsigned reached_avx2(const float *total, uint32_t i, __m256 uv, __m256 dv,
+                                         __m256i pc)
 {
-    const uint32_t n = lda_chunks(K) - 1;
+    const __m256i at =
+        _mm256_add_epi32(_mm256_set1_epi32((int)i), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256 before = _mm256_castsi256_ps(_mm256_cmpgt_epi32(pc, at));
+    const __m256 t = _mm256_add_ps(_mm256_loadu_ps(total + i), _mm256_andnot_ps(before, dv));
+    return (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(t, uv, _CMP_LE_OQ));
+}
+
+/* As find_portable, for lda_chunks(K) = 8 full + last (dense_full_groups,
+ * dense_last_chunks): the totals before the last chunk are the full
+ * groups' 8 each, then the last group's first last - 1. */
+AVX2 static inline uint32_t find_avx2(const float *w, const float *total, uint32_t full,
+                                      const uint32_t last, float u, lda_dense_patch p)
+{
     const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const __m256i pc = _mm256_set1_epi32((int)(p.k / LDA_CHUNK));
     const __m256 uv = _mm256_set1_ps(u), dv = _mm256_set1_ps(p.d);
     uint32_t c = 0;
-    for (uint32_t i = 0; i < n; i += 8) {
-        const __m256i at = _mm256_add_epi32(_mm256_set1_epi32((int)i), iota);
-        const __m256 before = _mm256_castsi256_ps(_mm256_cmpgt_epi32(pc, at));
-        const __m256 t = _mm256_add_ps(_mm256_loadu_ps(total + i), _mm256_andnot_ps(before, dv));
-        unsigned m = (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(t, uv, _CMP_LE_OQ));
-        if (n - i < 8)
-            m &= (1u << (n - i)) - 1;
-        c += (uint32_t)__builtin_popcount(m);
-    }
+    for (uint32_t g = 0; g < full; g++)
+        c += (uint32_t)__builtin_popcount(reached_avx2(total, g * LDA_CHUNK, uv, dv, pc));
+    if (last > 1)
+        c += (uint32_t)__builtin_popcount(reached_avx2(total, full * LDA_CHUNK, uv, dv, pc) &
+                                          ((1u << (last - 1)) - 1));
     const float v = u - total_before_avx2(total, c, p);
     const __m256i lane = _mm256_add_epi32(_mm256_set1_epi32((int)(c * LDA_CHUNK)), iota);
     const __m256 x = _mm256_blendv_ps(
@@ -447,7 +463,7 @@ AVX2 static float dense_weights_avx2(const int32_t *ndk, float alpha, const floa
     switch (dense_last_chunks(K)) {
 #define WEIGHTS_CASE(L)                                                                            \
     case L:                                                                                        \
-        return weights_avx2(ndk, alpha, coef, K, w, total, L);
+        return weights_avx2(ndk, alpha, coef, dense_full_groups(K), w, total, L);
         DENSE_LAST_CASES(WEIGHTS_CASE)
 #undef WEIGHTS_CASE
     }
@@ -457,7 +473,14 @@ AVX2 static float dense_weights_avx2(const int32_t *ndk, float alpha, const floa
 AVX2 static uint32_t dense_find_avx2(const float *w, const float *total, uint32_t K, float u,
                                      lda_dense_patch p)
 {
-    return find_avx2(w, total, K, u, p);
+    switch (dense_last_chunks(K)) {
+#define FIND_CASE(L)                                                                               \
+    case L:                                                                                        \
+        return find_avx2(w, total, dense_full_groups(K), L, u, p);
+        DENSE_LAST_CASES(FIND_CASE)
+#undef FIND_CASE
+    }
+    return 0; /* (unreachable) */
 }
 
 float lda_dense_weights(int avx2, const int32_t *ndk, float alpha, const float *coef, uint32_t K,
@@ -470,7 +493,7 @@ float lda_dense_weights(int avx2, const int32_t *ndk, float alpha, const float *
 uint32_t lda_dense_find(int avx2, const float *w, const float *total, uint32_t K, float u,
                         lda_dense_patch p)
 {
-    return avx2 ? dense_find_avx2(w, total, K, u, p) : find_portable(w, total, K, u, p);
+    return avx2 ? dense_find_avx2(w, total, K, u, p) : find_portable(w, total, K, LDA_CHUNK, u, p);
 }
 
 int lda_have_avx2(void)
@@ -500,8 +523,8 @@ typedef struct dense_run {
     int32_t *nwk;
     lda_word *wd;
     float *coef, *w, *total;
-    uint64_t last; /* the block's last token */
-    uint32_t K, row_bytes, wlen, tlen;
+    uint64_t last;                           /* the block's last token */
+    uint32_t K, full, row_bytes, wlen, tlen; /* full: dense_full_groups(K) */
     float alpha;
     double beta, vbeta;
 } dense_run;
@@ -617,7 +640,7 @@ AVX2 static DENSE_INLINE float dense_count_avx2(const dense_run *d, int32_t *ndk
  * next token run beside the draw.  The draw is still from the exact full
  * conditional, up to float rounding (the patched totals are the computed
  * totals plus the change, added in float). */
-#define DENSE_TOKENS(NAME, PATH, ATTR, LAST, LISTED)                                               \
+#define DENSE_TOKENS(NAME, PATH, ATTR, LAST, LISTED, SIZE)                                         \
     ATTR static void dense_tokens_##NAME(const dense_run *d, uint64_t i, uint64_t end,             \
                                          rt_rng *stream)                                           \
     {                                                                                              \
@@ -628,13 +651,13 @@ AVX2 static DENSE_INLINE float dense_count_avx2(const dense_run *d, int32_t *ndk
         float *w = d->w, *total = d->total, *nw = d->w + d->wlen, *nt = d->total + d->tlen;        \
         int32_t *ndk = dense_row(d, i);                                                            \
         dense_count_##PATH(d, ndk, t->z[t->tok_pos[i]], -1, LISTED);                               \
-        float sum = weights_##PATH(ndk, d->alpha, d->coef, d->K, w, total, LAST);                  \
+        float sum = weights_##PATH(ndk, d->alpha, d->coef, d->SIZE, w, total, LAST);               \
         lda_dense_patch patch = {0, w[0], 0.0f};                                                   \
         for (;;) {                                                                                 \
             dense_prefetch(d, i);                                                                  \
             const uint32_t p = t->tok_pos[i];                                                      \
-            const uint32_t k =                                                                     \
-                find_##PATH(w, total, d->K, rt_rng_uniformf(rng) * (sum + patch.d), patch);        \
+            const uint32_t k = find_##PATH(w, total, d->SIZE, LAST,                                \
+                                           rt_rng_uniformf(rng) * (sum + patch.d), patch);         \
             if (i + 1 == end) {                                                                    \
                 dense_count_##PATH(d, ndk, k, +1, LISTED);                                         \
                 t->z[p] = (uint16_t)k;                                                             \
@@ -643,7 +666,7 @@ AVX2 static DENSE_INLINE float dense_count_avx2(const dense_run *d, int32_t *ndk
             }                                                                                      \
             int32_t *next = dense_row(d, i + 1);                                                   \
             dense_count_##PATH(d, next, t->z[t->tok_pos[i + 1]], -1, LISTED);                      \
-            sum = weights_##PATH(next, d->alpha, d->coef, d->K, nw, nt, LAST);                     \
+            sum = weights_##PATH(next, d->alpha, d->coef, d->SIZE, nw, nt, LAST);                  \
             const float ck = dense_count_##PATH(d, ndk, k, +1, LISTED);                            \
             t->z[p] = (uint16_t)k;                                                                 \
             const float wk = ((float)next[k] + d->alpha) * ck;                                     \
@@ -652,10 +675,11 @@ AVX2 static DENSE_INLINE float dense_count_avx2(const dense_run *d, int32_t *ndk
             w = nw, total = nt, nw = ow, nt = ot, ndk = next, i++;                                 \
         }                                                                                          \
     }
-DENSE_TOKENS(portable_0, portable, , LDA_CHUNK, 0)
-DENSE_TOKENS(portable_1, portable, , LDA_CHUNK, 1)
+DENSE_TOKENS(portable_0, portable, , LDA_CHUNK, 0, K)
+DENSE_TOKENS(portable_1, portable, , LDA_CHUNK, 1, K)
 #define DENSE_TOKENS_AVX2(L)                                                                       \
-    DENSE_TOKENS(avx2_##L##_0, avx2, AVX2, L, 0) DENSE_TOKENS(avx2_##L##_1, avx2, AVX2, L, 1)
+    DENSE_TOKENS(avx2_##L##_0, avx2, AVX2, L, 0, full)                                             \
+    DENSE_TOKENS(avx2_##L##_1, avx2, AVX2, L, 1, full)
 DENSE_LAST_CASES(DENSE_TOKENS_AVX2)
 #undef DENSE_TOKENS_AVX2
 
@@ -743,6 +767,7 @@ static int visit_dense(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *pa
                    .total = s->dense_total,
                    .last = t->blk_tok[b + 1] - 1,
                    .K = K,
+                   .full = dense_full_groups(K),
                    .row_bytes = K * 4 < DENSE_PREFETCH_ROW ? K * 4 : DENSE_PREFETCH_ROW,
                    .wlen = lda_dense_totals_len(K) * LDA_CHUNK,
                    .tlen = lda_dense_totals_len(K),
