@@ -574,6 +574,51 @@ ranks_calibration() {
         "$(cat "$TMP/ranks_rate") $(col_median 7 "$TMP/pairs")"
 }
 
+# ranks_spread PLAN RANKS APP LOG_PREFIX: how much the ranks' speeds differ
+# within a rotation when each is a process of its own (its vCPU, its time
+# slices on cores shared with the others): over the rotations after the
+# first in the ranks' logs (LOG_PREFIX.R, the engine's debug lines), the
+# coefficient of variation across the ranks of a rank's compute (wall
+# seconds in its kernel) per unit of its node's work, the root mean square
+# over the rotations; nothing if the logs lack it.  The threaded
+# calibration's worker_cv is the same figure for threads of one process,
+# which share more than processes do (0.04-0.06 on the 2-rank sgd-mf plan
+# where the ranks' loopback runs gave 0.04-0.27, median about 0.1).
+ranks_spread() {
+    local plan=$1 n=$2 app=$3 prefix=$4 r work
+    # shellcheck disable=SC2046 # app_args: one option a word
+    work=$(ROTOR_LOG=debug "$ROTOR" simulate --plan "$plan" --app "$app" $(app_args "$app") \
+        --rate 1 --gbps 0 --json 2>&1 >/dev/null |
+        sed -n 's/.*simulate: node \([0-9]*\) rotation: .*, compute \([0-9.]*\) s .*/\1:\2/p' |
+        paste -sd, -)
+    for ((r = 0; r < n; r++)); do
+        [ -f "$prefix.$r" ] || return 0
+        sed -n 's/.*engine: rank \([0-9]*\) rotation: .*, compute \([0-9.]*\) s .*(rotation \([0-9]*\)).*/\1 \3 \2/p' \
+            "$prefix.$r"
+    done | awk -v work="$work" -v n="$n" '
+        BEGIN { m = split(work, w, ","); for (i = 1; i <= m; i++) { split(w[i], f, ":"); wk[f[1]] = f[2] } }
+        $2 > 0 && wk[$1] > 0 { x[$2, $1] = $3 / wk[$1]; seen[$2]++ }
+        END {
+            for (k in seen) {
+                if (seen[k] != n || n < 2) continue
+                s = 0; for (r = 0; r < n; r++) s += x[k, r]
+                mean = s / n; v = 0
+                for (r = 0; r < n; r++) v += (x[k, r] - mean) ^ 2
+                if (mean > 0) { sum += v / (n - 1) / mean ^ 2; rots++ }
+            }
+            if (rots) printf "%.4f\n", sqrt(sum / rots)
+        }'
+}
+
+# worker_cv_of THREADED_CV KEY: the model's --worker-cv for the plan KEY: the
+# larger of the threaded calibration's and the median of the ranks' spreads
+# (ranks_spread) measured so far for the plan ($TMP/ranks_cv.KEY)
+worker_cv_of() {
+    local pooled=""
+    [ ! -s "$TMP/ranks_cv.$2" ] || pooled=$(median <"$TMP/ranks_cv.$2")
+    awk -v t="$1" -v p="$pooled" 'BEGIN { printf "%.4g\n", (p != "" && p + 0 > t + 0 ? p : t) }'
+}
+
 calibration_epochs() { # a short run (about 2 s): the medians over all epochs but the first
     if [ "$1" = lda ]; then echo "--iters 10"; else echo "--epochs 4"; fi
 }
@@ -591,6 +636,7 @@ one_round() {
     plan=$(plan_dir "$app" "$n" "$th" "$c")
     calibrate_round "$app" "$plan" "$app.$n.$th.$c" || return 1
     ranks_calibration "$app" "$n" "$th" "$c" >"$TMP/ranks_speed" || return 1
+    ranks_spread "$plan" "$n" "$app" "$TMP/cal" >>"$TMP/ranks_cv.$app.$n.$th.$c"
     ticks=$(cpu_ticks)
     # shellcheck disable=SC2046
     if ! ROTOR_LOG=debug run_ranks "$n" "$ROTOR" train --plan "$plan" --app "$app" \
@@ -644,7 +690,8 @@ predict() {
     sim=("$ROTOR" simulate --plan "$plan" --app "$app" $(app_args "$app") --json
         --rate "$(awk -v r="$r_rate" -v s="$scale" 'BEGIN { printf "%.6g", r * s }')"
         --step-overhead-us "${step_us[$key]}"
-        --step-cv "${step_cv[$key]}" --cell-cv "${cell_cv[$key]}" --worker-cv "${worker_cv[$key]}"
+        --step-cv "${step_cv[$key]}" --cell-cv "${cell_cv[$key]}"
+        --worker-cv "$(worker_cv_of "${worker_cv[$key]}" "$key")"
         --inline-below-us 2000
         --inline-step-us "${inline_us[$key]}" --busy-core-speed "$r_busy"
         --wake-speed "${wake[$key]}" --wake-after-us 1000
@@ -659,9 +706,10 @@ predict() {
     fi
 }
 
-# model_args_of ROUND_DIR RANKS: the options of the model terms that a kept
-# round's files give (--repredict; none yet)
-model_args_of() { :; }
+# model_args_of WORKER_CV KEY: the options of the model terms that came
+# after a kept round's command (--repredict): --worker-cv from its threaded
+# figure WORKER_CV and the ranks' spreads of the plan KEY (worker_cv_of)
+model_args_of() { echo "--worker-cv $(worker_cv_of "$1" "$2")"; }
 
 # rank_max_median RANKS FIELD: the largest over the ranks of their median per
 # rotation, epochs after the first, of a figure on the engine's debug line:
@@ -836,16 +884,22 @@ repredict_config() {
     d=${rest##*.} g=${rest%.*}
     : >"$TMP/rounds"
     : >"$TMP/preds"
-    for round in $(find "$dir" -maxdepth 1 -name 'round.*' | sort -t. -k2 -n); do
+    local rounds key=$app.$n.$th.$c wcv
+    rounds=$(find "$dir" -maxdepth 1 -name 'round.*' | sort -t. -k2 -n)
+    for round in $rounds; do # as a run pools them: the plan's so far, these rounds included
+        ranks_spread "$root/$key/plan" "$n" "$app" "$round/calibration.log" >>"$TMP/ranks_cv.$key"
+    done
+    for round in $rounds; do
         [ -f "$round/simulate.cmd" ] && [ -f "$round/log.0" ] || continue
         read -ra sim <"$round/simulate.cmd"
-        sim[0]=$ROTOR
+        sim[0]=$ROTOR wcv=0
         for i in "${!sim[@]}"; do
-            [ "${sim[$i]}" != --plan ] || sim[i + 1]=$root/$app.$n.$th.$c/plan
+            [ "${sim[$i]}" != --plan ] || sim[i + 1]=$root/$key/plan
             [ "${sim[$i]}" != --latency-us ] || lat=${sim[i + 1]}
+            [ "${sim[$i]}" != --worker-cv ] || wcv=${sim[i + 1]}
         done
         # shellcheck disable=SC2206,SC2207 # one option a word
-        sim+=($(model_args_of "$round" "$n") $model_args)
+        sim+=($(model_args_of "$wcv" "$key") $model_args)
         pred=$("${sim[@]}") || return 1
         mc=$(rank_max_median "$n" compute "$round/log")
         epochs_of_run "$round/log.0" >"$TMP/epochs"
@@ -884,6 +938,7 @@ repredict_config() {
 # repredict_all DIR: every configuration kept in DIR, in the order it ran
 repredict_all() {
     local dir
+    # shellcheck disable=SC2045 # by time (the kept names have no spaces)
     for dir in $(ls -dtr "$1"/kept/*/); do repredict_config "$1" "${dir%/}" || return 1; done
 }
 

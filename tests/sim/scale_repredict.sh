@@ -4,8 +4,9 @@
 # found in DIR, wherever the run kept it), against what the round's rank
 # logs measured.  Here a hand-made kept round of a 2-rank plan: the
 # measured figures are the medians of the logs' epochs after the first, the
-# prediction is the kept command's, --model-args reaches the model, and a
-# directory without kept configurations is refused.
+# prediction is the kept command's, --model-args reaches the model, the
+# ranks' calibration logs set the model's worker spread, and a directory
+# without kept configurations is refused.
 source "$(dirname "$0")/../e2e/lib.sh"
 SCALE=${ROTOR_SRC:-$(dirname "$0")/../..}/bench/scale.sh
 
@@ -55,6 +56,31 @@ more=$(bash "$SCALE" --repredict "$run" --model-args "--step-overhead-us 10100")
 awk -v a="$(num predicted_epoch_s "$out")" -v b="$(num predicted_epoch_s "$more")" \
     'BEGIN { exit !(b - a > 0.039 && b - a < 0.041) }' ||
     fail "--model-args --step-overhead-us 10100: want 40 ms more than $out, got $more"
+
+# A second configuration of the plan, whose round kept the ranks' calibration
+# logs: rank 1 took 1.5 x rank 0's time for the same work (the plan's nodes
+# have 3000 ratings each) in every rotation after the first, a spread of
+# (0.005 / sqrt 2) / 0.0125 = 0.2828 across the ranks, above the threaded
+# calibration's 0.05 in the kept command: the model gets --worker-cv 0.2828.
+sleep 0.01 # kept configurations are taken in the order they were written
+round2=$run/kept/sgd-mf.2.1.2.1.0/round.1
+mkdir -p "$round2"
+cp "$round"/log.* "$round2/"
+echo "/gone/rotor simulate --plan /gone/tmp/sgd-mf.2.1.2/plan ${model[*]} --worker-cv 0.05" \
+    >"$round2/simulate.cmd"
+for r in 0 1; do
+    for k in 0 1 2 3; do
+        echo "rotor: debug: engine: rank $r rotation: 0.02 s, compute $([ "$r$k" = 10 ] && echo 0.030 ||
+            echo "0.0$((10 + 5 * r))") s (mean over threads), stall 0.0 s, credit wait 0.0 s, 0 of 4" \
+            "steps inline (rotation $k), compute CPU 0.01 s, in the kernel 0.0 s"
+    done >"$round2/calibration.log.$r"
+done
+out=$(bash "$SCALE" --repredict "$run" | tail -n 1) || fail "repredict, two configurations"
+want=$("$ROTOR" simulate --plan "$run/sgd-mf.2.1.2/plan" "${model[@]}" --worker-cv 0.2828) ||
+    fail "simulate --worker-cv"
+[ "$(num predicted_epoch_s "$out") $(num predicted_stall "$out")" = \
+    "$(num predicted_epoch_s "$want") $(num predicted_stall "$want")" ] ||
+    fail "the ranks' spread: want the prediction with --worker-cv 0.2828 ($want), got $out"
 
 mkdir -p "$TMP/empty"
 expect_status 2 bash "$SCALE" --repredict "$TMP/empty"
