@@ -262,6 +262,13 @@ typedef struct rt_sgd_params {
     float *gW, *gH, *gbu, *gbi;
     float grad_scale;
     float rating_inv; /* 1 / --rating-scale: the rating a step sees is val * rating_inv */
+    /* --lambda-const L0: each row's and column's share L0 / n of its constant
+     * regulariser (n its training ratings), indexed like W rows and the
+     * block's H rows; an update of the row weighs its factors by lambda +
+     * reg_row and its bias by lambda_bias + reg_row (the column alike), so
+     * an epoch regularises a row by lambda n + L0 as cd-mf does.  Both NULL
+     * = none (lambda and lambda_bias alone). */
+    const float *reg_row, *reg_col;
 } rt_sgd_params;
 /* One SGD pass over entries (row/col index W and H rows); returns the sum of
  * squared errors measured before each update. */

@@ -11,10 +11,13 @@
  *               s = (acc0 + acc1) + (acc2 + acc3) lane-wise, and lanes are
  *               folded (l, l+4), then (l, l+2), then (0, 1).
  *   update:     err = (((r - mu) - b_u) - b_i) - dot(u, h)   (biases optional)
- *               u' = fma(lr, fma(err, h, -(lambda * u)), u)
- *               h' = fma(lr, fma(err, u, -(lambda * h)), h)     (old u)
+ *               u' = fma(lr, fma(err, h, -(lambda_u * u)), u)
+ *               h' = fma(lr, fma(err, u, -(lambda_h * h)), h)   (old u)
  *               b' = fma(lr, err - lambda_b * b, b)             (b_u and b_i)
- *   AdaGrad:    gu = fma(err, h, -(lambda * u)) (the negative gradient, gh
+ *               with lambda_u = lambda + reg_row[u], lambda_h = lambda +
+ *               reg_col[h], lambda_b = lambda_bias + the same share (one
+ *               float add each; without --lambda-const lambda itself)
+ *   AdaGrad:    gu = fma(err, h, -(lambda_u * u)) (the negative gradient, gh
  *               alike), u' = fma(lr / sqrt(G_u), gu, u); G_u += fold(s) *
  *               grad_scale with s lane-wise fma(gu, gu, s) over the chunks and
  *               the same lane fold as dot; biases: g = err - lambda_b * b,
@@ -47,6 +50,25 @@ static float dot_portable(const float *a, const float *b, uint32_t kp)
     return fold_lanes(s);
 }
 
+/* The L2 weights of one update: of the row's factors (u) and bias (bu), of
+ * the column's (h, bi). */
+typedef struct sgd_reg {
+    float u, h, bu, bi;
+} sgd_reg;
+
+static inline sgd_reg update_reg(const rt_entry *e, const rt_sgd_params *p)
+{
+    sgd_reg r = {p->lambda, p->lambda, p->lambda_bias, p->lambda_bias};
+    if (p->reg_row) {
+        float row = p->reg_row[e->row], col = p->reg_col[e->col];
+        r.u += row;
+        r.bu += row;
+        r.h += col;
+        r.bi += col;
+    }
+    return r;
+}
+
 /* err = ((r - mu) - b_u - b_i) - dot, then b += lr * (err - lambda_b * b). */
 static inline float bias_error(const rt_entry *e, const rt_sgd_params *p)
 {
@@ -66,12 +88,12 @@ static inline float adagrad_bias_step(const rt_sgd_params *p, float *G, float g)
     return step;
 }
 
-static inline void bias_update(const rt_entry *e, const rt_sgd_params *p, float err)
+static inline void bias_update(const rt_entry *e, const rt_sgd_params *p, sgd_reg reg, float err)
 {
     if (!p->bu)
         return;
     float bu = p->bu[e->row], bi = p->bi[e->col];
-    float gu = err - p->lambda_bias * bu, gi = err - p->lambda_bias * bi;
+    float gu = err - reg.bu * bu, gi = err - reg.bi * bi;
     float su = adagrad_bias_step(p, p->gbu ? &p->gbu[e->row] : NULL, gu);
     float si = adagrad_bias_step(p, p->gbi ? &p->gbi[e->col] : NULL, gi);
     p->bu[e->row] = fmaf(su, gu, bu);
@@ -89,14 +111,14 @@ static inline float fold_lanes(const float s[RT_MF_LANES])
     return h2[0] + h2[1];
 }
 
-static void adagrad_rows_portable(float *u, float *h, float err, const rt_sgd_params *p, float *Gu,
-                                  float *Gh)
+static void adagrad_rows_portable(float *u, float *h, float err, const rt_sgd_params *p,
+                                  sgd_reg reg, float *Gu, float *Gh)
 {
     float su[RT_MF_LANES] = {0}, sh[RT_MF_LANES] = {0};
     float lu = p->lr / sqrtf(*Gu), lh = p->lr / sqrtf(*Gh);
     for (uint32_t d = 0; d < p->kp; d++) {
         float ud = u[d], hd = h[d];
-        float gu = fmaf(err, hd, -(p->lambda * ud)), gh = fmaf(err, ud, -(p->lambda * hd));
+        float gu = fmaf(err, hd, -(reg.u * ud)), gh = fmaf(err, ud, -(reg.h * hd));
         su[d % RT_MF_LANES] = fmaf(gu, gu, su[d % RT_MF_LANES]);
         sh[d % RT_MF_LANES] = fmaf(gh, gh, sh[d % RT_MF_LANES]);
         u[d] = fmaf(lu, gu, ud);
@@ -114,16 +136,17 @@ static double sgd_portable(const rt_entry *e, size_t n, float *W, float *H, cons
         float *u = W + (size_t)e[i].row * kp;
         float *h = H + (size_t)e[i].col * kp;
         float err = bias_error(&e[i], p) - dot_portable(u, h, kp);
+        sgd_reg reg = update_reg(&e[i], p);
         sse += (double)err * err;
-        bias_update(&e[i], p, err);
+        bias_update(&e[i], p, reg, err);
         if (p->gW) {
-            adagrad_rows_portable(u, h, err, p, &p->gW[e[i].row], &p->gH[e[i].col]);
+            adagrad_rows_portable(u, h, err, p, reg, &p->gW[e[i].row], &p->gH[e[i].col]);
             continue;
         }
         for (uint32_t d = 0; d < kp; d++) {
             float ud = u[d], hd = h[d];
-            u[d] = fmaf(p->lr, fmaf(err, hd, -(p->lambda * ud)), ud);
-            h[d] = fmaf(p->lr, fmaf(err, ud, -(p->lambda * hd)), hd);
+            u[d] = fmaf(p->lr, fmaf(err, hd, -(reg.u * ud)), ud);
+            h[d] = fmaf(p->lr, fmaf(err, ud, -(reg.h * hd)), hd);
         }
     }
     return sse;
@@ -166,15 +189,16 @@ AVX2 static inline float dot_avx2(const float *a, const float *b, uint32_t kp)
 }
 
 /* One update; `kp` is a compile-time constant in the specialised loops below. */
-AVX2 static inline float update_avx2(float *u, float *h, float r, __m256 lr, __m256 lam,
+AVX2 static inline float update_avx2(float *u, float *h, float r, __m256 lr, sgd_reg reg,
                                      uint32_t kp)
 {
     float err = r - dot_avx2(u, h, kp);
-    __m256 ev = _mm256_set1_ps(err);
+    const __m256 ev = _mm256_set1_ps(err), lam_u = _mm256_set1_ps(reg.u),
+                 lam_h = _mm256_set1_ps(reg.h);
     for (uint32_t d = 0; d < kp; d += RT_MF_LANES) {
         __m256 uo = _mm256_load_ps(u + d), ho = _mm256_load_ps(h + d);
-        __m256 gu = _mm256_fmsub_ps(ev, ho, _mm256_mul_ps(lam, uo));
-        __m256 gh = _mm256_fmsub_ps(ev, uo, _mm256_mul_ps(lam, ho));
+        __m256 gu = _mm256_fmsub_ps(ev, ho, _mm256_mul_ps(lam_u, uo));
+        __m256 gh = _mm256_fmsub_ps(ev, uo, _mm256_mul_ps(lam_h, ho));
         _mm256_store_ps(u + d, _mm256_fmadd_ps(lr, gu, uo));
         _mm256_store_ps(h + d, _mm256_fmadd_ps(lr, gh, ho));
     }
@@ -183,16 +207,17 @@ AVX2 static inline float update_avx2(float *u, float *h, float r, __m256 lr, __m
 
 /* The AdaGrad update of the two rows (see the top of the file). */
 AVX2 static inline float adagrad_avx2(float *u, float *h, float r, const rt_sgd_params *p,
-                                      float *Gu, float *Gh, uint32_t kp)
+                                      sgd_reg reg, float *Gu, float *Gh, uint32_t kp)
 {
     float err = r - dot_avx2(u, h, kp);
-    const __m256 ev = _mm256_set1_ps(err), lam = _mm256_set1_ps(p->lambda);
+    const __m256 ev = _mm256_set1_ps(err), lam_u = _mm256_set1_ps(reg.u),
+                 lam_h = _mm256_set1_ps(reg.h);
     const __m256 lu = _mm256_set1_ps(p->lr / sqrtf(*Gu)), lh = _mm256_set1_ps(p->lr / sqrtf(*Gh));
     __m256 su = _mm256_setzero_ps(), sh = _mm256_setzero_ps();
     for (uint32_t d = 0; d < kp; d += RT_MF_LANES) {
         __m256 uo = _mm256_load_ps(u + d), ho = _mm256_load_ps(h + d);
-        __m256 gu = _mm256_fmsub_ps(ev, ho, _mm256_mul_ps(lam, uo));
-        __m256 gh = _mm256_fmsub_ps(ev, uo, _mm256_mul_ps(lam, ho));
+        __m256 gu = _mm256_fmsub_ps(ev, ho, _mm256_mul_ps(lam_u, uo));
+        __m256 gh = _mm256_fmsub_ps(ev, uo, _mm256_mul_ps(lam_h, ho));
         su = _mm256_fmadd_ps(gu, gu, su);
         sh = _mm256_fmadd_ps(gh, gh, sh);
         _mm256_store_ps(u + d, _mm256_fmadd_ps(lu, gu, uo));
@@ -211,7 +236,7 @@ AVX2 static inline float adagrad_avx2(float *u, float *h, float r, const rt_sgd_
 AVX2 static inline double sgd_avx2_k(const rt_entry *e, size_t n, float *W, float *H,
                                      const rt_sgd_params *p, const uint32_t kp)
 {
-    const __m256 lr = _mm256_set1_ps(p->lr), lam = _mm256_set1_ps(p->lambda);
+    const __m256 lr = _mm256_set1_ps(p->lr);
     double sse = 0;
     for (size_t i = 0; i < n; i++) {
         if (i + PREFETCH_AHEAD < n) {
@@ -220,13 +245,14 @@ AVX2 static inline double sgd_avx2_k(const rt_entry *e, size_t n, float *W, floa
                 _mm_prefetch((const char *)(hn + d), _MM_HINT_T0);
         }
         float *u = W + (size_t)e[i].row * kp, *h = H + (size_t)e[i].col * kp, err;
+        sgd_reg reg = update_reg(&e[i], p);
         if (p->gW)
-            err =
-                adagrad_avx2(u, h, bias_error(&e[i], p), p, &p->gW[e[i].row], &p->gH[e[i].col], kp);
+            err = adagrad_avx2(u, h, bias_error(&e[i], p), p, reg, &p->gW[e[i].row],
+                               &p->gH[e[i].col], kp);
         else
-            err = update_avx2(u, h, bias_error(&e[i], p), lr, lam, kp);
+            err = update_avx2(u, h, bias_error(&e[i], p), lr, reg, kp);
         sse += (double)err * err;
-        bias_update(&e[i], p, err);
+        bias_update(&e[i], p, reg, err);
     }
     return sse;
 }

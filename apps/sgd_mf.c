@@ -37,6 +37,7 @@ static const rt_opt_choice sgd_step_rules[] = {{"adagrad", 1}, {"none", 0}, {NUL
 #define SGD_EPOCHS "20"
 #define SGD_LR "0.05"
 #define SGD_LAMBDA "0.1"
+#define SGD_LAMBDA_CONST "0"
 #define SGD_BPR_EPOCHS "40"
 #define SGD_BPR_LR "0.1"
 #define SGD_BPR_LAMBDA "0.02"
@@ -71,7 +72,11 @@ static const rt_opt sgd_options[] = {
     RT_DOUBLE_OPT("decay", 0, sgd_opts, decay, "D", "0.9", 0, 1, RT_OPT_MIN_OPEN,
                   "factor per epoch for --schedule decay"),
     RT_DOUBLE_OPT("lambda-bias", 0, sgd_opts, lambda_bias, "L", NULL, 0, HUGE_VAL, 0,
-                  "L2 regularisation of the biases (default: --lambda)"),
+                  "L2 regularisation of the biases per rating (default: --lambda)"),
+    RT_DOUBLE_OPT("lambda-const", 0, sgd_opts, lambda_const, "L0", NULL, 0, HUGE_VAL, 0,
+                  "L2 of every row and column on top of the per-rating one, shared out over its "
+                  "ratings' updates (lambda n + L0 for n ratings, as cd-mf's): shrinks the rows "
+                  "and columns of few ratings (default " SGD_LAMBDA_CONST ", with --implicit 0)"),
     RT_DOUBLE_OPT("target-rmse", 0, sgd_opts, target_rmse, "X", NULL, 0, HUGE_VAL, 0,
                   "stop once test RMSE <= X"),
     RT_DOUBLE_OPT("init-scale", 0, sgd_opts, mf.init_scale, "S", "0.3", 0, HUGE_VAL,
@@ -92,6 +97,7 @@ static void sgd_opts_init(void *opts)
     o->epochs = 0;
     o->schedule = -1;
     o->negatives = 0;
+    o->lambda_const = -1;
 }
 
 static int sgd_opts_done(void *opts, rt_error *err)
@@ -102,6 +108,12 @@ static int sgd_opts_done(void *opts, rt_error *err)
     if (o->negatives && !o->implicit)
         return rt_fail(err, RT_EXIT_INPUT,
                        "sgd-mf: --negatives samples the pairs a row lacks: only with --implicit");
+    if (o->implicit && o->lambda_const > 0)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "sgd-mf: --lambda-const weighs the ratings' squared errors: not with "
+                       "--implicit");
+    if (o->lambda_const < 0)
+        o->lambda_const = o->implicit ? 0 : atof(SGD_LAMBDA_CONST);
     if (o->negatives == 0)
         o->negatives = (uint32_t)atoi(SGD_BPR_NEGATIVES);
     if (o->epochs == 0)
@@ -152,6 +164,23 @@ static int sgd_slot_bytes(const void *opts, const rt_plan *plan, size_t *bytes, 
 
 /* ------------------------------------------------------------ lifecycle */
 
+/* --lambda-const: the column counts, one all-reduce before training. */
+static int setup(sgd_app *a, rt_engine *eng, rt_error *err)
+{
+    size_t n = sgd_core_setup_len(&a->core);
+    if (n == 0)
+        return 0;
+    double *v = calloc(n, sizeof(double));
+    if (!v)
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory for %zu column counts", n);
+    sgd_core_setup_parts(&a->core, v);
+    int rc = rt_engine_allreduce_f64(eng, v, n, err);
+    if (rc == 0)
+        sgd_core_setup(&a->core, v);
+    free(v);
+    return rc;
+}
+
 static void sgd_destroy(void *p)
 {
     sgd_app *a = p;
@@ -189,7 +218,8 @@ static int sgd_create(const void *opts, const rt_plan *plan, rt_engine *eng, voi
                                    a->o.implicit, "sgd-mf", err) ||
         rt_mf_train_mean(plan, fit, first, a->n_shards, eng, &mean, err) ||
         sgd_core_init(&a->core, &a->o, plan, fit, first, a->n_shards, mean,
-                      validation ? &a->held : NULL, err)) {
+                      validation ? &a->held : NULL, err) ||
+        setup(a, eng, err)) {
         sgd_destroy(a);
         return -1;
     }
@@ -204,18 +234,18 @@ static int sgd_create(const void *opts, const rt_plan *plan, rt_engine *eng, voi
     if (rt_engine_rank(eng) == 0)
         rt_metrics_init(
             &a->metrics, a->o.mf.metrics, "sgd-mf",
-            json_pack("{s:i, s:f, s:f, s:i, s:i, s:i, s:s, s:I, s:I}", "k", (int)a->o.mf.k, "lr",
-                      a->o.lr, "lambda", a->o.mf.lambda, "workers", (int)plan->workers, "blocks",
-                      (int)plan->blocks, "processes", rt_engine_size(eng), "transport",
-                      rt_engine_transport_name(eng), "nnz_train", (json_int_t)plan->nnz_train,
-                      "nnz_test", (json_int_t)plan->nnz_test));
+            json_pack("{s:i, s:f, s:f, s:f, s:i, s:i, s:i, s:s, s:I, s:I}", "k", (int)a->o.mf.k,
+                      "lr", a->o.lr, "lambda", a->o.mf.lambda, "lambda_const", a->o.lambda_const,
+                      "workers", (int)plan->workers, "blocks", (int)plan->blocks, "processes",
+                      rt_engine_size(eng), "transport", rt_engine_transport_name(eng), "nnz_train",
+                      (json_int_t)plan->nnz_train, "nnz_test", (json_int_t)plan->nnz_test));
     if (rt_engine_rank(eng) == 0)
-        rt_info("sgd-mf: %llu x %llu, %llu train / %llu test ratings, k=%u, %u workers x %u "
-                "blocks over %s, kernel %s, mean %.4f",
+        rt_info("sgd-mf: %llu x %llu, %llu train / %llu test ratings, k=%u, lambda %g n + %g, "
+                "%u workers x %u blocks over %s, kernel %s, mean %.4f",
                 (unsigned long long)plan->n_rows, (unsigned long long)plan->n_cols,
                 (unsigned long long)plan->nnz_train, (unsigned long long)plan->nnz_test, a->o.mf.k,
-                plan->workers, plan->blocks, rt_engine_transport_name(eng),
-                rt_mf_kernel_name(a->o.kernel), mean);
+                a->o.mf.lambda, a->o.lambda_const, plan->workers, plan->blocks,
+                rt_engine_transport_name(eng), rt_mf_kernel_name(a->o.kernel), mean);
     *out = a;
     return 0;
 }
@@ -325,6 +355,7 @@ static int sgd_save(void *p, rt_engine *eng, rt_error *err)
     json_object_set_new(meta, "biases", json_boolean(a->o.mf.biases));
     json_object_set_new(meta, "epochs", json_integer((json_int_t)c->epochs_run));
     json_object_set_new(meta, "lr", json_real(a->o.lr));
+    json_object_set_new(meta, "lambda_const", json_real(a->o.lambda_const));
     if (a->o.implicit)
         json_object_set_new(meta, "implicit", json_string("bpr"));
     if (best) { /* the model saved is that epoch's, scored at its end */

@@ -34,6 +34,15 @@
  * their worker, so every update happens on one thread in schedule order and
  * runs stay bit-identical.  --adaptive none: one global rate.
  *
+ * Regularisation: every update of a row weighs its factors by lambda and
+ * its bias by lambda_bias, so an epoch regularises a row of n ratings by
+ * lambda n (the frequency-weighted L2 of ALS-WR and LIBMF), which leaves a
+ * row or column of a few ratings nearly free to fit them.  --lambda-const L0
+ * adds L0 / n to each of its updates' weights: lambda n + L0 per epoch, the
+ * objective of cd-mf --lambda-const.  The row counts are the worker's own
+ * (rows stay with their worker); the column counts take one all-reduce
+ * before training (sgd_core_setup_parts / sgd_core_setup).
+ *
  * Learning rate schedules: fixed (the default); decay (lr0 * decay^epoch);
  * bold driver (x1.05 after an epoch whose training loss fell, x0.5 after one
  * where it rose).  The schedule only reads all-reduced totals, so every rank
@@ -49,6 +58,7 @@ enum { LR_FIXED, LR_DECAY, LR_BOLD };
 typedef struct sgd_opts {
     rt_mf_common_opts mf;
     double lr, decay, lambda_bias;
+    double lambda_const; /* --lambda-const L0: a row's or column's L2 is lambda n + L0 */
     int schedule;
     uint32_t epochs;
     int center;
@@ -68,6 +78,7 @@ typedef struct sgd_opts {
 /* A local worker's rows beyond W and its biases, in one allocation. */
 typedef struct sgd_rows {
     float *gW, *gbu;         /* AdaGrad: accumulators of the W rows and row biases */
+    float *reg;              /* --lambda-const: each row's L0 / n (rt_sgd_params.reg_row) */
     float *best_W, *best_bu; /* validation: the best model's W rows and row biases */
     void *arrays;            /* the one allocation they live in */
 } sgd_rows;
@@ -84,7 +95,10 @@ typedef struct sgd_core {
      * in [0, W), test in [W, 2W), with validation those of the validation
      * ratings in [2W, 3W) and their counts in [3W, 4W); one all-reduce. */
     double *sse;
-    void *arrays;     /* the one allocation rows and sse live in */
+    /* --lambda-const (else NULL): each column's L0 / n, in block order
+     * (block_col_offset[b] + its local column), set by sgd_core_setup. */
+    float *reg_col;
+    void *arrays;     /* the one allocation rows, sse and reg_col live in */
     double prev_loss; /* training loss of the previous epoch (bold driver) */
     uint64_t epochs_run;
     double train_rmse, test_rmse;
@@ -115,6 +129,14 @@ int sgd_core_init(sgd_core *c, const sgd_opts *o, const rt_plan *plan, const rt_
                   uint32_t first_worker, uint32_t n_workers, double train_mean,
                   const rt_mf_held_out *held, rt_error *err);
 void sgd_core_free(sgd_core *c);
+/* Before the first rotation, with --lambda-const: every node adds its
+ * workers' training ratings per column into v (sgd_core_setup_len doubles,
+ * zeroed by the caller; block order), the vector is all-reduced (sums of
+ * counts: exact), and sgd_core_setup takes the totals.  Length 0 (nothing
+ * to do) without --lambda-const. */
+size_t sgd_core_setup_len(const sgd_core *c);
+void sgd_core_setup_parts(const sgd_core *c, double *v);
+void sgd_core_setup(sgd_core *c, const double *v);
 
 /* Block b is home at the start of `rotation`: at rotation 0 write its initial
  * H rows (and zero column biases); later the payload is kept.  Sets *len. */

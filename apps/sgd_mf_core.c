@@ -15,6 +15,23 @@ uint32_t sgd_payload_extra(const sgd_opts *o)
     return biases + (o->adagrad ? 1 + biases : 0);
 }
 
+/* L0 / n for a row or column of n training ratings (none: never updated). */
+static float const_share(double lambda_const, double n)
+{
+    return n > 0 ? (float)(lambda_const / n) : 0.0f;
+}
+
+/* reg[i] = L0 / n_i for the worker's rows (all their ratings are in its
+ * shard), counted in reg itself first. */
+static void row_regularisers(const sgd_core *c, const rt_shard *s, size_t rows, float *reg)
+{
+    memset(reg, 0, rows * sizeof(float));
+    for (uint64_t i = 0; i < s->train_off[c->plan->blocks]; i++)
+        reg[s->train[i].row] += 1.0f; /* exact up to 2^24 ratings a row */
+    for (size_t i = 0; i < rows; i++)
+        reg[i] = const_share(c->o.lambda_const, reg[i]);
+}
+
 /* Local worker t's rows: with AdaGrad the accumulators of its W rows and
  * row biases, all 1 (as LIBMF); with validation the room for the best
  * model's rows. */
@@ -22,11 +39,13 @@ static int rows_init(sgd_core *c, uint32_t t, rt_error *err)
 {
     sgd_rows *r = &c->rows[t];
     size_t rows = rt_plan_worker_rows(c->plan, c->m.first_worker + t), n = 0;
-    rt_part part[4];
+    rt_part part[5];
     if (c->o.adagrad)
         part[n++] = RT_PART(r->gW, rows);
     if (c->o.adagrad && c->m.bu)
         part[n++] = RT_PART(r->gbu, rows);
+    if (c->reg_col)
+        part[n++] = RT_PART(r->reg, rows);
     if (c->held) {
         part[n++] = RT_PART(r->best_W, rows * c->m.kp);
         part[n++] = RT_PART(r->best_bu, rows);
@@ -37,6 +56,8 @@ static int rows_init(sgd_core *c, uint32_t t, rt_error *err)
         r->gW[i] = 1.0f;
     for (size_t i = 0; r->gbu && i < rows; i++)
         r->gbu[i] = 1.0f;
+    if (r->reg)
+        row_regularisers(c, &c->m.shards[t], rows, r->reg);
     return 0;
 }
 
@@ -69,8 +90,10 @@ int sgd_core_init(sgd_core *c, const sgd_opts *o, const rt_plan *plan, const rt_
     c->mu = (o->center ? (float)train_mean : 0.0f) * c->rating_inv;
     c->prev_loss = INFINITY;
     c->held = held;
-    rt_part part[] = {RT_PART(c->rows, n_workers), RT_PART(c->sse, 4 * (uint64_t)plan->workers)};
-    if (!(c->arrays = rt_alloc_parts(part, 2)))
+    int reg = o->lambda_const > 0 && !o->implicit;
+    rt_part part[] = {RT_PART(c->rows, n_workers), RT_PART(c->sse, 4 * (uint64_t)plan->workers),
+                      RT_PART(c->reg_col, plan->n_cols)};
+    if (!(c->arrays = rt_alloc_parts(part, reg ? 3 : 2)))
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
     if (rt_mf_local_init(&c->m, plan, shards, first_worker, n_workers, &o->mf, err) ||
         (held && validation_init(c, err)))
@@ -90,6 +113,30 @@ void sgd_core_free(sgd_core *c)
     rt_mf_cols_free(&c->cols);
     rt_mf_local_free(&c->m);
     memset(c, 0, sizeof(*c));
+}
+
+size_t sgd_core_setup_len(const sgd_core *c)
+{
+    return c->reg_col ? c->plan->n_cols : 0;
+}
+
+void sgd_core_setup_parts(const sgd_core *c, double *v)
+{
+    const rt_plan *plan = c->plan;
+    for (uint32_t t = 0; c->reg_col && t < c->m.n_workers; t++) {
+        const rt_shard *s = &c->m.shards[t];
+        for (uint32_t b = 0; b < plan->blocks; b++) {
+            double *count = v + plan->block_col_offset[b];
+            for (uint64_t i = s->train_off[b]; i < s->train_off[b + 1]; i++)
+                count[s->train[i].col] += 1;
+        }
+    }
+}
+
+void sgd_core_setup(sgd_core *c, const double *v)
+{
+    for (uint64_t j = 0; j < sgd_core_setup_len(c); j++)
+        c->reg_col[j] = const_share(c->o.lambda_const, v[j]);
 }
 
 void sgd_core_block_home(sgd_core *c, uint32_t block, uint64_t rotation, float *payload,
@@ -155,6 +202,10 @@ void sgd_core_visit(sgd_core *c, uint32_t worker, uint32_t block, float *H)
     if (c->m.bu) {
         params.bu = c->m.bu[t];
         params.bi = rt_mf_payload_biases(H, n, kp);
+    }
+    if (c->reg_col) {
+        params.reg_row = c->rows[t].reg;
+        params.reg_col = c->reg_col + c->plan->block_col_offset[block];
     }
     if (c->o.adagrad) {
         uint32_t first = c->m.bu ? 1 : 0;
@@ -271,13 +322,16 @@ static void next_learning_rate(sgd_core *c, double loss, uint64_t epoch)
 static int diverged(const sgd_core *c, uint64_t rot, rt_error *err)
 {
     double lr = c->lr, lambda = c->o.mf.lambda, scale = c->o.mf.init_scale;
-    const char *hint = lr * lambda >= 1 ? "lower --lr or --lambda (lr x lambda must stay below 1)"
-                       : scale > 10     ? "lower --init-scale"
-                                        : "lower --lr";
+    /* a row of one rating is weighed by lambda + L0 */
+    double l0 = c->reg_col ? c->o.lambda_const : 0;
+    const char *hint = lr * (lambda + l0) >= 1 ? "lower --lr, --lambda or --lambda-const (lr x "
+                                                 "(lambda + L0) must stay below 1)"
+                       : scale > 10            ? "lower --init-scale"
+                                               : "lower --lr";
     return rt_fail(err, RT_EXIT_RUNTIME,
-                   "sgd-mf: training diverged at epoch %llu (lr %.4g, lambda %.4g, init-scale "
-                   "%.4g); %s",
-                   (unsigned long long)rot + 1, lr, lambda, scale, hint);
+                   "sgd-mf: training diverged at epoch %llu (lr %.4g, lambda %.4g, lambda-const "
+                   "%.4g, init-scale %.4g); %s",
+                   (unsigned long long)rot + 1, lr, lambda, l0, scale, hint);
 }
 
 int sgd_core_epoch_end(sgd_core *c, uint64_t rot, sgd_epoch *ep, int *stop, rt_error *err)

@@ -1,7 +1,8 @@
 /*
  * sgd_kernels_test.c - the MF kernels: both code paths give the same bits,
  * SGD actually fits a planted rank-k matrix (on either path, with one rate or
- * with AdaGrad), and padding stays zero.
+ * with AdaGrad), padding stays zero, and the --lambda-const shares weigh on
+ * their own row and column only.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +22,7 @@ typedef struct problem {
     float *W, *H;
     float *bu, *bi;             /* NULL unless the problem trains biases */
     float *gW, *gH, *gbu, *gbi; /* AdaGrad accumulators; NULL = one rate */
+    float *reg_row, *reg_col;   /* --lambda-const shares; NULL = none */
 } problem;
 
 static void make_problem(problem *p, uint32_t k, uint64_t seed)
@@ -34,6 +36,7 @@ static void make_problem(problem *p, uint32_t k, uint64_t seed)
     p->n = 6000;
     p->bu = p->bi = NULL;
     p->gW = p->gH = p->gbu = p->gbi = NULL;
+    p->reg_row = p->reg_col = NULL;
     p->e = malloc(p->n * sizeof(rt_entry));
     p->W = rt_alloc((size_t)p->rows * p->kp * sizeof(float));
     p->H = rt_alloc((size_t)p->cols * p->kp * sizeof(float));
@@ -83,9 +86,21 @@ static void add_adagrad(problem *p)
     p->gbu = ones(p->rows), p->gbi = ones(p->cols);
 }
 
+/* A different share for every row and column (as L0 / n would be). */
+static void add_reg(problem *p, float scale)
+{
+    p->reg_row = malloc(p->rows * sizeof(float));
+    p->reg_col = malloc(p->cols * sizeof(float));
+    for (uint32_t u = 0; u < p->rows; u++)
+        p->reg_row[u] = scale / (float)(1 + u % 7);
+    for (uint32_t v = 0; v < p->cols; v++)
+        p->reg_col[v] = scale / (float)(2 + v % 5);
+}
+
 static void free_problem(problem *p)
 {
     free(p->gW), free(p->gH), free(p->gbu), free(p->gbi);
+    free(p->reg_row), free(p->reg_col);
     free(p->bu);
     free(p->bi);
     free(p->e);
@@ -108,7 +123,9 @@ static double train(problem *p, int epochs, rt_mf_kernel kernel)
                             .gbu = p->bu ? p->gbu : NULL,
                             .gbi = p->bu ? p->gbi : NULL,
                             .grad_scale = 1.0f / (float)p->k,
-                            .rating_inv = 1.0f};
+                            .rating_inv = 1.0f,
+                            .reg_row = p->reg_row,
+                            .reg_col = p->reg_col};
     for (int ep = 0; ep < epochs; ep++)
         rt_sgd_block(p->e, p->n, p->W, p->H, &params);
     return sqrt(rt_mf_block_sse(p->e, p->n, p->W, p->H, &params) / (double)p->n);
@@ -186,33 +203,79 @@ static void test_padding_stays_zero(void **state)
     free_problem(&p);
 }
 
+/* Shares of 0 change no bit (lambda + 0 is lambda); a share on one row
+ * shrinks that row's factors and bias, on either path. */
+static void reg_weighs_its_row(rt_mf_kernel kernel)
+{
+    problem plain, zero, one;
+    make_problem(&plain, 8, 44);
+    make_problem(&zero, 8, 44);
+    make_problem(&one, 8, 44);
+    problem *all[] = {&plain, &zero, &one};
+    for (int i = 0; i < 3; i++) {
+        add_biases(all[i]);
+        add_adagrad(all[i]);
+    }
+    add_reg(&zero, 0.0f);
+    add_reg(&one, 0.0f);
+    one.reg_row[3] = 2.0f; /* L0 = 2 over one rating a row */
+    for (int i = 0; i < 3; i++)
+        train(all[i], 50, kernel);
+    size_t wb = (size_t)plain.rows * plain.kp * sizeof(float);
+    assert_memory_equal(plain.W, zero.W, wb);
+    assert_memory_equal(plain.H, zero.H, (size_t)plain.cols * plain.kp * sizeof(float));
+    assert_memory_equal(plain.bu, zero.bu, plain.rows * sizeof(float));
+    double n_plain = 0, n_one = 0;
+    for (uint32_t d = 0; d < plain.kp; d++) {
+        n_plain += (double)plain.W[3 * plain.kp + d] * plain.W[3 * plain.kp + d];
+        n_one += (double)one.W[3 * one.kp + d] * one.W[3 * one.kp + d];
+    }
+    assert_true(n_one < 0.5 * n_plain);
+    assert_true(fabsf(one.bu[3]) < 0.5f * fabsf(plain.bu[3]));
+    for (int i = 0; i < 3; i++)
+        free_problem(all[i]);
+}
+
+static void test_lambda_const_shares(void **state)
+{
+    (void)state;
+    reg_weighs_its_row(RT_MF_KERNEL_PORTABLE);
+    if (have_avx2())
+        reg_weighs_its_row(RT_MF_KERNEL_AVX2);
+}
+
 /* A checksum of the factors trained by one path, for every rank we support
- * (with and without biases), one line each. */
+ * (with and without biases and --lambda-const shares), one line each. */
 static char *fingerprints(rt_mf_kernel kernel)
 {
     static const uint32_t ks[] = {3, 8, 16, 24, 32, 40, 64, 128};
     size_t cap = 1 << 16, len = 0;
     char *out = calloc(1, cap);
     assert_non_null(out);
-    for (int ada = 0; ada < 2; ada++)
-        for (int bias = 0; bias < 2; bias++)
-            for (size_t i = 0; i < sizeof(ks) / sizeof(ks[0]); i++) {
-                problem p;
-                make_problem(&p, ks[i], 1000 + i);
-                if (bias)
-                    add_biases(&p);
-                if (ada)
-                    add_adagrad(&p);
-                double rmse = train(&p, 3, kernel);
-                uint64_t hw = rt_checksum(p.W, (size_t)p.rows * p.kp * sizeof(float));
-                uint64_t hh = rt_checksum(p.H, (size_t)p.cols * p.kp * sizeof(float));
-                uint64_t hb = bias ? rt_checksum(p.bi, p.cols * sizeof(float)) : 0;
-                len += (size_t)snprintf(out + len, cap - len,
-                                        "k=%u bias=%d adagrad=%d %016llx %016llx %016llx %.17g\n",
-                                        ks[i], bias, ada, (unsigned long long)hw,
-                                        (unsigned long long)hh, (unsigned long long)hb, rmse);
-                free_problem(&p);
-            }
+    for (int reg = 0; reg < 2; reg++)
+        for (int ada = 0; ada < 2; ada++)
+            for (int bias = 0; bias < 2; bias++)
+                for (size_t i = 0; i < sizeof(ks) / sizeof(ks[0]); i++) {
+                    problem p;
+                    make_problem(&p, ks[i], 1000 + i);
+                    if (bias)
+                        add_biases(&p);
+                    if (ada)
+                        add_adagrad(&p);
+                    if (reg)
+                        add_reg(&p, 0.3f);
+                    double rmse = train(&p, 3, kernel);
+                    uint64_t hw = rt_checksum(p.W, (size_t)p.rows * p.kp * sizeof(float));
+                    uint64_t hh = rt_checksum(p.H, (size_t)p.cols * p.kp * sizeof(float));
+                    uint64_t hb = bias ? rt_checksum(p.bi, p.cols * sizeof(float)) : 0;
+                    len +=
+                        (size_t)snprintf(out + len, cap - len,
+                                         "k=%u bias=%d adagrad=%d reg=%d %016llx %016llx %016llx "
+                                         "%.17g\n",
+                                         ks[i], bias, ada, reg, (unsigned long long)hw,
+                                         (unsigned long long)hh, (unsigned long long)hb, rmse);
+                    free_problem(&p);
+                }
     return out;
 }
 
@@ -226,7 +289,7 @@ static void test_paths_bit_identical(void **state)
     char *fast = fingerprints(RT_MF_KERNEL_AVX2);
     char *portable = fingerprints(RT_MF_KERNEL_PORTABLE);
     assert_string_equal(fast, portable);
-    printf("avx2-fma and portable: identical factors for %d runs\n", 32);
+    printf("avx2-fma and portable: identical factors for %d runs\n", 64);
     free(fast);
     free(portable);
 }
@@ -240,6 +303,7 @@ int main(void)
         cmocka_unit_test(test_biases_fit_offsets),
         cmocka_unit_test(test_padding_stays_zero),
         cmocka_unit_test(test_paths_bit_identical),
+        cmocka_unit_test(test_lambda_const_shares),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

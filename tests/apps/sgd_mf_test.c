@@ -3,7 +3,8 @@
  * the same bits; the saved model, loaded back through the app's hooks,
  * predicts exactly what the trained state predicts; and a run whose state
  * is saved, freed, loaded into a fresh core and continued ends bit-identical
- * to a straight run. */
+ * to a straight run; --lambda-const's shares are L0 / n of every row's and
+ * column's training ratings, whatever the split. */
 #include "apps/app_common.h"
 #include "apps/sgd_mf.h"
 #include "tests/apps/mf_toy.h"
@@ -102,6 +103,17 @@ static void run_open(run *r, toy *t, const sgd_opts *o, uint32_t nodes)
                                        n * r->per_node, r->per_node, mean,
                                        validation ? &r->held[n] : NULL, &err),
                          0);
+    /* --lambda-const's setup all-reduce, in memory: every node adds its
+     * column counts into one vector, every node takes the totals. */
+    size_t n_setup = sgd_core_setup_len(&r->cores[0]);
+    if (n_setup) {
+        double *v = calloc(n_setup, sizeof(double));
+        for (uint32_t n = 0; n < nodes; n++)
+            sgd_core_setup_parts(&r->cores[n], v);
+        for (uint32_t n = 0; n < nodes; n++)
+            sgd_core_setup(&r->cores[n], v);
+        free(v);
+    }
     r->home = calloc(p->blocks, sizeof(uint32_t));
     r->pay = calloc(p->blocks, sizeof(float *));
     r->len = calloc(p->blocks, sizeof(size_t));
@@ -634,6 +646,81 @@ static void test_implicit_bpr(void **state)
     toy_free(&t);
 }
 
+/* The shares of run r against the toy's ratings with global ids: every
+ * row's is L0 / (its training ratings), every column's L0 / (its training
+ * ratings on all nodes), validation ratings left out of both. */
+static void check_shares(const run *r, const toy *t, double l0)
+{
+    const rt_plan *p = &t->plan;
+    double *rows = calloc(p->n_rows, sizeof(double)), *cols = calloc(p->n_cols, sizeof(double));
+    for (size_t i = 0; i < t->ref.n; i++)
+        if (!rt_mf_is_validation(&r->o.mf, t->ref.row[i], t->ref.col[i])) {
+            rows[t->ref.row[i]]++;
+            cols[t->ref.col[i]]++;
+        }
+    for (uint32_t w = 0; w < p->workers; w++) {
+        const sgd_core *c = &r->cores[w / r->per_node];
+        const uint32_t *ids = p->worker_row_ids + p->worker_row_offset[w];
+        for (uint32_t i = 0; i < rt_plan_worker_rows(p, w); i++)
+            assert_true(c->rows[w % r->per_node].reg[i] == (float)(l0 / rows[ids[i]]));
+    }
+    for (uint32_t n = 0; n < r->nodes; n++)
+        for (uint32_t j = 0; j < p->n_cols; j++)
+            assert_true(r->cores[n].reg_col[j] == (float)(l0 / cols[p->block_col_ids[j]]));
+    free(rows);
+    free(cols);
+}
+
+/* --lambda-const: the shares count every row's and column's ratings on
+ * every node (validation ones left out), any split trains the same bits,
+ * a resumed run ends as a straight one, and the shares shrink the model. */
+static void test_lambda_const(void **state)
+{
+    (void)state;
+    toy t;
+    toy_make(&t, 60, 48, 4, 2, 2, 0.3, 29);
+    sgd_opts o = opts(6, 8, LR_FIXED, 1);
+    o.adagrad = 1;
+    o.lr = 0.1;
+    o.lambda_const = 3;
+    run one, two, four, part, plain;
+    run_open(&one, &t, &o, 1);
+    run_open(&two, &t, &o, 2);
+    run_open(&four, &t, &o, 4);
+    check_shares(&one, &t, 3);
+    check_shares(&two, &t, 3);
+    check_shares(&four, &t, 3);
+    run_to_end(&one);
+    run_to_end(&two);
+    run_to_end(&four);
+    assert_same_model(&one, &two);
+    assert_same_model(&one, &four);
+    run_reopened(&part, &t, &o, 2, 3);
+    run_to_end(&part);
+    assert_same_model(&one, &part);
+    /* Without the shares: a larger model (sum of squares of W and H). */
+    sgd_opts o0 = o;
+    o0.lambda_const = 0;
+    run_open(&plain, &t, &o0, 2);
+    assert_null(plain.cores[0].reg_col);
+    run_to_end(&plain);
+    dense a, b;
+    run_dense(&one, &a);
+    run_dense(&plain, &b);
+    double sa = 0, sb = 0;
+    for (size_t i = 0; i < (size_t)t.plan.n_rows * o.mf.k; i++)
+        sa += (double)a.W[i] * a.W[i], sb += (double)b.W[i] * b.W[i];
+    assert_true(sa < 0.8 * sb);
+    dense_free(&a), dense_free(&b);
+    run_close(&one), run_close(&two), run_close(&four), run_close(&part), run_close(&plain);
+    /* With validation the counts are of the ratings fitted. */
+    o.mf.valid_fraction = 0.25;
+    run_open(&two, &t, &o, 2);
+    check_shares(&two, &t, 3);
+    run_close(&two);
+    toy_free(&t);
+}
+
 /* --rating-scale auto: the power of two nearest the ratings' spread, 1
  * for star ratings and when there is no spread. */
 static void test_rating_scale(void **state)
@@ -656,9 +743,13 @@ static void test_rating_scale(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_split_is_bit_identical),  cmocka_unit_test(test_model_roundtrip),
-        cmocka_unit_test(test_resume_is_bit_identical), cmocka_unit_test(test_implicit_bpr),
-        cmocka_unit_test(test_validation_early_stop),   cmocka_unit_test(test_rating_scale),
+        cmocka_unit_test(test_split_is_bit_identical),
+        cmocka_unit_test(test_model_roundtrip),
+        cmocka_unit_test(test_resume_is_bit_identical),
+        cmocka_unit_test(test_implicit_bpr),
+        cmocka_unit_test(test_validation_early_stop),
+        cmocka_unit_test(test_rating_scale),
+        cmocka_unit_test(test_lambda_const),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
