@@ -44,9 +44,9 @@ static const rt_opt lda_options[] = {
         "auto (sparse at K <= " LDA_AUTO_EXACT_MAX_K_TEXT " and above " LDA_AUTO_WARP_MAX_K_TEXT
         ", warp between: the sooner to a given log-likelihood; the model records which), "
         "sparse (exact collapsed Gibbs: the full conditional at K <= " LDA_AUTO_WARP_MAX_K_TEXT
-        ", document topic lists and an F+ tree above), mh (Metropolis-Hastings with alias tables: "
-        "cost per "
-        "token independent of K), warp (WarpLDA's word and document phases with delayed "
+        ", document topic lists and an F+ tree above), mh (Metropolis-Hastings, document and word "
+        "proposals judged against the current counts: the collapsed Gibbs posterior at a cost "
+        "per token independent of K), warp (WarpLDA's word and document phases with delayed "
         "count updates: no document-topic matrix, the fastest per token) or cycle (warp's word "
         "phase alone, judging word and document proposals against the current counts: "
         "no delayed updates, so it samples the collapsed Gibbs posterior)"),

@@ -100,6 +100,13 @@ static inline int lda_uses_records(lda_sampler s)
     return s == LDA_SAMPLER_WARP || s == LDA_SAMPLER_CYCLE;
 }
 
+/* The samplers whose word proposal draws from the word's live urn
+ * (lda_word_urn_live): at most LDA_WARP_WORD_TOKENS_MAX tokens a word. */
+static inline int lda_uses_urn(lda_sampler s)
+{
+    return lda_uses_records(s) || s == LDA_SAMPLER_MH;
+}
+
 /* --sampler auto: the sparse (exact) sampler up to LDA_AUTO_EXACT_MAX_K and
  * above LDA_AUTO_WARP_MAX_K (= LDA_DENSE_K: there it runs on document lists),
  * warp between: the one that reaches a given log-likelihood sooner (README,
@@ -304,15 +311,11 @@ typedef struct lda_scratch {
      * (lda_dense_totals_len(K) chunks, +0 past K) and two of the chunks' running totals
      * (lda_dense_totals_len(K) each) */
     float *dense_w, *dense_coef, *dense_total;
-    int avx2;     /* the dense weights' vector path (same bits either way) */
-    double *coef; /* K: (n_wk + beta) / (n_k + V beta) for the loaded word */
-    float *aprob; /* alias table (MH) */
-    uint16_t *alias;
-    uint16_t *atopic;
-    uint32_t *small, *large;
-    int32_t *stale; /* K: word counts when the alias table was built (MH) */
-    int32_t *dcnt;  /* K: the current document's counts (warp document phase; zero when idle) */
-    uint16_t *urn;  /* warp: the loaded word's topics, one per token (lda_scratch_urn) */
+    int avx2;         /* the dense weights' vector path (same bits either way) */
+    double *coef;     /* K: (n_wk + beta) / (n_k + V beta) for the loaded word */
+    int32_t *urn_own; /* K: lda_word_urn_live's counts of the run's tokens (zero when idle) */
+    int32_t *dcnt;    /* K: the current document's counts (warp document phase; zero when idle) */
+    uint16_t *urn;    /* warp, cycle, mh: the word's topics, one a token (lda_scratch_urn) */
     /* the list sampler (lda_bucket.c): alpha coef[k] over all K (the tree),
      * coef[k] in float, and a document's weights and lane sums (K + 8 each) */
     lda_ftree word_tree;
@@ -324,7 +327,7 @@ typedef struct lda_scratch {
  * the parts the list sampler never reads are 0.6 MB a thread). */
 #define LDA_SCRATCH_DENSE 1u   /* dense_*: the dense kernel (K <= LDA_DENSE_K) */
 #define LDA_SCRATCH_BUCKETS 2u /* inv, buf, coef: the K-wide sweeps, the fold-in, warp */
-#define LDA_SCRATCH_MH 4u      /* aprob .. stale, dcnt: mh, warp and their exact sweeps */
+#define LDA_SCRATCH_MH 4u      /* urn_own, dcnt: mh, warp and their exact sweeps */
 #define LDA_SCRATCH_LISTS 8u   /* the list sampler's (lda_list_scratch_init) */
 #define LDA_SCRATCH_ALL 15u
 /* The parts for options o, with or without held-out documents. */
@@ -336,6 +339,17 @@ int lda_scratch_init(lda_scratch *s, uint32_t K, unsigned parts);
 /* Spare urn entries past the most tokens of any word (the fill writes 8 at a time). */
 #define LDA_URN_SLACK 8
 int lda_scratch_urn(lda_scratch *s, const lda_layout *l, uint64_t n_words);
+/* The loaded word's live urn for a run (lda_warp.c), so that one draw from it
+ * is the topic of a random one of the word's tokens as they are now: one copy
+ * of each topic per token of the word that is not one of the run's (the other
+ * workers' tokens, which do not move while this worker holds the block), then
+ * the run's own tokens' topics in run order (tokens first .. end of tok_pos
+ * into z; the sampler keeps them up to date as they move).  urn: room for the
+ * word's tokens + LDA_URN_SLACK; own: K zeroed scratch, zeroed again.
+ * Returns where the run's part starts.  The word proposal of the cycle and
+ * MH samplers. */
+uint32_t lda_word_urn_live(const lda_word *wd, const uint16_t *z, const uint32_t *tok_pos,
+                           uint64_t first, uint64_t end, uint16_t *urn, int32_t *own);
 void lda_scratch_free(lda_scratch *s);
 
 typedef struct lda_ctx {
@@ -482,15 +496,6 @@ uint32_t lda_dense_find(int avx2, const float *w, const float *total, uint32_t K
                         lda_dense_patch p);
 int lda_have_avx2(void);
 
-/* Vose's alias table over the loaded word's nonzero topics, weights n_wk. */
-void lda_alias_build(lda_scratch *s, const lda_word *wd, double total);
-static inline uint32_t lda_alias_draw(const lda_scratch *s, uint32_t n, rt_rng *rng)
-{
-    uint64_t x = rt_rng_next(rng);
-    uint32_t i = (uint32_t)(((x >> 32) * n) >> 32);
-    float u = (float)(x & 0xffffff) * 0x1.0p-24f;
-    return s->atopic[u < s->aprob[i] ? i : s->alias[i]];
-}
 /* The error for a word whose counts no longer fit its sparse slice. */
 int lda_overflow(uint32_t b, uint32_t j, rt_error *err);
 uint32_t *lda_word_slice(const lda_ctx *c, uint32_t b, uint32_t j, uint32_t *payload,

@@ -31,7 +31,7 @@ int lda_core_init(lda_core *c, const lda_opts *o, const rt_plan *plan, const rt_
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
     if (lda_layout_build(&c->layout, plan, o->K, err))
         return -1;
-    for (uint64_t j = 0; lda_uses_records(o->sampler) && j < plan->n_cols; j++)
+    for (uint64_t j = 0; lda_uses_urn(o->sampler) && j < plan->n_cols; j++)
         if (c->layout.tokens[j] > LDA_WARP_WORD_TOKENS_MAX)
             return rt_fail(err, RT_EXIT_INPUT,
                            "lda: word %llu has %llu training tokens; --sampler %s takes at most "
@@ -44,8 +44,7 @@ int lda_core_init(lda_core *c, const lda_opts *o, const rt_plan *plan, const rt_
     const unsigned parts = lda_scratch_parts(o, held_out);
     for (uint32_t t = 0; t < n_threads; t++)
         if (lda_scratch_init(&c->scratch[t], o->K, parts) ||
-            (lda_uses_records(o->sampler) &&
-             lda_scratch_urn(&c->scratch[t], &c->layout, plan->n_cols)))
+            (lda_uses_urn(o->sampler) && lda_scratch_urn(&c->scratch[t], &c->layout, plan->n_cols)))
             return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (LDA scratch)");
     /* opening the shards read them all (checksums); each worker's tokens
      * read its own again, one worker at a time */

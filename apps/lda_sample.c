@@ -1,5 +1,5 @@
 /* lda_sample.c - the per-block kernels: initial counting, the sparse bucket
- * sampler, the Metropolis-Hastings alias sampler and held-out fold-in.
+ * sampler, the Metropolis-Hastings sampler and held-out fold-in.
  *
  * Full conditional of token i (word w, document d), counts without i:
  *     p(z_i = k) ∝ (n_dk + alpha) (n_wk + beta) / (n_k + V beta)
@@ -17,13 +17,22 @@
  *
  * MH sampler (LightLDA / WarpLDA style): per token, `mh_steps` proposals
  * alternating between the doc proposal  q_d(k) ∝ n_dk + alpha  (the topic of
- * a random token of the document, the current token counted at its current
- * state, or a uniform topic) and the word proposal  q_w(k) ∝ n_wk + beta
- * (an alias table over the word's nonzero topics, built from the counts when
- * the word's run starts and fixed during it, with the current token taken
- * out by rejection, or a uniform topic), each
- * accepted with the Metropolis-Hastings ratio.  Per-token cost does not
- * depend on K. */
+ * a random token of the document, or a uniform topic) and the word proposal
+ * q_w(k) ∝ n_wk + beta  (the topic of a random token of the word from its
+ * live urn, lda_word_urn_live, or a uniform topic), each accepted with the
+ * Metropolis-Hastings ratio, in which the proposal's own factor of the
+ * conditional cancels.  Both proposals count the token itself where its
+ * chain is now, which the ratio allows for: q(t | s) / q(s | t) is then the
+ * ratio of the counts without it.  Per-token cost does not depend on K.
+ * The word proposal draws from the word's counts as they are now, not from
+ * a table built when the word's run starts (LightLDA's stale alias table):
+ * such a table holds the run's earlier tokens where they were before this
+ * visit moved them, a function of the chain's path that is correlated with
+ * the token's current state, and the sweep then does not keep the Gibbs
+ * posterior: the chain settled 0.26-0.73% above its log-likelihood
+ * (e2e_lda_stationary), and one sweep's exact transition matrix on a
+ * 6-token, 3-topic corpus moved the posterior's mass by up to 44% of a
+ * state's (1e-15 with the live urn; docs/benchmark-log.md). */
 #include "apps/lda.h"
 
 #include <immintrin.h>
@@ -62,15 +71,9 @@ int lda_scratch_init(lda_scratch *s, uint32_t K, unsigned parts)
         fail |= !s->dense_w || !s->dense_coef || !s->dense_total;
     }
     if (parts & LDA_SCRATCH_MH) {
-        s->aprob = rt_alloc(K * sizeof(float));
-        s->alias = rt_alloc(K * sizeof(uint16_t));
-        s->atopic = rt_alloc(K * sizeof(uint16_t));
-        s->small = rt_alloc(K * sizeof(uint32_t));
-        s->large = rt_alloc(K * sizeof(uint32_t));
-        s->stale = rt_alloc(K * sizeof(int32_t));
+        s->urn_own = rt_alloc(K * sizeof(int32_t));
         s->dcnt = rt_alloc(K * sizeof(int32_t));
-        fail |=
-            !s->aprob || !s->alias || !s->atopic || !s->small || !s->large || !s->stale || !s->dcnt;
+        fail |= !s->urn_own || !s->dcnt;
     }
     if ((parts & LDA_SCRATCH_LISTS) && lda_list_scratch_init(s, K))
         fail = 1;
@@ -104,12 +107,7 @@ void lda_scratch_free(lda_scratch *s)
     rt_free(s->dense_coef);
     rt_free(s->dense_total);
     rt_free(s->coef);
-    rt_free(s->aprob);
-    rt_free(s->alias);
-    rt_free(s->atopic);
-    rt_free(s->small);
-    rt_free(s->large);
-    rt_free(s->stale);
+    rt_free(s->urn_own);
     rt_free(s->dcnt);
     rt_free(s->urn);
     lda_list_scratch_free(s);
@@ -928,34 +926,6 @@ int lda_visit_sparse(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payl
 
 /* ------------------------------------------------------------ MH */
 
-void lda_alias_build(lda_scratch *s, const lda_word *wd, double total)
-{
-    uint32_t n = wd->n_nz, ns = 0, nl = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t k = wd->nz[i];
-        s->atopic[i] = (uint16_t)k;
-        s->aprob[i] = (float)(wd->nwk[k] * (double)n / total);
-        s->alias[i] = (uint16_t)i;
-        if (s->aprob[i] < 1.0f)
-            s->small[ns++] = i;
-        else
-            s->large[nl++] = i;
-    }
-    while (ns && nl) {
-        uint32_t sm = s->small[--ns], lg = s->large[nl - 1];
-        s->alias[sm] = (uint16_t)lg;
-        s->aprob[lg] -= 1.0f - s->aprob[sm];
-        if (s->aprob[lg] < 1.0f) {
-            nl--;
-            s->small[ns++] = lg;
-        }
-    }
-    while (nl)
-        s->aprob[s->large[--nl]] = 1.0f;
-    while (ns)
-        s->aprob[s->small[--ns]] = 1.0f;
-}
-
 int lda_visit_mh(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
                  rt_rng *rng, rt_error *err)
 {
@@ -965,83 +935,52 @@ int lda_visit_mh(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload,
     const double Kalpha = K * alpha, Kbeta = K * beta;
     int64_t *nk = w->nk;
     lda_word *wd = &s->word;
-    int32_t *stale = s->stale;
+    uint16_t *z = t->z, *urn = s->urn;
+    uint64_t i = t->blk_tok[b];
     for (uint64_t r = t->blk_run[b]; r < t->blk_run[b + 1]; r++) {
         uint32_t cap, j = t->run_word[r];
         uint32_t *slice = lda_word_slice(c, b, j, payload, &cap);
         lda_word_load(wd, K, slice, cap);
         int32_t *nwk = wd->nwk;
-        uint32_t n_alias = wd->n_nz;
-        double nw = 0;
-        for (uint32_t i = 0; i < n_alias; i++) {
-            stale[wd->nz[i]] = nwk[wd->nz[i]];
-            nw += nwk[wd->nz[i]];
-        }
-        if (n_alias)
-            lda_alias_build(s, wd, nw);
-        for (uint64_t i = r == t->blk_run[b] ? t->blk_tok[b] : t->run_end[r - 1]; i < t->run_end[r];
-             i++) {
-            uint32_t d = t->tok_doc[i], p = t->tok_pos[i], k0 = t->z[p], sk = k0;
-            /* z[p] keeps k0 during the chain; the doc proposal reads sk for it */
+        const uint64_t first = i, end = t->run_end[r];
+        const uint32_t n_other = lda_word_urn_live(wd, z, t->tok_pos, first, end, urn, s->urn_own);
+        const uint32_t n_word = n_other + (uint32_t)(end - first);
+        for (; i < end; i++) {
+            const uint32_t d = t->tok_doc[i], p = t->tok_pos[i];
             int32_t *ndk = t->ndk + (size_t)d * K;
-            uint64_t dbeg = t->doc_off[d];
-            uint32_t len = (uint32_t)(t->doc_off[d + 1] - dbeg);
-            nk[k0]--;
-            nwk[k0]--;
-            ndk[k0]--;
-            /* pi(k) up to a constant, counts without token i */
-            double pis = (ndk[sk] + alpha) * (nwk[sk] + beta) / ((double)nk[sk] + vbeta);
+            const uint16_t *dz = z + t->doc_off[d];
+            const uint32_t len = (uint32_t)(t->doc_off[d + 1] - t->doc_off[d]);
+            /* the token's topic in the document and in the urn follow its
+             * chain, so both proposals draw it at its current state */
+            uint16_t *own = urn + n_other + (i - first);
+            uint32_t k = z[p];
+            nk[k]--;
+            nwk[k]--;
+            ndk[k]--;
             for (uint32_t step = 0; step < steps; step++) {
                 uint32_t tk;
-                double ratio;
-                if (step & 1) {
-                    /* word proposal: q(k) ∝ stale n_wk without token i, + beta.
-                     * The alias table holds token i at k0: a draw of k0 is
-                     * token i with probability 1 / stale[k0], and redrawn. */
-                    if (rt_rng_uniform(rng) * (nw - 1 + Kbeta) < nw - 1) {
-                        do
-                            tk = lda_alias_draw(s, n_alias, rng);
-                        while (tk == k0 && lda_below(rng, (uint32_t)stale[k0]) == 0);
-                    } else {
-                        tk = lda_below(rng, K);
-                    }
-                    if (tk == sk)
-                        continue;
-                    double pit = (ndk[tk] + alpha) * (nwk[tk] + beta) / ((double)nk[tk] + vbeta);
-                    double qs = stale[sk] - (sk == k0) + beta, qt = stale[tk] - (tk == k0) + beta;
-                    ratio = pit * qs / (pis * qt);
-                    if (ratio >= 1 || rt_rng_uniform(rng) < ratio) {
-                        sk = tk;
-                        pis = pit;
-                    }
-                } else { /* doc proposal: n_dk (token i at its current sk) + alpha */
-                    if (rt_rng_uniform(rng) * (len + Kalpha) < len) {
-                        uint64_t at = dbeg + lda_below(rng, len);
-                        tk = at == p ? sk : t->z[at];
-                    } else {
-                        tk = lda_below(rng, K);
-                    }
-                    if (tk == sk)
-                        continue;
-                    /* q(t|s) / q(s|t) = (n_dt + alpha) / (n_ds + alpha) cancels the
-                     * document factor of pi(t) / pi(s) */
-                    double pit = (ndk[tk] + alpha) * (nwk[tk] + beta) / ((double)nk[tk] + vbeta);
-                    ratio = (nwk[tk] + beta) * ((double)nk[sk] + vbeta) /
-                            ((nwk[sk] + beta) * ((double)nk[tk] + vbeta));
-                    if (ratio >= 1 || rt_rng_uniform(rng) < ratio) {
-                        sk = tk;
-                        pis = pit;
-                    }
+                double num, den;
+                if (step & 1) { /* word proposal: n_wk + beta, word factor cancels */
+                    const double u = rt_rng_uniform(rng) * (n_word + Kbeta);
+                    tk = u < n_word ? urn[(uint32_t)u] : lda_below(rng, K);
+                    num = (ndk[tk] + alpha) * ((double)nk[k] + vbeta);
+                    den = (ndk[k] + alpha) * ((double)nk[tk] + vbeta);
+                } else { /* doc proposal: n_dk + alpha, document factor cancels */
+                    const double u = rt_rng_uniform(rng) * (len + Kalpha);
+                    tk = u < len ? dz[(uint32_t)u] : lda_below(rng, K);
+                    num = (nwk[tk] + beta) * ((double)nk[k] + vbeta);
+                    den = (nwk[k] + beta) * ((double)nk[tk] + vbeta);
+                }
+                if (tk != k && (num >= den || rt_rng_uniform(rng) * den < num)) {
+                    k = tk;
+                    z[p] = *own = (uint16_t)k;
                 }
             }
-            nk[sk]++;
-            if (nwk[sk]++ == 0)
-                lda_word_nz_add(wd, sk);
-            ndk[sk]++;
-            t->z[p] = (uint16_t)sk;
+            nk[k]++;
+            if (nwk[k]++ == 0)
+                lda_word_nz_add(wd, k);
+            ndk[k]++;
         }
-        for (uint32_t i = 0; i < n_alias; i++)
-            stale[s->atopic[i]] = 0;
         if (lda_word_store(wd, K))
             return lda_overflow(b, j, err);
     }

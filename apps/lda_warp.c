@@ -447,15 +447,9 @@ static inline void doc_count2(int avx2, const uint16_t *z, uint32_t len, uint32_
         doc_count2_sse2(z, len, a, b, ca, cb);
 }
 
-/* The word's urn for this run, so that one draw from it is the topic of a
- * random one of the word's tokens as they are now: one copy of each topic
- * per token of the word that is not one of the run's (the other workers'
- * tokens, which do not move while this worker holds the block), then the
- * run's own tokens' topics in run order (kept up to date as they move).
- * own: K zeroed scratch, zeroed again.  Returns where the run's part
- * starts. */
-static uint32_t word_urn_live(const lda_word *wd, const uint16_t *z, const uint32_t *tok_pos,
-                              uint64_t first, uint64_t end, uint16_t *urn, int32_t *own)
+/* (lda.h; the counts may carry IN_NZ: COUNT reads plain counts as they are) */
+uint32_t lda_word_urn_live(const lda_word *wd, const uint16_t *z, const uint32_t *tok_pos,
+                           uint64_t first, uint64_t end, uint16_t *urn, int32_t *own)
 {
     for (uint64_t i = first; i < end; i++)
         own[z[tok_pos[i]]]++;
@@ -528,14 +522,13 @@ static inline __attribute__((always_inline)) int cycle_phase(const lda_ctx *c, l
     uint16_t *z = t->aux, *urn = s->urn;
     const uint32_t *tok_pos = t->tok_pos;
     rt_wyrand rng = {rt_rng_next(rng_io)};
-    memset(s->stale, 0, K * sizeof(int32_t)); /* (the MH sampler's, unused here) */
     uint64_t i = t->blk_tok[b];
     const uint64_t ahead_end = t->blk_tok[b + 1] > PREFETCH ? t->blk_tok[b + 1] - PREFETCH : 0;
     for (uint64_t r = t->blk_run[b]; r < t->blk_run[b + 1]; r++) {
         const uint32_t j = word_run_load(c, t, b, r, payload, wd);
         int32_t *nwk = wd->nwk;
         const uint64_t first = i, end = t->run_end[r];
-        const uint32_t n_urn = word_urn_live(wd, z, tok_pos, first, end, urn, s->stale);
+        const uint32_t n_urn = lda_word_urn_live(wd, z, tok_pos, first, end, urn, s->urn_own);
         const uint32_t n_word = n_urn + (uint32_t)(end - first);
         const uint64_t thr_w = counts_threshold(n_word, Kbeta);
         for (; i < end; i++) {
