@@ -19,8 +19,10 @@ source "$(dirname "$0")/cd_mf_lib.sh"
 source "$(dirname "$0")/mf_validation_lib.sh"
 
 cd_mf_planted_plan 600 300 40000 3 0.5
-train=(train --plan "$TMP/plan" --app sgd-mf --rank 16 --lambda 0.02 --seed 1
-       --validation-fraction 0.2)
+# (the settings overfit on purpose: a fixed rate and no --lambda-const,
+# which the defaults have since 2026-11-27)
+train=(train --plan "$TMP/plan" --app sgd-mf --rank 16 --lambda 0.02 --lambda-bias 0.02
+       --lambda-const 0 --lr 0.05 --schedule fixed --seed 1 --validation-fraction 0.2)
 files=(W.npy H.npy row_bias.npy col_bias.npy)
 two() { "$ROTOR" launch -n 2 -- "$ROTOR" "$@"; }
 
