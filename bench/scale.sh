@@ -611,11 +611,14 @@ ranks_spread() {
 }
 
 # worker_cv_of THREADED_CV KEY: the model's --worker-cv for the plan KEY: the
-# larger of the threaded calibration's and the median of the ranks' spreads
-# (ranks_spread) measured so far for the plan ($TMP/ranks_cv.KEY)
+# larger of the threaded calibration's and the ranks' spreads (ranks_spread)
+# measured so far for the plan ($TMP/ranks_cv.KEY), pooled as a root mean
+# square (the pooled estimate of a variance: the median of cvs each taken
+# from 2-8 ranks over 3 rotations sits below it, their spread being skewed)
 worker_cv_of() {
     local pooled=""
-    [ ! -s "$TMP/ranks_cv.$2" ] || pooled=$(median <"$TMP/ranks_cv.$2")
+    [ ! -s "$TMP/ranks_cv.$2" ] ||
+        pooled=$(awk '{ s += $1 * $1; n++ } END { if (n) printf "%.4f", sqrt(s / n) }' "$TMP/ranks_cv.$2")
     awk -v t="$1" -v p="$pooled" 'BEGIN { printf "%.4g\n", (p != "" && p + 0 > t + 0 ? p : t) }'
 }
 

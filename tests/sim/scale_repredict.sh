@@ -81,6 +81,17 @@ want=$("$ROTOR" simulate --plan "$run/sgd-mf.2.1.2/plan" "${model[@]}" --worker-
 [ "$(num predicted_epoch_s "$out") $(num predicted_stall "$out")" = \
     "$(num predicted_epoch_s "$want") $(num predicted_stall "$want")" ] ||
     fail "the ranks' spread: want the prediction with --worker-cv 0.2828 ($want), got $out"
+# A second round of it whose ranks computed alike (spread 0): the plan's
+# spreads pool as a root mean square, sqrt((0.2828^2 + 0) / 2) = 0.2 (their
+# median would be 0.1414), for both rounds.
+cp -r "$round2" "${round2%.1}.2"
+sed -i 's/compute 0\.0[0-9]* s/compute 0.010 s/' "${round2%.1}.2"/calibration.log.*
+out=$(bash "$SCALE" --repredict "$run" | tail -n 1) || fail "repredict, two rounds"
+want=$("$ROTOR" simulate --plan "$run/sgd-mf.2.1.2/plan" "${model[@]}" --worker-cv 0.2) ||
+    fail "simulate --worker-cv 0.2"
+[ "$(num predicted_epoch_s "$out") $(num predicted_stall "$out")" = \
+    "$(num predicted_epoch_s "$want") $(num predicted_stall "$want")" ] ||
+    fail "the ranks' spreads pooled: want the prediction with --worker-cv 0.2 ($want), got $out"
 
 mkdir -p "$TMP/empty"
 expect_status 2 bash "$SCALE" --repredict "$TMP/empty"
