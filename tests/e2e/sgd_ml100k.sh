@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # MovieLens 100K u1.base/u1.test, sgd-mf with its defaults only (AdaGrad,
-# k 32, lr 0.05, lambda 0.1, 20 epochs): test RMSE <= 0.925 (LIBMF's best on
-# u1 over a small grid is about 0.92-0.93).  Skips when ../shared/data is absent.
+# k 32, lr 0.2 decayed x0.9, lambda 0.05 n + 5, 20 epochs): test RMSE <=
+# 0.925 (LIBMF's best on u1 over a small grid is about 0.92-0.93).  Skips
+# when ../shared/data is absent.
 source "$(dirname "$0")/lib.sh"
 
 base=$(shared_data ml-100k/u1.base)
