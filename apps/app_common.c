@@ -85,7 +85,6 @@ int rt_app_write_json(const char *path, const json_t *obj, rt_error *err)
 
 json_t *rt_app_model_json(const char *dir, char *path, rt_error *err)
 {
-    json_error_t jerr;
     struct stat sb;
     if (rt_path_join(path, 4096, dir, "model.json", err))
         return NULL;
@@ -106,8 +105,5 @@ json_t *rt_app_model_json(const char *dir, char *path, rt_error *err)
             return NULL;
         }
     }
-    json_t *meta = json_load_file(path, 0, &jerr);
-    if (!meta)
-        rt_fail_parse(err, path, jerr.line, jerr.text);
-    return meta;
+    return rt_json_load(path, err);
 }

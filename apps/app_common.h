@@ -7,8 +7,7 @@
 #define ROTOR_APPS_APP_COMMON_H
 
 #include "apps/apps.h"
-
-#include <jansson.h>
+#include "ground/json.h"
 
 /* Open the shards of workers first..first+n-1 into a calloc'd array. */
 int rt_app_shards_open(const rt_plan *plan, uint32_t first, uint32_t n, rt_shard **shards,

@@ -17,11 +17,11 @@
  * the app's engine ops, so the engine needs to know nothing about it.
  */
 #include "apps/app_common.h"
+#include "ground/json.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -145,12 +145,11 @@ static int check_app(const char *path, json_t *m, const char *app, rt_error *err
 static int check_job(const char *dir, const char *app, const char *job, rt_error *err)
 {
     char path[4096];
-    json_error_t jerr;
     if (manifest_path(path, sizeof(path), dir, err))
         return -1;
-    json_t *m = json_load_file(path, 0, &jerr);
+    json_t *m = rt_json_load(path, err);
     if (!m)
-        return rt_fail_parse(err, path, jerr.line, jerr.text);
+        return -1;
     if (check_app(path, m, app, err)) {
         json_decref(m);
         return -1;

@@ -8,8 +8,7 @@
 /* A metrics file: a JSON object with an "epochs" array. */
 static int is_metrics(FILE *fp)
 {
-    json_error_t je;
-    json_t *doc = json_loadf(fp, 0, &je);
+    json_t *doc = rt_json_loadf(fp, "metrics file", NULL);
     int metrics = json_is_object(doc) && json_is_array(json_object_get(doc, "epochs"));
     json_decref(doc);
     return metrics;

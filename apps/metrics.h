@@ -18,8 +18,7 @@
 #define ROTOR_APPS_METRICS_H
 
 #include "ground/ground.h"
-
-#include <jansson.h>
+#include "ground/json.h"
 
 typedef struct rt_metrics {
     char path[4096]; /* "" = disabled */

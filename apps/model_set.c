@@ -263,7 +263,7 @@ static int out_has_save(const char *out, uint64_t save_id)
     char path[4200], want[32];
     snprintf(path, sizeof(path), "%s/model.json", out);
     snprintf(want, sizeof(want), "%016" PRIx64, save_id);
-    json_t *meta = json_load_file(path, 0, NULL);
+    json_t *meta = rt_json_load(path, NULL);
     const char *id = json_string_value(json_object_get(meta, "save_id"));
     int same = id && !strcmp(id, want);
     json_decref(meta);

@@ -70,13 +70,6 @@ int rt_fail_errno(rt_error *err, int code, int errnum, const char *fmt, ...)
     return -1;
 }
 
-int rt_fail_parse(rt_error *err, const char *path, int line, const char *what)
-{
-    if (line > 0)
-        return rt_fail(err, RT_EXIT_INPUT, "%s:%d: %s", path, line, what);
-    return rt_fail(err, RT_EXIT_INPUT, "%s: %s", path, what);
-}
-
 int rt_error_prefix(rt_error *err, const char *fmt, ...)
 {
     if (!err)

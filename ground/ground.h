@@ -10,6 +10,7 @@
  *
  * Also here: logging, monotonic time, aligned allocation, a seeded RNG with
  * independent streams, checksums (xxHash), atomic file output and .npy output.
+ * JSON documents are read through ground/json.h.
  */
 #ifndef ROTOR_GROUND_H
 #define ROTOR_GROUND_H
@@ -35,9 +36,6 @@ int rt_fail(rt_error *err, int code, const char *fmt, ...) __attribute__((format
 /* Like rt_fail, appending ": strerror(errnum)". */
 int rt_fail_errno(rt_error *err, int code, int errnum, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-/* A parse error in `path`: "path:LINE: what" when line > 0, else "path: what"
- * (exit code 2).  For JSON parsers that report line -1 for unreadable files. */
-int rt_fail_parse(rt_error *err, const char *path, int line, const char *what);
 /* Prefix an existing message with more context: "context: old message". */
 int rt_error_prefix(rt_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* s as one printable line in out (cap bytes): newline and carriage return

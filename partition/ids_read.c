@@ -1,8 +1,8 @@
 /* ids_read.c - rt_plan_read_ids: rows.ids / cols.ids / test_rows.ids. */
 #include "partition/partition.h"
+#include "ground/json.h"
 
 #include <errno.h>
-#include <jansson.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,10 +16,9 @@ static int check_manifest(const rt_plan *plan, const char *which, const char *te
     char mpath[4200], name[64];
     snprintf(mpath, sizeof(mpath), "%s/plan.json", plan->dir);
     snprintf(name, sizeof(name), "%s.ids", which);
-    json_error_t je;
-    json_t *root = json_load_file(mpath, 0, &je);
+    json_t *root = rt_json_load(mpath, err);
     if (!root)
-        return rt_fail_parse(err, mpath, je.line, je.text);
+        return -1;
     const char *want = json_string_value(
         json_object_get(json_object_get(json_object_get(root, "files"), name), "xxh3"));
     char got[17];

@@ -1,9 +1,9 @@
 /* plan_read.c - rt_plan_open: plan.json + layout.bin, fully checked. */
 #include "partition/secfile.h"
+#include "ground/json.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -152,13 +152,12 @@ static int read_manifest(rt_plan *p, rt_error *err)
 {
     char path[4200];
     snprintf(path, sizeof(path), "%s/plan.json", p->dir);
-    json_error_t je;
-    json_t *root = json_load_file(path, 0, &je);
+    json_t *root = rt_json_load(path, err);
     const char *holds = root || access(path, F_OK) == 0 ? NULL : rt_dir_holds(p->dir);
     if (holds)
         return rt_fail(err, RT_EXIT_INPUT, "%s: not a plan: it %s", p->dir, holds);
     if (!root)
-        return rt_fail_parse(err, path, je.line, je.text);
+        return -1;
     int rc = -1;
     uint64_t version = 0, dims_r = 0, dims_c = 0;
     json_t *dims = json_object_get(root, "dims");

@@ -10,13 +10,13 @@
  * --app lda reads a corpus instead (tools/cmd_partition_lda.c).
  */
 #include "apps/apps.h"
+#include "ground/json.h"
 #include "tools/commands.h"
 #include "tools/partition_cmd.h"
 #include "tools/sim_shape.h"
 #include "tools/guard.h"
 
 #include <inttypes.h>
-#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -207,10 +207,9 @@ static int check_recorded_files(const char *dir, rt_error *err)
     char mpath[4200];
     if (rt_path_join(mpath, sizeof(mpath), dir, "plan.json", err))
         return -1;
-    json_error_t je;
-    json_t *root = json_load_file(mpath, 0, &je);
+    json_t *root = rt_json_load(mpath, err);
     if (!root)
-        return rt_fail_parse(err, mpath, je.line, je.text);
+        return -1;
     const char *name;
     json_t *rec;
     int rc = 0;

@@ -8,9 +8,9 @@
  * or its "elapsed_s" with --x seconds.  Drawing is gnuplot's (tools/gnuplot.c).
  */
 #include "tools/commands.h"
+#include "ground/json.h"
 #include "tools/plot.h"
 
-#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -163,15 +163,14 @@ static int parse(int argc, char **argv, plot_opts *o, rt_error *err)
 
 static int load_run(const char *path, run *r, rt_error *err)
 {
-    json_error_t je;
     memset(r, 0, sizeof(*r));
     r->path = path;
     struct stat sb;
     if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) /* jansson would say "expected '['" */
         return rt_fail(err, RT_EXIT_INPUT, "%s: is a directory, not a metrics file", path);
-    r->doc = json_load_file(path, 0, &je);
+    r->doc = rt_json_load(path, err);
     if (!r->doc)
-        return rt_fail_parse(err, path, je.line, je.text);
+        return -1;
     json_t *app = json_object_get(r->doc, "app");
     r->config = json_object_get(r->doc, "config");
     r->epochs = json_object_get(r->doc, "epochs");

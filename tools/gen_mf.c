@@ -11,13 +11,13 @@
  * the seed: independent RNG streams for each purpose.
  */
 #include "ground/ground.h"
+#include "ground/json.h"
 #include "tools/commands.h"
 #include "tools/gen.h"
 #include "tools/guard.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -342,7 +342,7 @@ out:
 static int check_outputs(const gen_opts *o, const char *truth /* or NULL */, rt_error *err)
 {
     static const char kind[] = "an earlier rotor gen mf output (one FILE.truth.json names)";
-    json_t *doc = truth ? json_load_file(truth, 0, NULL) : NULL;
+    json_t *doc = truth ? rt_json_load(truth, NULL) : NULL;
     const char *generator = json_string_value(json_object_get(doc, "generator"));
     const char *test_file = json_string_value(json_object_get(doc, "test_file"));
     int earlier = generator && !strcmp(generator, "rotor gen mf");

@@ -1,6 +1,6 @@
 /* base_test.c - the shared utilities: RNG streams, number parsing, errors,
- * atomic output files, path splitting, .npy round trips, untouched and
- * carved allocations. */
+ * atomic output files, path splitting, .npy round trips, the JSON reader,
+ * untouched and carved allocations. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "ground/ground.h"
+#include "ground/json.h"
 #include "verbs/wire.h"
 
 static void test_rng_streams_are_reproducible_and_distinct(void **state)
@@ -201,6 +202,60 @@ static void test_outfile_abort_leaves_nothing(void **state)
     fputs("whole", of.fp);
     assert_int_equal(rt_outfile_commit(&of, &err), 0);
     assert_int_equal(access(path, F_OK), 0);
+    rt_remove_tree(dir);
+}
+
+static void write_file(const char *path, const char *bytes, size_t len)
+{
+    FILE *fp = fopen(path, "wb");
+    assert_non_null(fp);
+    assert_int_equal(fwrite(bytes, 1, len, fp), len);
+    assert_int_equal(fclose(fp), 0);
+}
+
+/* The one JSON reader: a byte order mark is skipped, CR-only lines count as
+ * lines, errors name FILE:LINE:COLUMN on one line, repeated keys and bare
+ * values are refused. */
+static void test_json_reader(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/rotor-base-XXXXXX", path[256];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/m.json", dir);
+    rt_error err = {0};
+    static const char marked[] = "\xef\xbb\xbf{\"app\": \"lda\"}\n";
+    write_file(path, marked, sizeof(marked) - 1);
+    json_t *doc = rt_json_load(path, &err);
+    assert_non_null(doc);
+    assert_string_equal(json_string_value(json_object_get(doc, "app")), "lda");
+    json_decref(doc);
+    FILE *fp = fopen(path, "rb");
+    doc = rt_json_loadf(fp, path, &err);
+    fclose(fp);
+    assert_non_null(doc);
+    json_decref(doc);
+
+    static const struct {
+        const char *text, *want;
+    } bad[] = {
+        {"{\"a\": 1,\r\"b\": }\r", "m.json:2:6: unexpected token"}, /* an old Mac file's lines */
+        {"{\"a\": 1,\r\n \"b\": x}", "m.json:2:7: invalid token"},  /* CRLF */
+        {"{\"a\": 1, \"a\": 2}", "m.json:1:12: duplicate object key"},
+        {"7", "m.json:1:1: '[' or '{' expected"},
+        {"", "m.json:1: '[' or '{' expected near end of file"},
+        {"{\"a\": \"\xff\"}", "m.json:1:7: unable to decode byte 0xff"},
+        {"{\"a\": 1}\n\x01", "m.json:2: binary data (byte 0x01)"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        write_file(path, bad[i].text, strlen(bad[i].text));
+        assert_null(rt_json_load(path, &err));
+        assert_int_equal(err.code, RT_EXIT_INPUT);
+        if (!strstr(err.msg, bad[i].want))
+            fail_msg("case %zu: '%s' lacks '%s'", i, err.msg, bad[i].want);
+        assert_null(strpbrk(err.msg, "\r\n\xff"));
+    }
+    assert_null(rt_json_load(dir, &err));
+    assert_non_null(strstr(err.msg, "Is a directory"));
     rt_remove_tree(dir);
 }
 
@@ -429,6 +484,7 @@ int main(void)
         cmocka_unit_test(test_relayed_text),
         cmocka_unit_test(test_long_message_keeps_cause),
         cmocka_unit_test(test_outfile_abort_leaves_nothing),
+        cmocka_unit_test(test_json_reader),
         cmocka_unit_test(test_split_parent),
         cmocka_unit_test(test_bom_strip),
         cmocka_unit_test(test_unify_line_ends),
