@@ -708,6 +708,70 @@ int rt_check_input_outside(const char *input, const char *option, const char *ou
     return 0;
 }
 
+int rt_check_out_outside(const char *out, const char *input, const char *option, rt_error *err)
+{
+    if (!input || !out || rt_is_stdio(out) || !rt_path_inside(out, input))
+        return 0;
+    return rt_fail(err, RT_EXIT_INPUT,
+                   "%s: --out is inside --%s %s, which is replaced as a whole when it is written "
+                   "again (the output would go with it); give a path outside it",
+                   out, option, input);
+}
+
+/* The deepest directory that exists on the way to `path` (path itself
+ * when it exists) into dir; -1 with err when something on the way is not a
+ * directory or cannot be looked at. */
+static int nearest_existing_dir(const char *path, char *dir, size_t cap, rt_error *err)
+{
+    struct stat sb;
+    if (snprintf(dir, cap, "%s", path) >= (int)cap)
+        return rt_fail(err, RT_EXIT_INPUT, "%s: --out: path too long", path);
+    for (;;) {
+        for (size_t n = strlen(dir); n > 1 && dir[n - 1] == '/'; n--)
+            dir[n - 1] = '\0';
+        if (stat(dir, &sb) == 0)
+            break;
+        if (errno != ENOENT && errno != ENOTDIR) /* ENOTDIR: a file on the way, found next */
+            return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: --out: cannot stat %s", path, dir);
+        char *slash = strrchr(dir, '/');
+        if (!slash)
+            snprintf(dir, cap, ".");
+        else
+            slash[slash == dir] = '\0'; /* "/x" -> "/" */
+    }
+    if (S_ISDIR(sb.st_mode))
+        return 0;
+    if (!strcmp(dir, path))
+        return rt_fail(err, RT_EXIT_INPUT, "%s: exists and is not a directory", path);
+    return rt_fail(err, RT_EXIT_INPUT, "%s: --out: %s exists and is not a directory", path, dir);
+}
+
+/* An output directory must be usable before a long run starts: it, or the
+ * nearest directory above it that exists (where its temporary sibling and
+ * the missing directories on the way will be made), takes new files.
+ * Nothing is created here: a run killed before it writes its output must
+ * not leave an empty --out behind. */
+static int check_out_usable(const char *out, rt_error *err)
+{
+    char dir[4096];
+    if (nearest_existing_dir(out, dir, sizeof(dir), err))
+        return -1;
+    if (access(dir, W_OK | X_OK) != 0)
+        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: --out: cannot create files in %s", out,
+                             dir);
+    /* access() says yes to root even where nothing can be created. */
+    char probe[4200];
+    if (rt_path_join(probe, sizeof(probe), dir, ".rotor-probe-XXXXXX", err))
+        return -1;
+    int fd = mkstemp(probe);
+    if (fd < 0)
+        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: --out: cannot create files in %s", out,
+                             dir);
+    close(fd);
+    unlink(probe);
+    return 0;
+}
+
 int rt_check_whole_out_dir(const char *out, const char *marker, const char *kind, rt_error *err)
 {
     if (rt_check_out_not_cwd(out, err))
@@ -735,7 +799,7 @@ int rt_check_whole_out_dir(const char *out, const char *marker, const char *kind
     } else if (errno != ENOENT && errno != ENOTDIR) {
         return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: --out: cannot read", out);
     }
-    return rt_check_out_dir(out, err);
+    return check_out_usable(out, err);
 }
 
 int rt_check_own_kind(const char *path, const char *option, const char *kind, int (*ours)(FILE *fp),
@@ -826,25 +890,3 @@ const char *rt_dir_holds(const char *path)
 
 /* --out must be usable before training starts, not after hours of it:
  * create it (mkdir -p) and make sure a file can be created in it. */
-int rt_check_out_dir(const char *dir, rt_error *err)
-{
-    struct stat sb;
-    if (rt_mkdir_p(dir, err))
-        return -1;
-    if (stat(dir, &sb) != 0)
-        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: --out: cannot stat", dir);
-    if (!S_ISDIR(sb.st_mode))
-        return rt_fail(err, RT_EXIT_INPUT, "%s: --out: not a directory", dir);
-    if (access(dir, W_OK | X_OK) != 0)
-        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: --out: not writable", dir);
-    /* access() says yes to root even where nothing can be created. */
-    char probe[4200];
-    if (rt_path_join(probe, sizeof(probe), dir, ".rotor-probe-XXXXXX", err))
-        return -1;
-    int fd = mkstemp(probe);
-    if (fd < 0)
-        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: --out: cannot create files", dir);
-    close(fd);
-    unlink(probe);
-    return 0;
-}

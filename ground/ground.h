@@ -312,12 +312,13 @@ int rt_remove_stale_temporaries(const char *out);
 /* Remove a directory tree (used to discard partial outputs). */
 int rt_remove_tree(const char *path);
 int rt_mkdir_p(const char *path, rt_error *err);
-/* An output directory that must be usable before a long run starts: create
- * it (mkdir -p) and check that a file can be created in it (exit code 2). */
-int rt_check_out_dir(const char *dir, rt_error *err);
 /* An output directory that is replaced as a whole (rt_dir_replace) must be
  * new, empty, or an earlier output of its kind (it holds `marker`): nothing
- * else of the user's goes with it.  Then rt_check_out_dir. */
+ * else of the user's goes with it.  And it must be usable before a long run
+ * starts: it, or the nearest directory above it that exists, takes new
+ * files (exit code 2).  Nothing is created: a run killed before its output
+ * is written leaves no empty --out behind (the output's temporary sibling
+ * and the directories on its way are made when it is written). */
 int rt_check_whole_out_dir(const char *out, const char *marker, const char *kind, rt_error *err);
 /* An output file replaces only what is new, empty, or an earlier output of
  * its own kind (`ours`, given the file open at its start, says so; NULL:
@@ -337,6 +338,11 @@ int rt_check_out_not_cwd(const char *out, rt_error *err);
  * it when `out` is replaced as a whole: the previous output is deleted,
  * and the input with it.  NULL and "-" pass; exit code 2 naming both. */
 int rt_check_input_outside(const char *input, const char *option, const char *out, rt_error *err);
+/* The other way round: `out` must not lie inside the input directory
+ * `input` of option --`option` when that is a directory rotor replaces as
+ * a whole (a model, a plan): its next save would take the output with it.
+ * NULL and "-" pass; exit code 2 naming both. */
+int rt_check_out_outside(const char *out, const char *input, const char *option, rt_error *err);
 /* What `path` is when a command is given the wrong kind of thing (a model
  * as --plan, a plan as --model, a file as a directory).  Callers decide on
  * the kind; rt_dir_kind_text gives it for "PATH: not a plan: it ...":

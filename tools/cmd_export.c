@@ -38,7 +38,8 @@ int cmd_export(int argc, char **argv)
                 o.out);
         rt_die(&err);
     }
-    if (rt_check_input_outside(o.model, "model", o.out, &err))
+    if (rt_check_input_outside(o.model, "model", o.out, &err) ||
+        rt_check_out_outside(o.out, o.model, "model", &err))
         rt_die(&err);
     rt_export_opts eo = {
         .out = o.out, .format = o.format, .memory = o.memory_mb << 20, .quiet = o.quiet};

@@ -1,12 +1,13 @@
 /* base_test.c - the shared utilities: RNG streams, number parsing, errors,
- * atomic output files, path splitting, .npy round trips, the JSON reader,
- * untouched and carved allocations. */
+ * atomic output files, output directories, path splitting, .npy round
+ * trips, the JSON reader, untouched and carved allocations. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -211,6 +212,39 @@ static void write_file(const char *path, const char *bytes, size_t len)
     assert_non_null(fp);
     assert_int_equal(fwrite(bytes, 1, len, fp), len);
     assert_int_equal(fclose(fp), 0);
+}
+
+/* Checking an output directory creates nothing: a run killed after the
+ * check (a rank of a long job, SIGKILL) must not leave an empty --out, nor
+ * the missing directories on its way.  What cannot hold it is refused. */
+static void test_out_check_creates_nothing(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/rotor-base-XXXXXX", out[256], file[256];
+    assert_non_null(mkdtemp(dir));
+    rt_error err = {0};
+    snprintf(out, sizeof(out), "%s/new/deeper/model", dir);
+    assert_int_equal(rt_check_whole_out_dir(out, "model.json", "a rotor model", &err), 0);
+    snprintf(out, sizeof(out), "%s/new", dir);
+    assert_int_equal(access(out, F_OK), -1); /* no new/, no new/deeper/, no model/ */
+    snprintf(out, sizeof(out), "%s/model/", dir);
+    assert_int_equal(rt_check_whole_out_dir(out, "model.json", "a rotor model", &err), 0);
+    assert_int_equal(access(out, F_OK), -1);
+    snprintf(file, sizeof(file), "%s/file", dir);
+    write_file(file, "x", 1);
+    snprintf(out, sizeof(out), "%s/file/model", dir);
+    assert_int_equal(rt_check_whole_out_dir(out, "model.json", "a rotor model", &err), -1);
+    assert_int_equal(err.code, RT_EXIT_INPUT);
+    assert_non_null(strstr(err.msg, "file exists and is not a directory"));
+    assert_int_equal(rt_check_whole_out_dir(file, "model.json", "a rotor model", &err), -1);
+    assert_non_null(strstr(err.msg, "file: exists and is not a directory"));
+    DIR *d = opendir(dir); /* and no probe file is left */
+    int entries = 0;
+    for (struct dirent *de; (de = readdir(d));)
+        entries += de->d_name[0] != '.';
+    closedir(d);
+    assert_int_equal(entries, 1);
+    rt_remove_tree(dir);
 }
 
 /* The one JSON reader: a byte order mark is skipped, CR-only lines count as
@@ -484,6 +518,7 @@ int main(void)
         cmocka_unit_test(test_relayed_text),
         cmocka_unit_test(test_long_message_keeps_cause),
         cmocka_unit_test(test_outfile_abort_leaves_nothing),
+        cmocka_unit_test(test_out_check_creates_nothing),
         cmocka_unit_test(test_json_reader),
         cmocka_unit_test(test_split_parent),
         cmocka_unit_test(test_bom_strip),

@@ -52,7 +52,7 @@ expect_status 2 "$ROTOR" train --app lda --plan "$TMP/plan" --alpha -1
 grep -q "^rotor: error: --alpha: -1 is out of range > 0" "$TMP/last.err" || fail "--alpha"
 # An unusable --out fails before training starts (/proc: not writable even for root).
 expect_status 2 "$ROTOR" train --app lda --plan "$TMP/plan" --iters 1 --out /proc/rotor-nope
-grep -q "^rotor: error: /proc/rotor-nope: cannot create directory" "$TMP/last.err" || fail "--out /proc/rotor-nope"
+grep -q "^rotor: error: /proc/rotor-nope: --out: cannot create files in /proc" "$TMP/last.err" || fail "--out /proc/rotor-nope"
 grep -q "lda iter" "$TMP/last.err" && fail "--out /proc/rotor-nope: training started"
 # The plan's side files are inside it and covered by plan.json's checksums.
 grep -q '"lda.words"' "$TMP/plan/plan.json" || fail "lda.words not in plan.json files"
