@@ -427,8 +427,32 @@ static int check_required(const parse_state *s, rt_error *err)
     return 0;
 }
 
-int rt_opts_parse(const rt_command_doc *doc, const rt_opt_group *groups, size_t n_groups, int argc,
-                  char **argv, int *first_arg, rt_error *err)
+/* Where the arguments that are not options go: parsing stops at the first
+ * (first_arg), or they are collected wherever they stand (operands), or
+ * there must be none. */
+typedef struct operand_sink {
+    int *first_arg;
+    const char **operands;
+    int *n_operands;
+} operand_sink;
+
+/* argv[s->i], not an option: 0 to go on, 1 to stop, -1 on error. */
+static int take_operand(parse_state *s, const operand_sink *to, rt_error *err)
+{
+    if (to->first_arg) {
+        *to->first_arg = s->i;
+        return 1;
+    }
+    if (to->operands) {
+        to->operands[(*to->n_operands)++] = s->argv[s->i];
+        return 0;
+    }
+    return rt_fail(err, RT_EXIT_INPUT, "unexpected argument '%s' (see 'rotor %s --help')",
+                   s->argv[s->i], s->doc ? s->doc->name : "");
+}
+
+static int parse_args(const rt_command_doc *doc, const rt_opt_group *groups, size_t n_groups,
+                      int argc, char **argv, const operand_sink *to, rt_error *err)
 {
     parse_state s = {.doc = doc, .g = groups, .n = n_groups, .argc = argc, .argv = argv};
     for (size_t i = 0; i < n_groups; i++)
@@ -437,29 +461,26 @@ int rt_opts_parse(const rt_command_doc *doc, const rt_opt_group *groups, size_t 
     s.seen = calloc(s.n_opts + 1, 1);
     if (!s.seen)
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
-    int rc = set_defaults(groups, n_groups, err);
-    if (first_arg)
-        *first_arg = argc;
+    int rc = set_defaults(groups, n_groups, err), only_operands = 0;
+    if (to->first_arg)
+        *to->first_arg = argc;
     for (s.i = 1; rc == 0 && s.i < argc; s.i++) {
         const char *arg = argv[s.i];
-        if (!strcmp(arg, "--")) {
-            if (first_arg)
-                *first_arg = s.i + 1;
-            else if (s.i + 1 < argc)
-                rc = rt_fail(err, RT_EXIT_INPUT, "unexpected argument '%s' (see 'rotor %s --help')",
-                             argv[s.i + 1], doc ? doc->name : "");
-            break;
-        }
-        if (arg[0] != '-' || !arg[1]) {
-            if (first_arg) {
-                *first_arg = s.i;
+        if (!only_operands && !strcmp(arg, "--")) {
+            if (to->first_arg) {
+                *to->first_arg = s.i + 1;
                 break;
             }
-            rc = rt_fail(err, RT_EXIT_INPUT, "unexpected argument '%s' (see 'rotor %s --help')",
-                         arg, doc ? doc->name : "");
-            break;
+            only_operands = 1;
+        } else if (only_operands || arg[0] != '-' || !arg[1]) {
+            int stop = take_operand(&s, to, err);
+            if (stop) {
+                rc = stop < 0 ? -1 : 0;
+                break;
+            }
+        } else {
+            rc = parse_option(&s, err);
         }
-        rc = parse_option(&s, err);
     }
     if (rc == 1 && s.help_format && !strcmp(s.help_format, "man"))
         rt_opts_man(stdout, doc, groups, n_groups);
@@ -471,6 +492,22 @@ int rt_opts_parse(const rt_command_doc *doc, const rt_opt_group *groups, size_t 
         rc = check_required(&s, err);
     free(s.seen);
     return rc;
+}
+
+int rt_opts_parse(const rt_command_doc *doc, const rt_opt_group *groups, size_t n_groups, int argc,
+                  char **argv, int *first_arg, rt_error *err)
+{
+    operand_sink to = {.first_arg = first_arg};
+    return parse_args(doc, groups, n_groups, argc, argv, &to, err);
+}
+
+int rt_opts_parse_operands(const rt_command_doc *doc, const rt_opt_group *groups, size_t n_groups,
+                           int argc, char **argv, const char **operands, int *n_operands,
+                           rt_error *err)
+{
+    operand_sink to = {.operands = operands, .n_operands = n_operands};
+    *n_operands = 0;
+    return parse_args(doc, groups, n_groups, argc, argv, &to, err);
 }
 
 /* ------------------------------------------------------------ help */

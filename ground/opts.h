@@ -148,6 +148,15 @@ typedef struct rt_command_doc {
 int rt_opts_parse(const rt_command_doc *doc, const rt_opt_group *groups, size_t n_groups, int argc,
                   char **argv, int *first_arg, struct rt_error *err);
 
+/* rt_opts_parse for a command that takes operands (files) as well as
+ * options, in any order: every argument that is not an option, wherever it
+ * stands, and every argument after "--", goes in order to operands (argc
+ * entries are always enough), their count to *n_operands.  "-" alone is an
+ * operand (standard input).  The same return values. */
+int rt_opts_parse_operands(const rt_command_doc *doc, const rt_opt_group *groups, size_t n_groups,
+                           int argc, char **argv, const char **operands, int *n_operands,
+                           struct rt_error *err);
+
 /* The --help text: usage, about, every group's options, notes. */
 void rt_opts_help(FILE *fp, const rt_command_doc *doc, const rt_opt_group *groups, size_t n_groups);
 

@@ -94,55 +94,17 @@ static int is_svg(FILE *fp)
     return strstr(head, "<svg") != NULL;
 }
 
-/* Does this option of the table take a value ("--out FILE", "-o FILE")? */
-static int takes_value(const char *arg)
-{
-    for (const rt_opt *o = plot_options; o->name; o++) {
-        size_t n = strlen(o->name);
-        int long_form = arg[1] == '-' && !strncmp(arg + 2, o->name, n) && arg[2 + n] == '\0';
-        int short_form = arg[1] == o->short_name && arg[2] == '\0';
-        if (long_form || short_form)
-            return o->type != RT_OPT_FLAG && o->type != RT_OPT_UNSET;
-    }
-    return 0;
-}
-
-/* The metrics files may come before, between or after the options: they go
- * to o->inputs, the options (with their values) to opt_argv for the table
- * parser, which then sees no other argument.  Returns its argc. */
-static int split_args(int argc, char **argv, plot_opts *o, char **opt_argv)
-{
-    int n = 0, only_files = 0;
-    opt_argv[n++] = argv[0];
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (only_files || a[0] != '-' || !a[1]) {
-            o->inputs[o->n_inputs++] = a;
-        } else if (!strcmp(a, "--")) {
-            only_files = 1;
-        } else {
-            opt_argv[n++] = argv[i];
-            if (takes_value(a) && i + 1 < argc)
-                opt_argv[n++] = argv[++i];
-        }
-    }
-    return n;
-}
-
 /* 0 = parsed, 1 = --help printed, -1 = bad usage (err set). */
 static int parse(int argc, char **argv, plot_opts *o, rt_error *err)
 {
     memset(o, 0, sizeof(*o));
     o->inputs = calloc((size_t)argc, sizeof(char *));
-    char **opt_argv = calloc((size_t)argc + 1, sizeof(char *));
-    if (!o->inputs || !opt_argv) {
-        free(opt_argv);
+    if (!o->inputs)
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
-    }
-    int opt_argc = split_args(argc, argv, o, opt_argv);
+    /* the metrics files may come before, between or after the options */
     rt_opt_group g = {.opts = plot_options, .dest = o};
-    int rc = rt_opts_parse(&rotor_doc_plot, &g, 1, opt_argc, opt_argv, NULL, err);
-    free(opt_argv);
+    int rc =
+        rt_opts_parse_operands(&rotor_doc_plot, &g, 1, argc, argv, o->inputs, &o->n_inputs, err);
     if (rc)
         return rc;
     int svg;

@@ -1,6 +1,7 @@
 /* opts_test.c - the option tables (ground/opts.h): types, ranges, overflow,
  * suffixes, enums, missing values, repeated options, "--x=v", short forms,
- * "--", required options and the generated --help. */
+ * "--", operands among the options, required options and the generated
+ * --help. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -213,6 +214,39 @@ static void test_first_arg_and_double_dash(void **state)
     assert_int_equal(first, 2); /* argc: no argument */
 }
 
+/* Operands (a command's files) anywhere among the options, in order; a
+ * value that looks like a file stays the option's; "-" is an operand;
+ * after "--" everything is. */
+static void test_operands_anywhere(void **state)
+{
+    (void)state;
+    char *argv[] = {"test", "a.json", "-o", "pic.svg", "b.json", "--name=x", "-",
+                    "-k",   "3",      "-f", "--",      "-k",     "c.json"};
+    int argc = (int)(sizeof(argv) / sizeof(argv[0]));
+    const char *operands[sizeof(argv) / sizeof(argv[0])];
+    int n = -1;
+    t_opts o;
+    memset(&o, 0, sizeof(o));
+    rt_error err = {0};
+    rt_opt_group g = {.opts = t_table, .dest = &o};
+    assert_int_equal(rt_opts_parse_operands(&t_doc, &g, 1, argc, argv, operands, &n, &err), 0);
+    assert_int_equal(n, 5);
+    const char *want[] = {"a.json", "b.json", "-", "-k", "c.json"};
+    for (int i = 0; i < n; i++)
+        assert_string_equal(operands[i], want[i]);
+    assert_string_equal(o.path, "pic.svg");
+    assert_string_equal(o.s, "x");
+    assert_int_equal(o.u, 3);
+    assert_int_equal(o.flag, 1);
+    /* options are checked as rt_opts_parse checks them */
+    char *bad[] = {"test", "a.json", "--rank", "0"};
+    assert_int_equal(rt_opts_parse_operands(&t_doc, &g, 1, 4, bad, operands, &n, &err), -1);
+    assert_non_null(strstr(err.msg, "--rank"));
+    char *missing[] = {"test", "a.json", "-o"};
+    assert_int_equal(rt_opts_parse_operands(&t_doc, &g, 1, 3, missing, operands, &n, &err), -1);
+    assert_non_null(strstr(err.msg, "--out needs a value"));
+}
+
 static const rt_opt t_required[] = {
     RT_PATH_OPT("plan", 0, t_opts, path, "DIR", NULL, RT_OPT_REQUIRED, "plan"), {0}};
 
@@ -342,6 +376,7 @@ int main(void)
         cmocka_unit_test(test_enums),
         cmocka_unit_test(test_missing_and_unknown),
         cmocka_unit_test(test_first_arg_and_double_dash),
+        cmocka_unit_test(test_operands_anywhere),
         cmocka_unit_test(test_required_and_groups),
         cmocka_unit_test(test_help_generation),
         cmocka_unit_test(test_help_option_returns_1),
