@@ -88,123 +88,176 @@ static uint64_t poisson(rt_rng *rng, double mean)
     return k - 1;
 }
 
-static int generate(const gen_args *g, rt_error *err)
+/* What one run draws: the true topics, and the scratch of one document. */
+typedef struct lda_draw {
+    const gen_args *g;
+    double *phi, *cum;       /* K x V: the topics and their running sums */
+    float *phif, *thetaf;    /* K x V and D x K: what the .npy files hold */
+    double *theta, *tcum;    /* K: a document's mixture and its running sums */
+    uint32_t *counts, *seen; /* V: a document's word counts and the words it has */
+} lda_draw;
+
+static void draw_free(lda_draw *s)
+{
+    free(s->phi);
+    free(s->cum);
+    free(s->phif);
+    free(s->thetaf);
+    free(s->theta);
+    free(s->tcum);
+    free(s->counts);
+    free(s->seen);
+}
+
+static int draw_alloc(lda_draw *s, const gen_args *g, rt_error *err)
 {
     const uint64_t K = g->topics, V = g->vocab;
+    memset(s, 0, sizeof(*s));
+    s->g = g;
     /* the big ones named when they do not fit (--vocab 4e9 said only "out of memory") */
-    float *thetaf = rt_alloc_array(g->docs * K, sizeof(float), g->out, "docs x topics", err);
-    double *phi =
-        thetaf ? rt_alloc_array(K * V, sizeof(double), g->out, "topics x words", err) : NULL;
-    double *cum = phi ? rt_alloc_array(K * V, sizeof(double), g->out, "topics x words", err) : NULL;
-    float *phif = cum ? rt_alloc_array(K * V, sizeof(float), g->out, "topics x words", err) : NULL;
-    uint32_t *counts = phif ? rt_calloc_array(V, sizeof(uint32_t), g->out, "words", err) : NULL;
-    uint32_t *seen = counts ? rt_alloc_array(V, sizeof(uint32_t), g->out, "words", err) : NULL;
-    uint64_t *lens = seen ? rt_alloc_array(g->docs, sizeof(uint64_t), g->out, "docs", err) : NULL;
-    double *theta = malloc(K * sizeof(double)), *tcum = malloc(K * sizeof(double));
-    char path[4200];
-    rt_outfile of = {0};
-    int rc = -1;
-    if (!lens)
-        goto out;
-    if (!theta || !tcum) { /* K <= 65535: the others are checked above */
-        rt_fail(err, RT_EXIT_RUNTIME, "gen lda: out of memory");
-        goto out;
-    }
+    if (!(s->thetaf = rt_alloc_array(g->docs * K, sizeof(float), g->out, "docs x topics", err)) ||
+        !(s->phi = rt_alloc_array(K * V, sizeof(double), g->out, "topics x words", err)) ||
+        !(s->cum = rt_alloc_array(K * V, sizeof(double), g->out, "topics x words", err)) ||
+        !(s->phif = rt_alloc_array(K * V, sizeof(float), g->out, "topics x words", err)) ||
+        !(s->counts = rt_calloc_array(V, sizeof(uint32_t), g->out, "words", err)) ||
+        !(s->seen = rt_alloc_array(V, sizeof(uint32_t), g->out, "words", err)))
+        return -1;
+    s->theta = malloc(K * sizeof(double));
+    s->tcum = malloc(K * sizeof(double));
+    if (!s->theta || !s->tcum) /* K <= 65535: the others are checked above */
+        return rt_fail(err, RT_EXIT_RUNTIME, "gen lda: out of memory");
+    return 0;
+}
+
+/* phi_k ~ Dirichlet(beta), from the run's own stream. */
+static void draw_topics(lda_draw *s)
+{
+    const uint64_t K = s->g->topics, V = s->g->vocab;
     rt_rng rng;
-    rt_rng_seed(&rng, g->seed, 0x70b1c5);
+    rt_rng_seed(&rng, s->g->seed, 0x70b1c5);
     for (uint64_t k = 0; k < K; k++) {
-        dirichlet(&rng, g->beta, phi + k * V, V);
+        dirichlet(&rng, s->g->beta, s->phi + k * V, V);
         double acc = 0;
         for (uint64_t w = 0; w < V; w++) {
-            acc += phi[k * V + w];
-            cum[k * V + w] = acc;
-            phif[k * V + w] = (float)phi[k * V + w];
+            acc += s->phi[k * V + w];
+            s->cum[k * V + w] = acc;
+            s->phif[k * V + w] = (float)s->phi[k * V + w];
         }
-        cum[k * V + V - 1] = 1.0;
+        s->cum[k * V + V - 1] = 1.0;
     }
-    /* Two passes over the same per-document streams: first the number of
-     * distinct (doc, word) pairs for the header, then the triples. */
+}
+
+/* Words in increasing order (insertion sort: a document has few). */
+static void sort_words(uint32_t *w, uint64_t n)
+{
+    for (uint64_t i = 1; i < n; i++)
+        for (uint64_t j = i; j > 0 && w[j - 1] > w[j]; j--) {
+            uint32_t t = w[j];
+            w[j] = w[j - 1];
+            w[j - 1] = t;
+        }
+}
+
+/* Document d from its own stream (so each pass draws it alike): its mixture
+ * into thetaf's row d, its distinct words into seen (returned: how many, in
+ * increasing order) with their counts in counts, which the caller zeroes. */
+static uint64_t draw_document(lda_draw *s, uint64_t d)
+{
+    const uint64_t K = s->g->topics, V = s->g->vocab;
+    rt_rng rng;
+    rt_rng_seed(&rng, s->g->seed, 0x1da0000000ULL + d);
+    dirichlet(&rng, s->g->alpha, s->theta, K);
+    double acc = 0;
+    for (uint64_t k = 0; k < K; k++) {
+        s->tcum[k] = (acc += s->theta[k]);
+        s->thetaf[d * K + k] = (float)s->theta[k];
+    }
+    s->tcum[K - 1] = 1.0;
+    uint64_t len = s->g->fixed ? s->g->len : poisson(&rng, (double)s->g->len), n = 0;
+    for (uint64_t i = 0; i < len; i++) {
+        uint64_t k = rt_search_cdf(s->tcum, K, rt_rng_uniform(&rng));
+        uint64_t w = rt_search_cdf(s->cum + k * V, V, rt_rng_uniform(&rng));
+        if (s->counts[w]++ == 0)
+            s->seen[n++] = (uint32_t)w;
+    }
+    sort_words(s->seen, n);
+    return n;
+}
+
+/* The corpus in UCI docword form.  Two passes over the same documents:
+ * first the number of distinct (doc, word) pairs for the header, then the
+ * triples. */
+static int write_corpus(lda_draw *s, uint64_t *nnz_out, rt_error *err)
+{
+    const gen_args *g = s->g;
+    rt_outfile of = {0};
     uint64_t nnz = 0;
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 1) {
             if (rt_outfile_open(&of, g->out, err))
-                goto out;
-            fprintf(of.fp, "%llu\n%llu\n%llu\n", (unsigned long long)g->docs, (unsigned long long)V,
-                    (unsigned long long)nnz);
+                return -1;
+            fprintf(of.fp, "%llu\n%llu\n%llu\n", (unsigned long long)g->docs,
+                    (unsigned long long)g->vocab, (unsigned long long)nnz);
         }
         for (uint64_t d = 0; d < g->docs; d++) {
-            rt_rng_seed(&rng, g->seed, 0x1da0000000ULL + d);
-            dirichlet(&rng, g->alpha, theta, K);
-            double acc = 0;
-            for (uint64_t k = 0; k < K; k++) {
-                tcum[k] = (acc += theta[k]);
-                thetaf[d * K + k] = (float)theta[k];
-            }
-            tcum[K - 1] = 1.0;
-            uint64_t len = g->fixed ? g->len : poisson(&rng, (double)g->len), n = 0;
-            for (uint64_t i = 0; i < len; i++) {
-                uint64_t k = rt_search_cdf(tcum, K, rt_rng_uniform(&rng));
-                uint64_t w = rt_search_cdf(cum + k * V, V, rt_rng_uniform(&rng));
-                if (counts[w]++ == 0)
-                    seen[n++] = (uint32_t)w;
-            }
-            /* words in increasing order (insertion sort: n is small) */
-            for (uint64_t i = 1; i < n; i++)
-                for (uint64_t j = i; j > 0 && seen[j - 1] > seen[j]; j--) {
-                    uint32_t t = seen[j];
-                    seen[j] = seen[j - 1];
-                    seen[j - 1] = t;
-                }
+            uint64_t n = draw_document(s, d);
             for (uint64_t i = 0; i < n; i++) {
                 if (pass == 1)
-                    fprintf(of.fp, "%llu %u %u\n", (unsigned long long)d + 1, seen[i] + 1,
-                            counts[seen[i]]);
-                counts[seen[i]] = 0;
+                    fprintf(of.fp, "%llu %u %u\n", (unsigned long long)d + 1, s->seen[i] + 1,
+                            s->counts[s->seen[i]]);
+                s->counts[s->seen[i]] = 0;
             }
             nnz += pass == 0 ? n : 0;
         }
     }
-    if (ferror(of.fp)) {
-        rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: write failed", g->out);
-        goto out;
+    if (rt_write_check(of.fp, of.path, err) || rt_outfile_commit(&of, err)) {
+        rt_outfile_abort(&of);
+        return -1;
     }
-    if (rt_outfile_commit(&of, err))
-        goto out;
-    of.fp = NULL;
-    if (!g->companions)
-        goto done;
+    *nnz_out = nnz;
+    return 0;
+}
+
+/* FILE.topics.npy, FILE.mixtures.npy and FILE.vocab.txt beside the corpus. */
+static int write_companions(const lda_draw *s, rt_error *err)
+{
+    const gen_args *g = s->g;
+    char path[4200];
+    rt_outfile of;
     snprintf(path, sizeof(path), "%s.topics.npy", g->out);
-    if (rt_npy_write_f32(path, phif, K, V, V, err))
-        goto out;
+    if (rt_npy_write_f32(path, s->phif, g->topics, g->vocab, g->vocab, err))
+        return -1;
     snprintf(path, sizeof(path), "%s.mixtures.npy", g->out);
-    if (rt_npy_write_f32(path, thetaf, g->docs, K, K, err))
-        goto out;
+    if (rt_npy_write_f32(path, s->thetaf, g->docs, g->topics, g->topics, err))
+        return -1;
     snprintf(path, sizeof(path), "%s.vocab.txt", g->out);
     if (rt_outfile_open(&of, path, err))
-        goto out;
-    for (uint64_t w = 0; w < V; w++)
+        return -1;
+    for (uint64_t w = 0; w < g->vocab; w++)
         fprintf(of.fp, "w%llu\n", (unsigned long long)w + 1);
-    if (rt_outfile_commit(&of, err))
-        goto out;
-    of.fp = NULL;
-done:
-    /* on stderr, as gen mf's: with --out - standard output is the corpus */
-    rt_info("gen lda: %llu documents, %llu words, %llu topics, %llu (doc, word) pairs -> %s",
-            (unsigned long long)g->docs, (unsigned long long)V, (unsigned long long)K,
-            (unsigned long long)nnz, g->out);
-    rc = 0;
-out:
-    if (of.fp)
+    if (rt_write_check(of.fp, of.path, err) || rt_outfile_commit(&of, err)) {
         rt_outfile_abort(&of);
-    free(phi);
-    free(cum);
-    free(theta);
-    free(tcum);
-    free(counts);
-    free(seen);
-    free(lens);
-    free(phif);
-    free(thetaf);
+        return -1;
+    }
+    return 0;
+}
+
+static int generate(const gen_args *g, rt_error *err)
+{
+    lda_draw s;
+    uint64_t nnz = 0;
+    int rc = draw_alloc(&s, g, err);
+    if (rc == 0) {
+        draw_topics(&s);
+        rc = write_corpus(&s, &nnz, err);
+    }
+    if (rc == 0 && g->companions)
+        rc = write_companions(&s, err);
+    draw_free(&s);
+    if (rc == 0) /* on stderr, as gen mf's: with --out - standard output is the corpus */
+        rt_info("gen lda: %llu documents, %llu words, %llu topics, %llu (doc, word) pairs -> %s",
+                (unsigned long long)g->docs, (unsigned long long)g->vocab,
+                (unsigned long long)g->topics, (unsigned long long)nnz, g->out);
     return rc;
 }
 
