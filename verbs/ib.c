@@ -225,6 +225,13 @@ static int fail_from_state(ib_transport *ib, rt_error *err)
     return rt_fail(err, RT_EXIT_RUNTIME, "%s", ib->fail_msg);
 }
 
+/* A call needs peer r, which stopped: this rank stops too, with r's message
+ * (which names the rank where it began).  Caller holds mu. */
+static void peer_stopped_fail(ib_transport *ib, int r)
+{
+    set_failed(ib, "%s", ib->peers[r].stopped);
+}
+
 static uint64_t wr_id(int kind, int peer, uint32_t aux, uint32_t covers)
 {
     return (uint64_t)kind << 60 | (uint64_t)(uint16_t)peer << 44 |
@@ -825,7 +832,7 @@ static int ib_pass(rt_transport *t, uint32_t src_slot, size_t len, uint32_t bloc
     ib->stats.credit_wait_s += rt_now() - t0;
     if (ib->failed || p->gone || p->stopped) {
         if (p->stopped) /* a stopped next rank takes nothing more: stop with its message */
-            set_failed(ib, "%s", p->stopped);
+            peer_stopped_fail(ib, ib->next);
         int failed = ib->failed;
         pthread_mutex_unlock(&ib->mu);
         return failed ? fail_from_state(ib, err) : gone_fail(ib, ib->next, "pass", err);
@@ -891,7 +898,7 @@ static int ib_wait_arrival(rt_transport *t, rt_arrival *out, int timeout_ms, rt_
             break;
         }
         if (ib->peers[ib->prev].stopped) { /* after its arrivals (same QP, CQ order) */
-            set_failed(ib, "%s", ib->peers[ib->prev].stopped);
+            peer_stopped_fail(ib, ib->prev);
             got = -1;
             break;
         }
@@ -922,7 +929,7 @@ static int ib_flush(rt_transport *t, rt_error *err)
         if (ib->peers[ib->prev].gone || ib->peers[ib->prev].stopped)
             ib->slot_owed = 0; /* nobody to return credits to */
         if (ib->peers[ib->next].stopped && ib->completed < ib->sent)
-            set_failed(ib, "%s", ib->peers[ib->next].stopped);
+            peer_stopped_fail(ib, ib->next);
         else if (ib->peers[ib->next].gone && ib->completed < ib->sent)
             break; /* it acknowledged what it needed before saying bye */
         else if (ib->completed < ib->sent || ib->slot_owed > 0)
@@ -964,7 +971,7 @@ static int ib_send_msg(rt_transport *t, int peer, const void *buf, size_t len, r
         len -= n;
     }
     if (!ib->failed && len > 0 && p->stopped)
-        set_failed(ib, "%s", p->stopped);
+        peer_stopped_fail(ib, peer);
     int failed = ib->failed, gone = len > 0 && p->gone;
     pthread_mutex_unlock(&ib->mu);
     if (gone && !failed)
@@ -982,7 +989,7 @@ static int ib_recv_msg(rt_transport *t, int peer, void *buf, size_t len, rt_erro
     while (len > 0) {
         if (p->rx_count == 0) {
             if (!ib->failed && p->stopped) /* all it sent before is read */
-                set_failed(ib, "%s", p->stopped);
+                peer_stopped_fail(ib, peer);
             if (ib->failed) {
                 rc = -1;
                 break;
@@ -1294,9 +1301,25 @@ static int find_gid_index(ib_transport *ib)
     return v1;
 }
 
-/* Open the device behind our listening address and allocate everything that
- * does not depend on peers: PD, CQ, window, bounce buffers. */
-static int setup_device(ib_transport *ib, rt_error *err)
+/* Work requests one peer's queue pair holds: receives (passes' notices,
+ * control chunks, heartbeats) and sends (passes, control, credits). */
+static uint32_t rq_depth(const rt_transport_config *c)
+{
+    return 2 * c->n_slots + 2 * CTRL_CREDITS + 8 + BEAT_SLACK;
+}
+static uint32_t sq_depth(const rt_transport_config *c)
+{
+    return 3 * c->n_slots + 2 * CTRL_CREDITS + SIGNAL_EVERY + 8;
+}
+/* Registered bounce-buffer bytes per peer: its control sends and receives. */
+static size_t peer_buf_bytes(const rt_transport_config *c)
+{
+    return (size_t)(CTRL_CREDITS + rq_depth(c)) * CTRL_CHUNK;
+}
+
+/* The device and port behind our listening address: the ones asked for
+ * (--ib-dev, --ib-port), and ACTIVE. */
+static int open_port(ib_transport *ib, rt_error *err)
 {
     const rt_transport_config *c = &ib->base.cfg;
     ib->ctx = ib->listen_id->verbs;
@@ -1329,22 +1352,33 @@ static int setup_device(ib_transport *ib, rt_error *err)
             pa.link_layer == IBV_LINK_LAYER_ETHERNET ? "RoCE" : "InfiniBand", gid,
             c->gid_index >= 0 ? " (--gid-index)" : " (auto: RoCE v2 GID of the address)",
             mtu_bytes(pa.active_mtu));
+    return 0;
+}
 
+/* Protection domain, completion channel and one CQ for every peer's QP. */
+static int create_queues(ib_transport *ib, rt_error *err)
+{
+    const rt_transport_config *c = &ib->base.cfg;
+    const char *dev = ibv_get_device_name(ib->ctx->device);
+    int cqe = (int)((rq_depth(c) + sq_depth(c)) * (uint32_t)(c->size > 1 ? c->size - 1 : 1));
     if (!(ib->pd = ibv_alloc_pd(ib->ctx)))
         return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "ib: ibv_alloc_pd on %s", dev);
-    uint32_t rq = 2 * c->n_slots + 2 * CTRL_CREDITS + 8 + BEAT_SLACK;
-    uint32_t sq = 3 * c->n_slots + 2 * CTRL_CREDITS + SIGNAL_EVERY + 8;
-    int cqe = (int)((rq + sq) * (uint32_t)(c->size > 1 ? c->size - 1 : 1));
     if (!(ib->cc = ibv_create_comp_channel(ib->ctx)))
         return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "ib: ibv_create_comp_channel on %s", dev);
     if (!(ib->cq = ibv_create_cq(ib->ctx, cqe, NULL, ib->cc, 0)))
         return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "ib: ibv_create_cq(%d) on %s", cqe, dev);
+    return 0;
+}
 
-    /* window: slots, meta_in, meta_out */
+/* The registered memory: the window (slots, meta_in, meta_out), which the
+ * previous rank writes, and the bounce buffers (every peer's, then the
+ * failure reason we send). */
+static int register_memory(ib_transport *ib, rt_error *err)
+{
+    const rt_transport_config *c = &ib->base.cfg;
     size_t slots = (size_t)c->n_slots * c->slot_bytes;
     ib->window_bytes = slots + 2 * (size_t)c->n_slots * META_BYTES;
-    size_t per_peer = (size_t)(CTRL_CREDITS + rq) * CTRL_CHUNK;
-    ib->bufs_bytes = per_peer * (size_t)(c->size - 1) + WIRE_FAIL_MSG_MAX;
+    ib->bufs_bytes = peer_buf_bytes(c) * (size_t)(c->size - 1) + WIRE_FAIL_MSG_MAX;
     if (check_memlock(ib->window_bytes + ib->bufs_bytes, err))
         return -1;
     ib->window = rt_alloc(ib->window_bytes);
@@ -1352,22 +1386,31 @@ static int setup_device(ib_transport *ib, rt_error *err)
     if (!ib->window || !ib->bufs)
         return rt_fail(err, RT_EXIT_RUNTIME, "ib: out of memory for a %zu-byte window",
                        ib->window_bytes);
-    ib->reason = ib->bufs + per_peer * (size_t)(c->size - 1);
+    ib->reason = ib->bufs + peer_buf_bytes(c) * (size_t)(c->size - 1);
     ib->meta_in = (wire_ib_meta *)(ib->window + slots);
     ib->meta_out = (wire_ib_meta *)(ib->window + slots + (size_t)c->n_slots * META_BYTES);
     if (reg_mr(ib, ib->window, ib->window_bytes, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
                &ib->win_mr, err) ||
         reg_mr(ib, ib->bufs, ib->bufs_bytes, IBV_ACCESS_LOCAL_WRITE, &ib->buf_mr, err))
         return -1;
+    return 0;
+}
+
+/* Each peer's queue depths, its share of the bounce buffers and its
+ * receive bookkeeping. */
+static int init_peers(ib_transport *ib, rt_error *err)
+{
+    const rt_transport_config *c = &ib->base.cfg;
+    uint32_t rq = rq_depth(c);
     int k = 0;
     for (int r = 0; r < c->size; r++) {
         ib_peer *p = &ib->peers[r];
         p->rank = r;
         if (r == c->rank)
             continue;
-        p->sq_depth = sq;
+        p->sq_depth = sq_depth(c);
         p->rq_depth = rq;
-        p->tx_bufs = ib->bufs + per_peer * (size_t)k;
+        p->tx_bufs = ib->bufs + peer_buf_bytes(c) * (size_t)k;
         p->rx_bufs = p->tx_bufs + (size_t)CTRL_CREDITS * CTRL_CHUNK;
         p->rx_fifo = calloc(rq, sizeof(uint32_t));
         p->rx_len = calloc(rq, sizeof(uint32_t));
@@ -1376,6 +1419,15 @@ static int setup_device(ib_transport *ib, rt_error *err)
         k++;
     }
     return 0;
+}
+
+/* Open the device behind our listening address and allocate everything that
+ * does not depend on peers: PD, CQ, window, bounce buffers. */
+static int setup_device(ib_transport *ib, rt_error *err)
+{
+    if (open_port(ib, err) || create_queues(ib, err) || register_memory(ib, err))
+        return -1;
+    return init_peers(ib, err);
 }
 
 /* Our connect private data: who we are and our port's MTU, nothing that
