@@ -61,6 +61,14 @@ done
 [ "$(grep -c '<title>' curves.svg)" -ge 6 ] || fail "expected 6 curves"
 echo "ok svg"
 
+# A metrics file an editor saved with a UTF-8 byte order mark and CRLF lines
+# reads as the one rotor wrote (it was refused: "'[' or '{' expected near
+# '\xef\xbb\xbf'"); the files may follow "--" and the options.
+{ printf '\357\273\277'; sed 's/$/\r/' sgd-0.02.json; } >edited.json
+"$ROTOR" plot --out edited.svg -- edited.json || fail "plot of an editor-saved metrics file"
+grep -q 'sgd-mf' edited.svg || fail "the edited file's curve is missing"
+echo "ok byte order mark"
+
 # gnuplot's own messages (one epoch: "empty x range") come out as rotor lines
 "$ROTOR" train --plan plan --app sgd-mf --rank 4 --epochs 1 --serial --metrics one.json \
     >/dev/null 2>&1 || fail "train one epoch"
