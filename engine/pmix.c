@@ -26,6 +26,7 @@
  */
 #define _GNU_SOURCE
 #include "engine/engine.h"
+#include "verbs/netaddr.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -62,32 +63,6 @@ static int get_u32(const pmix_proc_t *who, const char *key, uint32_t *out, rt_er
         ok = 0;
     PMIX_VALUE_RELEASE(v);
     return ok ? 0 : rt_fail(err, RT_EXIT_RUNTIME, "PMIx: %s has an unexpected type", key);
-}
-
-/* A port nobody listens on now: the kernel's pick for port 0 on host. */
-static int free_port(const char *host, int *port, rt_error *err)
-{
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
-    struct addrinfo *res = NULL;
-    int rc = getaddrinfo(host, "0", &hints, &res);
-    if (rc)
-        return rt_fail(err, RT_EXIT_RUNTIME, "PMIx: cannot resolve this node's name '%s': %s", host,
-                       gai_strerror(rc));
-    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_storage sa;
-    socklen_t len = sizeof(sa);
-    int e = 0;
-    if (fd < 0 || bind(fd, res->ai_addr, res->ai_addrlen) ||
-        getsockname(fd, (struct sockaddr *)&sa, &len))
-        e = errno;
-    if (fd >= 0)
-        close(fd);
-    freeaddrinfo(res);
-    if (e)
-        return rt_fail_errno(err, RT_EXIT_RUNTIME, e, "PMIx: cannot find a free port on %s", host);
-    /* sin_port and sin6_port sit at the same offset */
-    *port = ntohs(((struct sockaddr_in *)&sa)->sin_port);
-    return 0;
 }
 
 /* Rank r's published "PORT HOST" into peer, checked. */
@@ -127,8 +102,8 @@ static int put_address(const pmix_proc_t *me, rt_group *g, char *host, size_t ca
     if ((int)local != g->size && gethostname(host, cap))
         return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "PMIx: gethostname");
     host[cap - 1] = '\0';
-    if (free_port(host, port, err))
-        return -1;
+    if (rt_net_free_port(host, port, err))
+        return rt_error_prefix(err, "PMIx");
     char entry[300];
     snprintf(entry, sizeof(entry), "%d %s", *port, host);
     pmix_value_t v;

@@ -32,6 +32,7 @@
 #define _GNU_SOURCE
 #include "tools/commands.h"
 #include "ground/ground.h"
+#include "verbs/netaddr.h"
 #include "verbs/transport.h"
 
 #include <arpa/inet.h>
@@ -149,22 +150,6 @@ static void pump(out_stream *s, int rank)
     }
 }
 
-/* A free TCP port on 127.0.0.1 (bind port 0, read it back). */
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(a);
-    int port = -1;
-    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    close(fd);
-    return port;
-}
-
 /* Write the hostfile into a memfd the children inherit; ports distinct
  * from each other.  Returns the fd, or -1 with err. */
 static int write_hostfile(int np, int base_port, rt_error *err)
@@ -184,7 +169,8 @@ static int write_hostfile(int np, int base_port, rt_error *err)
     for (int r = 0; r < np; r++) {
         int port = base_port > 0 ? base_port + r : -1;
         for (int tries = 0; port < 0 && tries < 100; tries++) {
-            port = free_port();
+            if (rt_net_free_port("127.0.0.1", &port, NULL))
+                port = -1;
             for (int q = 0; q < r && port > 0; q++)
                 if (ports[q] == port)
                     port = -1;

@@ -86,6 +86,7 @@
  */
 #define _GNU_SOURCE
 #include "verbs/backend.h"
+#include "verbs/netaddr.h"
 #include "verbs/wire.h"
 
 #include <errno.h>
@@ -1227,15 +1228,12 @@ int rt_ib_probe(char *why, size_t why_len)
 
 /* --------------------------------------------------------------- setup ---- */
 
+/* host:port as one socket address (the first getaddrinfo gives). */
 static int resolve(const char *host, int port, struct sockaddr_storage *out, rt_error *err)
 {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
     struct addrinfo *res = NULL;
-    char ps[16];
-    snprintf(ps, sizeof(ps), "%d", port);
-    int rc = getaddrinfo(host, ps, &hints, &res);
-    if (rc)
-        return rt_fail(err, RT_EXIT_INPUT, "ib: cannot resolve %s: %s", host, gai_strerror(rc));
+    if (rt_net_resolve(host, port, 0, &res, err))
+        return rt_error_prefix(err, "ib");
     memcpy(out, res->ai_addr, res->ai_addrlen);
     freeaddrinfo(res);
     return 0;

@@ -55,6 +55,7 @@
  */
 #define _GNU_SOURCE
 #include "verbs/backend.h"
+#include "verbs/netaddr.h"
 #include "verbs/wire.h"
 
 #include <arpa/inet.h>
@@ -854,18 +855,6 @@ typedef struct setup {
     char stop_why[WIRE_WHY_BYTES];
 } setup;
 
-static int resolve(const rt_peer *p, int passive, struct addrinfo **res, rt_error *err)
-{
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
-    hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0);
-    char port[16];
-    snprintf(port, sizeof(port), "%d", p->port);
-    int rc = getaddrinfo(p->host, port, &hints, res);
-    if (rc)
-        return rt_fail(err, RT_EXIT_INPUT, "cannot resolve '%s': %s", p->host, gai_strerror(rc));
-    return 0;
-}
-
 /* How long a listen address in use is tried again.  The port may be held
  * for a moment (the source port of a short-lived outgoing connection, a
  * previous run's rank still exiting); a port that stays taken is another
@@ -897,7 +886,7 @@ static int open_listener(tcp_transport *t, rt_error *err)
 {
     const rt_peer *me = &t->base.peers[t->rank];
     struct addrinfo *res;
-    if (resolve(me, 1, &res, err))
+    if (rt_net_resolve(me->host, me->port, 1, &res, err))
         return rt_error_prefix(err, "rank %d listen address", t->rank);
     int last = 0, fd;
     double until = rt_now() + LISTEN_RETRY_S;
@@ -1544,7 +1533,8 @@ static int connect_all(tcp_transport *t, rt_error *err)
                     .purpose = k == 0 ? WIRE_CONN_RING : WIRE_CONN_CTRL,
                     .state = OUT_CONNECTING};
         char who[320];
-        if (resolve(&t->base.peers[c->peer], 0, &c->res, err)) {
+        if (rt_net_resolve(t->base.peers[c->peer].host, t->base.peers[c->peer].port, 0, &c->res,
+                           err)) {
             rt_error_prefix(err, "%s", peer_str(t, c->peer, who, sizeof(who)));
             goto out;
         }

@@ -5,6 +5,7 @@
  * cannot be allocated.  (The multi-process scenarios live in transport_test.c.) */
 #define _GNU_SOURCE
 #include "verbs/backend.h"
+#include "verbs/netaddr.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -39,13 +40,9 @@ typedef struct rank_ctx {
 
 static int free_port(void)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(a);
-    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    close(fd);
-    return ntohs(a.sin_port);
+    int port = 0;
+    assert_int_equal(rt_net_free_port("127.0.0.1", &port, NULL), 0);
+    return port;
 }
 
 static int open_rank(rank_ctx *c, rt_transport **t)

@@ -25,6 +25,7 @@
  * Exit status: 0 all passed, 1 a scenario failed, 2 usage.
  */
 #define _GNU_SOURCE
+#include "verbs/netaddr.h"
 #include "verbs/transport.h"
 
 #include <arpa/inet.h>
@@ -795,25 +796,8 @@ static const scenario scenarios[] = {
 /* Pick a free TCP port on host (bind port 0; the kernel chooses). */
 static int free_port(const char *host)
 {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC,
-                             .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
-    struct addrinfo *res;
-    if (getaddrinfo(host, "0", &hints, &res))
-        return -1;
     int port = -1;
-    int fd = socket(res->ai_family, res->ai_socktype, 0);
-    if (fd >= 0 && bind(fd, res->ai_addr, res->ai_addrlen) == 0) {
-        struct sockaddr_storage ss;
-        socklen_t sl = sizeof(ss);
-        if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
-            port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-                                                  : ((struct sockaddr_in *)&ss)->sin_port);
-    }
-    if (fd >= 0)
-        close(fd);
-    freeaddrinfo(res);
-    return port;
+    return rt_net_free_port(host, &port, NULL) ? -1 : port;
 }
 
 /* Run one scenario on fresh ports: 0 passed, -1 failed, 1 retry (port clash). */
