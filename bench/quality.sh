@@ -3,7 +3,7 @@
 # on real data; prints JSON.
 #
 #   bench/quality.sh [--rounds R] [--threads T] [--anchors DIR] [--keep-runs DIR]
-#                    [--only sgd|cd]
+#                    [--only sgd|cd] [--thinned]
 #   bench/quality.sh --from-runs DIR     (the summary again from saved runs)
 #
 # --only sgd runs rotor sgd-mf and LIBMF's grid only, --only cd rotor cd-mf
@@ -19,6 +19,12 @@
 #   ../shared/anchors by its build.sh into DIR (default /tmp/rotor-anchors),
 #   each with the setting of a small grid whose mean final test RMSE over the
 #   dataset's folds is best (tuned on the test folds, as their users do).
+#   bias: the mean-plus-biases model mu + b_u + b_i (15 alternating sweeps
+#     of b = sum(r - the rest) / (n + d), in awk), the best damping d of
+#     2, 3 and 5: what a factorisation must beat where rows have few ratings.
+# --thinned adds ml100k-quarter and filmtrust-quarter: the same folds with
+# every fourth training line kept (NR % 4 == 1; ~21 ratings a user on
+# MovieLens), tested on the whole test fold.
 # Rounds are interleaved: round r runs every tool on every fold, the folds
 # and the tools in an order rotated per round.  RMSE is the median over
 # rounds (rotor's is the same bits every round).
@@ -49,8 +55,9 @@
 #     target or after; LIBMF its loading.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-rounds=3 threads=2 anchors=/tmp/rotor-anchors keep_runs="" from_runs="" only=""
-bench_options 2,49 "$@"
+rounds=3 threads=2 anchors=/tmp/rotor-anchors keep_runs="" from_runs="" only="" thinned=0
+BENCH_FLAGS=([thinned]=thinned=1)
+bench_options 2,55 "$@"
 case $only in "" | sgd | cd) ;; *) bench_fail "--only: sgd or cd, not '$only'" ;; esac
 DATA=${ROTOR_DATA_DIR:-$ROOT/../shared/data}
 ANCHORS_SRC=${ROTOR_ANCHORS:-$ROOT/../shared/anchors}
@@ -73,6 +80,9 @@ fi
 # lambda (10 outer x 5 inner iterations, eps 1e-3).
 LIBMF_GRID=("-k 32 -l2 0.08" "-k 32 -l2 0.1" "-k 32 -l2 0.12" "-k 64 -l2 0.1")
 LIBPMF_GRID=("-k 10 -l 0.05" "-k 10 -l 0.1" "-k 32 -l 0.1" "-k 10 -l 0.2")
+BIAS_GRID=("-d 2" "-d 3" "-d 5")
+DATASETS="ml100k filmtrust"
+[ "$thinned" = 1 ] && DATASETS="$DATASETS ml100k-quarter filmtrust-quarter"
 
 # ---- folds: $TMP/DATASET/fF.{base,test} and a LIBPMF dir each
 make_fold() { # make_fold DATASET F BASE TEST
@@ -99,6 +109,13 @@ make_folds() {
         awk -v f="$f" 'NR % 5 != f - 1' "$TMP/ft.txt" >"$TMP/b"
         awk -v f="$f" 'NR % 5 == f - 1' "$TMP/ft.txt" >"$TMP/t"
         make_fold filmtrust "$f" "$TMP/b" "$TMP/t"
+    done
+    [ "$thinned" = 1 ] || return 0
+    for ds in ml100k filmtrust; do
+        for f in 1 2 3 4 5; do
+            awk 'NR % 4 == 1' "$TMP/$ds/f$f/base" >"$TMP/b"
+            make_fold "$ds-quarter" "$f" "$TMP/b" "$TMP/$ds/f$f/test"
+        done
     done
 }
 
@@ -140,10 +157,27 @@ run_libpmf() { # run_libpmf DATASET F SETTING ROUND
         >"$out.log" 2>/dev/null)
     since "$t0" >"$out.wall"
 }
+run_bias() { # run_bias DATASET F SETTING ROUND: test RMSE of the damped biases
+    local d=$TMP/$1/f$2 out t0
+    out=$(log_name "$1" "$2" bias "$3" "$4")
+    t0=$(now)
+    awk -v d="${3#-d }" 'NR == FNR { u[NR] = $1; i[NR] = $2; r[NR] = $3; s += $3; n = NR
+                                     nu[$1]++; ni[$2]++; next }
+        FNR == 1 { mu = s / n
+            for (it = 0; it < 15; it++) {
+                delete su; delete si
+                for (k = 1; k <= n; k++) su[u[k]] += r[k] - mu - bi[i[k]]
+                for (x in nu) bu[x] = su[x] / (nu[x] + d)
+                for (k = 1; k <= n; k++) si[i[k]] += r[k] - mu - bu[u[k]]
+                for (x in ni) bi[x] = si[x] / (ni[x] + d) } }
+        ($1 in nu) && ($2 in ni) { e = mu + bu[$1] + bi[$2] - $3; sse += e * e; m++ }
+        END { printf "%.6f\n", sqrt(sse / m) }' "$d/base" "$d/test" >"$out.log"
+    since "$t0" >"$out.wall"
+}
 train_all() {
     local r ds f i n s order
     for r in $(seq 1 "$rounds"); do
-        for ds in ml100k filmtrust; do
+        for ds in $DATASETS; do
             order=$(seq 1 5 | awk -v r="$r" '{ a[NR] = $1 } END { for (i = 0; i < 5; i++) print a[(i + r - 1) % 5 + 1] }')
             for f in $order; do
                 jobs=()
@@ -155,6 +189,7 @@ train_all() {
                     jobs+=("run_rotor $ds $f cd-mf $r")
                     for s in "${LIBPMF_GRID[@]}"; do jobs+=("run_libpmf $ds $f '$s' $r"); done
                 fi
+                for s in "${BIAS_GRID[@]}"; do jobs+=("run_bias $ds $f '$s' $r"); done
                 n=${#jobs[@]}
                 for i in $(seq 0 $((n - 1))); do eval "${jobs[$(((i + r) % n))]}"; done
             done
@@ -166,9 +201,9 @@ if [ -z "$from_runs" ]; then
     make_folds
     load_start=$(cut -d' ' -f1-3 /proc/loadavg)
     train_all
-    printf 'rounds %s\nthreads %s\nlibmf_iters %s\nload_start %s\nload_end %s\ndate %s\n' \
+    printf 'rounds %s\nthreads %s\nlibmf_iters %s\nload_start %s\nload_end %s\ndate %s\ndatasets %s\n' \
         "$rounds" "$threads" "$LIBMF_ITERS" "$load_start" "$(cut -d' ' -f1-3 /proc/loadavg)" \
-        "$(date -u +%FT%TZ)" >"$RUNS/meta"
+        "$(date -u +%FT%TZ)" "$DATASETS" >"$RUNS/meta"
 fi
 meta() { awk -v k="$1" '$1 == k { $1 = ""; sub(/^ /, ""); print }' "$RUNS/meta"; }
 
@@ -207,6 +242,7 @@ table_line() { # table_line BASE (a log_name)
         awk -v k="$k" -v wall="${wall[0]}" '$1 == "iter" && $3 == "rank" && $4 == k {
             t = $6; out = out (out == "" ? "" : ",") $6 ":" $NF }
             END { print wall - t, out }' "$b.log" ;;
+    bias) echo "0 ${wall[0]}:$(cat "$b.log")" ;;
     esac | sed "s/^/$ds ${f#f} $tool $set $r /"
 }
 for w in "$RUNS"/logs/*.wall; do table_line "${w%.wall}"; done >"$RUNS/table"
@@ -215,7 +251,7 @@ for w in "$RUNS"/logs/*.wall; do table_line "${w%.wall}"; done >"$RUNS/table"
 # ---- summary (awk): medians over rounds, best grid setting per dataset and
 # anchor, time to reach the other tool's final RMSE
 awk -v load_start="$(meta load_start)" -v load_end="$(meta load_end)" -v rounds="$(meta rounds)" \
-    -v threads="$(meta threads)" -v when="$(meta date)" '
+    -v threads="$(meta threads)" -v when="$(meta date)" -v datasets="$(meta datasets)" '
 function sort_num(a, n,   i, j, x) {
     for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
 }
@@ -244,8 +280,8 @@ function ratios(name, v,   f, m, w, c, a) {
     traj[key SUBSEP $5] = $7; boot[key SUBSEP $5] = $6; sets[$1 SUBSEP $3 SUBSEP $4] = 1
     if ($5 > nr) nr = $5 }
 END {
-    nds = split("ml100k filmtrust", dss, " ")
-    ntools = split("rotor-sgd-mf rotor-cd-mf libmf libpmf", tools, " ")
+    nds = split(datasets == "" ? "ml100k filmtrust" : datasets, dss, " ")
+    ntools = split("rotor-sgd-mf rotor-cd-mf libmf libpmf bias", tools, " ")
     printf "{\"rounds\": %d, \"threads\": %d, \"date\": \"%s\", \"load_start\": \"%s\", \"load_end\": \"%s\",\n", rounds, threads, when, load_start, load_end
     printf " \"datasets\": {\n"
     for (d = 1; d <= nds; d++) {
@@ -269,7 +305,7 @@ END {
             printf "], \"seconds\": ["
             for (f = 1; f <= 5; f++) printf "%s%.4g", (f > 1 ? ", " : ""), median(tm[ds SUBSEP f SUBSEP tool SUBSEP st])
             printf "]"
-            if (tool ~ /^lib/) {
+            if (tool ~ /^(lib|bias)/) {
                 printf ", \"grid_mean_rmse\": {"; c = 0
                 for (k in grid) { split(k, s, SUBSEP); if (s[1] == tool) { printf "%s\"%s\": %.5f", (c++ ? ", " : ""), s[2], grid[k] }; }
                 printf "}"; for (k in grid) { split(k, s, SUBSEP); if (s[1] == tool) delete grid[k] }
