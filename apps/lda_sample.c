@@ -926,17 +926,77 @@ int lda_visit_sparse(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payl
 
 /* ------------------------------------------------------------ MH */
 
-int lda_visit_mh(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
-                 rt_rng *rng, rt_error *err)
+#define MH_PREFETCH 16 /* tokens ahead */
+
+/* The proposal q(k) ∝ c_k + prior of a token: the n topics it draws from
+ * (one per count) and their share of the mass, n / (n + K prior). */
+typedef struct mh_source {
+    const uint16_t *from;
+    uint32_t n;
+    double mass, cut; /* n + K prior; n 2^32 */
+} mh_source;
+
+static inline mh_source mh_source_of(const uint16_t *from, uint32_t n, double prior_mass)
+{
+    return (mh_source){from, n, n + prior_mass, n * 0x1.0p32};
+}
+
+/* One proposal with one 64-bit draw x: the high half picks the counts
+ * (below n / (n + K prior)) or a uniform topic, the low half one of the n
+ * topics (a topic in proportion to its count) or the uniform topic.  A
+ * mask, not a branch: which one is a coin flip. */
+static inline uint32_t mh_propose(uint64_t x, const mh_source *q, uint32_t K)
+{
+    const uint64_t lo = x & 0xffffffffu;
+    const uint32_t counted = q->from[(lo * q->n) >> 32], uniform = (uint32_t)((lo * K) >> 32);
+    const uint32_t use = (uint32_t) - (uint32_t)((double)(x >> 32) * q->mass < q->cut);
+    return (counted & use) | (uniform & ~use);
+}
+
+/* The token's topic after a step: t if the ratio num / den passes 32
+ * random bits u, else k (t == k: num == den, a move that changes
+ * nothing).  A mask, not a branch: acceptance is a coin flip. */
+static inline uint32_t mh_step(double num, double den, uint32_t u, uint32_t t, uint32_t k)
+{
+    const uint32_t take = (uint32_t) - (uint32_t)((double)u * 0x1.0p-32 * den < num);
+    return k ^ ((k ^ t) & take);
+}
+
+/* Fetch what token i + MH_PREFETCH's first step reads: its document's row at
+ * its topic (the topic fetched MH_PREFETCH tokens before, with the topics
+ * around it, which its document proposal draws from). */
+static inline void mh_prefetch(const lda_tokens *t, uint64_t i, uint64_t end, uint32_t K)
+{
+    if (i + 2 * MH_PREFETCH < end)
+        __builtin_prefetch(t->z + t->tok_pos[i + 2 * MH_PREFETCH], 1);
+    if (i + MH_PREFETCH < end)
+        __builtin_prefetch(t->ndk + (size_t)t->tok_doc[i + MH_PREFETCH] * K +
+                               t->z[t->tok_pos[i + MH_PREFETCH]],
+                           1);
+}
+
+/* One block visit with M steps per token (M a constant in the common
+ * cases, so the alternation unrolls). */
+static inline __attribute__((always_inline)) int mh_visit(const lda_ctx *c, lda_worker *w,
+                                                          uint32_t b, uint32_t *payload,
+                                                          lda_scratch *s, rt_rng *rng_io,
+                                                          uint32_t M, rt_error *err)
 {
     lda_tokens *t = &w->train;
-    const uint32_t K = c->o->K, steps = c->o->mh_steps;
+    const uint32_t K = c->o->K;
     const double alpha = c->o->alpha, beta = c->o->beta, vbeta = c->vbeta;
     const double Kalpha = K * alpha, Kbeta = K * beta;
-    int64_t *nk = w->nk;
+    /* the totals as doubles while the visit runs (integers, so exact): a
+     * conversion would sit on the chain from one step's outcome to the
+     * next step's ratio */
+    double *nk = s->buf;
+    for (uint32_t k = 0; k < K; k++)
+        nk[k] = (double)w->nk[k];
     lda_word *wd = &s->word;
     uint16_t *z = t->z, *urn = s->urn;
+    rt_wyrand rng = {rt_rng_next(rng_io)};
     uint64_t i = t->blk_tok[b];
+    const uint64_t block_end = t->blk_tok[b + 1];
     for (uint64_t r = t->blk_run[b]; r < t->blk_run[b + 1]; r++) {
         uint32_t cap, j = t->run_word[r];
         uint32_t *slice = lda_word_slice(c, b, j, payload, &cap);
@@ -944,12 +1004,13 @@ int lda_visit_mh(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload,
         int32_t *nwk = wd->nwk;
         const uint64_t first = i, end = t->run_end[r];
         const uint32_t n_other = lda_word_urn_live(wd, z, t->tok_pos, first, end, urn, s->urn_own);
-        const uint32_t n_word = n_other + (uint32_t)(end - first);
+        const mh_source wq = mh_source_of(urn, n_other + (uint32_t)(end - first), Kbeta);
         for (; i < end; i++) {
+            mh_prefetch(t, i, block_end, K);
             const uint32_t d = t->tok_doc[i], p = t->tok_pos[i];
             int32_t *ndk = t->ndk + (size_t)d * K;
-            const uint16_t *dz = z + t->doc_off[d];
-            const uint32_t len = (uint32_t)(t->doc_off[d + 1] - t->doc_off[d]);
+            const mh_source dq = mh_source_of(
+                z + t->doc_off[d], (uint32_t)(t->doc_off[d + 1] - t->doc_off[d]), Kalpha);
             /* the token's topic in the document and in the urn follow its
              * chain, so both proposals draw it at its current state */
             uint16_t *own = urn + n_other + (i - first);
@@ -957,34 +1018,55 @@ int lda_visit_mh(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload,
             nk[k]--;
             nwk[k]--;
             ndk[k]--;
-            for (uint32_t step = 0; step < steps; step++) {
+            uint64_t bits = 0;
+            for (uint32_t m = 0; m < M; m++) {
+                const uint64_t x = rt_wyrand_next(&rng);
+                if (!(m & 1))
+                    bits = rt_wyrand_next(&rng);
+                const uint32_t u = (uint32_t)(m & 1 ? bits >> 32 : bits);
                 uint32_t tk;
                 double num, den;
-                if (step & 1) { /* word proposal: n_wk + beta, word factor cancels */
-                    const double u = rt_rng_uniform(rng) * (n_word + Kbeta);
-                    tk = u < n_word ? urn[(uint32_t)u] : lda_below(rng, K);
-                    num = (ndk[tk] + alpha) * ((double)nk[k] + vbeta);
-                    den = (ndk[k] + alpha) * ((double)nk[tk] + vbeta);
+                if (m & 1) { /* word proposal: n_wk + beta, word factor cancels */
+                    tk = mh_propose(x, &wq, K);
+                    num = (ndk[tk] + alpha) * (nk[k] + vbeta);
+                    den = (ndk[k] + alpha) * (nk[tk] + vbeta);
                 } else { /* doc proposal: n_dk + alpha, document factor cancels */
-                    const double u = rt_rng_uniform(rng) * (len + Kalpha);
-                    tk = u < len ? dz[(uint32_t)u] : lda_below(rng, K);
-                    num = (nwk[tk] + beta) * ((double)nk[k] + vbeta);
-                    den = (nwk[k] + beta) * ((double)nk[tk] + vbeta);
+                    tk = mh_propose(x, &dq, K);
+                    num = (nwk[tk] + beta) * (nk[k] + vbeta);
+                    den = (nwk[k] + beta) * (nk[tk] + vbeta);
                 }
-                if (tk != k && (num >= den || rt_rng_uniform(rng) * den < num)) {
-                    k = tk;
-                    z[p] = *own = (uint16_t)k;
-                }
+                k = mh_step(num, den, u, tk, k);
+                z[p] = *own = (uint16_t)k;
             }
             nk[k]++;
             if (nwk[k]++ == 0)
                 lda_word_nz_add(wd, k);
             ndk[k]++;
         }
-        if (lda_word_store(wd, K))
+        if (lda_word_store(wd, K)) {
+            for (uint32_t k = 0; k < K; k++)
+                w->nk[k] = (int64_t)nk[k];
             return lda_overflow(b, j, err);
+        }
     }
+    for (uint32_t k = 0; k < K; k++)
+        w->nk[k] = (int64_t)nk[k];
     return 0;
+}
+
+int lda_visit_mh(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
+                 rt_rng *rng, rt_error *err)
+{
+    switch (c->o->mh_steps) {
+    case 1:
+        return mh_visit(c, w, b, payload, s, rng, 1, err);
+    case 2:
+        return mh_visit(c, w, b, payload, s, rng, 2, err);
+    case 4:
+        return mh_visit(c, w, b, payload, s, rng, 4, err);
+    default:
+        return mh_visit(c, w, b, payload, s, rng, c->o->mh_steps, err);
+    }
 }
 
 /* ------------------------------------------------------------ held out */
