@@ -9,6 +9,7 @@
 #include <ftw.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -388,7 +389,45 @@ int rt_tmp_dir_name(const char *out, int pid, const char *tag, char *buf, size_t
     return 0;
 }
 
+/* ---- the commit gate (rt_commits_stop) ---- */
+
+static pthread_mutex_t commit_mu = PTHREAD_MUTEX_INITIALIZER;
+static int commits_stopped;
+
+void rt_commits_stop(void)
+{
+    pthread_mutex_lock(&commit_mu);
+    commits_stopped = 1;
+    pthread_mutex_unlock(&commit_mu);
+}
+
+/* 0 with the gate held (gate_leave after the rename), or -1 with err. */
+static int gate_enter(const char *path, rt_error *err)
+{
+    pthread_mutex_lock(&commit_mu);
+    if (!commits_stopped)
+        return 0;
+    pthread_mutex_unlock(&commit_mu);
+    return rt_fail(err, RT_EXIT_RUNTIME, "%s: not put in place: the command is interrupted", path);
+}
+
+static void gate_leave(void)
+{
+    pthread_mutex_unlock(&commit_mu);
+}
+
+static int dir_replace(const char *tmp, const char *out, rt_error *err);
+
 int rt_dir_replace(const char *tmp, const char *out, rt_error *err)
+{
+    if (gate_enter(out, err))
+        return -1;
+    int rc = dir_replace(tmp, out, err);
+    gate_leave();
+    return rc;
+}
+
+static int dir_replace(const char *tmp, const char *out, rt_error *err)
 {
     char old[4200];
     rt_path_parts pp;
@@ -482,8 +521,13 @@ static int commit(rt_outfile *of, int sync, rt_error *err)
     if (fflush(of->fp) != 0 || (sync && fsync(fileno(of->fp)) != 0))
         rc = rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: write failed", of->path);
     /* renamed while still open, so still held (rt_hold_temporary) */
-    if (rc == 0 && rename(of->tmp, of->path) != 0)
-        rc = rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: rename failed", of->path);
+    if (rc == 0 && gate_enter(of->path, err) != 0) {
+        rc = -1;
+    } else if (rc == 0) {
+        if (rename(of->tmp, of->path) != 0)
+            rc = rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: rename failed", of->path);
+        gate_leave();
+    }
     if (fclose(of->fp) != 0 && rc == 0)
         rc = rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: close failed", of->path);
     of->fp = NULL;

@@ -280,6 +280,13 @@ int rt_split_parent(const char *path, rt_path_parts *pp);
  * what was `out`, and fsync the parent.  Readers see the old set of files or
  * the new one. */
 int rt_dir_replace(const char *tmp, const char *out, rt_error *err);
+/* Close the commit gate for good: the renames that put an output in place
+ * (rt_outfile_commit, rt_dir_replace) fail from now on, and a commit under
+ * way finishes before this returns.  A signal watcher removing the partial
+ * outputs on another thread (tools/guard.c) calls it first: a commit that
+ * landed in the middle of that removal would swap in a set with some of its
+ * files gone, in place of the previous one. */
+void rt_commits_stop(void);
 /* The name of a temporary directory of `out`: OUT.tmp-PID-TAG (TAG letters
  * and digits, not "old"), its sibling ("out/" too), so that rt_dir_replace
  * swaps it in with one rename and rt_remove_stale_temporaries knows it. */

@@ -369,6 +369,12 @@ static int check_inputs_outside(const train_opts *o, const char *out, rt_error *
  * call that can. */
 static int agree_job_end(rt_engine *e, rt_error *err)
 {
+    /* Interrupted while saving, this rank's watcher is removing what it
+     * wrote (tools/guard.c): it must not tell the others that the job
+     * succeeded, or they exit 0 with the model gone.  (A signal that lands
+     * inside the barrier itself can still do that.) */
+    if (rt_guard_interrupted())
+        return rt_fail(err, RT_EXIT_RUNTIME, "interrupted before the job's end");
     if (rt_engine_barrier(e, err))
         return rt_error_prefix(err, "at the job's end");
     return 0;

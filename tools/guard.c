@@ -189,8 +189,11 @@ static void *watch_signals(void *arg)
     if (n != 1)
         return NULL;
     int sig = b;
-    /* The command may still be writing: a directory it refills while we
-     * empty it survives one pass, not the next few (its writes then fail). */
+    /* The command may still be running: nothing it finishes from now on is
+     * put in place (a model swapped in while we remove its parts would be
+     * torn), and a directory it refills while we empty it survives one
+     * pass, not the next few (its writes then fail). */
+    rt_commits_stop();
     for (int pass = 0; pass < 50; pass++)
         remove_partial_outputs();
     fprintf(stderr, "rotor: interrupted (%s); partial output removed\n", strsignal(sig));
@@ -234,6 +237,11 @@ int rt_guard_start(rt_error *err)
             return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "cannot install a signal handler");
     }
     return 0;
+}
+
+int rt_guard_interrupted(void)
+{
+    return interrupted != 0;
 }
 
 void rt_guard_die(const rt_error *err)

@@ -35,6 +35,9 @@ void rt_guard_kept_output(const char *root);
 int rt_guard_start(rt_error *err);
 /* Remove this run's partial outputs, print the error and exit with its code. */
 void rt_guard_die(const rt_error *err) __attribute__((noreturn));
+/* 1 once SIGINT, SIGTERM or SIGHUP has arrived (its outputs are being
+ * removed): the command must not report success, to the user or to others. */
+int rt_guard_interrupted(void);
 void rt_guard_mapped_plan(const rt_plan *plan);
 
 #endif

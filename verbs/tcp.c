@@ -1079,8 +1079,8 @@ static int auth_failed(setup *s, conn *c, const char *what, rt_error *err)
 {
     char who[320];
     rt_fail(err, RT_EXIT_INPUT,
-            "authentication failed: %s %s (different ROTOR_TOKEN or --token-file, or only one "
-            "side --insecure?)",
+            "authentication failed: %s %s (different ROTOR_TOKEN or --token-file, only one side "
+            "--insecure, or another job's rank on that port?)",
             peer_str(s->t, c->peer, who, sizeof(who)), what);
     if (s->lingering)
         return -1; /* the first failure is the one we report */
@@ -1370,6 +1370,28 @@ static int setup_done(const setup *s)
     return s->n_in == s->want_in;
 }
 
+/* When an outgoing handshake that the peer's kernel took (the listen
+ * backlog) but the peer has not answered counts as lost: after the peer
+ * timeout, as silence does once the job runs.  A rank stopped or hung in
+ * its start-up would otherwise hold every other for the whole connect
+ * timeout.  (A rank that does not listen yet is waited for: it may still be
+ * starting.)  0: never. */
+static double unanswered_deadline(const tcp_transport *t, const conn *c)
+{
+    if (t->peer_timeout_ms <= 0 || (c->state != OUT_HELLO_SENT && c->state != OUT_PROOF_SENT))
+        return 0;
+    return c->t_open + t->peer_timeout_ms / 1000.0;
+}
+
+static int unanswered_fail(const tcp_transport *t, const conn *c, double now, rt_error *err)
+{
+    char who[320];
+    return rt_fail(err, RT_EXIT_RUNTIME,
+                   "lost %s: it took the connection but has not answered the handshake for "
+                   "%.1f s (process stopped or hung; --peer-timeout)",
+                   peer_str(t, c->peer, who, sizeof(who)), now - c->t_open);
+}
+
 /* One round of the event loop: poll everything that can make progress. */
 static int setup_round(setup *s, rt_error *err)
 {
@@ -1392,6 +1414,11 @@ static int setup_round(setup *s, rt_error *err)
             wake = c->when < wake ? c->when : wake;
             continue;
         }
+        double silent_at = unanswered_deadline(s->t, c);
+        if (silent_at > 0 && silent_at <= now)
+            return unanswered_fail(s->t, c, now, err);
+        if (silent_at > 0 && silent_at < wake)
+            wake = silent_at;
         pfd[np] =
             (struct pollfd){.fd = c->fd, .events = c->state == OUT_CONNECTING ? POLLOUT : POLLIN};
         owner[np++] = c;
