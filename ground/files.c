@@ -752,14 +752,41 @@ int rt_check_input_outside(const char *input, const char *option, const char *ou
     return 0;
 }
 
-int rt_check_out_outside(const char *out, const char *input, const char *option, rt_error *err)
+/* Is dir one of the directories rotor replaces as a whole? */
+static int whole_output(const char *dir, rt_dir_kind *kind)
 {
-    if (!input || !out || rt_is_stdio(out) || !rt_path_inside(out, input))
+    *kind = rt_dir_kind_of(dir);
+    return *kind == RT_DIR_PLAN || *kind == RT_DIR_MODEL || *kind == RT_DIR_CHECKPOINT ||
+           *kind == RT_DIR_INFER;
+}
+
+int rt_check_out_not_inside_output(const char *path, const char *option, rt_error *err)
+{
+    char up[PATH_MAX * 2];
+    rt_dir_kind kind = RT_DIR_MISSING;
+    if (!path || !path[0] || rt_is_stdio(path) ||
+        snprintf(up, sizeof(up), "%s", path) >= (int)sizeof(up))
+        return 0;
+    /* the ancestors as the user wrote them ("m" of "m/x"), then, for a
+     * relative path, the working directory's */
+    int found = 0;
+    for (char *slash = strrchr(up, '/'); !found && slash && slash != up; slash = strrchr(up, '/')) {
+        *slash = '\0';
+        found = whole_output(up, &kind);
+    }
+    if (!found && path[0] != '/' && rt_path_absolute(".", up, sizeof(up)) == 0)
+        while (up[0] && !(found = whole_output(up, &kind))) {
+            char *slash = strrchr(up, '/');
+            if (!slash || slash == up)
+                break;
+            *slash = '\0';
+        }
+    if (!found)
         return 0;
     return rt_fail(err, RT_EXIT_INPUT,
-                   "%s: --out is inside --%s %s, which is replaced as a whole when it is written "
+                   "%s: --%s is inside %s, which %s and is replaced as a whole when it is written "
                    "again (the output would go with it); give a path outside it",
-                   out, option, input);
+                   path, option, up, rt_dir_kind_text(kind));
 }
 
 /* The deepest directory that exists on the way to `path` (path itself
@@ -795,7 +822,7 @@ static int nearest_existing_dir(const char *path, char *dir, size_t cap, rt_erro
  * the missing directories on the way will be made), takes new files.
  * Nothing is created here: a run killed before it writes its output must
  * not leave an empty --out behind. */
-static int check_out_usable(const char *out, rt_error *err)
+int rt_check_out_usable(const char *out, rt_error *err)
 {
     char dir[4096];
     if (nearest_existing_dir(out, dir, sizeof(dir), err))
@@ -843,11 +870,13 @@ int rt_check_whole_out_dir(const char *out, const char *marker, const char *kind
     } else if (errno != ENOENT && errno != ENOTDIR) {
         return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: --out: cannot read", out);
     }
-    return check_out_usable(out, err);
+    return rt_check_out_not_inside_output(out, "out", err) || rt_check_out_usable(out, err) ? -1
+                                                                                            : 0;
 }
 
-int rt_check_own_kind(const char *path, const char *option, const char *kind, int (*ours)(FILE *fp),
-                      rt_error *err)
+/* rt_check_own_kind but for where the file is. */
+static int check_own_kind(const char *path, const char *option, const char *kind,
+                          int (*ours)(FILE *fp), rt_error *err)
 {
     struct stat sb;
     if (!path || !path[0] || rt_is_stdio(path))
@@ -874,6 +903,14 @@ int rt_check_own_kind(const char *path, const char *option, const char *kind, in
                        "remove it first)",
                        path, option, kind);
     return 0;
+}
+
+int rt_check_own_kind(const char *path, const char *option, const char *kind, int (*ours)(FILE *fp),
+                      rt_error *err)
+{
+    if (check_own_kind(path, option, kind, ours, err))
+        return -1;
+    return rt_check_out_not_inside_output(path, option, err);
 }
 
 rt_dir_kind rt_dir_kind_of(const char *path)

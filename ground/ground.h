@@ -321,11 +321,12 @@ int rt_remove_tree(const char *path);
 int rt_mkdir_p(const char *path, rt_error *err);
 /* An output directory that is replaced as a whole (rt_dir_replace) must be
  * new, empty, or an earlier output of its kind (it holds `marker`): nothing
- * else of the user's goes with it.  And it must be usable before a long run
- * starts: it, or the nearest directory above it that exists, takes new
- * files (exit code 2).  Nothing is created: a run killed before its output
- * is written leaves no empty --out behind (the output's temporary sibling
- * and the directories on its way are made when it is written). */
+ * else of the user's goes with it.  It may not lie inside another such
+ * directory (rt_check_out_not_inside_output), and it must be usable before
+ * a long run starts (rt_check_out_usable).  Nothing is created: a run
+ * killed before its output is written leaves no empty --out behind (the
+ * output's temporary sibling and the directories on its way are made when
+ * it is written). */
 int rt_check_whole_out_dir(const char *out, const char *marker, const char *kind, rt_error *err);
 /* An output file replaces only what is new, empty, or an earlier output of
  * its own kind (`ours`, given the file open at its start, says so; NULL:
@@ -333,7 +334,8 @@ int rt_check_whole_out_dir(const char *out, const char *marker, const char *kind
  * ratings, a model's model.json).  Standard output, NULL, devices and FIFOs
  * (written in place) pass.  Else exit 2: "PATH: --OPTION would replace a
  * file that is not KIND; give a new path (or remove it first)"; a
- * directory: "PATH: --OPTION is a directory". */
+ * directory: "PATH: --OPTION is a directory".  Nor may it lie inside a
+ * directory replaced as a whole (rt_check_out_not_inside_output). */
 int rt_check_own_kind(const char *path, const char *option, const char *kind, int (*ours)(FILE *fp),
                       rt_error *err);
 /* An output directory that is replaced as a whole cannot be the working
@@ -345,11 +347,15 @@ int rt_check_out_not_cwd(const char *out, rt_error *err);
  * it when `out` is replaced as a whole: the previous output is deleted,
  * and the input with it.  NULL and "-" pass; exit code 2 naming both. */
 int rt_check_input_outside(const char *input, const char *option, const char *out, rt_error *err);
-/* The other way round: `out` must not lie inside the input directory
- * `input` of option --`option` when that is a directory rotor replaces as
- * a whole (a model, a plan): its next save would take the output with it.
- * NULL and "-" pass; exit code 2 naming both. */
-int rt_check_out_outside(const char *out, const char *input, const char *option, rt_error *err);
+/* An output `path` (of option --`option`) must not lie inside a directory
+ * that rotor replaces as a whole when it writes it again (a plan, a model,
+ * a checkpoint, an infer output): it would go with it.  rt_check_own_kind
+ * and rt_check_whole_out_dir check it; NULL and "-" pass; exit code 2
+ * naming the directory and what it holds. */
+int rt_check_out_not_inside_output(const char *path, const char *option, rt_error *err);
+/* An output directory to be made later: it, or the nearest directory above
+ * it that exists, takes new files (exit code 2).  Nothing is created. */
+int rt_check_out_usable(const char *out, rt_error *err);
 /* What `path` is when a command is given the wrong kind of thing (a model
  * as --plan, a plan as --model, a file as a directory).  Callers decide on
  * the kind; rt_dir_kind_text gives it for "PATH: not a plan: it ...":

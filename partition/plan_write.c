@@ -82,8 +82,10 @@ static int check_input(rt_plan_builder *pb, rt_error *err)
 static int check_target(const char *dir, int force, rt_error *err)
 {
     struct stat sb;
-    if (stat(dir, &sb) != 0)
-        return 0;
+    if (rt_check_out_not_inside_output(dir, "out", err))
+        return -1;
+    if (stat(dir, &sb) != 0) /* a new one: made after the work, where it can be */
+        return rt_check_out_usable(dir, err);
     if (!force)
         return rt_fail(err, RT_EXIT_INPUT, "%s: already exists (use --force to replace it)", dir);
     if (!S_ISDIR(sb.st_mode))
@@ -427,7 +429,13 @@ int rt_plan_write(const char *dir_arg, const rt_plan_input *in, const rt_plan_op
     /* DIR.tmp-PID-XXXXXX (mkdtemp's letters as the tag): the pid lets an
      * interrupted command find and remove its own temporary directory
      * (tools/guard.c), and no one else's. */
-    if (rt_tmp_dir_name(dir, (int)getpid(), "XXXXXX", pb.tmp, sizeof(pb.tmp), err))
+    rt_path_parts pp; /* its parent may be new, as a model's may (made now, not before the work) */
+    if (rt_split_parent(dir, &pp) != 0) {
+        rt_fail(err, RT_EXIT_INPUT, "%s: bad output path", dir);
+        goto out;
+    }
+    if (rt_tmp_dir_name(dir, (int)getpid(), "XXXXXX", pb.tmp, sizeof(pb.tmp), err) ||
+        rt_mkdir_p(pp.dir, err))
         goto out;
     if (!mkdtemp(pb.tmp)) {
         rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot create a temporary directory", pb.tmp);

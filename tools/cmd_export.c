@@ -39,7 +39,7 @@ int cmd_export(int argc, char **argv)
         rt_die(&err);
     }
     if (rt_check_input_outside(o.model, "model", o.out, &err) ||
-        rt_check_out_outside(o.out, o.model, "model", &err))
+        rt_check_out_not_inside_output(o.out, "out", &err))
         rt_die(&err);
     rt_export_opts eo = {
         .out = o.out, .format = o.format, .memory = o.memory_mb << 20, .quiet = o.quiet};

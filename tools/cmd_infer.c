@@ -74,7 +74,6 @@ static void report(const infer_opts *o, const rt_infer_result *r)
 static int check_out(const infer_opts *o, rt_error *err)
 {
     return rt_check_input_outside(o->model, "model", o->out, err) ||
-           rt_check_out_outside(o->out, o->model, "model", err) ||
            rt_check_input_outside(o->input, "input", o->out, err) ||
            rt_check_input_outside(o->corpus.vocab, "vocab", o->out, err) ||
            rt_check_input_outside(o->corpus.stopwords, "stopwords", o->out, err) ||
