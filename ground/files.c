@@ -767,20 +767,14 @@ int rt_check_out_not_inside_output(const char *path, const char *option, rt_erro
     if (!path || !path[0] || rt_is_stdio(path) ||
         snprintf(up, sizeof(up), "%s", path) >= (int)sizeof(up))
         return 0;
-    /* the ancestors as the user wrote them ("m" of "m/x"), then, for a
-     * relative path, the working directory's */
+    /* the ancestors as the user wrote them ("m" of "m/x"), not the working
+     * directory's: those are known by a marker file's name alone, which a
+     * directory of the user's may hold too */
     int found = 0;
     for (char *slash = strrchr(up, '/'); !found && slash && slash != up; slash = strrchr(up, '/')) {
         *slash = '\0';
         found = whole_output(up, &kind);
     }
-    if (!found && path[0] != '/' && rt_path_absolute(".", up, sizeof(up)) == 0)
-        while (up[0] && !(found = whole_output(up, &kind))) {
-            char *slash = strrchr(up, '/');
-            if (!slash || slash == up)
-                break;
-            *slash = '\0';
-        }
     if (!found)
         return 0;
     return rt_fail(err, RT_EXIT_INPUT,
