@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # chaos.sh - every combination of tests/e2e/chaos_phases.sh (the test suite
-# runs 10): SIGKILL, SIGSTOP and SIGTERM to rank 0 or 1 of a 2-rank job once
+# runs 9): SIGKILL, SIGSTOP and SIGTERM to rank 0 or 1 of a 2-rank job once
 # it listens (SIGSTOP only: a rank gone before anyone reached it is waited
 # for the 30 s connect timeout), in the handshake, as training starts, while
 # a checkpoint is written and while the model is saved, each --rounds times,
