@@ -317,15 +317,15 @@ static void next_learning_rate(sgd_core *c, double loss, uint64_t epoch)
 }
 
 /* The training error is not finite: name the likely cause.  Each step
- * scales a factor by 1 - lr x lambda, so lr x lambda near 1 or beyond
- * blows up whatever lr alone is; so do huge initial factors. */
+ * scales a factor by 1 - lr x (lambda + L0/n) for a row of n ratings, so a
+ * one-rating row's factor flips sign and grows once lr x (lambda + L0)
+ * passes 2, whatever lr alone is; so do huge initial factors. */
 static int diverged(const sgd_core *c, uint64_t rot, rt_error *err)
 {
     double lr = c->lr, lambda = c->o.mf.lambda, scale = c->o.mf.init_scale;
-    /* a row of one rating is weighed by lambda + L0 */
     double l0 = c->reg_col ? c->o.lambda_const : 0;
-    const char *hint = lr * (lambda + l0) >= 1 ? "lower --lr, --lambda or --lambda-const (lr x "
-                                                 "(lambda + L0) must stay below 1)"
+    const char *hint = lr * (lambda + l0) >= 2 ? "lower --lr, --lambda or --lambda-const (lr x "
+                                                 "(lambda + L0) must stay below 2)"
                        : scale > 10            ? "lower --init-scale"
                                                : "lower --lr";
     return rt_fail(err, RT_EXIT_RUNTIME,

@@ -436,6 +436,9 @@ int rt_fail_binary_head(rt_error *err, const char *path, const char *head, size_
                         unsigned char byte);
 /* Fill err with "FILE:LINE: binary data (byte 0xNN) in a text file" (exit 2). */
 int rt_fail_binary(rt_error *err, const char *path, uint64_t line, unsigned char byte);
+/* rt_fail_binary_head for the binary byte buf[at] of buf[0..len), its line
+ * counted from the start of buf. */
+int rt_fail_binary_at(rt_error *err, const char *path, const char *buf, size_t len, size_t at);
 
 /* ---- parsing helpers for command lines (the option tables: opts.h) ---- */
 /* Numbers are written in decimal, with no surrounding space: the C library's

@@ -5,9 +5,16 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-/* text[0..len) without a byte order mark. */
+/* text[0..len) without a byte order mark.  Binary bytes are refused here,
+ * as rt_text_load refuses them in a file: jansson stops at a NUL and would
+ * accept the document before it. */
 static json_t *parse_text(const char *text, size_t len, const char *path, rt_error *err)
 {
+    size_t at = rt_text_find_binary(text, len);
+    if (at < len) {
+        rt_fail_binary_at(err, path, text, len, at);
+        return NULL;
+    }
     json_error_t je;
     json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (doc)

@@ -97,13 +97,12 @@ int rt_fail_binary(rt_error *err, const char *path, uint64_t line, unsigned char
                    (unsigned long long)line, byte);
 }
 
-/* The error for binary data at buf[at] (of len bytes read), naming its line. */
-static void fail_binary_at(const char *buf, size_t len, size_t at, const char *path, rt_error *err)
+int rt_fail_binary_at(rt_error *err, const char *path, const char *buf, size_t len, size_t at)
 {
     uint64_t line = 1;
     for (size_t i = 0; i < at; i++)
         line += buf[i] == '\n';
-    rt_fail_binary_head(err, path, buf, len, line, (unsigned char)buf[at]);
+    return rt_fail_binary_head(err, path, buf, len, line, (unsigned char)buf[at]);
 }
 
 int rt_text_load(const char *path, rt_text *t, rt_error *err)
@@ -144,7 +143,7 @@ int rt_text_load(const char *path, rt_text *t, rt_error *err)
         if (at < len) {
             rt_progress_end(&progress);
             fclose(fp);
-            fail_binary_at(buf, len, at, path, err);
+            rt_fail_binary_at(err, path, buf, len, at);
             free(buf);
             return -1;
         }

@@ -15,7 +15,7 @@ source "$(dirname "$0")/lib.sh"
 "$ROTOR" partition --input "$TMP/r.txt" --test "$TMP/t.txt" --nodes 2 --threads 2 --seed 11 \
     --out "$TMP/plan"
 "$ROTOR" launch -n 2 -- "$ROTOR" train --plan "$TMP/plan" --app sgd-mf --rank 8 --lr 0.05 \
-    --adaptive none --lambda 0.001 --schedule bold --no-biases --epochs 30 --seed 11 \
+    --adaptive none --lambda 0.001 --lambda-const 0 --schedule bold --no-biases --epochs 30 --seed 11 \
     --out "$TMP/model" 2>&1 |
     tee "$TMP/log"
 rmse=$(last_test_rmse "$TMP/log")
