@@ -70,9 +70,12 @@ demo() {
     "$rotor" partition --input "$out/ratings.txt" --test "$out/test.txt" --nodes 2 --threads 2 \
         --seed 7 --out "$out/plan"
     say "training SGD-MF: 2 processes x 2 threads over loopback"
+    # Settings for planted noise-0.1 data: the defaults (--lambda-const 5,
+    # set for sparse real ratings) shrink its rank-8 factors to test RMSE
+    # 0.184 where these reach 0.110.
     "$rotor" launch -n 2 -- "$rotor" train --plan "$out/plan" --app sgd-mf --rank 8 \
-        --lr 0.05 --lambda 0.001 --schedule bold --adaptive none --no-biases --epochs 25 --seed 7 \
-        --out "$out/model" --metrics "$out/metrics.json"
+        --lr 0.05 --lambda 0.001 --lambda-const 0 --schedule bold --adaptive none --no-biases \
+        --epochs 25 --seed 7 --out "$out/model" --metrics "$out/metrics.json"
     say "drawing the convergence curves: $out/convergence.png"
     "$rotor" plot "$out/metrics.json" --y train_rmse,test_rmse --out "$out/convergence.png" \
         --title "rotor demo: SGD-MF, 2 processes x 2 threads"
