@@ -49,9 +49,12 @@ load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 jget() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(eval('d'+sys.argv[2]))" "$@"; }
 
 # rotor's runs: NAME|train arguments.  The implicit-feedback runs join when
-# `rotor train` knows --implicit (item 1 of issue 14).
+# `rotor train` knows --implicit (item 1 of issue 14).  (The help is read
+# whole: piped into grep -q, which exits at the first match, rotor's next
+# write could take SIGPIPE, and under pipefail the test then failed and
+# dropped the implicit runs from a loaded run's JSON.)
 ROTOR_RUNS=("sgd-mf|--app sgd-mf" "cd-mf|--app cd-mf")
-if "$ROTOR" train --help 2>/dev/null | grep -q -- '--implicit'; then
+if [[ $("$ROTOR" train --help 2>/dev/null || true) == *--implicit* ]]; then
     ROTOR_RUNS+=("sgd-mf-implicit|--app sgd-mf --implicit" "cd-mf-implicit|--app cd-mf --implicit")
 fi
 # LIBMF one-class grids (-k 32, 20 iterations, T threads), each loss with
