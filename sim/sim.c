@@ -666,10 +666,10 @@ static int one_rotation(const rt_sim_shape *sh, const rt_sim_link *l, uint64_t s
     int rc = run_events(&s, sh, l, &cost);
     if (rc == 0)
         summarize(&s, sh, l, &cost, out);
-    if (rc == 0 && stream == 0)
-        log_nodes(&s);
-    else
+    if (rc)
         rt_fail(err, RT_EXIT_INPUT, "simulate: the schedule never completes a rotation");
+    else if (stream == 0)
+        log_nodes(&s);
     state_free(&s);
     return rc;
 }
