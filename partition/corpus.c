@@ -238,14 +238,27 @@ int rt_corpus_min_count(rt_corpus *c, uint64_t min_count, rt_error *err)
 /* A bounded look (64 KiB, 64 lines): an endless device must not hang the guess. */
 #define SNIFF_HEAD (64u << 10)
 
-/* The format the first lines of a corpus (head[0..len)) suggest. */
-static rt_corpus_format guess_from_head(char *head, size_t len)
+/* Where the line starting at s ends: its '\n', or a lone '\r' (an old Mac
+ * file's lines are lines here too), or NULL at the end of the head. */
+static const char *head_line_end(const char *s, const char *end)
 {
-    rt_text_unify_line_ends(head, len, 0); /* an old Mac file's lines are lines here too */
+    for (; s < end; s++)
+        if (*s == '\n' || (*s == '\r' && (s + 1 == end || s[1] != '\n')))
+            return s;
+    return NULL;
+}
+
+/* The format the first lines of a corpus (head[0..len)) suggest.  The head
+ * is only read: from standard input it is the loaded corpus itself, which
+ * the reader parses next (turning a '\r' cut from its '\n' at the end of
+ * the head into a line end added a line there: later lines' numbers, and
+ * an lda-c document's name, differed from the same file's). */
+static rt_corpus_format guess_from_head(const char *head, size_t len)
+{
     const char *s = head + rt_utf8_bom_len(head, len), *end = head + len;
     int single_ints = 0; /* leading lines holding one integer: a UCI header */
     for (int looked = 0; looked < 64 && s < end; looked++) {
-        const char *e = memchr(s, '\n', (size_t)(end - s));
+        const char *e = head_line_end(s, end);
         char line[4096], a[256], b[256];
         size_t n = (size_t)((e ? e : end) - s);
         n = n < sizeof(line) - 1 ? n : sizeof(line) - 1;

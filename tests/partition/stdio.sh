@@ -59,3 +59,24 @@ EOS
 else
     note "script(1) not installed: terminal progress not checked"
 fi
+
+# A corpus from a pipe is the corpus of its file. The format guess reads the
+# first 64 KiB in place, and it turned a "\r\n" cut at that point (bytes
+# 65535 and 65536) into two line ends: from the pipe, every later line
+# number and each lda-c document's name (its line) was one more than from
+# the file. Here line 9362's "\r" is byte 65535.
+printf '1 0:1\r\n%.0s' $(seq 9361) >crlf.ldac
+printf '1 0:1   \r\n1 1:2\r\n' >>crlf.ldac
+"$ROTOR" partition --app lda --input crlf.ldac --nodes 1 --threads 1 --out lf ||
+    fail "partition a CRLF lda-c corpus from its file"
+"$ROTOR" partition --app lda --input - --nodes 1 --threads 1 --out lp <crlf.ldac ||
+    fail "partition a CRLF lda-c corpus from a pipe"
+cmp -s lf/rows.ids lp/rows.ids ||
+    fail "lda-c documents from a pipe are named otherwise: $(cmp lf/rows.ids lp/rows.ids)"
+printf '2 0:1\r\n' >>crlf.ldac
+expect_status 2 "$ROTOR" partition --app lda --input crlf.ldac --nodes 1 --threads 1 --out bad
+grep -q 'crlf.ldac:9364: line says 2 pairs' "$TMP/last.err" || fail "file: $(cat "$TMP/last.err")"
+expect_status 2 "$ROTOR" partition --app lda --input - --nodes 1 --threads 1 --out bad <crlf.ldac
+grep -q 'standard input:9364: line says 2 pairs' "$TMP/last.err" ||
+    fail "a pipe counts its lines otherwise: $(cat "$TMP/last.err")"
+echo "ok a CRLF corpus from a pipe (a line end cut at the format guess's 64 KiB)"
