@@ -132,9 +132,14 @@ static int read_whole(rt_state_reader *r, rt_error *err)
         return rt_fail(err, RT_EXIT_RUNTIME, "%s: out of memory (%zu bytes)", r->path, r->len);
     }
     size_t got = fread(r->buf, 1, r->len, fp);
+    int bad = ferror(fp), e = errno; /* a directory: EISDIR */
     fclose(fp);
+    if (bad)
+        return rt_fail_errno(err, RT_EXIT_INPUT, e, "%s: read failed", r->path);
     if (got != r->len)
-        return rt_fail(err, RT_EXIT_INPUT, "%s: read failed", r->path);
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s: read failed: %zu of %zu bytes (cut short while being read?)", r->path,
+                       got, r->len);
     return 0;
 }
 

@@ -150,6 +150,10 @@ int rt_secfile_open(const char *path, uint32_t kind, int mapped, rt_secfile *f, 
         close(fd);
         return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot stat", path);
     }
+    if (S_ISDIR(sb.st_mode)) { /* (open takes one; mmap said "No such device") */
+        close(fd);
+        return rt_fail_errno(err, RT_EXIT_INPUT, EISDIR, "%s: read failed", path);
+    }
     size_t len = (size_t)sb.st_size;
     if (len < sizeof(rt_file_header)) {
         close(fd);
