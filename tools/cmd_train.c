@@ -14,6 +14,7 @@
 #include "tools/guard.h"
 #include "tools/tuning_env.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -302,6 +303,34 @@ static int check_dirs_per_host(rt_engine *e, const rt_group *g, const char *cons
     return rc;
 }
 
+/* Every rank resumes from the same checkpoint.  One path that shows ranks
+ * different files (a disk per host, a network filesystem's cache that has
+ * not seen the newest manifest yet) would start them at different
+ * rotations, which the engine finds only at the first block ("expected
+ * block 3 (rotation 4), got block 3 (rotation 2)", exit 1).  Every rank sees
+ * every rank's rotation, so all give the same verdict. */
+static int check_same_resume(rt_engine *e, const rt_group *g, const char *dir, uint64_t rotation,
+                             rt_error *err)
+{
+    if (!dir || g->size < 2)
+        return 0;
+    int64_t *v = calloc((size_t)g->size, sizeof(int64_t));
+    if (!v)
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    v[g->rank] = (int64_t)rotation;
+    int rc = rt_engine_allreduce_i64(e, v, (size_t)g->size, err);
+    for (int r = 1; rc == 0 && r < g->size; r++)
+        if (v[r] != v[0])
+            rc = rt_fail(err, RT_EXIT_INPUT,
+                         "--resume %s: rank 0 sees the newest complete checkpoint at rotation "
+                         "%" PRId64 ", rank %d at rotation %" PRId64
+                         ": every rank must see the same files there (one shared directory, "
+                         "not a disk per host)",
+                         dir, v[0], r, v[r]);
+    free(v);
+    return rc;
+}
+
 /* The app's path option `name` (out, metrics) as parsed: what the app
  * writes, whether it was given as --out, -o or several times. */
 static const char *app_path(const train_opts *o, const void *app_opts, const char *name)
@@ -423,7 +452,8 @@ static int train(const train_opts *o, const char *out, train_run *r, rt_error *e
         return -1;
     const char *const dirs[3] = {out, o->checkpoint, o->resume};
     if (rt_engine_create(&ec, &r->engine, err) ||
-        check_dirs_per_host(r->engine, &r->group, dirs, err))
+        check_dirs_per_host(r->engine, &r->group, dirs, err) ||
+        check_same_resume(r->engine, &r->group, o->resume, ec.first_rotation, err))
         return -1;
     if (r->group.rank == 0)
         rt_info("train: %s on %s: %d process%s (%s) x %d thread%s, plan %u workers x %u blocks",

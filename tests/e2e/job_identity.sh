@@ -94,6 +94,20 @@ if unshare -u true 2>/dev/null; then
     [ "$s0$s1" = 00 ] || { cat "$TMP/hosts.0.log" "$TMP/hosts.1.log" >&2; fail "hosts: exits $s0 $s1"; }
     [ -e "$TMP/hosts-0/m/model.json" ] || fail "hosts: rank 0 saved no model.json"
     [ -n "$(ls "$TMP/hosts-1/m")" ] || fail "hosts: rank 1 saved nothing in its directory"
+    # One --resume path that shows the two hosts different files (a disk per
+    # host, a network filesystem's cache behind the newest manifest): both
+    # refuse before training, naming the two rotations (they started at
+    # rotations 3 and 2: exit 1, "expected block 1 (rotation 2) ... got block
+    # 1 (rotation 3)").
+    mkdir -p "$TMP/resumes-0" "$TMP/resumes-1"
+    "$ROTOR" launch -n 2 -- "$ROTOR" train --plan "$TMP/a" "${common[@]}" \
+        --checkpoint "$TMP/resumes-0/ck" --checkpoint-every 1 2>/dev/null || fail "checkpoints"
+    cp -r "$TMP/resumes-0/ck" "$TMP/resumes-1/ck"
+    rm "$TMP/resumes-1/ck/ckpt-000000000003/manifest.json"
+    in_dirs resumes other-host --plan "$TMP/a" --app sgd-mf --rank 8 --epochs 5 --resume ck
+    [ "$s0$s1" = 22 ] || { cat "$TMP/resumes.0.log" "$TMP/resumes.1.log" >&2; fail "resumes: exits $s0 $s1"; }
+    for r in 0 1; do grep -q "resume ck: rank 0 sees the newest complete checkpoint at rotation 3, \
+rank 1 at rotation 2" "$TMP/resumes.$r.log" || fail "resumes: rank $r does not name both"; done
 else
     note "hosts: skipped (no UTS namespace to stand for a second host)"
 fi
