@@ -1,12 +1,19 @@
 /* fuzz_corpus.c - the LDA corpus readers (one target per format:
  * FUZZ_CORPUS is an rt_corpus_format; RT_CORPUS_AUTO also fuzzes the
  * sniffer).  Input "MAIN\n====\nSIDE": SIDE, when present, is the
- * vocabulary (uci, libsvm, ldac) or the stop-word list (text). */
+ * vocabulary (uci, libsvm, ldac) or the stop-word list (text).
+ *
+ * A file and standard input are two ways in (a regular file is read where
+ * it lies, standard input once into memory, which the format guess also
+ * reads): both must give the same corpus, or both refuse it. */
 #include "partition/corpus.h"
 #include "tests/fuzz/fuzz.h"
 
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Every document's entries must be sorted, distinct, in range and positive. */
 static void check(const rt_corpus *c)
@@ -18,6 +25,37 @@ static void check(const rt_corpus *c)
             if (c->word[i] >= c->n_words || c->count[i] == 0 ||
                 (i > c->doc_off[d] && c->word[i - 1] >= c->word[i]))
                 __builtin_trap();
+}
+
+/* a and b hold the same documents, words and names. */
+static void check_same(const rt_corpus *a, const rt_corpus *b)
+{
+    if (a->n_docs != b->n_docs || a->n_words != b->n_words || a->n_entries != b->n_entries ||
+        a->n_tokens != b->n_tokens || a->format != b->format ||
+        a->doc_names.len != b->doc_names.len ||
+        memcmp(a->doc_off, b->doc_off, (a->n_docs + 1) * sizeof(*a->doc_off)) ||
+        (a->n_entries && (memcmp(a->word, b->word, a->n_entries * sizeof(*a->word)) ||
+                          memcmp(a->count, b->count, a->n_entries * sizeof(*a->count)))) ||
+        (a->doc_names.len && memcmp(a->doc_names.buf, b->doc_names.buf, a->doc_names.len)))
+        __builtin_trap();
+    for (uint64_t w = 0; w < a->n_words; w++)
+        if (strcmp(rt_idmap_str(&a->words, w), rt_idmap_str(&b->words, w)))
+            __builtin_trap();
+}
+
+/* The corpus at path read again as standard input ("-"); -1 when refused. */
+static int read_as_stdin(const char *path, const rt_corpus_options *opt, rt_corpus *c)
+{
+    int fd = open(path, O_RDONLY), saved = dup(0);
+    if (fd < 0 || saved < 0 || dup2(fd, 0) < 0)
+        abort();
+    close(fd);
+    rt_error err = {0};
+    int rc = rt_corpus_read("-", opt, c, &err);
+    if (dup2(saved, 0) < 0)
+        abort();
+    close(saved);
+    return rc;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -47,7 +85,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     rt_corpus c;
     rt_error err = {0};
-    if (rt_corpus_read(path, &opt, &c, &err) == 0) {
+    int rc = rt_corpus_read(path, &opt, &c, &err);
+    rt_corpus piped;
+    int piped_rc = read_as_stdin(path, &opt, &piped);
+    if ((rc == 0) != (piped_rc == 0))
+        __builtin_trap();
+    if (piped_rc == 0) {
+        check_same(&c, &piped);
+        rt_corpus_free(&piped);
+    }
+    if (rc == 0) {
         check(&c);
         if (rt_corpus_min_count(&c, 2, &err) == 0)
             check(&c);
