@@ -92,9 +92,9 @@ static const rt_opt sgd_options[] = {
                   "SGD inner loop: auto is avx2 where the CPU has it (both give the same bits)"),
     {0}};
 
-/* --lambda-bias defaults to --lambda, and --epochs, --lr, --lambda and
- * --schedule depend on --implicit (their fields start at "not given":
- * negative or 0). */
+/* --epochs, --lr, --lambda, --schedule, --lambda-bias and --lambda-const
+ * depend on --implicit (their fields start at "not given": negative or 0);
+ * with it --lambda-bias defaults to --lambda. */
 static void sgd_opts_init(void *opts)
 {
     sgd_opts *o = opts;
