@@ -214,11 +214,18 @@ AVX2 static float packed_weights_avx2(const uint32_t *e, uint32_t n, uint32_t fr
                            coef[p[4] >> 16], coef[p[5] >> 16], coef[p[6] >> 16], coef[p[7] >> 16]);
         a = packed_block_avx2(e, x, 8, fv, cf, a, w, acc, own);
     }
-    if (x < n) {
-        float c[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        for (uint32_t j = 0; x + j < n; j++)
-            c[j] = coef[e[x + j] >> 16];
-        packed_block_avx2(e, x, n - x, fv, _mm256_loadu_ps(c), a, w, acc, own);
+    if (x < n) { /* the last block's lanes past n read coef[0], then weigh +0 */
+        const __m256i in = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - x)),
+                                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        const __m256i k = _mm256_and_si256(
+            in, _mm256_srli_epi32(_mm256_loadu_si256((const __m256i *)(e + x)), 16));
+        const __m128i lo = _mm256_castsi256_si128(k), hi = _mm256_extracti128_si256(k, 1);
+        const __m256 cf =
+            _mm256_setr_ps(coef[_mm_cvtsi128_si32(lo)], coef[_mm_extract_epi32(lo, 1)],
+                           coef[_mm_extract_epi32(lo, 2)], coef[_mm_extract_epi32(lo, 3)],
+                           coef[_mm_cvtsi128_si32(hi)], coef[_mm_extract_epi32(hi, 1)],
+                           coef[_mm_extract_epi32(hi, 2)], coef[_mm_extract_epi32(hi, 3)]);
+        packed_block_avx2(e, x, n - x, fv, cf, a, w, acc, own);
     }
     return n ? lanes_total(acc + (n - 1) / 8 * 8) : 0.0f;
 }

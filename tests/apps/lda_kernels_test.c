@@ -331,7 +331,7 @@ static void test_dense_coefs(void **state)
 static void test_ftree(void **state)
 {
     (void)state;
-    const uint32_t sizes[] = {1, 2, 3, 8, 37, 1000};
+    const uint32_t sizes[] = {1, 2, 3, 8, 9, 37, 64, 65, 1000, 5000, 40000}; /* 2-7 levels */
     for (size_t c = 0; c < sizeof(sizes) / sizeof(sizes[0]); c++) {
         const uint32_t n = sizes[c];
         lda_ftree t;
