@@ -110,8 +110,12 @@ static inline int lda_uses_urn(lda_sampler s)
 /* --sampler auto: the sparse (exact) sampler up to LDA_AUTO_EXACT_MAX_K and
  * above LDA_AUTO_WARP_MAX_K (= LDA_DENSE_K: there it runs on document lists),
  * warp between: the one that reaches a given log-likelihood sooner (README,
- * LDA). */
-#define LDA_AUTO_EXACT_MAX_K 256
+ * LDA).  At K = 384 the dense kernel got to WarpLDA's 50-iteration
+ * log-likelihood in 10 sweeps on KOS and AP and 8 on the synthetic corpus,
+ * warp in 31-33: 0.29 / 0.42 / 0.48 of WarpLDA's time against warp's 0.40 /
+ * 0.53 / 0.74 (bench/lda.sh, one round, 2026-11-27); at 512 the synthetic
+ * corpus is a tie and AP leans to warp. */
+#define LDA_AUTO_EXACT_MAX_K 384
 #define LDA_AUTO_WARP_MAX_K 512
 static inline lda_sampler lda_sampler_auto(uint32_t K)
 {

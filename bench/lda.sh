@@ -36,7 +36,7 @@
 # for every sweep: exact collapsed Gibbs) or NAME+afterWxN (--exact-after W
 # --exact-sweeps N: sweeps W+1 .. W+N exact), reported as
 # rotor-NAME[-mM][-exact|-afterWxN];
-# NAME auto is rotor's default (sparse at K <= 256 and above 512, warp between).
+# NAME auto is rotor's default (sparse at K <= 384 and above 512, warp between).
 # rotor's sampling seconds include rotation 0 (the initial topics).
 # --quick: KOS only, K = 100 and 1000, 20 iterations, 1 round, 2 points.
 # WarpLDA is built by ../shared/anchors/build.sh (into $ANCHORS_DIR, default

@@ -26,8 +26,8 @@ side() {
     same_as "$want$K" "auto$K" word_topic.npy doc_topic.npy
 }
 side 8 sparse
-side 257 warp
-side 256 sparse
+side 385 warp
+side 384 sparse
 side 512 warp
 side 513 sparse
 echo "PASS: --sampler auto"
