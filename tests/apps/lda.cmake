@@ -7,9 +7,9 @@ target_link_libraries(lda_ref PRIVATE rotor_partition rotor_ground m)
 
 # End-to-end (tests/e2e/lda_*.sh; lda_lib.sh holds their helpers).
 rotor_script_test(e2e_lda_bad_input e2e/lda_bad_input.sh e2e 120)
-rotor_script_test(e2e_lda_reference e2e/lda_reference.sh e2e 300)
+rotor_script_test(e2e_lda_reference e2e/lda_reference.sh e2e 600)
 # Stationary levels on a corpus where a biased chain shows (about 12 s of CPU).
-rotor_script_test(e2e_lda_stationary e2e/lda_stationary.sh e2e 300)
+rotor_script_test(e2e_lda_stationary e2e/lda_stationary.sh e2e 600)
 # e2e_lda_generated is the heaviest e2e test: 4 samplers x 4 runs of 100
 # sweeps (2 of them 2 processes x 2 threads) plus 26 short ones.  Alone it
 # takes 150 s on a loaded 2-core machine, 202 s inside the fast suite at load
