@@ -250,7 +250,8 @@ float lda_packed_weights(int avx2, const uint32_t *e, uint32_t n, uint32_t from,
                 : packed_weights_portable(e, n, from, coef, w, acc, own);
 }
 
-uint32_t lda_list_find(const float *w, const float *acc, uint32_t n, double u)
+/* (inline in the token loops; lda_list_find for the tests) */
+static inline uint32_t list_find(const float *w, const float *acc, uint32_t n, double u)
 {
     uint32_t lo = 0, hi = (n - 1) / 8; /* the first block with P_b > u */
     while (lo < hi) {
@@ -272,6 +273,11 @@ uint32_t lda_list_find(const float *w, const float *acc, uint32_t n, double u)
         last = x;
     }
     return last;
+}
+
+uint32_t lda_list_find(const float *w, const float *acc, uint32_t n, double u)
+{
+    return list_find(w, acc, n, u);
 }
 
 /* The entry of topic k in a list of n entries (tz readable to n rounded up
@@ -340,10 +346,11 @@ static inline uint32_t list_draw(const list_run *l, uint16_t *tz, uint32_t *tc, 
 {
     const uint32_t dn = *n;
     uint32_t xf = 0;
-    const double r = lda_list_weights(l->avx2, tz, tc, dn, from, l->coef, l->w, l->acc, &xf);
+    const double r = l->avx2 ? r_weights_avx2(tz, tc, dn, from, l->coef, l->w, l->acc, &xf)
+                             : r_weights_portable(tz, tc, dn, from, l->coef, l->w, l->acc, &xf);
     const double u = rt_rng_uniform(rng) * (r + lda_ftree_total(l->tree));
     if (u < r) { /* the document's topics */
-        const uint32_t x = lda_list_find(l->w, l->acc, dn, u), k = tz[x];
+        const uint32_t x = list_find(l->w, l->acc, dn, u), k = tz[x];
         if (k != from) {
             tc[x]++;
             *n = list_drop(tz, tc, dn, xf);
@@ -371,10 +378,12 @@ static inline uint32_t packed_draw(const list_run *l, uint32_t *e, uint32_t *n, 
 {
     const uint32_t dn = *n;
     uint32_t xf = 0;
-    const double r = lda_packed_weights(l->avx2, e, dn, from, l->coef, l->w, l->acc, &xf);
+    const double r = /* (the vector path called directly: one call a token, not two) */
+        l->avx2 ? packed_weights_avx2(e, dn, from, l->coef, l->w, l->acc, &xf)
+                : packed_weights_portable(e, dn, from, l->coef, l->w, l->acc, &xf);
     const double u = rt_rng_uniform(rng) * (r + lda_ftree_total(l->tree));
     if (u < r) { /* the document's topics */
-        const uint32_t x = lda_list_find(l->w, l->acc, dn, u), k = e[x] >> 16;
+        const uint32_t x = list_find(l->w, l->acc, dn, u), k = e[x] >> 16;
         if (k != from) {
             e[x]++;
             *n = packed_drop(e, dn, xf);
