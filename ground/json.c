@@ -5,16 +5,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-/* text[0..len) without a byte order mark.  Binary bytes are refused here,
- * as rt_text_load refuses them in a file: jansson stops at a NUL and would
- * accept the document before it. */
+/* text[0..len) without a byte order mark or binary bytes. */
 static json_t *parse_text(const char *text, size_t len, const char *path, rt_error *err)
 {
-    size_t at = rt_text_find_binary(text, len);
-    if (at < len) {
-        rt_fail_binary_at(err, path, text, len, at);
-        return NULL;
-    }
     json_error_t je;
     json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (doc)
@@ -35,9 +28,17 @@ static json_t *parse_text(const char *text, size_t len, const char *path, rt_err
     return NULL;
 }
 
+/* Bytes from memory or a stream have not met rt_text_load, which refuses
+ * binary bytes in a file: refused here the same way (jansson stops at a NUL
+ * and would accept the document before it). */
 json_t *rt_json_parse(const char *text, size_t len, const char *path, rt_error *err)
 {
     size_t bom = rt_utf8_bom_len(text, len);
+    size_t at = rt_text_find_binary(text + bom, len - bom);
+    if (at < len - bom) {
+        rt_fail_binary_at(err, path, text + bom, len - bom, at);
+        return NULL;
+    }
     return parse_text(text + bom, len - bom, path, err);
 }
 
