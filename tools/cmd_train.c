@@ -259,6 +259,25 @@ static char *link_fingerprint(const char *job, const char *out, const train_opts
     return s;
 }
 
+/* Every rank's n values, rank r's at [r * n]: each rank adds its own into
+ * a zeroed array, so the sum is the gather, and every rank holds the same
+ * array (the same verdict everywhere: transport.h).  NULL on failure. */
+static int64_t *gather_per_rank(rt_engine *e, const rt_group *g, const int64_t *mine, size_t n,
+                                rt_error *err)
+{
+    int64_t *v = calloc((size_t)g->size * n, sizeof(int64_t));
+    if (!v) {
+        rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+        return NULL;
+    }
+    memcpy(v + (size_t)g->rank * n, mine, n * sizeof(int64_t));
+    if (rt_engine_allreduce_i64(e, v, (size_t)g->size * n, err)) {
+        free(v);
+        return NULL;
+    }
+    return v;
+}
+
 /* The same relative --out from two working directories of one host is two
  * directories: the model split (exit 0, "incomplete").  Every rank adds a
  * hash of its host name and of each directory made absolute; ranks of one
@@ -272,23 +291,18 @@ static int check_dirs_per_host(rt_engine *e, const rt_group *g, const char *cons
     enum { PER_RANK = 4 };
     if (g->size < 2)
         return 0;
-    int64_t *v = calloc((size_t)g->size * PER_RANK, sizeof(int64_t));
-    if (!v)
-        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
     char host[256] = "", abs[3][8192];
     gethostname(host, sizeof(host) - 1); /* (a failure leaves "": one host) */
-    uint64_t h[PER_RANK] = {rt_checksum(host, strlen(host))};
+    int64_t h[PER_RANK] = {(int64_t)rt_checksum(host, strlen(host))};
     for (int i = 0; i < 3; i++) {
         if (!dirs[i] || rt_path_absolute(dirs[i], abs[i], sizeof(abs[i])))
             snprintf(abs[i], sizeof(abs[i]), "%s", dirs[i] ? dirs[i] : "");
-        h[1 + i] = rt_checksum(abs[i], strlen(abs[i]));
+        h[1 + i] = (int64_t)rt_checksum(abs[i], strlen(abs[i]));
     }
-    memcpy(v + (size_t)g->rank * PER_RANK, h, sizeof(h));
-    int rc = rt_engine_allreduce_i64(e, v, (size_t)g->size * PER_RANK, err);
-    if (rc) {
-        free(v);
-        return rc;
-    }
+    int64_t *v = gather_per_rank(e, g, h, PER_RANK, err);
+    if (!v)
+        return -1;
+    int rc = 0;
     for (int a = 0; rc == 0 && a < g->size; a++)
         for (int b = a + 1; rc == 0 && b < g->size; b++)
             for (int i = 0; rc == 0 && i < 3; i++)
@@ -314,11 +328,11 @@ static int check_same_resume(rt_engine *e, const rt_group *g, const char *dir, u
 {
     if (!dir || g->size < 2)
         return 0;
-    int64_t *v = calloc((size_t)g->size, sizeof(int64_t));
+    const int64_t mine = (int64_t)rotation;
+    int64_t *v = gather_per_rank(e, g, &mine, 1, err);
     if (!v)
-        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
-    v[g->rank] = (int64_t)rotation;
-    int rc = rt_engine_allreduce_i64(e, v, (size_t)g->size, err);
+        return -1;
+    int rc = 0;
     for (int r = 1; rc == 0 && r < g->size; r++)
         if (v[r] != v[0])
             rc = rt_fail(err, RT_EXIT_INPUT,
