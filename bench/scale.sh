@@ -575,15 +575,18 @@ ranks_calibration() {
 }
 
 # ranks_spread PLAN RANKS APP LOG_PREFIX: how much the ranks' speeds differ
-# within a rotation when each is a process of its own (its vCPU, its time
-# slices on cores shared with the others): over the rotations after the
+# within a rotation when each is a process of its own (its vCPU, the cache
+# and memory it shares with the others): over the rotations after the
 # first in the ranks' logs (LOG_PREFIX.R, the engine's debug lines), the
-# coefficient of variation across the ranks of a rank's compute (wall
-# seconds in its kernel) per unit of its node's work, the root mean square
-# over the rotations; nothing if the logs lack it.  The threaded
-# calibration's worker_cv is the same figure for threads of one process,
-# which share more than processes do (0.04-0.06 on the 2-rank sgd-mf plan
-# where the ranks' loopback runs gave 0.04-0.27, median about 0.1).
+# coefficient of variation across the ranks of a rank's compute CPU (the
+# CPU seconds of its threads in its kernel) per unit of its node's work,
+# the root mean square over the rotations; nothing if the logs lack it.
+# CPU seconds, not wall: the model shares the cores among the busy workers
+# itself, so the waits for a core that more ranks than cores make are its
+# output, and a spread measured in wall seconds counts them a second time
+# (8 ranks on 2 cores: wall 0.08-0.19, CPU 0.02-0.07 in the same logs; 2
+# ranks, a core each: both alike).  The threaded calibration's worker_cv is
+# the same figure for threads of one process.
 ranks_spread() {
     local plan=$1 n=$2 app=$3 prefix=$4 r work
     # shellcheck disable=SC2046 # app_args: one option a word
@@ -593,7 +596,7 @@ ranks_spread() {
         paste -sd, -)
     for ((r = 0; r < n; r++)); do
         [ -f "$prefix.$r" ] || return 0
-        sed -n 's/.*engine: rank \([0-9]*\) rotation: .*, compute \([0-9.]*\) s .*(rotation \([0-9]*\)).*/\1 \3 \2/p' \
+        sed -n 's/.*engine: rank \([0-9]*\) rotation: .*(rotation \([0-9]*\)), compute CPU \([0-9.]*\) s.*/\1 \2 \3/p' \
             "$prefix.$r"
     done | awk -v work="$work" -v n="$n" '
         BEGIN { m = split(work, w, ","); for (i = 1; i <= m; i++) { split(w[i], f, ":"); wk[f[1]] = f[2] } }
@@ -710,9 +713,19 @@ predict() {
 }
 
 # model_args_of WORKER_CV KEY: the options of the model terms that came
-# after a kept round's command (--repredict): --worker-cv from its threaded
-# figure WORKER_CV and the ranks' spreads of the plan KEY (worker_cv_of)
-model_args_of() { echo "--worker-cv $(worker_cv_of "$1" "$2")"; }
+# after a kept round's command (--repredict): --worker-cv from the ranks'
+# spreads of the plan KEY (ranks_spread, in CPU seconds), or the kept
+# WORKER_CV where the kept logs give none.  A kept run's threaded figure
+# (its calibration's column 6, or WORKER_CV) was measured in wall seconds
+# before the spreads were CPU seconds, so it is left out where the ranks'
+# figure exists.
+model_args_of() {
+    if [ -s "$TMP/ranks_cv.$2" ]; then
+        echo "--worker-cv $(worker_cv_of 0 "$2")"
+    else
+        echo "--worker-cv $1"
+    fi
+}
 
 # rank_max_median RANKS FIELD: the largest over the ranks of their median per
 # rotation, epochs after the first, of a figure on the engine's debug line:

@@ -346,10 +346,14 @@ typedef struct calib {
      * the threads that ran them (time slices waiting for a core left out,
      * so with every worker a thread: a busy core's rate). */
     double *visit_work, *visit_cpu_s; /* W: each written by its worker's thread only */
-    /* Each worker's visits in the current rotation (seconds, work units),
-     * and over the rotations after the first the sum of the squared
-     * coefficient of variation, across workers, of their seconds per unit. */
-    double *rot_s, *rot_work;
+    /* Each worker's visits in the current rotation (CPU seconds, work
+     * units), and over the rotations after the first the sum of the squared
+     * coefficient of variation, across workers, of their CPU seconds per
+     * unit.  CPU, not wall: with more workers than cores a worker's wall
+     * seconds include its waits for a core, which the model makes itself by
+     * sharing the cores; counted here as well, they would be counted twice
+     * (8 ranks on 2 cores: a spread 2-5 times the CPU one). */
+    double *rot_cpu_s, *rot_work;
     double worker_var_sum;
     int worker_var_n;
     double pause_s; /* > 0: every step of the even rotations after the first follows an idle
@@ -391,15 +395,16 @@ static int calib_visit(void *p, const rt_visit *v, rt_error *err)
     double work = c->cells[(size_t)v->worker * c->blocks + v->block];
     calib_spread *sp = &c->spread[v->worker];
     sp->last_s = rt_now() - t0;
+    double cpu = thread_cpu_s() - cpu0;
     if (rc == 0 && calib_paused(c, v->rotation) && work > 0) {
         c->paused_work[v->worker] += work;
-        c->paused_cpu_s[v->worker] += thread_cpu_s() - cpu0;
+        c->paused_cpu_s[v->worker] += cpu;
     } else if (rc == 0 && v->rotation > 0 && work > 0) {
         double x = sp->last_s / work;
         sp->n++, sp->sum += x, sp->sumsq += x * x;
         c->visit_work[v->worker] += work;
-        c->visit_cpu_s[v->worker] += thread_cpu_s() - cpu0;
-        c->rot_s[v->worker] += sp->last_s;
+        c->visit_cpu_s[v->worker] += cpu;
+        c->rot_cpu_s[v->worker] += cpu;
         c->rot_work[v->worker] += work;
     }
     return rc;
@@ -413,18 +418,18 @@ static double sample_var(double n, double sum, double sumsq, double *mean)
     return n > 1 ? (sumsq - n * *mean * *mean) / (n - 1) : 0;
 }
 
-/* After a rotation: how much the workers' seconds per unit differed (each
+/* After a rotation: how much the workers' CPU seconds per unit differed (each
  * worker over all its cells of the rotation), as a squared coefficient of
  * variation; then the next rotation starts from zero. */
 static void calib_worker_spread(calib *c)
 {
     double n = 0, sum = 0, sumsq = 0;
     for (uint32_t w = 0; w < c->workers; w++) {
-        if (c->rot_work[w] > 0) {
-            double x = c->rot_s[w] / c->rot_work[w];
+        if (c->rot_work[w] > 0 && isfinite(c->rot_cpu_s[w])) {
+            double x = c->rot_cpu_s[w] / c->rot_work[w];
             n++, sum += x, sumsq += x * x;
         }
-        c->rot_s[w] = c->rot_work[w] = 0;
+        c->rot_cpu_s[w] = c->rot_work[w] = 0;
     }
     if (n < 2 || sum <= 0)
         return;
@@ -551,7 +556,7 @@ static void calib_free(calib *c)
     free(c->handoff);
     free(c->visit_work);
     free(c->visit_cpu_s);
-    free(c->rot_s);
+    free(c->rot_cpu_s);
     free(c->rot_work);
     free(c->paused_work);
     free(c->paused_cpu_s);
@@ -592,11 +597,11 @@ static int calibrate(sim_opts *o, const rt_app_desc *app, const void *app_opts, 
     c.handoff = calloc((size_t)CALIB_ROTATIONS_MAX * plan->blocks, sizeof(double));
     c.visit_work = calloc(plan->workers, sizeof(double));
     c.visit_cpu_s = calloc(plan->workers, sizeof(double));
-    c.rot_s = calloc(plan->workers, sizeof(double));
+    c.rot_cpu_s = calloc(plan->workers, sizeof(double));
     c.rot_work = calloc(plan->workers, sizeof(double));
     c.paused_work = calloc(plan->workers, sizeof(double));
     c.paused_cpu_s = calloc(plan->workers, sizeof(double));
-    if (!c.spread || !c.handoff || !c.visit_work || !c.visit_cpu_s || !c.rot_s || !c.rot_work ||
+    if (!c.spread || !c.handoff || !c.visit_work || !c.visit_cpu_s || !c.rot_cpu_s || !c.rot_work ||
         !c.paused_work || !c.paused_cpu_s) {
         calib_free(&c);
         rt_group_free(&group);
