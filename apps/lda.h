@@ -335,11 +335,10 @@ typedef struct lda_scratch {
     lda_word word;
     double *inv; /* K: 1 / (n_k + V beta) (sparse sampler) */
     double *buf; /* K: bucket terms */
-    /* the sparse sampler at K <= LDA_DENSE_K: two sets (one token's, the next's) of the weights
-     * (lda_dense_totals_len(K) chunks each), the loaded word's coef in float
-     * (lda_dense_totals_len(K) chunks, +0 past K) and two of the chunks' running totals
-     * (lda_dense_totals_len(K) each) */
-    float *dense_w, *dense_coef, *dense_total;
+    /* the sparse sampler at K <= LDA_DENSE_K: the loaded word's coef in float
+     * (lda_dense_totals_len(K) chunks, +0 past K) and two sets (one token's, the next's) of the
+     * chunks' running totals (lda_dense_totals_len(K) each) */
+    float *dense_coef, *dense_total;
     int avx2;         /* the dense weights' vector path (same bits either way) */
     double *coef;     /* K: (n_wk + beta) / (n_k + V beta) for the loaded word */
     int32_t *urn_own; /* K: lda_word_urn_live's counts of the run's tokens (zero when idle) */
@@ -512,17 +511,18 @@ float lda_dense_weights(int avx2, const int32_t *ndk, float alpha, const float *
  * k < K (|nk[k]| < 2^51); avx2 picks the vector path, the bits are the same either way. */
 void lda_dense_coefs(int avx2, float *coef, const int32_t *nwk, const int64_t *nk, uint32_t K,
                      double beta, double vbeta);
-/* One weight changed since w and total were computed: topic k's is now w, d more than before
- * (d = w - the weight before, in float), so every running total from k's chunk on is d more
- * (added after, in float).  {0, w[0], +0} changes nothing. */
+/* One weight changed since total was computed: topic k's is now d more than before (d = the weight
+ * now - the weight before, in float), so every running total from k's chunk on is d more (added
+ * after, in float).  {0, +0} changes nothing. */
 typedef struct lda_dense_patch {
     uint32_t k;
-    float w, d;
+    float d;
 } lda_dense_patch;
 /* The topic where u falls among the patched weights, 0 <= u < the patched sum (total's last + d;
- * never a topic of zero weight). */
-uint32_t lda_dense_find(int avx2, const float *w, const float *total, uint32_t K, float u,
-                        lda_dense_patch p);
+ * never a topic of zero weight): the chunk by the patched totals, the topic in it by the weights
+ * of ndk and coef as they are now (lda_dense_weights' formula; they hold the patch's change). */
+uint32_t lda_dense_find(int avx2, const int32_t *ndk, float alpha, const float *coef,
+                        const float *total, uint32_t K, float u, lda_dense_patch p);
 int lda_have_avx2(void);
 
 /* The error for a word whose counts no longer fit its sparse slice. */

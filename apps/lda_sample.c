@@ -65,10 +65,9 @@ int lda_scratch_init(lda_scratch *s, uint32_t K, unsigned parts)
         fail |= !s->inv || !s->buf || !s->coef;
     }
     if (parts & LDA_SCRATCH_DENSE) {
-        s->dense_w = rt_alloc(2 * lda_dense_totals_len(K) * LDA_CHUNK * sizeof(float));
         s->dense_coef = rt_alloc(lda_dense_totals_len(K) * LDA_CHUNK * sizeof(float));
         s->dense_total = rt_alloc(2 * lda_dense_totals_len(K) * sizeof(float));
-        fail |= !s->dense_w || !s->dense_coef || !s->dense_total;
+        fail |= !s->dense_coef || !s->dense_total;
     }
     if (parts & LDA_SCRATCH_MH) {
         s->urn_own = rt_alloc(K * sizeof(int32_t));
@@ -103,7 +102,6 @@ void lda_scratch_free(lda_scratch *s)
     rt_free(s->word.pos);
     rt_free(s->inv);
     rt_free(s->buf);
-    rt_free(s->dense_w);
     rt_free(s->dense_coef);
     rt_free(s->dense_total);
     rt_free(s->coef);
@@ -163,7 +161,10 @@ int lda_visit_init(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payloa
  *     T_c = T_{4b-1} + P_c   in block b,  P_c = S_{4b} + ... + S_c (serially),
  *                            T_{-1} = +0 (so T_c = P_c in the first block)
  * A draw finds its chunk (how many totals u has reached), then its topic
- * among the chunk's 8 weights by the same blocked running sums.  Both code
+ * among the chunk's 8 weights by the same blocked running sums, the 8
+ * weights computed again from the counts and coef as they are then (the
+ * token loop keeps no weights: storing all K of them for every token cost
+ * more than computing one chunk again).  Both code
  * paths perform the same IEEE operations, so the bits do not depend on the
  * machine. */
 
@@ -196,16 +197,21 @@ static inline float blocked_totals(float *x, uint32_t n)
  * not, since they are large. */
 #define DENSE_INLINE inline __attribute__((always_inline))
 
-/* (last: see weights_avx2; this path computes every chunk) */
+/* (last: see weights_avx2; this path computes every chunk).  The weights
+ * into w when `store` (lda_dense_weights' test). */
 static DENSE_INLINE float weights_portable(const int32_t *ndk, float alpha, const float *coef,
-                                           uint32_t K, float *w, float *total, uint32_t last)
+                                           uint32_t K, float *w, float *total, uint32_t last,
+                                           const int store)
 {
     (void)last;
     const uint32_t nc = lda_chunks(K);
     for (uint32_t c = 0; c < nc; c++) {
-        for (uint32_t k = c * LDA_CHUNK; k < (c + 1) * LDA_CHUNK; k++)
-            w[k] = k < K ? ((float)ndk[k] + alpha) * coef[k] : 0.0f;
-        total[c] = chunk_sum(w + c * LDA_CHUNK);
+        float x[LDA_CHUNK];
+        for (uint32_t j = 0, k = c * LDA_CHUNK; j < LDA_CHUNK; j++, k++)
+            x[j] = k < K ? ((float)ndk[k] + alpha) * coef[k] : 0.0f;
+        if (store)
+            memcpy(w + c * LDA_CHUNK, x, sizeof(x));
+        total[c] = chunk_sum(x);
     }
     return blocked_totals(total, nc);
 }
@@ -244,8 +250,9 @@ static inline float patched_total(const float *total, uint32_t c, lda_dense_patc
  * do, the count is still a chunk below lda_chunks(K), and a v below +0
  * picks the chunk's first topic, whose weight is not zero in a real run:
  * alpha, beta > 0.) */
-static inline uint32_t find_portable(const float *w, const float *total, uint32_t K, uint32_t last,
-                                     float u, lda_dense_patch p)
+static inline uint32_t find_portable(const int32_t *ndk, float alpha, const float *coef,
+                                     const float *total, uint32_t K, uint32_t last, float u,
+                                     lda_dense_patch p)
 {
     (void)last; /* (find_avx2's) */
     const uint32_t n = lda_chunks(K) - 1;
@@ -254,9 +261,8 @@ static inline uint32_t find_portable(const float *w, const float *total, uint32_
         c += !(u < patched_total(total, i, p));
     const float v = u - (c ? patched_total(total, c - 1, p) : 0.0f);
     float x[LDA_CHUNK], a[LDA_CHUNK];
-    memcpy(x, w + c * LDA_CHUNK, sizeof(x));
-    if (p.k / LDA_CHUNK == c)
-        x[p.k % LDA_CHUNK] = p.w;
+    for (uint32_t j = 0, k = c * LDA_CHUNK; j < LDA_CHUNK; j++, k++)
+        x[j] = k < K ? ((float)ndk[k] + alpha) * coef[k] : 0.0f;
     memcpy(a, x, sizeof(a));
     blocked_totals(a, LDA_CHUNK);
     return chunk_topic(x, c, passed_portable(a, LDA_CHUNK, v));
@@ -351,7 +357,9 @@ static inline uint32_t dense_last_chunks(uint32_t K)
     return lda_chunks(K) - dense_full_groups(K) * LDA_CHUNK;
 }
 
-/* Groups of 8 chunks in registers, their weights stored to w for the find:
+/* Groups of 8 chunks in registers (their weights stored to w only when
+ * `store`, a constant: lda_dense_weights' test; the find computes its
+ * chunk again):
  * `full` whole groups (dense_full_groups), then the last.  Every group is
  * whole, so every token runs the same code: the chunks of
  * the last group past the row's K counts (before `last`, a constant in
@@ -364,18 +372,19 @@ static inline uint32_t dense_last_chunks(uint32_t K)
  * (+0 + +0 is the same +0). */
 AVX2 static DENSE_INLINE float weights_avx2(const int32_t *ndk, float alpha, const float *coef,
                                             uint32_t full, float *w, float *total,
-                                            const uint32_t last)
+                                            const uint32_t last, const int store)
 {
     const float *end = total + full * LDA_CHUNK;
     const __m256 av = _mm256_set1_ps(alpha);
     __m256 base = _mm256_setzero_ps();
     /* pointers stepped a group at a time, so the chunks' loads and stores
      * take constant offsets (a 32-bit index costs an add a chunk) */
-    for (; total < end; total += 8, ndk += 64, coef += 64, w += 64) {
+    for (; total < end; total += 8, ndk += 64, coef += 64, w += store ? 64 : 0) {
         __m256 v[8];
         for (uint32_t i = 0; i < 8; i++) {
             v[i] = chunk_full_avx2(ndk, av, coef, i * LDA_CHUNK);
-            _mm256_storeu_ps(w + i * LDA_CHUNK, v[i]);
+            if (store)
+                _mm256_storeu_ps(w + i * LDA_CHUNK, v[i]);
         }
         base = group_avx2(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], base, total, 8);
     }
@@ -384,7 +393,8 @@ AVX2 static DENSE_INLINE float weights_avx2(const int32_t *ndk, float alpha, con
         v[i] = _mm256_setzero_ps();
         if (i < last) {
             v[i] = chunk_full_avx2(ndk, av, coef, i * LDA_CHUNK);
-            _mm256_storeu_ps(w + i * LDA_CHUNK, v[i]);
+            if (store)
+                _mm256_storeu_ps(w + i * LDA_CHUNK, v[i]);
         }
     }
     base = group_avx2(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], base, total, last);
@@ -424,10 +434,10 @@ AVX2 static inline unsigned reached_avx2(const float *total, uint32_t i, __m256 
 /* As find_portable, for lda_chunks(K) = 8 full + last (dense_full_groups,
  * dense_last_chunks): the totals before the last chunk are the full
  * groups' 8 each, then the last group's first last - 1. */
-AVX2 static inline uint32_t find_avx2(const float *w, const float *total, uint32_t full,
-                                      const uint32_t last, float u, lda_dense_patch p)
+AVX2 static inline uint32_t find_avx2(const int32_t *ndk, float alpha, const float *coef,
+                                      const float *total, uint32_t full, const uint32_t last,
+                                      float u, lda_dense_patch p)
 {
-    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const __m256i pc = _mm256_set1_epi32((int)(p.k / LDA_CHUNK));
     const __m256 uv = _mm256_set1_ps(u), dv = _mm256_set1_ps(p.d);
     uint32_t c = 0;
@@ -437,10 +447,7 @@ AVX2 static inline uint32_t find_avx2(const float *w, const float *total, uint32
         c += (uint32_t)__builtin_popcount(reached_avx2(total, full * LDA_CHUNK, uv, dv, pc) &
                                           ((1u << (last - 1)) - 1));
     const float v = u - total_before_avx2(total, c, p);
-    const __m256i lane = _mm256_add_epi32(_mm256_set1_epi32((int)(c * LDA_CHUNK)), iota);
-    const __m256 x = _mm256_blendv_ps(
-        _mm256_loadu_ps(w + c * LDA_CHUNK), _mm256_set1_ps(p.w),
-        _mm256_castsi256_ps(_mm256_cmpeq_epi32(lane, _mm256_set1_epi32((int)p.k))));
+    const __m256 x = chunk_full_avx2(ndk, _mm256_set1_ps(alpha), coef, c * LDA_CHUNK);
     const unsigned m = (unsigned)_mm256_movemask_ps(
         _mm256_cmp_ps(chunk_scan_avx2(x), _mm256_set1_ps(v), _CMP_LE_OQ));
     const uint32_t j = (uint32_t)__builtin_popcount(m);
@@ -461,20 +468,20 @@ AVX2 static float dense_weights_avx2(const int32_t *ndk, float alpha, const floa
     switch (dense_last_chunks(K)) {
 #define WEIGHTS_CASE(L)                                                                            \
     case L:                                                                                        \
-        return weights_avx2(ndk, alpha, coef, dense_full_groups(K), w, total, L);
+        return weights_avx2(ndk, alpha, coef, dense_full_groups(K), w, total, L, 1);
         DENSE_LAST_CASES(WEIGHTS_CASE)
 #undef WEIGHTS_CASE
     }
     return 0.0f; /* (unreachable: 1 <= dense_last_chunks(K) <= 8) */
 }
 
-AVX2 static uint32_t dense_find_avx2(const float *w, const float *total, uint32_t K, float u,
-                                     lda_dense_patch p)
+AVX2 static uint32_t dense_find_avx2(const int32_t *ndk, float alpha, const float *coef,
+                                     const float *total, uint32_t K, float u, lda_dense_patch p)
 {
     switch (dense_last_chunks(K)) {
 #define FIND_CASE(L)                                                                               \
     case L:                                                                                        \
-        return find_avx2(w, total, dense_full_groups(K), L, u, p);
+        return find_avx2(ndk, alpha, coef, total, dense_full_groups(K), L, u, p);
         DENSE_LAST_CASES(FIND_CASE)
 #undef FIND_CASE
     }
@@ -485,13 +492,14 @@ float lda_dense_weights(int avx2, const int32_t *ndk, float alpha, const float *
                         float *w, float *total)
 {
     return avx2 ? dense_weights_avx2(ndk, alpha, coef, K, w, total)
-                : weights_portable(ndk, alpha, coef, K, w, total, LDA_CHUNK);
+                : weights_portable(ndk, alpha, coef, K, w, total, LDA_CHUNK, 1);
 }
 
-uint32_t lda_dense_find(int avx2, const float *w, const float *total, uint32_t K, float u,
-                        lda_dense_patch p)
+uint32_t lda_dense_find(int avx2, const int32_t *ndk, float alpha, const float *coef,
+                        const float *total, uint32_t K, float u, lda_dense_patch p)
 {
-    return avx2 ? dense_find_avx2(w, total, K, u, p) : find_portable(w, total, K, LDA_CHUNK, u, p);
+    return avx2 ? dense_find_avx2(ndk, alpha, coef, total, K, u, p)
+                : find_portable(ndk, alpha, coef, total, K, LDA_CHUNK, u, p);
 }
 
 int lda_have_avx2(void)
@@ -511,8 +519,8 @@ static inline float dense_coef(int32_t nwk, int64_t nk, double beta, double vbet
 #define DENSE_PREFETCH 8
 #define DENSE_PREFETCH_ROW 512u
 
-/* What one word's run of tokens needs: w and total hold two sets, one
- * token's weights and totals and the next's (wlen and tlen floats apart).
+/* What one word's run of tokens needs: total holds two sets, one token's
+ * running totals and the next's (tlen floats apart).
  * The word's counts nwk are its dense slice itself, or the scratch of a
  * sparse one, whose topic list wd keeps in step (listed runs). */
 typedef struct dense_run {
@@ -520,9 +528,9 @@ typedef struct dense_run {
     int64_t *nk;
     int32_t *nwk;
     lda_word *wd;
-    float *coef, *w, *total;
-    uint64_t last;                           /* the block's last token */
-    uint32_t K, full, row_bytes, wlen, tlen; /* full: dense_full_groups(K) */
+    float *coef, *total;
+    uint64_t last;                     /* the block's last token */
+    uint32_t K, full, row_bytes, tlen; /* full: dense_full_groups(K) */
     float alpha;
     double beta, vbeta;
 } dense_run;
@@ -628,16 +636,16 @@ AVX2 static DENSE_INLINE float dense_count_avx2(const dense_run *d, int32_t *ndk
  * for each count L of the last group's chunks, weights_avx2's `last`).
  *
  * Two tokens are in flight.  While token i's draw runs, token i + 1
- * leaves its topic and its weights and totals are computed (into the other
+ * leaves its topic and its weights' totals are computed (into the other
  * set) from counts that still lack token i's new topic k.  Once k is
  * known, token i joins it, and only one of token i + 1's weights differs
  * from what was computed, topic k's (its coef, and its n_dk when both
  * tokens are in one document): a patch (lda_dense_patch), which token
- * i + 1's draw applies.  So a draw waits for the one weight the previous
- * draw changed, not for all K weights and their sums: the sums of the
- * next token run beside the draw.  The draw is still from the exact full
- * conditional, up to float rounding (the patched totals are the computed
- * totals plus the change, added in float). */
+ * i + 1's draw applies to the totals (the weights of the chunk it lands
+ * in are computed then, from counts that hold the change).  So a draw waits for the one weight the
+ * previous draw changed, not for all K weights and their sums: the sums of the next token run
+ * beside the draw.  The draw is still from the exact full conditional, up to float rounding (the
+ * patched totals are the computed totals plus the change, added in float). */
 #define DENSE_TOKENS(NAME, PATH, ATTR, LAST, LISTED, SIZE)                                         \
     ATTR static void dense_tokens_##NAME(const dense_run *d, uint64_t i, uint64_t end,             \
                                          rt_rng *stream)                                           \
@@ -646,15 +654,15 @@ AVX2 static DENSE_INLINE float dense_count_avx2(const dense_run *d, int32_t *ndk
         if (i >= end)                                                                              \
             return;                                                                                \
         rt_rng local = *stream, *rng = &local; /* in registers, not stored every token */          \
-        float *w = d->w, *total = d->total, *nw = d->w + d->wlen, *nt = d->total + d->tlen;        \
+        float *total = d->total, *nt = d->total + d->tlen;                                         \
         int32_t *ndk = dense_row(d, i);                                                            \
         dense_count_##PATH(d, ndk, t->z[t->tok_pos[i]], -1, LISTED);                               \
-        float sum = weights_##PATH(ndk, d->alpha, d->coef, d->SIZE, w, total, LAST);               \
-        lda_dense_patch patch = {0, w[0], 0.0f};                                                   \
+        float sum = weights_##PATH(ndk, d->alpha, d->coef, d->SIZE, NULL, total, LAST, 0);         \
+        lda_dense_patch patch = {0, 0.0f};                                                         \
         for (;;) {                                                                                 \
             dense_prefetch(d, i);                                                                  \
             const uint32_t p = t->tok_pos[i];                                                      \
-            const uint32_t k = find_##PATH(w, total, d->SIZE, LAST,                                \
+            const uint32_t k = find_##PATH(ndk, d->alpha, d->coef, total, d->SIZE, LAST,           \
                                            rt_rng_uniformf(rng) * (sum + patch.d), patch);         \
             if (i + 1 == end) {                                                                    \
                 dense_count_##PATH(d, ndk, k, +1, LISTED);                                         \
@@ -664,13 +672,13 @@ AVX2 static DENSE_INLINE float dense_count_avx2(const dense_run *d, int32_t *ndk
             }                                                                                      \
             int32_t *next = dense_row(d, i + 1);                                                   \
             dense_count_##PATH(d, next, t->z[t->tok_pos[i + 1]], -1, LISTED);                      \
-            sum = weights_##PATH(next, d->alpha, d->coef, d->SIZE, nw, nt, LAST);                  \
+            sum = weights_##PATH(next, d->alpha, d->coef, d->SIZE, NULL, nt, LAST, 0);             \
+            const float before = ((float)next[k] + d->alpha) * d->coef[k];                         \
             const float ck = dense_count_##PATH(d, ndk, k, +1, LISTED);                            \
             t->z[p] = (uint16_t)k;                                                                 \
-            const float wk = ((float)next[k] + d->alpha) * ck;                                     \
-            patch = (lda_dense_patch){k, wk, wk - nw[k]};                                          \
-            float *const ow = w, *const ot = total; /* the sets trade places */                    \
-            w = nw, total = nt, nw = ow, nt = ot, ndk = next, i++;                                 \
+            patch = (lda_dense_patch){k, ((float)next[k] + d->alpha) * ck - before};               \
+            float *const ot = total; /* the sets trade places */                                   \
+            total = nt, nt = ot, ndk = next, i++;                                                  \
         }                                                                                          \
     }
 DENSE_TOKENS(portable_0, portable, , LDA_CHUNK, 0, K)
@@ -761,13 +769,11 @@ static int visit_dense(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *pa
                    .nwk = wd->nwk,
                    .wd = wd,
                    .coef = s->dense_coef,
-                   .w = s->dense_w,
                    .total = s->dense_total,
                    .last = t->blk_tok[b + 1] - 1,
                    .K = K,
                    .full = dense_full_groups(K),
                    .row_bytes = K * 4 < DENSE_PREFETCH_ROW ? K * 4 : DENSE_PREFETCH_ROW,
-                   .wlen = lda_dense_totals_len(K) * LDA_CHUNK,
                    .tlen = lda_dense_totals_len(K),
                    .alpha = (float)c->o->alpha,
                    .beta = c->o->beta,

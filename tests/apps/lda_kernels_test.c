@@ -210,9 +210,9 @@ static void test_dense(void **state)
     (void)state;
     enum { KMAX = LDA_DENSE_K, NC = (KMAX + LDA_CHUNK - 1) / LDA_CHUNK };
     /* the row, then the counts the vector path reads past it (lda.h) */
-    static int32_t ndk[(NC + LDA_CHUNK) * LDA_CHUNK];
-    static float coef[(NC + LDA_CHUNK) * LDA_CHUNK], w[NC * LDA_CHUNK],
-        got[2][(NC + LDA_CHUNK) * LDA_CHUNK], sums[NC], want[NC + LDA_CHUNK],
+    static int32_t ndk[(NC + LDA_CHUNK) * LDA_CHUNK], pndk[(NC + LDA_CHUNK) * LDA_CHUNK];
+    static float coef[(NC + LDA_CHUNK) * LDA_CHUNK], pcoef[(NC + LDA_CHUNK) * LDA_CHUNK],
+        w[NC * LDA_CHUNK], got[2][(NC + LDA_CHUNK) * LDA_CHUNK], sums[NC], want[NC + LDA_CHUNK],
         tot[2][NC + LDA_CHUNK];
     const float alpha = 0.5f;
     rt_rng r;
@@ -253,16 +253,20 @@ static void test_dense(void **state)
         }
         for (int i = 0; i < 4000; i++) {
             /* every other draw with a patch: one weight grown (as a token joining its topic
-             * does) and the totals from its chunk on, in float */
-            lda_dense_patch pt = {0, w[0], 0.0f};
+             * does: its coef, and its count when in the same document), the totals from its
+             * chunk on by the change, in float; the find reads the weights now */
+            lda_dense_patch pt = {0, 0.0f};
+            memcpy(pcoef, coef, sizeof(pcoef));
+            memcpy(pndk, ndk, sizeof(pndk));
             if (i & 1) {
                 pt.k = lda_below(&r, K);
-                pt.w = w[pt.k] + (float)lda_below(&r, 3) * rt_rng_uniformf(&r);
-                pt.d = pt.w - w[pt.k];
+                pndk[pt.k] += (int32_t)(i & 2) / 2;
+                pcoef[pt.k] = coef[pt.k] + (float)lda_below(&r, 3) * rt_rng_uniformf(&r);
             }
             float pw[NC * LDA_CHUNK], ptot[NC];
             memcpy(pw, w, sizeof(pw));
-            pw[pt.k] = pt.w;
+            pw[pt.k] = ((float)pndk[pt.k] + alpha) * pcoef[pt.k];
+            pt.d = pw[pt.k] - w[pt.k];
             for (uint32_t c = 0; c < nc; c++)
                 ptot[c] = want[c] + (c >= pt.k / LDA_CHUNK ? pt.d : 0.0f);
             const float top = ptot[nc - 1];
@@ -278,7 +282,7 @@ static void test_dense(void **state)
             while (j < LDA_CHUNK && !(v < a[j]))
                 j++;
             for (int path = 0; path < paths; path++) {
-                const uint32_t k = lda_dense_find(path, got[path], want, K, u, pt);
+                const uint32_t k = lda_dense_find(path, pndk, alpha, pcoef, want, K, u, pt);
                 assert_true(k < K && pw[k] > 0);
                 if (j < LDA_CHUNK)
                     assert_int_equal(k, c * LDA_CHUNK + j);
