@@ -311,6 +311,26 @@ static int store(const found *f, const char *v, rt_error *err)
     return rt_fail(err, RT_EXIT_RUNTIME, "--%s: unknown option type", o->name);
 }
 
+/* The bytes of an option's field in its struct. */
+static size_t field_size(const rt_opt *o)
+{
+    switch (o->type) {
+    case RT_OPT_U64:
+        return sizeof(uint64_t);
+    case RT_OPT_U32:
+        return sizeof(uint32_t);
+    case RT_OPT_DOUBLE:
+        return sizeof(double);
+    case RT_OPT_STRING:
+    case RT_OPT_PATH:
+        return sizeof(const char *);
+    default:
+        return sizeof(int);
+    }
+}
+
+#define FIELD_MAX 8 /* the largest field_size */
+
 static int set_defaults(const rt_opt_group *g, size_t n, rt_error *err)
 {
     for (size_t i = 0; i < n; i++)
@@ -337,10 +357,11 @@ typedef struct parse_state {
     size_t n;
     int argc;
     char **argv;
-    int i;                   /* the argument being parsed */
-    char *seen;              /* per option of every group: given on the command line */
-    const char *help_format; /* "text", "man" or "bash" after --help */
-    size_t n_opts;           /* entries of seen */
+    int i;                               /* the argument being parsed */
+    char *seen;                          /* per option of every group: given on the command line */
+    unsigned char (*initial)[FIELD_MAX]; /* per option: its field before the arguments */
+    const char *help_format;             /* "text", "man" or "bash" after --help */
+    size_t n_opts;                       /* entries of seen */
 } parse_state;
 
 static size_t opt_index(const parse_state *s, const rt_opt *opt)
@@ -416,6 +437,27 @@ static int parse_option(parse_state *s, rt_error *err)
     return store(&f, value, err);
 }
 
+/* Every field as it stands before the arguments: its default, from the
+ * table or from the caller's initialisation. */
+static void save_initial(parse_state *s)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < s->n; i++)
+        for (const rt_opt *o = s->g[i].opts; o->name; o++, k++)
+            if (s->g[i].dest)
+                memcpy(s->initial[k], (char *)s->g[i].dest + o->offset, field_size(o));
+}
+
+/* The fields of the options given back to their defaults. */
+static void restore_initial(parse_state *s)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < s->n; i++)
+        for (const rt_opt *o = s->g[i].opts; o->name; o++, k++)
+            if (s->g[i].dest && s->seen[k])
+                memcpy((char *)s->g[i].dest + o->offset, s->initial[k], field_size(o));
+}
+
 static int check_required(const parse_state *s, rt_error *err)
 {
     size_t k = 0;
@@ -459,9 +501,14 @@ static int parse_args(const rt_command_doc *doc, const rt_opt_group *groups, siz
         for (const rt_opt *o = groups[i].opts; o->name; o++)
             s.n_opts++;
     s.seen = calloc(s.n_opts + 1, 1);
-    if (!s.seen)
+    s.initial = calloc(s.n_opts + 1, sizeof(*s.initial));
+    if (!s.seen || !s.initial) {
+        free(s.seen);
+        free(s.initial);
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
+    }
     int rc = set_defaults(groups, n_groups, err), only_operands = 0;
+    save_initial(&s);
     if (to->first_arg)
         *to->first_arg = argc;
     for (s.i = 1; rc == 0 && s.i < argc; s.i++) {
@@ -482,6 +529,8 @@ static int parse_args(const rt_command_doc *doc, const rt_opt_group *groups, siz
             rc = parse_option(&s, err);
         }
     }
+    if (rc == 1)
+        restore_initial(&s); /* the help shows the defaults, not values given before --help */
     if (rc == 1 && s.help_format && !strcmp(s.help_format, "man"))
         rt_opts_man(stdout, doc, groups, n_groups);
     else if (rc == 1 && s.help_format && !strcmp(s.help_format, "bash"))
@@ -491,6 +540,7 @@ static int parse_args(const rt_command_doc *doc, const rt_opt_group *groups, siz
     else if (rc == 0)
         rc = check_required(&s, err);
     free(s.seen);
+    free(s.initial);
     return rc;
 }
 
@@ -552,17 +602,86 @@ static void metavar_text(const rt_opt *o, char *buf, size_t cap)
         snprintf(buf, cap, "VALUE");
 }
 
-/* The help line with its range, default and "required" appended. */
-static void help_line(const rt_opt *o, char *buf, size_t cap)
+/* The shortest "%g" text that reads back as d. */
+static void double_text(double d, char *buf, size_t cap)
 {
-    char range[96], extra[256] = "";
+    for (int digits = 6; digits <= 17; digits++) {
+        snprintf(buf, cap, "%.*g", digits, d);
+        if (strtod(buf, NULL) == d)
+            return;
+    }
+}
+
+/* The default of an option whose table gives none (def NULL) but whose
+ * command set its field before parsing (one table shared by commands with
+ * different defaults, such as --peer-timeout): the field's value as it
+ * would be typed, when it is one that could be (a value outside the range,
+ * or no string, is "not given", which the help line explains in words).
+ * 1 when buf holds it. */
+static int field_default(const rt_opt *o, const void *dest, char *buf, size_t cap)
+{
+    if (o->def || !takes_value(o) || !dest)
+        return 0;
+    const char *field = (const char *)dest + o->offset;
+    int i;
+    uint32_t u;
+    uint64_t big;
+    double d;
+    const char *str;
+    switch (o->type) {
+    case RT_OPT_INT:
+        memcpy(&i, field, sizeof(i));
+        snprintf(buf, cap, "%d", i);
+        return in_range(o, i);
+    case RT_OPT_U32:
+        memcpy(&u, field, sizeof(u));
+        snprintf(buf, cap, "%" PRIu32, u);
+        return in_range(o, u);
+    case RT_OPT_U64:
+        memcpy(&big, field, sizeof(big));
+        snprintf(buf, cap, "%" PRIu64, big);
+        return in_range(o, (double)big);
+    case RT_OPT_DOUBLE:
+        memcpy(&d, field, sizeof(d));
+        double_text(d, buf, cap);
+        return isfinite(d) && in_range(o, d);
+    case RT_OPT_STRING:
+    case RT_OPT_PATH:
+        memcpy(&str, field, sizeof(str));
+        if (str)
+            snprintf(buf, cap, "%s", str);
+        return str && *str;
+    case RT_OPT_ENUM:
+        memcpy(&i, field, sizeof(i));
+        for (const rt_opt_choice *c = o->choices; c && c->name; c++)
+            if (c->value == i) {
+                snprintf(buf, cap, "%s", c->name);
+                return 1;
+            }
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+/* The help line with its range, default and "required" appended.  dest
+ * (or NULL) is the group's struct holding the defaults its command set. */
+static void help_line(const rt_opt *o, const void *dest, char *buf, size_t cap)
+{
+    char range[96], extra[256] = "", def[128];
     rt_opt_range_text(o, range, sizeof(range));
     size_t used = 0;
     if (range[0])
         used += (size_t)snprintf(extra + used, sizeof(extra) - used, "%s", range);
-    if (o->def && takes_value(o) && used < sizeof(extra))
+    const char *shown = o->def;
+    /* A help line that already says what happens without the option is
+     * not given a second default. */
+    if (!shown && !(o->help && strstr(o->help, "default")) &&
+        field_default(o, dest, def, sizeof(def)))
+        shown = def;
+    if (shown && takes_value(o) && used < sizeof(extra))
         used += (size_t)snprintf(extra + used, sizeof(extra) - used, "%sdefault %s",
-                                 used ? "; " : "", o->def);
+                                 used ? "; " : "", shown);
     if ((o->flags & RT_OPT_REQUIRED) && used < sizeof(extra))
         snprintf(extra + used, sizeof(extra) - used, "%srequired", used ? "; " : "");
     const char *help = o->help ? o->help : "";
@@ -577,7 +696,7 @@ static void help_line(const rt_opt *o, char *buf, size_t cap)
         snprintf(buf, cap, "%s", help);
 }
 
-static void help_option(FILE *fp, const rt_opt *o)
+static void help_option(FILE *fp, const rt_opt *o, const void *dest)
 {
     char meta[256], line[1024], left[320];
     metavar_text(o, meta, sizeof(meta));
@@ -593,7 +712,7 @@ static void help_option(FILE *fp, const rt_opt *o)
     } else {
         fprintf(fp, "%*s", HELP_COLUMN - col, "");
     }
-    help_line(o, line, sizeof(line));
+    help_line(o, dest, line, sizeof(line));
     wrap(fp, line, HELP_COLUMN, HELP_COLUMN);
 }
 
@@ -631,7 +750,7 @@ void rt_opts_help(FILE *fp, const rt_command_doc *doc, const rt_opt_group *group
     for (size_t i = 0; i < n_groups; i++) {
         fprintf(fp, "\n%s:\n", groups[i].title ? groups[i].title : "options");
         for (const rt_opt *o = groups[i].opts; o->name; o++)
-            help_option(fp, o);
+            help_option(fp, o, groups[i].dest);
         if (i == 0)
             fprintf(fp, "  -h, --help%*sprint this help and exit\n", HELP_COLUMN - 12, "");
     }
@@ -666,7 +785,7 @@ static void roff(FILE *fp, const char *s, int at_line_start)
     }
 }
 
-static void man_option(FILE *fp, const rt_opt *o)
+static void man_option(FILE *fp, const rt_opt *o, const void *dest)
 {
     char meta[256], line[1024];
     metavar_text(o, meta, sizeof(meta));
@@ -683,7 +802,7 @@ static void man_option(FILE *fp, const rt_opt *o)
         fputs("\\fR", fp);
     }
     fputc('\n', fp);
-    help_line(o, line, sizeof(line));
+    help_line(o, dest, line, sizeof(line));
     roff(fp, line, 1);
     fputc('\n', fp);
 }
@@ -760,7 +879,7 @@ void rt_opts_man(FILE *fp, const rt_command_doc *doc, const rt_opt_group *groups
             fputc('\n', fp);
         }
         for (const rt_opt *o = groups[i].opts; o->name; o++)
-            man_option(fp, o);
+            man_option(fp, o, groups[i].dest);
         if (i == 0)
             fputs(".TP\n\\fB\\-h\\fR, \\fB\\-\\-help\\fR\nprint this help and exit\n", fp);
     }

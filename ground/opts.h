@@ -54,7 +54,9 @@ typedef struct rt_opt {
     size_t offset;                /* where it goes: offsetof(options struct, field) */
     const char *metavar;          /* "K", "DIR"; NULL for flags (enums show their choices) */
     const char *def;              /* the default as typed on a command line; NULL: none,
-                                     or computed (then the help line says how) */
+                                     computed (then the help line says how), or set in
+                                     the struct by the command before parsing (then
+                                     --help shows the field's value when it is in range) */
     double min, max;              /* numbers: the accepted range, inclusive unless
                                      RT_OPT_MIN_OPEN / RT_OPT_MAX_OPEN; min == max == 0
                                      means the type's whole range */

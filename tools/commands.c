@@ -215,7 +215,6 @@ const rt_command_doc rotor_doc_bench_link = {
              "sizes from --min-size to --max-size (powers of two), printed by rank 0 like "
              "perftest's ib_write_lat / ib_write_bw.  Run it as two ranks: "
              "`rotor launch -n 2 -- rotor bench-link`.",
-    .notes = "Here --peer-timeout defaults to 60 seconds.",
     .examples = "rotor launch -n 2 -- rotor bench-link --max-size 4M --iters 20",
 };
 

@@ -319,6 +319,55 @@ static void test_help_generation(void **state)
     free(h);
 }
 
+/* A table shared by commands with different defaults has no def: each
+ * command sets the field before parsing, and --help (and the man page) show
+ * that value, but not a sentinel outside the range, nor a value given before
+ * --help.  (Before, `train --peer-timeout`'s default of 8 s showed nowhere.) */
+typedef struct shared_opts {
+    int timeout, port;
+    double floor;
+    const char *dir;
+} shared_opts;
+
+static const rt_opt shared_table[] = {
+    RT_INT_OPT("timeout", 0, shared_opts, timeout, "S", NULL, 0, 100, 0, "seconds (0: never)"),
+    RT_INT_OPT("port", 0, shared_opts, port, "N", NULL, 1, 255, 0, "a port"),
+    RT_DOUBLE_OPT("floor", 0, shared_opts, floor, "X", NULL, 0, 0, 0, "a floor"),
+    RT_PATH_OPT("dir", 0, shared_opts, dir, "DIR", NULL, 0, "a directory"),
+    {0}};
+
+static void test_help_shows_defaults_set_by_the_command(void **state)
+{
+    (void)state;
+    shared_opts o = {.timeout = 8, .port = 0, .floor = -HUGE_VAL, .dir = NULL};
+    rt_opt_group g = {.opts = shared_table, .dest = &o};
+    char *h = help_text(&g, 1);
+    assert_non_null(strstr(h, "seconds (0: never; 0..100; default 8)"));
+    assert_non_null(strstr(h, "a port (1..255)\n"));
+    assert_non_null(strstr(h, "a floor\n"));
+    assert_non_null(strstr(h, "a directory\n"));
+    free(h);
+    FILE *fp = tmpfile();
+    rt_opts_man(fp, &t_doc, &g, 1);
+    char *man = captured(fp);
+    assert_non_null(strstr(man, "seconds (0: never; 0..100; default 8)"));
+    free(man);
+    /* Another command's default, and a value given before --help. */
+    o.timeout = 60;
+    rt_error err;
+    char *argv[] = {"test", "--timeout", "5", "--floor", "2.5", "--help"};
+    FILE *saved = stdout;
+    stdout = tmpfile();
+    FILE *out = stdout;
+    int rc = rt_opts_parse(&t_doc, &g, 1, 6, argv, NULL, &err);
+    stdout = saved;
+    h = captured(out);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(h, "seconds (0: never; 0..100; default 60)"));
+    assert_non_null(strstr(h, "a floor\n"));
+    free(h);
+}
+
 static void test_man_and_completion(void **state)
 {
     (void)state;
@@ -381,6 +430,7 @@ int main(void)
         cmocka_unit_test(test_help_generation),
         cmocka_unit_test(test_help_option_returns_1),
         cmocka_unit_test(test_man_and_completion),
+        cmocka_unit_test(test_help_shows_defaults_set_by_the_command),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -33,6 +33,16 @@ for s in '^sgd-mf options' '^cd-mf options' '^lda options' -- '--epochs' '--oute
     grep -q -- "$s" "$TMP/train.txt" || fail "train --help lacks $s"
 done
 
+# One table, two defaults: --peer-timeout is 8 s for train and 60 s for
+# bench-link, and each --help says its own (it said none), not a value given
+# before --help.
+"$ROTOR" train --help | tr -s ' \n' ' ' >"$TMP/train1.txt"
+grep -q -- '--peer-timeout S a peer .* 0..2000000; default 8)' "$TMP/train1.txt" ||
+    fail "train --help: --peer-timeout shows no default 8"
+"$ROTOR" bench-link --peer-timeout 3 --help | tr -s ' \n' ' ' >"$TMP/bench1.txt"
+grep -q -- '--peer-timeout S a peer .* 0..2000000; default 60)' "$TMP/bench1.txt" ||
+    fail "bench-link --help: --peer-timeout shows no default 60"
+
 # bad CMD... =: WANT: exit 2 and one stderr line containing WANT.
 bad() {
     local args=() want
