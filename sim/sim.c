@@ -73,8 +73,11 @@ typedef struct sim_node {
     double credit;      /* time blocked waiting for credits */
     double compute;     /* sum of step compute times */
     double link;        /* when the node's outgoing link is free */
+    double net_until;   /* until when the kernel works for its passes (net_cpu_s_per_byte):
+                           as long as their bytes take at the link's rate, the burst's too */
     double step_cost;   /* PHASE_STEP_END: this step's fixed cost */
     int inline_step;    /* this step's cells run on the orchestrating thread */
+    double last_cpu_s;  /* CPU seconds of its previous step's cells (< 0: none yet) */
     double compute_end; /* when its last step's compute ended (the rotation's start before) */
     double tokens;      /* the link's token bucket (burst_bytes), as of tokens_at */
     double tokens_at;
@@ -170,6 +173,15 @@ static int state_init(sim_state *s, const rt_sim_shape *sh, rt_error *err)
 
 /* ---- the cores ---- */
 
+/* How fast each of the host's cores computes while `busy` workers share
+ * them (rt_sim_shape.busy_core_speed), as a fraction of one alone. */
+static double host_speed(const sim_host *h, uint32_t busy)
+{
+    double in_use = h->cores < busy ? h->cores : busy;
+    return h->cores > 1 && in_use > 1 ? 1 - (1 - h->all_busy_speed) * (in_use - 1) / (h->cores - 1)
+                                      : 1;
+}
+
 /* What one of the host's busy workers computes per second, in seconds of
  * a core of its own: its share of the cores, each as fast as a core is
  * while that many compute at once. */
@@ -177,8 +189,7 @@ static double host_share(const sim_host *h)
 {
     if (!h->busy)
         return 1.0;
-    double in_use = h->cores < h->busy ? h->cores : h->busy;
-    double speed = h->cores > 1 ? 1 - (1 - h->all_busy_speed) * (in_use - 1) / (h->cores - 1) : 1;
+    double speed = host_speed(h, h->busy);
     double left = h->cores - h->net_load; /* what the kernel's network work leaves */
     if (left <= 0)
         return 0;
@@ -202,7 +213,7 @@ static void hosts_net_load(sim_state *s)
     for (uint32_t hi = 0; hi < s->hosts; hi++)
         s->host[hi].net_load = 0;
     for (uint32_t n = 0; n < s->N && s->N > 1; n++)
-        if (s->now < s->node[n].link) {
+        if (s->now < s->node[n].net_until) {
             s->host[n / s->per_host].net_load += s->link_load / 2;
             s->host[(n + 1) % s->N / s->per_host].net_load += s->link_load / 2;
         }
@@ -287,7 +298,11 @@ static void compute_start(sim_state *s, const rt_sim_shape *sh, uint32_t n)
     sim_host *h = &s->host[n / s->per_host];
     d->phase = PHASE_COMPUTE, d->since = s->now, d->busy = 0;
     double cells_s = step_cells_s(s, sh, n);
-    d->inline_step = cells_s < sh->inline_below_s;
+    /* as the engine decides (RT_INLINE_AUTO): on the previous step's cells'
+     * CPU seconds (the rotation's first step: on its own, without jitter) */
+    double speed = host_speed(h, h->busy + s->T);
+    d->inline_step = (d->last_cpu_s >= 0 ? d->last_cpu_s : cells_s / speed) < sh->inline_below_s;
+    d->last_cpu_s = 0;
     /* after an idle time the cells run slower (wake_speed) */
     double woken = sh->wake_speed > 0 && sh->wake_speed < 1 &&
                            s->now - d->compute_end >= sh->wake_after_s && s->now > d->compute_end
@@ -302,6 +317,7 @@ static void compute_start(sim_state *s, const rt_sim_shape *sh, uint32_t n)
         if (x <= 0)
             continue;
         x *= woken * s->worker_factor[w] * jitter(s, s->cell_sigma);
+        d->last_cpu_s += x / speed;
         s->done_at[w] = h->progress + x;
         d->busy++, h->busy++;
     }
@@ -447,6 +463,7 @@ static void node_pass(sim_state *s, const rt_sim_shape *sh, const rt_sim_link *l
     double start = s->now > d->link ? s->now : d->link;
     double free = burst_take(d, l, start, bytes);
     d->link = start + l->overhead_s + wire_s(l, bytes - free);
+    d->net_until = fmax(start, d->net_until) + l->overhead_s + wire_s(l, bytes);
     d->tokens_at = d->link;
     s->wire_start[at] = start;
     s->wire_free[at] = free;
@@ -536,8 +553,8 @@ static double next_event(const sim_state *s, const rt_sim_link *l)
     if (done == s->N)
         return INFINITY;
     for (uint32_t n = 0; n < s->N && s->link_load > 0; n++) /* a link's load ends */
-        if (s->node[n].link > s->now)
-            t = fmin(t, s->node[n].link);
+        if (s->node[n].net_until > s->now)
+            t = fmin(t, s->node[n].net_until);
     for (uint32_t hi = 0; hi < s->hosts; hi++)
         t = fmin(t, host_next_s(s, &s->host[hi]));
     return t;
@@ -651,7 +668,7 @@ static int one_rotation(const rt_sim_shape *sh, const rt_sim_link *l, uint64_t s
     if (state_init(&s, sh, err))
         return -1;
     for (uint32_t n = 0; n < s.N; n++) /* idle between rotations: a full bucket */
-        s.node[n].tokens = l->burst_bytes;
+        s.node[n].tokens = l->burst_bytes, s.node[n].last_cpu_s = -1;
     s.step_overhead_s = sh->step_overhead_s;
     /* a link moves gbps / 8 bytes a second while it transmits (an infinite
      * one takes no time, so no load) */

@@ -18,7 +18,9 @@
  *      (busy_core_speed: shared cache and memory bandwidth), so a worker
  *      runs at min(1, cores / busy) x the speed of min(busy, cores) busy
  *      cores.  While a link transmits, the kernel's work for it
- *      (net_cpu_s_per_byte) takes cores from the hosts of both ends first.
+ *      (net_cpu_s_per_byte) takes cores from the hosts of both ends first,
+ *      for as long as the bytes take at the link's rate, also those that a
+ *      token bucket's burst lets through at once (their CPU is paid alike).
  *      A step that follows an idle time of its node (wake_after_s or more
  *      since its previous compute ended) computes at wake_speed;
  *   3. optional per-step all-reduce (LDA's topic totals) across all nodes;
@@ -83,10 +85,13 @@ typedef struct rt_sim_shape {
                                   and receiver's hosts (half on each) are the kernel's, ahead
                                   of the cells; 0 (or an infinite link): none */
     double step_overhead_s;    /* fixed cost of every step (thread hand-off, barrier) */
-    double inline_below_s;     /* a step whose cells on a node take less kernel time than this
-                                  together runs them one after another on one thread, at a
-                                  cost of inline_step_s instead of step_overhead_s (the
-                                  engine's --inline-steps auto: 2 ms); 0: never */
+    double inline_below_s;     /* a step that follows one whose cells on the node took less CPU
+                                  than this together (their kernel time at the speed of the
+                                  cores as they ran, jitter included; a rotation's first
+                                  step: its own cells, without jitter) runs them one after
+                                  another on one thread, at a cost of inline_step_s instead
+                                  of step_overhead_s (the engine's --inline-steps auto, which
+                                  decides on the previous step's CPU: 2 ms); 0: never */
     double inline_step_s;
     double step_reduce_bytes;   /* all-reduced after every step (0: none) */
     uint32_t step_reduce_every; /* ... every this many steps and after the last (0 = 1) */

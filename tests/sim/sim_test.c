@@ -331,6 +331,58 @@ static void test_link_cpu_takes_cores(void **state)
     shape_free(&t);
 }
 
+/* The kernel's CPU for a pass is paid for every byte, also for the bytes
+ * that a shaped link's bucket lets through at once: the measured CPU per
+ * byte is the whole machine's per byte moved, whatever the bucket.  Two
+ * nodes of one thread on cores of their own, 20 ms cells, 1 MB blocks on a
+ * 1 Gb/s link (8 ms) with a 1 MB bucket that refills between passes, so
+ * every pass goes at once: the load (0.5 of each host's core at 4 ns per
+ * byte) lasts the 8 ms the bytes take at the link's rate, and steps 1-3 each
+ * lose 4 ms.  A model that charged only the time on the wire charged none. */
+static void test_burst_bytes_cost_cpu(void **state)
+{
+    (void)state;
+    test_shape t;
+    shape_make(&t, 2, 1, 2, cell_uniform, 1e6);
+    t.s.rate = 1000 / 20e-3; /* 20 ms cells */
+    t.s.net_cpu_s_per_byte = 4e-9;
+    rt_sim_link link = {.gbps = 1, .burst_bytes = 1e6};
+    double cell = 20e-3, wire = 1e6 * 8 / 1e9;
+    rt_sim_result r = rotation(&t, &link);
+    assert_true(fabs(r.compute_max_s - (cell + 3 * (cell + wire / 2))) < 1e-9);
+    link.burst_bytes = 0; /* the same CPU without the bucket */
+    rt_sim_result plain = rotation(&t, &link);
+    assert_true(fabs(plain.compute_max_s - r.compute_max_s) < 1e-9);
+    shape_free(&t);
+}
+
+/* The engine runs a step inline when the previous step's cells took less
+ * CPU than the bound together (RT_INLINE_STEP_CPU_S); the model decides on
+ * the same: the cells' kernel time at the speed of the cores as they ran
+ * (busy_core_speed), with their jitter.  One node of 2 threads, 0.9 ms
+ * cells (1.8 ms a step alone, under the 2 ms bound): with both cores busy
+ * at 0.8 of their speed a step is 2.25 ms of CPU, so every step goes to the
+ * threads and pays the 10 ms hand-off; at full speed all run inline.  With
+ * cells that vary (cv 0.5) some steps cross the bound though their mean
+ * does not. */
+static void test_inline_choice_is_on_cpu(void **state)
+{
+    (void)state;
+    test_shape t;
+    shape_make(&t, 1, 2, 2, cell_uniform, 1e3);
+    t.s.rate = 1000 / 0.9e-3;
+    t.s.step_overhead_s = 10e-3, t.s.inline_step_s = 0, t.s.inline_below_s = 2e-3;
+    rt_sim_result r = rotation(&t, &infinite);
+    assert_true(fabs(r.epoch_s - 4 * 1.8e-3) < 1e-12);
+    t.s.busy_core_speed = 0.8;
+    r = rotation(&t, &infinite);
+    assert_true(fabs(r.epoch_s - 4 * (0.9e-3 / 0.8 + 10e-3)) < 1e-12);
+    t.s.busy_core_speed = 0, t.s.cell_cv = 0.5;
+    r = rotation(&t, &infinite);
+    assert_true(r.epoch_s > 4 * 1.8e-3 + 10e-3);
+    shape_free(&t);
+}
+
 /* A worker that is slow for a whole rotation (worker_cv: the part of the
  * cells' spread that its cells share) makes its neighbour wait: unlike the
  * same spread drawn per cell, it does not average out over the worker's
@@ -459,6 +511,8 @@ int main(void)
         cmocka_unit_test(test_idle_workers_free_their_share),
         cmocka_unit_test(test_busy_cores_compute_slower),
         cmocka_unit_test(test_link_cpu_takes_cores),
+        cmocka_unit_test(test_burst_bytes_cost_cpu),
+        cmocka_unit_test(test_inline_choice_is_on_cpu),
         cmocka_unit_test(test_slow_worker_makes_neighbours_wait),
         cmocka_unit_test(test_idle_time_slows_next_step),
         cmocka_unit_test(test_deterministic),
