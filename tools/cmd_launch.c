@@ -31,6 +31,7 @@
  */
 #define _GNU_SOURCE
 #include "tools/commands.h"
+#include "tools/launch_env.h"
 #include "ground/ground.h"
 #include "verbs/netaddr.h"
 #include "verbs/transport.h"
@@ -648,10 +649,16 @@ int cmd_launch(int argc, char **argv)
     }
     char **cmd = argv + i;
 
-    char token[80], hostfile[64];
-    const char *given = getenv("ROTOR_TOKEN");
-    if (given && *given)
-        snprintf(token, sizeof(token), "%.79s", given);
+    /* A ROTOR_TOKEN already set is passed on whole (it was cut at 79 bytes,
+     * so the ranks disagreed with a process given the same variable). */
+    char token[RT_TOKEN_MAX + 1], hostfile[64];
+    const char *given;
+    if (rt_launch_env_token(&given, &err)) {
+        fprintf(stderr, "rotor: error: launch: %s\n", err.msg);
+        return err.code;
+    }
+    if (given)
+        memcpy(token, given, strlen(given) + 1);
     else if (rt_transport_new_secret(token, sizeof(token), &err)) {
         fprintf(stderr, "rotor: error: launch: %s\n", err.msg);
         return err.code;

@@ -179,6 +179,18 @@ int rt_token_file_read(const char *path, char *buf, size_t cap, size_t *len, rt_
     return 0;
 }
 
+int rt_launch_env_token(const char **token, rt_error *err)
+{
+    const char *s = getenv("ROTOR_TOKEN");
+    *token = s && *s ? s : NULL;
+    if (*token && strlen(*token) > RT_TOKEN_MAX)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "ROTOR_TOKEN is %zu bytes, longer than the %d a job secret may have (make "
+                       "one with 'head -c 32 /dev/urandom | base64')",
+                       strlen(*token), RT_TOKEN_MAX);
+    return 0;
+}
+
 int rt_launch_env_secret_given(const char *token_file)
 {
     return token_file || (getenv("ROTOR_TOKEN") && *getenv("ROTOR_TOKEN"));
@@ -187,18 +199,20 @@ int rt_launch_env_secret_given(const char *token_file)
 int rt_launch_env_secret(rt_transport_config *tc, const char *token_file, int insecure,
                          const rt_group *g, rt_error *err)
 {
-    char buf[4096];
+    char buf[RT_TOKEN_MAX + 1];
     size_t len = 0;
-    const char *secret = NULL, *from = NULL;
+    const char *secret = NULL, *from = NULL, *env = NULL;
     tc->secure = 0;
+    if (!token_file && rt_launch_env_token(&env, err))
+        return -1;
     if (token_file) {
         if (rt_token_file_read(token_file, buf, sizeof(buf), &len, err))
             return -1;
         secret = buf;
         from = "--token-file";
-    } else if (getenv("ROTOR_TOKEN") && *getenv("ROTOR_TOKEN")) {
-        snprintf(buf, sizeof(buf), "%s", getenv("ROTOR_TOKEN"));
-        len = strlen(buf);
+    } else if (env) {
+        len = strlen(env); /* at most RT_TOKEN_MAX: checked above */
+        memcpy(buf, env, len + 1);
         secret = buf;
         from = "ROTOR_TOKEN";
         unsetenv("ROTOR_TOKEN"); /* not for whatever this process starts */

@@ -14,6 +14,16 @@ int rt_launch_env_group(rt_group_config *cfg, rt_error *err);
  * so it need not come through PMIx. */
 int rt_launch_env_secret_given(const char *token_file);
 
+/* The longest job secret, in bytes, from a --token-file or ROTOR_TOKEN: a
+ * longer one is refused, never cut (cut, two secrets sharing their first
+ * RT_TOKEN_MAX bytes would authenticate each other). */
+#define RT_TOKEN_MAX 4095
+
+/* ROTOR_TOKEN into *token (the environment's own string; NULL when it is
+ * unset or empty).  Returns 0, or -1 with err (exit code 2) when it is
+ * longer than RT_TOKEN_MAX bytes. */
+int rt_launch_env_token(const char **token, rt_error *err);
+
 /* The secret in a --token-file: its one line of text (a final newline, CR
  * LF or trailing blank lines allowed; a UTF-8 byte order mark before it is
  * not part of it), into buf (cap bytes, NUL-terminated),

@@ -253,6 +253,45 @@ static void test_secret(void **state)
     assert_non_null(strstr(err.msg, ":1:"));
 }
 
+/* A secret is never cut: ROTOR_TOKEN up to RT_TOKEN_MAX bytes counts whole
+ * (two that share all but their last byte give different keys), a longer
+ * one is refused naming the variable (it was cut at 4095 bytes, so any two
+ * sharing those authenticated each other), as a longer token file is. */
+static void test_secret_never_cut(void **state)
+{
+    (void)state;
+    rt_transport_config tc;
+    rt_transport_config_init(&tc);
+    rt_error err;
+    rt_group four = group_of(4, "");
+    static char a[RT_TOKEN_MAX + 2], b[RT_TOKEN_MAX + 2];
+    memset(a, 'x', RT_TOKEN_MAX);
+    memcpy(b, a, sizeof(b));
+    b[RT_TOKEN_MAX - 1] = 'y';
+    uint8_t key_a[RT_JOB_KEY_BYTES];
+    setenv("ROTOR_TOKEN", a, 1);
+    assert_int_equal(rt_launch_env_secret(&tc, NULL, 0, &four, &err), 0);
+    memcpy(key_a, tc.job_key, sizeof(key_a));
+    setenv("ROTOR_TOKEN", b, 1);
+    assert_int_equal(rt_launch_env_secret(&tc, NULL, 0, &four, &err), 0);
+    assert_memory_not_equal(tc.job_key, key_a, RT_JOB_KEY_BYTES);
+
+    a[RT_TOKEN_MAX] = 'a';
+    b[RT_TOKEN_MAX - 1] = 'x';
+    b[RT_TOKEN_MAX] = 'b';
+    const char *token;
+    for (const char *t = a; t; t = t == a ? b : NULL) {
+        setenv("ROTOR_TOKEN", t, 1);
+        assert_int_equal(rt_launch_env_token(&token, &err), -1);
+        assert_int_equal(rt_launch_env_secret(&tc, NULL, 0, &four, &err), -1);
+        assert_int_equal(err.code, RT_EXIT_INPUT);
+        assert_non_null(strstr(err.msg, "ROTOR_TOKEN is 4096 bytes, longer than the 4095"));
+    }
+    unsetenv("ROTOR_TOKEN");
+    assert_int_equal(rt_launch_env_token(&token, &err), 0);
+    assert_null(token);
+}
+
 /* A secret PMIx handed over is used when none was given, and an explicit
  * one (ROTOR_TOKEN, --token-file) wins over it. */
 static void test_secret_from_pmix(void **state)
@@ -454,6 +493,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_more_launchers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_secret, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_secret_never_cut, setup, teardown),
         cmocka_unit_test_setup_teardown(test_secret_from_pmix, setup, teardown),
         cmocka_unit_test_setup_teardown(test_single_process, setup, teardown),
         cmocka_unit_test_setup_teardown(test_precedence, setup, teardown),

@@ -34,6 +34,17 @@ ports=$(grep -E '^\[0\] 127\.0\.0\.1:' "$work/out" | sort -u | wc -l)
 hf=$(sed -n 's/^\[0\] hostfile //p' "$work/out")
 [ -n "$hf" ] && [ ! -e "$hf" ] || fail "temporary hostfile $hf not removed"
 
+# 2b. A ROTOR_TOKEN already set reaches the ranks whole (it was cut at 79
+# bytes); one longer than a secret may be (4095 bytes) is refused, exit 2.
+long=$(printf 'k%.0s' $(seq 300))
+got=$(ROTOR_TOKEN=$long timeout 60 "$ROTOR" launch -n 2 -- sh -c 'printf "%s\n" "$ROTOR_TOKEN"' |
+    sed 's/^\[[01]\] //' | sort -u)
+[ "$got" = "$long" ] || fail "ROTOR_TOKEN of 300 bytes reached the ranks as ${#got} bytes"
+ROTOR_TOKEN=$(printf 'k%.0s' $(seq 4096)) "$ROTOR" launch -n 2 -- true >/dev/null 2>"$work/err"
+rc=$?
+[ $rc -eq 2 ] && grep -q "ROTOR_TOKEN is 4096 bytes" "$work/err" ||
+    fail "a 4096-byte ROTOR_TOKEN: exit $rc, $(cat "$work/err")"
+
 # 3. Many concurrent lines are never torn or mixed.
 timeout 60 "$ROTOR" launch -n 3 -- sh -c '
     i=0; while [ $i -lt 2000 ]; do
