@@ -519,8 +519,9 @@ typedef struct lda_dense_patch {
     float d;
 } lda_dense_patch;
 /* The topic where u falls among the patched weights, 0 <= u < the patched sum (total's last + d;
- * never a topic of zero weight): the chunk by the patched totals, the topic in it by the weights
- * of ndk and coef as they are now (lda_dense_weights' formula; they hold the patch's change). */
+ * never a topic of zero weight; total[-1] is read, and must be +0): the chunk by the patched
+ * totals, the topic in it by the weights of ndk and coef as they are now (lda_dense_weights'
+ * formula; they hold the patch's change). */
 uint32_t lda_dense_find(int avx2, const int32_t *ndk, float alpha, const float *coef,
                         const float *total, uint32_t K, float u, lda_dense_patch p);
 int lda_have_avx2(void);

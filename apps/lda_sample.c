@@ -40,6 +40,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Floats from one set of the dense kernel's running totals to the next: a
+ * set's lda_dense_totals_len(K), after LDA_CHUNK of +0 (lda_dense_find
+ * reads total[-1]; a whole chunk keeps the sets' alignment). */
+static uint32_t dense_total_stride(uint32_t K)
+{
+    return LDA_CHUNK + lda_dense_totals_len(K);
+}
+
 unsigned lda_scratch_parts(const lda_opts *o, int held_out)
 {
     if (lda_uses_lists(o->sampler, o->K)) /* the K-wide arrays only for the progressive sweep and
@@ -66,7 +74,8 @@ int lda_scratch_init(lda_scratch *s, uint32_t K, unsigned parts)
     }
     if (parts & LDA_SCRATCH_DENSE) {
         s->dense_coef = rt_alloc(lda_dense_totals_len(K) * LDA_CHUNK * sizeof(float));
-        s->dense_total = rt_alloc(2 * lda_dense_totals_len(K) * sizeof(float));
+        /* each set after LDA_CHUNK floats (+0: the find reads the one before its first) */
+        s->dense_total = rt_alloc(2 * dense_total_stride(K) * sizeof(float));
         fail |= !s->dense_coef || !s->dense_total;
     }
     if (parts & LDA_SCRATCH_MH) {
@@ -81,6 +90,8 @@ int lda_scratch_init(lda_scratch *s, uint32_t K, unsigned parts)
         return -1;
     }
     memset(s->word.pos, 0xff, K * sizeof(uint32_t));
+    if (s->dense_total)
+        memset(s->dense_total, 0, 2 * dense_total_stride(K) * sizeof(float));
     s->avx2 = lda_have_avx2();
     return 0;
 }
@@ -404,19 +415,16 @@ AVX2 static DENSE_INLINE float weights_avx2(const int32_t *ndk, float alpha, con
     return _mm256_cvtss_f32(base);
 }
 
-/* The patched running total before chunk c (+0 before the first), as
- * find_portable has it, without branches: both of its conditions are as
+/* The patched running total before chunk c (total[-1], +0, before the
+ * first), as find_portable has it, without branches: its condition is as
  * likely one way as the other (about half the draws pass the patched
  * chunk), and a mispredicted branch here discards the next token's
  * weights, which run behind the draw.  The float bits are the same: x & 0
  * is +0, and +0 + +0 = +0. */
 AVX2 static inline float total_before_avx2(const float *total, uint32_t c, lda_dense_patch p)
 {
-    const __m128 any = _mm_castsi128_ps(_mm_cvtsi32_si128(-(int)(c != 0)));
     const __m128 after = _mm_castsi128_ps(_mm_cvtsi32_si128(-(int)(c > p.k / LDA_CHUNK)));
-    uint32_t at = c - (c != 0);
-    __asm__("" : "+r"(at)); /* GCC would branch on c == 0 again */
-    const __m128 t = _mm_and_ps(_mm_load_ss(total + at), any);
+    const __m128 t = _mm_load_ss(total + (ptrdiff_t)c - 1);
     return _mm_cvtss_f32(_mm_add_ss(t, _mm_and_ps(_mm_set_ss(p.d), after)));
 }
 
@@ -520,7 +528,7 @@ static inline float dense_coef(int32_t nwk, int64_t nk, double beta, double vbet
 #define DENSE_PREFETCH_ROW 512u
 
 /* What one word's run of tokens needs: total holds two sets, one token's
- * running totals and the next's (tlen floats apart).
+ * running totals and the next's (tstride floats apart, dense_total_stride).
  * The word's counts nwk are its dense slice itself, or the scratch of a
  * sparse one, whose topic list wd keeps in step (listed runs). */
 typedef struct dense_run {
@@ -529,8 +537,8 @@ typedef struct dense_run {
     int32_t *nwk;
     lda_word *wd;
     float *coef, *total;
-    uint64_t last;                     /* the block's last token */
-    uint32_t K, full, row_bytes, tlen; /* full: dense_full_groups(K) */
+    uint64_t last;                        /* the block's last token */
+    uint32_t K, full, row_bytes, tstride; /* full: dense_full_groups(K) */
     float alpha;
     double beta, vbeta;
 } dense_run;
@@ -654,7 +662,7 @@ AVX2 static DENSE_INLINE float dense_count_avx2(const dense_run *d, int32_t *ndk
         if (i >= end)                                                                              \
             return;                                                                                \
         rt_rng local = *stream, *rng = &local; /* in registers, not stored every token */          \
-        float *total = d->total, *nt = d->total + d->tlen;                                         \
+        float *total = d->total, *nt = d->total + d->tstride;                                      \
         int32_t *ndk = dense_row(d, i);                                                            \
         dense_count_##PATH(d, ndk, t->z[t->tok_pos[i]], -1, LISTED);                               \
         float sum = weights_##PATH(ndk, d->alpha, d->coef, d->SIZE, NULL, total, LAST, 0);         \
@@ -769,12 +777,12 @@ static int visit_dense(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *pa
                    .nwk = wd->nwk,
                    .wd = wd,
                    .coef = s->dense_coef,
-                   .total = s->dense_total,
+                   .total = s->dense_total + LDA_CHUNK,
                    .last = t->blk_tok[b + 1] - 1,
                    .K = K,
                    .full = dense_full_groups(K),
                    .row_bytes = K * 4 < DENSE_PREFETCH_ROW ? K * 4 : DENSE_PREFETCH_ROW,
-                   .tlen = lda_dense_totals_len(K),
+                   .tstride = dense_total_stride(K),
                    .alpha = (float)c->o->alpha,
                    .beta = c->o->beta,
                    .vbeta = c->vbeta};

@@ -212,8 +212,9 @@ static void test_dense(void **state)
     /* the row, then the counts the vector path reads past it (lda.h) */
     static int32_t ndk[(NC + LDA_CHUNK) * LDA_CHUNK], pndk[(NC + LDA_CHUNK) * LDA_CHUNK];
     static float coef[(NC + LDA_CHUNK) * LDA_CHUNK], pcoef[(NC + LDA_CHUNK) * LDA_CHUNK],
-        w[NC * LDA_CHUNK], got[2][(NC + LDA_CHUNK) * LDA_CHUNK], sums[NC], want[NC + LDA_CHUNK],
-        tot[2][NC + LDA_CHUNK];
+        w[NC * LDA_CHUNK], got[2][(NC + LDA_CHUNK) * LDA_CHUNK], sums[NC],
+        want_after0[1 + NC + LDA_CHUNK], tot[2][NC + LDA_CHUNK];
+    float *const want = want_after0 + 1; /* want[-1] = +0, as lda_dense_find reads it */
     const float alpha = 0.5f;
     rt_rng r;
     rt_rng_seed(&r, 7, 1);
