@@ -432,9 +432,10 @@ AVX2 static inline float total_before_avx2(const float *total, uint32_t c, lda_d
 AVX2 static inline unsigned reached_avx2(const float *total, uint32_t i, __m256 uv, __m256 dv,
                                          __m256i pc)
 {
-    const __m256i at =
-        _mm256_add_epi32(_mm256_set1_epi32((int)i), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    const __m256 before = _mm256_castsi256_ps(_mm256_cmpgt_epi32(pc, at));
+    /* pc: the patched chunk - i in every lane, so lane j is before it
+     * where pc > j (a subtraction a group, not a broadcast of i) */
+    const __m256 before =
+        _mm256_castsi256_ps(_mm256_cmpgt_epi32(pc, _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)));
     const __m256 t = _mm256_add_ps(_mm256_loadu_ps(total + i), _mm256_andnot_ps(before, dv));
     return (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(t, uv, _CMP_LE_OQ));
 }
@@ -446,10 +447,11 @@ AVX2 static inline uint32_t find_avx2(const int32_t *ndk, float alpha, const flo
                                       const float *total, uint32_t full, const uint32_t last,
                                       float u, lda_dense_patch p)
 {
-    const __m256i pc = _mm256_set1_epi32((int)(p.k / LDA_CHUNK));
+    const __m256i step = _mm256_set1_epi32(LDA_CHUNK);
+    __m256i pc = _mm256_set1_epi32((int)(p.k / LDA_CHUNK));
     const __m256 uv = _mm256_set1_ps(u), dv = _mm256_set1_ps(p.d);
     uint32_t c = 0;
-    for (uint32_t g = 0; g < full; g++)
+    for (uint32_t g = 0; g < full; g++, pc = _mm256_sub_epi32(pc, step))
         c += (uint32_t)__builtin_popcount(reached_avx2(total, g * LDA_CHUNK, uv, dv, pc));
     if (last > 1)
         c += (uint32_t)__builtin_popcount(reached_avx2(total, full * LDA_CHUNK, uv, dv, pc) &
