@@ -534,7 +534,10 @@ static inline float dense_coef(int32_t nwk, int64_t nk, double beta, double vbet
  * The word's counts nwk are its dense slice itself, or the scratch of a
  * sparse one, whose topic list wd keeps in step (listed runs). */
 typedef struct dense_run {
-    lda_tokens *t;
+    /* the worker's tokens (lda_tokens): document, place in z, topic; rows */
+    const uint32_t *tok_doc, *tok_pos;
+    uint16_t *z;
+    int32_t *ndk;
     int64_t *nk;
     int32_t *nwk;
     lda_word *wd;
@@ -570,10 +573,9 @@ static DENSE_INLINE float dense_move(const dense_run *d, uint32_t k, int dn, int
  * drops it whole (GCC 12). */
 static DENSE_INLINE void dense_prefetch(const dense_run *d, uint64_t i)
 {
-    const lda_tokens *t = d->t;
     const uint64_t a = i + DENSE_PREFETCH < d->last ? i + DENSE_PREFETCH : d->last;
-    const char *row = (const char *)(t->ndk + (size_t)t->tok_doc[a] * d->K);
-    __builtin_prefetch(t->z + t->tok_pos[a], 1);
+    const char *row = (const char *)(d->ndk + (size_t)d->tok_doc[a] * d->K);
+    __builtin_prefetch(d->z + d->tok_pos[a], 1);
     __builtin_prefetch(row, 1);
     __builtin_prefetch(row + 64, 1);
     __builtin_prefetch(row + 128, 1);
@@ -589,7 +591,7 @@ static DENSE_INLINE void dense_prefetch(const dense_run *d, uint64_t i)
 /* The document row of token i. */
 static inline int32_t *dense_row(const dense_run *d, uint64_t i)
 {
-    return d->t->ndk + (size_t)d->t->tok_doc[i] * d->K;
+    return d->ndk + (size_t)d->tok_doc[i] * d->K;
 }
 
 /* n_dk (row ndk) and the word's and the totals' counts of topic k change
@@ -657,35 +659,36 @@ AVX2 static DENSE_INLINE float dense_count_avx2(const dense_run *d, int32_t *ndk
  * beside the draw.  The draw is still from the exact full conditional, up to float rounding (the
  * patched totals are the computed totals plus the change, added in float). */
 #define DENSE_TOKENS(NAME, PATH, ATTR, LAST, LISTED, SIZE)                                         \
-    ATTR static void dense_tokens_##NAME(const dense_run *d, uint64_t i, uint64_t end,             \
+    ATTR static void dense_tokens_##NAME(const dense_run *run, uint64_t i, uint64_t end,           \
                                          rt_rng *stream)                                           \
     {                                                                                              \
-        lda_tokens *t = d->t;                                                                      \
+        /* a copy the counts' stores cannot alias: its fields stay in registers */                 \
+        const dense_run copy = *run, *d = &copy;                                                   \
         if (i >= end)                                                                              \
             return;                                                                                \
         rt_rng local = *stream, *rng = &local; /* in registers, not stored every token */          \
         float *total = d->total, *nt = d->total + d->tstride;                                      \
         int32_t *ndk = dense_row(d, i);                                                            \
-        dense_count_##PATH(d, ndk, t->z[t->tok_pos[i]], -1, LISTED);                               \
+        dense_count_##PATH(d, ndk, d->z[d->tok_pos[i]], -1, LISTED);                               \
         float sum = weights_##PATH(ndk, d->alpha, d->coef, d->SIZE, NULL, total, LAST, 0);         \
         lda_dense_patch patch = {0, 0.0f};                                                         \
         for (;;) {                                                                                 \
             dense_prefetch(d, i);                                                                  \
-            const uint32_t p = t->tok_pos[i];                                                      \
+            const uint32_t p = d->tok_pos[i];                                                      \
             const uint32_t k = find_##PATH(ndk, d->alpha, d->coef, total, d->SIZE, LAST,           \
                                            rt_rng_uniformf(rng) * (sum + patch.d), patch);         \
             if (i + 1 == end) {                                                                    \
                 dense_count_##PATH(d, ndk, k, +1, LISTED);                                         \
-                t->z[p] = (uint16_t)k;                                                             \
+                d->z[p] = (uint16_t)k;                                                             \
                 *stream = local;                                                                   \
                 return;                                                                            \
             }                                                                                      \
             int32_t *next = dense_row(d, i + 1);                                                   \
-            dense_count_##PATH(d, next, t->z[t->tok_pos[i + 1]], -1, LISTED);                      \
+            dense_count_##PATH(d, next, d->z[d->tok_pos[i + 1]], -1, LISTED);                      \
             sum = weights_##PATH(next, d->alpha, d->coef, d->SIZE, NULL, nt, LAST, 0);             \
             const float before = ((float)next[k] + d->alpha) * d->coef[k];                         \
             const float ck = dense_count_##PATH(d, ndk, k, +1, LISTED);                            \
-            t->z[p] = (uint16_t)k;                                                                 \
+            d->z[p] = (uint16_t)k;                                                                 \
             patch = (lda_dense_patch){k, ((float)next[k] + d->alpha) * ck - before};               \
             float *const ot = total; /* the sets trade places */                                   \
             total = nt, nt = ot, ndk = next, i++;                                                  \
@@ -774,7 +777,10 @@ static int visit_dense(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *pa
     lda_tokens *t = &w->train;
     const uint32_t K = c->o->K;
     lda_word *wd = &s->word;
-    dense_run d = {.t = t,
+    dense_run d = {.tok_doc = t->tok_doc,
+                   .tok_pos = t->tok_pos,
+                   .z = t->z,
+                   .ndk = t->ndk,
                    .nk = w->nk,
                    .nwk = wd->nwk,
                    .wd = wd,
