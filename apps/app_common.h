@@ -64,6 +64,11 @@ int rt_state_open(rt_state_reader *r, const char *dir, const rt_state_head *want
                   uint64_t *next_rotation, rt_error *err);
 /* The next section: it must be `tag` with exactly `len` bytes. */
 int rt_state_get(rt_state_reader *r, const char *tag, void *data, size_t len, rt_error *err);
+/* When the next section is `tag`: 1, and *data (in the reader's buffer) and
+ * *len are its bytes; 0 (nothing read) when it is another; -1 with err for
+ * a corrupt file. */
+int rt_state_get_optional(rt_state_reader *r, const char *tag, const void **data, size_t *len,
+                          rt_error *err);
 void rt_state_close(rt_state_reader *r);
 
 /* One walk serves both directions: an app visits its state once, section

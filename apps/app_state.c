@@ -189,6 +189,23 @@ int rt_state_get(rt_state_reader *r, const char *tag, void *data, size_t len, rt
     return 0;
 }
 
+int rt_state_get_optional(rt_state_reader *r, const char *tag, const void **data, size_t *len,
+                          rt_error *err)
+{
+    size_t at = r->pos;
+    section_hdr h;
+    const unsigned char *p = NULL;
+    if (next_section(r, &h, &p, err))
+        return -1;
+    if (strcmp(h.tag, tag) != 0) {
+        r->pos = at;
+        return 0;
+    }
+    *data = p;
+    *len = (size_t)h.len;
+    return 1;
+}
+
 void rt_state_close(rt_state_reader *r)
 {
     free(r->buf);

@@ -186,9 +186,11 @@ int rt_app_run(const rt_app_desc *app, void *state, rt_engine *eng, const rt_pla
 int rt_checkpoint_latest(const char *root, const char *app, const char *job, char *dir, size_t cap,
                          uint64_t *next_rotation, rt_error *err);
 /* After create, before the run: load this rank's state from a checkpoint
- * directory (checks that it continues at next_rotation). */
+ * directory (checks that it continues at next_rotation and, when job is
+ * set, that the job its state file records is `job` but for the run's
+ * length, as for the manifest). */
 int rt_app_resume(const rt_app_desc *app, void *state, rt_engine *eng, const rt_plan *plan,
-                  const char *dir, uint64_t next_rotation, rt_error *err);
+                  const char *dir, const char *job, uint64_t next_rotation, rt_error *err);
 
 /* A saved model: model.json's "app" names the app whose model_load read it. */
 typedef struct rt_model {

@@ -240,10 +240,12 @@ static void prune(const char *root, uint64_t newest)
         each_ckpt(root, prune_one, &k, NULL);
 }
 
-/* This rank's state file in dir: the head, the app's sections, the home
- * blocks. */
+/* This rank's state file in dir: the head, the job, the app's sections,
+ * the home blocks.  The job is in every state file, not only in the
+ * manifest: a state file copied in from another run with the same plan,
+ * app and split (another seed or K) was resumed from silently. */
 static int state_save(const rt_app_desc *app, void *state, const rt_plan *plan, rt_engine *eng,
-                      const char *dir, uint64_t next_rotation, rt_error *err)
+                      const char *dir, const char *job, uint64_t next_rotation, rt_error *err)
 {
     rt_state_head h;
     rt_state_writer w;
@@ -251,21 +253,47 @@ static int state_save(const rt_app_desc *app, void *state, const rt_plan *plan, 
     rt_state_head_of(&h, app->name, plan, eng, next_rotation);
     if (rt_state_create(&w, dir, &h, err))
         return -1;
-    if (app->state_io(state, &io, err) || rt_state_xfer_home_blocks(&io, eng, err)) {
+    if (rt_state_put(&w, "job", job ? job : "", job ? strlen(job) : 0, err) ||
+        app->state_io(state, &io, err) || rt_state_xfer_home_blocks(&io, eng, err)) {
         rt_state_abort(&w);
         return -1;
     }
     return rt_state_commit(&w, err);
 }
 
+/* The job a state file records (was, len bytes) is `job` but for the run's
+ * length. */
+static int check_state_job(const char *path, const char *was, size_t len, const char *job,
+                           rt_error *err)
+{
+    rt_field_diff d;
+    char then[256], now[256];
+    if (!job || !rt_fields_diff(was, len, job, strlen(job), run_length, &d))
+        return 0;
+    rt_field_quote(then, sizeof(then), d.a, d.a_len);
+    rt_field_quote(now, sizeof(now), d.b, d.b_len);
+    return rt_fail(err, RT_EXIT_INPUT,
+                   "%s: this state file's job had %.*s %s, this run has %s (a state file of "
+                   "another run? a resume needs the same plan, split and options)",
+                   path, (int)d.name_len, d.name, then, now);
+}
+
 static int state_load(const rt_app_desc *app, void *state, const rt_plan *plan, rt_engine *eng,
-                      const char *dir, uint64_t *next_rotation, rt_error *err)
+                      const char *dir, const char *job, uint64_t *next_rotation, rt_error *err)
 {
     rt_state_head want;
     rt_state_reader r;
     rt_state_io io = {.r = &r};
     rt_state_head_of(&want, app->name, plan, eng, 0);
     int rc = rt_state_open(&r, dir, &want, next_rotation, err);
+    const void *was = NULL;
+    size_t was_len = 0;
+    /* Files written before the job was recorded have no "job" section: the
+     * manifest's job was checked for them, as it was then. */
+    if (rc == 0) {
+        int has = rt_state_get_optional(&r, "job", &was, &was_len, err);
+        rc = has < 0 ? -1 : has ? check_state_job(r.path, was, was_len, job, err) : 0;
+    }
     if (rc == 0)
         rc = app->state_io(state, &io, err) || rt_state_xfer_home_blocks(&io, eng, err) ? -1 : 0;
     rt_state_close(&r);
@@ -320,7 +348,7 @@ static int checkpoint_write(const rt_app_desc *app, void *state, rt_engine *eng,
     double t0 = rt_now();
     if (ckpt_dir(dir, sizeof(dir), cfg->dir, next, err) || rt_mkdir_p(dir, err))
         return rt_error_prefix(err, "checkpoint at rotation %" PRIu64, next);
-    int saved = state_save(app, state, plan, eng, dir, next, err);
+    int saved = state_save(app, state, plan, eng, dir, cfg->job, next, err);
     if (agree_all_written(eng, saved != 0, err))
         return checkpoint_failed(dir, eng, next, 1, err);
     if (rt_engine_rank(eng) == 0) {
@@ -421,12 +449,12 @@ int rt_app_run(const rt_app_desc *app, void *state, rt_engine *eng, const rt_pla
 }
 
 int rt_app_resume(const rt_app_desc *app, void *state, rt_engine *eng, const rt_plan *plan,
-                  const char *dir, uint64_t next_rotation, rt_error *err)
+                  const char *dir, const char *job, uint64_t next_rotation, rt_error *err)
 {
     uint64_t got;
     if (!app->state_io)
         return rt_fail(err, RT_EXIT_INPUT, "--app %s cannot resume", app->name);
-    if (state_load(app, state, plan, eng, dir, &got, err))
+    if (state_load(app, state, plan, eng, dir, job, &got, err))
         return -1;
     if (got != next_rotation)
         return rt_fail(err, RT_EXIT_INPUT,

@@ -479,7 +479,7 @@ static int train(const train_opts *o, const char *out, train_run *r, rt_error *e
     if (r->app->create(r->app_opts, &r->plan, r->engine, &r->app_state, err))
         return -1;
     if (o->resume && rt_app_resume(r->app, r->app_state, r->engine, &r->plan, resume_dir,
-                                   ec.first_rotation, err))
+                                   r->fingerprint, ec.first_rotation, err))
         return -1;
     rt_checkpoint_config cc = {
         .dir = o->checkpoint, .every = o->checkpoint_every, .job = r->fingerprint};

@@ -1,5 +1,6 @@
 /* fuzz_state.c - a rank's training-state file (checkpoint state-RRRRR.bin)
- * as rt_state_open and rt_state_get read it on --resume.  The sections'
+ * as rt_state_open, rt_state_get_optional (the job) and rt_state_get read
+ * it on --resume.  The sections'
  * checksums are fixed up as far as the structure goes, and the run's
  * expected head is taken from the file's own head section, so the fuzzer
  * reaches the section walk and the size checks behind them. */
@@ -47,6 +48,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     rt_error err = {0};
     uint64_t next;
     if (rt_state_open(&r, fuzz_dir(), &want, &next, &err) == 0) {
+        /* the job, when the file records one, compared as a resume does */
+        const void *job = NULL;
+        size_t job_len = 0;
+        if (rt_state_get_optional(&r, "job", &job, &job_len, &err) > 0) {
+            rt_field_diff d;
+            rt_fields_diff(job, job_len, "--seed=1\n", 9, NULL, &d);
+        }
         /* the sections an app reads next, of a few sizes */
         static const size_t sizes[] = {8, 4, 64, 0};
         uint8_t out[64];
