@@ -291,6 +291,11 @@ static int store(const found *f, const char *v, rt_error *err)
     case RT_OPT_PATH:
         if (!*v)
             return rt_fail(err, RT_EXIT_INPUT, "--%s: the value is empty", o->name);
+        if (o->type == RT_OPT_PATH && strlen(v) > RT_OPT_PATH_MAX)
+            return rt_fail(err, RT_EXIT_INPUT,
+                           "--%s: the path is %zu bytes, longer than the %d rotor takes (the "
+                           "names it makes under it must fit in PATH_MAX)",
+                           o->name, strlen(v), RT_OPT_PATH_MAX);
         if (o->type == RT_OPT_PATH && (o->flags & RT_OPT_DIR) && rt_is_stdio(v))
             return rt_fail(err, RT_EXIT_INPUT,
                            "--%s: names a directory; '-' (standard input or output) cannot be one",

@@ -42,6 +42,12 @@ enum {
     RT_OPT_DIR = 1 << 3,      /* PATH: names a directory */
 };
 
+/* The longest path an RT_OPT_PATH option takes, in bytes: PATH_MAX (4096)
+ * less a NUL, a '/' and the longest file name (255), so that every name
+ * rotor makes under it (DIR/plan.json, OUT.truth.json, ...) fits the
+ * 4096-byte buffers it is built in, never cut to another file's name. */
+#define RT_OPT_PATH_MAX 3839
+
 typedef struct rt_opt_choice {
     const char *name; /* NULL ends a list */
     int value;

@@ -368,6 +368,22 @@ static void test_help_shows_defaults_set_by_the_command(void **state)
     free(h);
 }
 
+/* A path option longer than RT_OPT_PATH_MAX is refused (DIR/model.json and
+ * the like were built in 4096-byte buffers, cut unchecked); one at the
+ * limit is taken. */
+static void test_path_length(void **state)
+{
+    (void)state;
+    static char path[RT_OPT_PATH_MAX + 2];
+    memset(path, 'd', RT_OPT_PATH_MAX);
+    t_opts o;
+    rt_error err;
+    assert_int_equal(PARSE(&o, &err, "--out", path), 0);
+    assert_int_equal(strlen(o.path), RT_OPT_PATH_MAX);
+    path[RT_OPT_PATH_MAX] = 'd';
+    EXPECT_ERROR("--out: the path is 3840 bytes, longer than the 3839", "--out", path);
+}
+
 static void test_man_and_completion(void **state)
 {
     (void)state;
@@ -430,6 +446,7 @@ int main(void)
         cmocka_unit_test(test_help_generation),
         cmocka_unit_test(test_help_option_returns_1),
         cmocka_unit_test(test_man_and_completion),
+        cmocka_unit_test(test_path_length),
         cmocka_unit_test(test_help_shows_defaults_set_by_the_command),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
