@@ -329,6 +329,9 @@ static inline void lda_ftree_set(lda_ftree *t, uint32_t k, double v)
 /* The leaf (below n) where u falls, 0 <= u < the total: the first whose
  * running sum passes u, as the descent sees the sums. */
 uint32_t lda_ftree_find(const lda_ftree *t, double u);
+/* The same draw as after lda_ftree_set(t, k, v), the tree left as it is
+ * (its total then lda_ftree_total(t) + v - *lda_ftree_leaf(t, k)). */
+uint32_t lda_ftree_find_with(const lda_ftree *t, double u, uint32_t k, double v);
 
 /* ---- kernels (lda_sample.c) ---- */
 typedef struct lda_scratch {

@@ -335,20 +335,22 @@ static inline uint32_t packed_drop(uint32_t *e, uint32_t n, uint32_t x)
     return n;
 }
 
-/* Token i's new topic; its old topic `from` is out of the word's counts
- * and the totals (coef[from] too), but the document's list (tz, tc, *n
- * entries) still counts it: the r bucket takes it out of its weight, and
- * finds its entry on the way.  The list changes only when the topic does:
- * the old topic's count down (first, so an append always has room), the
- * new one's up. */
+/* Token i's new topic; its old topic `from` is out of coef[from], and
+ * `leaf` is alpha coef[from] without it (the tree's leaf still counts it:
+ * lda_ftree_find_with draws as if it did not), but the document's list
+ * (tz, tc, *n entries) still counts it: the r bucket takes it out of its
+ * weight, and finds its entry on the way.  The list changes only when the
+ * topic does: the old topic's count down (first, so an append always has
+ * room), the new one's up. */
 static inline uint32_t list_draw(const list_run *l, uint16_t *tz, uint32_t *tc, uint32_t *n,
-                                 uint32_t from, rt_rng *rng)
+                                 uint32_t from, double leaf, rt_rng *rng)
 {
     const uint32_t dn = *n;
     uint32_t xf = 0;
     const double r = l->avx2 ? r_weights_avx2(tz, tc, dn, from, l->coef, l->w, l->acc, &xf)
                              : r_weights_portable(tz, tc, dn, from, l->coef, l->w, l->acc, &xf);
-    const double u = rt_rng_uniform(rng) * (r + lda_ftree_total(l->tree));
+    const double a = lda_ftree_total(l->tree) + (leaf - *lda_ftree_leaf(l->tree, from));
+    const double u = rt_rng_uniform(rng) * (r + a);
     if (u < r) { /* the document's topics */
         const uint32_t x = list_find(l->w, l->acc, dn, u), k = tz[x];
         if (k != from) {
@@ -357,7 +359,7 @@ static inline uint32_t list_draw(const list_run *l, uint16_t *tz, uint32_t *tc, 
         }
         return k;
     }
-    const uint32_t k = lda_ftree_find(l->tree, u - r);
+    const uint32_t k = lda_ftree_find_with(l->tree, u - r, from, leaf);
     if (k != from) {
         const uint32_t m = list_drop(tz, tc, dn, xf), x = list_topic(tz, m, k);
         if (x == m) {
@@ -374,14 +376,15 @@ static inline uint32_t list_draw(const list_run *l, uint16_t *tz, uint32_t *tc, 
  * its document's length, at most LDA_LIST_COUNT_MAX, so ++ stays in the
  * count). */
 static inline uint32_t packed_draw(const list_run *l, uint32_t *e, uint32_t *n, uint32_t from,
-                                   rt_rng *rng)
+                                   double leaf, rt_rng *rng)
 {
     const uint32_t dn = *n;
     uint32_t xf = 0;
     const double r = /* (the vector path called directly: one call a token, not two) */
         l->avx2 ? packed_weights_avx2(e, dn, from, l->coef, l->w, l->acc, &xf)
                 : packed_weights_portable(e, dn, from, l->coef, l->w, l->acc, &xf);
-    const double u = rt_rng_uniform(rng) * (r + lda_ftree_total(l->tree));
+    const double a = lda_ftree_total(l->tree) + (leaf - *lda_ftree_leaf(l->tree, from));
+    const double u = rt_rng_uniform(rng) * (r + a);
     if (u < r) { /* the document's topics */
         const uint32_t x = list_find(l->w, l->acc, dn, u), k = e[x] >> 16;
         if (k != from) {
@@ -390,7 +393,7 @@ static inline uint32_t packed_draw(const list_run *l, uint32_t *e, uint32_t *n, 
         }
         return k;
     }
-    const uint32_t k = lda_ftree_find(l->tree, u - r);
+    const uint32_t k = lda_ftree_find_with(l->tree, u - r, from, leaf);
     if (k != from) {
         const uint32_t m = packed_drop(e, dn, xf), x = packed_topic(e, m, k);
         if (x == m)
@@ -442,9 +445,21 @@ static inline void list_tokens(const list_run *l, uint64_t i, uint64_t end, rt_r
         const uint32_t d = t->tok_doc[i], from = t->z[i];
         const uint64_t o = t->dnz_off[d];
         uint32_t n = t->dnz_n[d];
-        word_move(l, from, -1);
-        const uint32_t k = packed ? packed_draw(l, t->dlist + o, &n, from, rng)
-                                  : list_draw(l, t->dnz + o, t->dnc + o, &n, from, rng);
+        /* the draw sees coef[from] without the token; the counts and the
+         * tree change only when the topic does (half the tokens keep it,
+         * and their change would be undone at once) */
+        const float kept = l->coef[from];
+        const double c = (l->wd->nwk[from] - 1 + l->beta) / ((double)(l->nk[from] - 1) + l->vbeta);
+        l->coef[from] = (float)c;
+        const uint32_t k = packed
+                               ? packed_draw(l, t->dlist + o, &n, from, l->alpha * c, rng)
+                               : list_draw(l, t->dnz + o, t->dnc + o, &n, from, l->alpha * c, rng);
+        if (k == from) {
+            l->coef[from] = kept;
+            continue;
+        }
+        lda_word_token_move(l->wd, l->nk, from, -1);
+        lda_ftree_set(l->tree, from, l->alpha * c);
         word_move(l, k, +1);
         t->dnz_n[d] = n;
         t->z[i] = (uint16_t)k;

@@ -84,3 +84,37 @@ uint32_t lda_ftree_find(const lda_ftree *t, double u)
     }
     return i;
 }
+
+/* As lda_ftree_find, with leaf k read as v and every sum above it as
+ * lda_ftree_set(t, k, v) would leave it (the same adds), the tree itself
+ * untouched: the draw of a token whose change is undone at once when it
+ * keeps its topic (half the tokens), and undone without rounding. */
+uint32_t lda_ftree_find_with(const lda_ftree *t, double u, uint32_t k, double v)
+{
+    const double d = v - t->level[0][k];
+    uint32_t i = 0;
+    for (uint32_t j = t->levels - 1; j > 0; j--) {
+        const double *child = t->level[j - 1];
+        const uint32_t end =
+            (i + 1) * LDA_FTREE_FAN < t->len[j - 1] ? (i + 1) * LDA_FTREE_FAN : t->len[j - 1];
+        const uint32_t on = k >> (LDA_FTREE_SHIFT * (j - 1)); /* k's node at this level */
+        uint32_t c = i * LDA_FTREE_FAN, last = c;
+        double lastx = 0;
+        for (; c < end; c++) {
+            const double x = c != on ? child[c] : j > 1 ? child[c] + d : v;
+            if (!(x > 0))
+                continue;
+            last = c;
+            lastx = x;
+            if (u < x)
+                break;
+            u -= x;
+        }
+        if (c == end) { /* (rounding: as lda_ftree_find) */
+            c = last;
+            u = lastx;
+        }
+        i = c;
+    }
+    return i;
+}

@@ -332,7 +332,8 @@ static void test_dense_coefs(void **state)
 /* The F+ tree against plain sums: integer weights (exact in double, so
  * every sum is exact) set in any order, changed one at a time; the total
  * and every draw equal a direct sum and a linear search, and a u at or
- * past the total (rounding) still lands on a leaf below n. */
+ * past the total (rounding) still lands on a leaf below n; a draw with one
+ * leaf read otherwise (0 too: never drawn) is the search with that weight. */
 static void test_ftree(void **state)
 {
     (void)state;
@@ -363,6 +364,21 @@ static void test_ftree(void **state)
             assert_int_equal(lda_ftree_find(&t, u), want);
             assert_int_equal(lda_ftree_find(&t, total), n - 1);
             assert_int_equal(lda_ftree_find(&t, 2 * total), n - 1);
+            /* the draw with leaf k2 read as v: as a plain search with w[k2] = v */
+            const uint32_t k2 = lda_below(&rng, n);
+            const double v = (n > 1 ? 0 : 1) + lda_below(&rng, 10), keep = w[k2];
+            w[k2] = v;
+            const double u2 = lda_below(&rng, (uint32_t)(total - keep + v) * 4) / 4.0;
+            uint32_t want2 = 0;
+            while (!(w[want2] > 0))
+                want2++;
+            for (double acc = w[want2]; acc <= u2;) {
+                while (!(w[++want2] > 0))
+                    ;
+                acc += w[want2];
+            }
+            w[k2] = keep;
+            assert_int_equal(lda_ftree_find_with(&t, u2, k2, v), want2);
         }
         free(w);
         lda_ftree_free(&t);
