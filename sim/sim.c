@@ -303,6 +303,8 @@ static void compute_start(sim_state *s, const rt_sim_shape *sh, uint32_t n)
     double speed = host_speed(h, h->busy + s->T);
     d->inline_step = (d->last_cpu_s >= 0 ? d->last_cpu_s : cells_s / speed) < sh->inline_below_s;
     d->last_cpu_s = 0;
+    if (d->inline_step) /* its cells' CPU: on one thread, so one core more is busy, not T */
+        speed = host_speed(h, h->busy + 1);
     /* after an idle time the cells run slower (wake_speed) */
     double woken = sh->wake_speed > 0 && sh->wake_speed < 1 &&
                            s->now - d->compute_end >= sh->wake_after_s && s->now > d->compute_end

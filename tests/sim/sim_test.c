@@ -383,6 +383,32 @@ static void test_inline_choice_is_on_cpu(void **state)
     shape_free(&t);
 }
 
+/* Step 0's cells (block 2w + 1 of worker w in a 1 x 2 x 2 ring) small, the
+ * others 0.9 ms at rate 1e6. */
+static double cell_small_first(uint32_t w, uint32_t b)
+{
+    return b == 2 * w + 1 ? 100 : 900;
+}
+
+/* An inline step's CPU is its cells' on the one thread that ran them, at
+ * the speed of a core with one more busy, not T more: that is the CPU the
+ * engine measures after an inline step.  One node of 2 threads on its 2
+ * cores (0.8 of their speed when both compute): step 0 (0.2 ms) runs
+ * inline, so step 1 does, its 1.8 ms of cells on one core at full speed:
+ * 1.8 ms of CPU, under the bound, so steps 2 and 3 run inline too; booked
+ * at the two busy cores' speed (2.25 ms) they went to the threads. */
+static void test_inline_step_cpu_on_one_core(void **state)
+{
+    (void)state;
+    test_shape t;
+    shape_make(&t, 1, 2, 2, cell_small_first, 1e3);
+    t.s.step_overhead_s = 10e-3, t.s.inline_step_s = 0, t.s.inline_below_s = 2e-3;
+    t.s.busy_core_speed = 0.8;
+    rt_sim_result r = rotation(&t, &infinite);
+    assert_true(fabs(r.epoch_s - (0.2e-3 + 3 * 1.8e-3)) < 1e-12);
+    shape_free(&t);
+}
+
 /* A worker that is slow for a whole rotation (worker_cv: the part of the
  * cells' spread that its cells share) makes its neighbour wait: unlike the
  * same spread drawn per cell, it does not average out over the worker's
@@ -513,6 +539,7 @@ int main(void)
         cmocka_unit_test(test_link_cpu_takes_cores),
         cmocka_unit_test(test_burst_bytes_cost_cpu),
         cmocka_unit_test(test_inline_choice_is_on_cpu),
+        cmocka_unit_test(test_inline_step_cpu_on_one_core),
         cmocka_unit_test(test_slow_worker_makes_neighbours_wait),
         cmocka_unit_test(test_idle_time_slows_next_step),
         cmocka_unit_test(test_deterministic),
