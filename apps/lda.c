@@ -33,9 +33,11 @@ static const rt_opt_choice lda_inits[] = {
 
 static const rt_opt lda_options[] = {
     RT_U32_OPT("topics", 'k', lda_opts, K, "K", "100", 2, RT_LDA_MAX_TOPICS, 0, "number of topics"),
-    RT_DOUBLE_OPT("alpha", 0, lda_opts, alpha, "A", NULL, 0, HUGE_VAL, RT_OPT_MIN_OPEN,
+    /* At most RT_LDA_MAX_PRIOR: alpha 1e39 sampled garbage with exit 0 (and
+     * 1e308 then failed to save). */
+    RT_DOUBLE_OPT("alpha", 0, lda_opts, alpha, "A", NULL, 0, RT_LDA_MAX_PRIOR, RT_OPT_MIN_OPEN,
                   "symmetric document-topic prior (default 50/K)"),
-    RT_DOUBLE_OPT("beta", 0, lda_opts, beta, "B", "0.01", 0, HUGE_VAL, RT_OPT_MIN_OPEN,
+    RT_DOUBLE_OPT("beta", 0, lda_opts, beta, "B", "0.01", 0, RT_LDA_MAX_PRIOR, RT_OPT_MIN_OPEN,
                   "symmetric topic-word prior"),
     RT_U32_OPT("iters", 0, lda_opts, iters, "N", "100", 0, 100000000, 0,
                "Gibbs sweeps over the corpus"),

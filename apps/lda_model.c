@@ -136,9 +136,11 @@ static int read_hyper(json_t *meta, lda_model *m, const char *path, rt_error *er
     int ok = json_is_number(a) && json_is_number(b);
     m->alpha = json_number_value(a);
     m->beta = json_number_value(b);
-    if (!ok || !(m->alpha > 0) || !(m->beta > 0))
-        return rt_fail(err, RT_EXIT_INPUT, "%s: \"alpha\" and \"beta\" must be positive numbers",
-                       path);
+    if (!ok || !(m->alpha > 0) || !(m->beta > 0) || m->alpha > RT_LDA_MAX_PRIOR ||
+        m->beta > RT_LDA_MAX_PRIOR)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s: \"alpha\" and \"beta\" must be positive numbers up to %g", path,
+                       RT_LDA_MAX_PRIOR);
     return 0;
 }
 

@@ -39,7 +39,9 @@ static const rt_opt gen_mf_options[] = {
     RT_U64_OPT("nnz", 0, gen_opts, nnz, "N", NULL, 1, 1e15, RT_OPT_REQUIRED,
                "ratings, training and test together"),
     RT_U64_OPT("rank", 'k', gen_opts, rank, "K", "8", 1, 4096, 0, "planted rank"),
-    RT_DOUBLE_OPT("noise", 0, gen_opts, noise, "SIGMA", "0.1", 0, HUGE_VAL, 0,
+    /* At most 1e30: a noise of 1e308 wrote "inf" ratings with exit 0 (and
+     * ratings are float32 in a plan, whose largest is 3.4e38). */
+    RT_DOUBLE_OPT("noise", 0, gen_opts, noise, "SIGMA", "0.1", 0, 1e30, 0,
                   "noise std: the best achievable test RMSE"),
     RT_DOUBLE_OPT("powerlaw", 0, gen_opts, powerlaw, "ALPHA", "0", 0, HUGE_VAL, 0,
                   "degree of the k-th heaviest row/column ~ k^-ALPHA"),
