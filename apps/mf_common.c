@@ -400,6 +400,14 @@ int rt_mf_check_common(const rt_mf_common_opts *o, const rt_plan *plan, const ch
                        "%s: plan was made for '%s', but --app %s needs a plan made with "
                        "--app mf",
                        plan->dir, rt_plan_app_name(plan->app), app);
+    /* The range auto picks from: training divides by S in float and the
+     * saved model multiplies back, so --rating-scale 1e308 saved a model
+     * that predicts NaN (exit 0), and 1e-300 diverged at once. */
+    if (o->rating_scale > 0 && (o->rating_scale < 0x1p-60 || o->rating_scale > 0x1p60))
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "--rating-scale: %g is out of range: 0 (auto) or 2^-60 .. 2^60 (%.3g .. "
+                       "%.3g)",
+                       o->rating_scale, 0x1p-60, 0x1p60);
     /* An unusable output directory, or plan ids the model could not be
      * saved with (tampered or damaged), fail now, not after the whole run. */
     if (o->out && (rt_model_out_check(o->out, err) || rt_plan_check_ids(plan, "rows", err) ||
