@@ -335,6 +335,17 @@ static inline uint32_t packed_drop(uint32_t *e, uint32_t n, uint32_t x)
     return n;
 }
 
+/* The last r bucket (the weights and lane sums stay in the scratch): a
+ * token of the same document and word right after a token that kept its
+ * topic, and of that topic, sees the same list, counts and coef, so the
+ * same bucket (a word's tokens run document by document: a repeated word
+ * in a document is such a token about half the time). */
+typedef struct bucket_memo {
+    uint32_t doc, topic; /* doc: UINT32_MAX when nothing is kept */
+    uint32_t own;
+    double r;
+} bucket_memo;
+
 /* Token i's new topic; its old topic `from` is out of coef[from], and
  * `leaf` is alpha coef[from] without it (the tree's leaf still counts it:
  * lda_ftree_find_with draws as if it did not), but the document's list
@@ -343,12 +354,15 @@ static inline uint32_t packed_drop(uint32_t *e, uint32_t n, uint32_t x)
  * topic does: the old topic's count down (first, so an append always has
  * room), the new one's up. */
 static inline uint32_t list_draw(const list_run *l, uint16_t *tz, uint32_t *tc, uint32_t *n,
-                                 uint32_t from, double leaf, rt_rng *rng)
+                                 uint32_t from, double leaf, bucket_memo *b, int same, rt_rng *rng)
 {
     const uint32_t dn = *n;
-    uint32_t xf = 0;
-    const double r = l->avx2 ? r_weights_avx2(tz, tc, dn, from, l->coef, l->w, l->acc, &xf)
-                             : r_weights_portable(tz, tc, dn, from, l->coef, l->w, l->acc, &xf);
+    if (!same) {
+        b->r = l->avx2 ? r_weights_avx2(tz, tc, dn, from, l->coef, l->w, l->acc, &b->own)
+                       : r_weights_portable(tz, tc, dn, from, l->coef, l->w, l->acc, &b->own);
+    }
+    const double r = b->r;
+    const uint32_t xf = b->own;
     const double a = lda_ftree_total(l->tree) + (leaf - *lda_ftree_leaf(l->tree, from));
     const double u = rt_rng_uniform(rng) * (r + a);
     if (u < r) { /* the document's topics */
@@ -376,13 +390,15 @@ static inline uint32_t list_draw(const list_run *l, uint16_t *tz, uint32_t *tc, 
  * its document's length, at most LDA_LIST_COUNT_MAX, so ++ stays in the
  * count). */
 static inline uint32_t packed_draw(const list_run *l, uint32_t *e, uint32_t *n, uint32_t from,
-                                   double leaf, rt_rng *rng)
+                                   double leaf, bucket_memo *b, int same, rt_rng *rng)
 {
     const uint32_t dn = *n;
-    uint32_t xf = 0;
-    const double r = /* (the vector path called directly: one call a token, not two) */
-        l->avx2 ? packed_weights_avx2(e, dn, from, l->coef, l->w, l->acc, &xf)
-                : packed_weights_portable(e, dn, from, l->coef, l->w, l->acc, &xf);
+    if (!same) { /* (the vector path called directly: one call a token, not two) */
+        b->r = l->avx2 ? packed_weights_avx2(e, dn, from, l->coef, l->w, l->acc, &b->own)
+                       : packed_weights_portable(e, dn, from, l->coef, l->w, l->acc, &b->own);
+    }
+    const double r = b->r;
+    const uint32_t xf = b->own;
     const double a = lda_ftree_total(l->tree) + (leaf - *lda_ftree_leaf(l->tree, from));
     const double u = rt_rng_uniform(rng) * (r + a);
     if (u < r) { /* the document's topics */
@@ -437,6 +453,7 @@ static inline void list_tokens(const list_run *l, uint64_t i, uint64_t end, rt_r
                                const int packed)
 {
     lda_tokens *t = l->t;
+    bucket_memo memo = {.doc = UINT32_MAX};
     for (; i < end; i++) {
         if (i + 2 * LIST_PREFETCH < end)
             prefetch_place(t, i + 2 * LIST_PREFETCH);
@@ -451,13 +468,18 @@ static inline void list_tokens(const list_run *l, uint64_t i, uint64_t end, rt_r
         const float kept = l->coef[from];
         const double c = (l->wd->nwk[from] - 1 + l->beta) / ((double)(l->nk[from] - 1) + l->vbeta);
         l->coef[from] = (float)c;
-        const uint32_t k = packed
-                               ? packed_draw(l, t->dlist + o, &n, from, l->alpha * c, rng)
-                               : list_draw(l, t->dnz + o, t->dnc + o, &n, from, l->alpha * c, rng);
+        const int same = d == memo.doc && from == memo.topic;
+        memo.own = same ? memo.own : 0;
+        const uint32_t k =
+            packed ? packed_draw(l, t->dlist + o, &n, from, l->alpha * c, &memo, same, rng)
+                   : list_draw(l, t->dnz + o, t->dnc + o, &n, from, l->alpha * c, &memo, same, rng);
         if (k == from) {
             l->coef[from] = kept;
+            memo.doc = d;
+            memo.topic = from;
             continue;
         }
+        memo.doc = UINT32_MAX;
         lda_word_token_move(l->wd, l->nk, from, -1);
         lda_ftree_set(l->tree, from, l->alpha * c);
         word_move(l, k, +1);
