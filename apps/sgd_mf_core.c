@@ -324,10 +324,16 @@ static int diverged(const sgd_core *c, uint64_t rot, rt_error *err)
 {
     double lr = c->lr, lambda = c->o.mf.lambda, scale = c->o.mf.init_scale;
     double l0 = c->reg_col ? c->o.lambda_const : 0;
+    /* A bias shrinks by 1 - lr x (lambda-bias + L0/n) per step the same way
+     * (--lambda-bias 1e20 was told "lower --lr" alone). */
+    double lambda_bias = c->o.mf.biases ? c->o.lambda_bias : 0;
     const char *hint = lr * (lambda + l0) >= 2 ? "lower --lr, --lambda or --lambda-const (lr x "
                                                  "(lambda + L0) must stay below 2)"
-                       : scale > 10            ? "lower --init-scale"
-                                               : "lower --lr";
+                       : lr * (lambda_bias + l0) >= 2
+                           ? "lower --lr or --lambda-bias (lr x (lambda-bias + L0) must stay "
+                             "below 2)"
+                       : scale > 10 ? "lower --init-scale"
+                                    : "lower --lr";
     return rt_fail(err, RT_EXIT_RUNTIME,
                    "sgd-mf: training diverged at epoch %llu (lr %.4g, lambda %.4g, lambda-const "
                    "%.4g, init-scale %.4g); %s",
