@@ -49,7 +49,7 @@ grep -q "^rotor: error: --topics: 1 is out of range 2..65535" "$TMP/last.err" ||
 expect_status 2 "$ROTOR" train --app lda --plan "$TMP/plan" --sampler gibbs
 grep -q "^rotor: error: --sampler: 'gibbs' is not one of auto, sparse, mh" "$TMP/last.err" || fail "--sampler"
 expect_status 2 "$ROTOR" train --app lda --plan "$TMP/plan" --alpha -1
-grep -q "^rotor: error: --alpha: -1 is out of range > 0" "$TMP/last.err" || fail "--alpha"
+grep -q "^rotor: error: --alpha: -1 is out of range (0, 1e+30]" "$TMP/last.err" || fail "--alpha"
 # An unusable --out fails before training starts (/proc: not writable even for root).
 expect_status 2 "$ROTOR" train --app lda --plan "$TMP/plan" --iters 1 --out /proc/rotor-nope
 grep -q "^rotor: error: /proc/rotor-nope: --out: cannot create files in /proc" "$TMP/last.err" || fail "--out /proc/rotor-nope"
