@@ -26,6 +26,11 @@
 #include "ground/progress.h"
 #include "partition/corpus.h"
 
+/* The largest LDA alpha or beta, for training, a saved model and `rotor gen
+ * lda` alike: the dense kernel holds alpha as a float, so a prior over
+ * FLT_MAX (3.4e38) sampled garbage. */
+#define RT_LDA_MAX_PRIOR 1e30
+
 /* `rotor infer`: new documents (any corpus the partitioner reads; words the
  * model never saw are left out and counted) are sampled with the model's
  * word-topic counts held fixed.  Each document has its own random stream, so

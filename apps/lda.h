@@ -32,9 +32,6 @@
 
 #define RT_LDA_WORDS_FILE "lda.words" /* training tokens per word, in the plan directory */
 #define RT_LDA_MAX_TOPICS 65535
-/* The largest alpha or beta: the dense kernel holds alpha as a float, so a
- * prior over FLT_MAX (3.4e38) sampled garbage. */
-#define RT_LDA_MAX_PRIOR 1e30
 #define RT_LDA_PAYLOAD_MAGIC 0x4c444131u /* "LDA1" */
 #define RT_LDA_HEADER_U32 4
 

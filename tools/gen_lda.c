@@ -11,6 +11,7 @@
  * FILE.mixtures.npy (float32 D x K: the true theta; row d = document d + 1)
  * and FILE.vocab.txt (word names w1 .. wV).  Everything depends only on
  * the seed.  FILE "-" (standard output) or a device: the corpus alone. */
+#include "apps/apps.h"
 #include "ground/ground.h"
 #include "tools/commands.h"
 #include "tools/gen.h"
@@ -41,11 +42,11 @@ static const rt_opt gen_lda_options[] = {
     RT_U64_OPT("topics", 'k', gen_args, topics, "K", NULL, 2, 65535, RT_OPT_REQUIRED, "topics"),
     RT_U64_OPT("doc-len", 0, gen_args, len, "L", NULL, 1, 1e9, RT_OPT_REQUIRED,
                "tokens per document (the mean, for poisson lengths)"),
-    /* Priors at most 1e30, as for train --app lda: at 1e308 the Dirichlet
-     * draws overflowed and every document was one word, with exit 0. */
-    RT_DOUBLE_OPT("alpha", 0, gen_args, alpha, "A", "0.1", 0, 1e30, RT_OPT_MIN_OPEN,
+    /* Priors at most RT_LDA_MAX_PRIOR, as for train --app lda: at 1e308 the
+     * Dirichlet draws overflowed and every document was one word, exit 0. */
+    RT_DOUBLE_OPT("alpha", 0, gen_args, alpha, "A", "0.1", 0, RT_LDA_MAX_PRIOR, RT_OPT_MIN_OPEN,
                   "document-topic Dirichlet parameter"),
-    RT_DOUBLE_OPT("beta", 0, gen_args, beta, "B", "0.01", 0, 1e30, RT_OPT_MIN_OPEN,
+    RT_DOUBLE_OPT("beta", 0, gen_args, beta, "B", "0.01", 0, RT_LDA_MAX_PRIOR, RT_OPT_MIN_OPEN,
                   "topic-word Dirichlet parameter"),
     RT_ENUM_OPT("len-dist", 0, gen_args, fixed, len_dists, "poisson", "document lengths"),
     RT_U64_OPT("seed", 's', gen_args, seed, "S", "1", 0, 0, 0, "random seed"),
