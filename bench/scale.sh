@@ -708,19 +708,30 @@ predict() {
         kept=$TMP/kept/$app.$n.$th.$c.$g.$d/round.$8
         mkdir -p "$kept"
         echo "${sim[*]}" >"$kept/simulate.cmd"
+        echo "$MODEL_TERMS" >"$kept/model_terms"
         ROTOR_LOG=debug "${sim[@]}" >/dev/null 2>"$kept/simulate.log" || true
     fi
 }
 
-# model_args_of WORKER_CV KEY: the options of the model terms that came
-# after a kept round's command (--repredict): --worker-cv from the ranks'
-# spreads of the plan KEY (ranks_spread, in CPU seconds), or the kept
-# WORKER_CV where the kept logs give none.  A kept run's threaded figure
-# (its calibration's column 6, or WORKER_CV) was measured in wall seconds
-# before the spreads were CPU seconds, so it is left out where the ranks'
-# figure exists.
+# The model terms a kept round's command already has, written beside it
+# (round.N/model_terms): worker_cv_cpu, its --worker-cv is the larger of the
+# threaded and the ranks' spreads, both in CPU seconds (worker_cv_of).  A
+# round kept with every term --repredict knows is predicted by its command
+# as it was run, so the repredict of a run reproduces its live prediction.
+MODEL_TERMS=worker_cv_cpu
+
+# model_args_of WORKER_CV KEY ROUND: the options of the model terms that came
+# after a kept round's command (--repredict): none if the round's
+# model_terms has them all; else --worker-cv from the ranks' spreads of the
+# plan KEY (ranks_spread, in CPU seconds), or the kept WORKER_CV where the
+# kept logs give none.  A round kept without model_terms has a threaded
+# figure (its calibration's column 6, or WORKER_CV) measured in wall seconds
+# before the spreads were CPU seconds (a5c2587, or a run kept before this
+# mark existed), so it is left out where the ranks' figure exists.
 model_args_of() {
-    if [ -s "$TMP/ranks_cv.$2" ]; then
+    if [ "$(cat "$3/model_terms" 2>/dev/null)" = "$MODEL_TERMS" ]; then
+        return 0
+    elif [ -s "$TMP/ranks_cv.$2" ]; then
         echo "--worker-cv $(worker_cv_of 0 "$2")"
     else
         echo "--worker-cv $1"
@@ -915,7 +926,7 @@ repredict_config() {
             [ "${sim[$i]}" != --worker-cv ] || wcv=${sim[i + 1]}
         done
         # shellcheck disable=SC2206,SC2207 # one option a word
-        sim+=($(model_args_of "$wcv" "$key") $model_args)
+        sim+=($(model_args_of "$wcv" "$key" "$round") $model_args)
         pred=$("${sim[@]}") || return 1
         mc=$(rank_max_median "$n" compute "$round/log")
         epochs_of_run "$round/log.0" >"$TMP/epochs"

@@ -5,8 +5,9 @@
 # logs measured.  Here a hand-made kept round of a 2-rank plan: the
 # measured figures are the medians of the logs' epochs after the first, the
 # prediction is the kept command's, --model-args reaches the model, the
-# ranks' calibration logs set the model's worker spread, and a directory
-# without kept configurations is refused.
+# ranks' calibration logs set the model's worker spread of a round kept
+# before the spreads were CPU seconds, a round kept since is predicted by its
+# command as run, and a directory without kept configurations is refused.
 source "$(dirname "$0")/../e2e/lib.sh"
 SCALE=${ROTOR_SRC:-$(dirname "$0")/../..}/bench/scale.sh
 
@@ -95,6 +96,23 @@ want=$("$ROTOR" simulate --plan "$run/sgd-mf.2.1.2/plan" "${model[@]}" --worker-
 [ "$(num predicted_epoch_s "$out") $(num predicted_stall "$out")" = \
     "$(num predicted_epoch_s "$want") $(num predicted_stall "$want")" ] ||
     fail "the ranks' spreads pooled: want the prediction with --worker-cv 0.2 ($want), got $out"
+
+# A round kept by this scale.sh (model_terms beside its command): its
+# --worker-cv 0.4 is already the larger of the threaded and the ranks'
+# spreads, both CPU seconds, so the repredict runs the kept command as it
+# was run (the live prediction), not the ranks' pooled 0.2 alone (the old
+# rule for runs whose threaded figure was wall seconds).
+sleep 0.01
+round3=$run/kept/sgd-mf.2.1.2.5.0/round.1
+mkdir -p "$round3"
+cp "$round2"/* "$round3/"
+echo worker_cv_cpu >"$round3/model_terms"
+out=$(bash "$SCALE" --repredict "$run" | tail -n 1) || fail "repredict, a marked round"
+want=$("$ROTOR" simulate --plan "$run/sgd-mf.2.1.2/plan" "${model[@]}" --worker-cv 0.4) ||
+    fail "simulate --worker-cv 0.4"
+[ "$(num predicted_epoch_s "$out") $(num predicted_stall "$out")" = \
+    "$(num predicted_epoch_s "$want") $(num predicted_stall "$want")" ] ||
+    fail "a marked round: want its kept command's prediction (--worker-cv 0.4: $want), got $out"
 
 mkdir -p "$TMP/empty"
 expect_status 2 bash "$SCALE" --repredict "$TMP/empty"
