@@ -179,10 +179,17 @@ int rt_token_file_read(const char *path, char *buf, size_t cap, size_t *len, rt_
     return 0;
 }
 
-int rt_launch_env_token(const char **token, rt_error *err)
+/* ROTOR_TOKEN's value, NULL when unset or empty: the one read of it, so
+ * "given" and "what it is" cannot disagree. */
+static const char *env_token(void)
 {
     const char *s = getenv("ROTOR_TOKEN");
-    *token = s && *s ? s : NULL;
+    return s && *s ? s : NULL;
+}
+
+int rt_launch_env_token(const char **token, rt_error *err)
+{
+    *token = env_token();
     if (*token && strlen(*token) > RT_TOKEN_MAX)
         return rt_fail(err, RT_EXIT_INPUT,
                        "ROTOR_TOKEN is %zu bytes, longer than the %d a job secret may have (make "
@@ -193,7 +200,7 @@ int rt_launch_env_token(const char **token, rt_error *err)
 
 int rt_launch_env_secret_given(const char *token_file)
 {
-    return token_file || (getenv("ROTOR_TOKEN") && *getenv("ROTOR_TOKEN"));
+    return token_file || env_token();
 }
 
 int rt_launch_env_secret(rt_transport_config *tc, const char *token_file, int insecure,
