@@ -31,6 +31,10 @@
  * FLT_MAX (3.4e38) sampled garbage. */
 #define RT_LDA_MAX_PRIOR 1e30
 
+/* The most LDA topics, for training, a saved model and `rotor gen lda`
+ * alike: topic ids travel as uint16_t in the samplers' per-token state. */
+#define RT_LDA_MAX_TOPICS 65535
+
 /* `rotor infer`: new documents (any corpus the partitioner reads; words the
  * model never saw are left out and counted) are sampled with the model's
  * word-topic counts held fixed.  Each document has its own random stream, so

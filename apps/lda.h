@@ -30,8 +30,7 @@
 
 #include <stdint.h>
 
-#define RT_LDA_WORDS_FILE "lda.words" /* training tokens per word, in the plan directory */
-#define RT_LDA_MAX_TOPICS 65535
+#define RT_LDA_WORDS_FILE "lda.words"    /* training tokens per word, in the plan directory */
 #define RT_LDA_PAYLOAD_MAGIC 0x4c444131u /* "LDA1" */
 #define RT_LDA_HEADER_U32 4
 

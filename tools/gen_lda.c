@@ -39,7 +39,8 @@ static const rt_opt gen_lda_options[] = {
                "documents"),
     RT_U64_OPT("vocab", 0, gen_args, vocab, "V", NULL, 1, UINT32_MAX - 1, RT_OPT_REQUIRED,
                "vocabulary size"),
-    RT_U64_OPT("topics", 'k', gen_args, topics, "K", NULL, 2, 65535, RT_OPT_REQUIRED, "topics"),
+    RT_U64_OPT("topics", 'k', gen_args, topics, "K", NULL, 2, RT_LDA_MAX_TOPICS, RT_OPT_REQUIRED,
+               "topics"),
     RT_U64_OPT("doc-len", 0, gen_args, len, "L", NULL, 1, 1e9, RT_OPT_REQUIRED,
                "tokens per document (the mean, for poisson lengths)"),
     /* Priors at most RT_LDA_MAX_PRIOR, as for train --app lda: at 1e308 the
@@ -127,7 +128,7 @@ static int draw_alloc(lda_draw *s, const gen_args *g, rt_error *err)
         return -1;
     s->theta = malloc(K * sizeof(double));
     s->tcum = malloc(K * sizeof(double));
-    if (!s->theta || !s->tcum) /* K <= 65535: the others are checked above */
+    if (!s->theta || !s->tcum) /* K <= RT_LDA_MAX_TOPICS: the others are checked above */
         return rt_fail(err, RT_EXIT_RUNTIME, "gen lda: out of memory");
     return 0;
 }
