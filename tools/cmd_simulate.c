@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -126,22 +127,29 @@ static const rt_opt sim_options[] = {
                 "one JSON object per configuration instead of the table"),
     {0}};
 
+/* --nodes N[,N...]: every item a count in 1..65536 (an empty one, as in
+ * "2,,4", is a typo, not a skipped item). */
 static int parse_nodes(const char *v, sim_opts *o, rt_error *err)
 {
-    char buf[512];
-    snprintf(buf, sizeof(buf), "%s", v);
     o->n_nodes = 0;
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
-         tok = strtok_r(NULL, ",", &save)) {
+    for (const char *p = v;; p++) {
+        size_t len = strcspn(p, ",");
+        char item[16];
         int n;
-        if (o->n_nodes == MAX_SWEEP || rt_parse_int(tok, &n) || n < 1 || n > 65536)
+        if (o->n_nodes == MAX_SWEEP || len == 0 || len >= sizeof(item))
+            n = 0;
+        else if (memcpy(item, p, len), item[len] = '\0', rt_parse_int(item, &n))
+            n = 0;
+        if (n < 1 || n > 65536)
             return rt_fail(err, RT_EXIT_INPUT,
                            "--nodes needs up to %d integers in 1..65536 separated by commas, "
                            "got '%s'",
                            MAX_SWEEP, v);
         o->nodes[o->n_nodes++] = (uint32_t)n;
+        p += len;
+        if (!*p)
+            return 0;
     }
-    return 0;
 }
 
 /* The app runs 6 rotations when calibrating (the first warms up; the mean
@@ -702,6 +710,35 @@ static void print_result(const sim_opts *o, const rt_sim_shape *s, const rt_sim_
            r->bytes_per_link / 1e6, r->critical);
 }
 
+/* The model's time grows as nodes x workers x blocks per rotation (each
+ * node steps through every block; each event looks at every node and the
+ * finishing host's workers): 1.3-3 ns each on the 2-core test machine
+ * (256 nodes x 16 threads, 8.6e9: 11 s), so 2e10 is under a minute or two.
+ * Beyond it the answer would take hours (1024 nodes x 16 threads: 5.5e11),
+ * so it is refused; above 1e9 (seconds) the wait is announced. */
+#define SIM_MAX_MODEL_STEPS 2e10
+#define SIM_SLOW_MODEL_STEPS 1e9
+
+static int check_model_size(const sim_opts *o, uint32_t nodes, uint32_t threads, uint32_t pipeline,
+                            rt_error *err)
+{
+    double W = (double)nodes * threads, B = W * pipeline;
+    int jitter = o->knobs.cell_cv > 0 || o->knobs.step_cv > 0 || o->knobs.worker_cv > 0;
+    double rotations = !jitter ? 1 : o->knobs.jitter_rotations ? o->knobs.jitter_rotations : 32;
+    double steps = nodes * W * B * rotations;
+    if (steps > SIM_MAX_MODEL_STEPS)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "simulate: %u nodes x %u threads x %u blocks per worker is a model of "
+                       "%.2g steps (nodes x workers x blocks%s), which would take hours; at "
+                       "most %.0e: use fewer nodes, --threads or --pipeline",
+                       nodes, threads, pipeline, steps, jitter ? " x rotations" : "",
+                       SIM_MAX_MODEL_STEPS);
+    if (steps > SIM_SLOW_MODEL_STEPS)
+        rt_info("simulate: %u nodes x %u threads: a model of %.2g steps, this takes a while", nodes,
+                threads, steps);
+    return 0;
+}
+
 static int run_shape(const sim_opts *o, sim_shape_buf *s, int first, rt_error *err)
 {
     s->shape.rate = o->args.rate;
@@ -724,7 +761,8 @@ static int simulate_plan(sim_opts *o, const rt_app_desc *app, const void *app_op
         return -1;
     size_t slot_bytes = 0;
     sim_shape_buf s = {0};
-    int rc = app->check(app_opts, &plan, err) ||
+    int rc = check_model_size(o, plan.nodes, plan.threads, plan.pipeline, err) ||
+             app->check(app_opts, &plan, err) ||
              shape_from_plan(o, app, app_opts, &plan, &slot_bytes, &s, err);
     if (rc == 0 && o->calibrate)
         rc = calibrate(o, app, app_opts, &plan, slot_bytes, s.cells, err);
@@ -756,6 +794,16 @@ static int simulate_sizes(const sim_opts *o, const rt_app_desc *app, const void 
                (unsigned long long)o->nnz, strcmp(o->app_name, "lda") ? "ratings" : "tokens",
                col_bytes, o->link.gbps, o->link.latency_s * 1e6, o->link.overhead_s * 1e6,
                o->args.rate);
+    for (int i = 0; i < o->n_nodes; i++) {
+        uint64_t workers = (uint64_t)o->nodes[i] * o->threads;
+        if (workers > o->rows) /* as rotor partition refuses it */
+            return rt_fail(err, RT_EXIT_INPUT,
+                           "simulate: --nodes %u x --threads %u is %" PRIu64 " workers for %" PRIu64
+                           " rows: each worker needs one; use fewer",
+                           o->nodes[i], o->threads, workers, o->rows);
+        if (check_model_size(o, o->nodes[i], o->threads, o->pipeline, err))
+            return -1;
+    }
     for (int i = 0; i < o->n_nodes; i++) {
         sim_shape_buf s;
         sim_sizes z = sizes_of(o, o->nodes[i], o->threads, col_bytes);
