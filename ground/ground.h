@@ -430,8 +430,9 @@ size_t rt_utf8_bom_strip(char *buf, size_t n);
  * "gzip", "xz", "bzip2", "zstd"), or NULL: a reader meeting binary data says so. */
 const char *rt_compressed_by(const char *head, size_t n);
 /* rt_fail_binary for binary data on `line` of a file that starts with
- * head[0..n): a zip or compressed file is named as such, with the way out,
- * whatever line its first binary byte falls on (its bytes hold line ends). */
+ * head[0..n): a zip or compressed file, or UTF-16 text with its byte order
+ * mark, is named as such, with the way out, whatever line its first binary
+ * byte falls on (its bytes hold line ends). */
 int rt_fail_binary_head(rt_error *err, const char *path, const char *head, size_t n, uint64_t line,
                         unsigned char byte);
 /* Fill err with "FILE:LINE: binary data (byte 0xNN) in a text file" (exit 2). */

@@ -77,6 +77,15 @@ const char *rt_compressed_by(const char *head, size_t n)
 int rt_fail_binary_head(rt_error *err, const char *path, const char *head, size_t n, uint64_t line,
                         unsigned char byte)
 {
+    /* Windows' "Unicode text" (a spreadsheet's export, PowerShell's '>')
+     * is UTF-16 behind its byte order mark: every ASCII letter has a 0 byte */
+    if (n >= 2 &&
+        ((head[0] == '\xff' && head[1] == '\xfe') || (head[0] == '\xfe' && head[1] == '\xff')))
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s:1: UTF-16 text (its byte order mark says so): rotor reads UTF-8; "
+                       "convert it first ('iconv -f UTF-16 -t UTF-8 FILE', or into a pipe read "
+                       "as '-')",
+                       path);
     const char *how = rt_compressed_by(head, n);
     if (!how)
         return rt_fail_binary(err, path, line, byte);

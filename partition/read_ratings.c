@@ -375,6 +375,14 @@ static int header_line(reader *r, field *f, int n)
     return n == 2 && !has_digit(&f[0]) && !has_digit(&f[1]);
 }
 
+/* A JSON object with keys, or a JSON array: JSON lines (Yelp, Amazon,
+ * Goodreads reviews) are not ratings text.  An id in braces ("{GUID}") has
+ * no '":'. */
+static int json_line(const char *s)
+{
+    return *s == '[' || (*s == '{' && strstr(s, "\":"));
+}
+
 static int has_header(rt_rating_format f)
 {
     return f == RT_FMT_TRIPLETS || f == RT_FMT_CSV || f == RT_FMT_DAT;
@@ -412,7 +420,11 @@ static int one_line(reader *r, char *line, int *first_data, rt_error *err)
         return r->mm_have_size ? rating_line(r, f, n, err) : mm_size(r, f, n, err);
     }
     if (*s == '#' || *s == '%')
-        return 0; /* comment */
+        return 0;                                               /* comment */
+    if (*first_data == 1 && has_header(r->fmt) && json_line(s)) /* before the split cuts it */
+        return line_error(r, err,
+                          "JSON, not ratings text: write one 'user item rating' per line "
+                          "first (e.g. jq -r '[.user_id, .item_id, .rating] | @tsv' FILE)");
     if (r->fmt == RT_FMT_CSV && !r->sep)
         r->sep = strchr(s, ';') ? ";" : ",";
     int n = r->fmt == RT_FMT_CSV   ? split_sep(s, r->sep, f)

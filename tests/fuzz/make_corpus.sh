@@ -35,6 +35,10 @@ seed ratings_libmf r.libmf small.libmf
 for f in r-small.txt h.csv r.dat m.mtx; do seed ratings_auto "$f" "$f"; done
 tr '\n' '\r' <r-small.txt >mac.txt # old Mac line ends: a lone CR ends each line
 seed ratings_auto mac.txt mac.txt
+printf '{"user_id": "a", "item_id": "b", "rating": 5}\n' >j.json # refused: JSON lines
+seed ratings_auto j.json json-lines.json
+printf '\xff\xfe1\x00 \x001\x00 \x005\x00\n\x00' >u16.txt # refused: UTF-16 text
+seed ratings_auto u16.txt utf16.txt
 
 "$ROTOR" gen lda --docs 6 --vocab 12 --topics 2 --doc-len 6 --seed 2 --out docword.g.txt
 { cat docword.g.txt; printf '====\n'; cat docword.g.txt.vocab.txt; } >uci-vocab
