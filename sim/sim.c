@@ -81,6 +81,7 @@ typedef struct sim_node {
     double compute_end; /* when its last step's compute ended (the rotation's start before) */
     double tokens;      /* the link's token bucket (burst_bytes), as of tokens_at */
     double tokens_at;
+    uint32_t inline_steps; /* steps whose cells ran inline (the engine logs the same count) */
 } sim_node;
 
 /* The cores that a group of nodes shares.  Busy workers share them
@@ -91,7 +92,9 @@ typedef struct sim_node {
 typedef struct sim_host {
     double cores;
     double all_busy_speed; /* rt_sim_shape.busy_core_speed (1: none) */
-    double net_load;       /* cores its transmitting links' kernel work takes now */
+    double net_load;       /* cores its transmitting links' kernel work asks for now */
+    double net_owed;       /* core-seconds of that work its cores could not do yet (the load
+                              above them): owed, the kernel keeps every core until it is done */
     uint32_t busy;
     double progress;
     double next_done; /* least `done_at` of its busy workers (INFINITY: none) */
@@ -190,7 +193,8 @@ static double host_share(const sim_host *h)
     if (!h->busy)
         return 1.0;
     double speed = host_speed(h, h->busy);
-    double left = h->cores - h->net_load; /* what the kernel's network work leaves */
+    double kernel = h->net_owed > 0 ? h->cores : fmin(h->net_load, h->cores);
+    double left = h->cores - kernel; /* what the kernel's network work leaves */
     if (left <= 0)
         return 0;
     return (left < h->busy ? left / h->busy : 1.0) * speed;
@@ -203,9 +207,19 @@ static double host_next_s(const sim_state *s, const sim_host *h)
     return h->busy && share > 0 ? s->now + (h->next_done - h->progress) / share : INFINITY;
 }
 
+/* When the host's cores have done the kernel work they owe (INFINITY: none
+ * owed, or the load still above the cores). */
+static double host_owed_until(const sim_state *s, const sim_host *h)
+{
+    return h->net_owed > 0 && h->net_load < h->cores
+               ? s->now + h->net_owed / (h->cores - h->net_load)
+               : INFINITY;
+}
+
 /* The kernel's work for the links transmitting now (the kernel runs before
  * the cells): half of each link's load on its sender's host and half on
- * its receiver's, all of it where they share one. */
+ * its receiver's, all of it where they share one.  A load above the cores
+ * is not lost: the part they cannot do now is owed (hosts_advance). */
 static void hosts_net_load(sim_state *s)
 {
     if (s->link_load <= 0)
@@ -229,18 +243,31 @@ static void host_find_next(sim_state *s, uint32_t hi)
             h->next_done = s->done_at[w];
 }
 
+/* The kernel work a host owes at `t`: what its load beyond the cores piled
+ * up, less what every core paid off once the load fell below them (t is
+ * never past host_owed_until: next_event stops there). */
+static double host_owed_at(const sim_state *s, const sim_host *h, double t)
+{
+    if (host_owed_until(s, h) <= t)
+        return 0; /* exactly paid off (no rounding short of it) */
+    if (h->net_owed <= 0 && h->net_load <= h->cores)
+        return 0;
+    return fmax(0, h->net_owed + (h->net_load - h->cores) * (t - s->now));
+}
+
 /* The workers of every host progress until `t`; a host whose next worker is
  * done exactly then gets there (no rounding short of it). */
 static void hosts_advance(sim_state *s, double t)
 {
     for (uint32_t hi = 0; hi < s->hosts; hi++) {
         sim_host *h = &s->host[hi];
-        if (!h->busy)
-            continue;
-        int due = host_next_s(s, h) <= t;
-        h->progress += (t - s->now) * host_share(h);
-        if (due && h->progress < h->next_done)
-            h->progress = h->next_done;
+        if (h->busy) {
+            int due = host_next_s(s, h) <= t;
+            h->progress += (t - s->now) * host_share(h);
+            if (due && h->progress < h->next_done)
+                h->progress = h->next_done;
+        }
+        h->net_owed = host_owed_at(s, h, t);
     }
     s->now = t;
 }
@@ -303,6 +330,7 @@ static void compute_start(sim_state *s, const rt_sim_shape *sh, uint32_t n)
     double speed = host_speed(h, h->busy + s->T);
     d->inline_step = (d->last_cpu_s >= 0 ? d->last_cpu_s : cells_s / speed) < sh->inline_below_s;
     d->last_cpu_s = 0;
+    d->inline_steps += (uint32_t)d->inline_step;
     if (d->inline_step) /* its cells' CPU: on one thread, so one core more is busy, not T */
         speed = host_speed(h, h->busy + 1);
     /* after an idle time the cells run slower (wake_speed) */
@@ -558,7 +586,7 @@ static double next_event(const sim_state *s, const rt_sim_link *l)
         if (s->node[n].net_until > s->now)
             t = fmin(t, s->node[n].net_until);
     for (uint32_t hi = 0; hi < s->hosts; hi++)
-        t = fmin(t, host_next_s(s, &s->host[hi]));
+        t = fmin(fmin(t, host_next_s(s, &s->host[hi])), host_owed_until(s, &s->host[hi]));
     return t;
 }
 
@@ -656,8 +684,9 @@ static void log_nodes(const sim_state *s)
         for (uint32_t t = 0; t < s->T; t++)
             compute += s->worker_sum[n * s->T + t] / s->T;
         rt_debug("simulate: node %u rotation: %.6f s, compute %.6f s (mean over threads), "
-                 "stall %.6f s, credit wait %.6f s",
-                 n, s->now, compute, s->node[n].stall, s->node[n].credit);
+                 "stall %.6f s, credit wait %.6f s, %u of %u steps inline",
+                 n, s->now, compute, s->node[n].stall, s->node[n].credit, s->node[n].inline_steps,
+                 s->B);
     }
 }
 

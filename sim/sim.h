@@ -20,7 +20,9 @@
  *      cores.  While a link transmits, the kernel's work for it
  *      (net_cpu_s_per_byte) takes cores from the hosts of both ends first,
  *      for as long as the bytes take at the link's rate, also those that a
- *      token bucket's burst lets through at once (their CPU is paid alike).
+ *      token bucket's burst lets through at once (their CPU is paid alike);
+ *      what the cores cannot do while the links ask for more than all of
+ *      them is owed, and the kernel keeps every core until it is done.
  *      A step that follows an idle time of its node (wake_after_s or more
  *      since its previous compute ended) computes at wake_speed;
  *   3. optional per-step all-reduce (LDA's topic totals) across all nodes;
@@ -83,7 +85,9 @@ typedef struct rt_sim_shape {
                                   kernel's TCP copies and packet handling, both ends): while a
                                   link transmits, gbps / 8 x this many cores of its sender's
                                   and receiver's hosts (half on each) are the kernel's, ahead
-                                  of the cells; 0 (or an infinite link): none */
+                                  of the cells (a load above the cores: the rest is owed, and
+                                  paid with every core before the cells go on); 0 (or an
+                                  infinite link): none */
     double step_overhead_s;    /* fixed cost of every step (thread hand-off, barrier) */
     double inline_below_s;     /* a step that follows one whose cells on the node took less CPU
                                   than this together (their kernel time at the speed of the

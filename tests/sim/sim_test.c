@@ -356,6 +356,31 @@ static void test_burst_bytes_cost_cpu(void **state)
     shape_free(&t);
 }
 
+/* The kernel's work for the links is conserved when it asks for more than
+ * the cores: what they cannot do while the links transmit is owed, and the
+ * cells wait until it is done.  Two nodes of one thread, each on a core of
+ * its own; 1 MB blocks take 8 ms on a 1 Gb/s link, and at 16 ns per byte
+ * each host's share of the two links' kernel work is 2 cores on its 1: in
+ * each pass's 8 ms its core does 8 ms of the 16, so the 1 ms cells of
+ * steps 1-3 each wait the 8 ms on the wire and the 8 ms owed.  The epoch:
+ * step 0, three steps of 17 ms, the last pass's 8 ms.  A model that lost
+ * the kernel's work above the cores ran each cell once its link was done
+ * (1 + 3 x 9 ms of compute), less CPU than the bytes' measured cost. */
+static void test_link_cpu_above_cores_is_owed(void **state)
+{
+    (void)state;
+    test_shape t;
+    shape_make(&t, 2, 1, 2, cell_uniform, 1e6);
+    t.s.net_cpu_s_per_byte = 16e-9;
+    rt_sim_link link = {.gbps = 1};
+    double cell = 1000 / 1e6, wire = 1e6 * 8 / 1e9;
+    rt_sim_result r = rotation(&t, &link);
+    assert_true(fabs(r.compute_max_s - (cell + 3 * (cell + 2 * wire))) < 1e-12);
+    assert_true(fabs(r.epoch_s - (cell + 3 * (cell + 2 * wire) + wire + r.collective_s)) < 1e-12);
+    assert_true(r.stall_max > 0);
+    shape_free(&t);
+}
+
 /* The engine runs a step inline when the previous step's cells took less
  * CPU than the bound together (RT_INLINE_STEP_CPU_S); the model decides on
  * the same: the cells' kernel time at the speed of the cores as they ran
@@ -538,6 +563,7 @@ int main(void)
         cmocka_unit_test(test_busy_cores_compute_slower),
         cmocka_unit_test(test_link_cpu_takes_cores),
         cmocka_unit_test(test_burst_bytes_cost_cpu),
+        cmocka_unit_test(test_link_cpu_above_cores_is_owed),
         cmocka_unit_test(test_inline_choice_is_on_cpu),
         cmocka_unit_test(test_inline_step_cpu_on_one_core),
         cmocka_unit_test(test_slow_worker_makes_neighbours_wait),
