@@ -6,9 +6,10 @@
 #                  [--epochs N] [--rounds 3] [--calibrations 1] [--keep] [--size small|large]
 #                  [--busy-from ranks|threads] [--wake-pause-us 50000] [--wake-pairs 3]
 #                  [--slow-start-after-idle 0|1] [--tcp-cc NAME]
+#                  [--calibrate-after 1|0] [--latency-repeats 3]
 #                  [--configs APP:RANKS:GBPS[:THREADS[:PIPELINE[:ADDED_LATENCY_US]]],...]
 #   bench/scale.sh --auto APP:RANKS:GBPS [--rounds 3] [--epochs N]
-#   bench/scale.sh --repredict DIR [--model-args "ARGS"]
+#   bench/scale.sh --repredict DIR [--model-args "ARGS"] [--calibrate-after 1|0]
 #
 # Needs root (ip netns, tc).  Topology: one namespace per rank (rtscale-R,
 # address 169.254.77.R+1/24 on its veth) and one holding a bridge
@@ -22,7 +23,9 @@
 # (built with rotor: build/bench/delay_relay) in the switch namespace: it
 # holds every frame a rank sends that long before the bridge.  The link
 # latency the model gets is the one measured between two namespaces
-# (rotor bench-link, 8-byte ping-pong) with that relay in place, and the CPU
+# (rotor bench-link, 8-byte ping-pong) right before each round, with its
+# shaping and that relay in place (the median of --latency-repeats
+# measures of 200 passes each; their range in the JSON), and the CPU
 # per byte is measured with it too (its copies are the emulated link's); the
 # bandwidth is measured without it (what the link carries, not what one
 # ping-pong stream reaches over a longer round trip).
@@ -46,8 +49,10 @@
 # --busy-core-speed: the ranks' calibration's rate per CPU second of their
 # cells over the serial one's, or with --busy-from threads the threaded
 # calibration's per CPU second of a visit) from the calibrations made
-# right before it,
-# the rest of the plan's figures (--step-overhead-us, --step-cv, --cell-cv,
+# right before it and right after it (the next round's, or after the last
+# round one more, the closing calibration: --calibrate-after 1, the
+# default; the geometric mean of the two, round_speed; 0: the one before
+# alone), the rest of the plan's figures (--step-overhead-us, --step-cv, --cell-cv,
 # --worker-cv, --wake-speed) the medians over all the plan's calibrations in
 # this run so far (wake speed: the threaded calibration's steps that each
 # followed --wake-pause-us of idle cores, default 50 ms, against its
@@ -69,6 +74,8 @@
 #    "predicted_compute_s", "round_measured_epoch_s", "round_predicted_epoch_s",
 #    "round_measured_stall", "round_predicted_stall", "round_measured_compute_s",
 #    "round_predicted_compute_s", "round_rate", "round_busy_core_speed",
+#    "round_latency_us", "round_latency_range_us", "calibrate_after",
+#    "round_model_rate", "round_model_busy_core_speed", "calibration_ranks_cpu_rate",
 #    "measured_compute_cpu_s", "round_measured_compute_cpu_s", "round_steal",
 #    "round_measured_compute_sys_s", "round_compute_cpu_ratio", "epoch_given_measured_compute_s",
 #    "stall_given_measured_compute", "round_epoch_given_measured_compute_s",
@@ -79,7 +86,9 @@
 #    "alt_predicted_epoch_s", "alt_predicted_stall", "round_alt_predicted_epoch_s",
 #    "round_alt_predicted_stall", "wake_speed", "round_wake_rate_ratio"}
 # (the round_ lists: each round's figures, in order; rate and
-# busy_core_speed: the medians of the rounds' speeds.)
+# busy_core_speed: the medians of the speeds of the calibrations before the
+# rounds; round_model_*: the speeds the model got (round_speed);
+# calibration_ranks_cpu_rate: every calibration's, the closing one last.)
 # (compute: the most any rank spends in its kernel per epoch, from the
 # engine's debug log, median over the rounds, against the model's, which
 # includes the sharing; the calibration's figures are the model's inputs;
@@ -113,13 +122,17 @@
 # (round.N), with the model's command and per-node debug lines for that
 # round and the calibration pairs run before it (one line each: rate,
 # inline_us, step_us, cell_cv, step_cv, worker_cv, serial and threaded CPU
-# rates, wake ratio) and the ranks' calibration's logs (calibration.log.R).
+# rates, wake ratio) and the ranks' calibration's logs (calibration.log.R),
+# and the closing calibration's (closing/); model_terms: the model terms and
+# speed rule of the round's command (see MODEL_TERMS).
 # --repredict DIR: runs nothing but the model: every configuration kept in
 # DIR (the scratch directory of a --keep run, which it names on stderr) is
 # predicted again, round by round, by this build's `rotor simulate` with
 # the command kept beside the round (its plan taken from DIR), followed by
-# what the kept logs give the model terms that came later (model_args_of)
-# and by --model-args, against the figures the round's rank logs measured;
+# what the kept logs give the model terms that came later (model_args_of),
+# by the speed of this scale.sh's rule (--calibrate-after) from the kept
+# calibrations where the round's command took another (speed_args_of), and
+# by --model-args, against the figures the round's rank logs measured;
 # one JSON line per configuration with the fields above that need no run
 # (app to stall_error, the compute and round_ lists, the
 # *_given_measured_compute ones) and "model_args".  So a change of the
@@ -133,10 +146,12 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 ranks=2,4,8 gbps=1,5,25 apps=sgd-mf,lda epochs="" rounds=3 quick=0 keep=0 configs="" auto="" size=small
 calibrations=1 tcp_cc="" slow_start_after_idle=0 busy_from=ranks wake_pause_us=50000 wake_pairs=3
-repredict="" model_args=""
+repredict="" model_args="" calibrate_after=1 latency_repeats=3
 BENCH_FLAGS=([quick]=quick=1 [keep]=keep=1)
 bench_options 2,131 "$@"
 case $busy_from in ranks | threads) ;; *) bench_fail "--busy-from is ranks or threads, not $busy_from" ;; esac
+case $calibrate_after in 0 | 1) ;; *) bench_fail "--calibrate-after is 0 or 1, not $calibrate_after" ;; esac
+[[ $latency_repeats =~ ^[1-9][0-9]*$ ]] || bench_fail "--latency-repeats is a count, not $latency_repeats"
 case $size in
 small) mf_cols=10000 mf_nnz=1500000 mf_rank=64 lda_docs=6000 lda_vocab=20000 ;;
 large) mf_cols=60000 mf_nnz=9000000 mf_rank=128 lda_docs=15000 lda_vocab=60000 ;;
@@ -347,10 +362,19 @@ link_bench() { # link_bench ARGS...
     wait
 }
 
-# One-way latency between two namespaces (8-byte ring pass, microseconds).
+# One-way latency between two namespaces as the links are now (shaping and
+# relay), in microseconds: "median min max" over --latency-repeats measures,
+# each the median of 200 8-byte ring passes.  Two quiet runs minutes apart
+# measured 109 and 373 us once each at their start; the model's +0 rows
+# moved by under 1.2 points of stall between the two, but one figure per run
+# hid that spread.
 measure_latency() {
-    link_bench --test lat --min-size 8 --max-size 8 --iters 200 |
-        sed -n 's/.*"t_typical_usec": \([0-9.]*\).*/\1/p'
+    local i
+    for ((i = 0; i < latency_repeats; i++)); do
+        link_bench --test lat --min-size 8 --max-size 8 --iters 200 |
+            sed -n 's/.*"t_typical_usec": \([0-9.]*\).*/\1/p'
+    done | sort -g | awk '{ a[NR] = $1 }
+        END { if (NR) printf "%s %s %s\n", (NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2), a[1], a[NR] }'
 }
 
 # CPU seconds the kernel has spent (system, irq, softirq; all cores), from /proc/stat
@@ -567,11 +591,19 @@ ranks_calibration() {
         for p in "${pids[@]}"; do wait "$p" || rc=1; done
     done
     [ "$rc" = 0 ] || { tail -n 5 "$TMP"/cal.* >&2; return 1; }
-    work=$(busiest_work "$app" "$n" "$th" "$4")
-    cpu=$(rank_max_median "$n" "compute CPU" "$TMP/cal")
-    awk -v w="$work" -v c="$cpu" 'BEGIN { printf "%.6g\n", (c > 0 ? w / c : 0) }' >"$TMP/ranks_rate"
+    ranks_rate "$app" "$plan" "$n" "$TMP/cal" >"$TMP/ranks_rate"
     echo "$(busy_of "$(col_median 7 "$TMP/pairs")" "$(cat "$TMP/ranks_rate")")" \
         "$(cat "$TMP/ranks_rate") $(col_median 7 "$TMP/pairs")"
+}
+
+# ranks_rate APP PLAN RANKS LOG_PREFIX: the busiest node's work per CPU
+# second of its cells in the ranks' calibration logs (LOG_PREFIX.R): the
+# busiest rank's median over its rotations after the first (0 if none)
+ranks_rate() {
+    local work cpu
+    work=$(busiest_work "$1" "$2")
+    cpu=$(rank_max_median "$3" "compute CPU" "$4")
+    awk -v w="$work" -v c="$cpu" 'BEGIN { printf "%.6g\n", (c > 0 ? w / c : 0) }'
 }
 
 # ranks_spread PLAN RANKS APP LOG_PREFIX: how much the ranks' speeds differ
@@ -629,20 +661,78 @@ calibration_epochs() { # a short run (about 2 s): the medians over all epochs bu
     if [ "$1" = lda ]; then echo "--iters 10"; else echo "--epochs 4"; fi
 }
 
+# calibrate_speed APP RANKS THREADS PIPELINE: one calibration of the
+# machine's speed (calibrate_round, then ranks_calibration; the ranks'
+# spread pooled for the plan), a separate short run of the app's kernel,
+# never a measured round; appends its "rate threads_cpu_rate ranks_cpu_rate
+# serial_cpu_rate" to $TMP/speeds (round_speed takes a round's from there).
+calibrate_speed() {
+    local plan key=$1.$2.$3.$4
+    plan=$(plan_dir "$1" "$2" "$3" "$4")
+    calibrate_round "$1" "$plan" "$key" || return 1
+    ranks_calibration "$1" "$2" "$3" "$4" >"$TMP/ranks_speed" || return 1
+    ranks_spread "$plan" "$2" "$1" "$TMP/cal" >>"$TMP/ranks_cv.$key"
+    echo "$(cut -d' ' -f1,3 "$TMP/speed") $(cut -d' ' -f2,3 "$TMP/ranks_speed")" >>"$TMP/speeds"
+}
+
+# keep_calibration DIR RANKS: the calibration just made (its pair and the
+# ranks' logs) into DIR, when --keep
+keep_calibration() {
+    [ "$keep" = 1 ] || return 0
+    mkdir -p "$1"
+    cp "$TMP/pairs" "$1/calibration"
+    for ((r = 0; r < $2; r++)); do cp "$TMP/cal.$r" "$1/calibration.log.$r"; done
+}
+
+# round_speed ROUND FILE FROM: "rate busy_core_speed" for round ROUND (1..)
+# from the calibrations in FILE (lines of "rate threads_cpu_rate
+# ranks_cpu_rate serial_cpu_rate"; line ROUND was made right before the
+# round, line ROUND + 1 right after it, before the next round or, after the
+# last, as the configuration's closing calibration): with --calibrate-after
+# 1 the geometric mean of each figure over the two, else line ROUND's alone.
+# The machine's speed drifts while a round runs (quiet runs: a round's CPU
+# per unit of work off its calibration's by 10% rms, 8% against the two
+# around it), and a calibration is short (3 rotations), so the pair
+# brackets the round and halves a calibration's own noise.  FROM ranks:
+# the cores compute at the ranks' CPU rate while all are busy, and alone at
+# the serial calibration's unless the ranks were faster: rate x max(1,
+# ratio), busy core speed min(1, ratio), ratio the ranks' CPU rate over the
+# serial one's (the serial run's wall over CPU rate, a core shared with
+# other processes, stays in both); threads: the serial wall rate, and the
+# threaded calibration's CPU rate over the serial one's (busy_of).
+round_speed() {
+    sed -n "$1,$(($1 + calibrate_after))p" "$2" | awk -v from="$3" '
+        { for (i = 1; i <= 4; i++) if ($i + 0 > 0) { l[i] += log($i); c[i]++ } }
+        function g(i) { return c[i] ? exp(l[i] / c[i]) : 0 }
+        END {
+            r = g(1); t = g(2); k = g(3); s = g(4)
+            if (from == "ranks") {
+                x = (k > 0 && s > 0) ? k / s : 1; if (x < 0.01) x = 0.01
+                printf "%.6g %.4g\n", (x > 1 ? r * x : r), (x > 1 ? 1 : x)
+            } else {
+                f = (s > 0 && t > 0) ? t / s : 1; if (f > 1) f = 1; if (f < 0.01) f = 0.01
+                printf "%.6g %.3f\n", r, f
+            }
+        }'
+}
+
 # one_round APP RANKS GBPS LAT_US THREADS PIPELINE ADDED_US: the machine's
-# speed now (calibrate_round), then one run; appends "compute epoch stall
-# rate busy_core_speed threads_cpu_rate compute_cpu steal compute_sys" to $TMP/rounds:
-# the run's compute (rank_max_median) and median epoch and stall over its
-# epochs after the first, the speed its prediction gets, the compute's CPU
-# seconds, the steal while it ran and the compute's kernel seconds, and
-# "ranks_busy_core_speed ranks_cpu_rate serial_cpu_rate" (ranks_calibration,
-# run after the calibration pair and before the round).
+# speed now (calibrate_speed) and the link's latency (measure_latency,
+# through the round's shaping and relay), then one run; appends "compute
+# epoch stall rate busy_core_speed threads_cpu_rate compute_cpu steal
+# compute_sys" to $TMP/rounds: the run's compute (rank_max_median) and
+# median epoch and stall over its epochs after the first, the speed of the
+# calibration right before it, the compute's CPU seconds, the steal while
+# it ran and the compute's kernel seconds, then "ranks_busy_core_speed
+# ranks_cpu_rate serial_cpu_rate" (ranks_calibration), the wake ratio and
+# "latency_us latency_min_us latency_max_us" (the median of
+# --latency-repeats measures, and their range).
 one_round() {
-    local app=$1 n=$2 g=$3 th=$5 c=$6 d=$7 plan r kept ticks
+    local app=$1 n=$2 g=$3 th=$5 c=$6 d=$7 plan r kept ticks lat
     plan=$(plan_dir "$app" "$n" "$th" "$c")
-    calibrate_round "$app" "$plan" "$app.$n.$th.$c" || return 1
-    ranks_calibration "$app" "$n" "$th" "$c" >"$TMP/ranks_speed" || return 1
-    ranks_spread "$plan" "$n" "$app" "$TMP/cal" >>"$TMP/ranks_cv.$app.$n.$th.$c"
+    calibrate_speed "$app" "$n" "$th" "$c" || return 1
+    lat=$(measure_latency)
+    [ -n "$lat" ] || { echo "scale.sh: cannot measure the latency between ranks 0 and 1" >&2; return 1; }
     ticks=$(cpu_ticks)
     # shellcheck disable=SC2046
     if ! ROTOR_LOG=debug run_ranks "$n" "$ROTOR" train --plan "$plan" --app "$app" \
@@ -656,42 +746,31 @@ one_round() {
     echo "$(rank_max_median "$n" compute) $(epoch_medians "$TMP/epochs") $(cat "$TMP/speed")" \
         "$(rank_max_median "$n" "compute CPU") $(steal_between "$ticks")" \
         "$(rank_max_median "$n" "in the kernel") $(cat "$TMP/ranks_speed")" \
-        "$(cut -d' ' -f9 "$TMP/pairs" | tail -n 1)" >>"$TMP/rounds"
+        "$(cut -d' ' -f9 "$TMP/pairs" | tail -n 1) $lat" >>"$TMP/rounds"
     if [ "$keep" = 1 ]; then # the ranks' logs, beside the model's (one_config)
         kept=$TMP/kept/$app.$n.$th.$c.$g.$d/round.$(wc -l <"$TMP/rounds")
-        mkdir -p "$kept"
+        keep_calibration "$kept" "$n"
         for ((r = 0; r < n; r++)); do cp "$TMP/log.$r" "$kept/"; done
-        cp "$TMP/pairs" "$kept/calibration"
-        for ((r = 0; r < n; r++)); do cp "$TMP/cal.$r" "$kept/calibration.log.$r"; done
     fi
 }
 
-# predict APP RANKS GBPS LAT_US THREADS PIPELINE ADDED_US ROUND [RATE_SCALE]:
-# the model's JSON for round ROUND (1..) of the configuration: its speed
-# (--rate, --busy-core-speed) from the calibration right before it, the
-# rest of the plan's figures (--step-overhead-us, --step-cv, --cell-cv,
+# predict APP RANKS GBPS LAT_US THREADS PIPELINE ADDED_US ROUND [RATE_SCALE
+# [BUSY_FROM]]: the model's JSON for round ROUND (1..) of the configuration:
+# its speed (--rate, --busy-core-speed) from the calibrations around it
+# (round_speed), its latency the one measured right before it, the rest of
+# the plan's figures (--step-overhead-us, --step-cv, --cell-cv,
 # --worker-cv) pooled over the plan's calibrations, and the link's measures.
 # RATE_SCALE (default 1) multiplies the rate: the diagnostic run at the
 # speed the round really computed at (one_config).  BUSY_FROM (default
 # --busy-from): the busy core speed of the threaded calibration (threads),
-# or the ranks' (ranks): then the cores compute at the ranks' CPU rate
-# while all are busy, and alone at the serial calibration's unless the
-# ranks were faster (calibrations a minute apart differ by 10-20% here, and
-# the ranks' figure is the one taken the way the round computes): rate x
-# max(1, ratio), busy core speed min(1, ratio), ratio the ranks' CPU rate
-# over the serial one's; the serial run's wall over CPU rate (a core shared
-# with other processes) stays in both.
+# or the ranks' (ranks; the ranks' figure is the one taken the way the
+# round computes), see round_speed.
 predict() {
-    local app=$1 n=$2 g=$3 lat=$4 th=$5 c=$6 d=$7 key=$1.$2.$5.$6 plan sim kept r_rate r_busy
-    local scale=${9:-1} from=${10:-$busy_from} t_busy k_cpu s_cpu
+    local app=$1 n=$2 g=$3 th=$5 c=$6 d=$7 key=$1.$2.$5.$6 plan sim kept r_rate r_busy lat
+    local scale=${9:-1} from=${10:-$busy_from}
     plan=$(plan_dir "$app" "$n" "$th" "$c")
-    read -r _ _ _ r_rate t_busy _ _ _ _ _ k_cpu s_cpu <<<"$(sed -n "$8p" "$TMP/rounds")"
-    r_busy=$t_busy
-    if [ "$from" = ranks ]; then
-        read -r r_rate r_busy <<<"$(awk -v r="$r_rate" -v k="$k_cpu" -v s="$s_cpu" 'BEGIN {
-            x = (k > 0 && s > 0) ? k / s : 1; if (x < 0.01) x = 0.01
-            printf "%.6g %.4g\n", (x > 1 ? r * x : r), (x > 1 ? 1 : x) }')"
-    fi
+    read -r r_rate r_busy <<<"$(round_speed "$8" "$TMP/speeds" "$from")"
+    lat=$(sed -n "$8p" "$TMP/rounds" | cut -d' ' -f14)
     # shellcheck disable=SC2046,SC2207 # app_args: one option a word
     sim=("$ROTOR" simulate --plan "$plan" --app "$app" $(app_args "$app") --json
         --rate "$(awk -v r="$r_rate" -v s="$scale" 'BEGIN { printf "%.6g", r * s }')"
@@ -708,28 +787,36 @@ predict() {
         kept=$TMP/kept/$app.$n.$th.$c.$g.$d/round.$8
         mkdir -p "$kept"
         echo "${sim[*]}" >"$kept/simulate.cmd"
-        echo "$MODEL_TERMS" >"$kept/model_terms"
+        echo "$MODEL_TERMS $(speed_rule)" >"$kept/model_terms"
         ROTOR_LOG=debug "${sim[@]}" >/dev/null 2>"$kept/simulate.log" || true
     fi
 }
 
 # The model terms a kept round's command already has, written beside it
 # (round.N/model_terms): worker_cv_cpu, its --worker-cv is the larger of the
-# threaded and the ranks' spreads, both in CPU seconds (worker_cv_of).  A
-# round kept with every term --repredict knows is predicted by its command
-# as it was run, so the repredict of a run reproduces its live prediction.
+# threaded and the ranks' spreads, both in CPU seconds (worker_cv_of); and
+# the rule its speed was taken by (speed_rule).  A round kept with every
+# term --repredict knows is predicted by its command as it was run, so the
+# repredict of a run reproduces its live prediction.
 MODEL_TERMS=worker_cv_cpu
+
+# speed_rule: how a round's speed comes from the calibrations (round_speed):
+# speed:bracket (--calibrate-after 1) or speed:own (0)
+speed_rule() { if [ "$calibrate_after" = 1 ]; then echo speed:bracket; else echo speed:own; fi; }
+
+# has_term ROUND TERM: the kept round's model_terms has TERM
+has_term() { [ -f "$1/model_terms" ] && grep -qw -- "$2" "$1/model_terms"; }
 
 # model_args_of WORKER_CV KEY ROUND: the options of the model terms that came
 # after a kept round's command (--repredict): none if the round's
-# model_terms has them all; else --worker-cv from the ranks' spreads of the
+# model_terms has worker_cv_cpu; else --worker-cv from the ranks' spreads of the
 # plan KEY (ranks_spread, in CPU seconds), or the kept WORKER_CV where the
 # kept logs give none.  A round kept without model_terms has a threaded
 # figure (its calibration's column 6, or WORKER_CV) measured in wall seconds
 # before the spreads were CPU seconds (a5c2587, or a run kept before this
 # mark existed), so it is left out where the ranks' figure exists.
 model_args_of() {
-    if [ "$(cat "$3/model_terms" 2>/dev/null)" = "$MODEL_TERMS" ]; then
+    if has_term "$3" worker_cv_cpu; then
         return 0
     elif [ -s "$TMP/ranks_cv.$2" ]; then
         echo "--worker-cv $(worker_cv_of 0 "$2")"
@@ -760,11 +847,11 @@ cpu_ticks() { awk '/^cpu / { t = 0; for (i = 2; i <= 9; i++) t += $i; print $9, 
 # the machine's CPU time in between that its vCPUs waited for the host
 steal_between() { echo "$1" | awk '{ d = $4 - $2; printf "%.4f", (d > 0 ? ($3 - $1) / d : 0) }'; }
 
-# busiest_work APP RANKS THREADS PIPELINE: the work units of the plan's
-# busiest node per rotation (the model's compute time at rate 1, alone)
+# busiest_work APP PLAN: the work units of the plan's busiest node per
+# rotation (the model's compute time at rate 1, alone)
 busiest_work() {
     # shellcheck disable=SC2046
-    json_num compute_s "$("$ROTOR" simulate --plan "$(plan_dir "$1" "$2" "$3" "$4")" --app "$1" \
+    json_num compute_s "$("$ROTOR" simulate --plan "$2" --app "$1" \
         $(app_args "$1") --rate 1 --gbps 0 --json 2>/dev/null)"
 }
 
@@ -789,8 +876,13 @@ one_config() {
         add_latency "$d"
     fi
     : >"$TMP/rounds"
+    : >"$TMP/speeds"
     load=$(cut -d' ' -f1-3 /proc/loadavg)
     for ((i = 0; i < rounds; i++)); do one_round "$@" || return 1; done
+    if [ "$calibrate_after" = 1 ]; then # the last round's calibration after it
+        calibrate_speed "$app" "$n" "$th" "$c" || return 1
+        keep_calibration "$TMP/kept/$app.$n.$th.$c.$g.$d/closing" "$n"
+    fi
     : >"$TMP/preds"
     for ((i = 1; i <= rounds; i++)); do
         pred=$(predict "$@" "$i") || return 1
@@ -810,7 +902,9 @@ one_config() {
     printf '{"app": "%s", "ranks": %d, "threads": %d, "pipeline": %d, "gbps": %s, ' \
         "$app" "$n" "$th" "$c" "$g"
     printf '"gbps_tcp": %s, "net_cpu_ns_per_byte": %s, ' "${effective[$g]}" "${net_ns[$d]}"
-    printf '"added_latency_us": %s, "latency_us": %s, "rounds": %d, ' "$d" "$lat" "$rounds"
+    printf '"added_latency_us": %s, "latency_us": %s, "rounds": %d, ' "$d" "$(col_median 14)" "$rounds"
+    printf '"round_latency_us": %s, "round_latency_range_us": %s, ' "$(json_list 14)" \
+        "$(awk '{ printf "%s\"%s-%s\"", (NR > 1 ? ", " : "["), $15, $16 } END { print "]" }' "$TMP/rounds")"
     printf '"measured_epoch_s": %s, "predicted_epoch_s": %s, "epoch_error": %s, ' "$me" "$pe" \
         "$(awk -v m="$me" -v p="$pe" 'BEGIN { printf "%.3f", (p - m) / m }')"
     printf '"measured_stall": %s, "predicted_stall": %s, "stall_error": %s, ' "$ms" "$ps" \
@@ -824,6 +918,11 @@ one_config() {
     printf '"round_measured_compute_s": %s, "round_predicted_compute_s": %s, ' "$(json_list 1)" \
         "$(json_list 3 "$TMP/preds")"
     printf '"round_rate": %s, "round_busy_core_speed": %s, ' "$(json_list 4)" "$(json_list 5)"
+    printf '"calibrate_after": %d, "round_model_rate": %s, "round_model_busy_core_speed": %s, ' \
+        "$calibrate_after" "$(for ((i = 1; i <= rounds; i++)); do round_speed "$i" "$TMP/speeds" "$busy_from"; done |
+            json_list 1 -)" "$(for ((i = 1; i <= rounds; i++)); do round_speed "$i" "$TMP/speeds" "$busy_from"; done |
+            json_list 2 -)"
+    printf '"calibration_ranks_cpu_rate": %s, ' "$(json_list 3 "$TMP/speeds")"
     printf '"measured_compute_cpu_s": %s, "round_measured_compute_cpu_s": %s, "round_steal": %s, ' \
         "$(col_median 7)" "$(json_list 7)" "$(json_list 8)"
     printf '"round_measured_compute_sys_s": %s, ' "$(json_list 9)"
@@ -831,9 +930,9 @@ one_config() {
         "$(col_median 5 "$TMP/preds")" "$(col_median 6 "$TMP/preds")"
     printf '"round_epoch_given_measured_compute_s": %s, "round_stall_given_measured_compute": %s, ' \
         "$(json_list 5 "$TMP/preds")" "$(json_list 6 "$TMP/preds")"
-    printf '"round_compute_cpu_ratio": %s, ' "$(awk -v w="$(busiest_work "$app" "$n" "$th" "$c")" \
+    printf '"round_compute_cpu_ratio": %s, ' "$(awk -v w="$(busiest_work "$app" "$(plan_dir "$app" "$n" "$th" "$c")")" \
         '{ printf "%s%.3f", (NR > 1 ? ", " : "["), (w > 0 ? $7 * $6 / w : 0) } END { print "]" }' "$TMP/rounds")"
-    printf '"round_compute_cpu_ratio_ranks": %s, ' "$(awk -v w="$(busiest_work "$app" "$n" "$th" "$c")" \
+    printf '"round_compute_cpu_ratio_ranks": %s, ' "$(awk -v w="$(busiest_work "$app" "$(plan_dir "$app" "$n" "$th" "$c")")" \
         '{ printf "%s%.3f", (NR > 1 ? ", " : "["), (w > 0 ? $7 * $11 / w : 0) } END { print "]" }' "$TMP/rounds")"
     printf '"busy_from": "%s", "round_ranks_busy_core_speed": %s, "round_ranks_cpu_rate": %s, ' \
         "$busy_from" "$(json_list 10)" "$(json_list 11)"
@@ -902,6 +1001,25 @@ auto_compare() {
 
 # ---- --repredict ----
 
+# kept_speed APP PLAN RANKS DIR: the line calibrate_speed wrote for the
+# calibration kept in DIR (its pair, calibration, and the ranks' logs,
+# calibration.log.R); nothing if DIR lacks them
+kept_speed() {
+    [ -s "$4/calibration" ] && [ -f "$4/calibration.log.0" ] || return 0
+    echo "$(col_median 1 "$4/calibration") $(col_median 8 "$4/calibration")" \
+        "$(ranks_rate "$1" "$2" "$3" "$4/calibration.log") $(col_median 7 "$4/calibration")"
+}
+
+# speed_args_of ROUND_DIR N COUNT: --rate and --busy-core-speed for kept
+# round N of COUNT by this run's speed rule, from $TMP/speeds (kept_speed of
+# every round and the closing calibration); nothing if the round's command
+# took them by this rule already, or if a round's calibration was not kept
+speed_args_of() {
+    ! has_term "$1" "$(speed_rule)" || return 0
+    [ "$(wc -l <"$TMP/speeds")" -ge "$3" ] || return 0
+    round_speed "$2" "$TMP/speeds" "$busy_from" | awk '{ print "--rate", $1, "--busy-core-speed", $2 }'
+}
+
 # repredict_config DIR CONFIG_DIR: a kept configuration (DIR/kept/CONFIG) of
 # a --keep run in DIR predicted again; its JSON line (see --repredict).
 repredict_config() {
@@ -912,9 +1030,16 @@ repredict_config() {
     : >"$TMP/rounds"
     : >"$TMP/preds"
     local rounds key=$app.$n.$th.$c wcv
-    rounds=$(find "$dir" -maxdepth 1 -name 'round.*' | sort -t. -k2 -n)
+    local count
+    count=$(find "$dir" -maxdepth 1 -name 'round.*' | wc -l)
+    rounds=$(for ((i = 1; i <= count; i++)); do echo "$dir/round.$i"; done)
     for round in $rounds; do # as a run pools them: the plan's so far, these rounds included
         ranks_spread "$root/$key/plan" "$n" "$app" "$round/calibration.log" >>"$TMP/ranks_cv.$key"
+    done
+    : >"$TMP/speeds"
+    : >"$TMP/lats"
+    for round in $rounds "$dir/closing"; do
+        kept_speed "$app" "$root/$key/plan" "$n" "$round" >>"$TMP/speeds"
     done
     for round in $rounds; do
         [ -f "$round/simulate.cmd" ] && [ -f "$round/log.0" ] || continue
@@ -926,8 +1051,10 @@ repredict_config() {
             [ "${sim[$i]}" != --worker-cv ] || wcv=${sim[i + 1]}
         done
         # shellcheck disable=SC2206,SC2207 # one option a word
-        sim+=($(model_args_of "$wcv" "$key" "$round") $model_args)
+        sim+=($(speed_args_of "$round" "${round##*.}" "$count") $(model_args_of "$wcv" "$key" "$round")
+            $model_args)
         pred=$("${sim[@]}") || return 1
+        echo "$lat" >>"$TMP/lats"
         mc=$(rank_max_median "$n" compute "$round/log")
         epochs_of_run "$round/log.0" >"$TMP/epochs"
         echo "$mc $(epoch_medians "$TMP/epochs")" >>"$TMP/rounds"
@@ -942,7 +1069,8 @@ repredict_config() {
     me=$(col_median 2) ms=$(col_median 3) pe=$(col_median 1 "$TMP/preds") ps=$(col_median 2 "$TMP/preds")
     printf '{"app": "%s", "ranks": %d, "threads": %d, "pipeline": %d, "gbps": %s, ' \
         "$app" "$n" "$th" "$c" "$g"
-    printf '"added_latency_us": %s, "latency_us": %s, "rounds": %d, ' "$d" "$lat" "$(wc -l <"$TMP/preds")"
+    printf '"added_latency_us": %s, "latency_us": %s, "rounds": %d, ' "$d" \
+        "$(median <"$TMP/lats")" "$(wc -l <"$TMP/preds")"
     printf '"measured_epoch_s": %s, "predicted_epoch_s": %s, "epoch_error": %s, ' "$me" "$pe" \
         "$(awk -v m="$me" -v p="$pe" 'BEGIN { printf "%.3f", (p - m) / m }')"
     printf '"measured_stall": %s, "predicted_stall": %s, "stall_error": %s, ' "$ms" "$ps" \
@@ -996,25 +1124,25 @@ done
 netns_up "$need"
 shape 0
 if [ -n "$auto" ]; then
-    lat=$(measure_latency)
+    lat=$(measure_latency | cut -d' ' -f1)
     [ -n "$lat" ] || lat=30
     IFS=: read -r a n g <<<"$auto"
     gen_plan "$a" "$n" 1 "$(plan_dir "$a" "$n" 1 2)"
     auto_compare "$a" "$n" "$g" "$lat"
     exit 0
 fi
-# per added latency: the latency and the CPU per byte moved, through the relay
-declare -A lat_of net_ns
+# per added latency: the CPU per byte moved, through the relay (the latency:
+# before each round, one_round)
+declare -A net_ns
 for cfg in $configs; do
     IFS=: read -r a n g th c d <<<"$cfg"
     th=${th:-1} c=${c:-2} d=${d:-0}
     plan=$(plan_dir "$a" "$n" "$th" "$c")
     [ -d "$plan" ] || gen_plan "$a" "$n" "$th" "$plan" --pipeline "$c"
     add_latency "$d"
-    if [ -z "${lat_of[$d]:-}" ]; then
+    if [ -z "${net_ns[$d]:-}" ]; then
         shape 0
-        lat_of[$d]=$(measure_latency)
         net_ns[$d]=$(measure_net_cpu)
     fi
-    one_config "$a" "$n" "$g" "${lat_of[$d]}" "$th" "$c" "$d" || true
+    one_config "$a" "$n" "$g" - "$th" "$c" "$d" || true
 done

@@ -114,6 +114,63 @@ want=$("$ROTOR" simulate --plan "$run/sgd-mf.2.1.2/plan" "${model[@]}" --worker-
     "$(num predicted_epoch_s "$want") $(num predicted_stall "$want")" ] ||
     fail "a marked round: want its kept command's prediction (--worker-cv 0.4: $want), got $out"
 
+# Each round's speed from the calibrations around it: a run kept before the
+# rounds were bracketed (no model_terms), two rounds and a closing
+# calibration, whose ranks computed the plan's busiest node's work W at 2,
+# 8 and 4 M units per CPU second (compute CPU W / k a rotation) against the
+# serial calibration's 4 M (wall 2 M).  Round 1 gets the geometric mean of
+# its calibration and round 2's, k = 4 M: the ranks' rate equals the serial
+# one, --rate 2e6 --busy-core-speed 1 (its own alone, the old rule: 2e6 and
+# 0.5); round 2 gets its own and the closing one's, k = sqrt(32) M: --rate
+# 2.82843e6, busy 1 (alone: 4e6, 1).  --calibrate-after 0 keeps the old rule.
+run2=$TMP/run2
+mkdir -p "$run2/sgd-mf.2.1.2"
+cp -r "$run/sgd-mf.2.1.2/plan" "$run2/sgd-mf.2.1.2/"
+work=$(num compute_s "$("$ROTOR" simulate --plan "$run2/sgd-mf.2.1.2/plan" --app sgd-mf --rank 8 \
+    --epochs 4 --rate 1 --gbps 0 --json)") || fail "the plan's work"
+cfg2=$run2/kept/sgd-mf.2.1.2.0.5.0
+for c in "round.1 2e6" "round.2 8e6" "closing 4e6"; do
+    read -r where k <<<"$c"
+    mkdir -p "$cfg2/$where"
+    echo "2e6 20 100 0 0 0 4e6 3e6 1" >"$cfg2/$where/calibration"
+    cpu=$(awk -v w="$work" -v k="$k" 'BEGIN { printf "%.6f", w / k }')
+    for r in 0 1; do
+        for k in 0 1 2 3; do
+            echo "rotor: debug: engine: rank $r rotation: 1 s, compute 1 s (mean over threads)," \
+                "stall 0.0 s, credit wait 0.0 s, 0 of 4 steps inline (rotation $k), compute CPU" \
+                "$cpu s, in the kernel 0.0 s"
+        done >"$cfg2/$where/calibration.log.$r"
+    done
+    [ "$where" = closing ] && continue
+    cp "$round"/log.* "$cfg2/$where/"
+    echo "/gone/rotor simulate --plan /gone/sgd-mf.2.1.2/plan ${model[*]} --rate 1e6" >"$cfg2/$where/simulate.cmd"
+done
+rounds_of() { # rounds_of "RATE BUSY" "RATE BUSY": the predicted epochs with these speeds, a JSON list
+    local a b
+    a=$("$ROTOR" simulate --plan "$run2/sgd-mf.2.1.2/plan" "${model[@]}" --worker-cv 0 \
+        --rate "${1% *}" --busy-core-speed "${1#* }") || fail "simulate $1"
+    b=$("$ROTOR" simulate --plan "$run2/sgd-mf.2.1.2/plan" "${model[@]}" --worker-cv 0 \
+        --rate "${2% *}" --busy-core-speed "${2#* }") || fail "simulate $2"
+    echo "[$(num predicted_epoch_s "$a"), $(num predicted_epoch_s "$b")]"
+}
+list() { echo "$1" | sed -n "s/.*\"$2\": \(\[[^]]*\]\).*/\1/p"; }
+out=$(bash "$SCALE" --repredict "$run2") || fail "repredict, bracketed rounds"
+want=$(rounds_of "2e6 1" "2.82843e6 1")
+[ "$(list "$out" round_predicted_epoch_s)" = "$want" ] ||
+    fail "each round from the calibrations before and after it: want $want, got $out"
+[ "$(rounds_of "2e6 0.5" "4e6 1")" != "$want" ] || fail "the test's speeds do not tell the rules apart"
+out=$(bash "$SCALE" --repredict "$run2" --calibrate-after 0) || fail "repredict --calibrate-after 0"
+want=$(rounds_of "2e6 0.5" "4e6 1")
+[ "$(list "$out" round_predicted_epoch_s)" = "$want" ] ||
+    fail "--calibrate-after 0: each round from its own calibration: want $want, got $out"
+# a round kept by this scale.sh with the bracket rule: its kept command as run
+echo "worker_cv_cpu speed:bracket" >"$cfg2/round.1/model_terms"
+out=$(bash "$SCALE" --repredict "$run2") || fail "repredict, a marked round"
+kept=$("$ROTOR" simulate --plan "$run2/sgd-mf.2.1.2/plan" "${model[@]}" --rate 1e6) || fail "simulate"
+want=$(rounds_of "2e6 1" "2.82843e6 1" | sed "s/^\[[^,]*,/[$(num predicted_epoch_s "$kept"),/")
+[ "$(list "$out" round_predicted_epoch_s)" = "$want" ] ||
+    fail "a marked round runs its kept command (--rate 1e6): want $want, got $out"
+
 mkdir -p "$TMP/empty"
 expect_status 2 bash "$SCALE" --repredict "$TMP/empty"
 grep -q 'no kept configurations' "$TMP/last.err" || fail "empty directory: $(cat "$TMP/last.err")"
