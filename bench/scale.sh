@@ -661,15 +661,29 @@ calibration_epochs() { # a short run (about 2 s): the medians over all epochs bu
     if [ "$1" = lda ]; then echo "--iters 10"; else echo "--epochs 4"; fi
 }
 
-# calibrate_speed APP RANKS THREADS PIPELINE: one calibration of the
-# machine's speed (calibrate_round, then ranks_calibration; the ranks'
-# spread pooled for the plan), a separate short run of the app's kernel,
+# calibrate_speed APP RANKS THREADS PIPELINE [serial]: one calibration of
+# the machine's speed (calibrate_round, then ranks_calibration; the ranks'
+# spread pooled for the plan), separate short runs of the app's kernel,
 # never a measured round; appends its "rate threads_cpu_rate ranks_cpu_rate
 # serial_cpu_rate" to $TMP/speeds (round_speed takes a round's from there).
+# serial: the serial calibration alone in place of the pair (threads_cpu_rate
+# 0, the threaded calibration's figures not pooled): the closing
+# calibration, which brackets a round's speed and needs no more (the plan's
+# pooled figures have every round's pair), saving a threaded run a
+# configuration (3-7 s).
 calibrate_speed() {
-    local plan key=$1.$2.$3.$4
+    local plan key=$1.$2.$3.$4 out
     plan=$(plan_dir "$1" "$2" "$3" "$4")
-    calibrate_round "$1" "$plan" "$key" || return 1
+    if [ "${5:-}" = serial ]; then
+        # shellcheck disable=SC2046
+        out=$("$ROTOR" simulate --plan "$plan" --app "$1" $(app_args "$1") --calibrate --gbps 0 \
+            --json 2>&1) || { echo "$out" >&2; return 1; }
+        echo "$(json_num rate "$out") $(json_num step_overhead_us "$out") 0 0 0 0" \
+            "$(json_num busy_rate "$out") 0 null" >"$TMP/pairs"
+        echo "$(json_num rate "$out") 1 0" >"$TMP/speed"
+    else
+        calibrate_round "$1" "$plan" "$key" || return 1
+    fi
     ranks_calibration "$1" "$2" "$3" "$4" >"$TMP/ranks_speed" || return 1
     ranks_spread "$plan" "$2" "$1" "$TMP/cal" >>"$TMP/ranks_cv.$key"
     echo "$(cut -d' ' -f1,3 "$TMP/speed") $(cut -d' ' -f2,3 "$TMP/ranks_speed")" >>"$TMP/speeds"
@@ -880,7 +894,7 @@ one_config() {
     load=$(cut -d' ' -f1-3 /proc/loadavg)
     for ((i = 0; i < rounds; i++)); do one_round "$@" || return 1; done
     if [ "$calibrate_after" = 1 ]; then # the last round's calibration after it
-        calibrate_speed "$app" "$n" "$th" "$c" || return 1
+        calibrate_speed "$app" "$n" "$th" "$c" serial || return 1
         keep_calibration "$TMP/kept/$app.$n.$th.$c.$g.$d/closing" "$n"
     fi
     : >"$TMP/preds"
