@@ -26,7 +26,8 @@
 # (rotor bench-link, 8-byte ping-pong) right before each round, with its
 # shaping and that relay in place (the median of --latency-repeats
 # measures of 200 passes each; their range in the JSON), and the CPU
-# per byte is measured with it too (its copies are the emulated link's); the
+# per byte is measured with it too (its copies are the emulated link's; the
+# relay's own part at the configuration's rate: net_cpu_at); the
 # bandwidth is measured without it (what the link carries, not what one
 # ping-pong stream reaches over a longer round trip).
 #
@@ -415,6 +416,41 @@ measure_net_cpu() {
     done | median
 }
 
+# The delay relay's CPU per byte (ns) while 2 MiB blocks stream through the
+# link shaped at GBPS for about a second: its schedstat (ns, exact; it
+# runs the receive path of the frames it forwards in its own time); the
+# median of three.  Unlike the kernel's own, it depends on the rate: below a
+# few Gb/s every 64 KiB frame (data or ACK) wakes it, while at 5 Gb/s it
+# takes about three a wake-up (2026-11-27, +1000 us: 20-22 wake-ups per MB
+# and 2.2-2.6 ns/B at 1 Gb/s, 7.6-8.3 and 1.5-1.8 at 5 Gb/s).
+relay_ns_at() { # relay_ns_at GBPS
+    local iters c0 c1
+    shape "$1"
+    iters=$(awk -v g="$1" 'BEGIN { n = int(g * 1e9 / 8 / 2097152); print (n < 8 ? 8 : n) }')
+    for _ in 1 2 3; do
+        c0=$(awk '{ print $1 }' "/proc/$relay_pid/schedstat")
+        link_bench --test bw --min-size 2M --max-size 2M --iters "$iters" >/dev/null
+        c1=$(awk '{ print $1 }' "/proc/$relay_pid/schedstat")
+        awk -v a="$c0" -v b="$c1" -v n="$iters" 'BEGIN { printf "%.3f\n", (b - a) / (n * 2097152) }'
+    done | median
+}
+
+# net_cpu_at GBPS NET5 [RELAY5]: the CPU per byte the model gets for a link
+# of GBPS: measure_net_cpu's figure at 5 Gb/s (NET5), which holds for every
+# rate without the relay, and through the relay (RELAY5: its relay_ns_at 5)
+# plus what the relay's part costs more at GBPS than at 5 Gb/s.  Taken at 5
+# Gb/s alone the relay rows' cells got 0.7 ns/B too little of the cores'
+# time at 1 Gb/s, and the 8 quiet relay rows of two runs were predicted
+# 6.7% fast on average (3.3% with the figure at their rate; sim16e's note).
+net_cpu_at() {
+    if [ -z "${3:-}" ] || [ "$1" = 5 ]; then
+        echo "$2"
+        return
+    fi
+    awk -v b="$2" -v r="$(relay_ns_at "$1")" -v f="$3" \
+        'BEGIN { x = b + r - f; printf "%.3f\n", (x > 0 ? x : 0) }'
+}
+
 # ---- data and runs ----
 
 # Workload per app: transfer and compute of the same order at 1-5 Gb/s
@@ -794,7 +830,7 @@ predict() {
         --inline-below-us 2000
         --inline-step-us "${inline_us[$key]}" --busy-core-speed "$r_busy"
         --wake-speed "${wake[$key]}" --wake-after-us 1000
-        --gbps "${effective[$g]}" --burst-kib "$burst_kib" --net-cpu-ns-per-byte "${net_ns[$d]}"
+        --gbps "${effective[$g]}" --burst-kib "$burst_kib" --net-cpu-ns-per-byte "${net_ns[$d:$g]}"
         --latency-us "$lat" --overhead-us 10 --host-cores "$(nproc)" --send-buffer-kib 8192)
     "${sim[@]}"
     if [ "$keep" = 1 ] && [ "$scale" = 1 ] && [ "$from" = "$busy_from" ]; then # the model's per-node lines and command
@@ -915,7 +951,7 @@ one_config() {
     calibration_line "$key"
     printf '{"app": "%s", "ranks": %d, "threads": %d, "pipeline": %d, "gbps": %s, ' \
         "$app" "$n" "$th" "$c" "$g"
-    printf '"gbps_tcp": %s, "net_cpu_ns_per_byte": %s, ' "${effective[$g]}" "${net_ns[$d]}"
+    printf '"gbps_tcp": %s, "net_cpu_ns_per_byte": %s, ' "${effective[$g]}" "${net_ns[$d:$g]}"
     printf '"added_latency_us": %s, "latency_us": %s, "rounds": %d, ' "$d" "$(col_median 14)" "$rounds"
     printf '"round_latency_us": %s, "round_latency_range_us": %s, ' "$(json_list 14)" \
         "$(awk '{ printf "%s\"%s-%s\"", (NR > 1 ? ", " : "["), $15, $16 } END { print "]" }' "$TMP/rounds")"
@@ -1146,17 +1182,20 @@ if [ -n "$auto" ]; then
     exit 0
 fi
 # per added latency: the CPU per byte moved, through the relay (the latency:
-# before each round, one_round)
-declare -A net_ns
+# before each round, one_round; with the relay, per rate: net_cpu_at)
+declare -A net_ns net5_of relay5_of
 for cfg in $configs; do
     IFS=: read -r a n g th c d <<<"$cfg"
     th=${th:-1} c=${c:-2} d=${d:-0}
     plan=$(plan_dir "$a" "$n" "$th" "$c")
     [ -d "$plan" ] || gen_plan "$a" "$n" "$th" "$plan" --pipeline "$c"
     add_latency "$d"
-    if [ -z "${net_ns[$d]:-}" ]; then
+    if [ -z "${net5_of[$d]:-}" ]; then
         shape 0
-        net_ns[$d]=$(measure_net_cpu)
+        net5_of[$d]=$(measure_net_cpu)
+        [ "$d" = 0 ] || relay5_of[$d]=$(relay_ns_at 5)
     fi
+    [ -n "${net_ns[$d:$g]:-}" ] ||
+        net_ns[$d:$g]=$(net_cpu_at "$g" "${net5_of[$d]}" "${relay5_of[$d]:-}")
     one_config "$a" "$n" "$g" - "$th" "$c" "$d" || true
 done
