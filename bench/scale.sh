@@ -82,7 +82,7 @@
 #    "stall_given_measured_compute", "round_epoch_given_measured_compute_s",
 #    "round_stall_given_measured_compute",
 #    "calibrations", "rate", "busy_core_speed", "step_overhead_us", "cell_cv",
-#    "worker_cv", "step_cv", "critical", "loadavg", "round_compute_cpu_ratio_ranks",
+#    "worker_cv", "step_cv", "cell_cv_cpu", "critical", "loadavg", "round_compute_cpu_ratio_ranks",
 #    "busy_from", "round_ranks_busy_core_speed", "round_ranks_cpu_rate", "alt_busy_from",
 #    "alt_predicted_epoch_s", "alt_predicted_stall", "round_alt_predicted_epoch_s",
 #    "round_alt_predicted_stall", "wake_speed", "round_wake_rate_ratio"}
@@ -507,10 +507,15 @@ declare -A rate step_us cell_cv step_cv worker_cv inline_us busy_speed wake
 # what a step costs beyond its slowest cell (thread hand-offs that wait for
 # a core: HZ=250 and no kernel preemption here, so up to a 4 ms tick) and
 # how much that and a cell's time vary (the time slices that the model's
-# even sharing smooths out).  Prints "rate inline_us step_us cell_cv step_cv
-# worker_cv serial_cpu_rate threads_cpu_rate": the last two are the work per
-# CPU second of the visits (time slices waiting for a core left out), one
-# thread alone and all the workers at once.
+# even sharing smooths out: a cell's wall seconds; in CPU seconds, column
+# 10, the spread is 0.16 against 0.32-0.64 wall at 8 workers, 0.11-0.14
+# against 0.12-0.34 at 2, and the model given it predicted the two quiet
+# runs' stall worse, within both limits in 25 of 34 rows against 28: the
+# sharing does not make the wall spread by itself).  Prints "rate inline_us
+# step_us cell_cv step_cv worker_cv serial_cpu_rate threads_cpu_rate
+# wake_ratio cell_cv_cpu": the CPU rates are the work per CPU second of the
+# visits (time slices waiting for a core left out), one thread alone and
+# all the workers at once.
 calibrate_once() { # calibrate_once APP PLAN KEY
     local out serial_cpu r inl pause=0 wake_n
     # shellcheck disable=SC2046
@@ -527,7 +532,7 @@ calibrate_once() { # calibrate_once APP PLAN KEY
     echo "$r $inl $(json_num step_overhead_us "$out") $(json_num cell_cv "$out")" \
         "$(json_num step_cv "$out") $(json_num worker_cv "$out") $serial_cpu" \
         "$(json_num busy_rate "$out") $(awk -v x="$(json_num wake_rate_ratio "$out")" \
-            'BEGIN { print (x + 0 > 0 ? x : "null") }')"
+            'BEGIN { print (x + 0 > 0 ? x : "null") }') $(json_num cell_cv_cpu "$out")"
 }
 
 # wake_ratios FILE: the wake ratios measured in a plan's calibration pairs
@@ -715,7 +720,7 @@ calibrate_speed() {
         out=$("$ROTOR" simulate --plan "$plan" --app "$1" $(app_args "$1") --calibrate --gbps 0 \
             --json 2>&1) || { echo "$out" >&2; return 1; }
         echo "$(json_num rate "$out") $(json_num step_overhead_us "$out") 0 0 0 0" \
-            "$(json_num busy_rate "$out") 0 null" >"$TMP/pairs"
+            "$(json_num busy_rate "$out") 0 null 0" >"$TMP/pairs"
         echo "$(json_num rate "$out") 1 0" >"$TMP/speed"
     else
         calibrate_round "$1" "$plan" "$key" || return 1
@@ -992,8 +997,9 @@ one_config() {
         "$(json_list 7 "$TMP/preds")" "$(json_list 8 "$TMP/preds")"
     printf '"calibrations": %d, "rate": %s, "busy_core_speed": %s, "step_overhead_us": %s, ' \
         "$calibrations" "$(col_median 4)" "$(col_median 5)" "${step_us[$key]}"
-    printf '"cell_cv": %s, "worker_cv": %s, "step_cv": %s, ' \
-        "${cell_cv[$key]}" "${worker_cv[$key]}" "${step_cv[$key]}"
+    printf '"cell_cv": %s, "worker_cv": %s, "step_cv": %s, "cell_cv_cpu": %s, ' \
+        "${cell_cv[$key]}" "${worker_cv[$key]}" "${step_cv[$key]}" \
+        "$(awk '$10 + 0 > 0 { print $10 }' "$TMP/calibration.$key" | median)"
     printf '"wake_speed": %s, "round_wake_rate_ratio": %s, ' "${wake[$key]}" "$(json_list 13)"
     printf '"critical": "%s", "loadavg": "%s"}\n' "$crit" "$load"
 }

@@ -47,6 +47,8 @@ typedef struct sim_opts {
     rt_sim_shape knobs; /* host_cores, step_overhead_s, collectives */
     int json;
     double busy_rate;       /* the calibration's work units per CPU second of a visit (0: none) */
+    double cell_cv_cpu;     /* the calibration's cell spread in CPU seconds (0: none; the model gets
+                               the wall one, --cell-cv) */
     double wake_rate_ratio; /* its paused visits' rate per CPU second over busy_rate (0: none) */
     double wake_after_us;   /* --wake-after-us */
 } sim_opts;
@@ -330,9 +332,11 @@ static int bytes_per_col(const sim_opts *o, const rt_app_desc *app, const void *
 /* ---- calibration: the app's kernel, serially, on the plan ---- */
 
 /* Per worker (each written by its own thread only): the seconds per work
- * unit of its visits after the first rotation, summed and squared. */
+ * unit of its visits after the first rotation, summed and squared, in wall
+ * seconds (n, sum, sumsq) and in its thread's CPU seconds (cpu_*). */
 typedef struct calib_spread {
     double n, sum, sumsq;
+    double cpu_n, cpu_sum, cpu_sumsq;
     double last_s; /* its visit in the current step */
 } calib_spread;
 
@@ -408,8 +412,10 @@ static int calib_visit(void *p, const rt_visit *v, rt_error *err)
         c->paused_work[v->worker] += work;
         c->paused_cpu_s[v->worker] += cpu;
     } else if (rc == 0 && v->rotation > 0 && work > 0) {
-        double x = sp->last_s / work;
+        double x = sp->last_s / work, y = cpu / work;
         sp->n++, sp->sum += x, sp->sumsq += x * x;
+        if (isfinite(y))
+            sp->cpu_n++, sp->cpu_sum += y, sp->cpu_sumsq += y * y;
         c->visit_work[v->worker] += work;
         c->visit_cpu_s[v->worker] += cpu;
         c->rot_cpu_s[v->worker] += cpu;
@@ -470,12 +476,18 @@ static double calib_wake_speed(const calib *c, uint32_t workers, double busy_rat
 }
 
 /* The coefficient of variation of a cell's time per work unit over all
- * visits measured. */
-static double calib_cell_cv(const calib *c, uint32_t workers)
+ * visits measured: wall seconds, or with cpu its thread's CPU seconds (with
+ * more workers than cores the wall figure also holds the waits for a core,
+ * which the model's sharing of the cores makes itself). */
+static double calib_cell_cv(const calib *c, uint32_t workers, int cpu)
 {
     double n = 0, sum = 0, sumsq = 0;
-    for (uint32_t w = 0; w < workers; w++)
-        n += c->spread[w].n, sum += c->spread[w].sum, sumsq += c->spread[w].sumsq;
+    for (uint32_t w = 0; w < workers; w++) {
+        const calib_spread *sp = &c->spread[w];
+        n += cpu ? sp->cpu_n : sp->n;
+        sum += cpu ? sp->cpu_sum : sp->sum;
+        sumsq += cpu ? sp->cpu_sumsq : sp->sumsq;
+    }
     if (n < 2 || sum <= 0)
         return 0;
     double mean, var = sample_var(n, sum, sumsq, &mean);
@@ -624,7 +636,8 @@ static int calibrate(sim_opts *o, const rt_app_desc *app, const void *app_opts, 
         app->destroy(c.inner_app);
     rt_engine_destroy(eng);
     rt_group_free(&group);
-    double cv = calib_cell_cv(&c, plan->workers), step_cv = 0;
+    double cv = calib_cell_cv(&c, plan->workers, 0), step_cv = 0;
+    o->cell_cv_cpu = calib_cell_cv(&c, plan->workers, 1);
     double per_step = !parallel ? 0 /* below, from the rotations' times */
                       : rc == 0 ? trimmed_mean(c.handoff, c.n_handoff, &step_cv)
                                 : 0;
@@ -660,10 +673,11 @@ static int calibrate(sim_opts *o, const rt_app_desc *app, const void *app_opts, 
         o->knobs.wake_speed = o->wake_rate_ratio < 1 ? o->wake_rate_ratio : 1;
     rt_info("simulate: calibrated %s on %s (%s): %.4g units/s per thread, %.4g per CPU second "
             "of a visit, %.1f us per step besides %s (varying by %.1f%%), cell times vary by "
-            "%.1f%%, of which a worker's rotation shares %.1f%% (%d rotations)",
+            "%.1f%% (%.1f%% in CPU seconds), of which a worker's rotation shares %.1f%% (%d "
+            "rotations)",
             app->name, plan->dir, parallel ? "all workers as threads" : "serial", o->args.rate,
             o->busy_rate, per_step * 1e6, parallel ? "its slowest cell" : "compute", 100 * step_cv,
-            100 * cv, 100 * worker_cv, c.rotations);
+            100 * cv, 100 * o->cell_cv_cpu, 100 * worker_cv, c.rotations);
     if (o->wake_rate_ratio > 0)
         rt_info("simulate: after %.0f us idle a step computed at %.3f x the speed per CPU "
                 "second of the others",
@@ -683,6 +697,7 @@ static void print_result(const sim_opts *o, const rt_sim_shape *s, const rt_sim_
                "\"busy_rate\": %.6g, \"busy_core_speed\": %.4g, \"net_cpu_ns_per_byte\": %.4g, "
                "\"step_overhead_us\": %.4g, \"step_cv\": %.4g, \"cell_cv\": %.4g, "
                "\"worker_cv\": %.4g, \"wake_speed\": %.4g, \"wake_rate_ratio\": %.4g, "
+               "\"cell_cv_cpu\": %.4g, "
                "\"predicted_epoch_s\": %.6g, \"predicted_stall\": %.4f, \"stall_mean\": %.4f, "
                "\"compute_s\": %.6g, \"collective_s\": %.6g, \"credit_wait_s\": %.6g, "
                "\"bytes_per_link\": %.0f, \"link_busy_s\": %.6g, \"critical\": \"%s\"}\n",
@@ -690,9 +705,9 @@ static void print_result(const sim_opts *o, const rt_sim_shape *s, const rt_sim_
                o->link.latency_s * 1e6, o->link.overhead_s * 1e6, s->rate, o->busy_rate,
                s->busy_core_speed > 0 ? s->busy_core_speed : 1, s->net_cpu_s_per_byte * 1e9,
                s->step_overhead_s * 1e6, s->step_cv, s->cell_cv, s->worker_cv,
-               s->wake_speed > 0 ? s->wake_speed : 1, o->wake_rate_ratio, r->epoch_s, r->stall_max,
-               r->stall_mean, r->compute_max_s, r->collective_s, r->credit_wait_s,
-               r->bytes_per_link, r->link_busy_s, r->critical);
+               s->wake_speed > 0 ? s->wake_speed : 1, o->wake_rate_ratio, o->cell_cv_cpu,
+               r->epoch_s, r->stall_max, r->stall_mean, r->compute_max_s, r->collective_s,
+               r->credit_wait_s, r->bytes_per_link, r->link_busy_s, r->critical);
         return;
     }
     if (first)

@@ -55,6 +55,8 @@ for how in --calibrate --calibrate-threads; do
         echo "$out" | grep -q '"worker_cv": [0-9]' ||
         fail "simulate $how: $out"
 done
+# and the spread of cell times in the threads' CPU seconds beside the wall one
+echo "$out" | grep -q '"cell_cv_cpu": [0-9.]*[1-9]' || fail "simulate --calibrate-threads: no CPU cell spread: $out"
 
 # --calibrate-pause-us: every step of every other rotation follows an idle
 # time, as on a rank waiting for its blocks; those rotations give the speed
