@@ -663,10 +663,8 @@ ranks_rate() {
 ranks_spread() {
     local plan=$1 n=$2 app=$3 prefix=$4 r work
     # shellcheck disable=SC2046 # app_args: one option a word
-    work=$(ROTOR_LOG=debug "$ROTOR" simulate --plan "$plan" --app "$app" $(app_args "$app") \
-        --rate 1 --gbps 0 --json 2>&1 >/dev/null |
-        sed -n 's/.*simulate: node \([0-9]*\) rotation: .*, compute \([0-9.]*\) s .*/\1:\2/p' |
-        paste -sd, -)
+    work=$(sed -n 's/.*simulate: node \([0-9]*\) rotation: .*, compute \([0-9.]*\) s .*/\1:\2/p' \
+        "$(plan_at_rate_1 "$app" "$plan").log" | paste -sd, -)
     for ((r = 0; r < n; r++)); do
         [ -f "$prefix.$r" ] || return 0
         sed -n 's/.*engine: rank \([0-9]*\) rotation: .*(rotation \([0-9]*\)), compute CPU \([0-9.]*\) s.*/\1 \2 \3/p' \
@@ -837,13 +835,14 @@ predict() {
         --wake-speed "${wake[$key]}" --wake-after-us 1000
         --gbps "${effective[$g]}" --burst-kib "$burst_kib" --net-cpu-ns-per-byte "${net_ns[$d:$g]}"
         --latency-us "$lat" --overhead-us 10 --host-cores "$(nproc)" --send-buffer-kib 8192)
-    "${sim[@]}"
     if [ "$keep" = 1 ] && [ "$scale" = 1 ] && [ "$from" = "$busy_from" ]; then # the model's per-node lines and command
         kept=$TMP/kept/$app.$n.$th.$c.$g.$d/round.$8
         mkdir -p "$kept"
         echo "${sim[*]}" >"$kept/simulate.cmd"
         echo "$MODEL_TERMS $(speed_rule)" >"$kept/model_terms"
-        ROTOR_LOG=debug "${sim[@]}" >/dev/null 2>"$kept/simulate.log" || true
+        ROTOR_LOG=debug "${sim[@]}" 2>"$kept/simulate.log" || { tail -n 3 "$kept/simulate.log" >&2; return 1; }
+    else
+        "${sim[@]}"
     fi
 }
 
@@ -902,13 +901,27 @@ cpu_ticks() { awk '/^cpu / { t = 0; for (i = 2; i <= 9; i++) t += $i; print $9, 
 # the machine's CPU time in between that its vCPUs waited for the host
 steal_between() { echo "$1" | awk '{ d = $4 - $2; printf "%.4f", (d > 0 ? ($3 - $1) / d : 0) }'; }
 
+# plan_at_rate_1 APP PLAN: the model of the plan alone at rate 1 (its
+# nodes' work units per rotation), run once per plan and app and kept in
+# $TMP/rate1: prints the path of its JSON (PATH.json) and debug lines
+# (PATH.log).  A model run reads the plan (0.3-0.8 s here), and each
+# calibration and configuration asked for the same figures again (about 10
+# runs a configuration).
+plan_at_rate_1() {
+    local f
+    f=$TMP/rate1/$1.$(echo "$2" | cksum | cut -d' ' -f1)
+    if [ ! -s "$f.json" ]; then
+        mkdir -p "$TMP/rate1"
+        # shellcheck disable=SC2046 # app_args: one option a word
+        ROTOR_LOG=debug "$ROTOR" simulate --plan "$2" --app "$1" $(app_args "$1") --rate 1 \
+            --gbps 0 --json >"$f.json" 2>"$f.log" || true
+    fi
+    echo "$f"
+}
+
 # busiest_work APP PLAN: the work units of the plan's busiest node per
 # rotation (the model's compute time at rate 1, alone)
-busiest_work() {
-    # shellcheck disable=SC2046
-    json_num compute_s "$("$ROTOR" simulate --plan "$2" --app "$1" \
-        $(app_args "$1") --rate 1 --gbps 0 --json 2>/dev/null)"
-}
+busiest_work() { json_num compute_s "$(cat "$(plan_at_rate_1 "$1" "$2").json")"; }
 
 col_median() { cut -d' ' -f"$1" "${2:-$TMP/rounds}" | median; } # col_median COLUMN [FILE]
 # json_list COLUMN [FILE]: a column as a JSON list
@@ -1115,8 +1128,10 @@ repredict_config() {
         epochs_of_run "$round/log.0" >"$TMP/epochs"
         echo "$mc $(epoch_medians "$TMP/epochs")" >>"$TMP/rounds"
         pc=$(json_num compute_s "$pred")
-        given=$("${sim[@]}" --rate "$(awk -v r="$(json_num rate "$pred")" -v p="$pc" -v m="$mc" \
-            'BEGIN { printf "%.6g", (m + 0 > 0 && p + 0 > 0 ? r * p / m : r) }')") || return 1
+        # the rate scaled as one_config and predict scale it (two roundings)
+        given=$("${sim[@]}" --rate "$(awk -v r="$(json_num rate "$pred")" -v s="$(awk -v p="$pc" \
+            -v m="$mc" 'BEGIN { printf "%.6g", (m + 0 > 0 && p + 0 > 0 ? p / m : 1) }')" \
+            'BEGIN { printf "%.6g", r * s }')") || return 1
         echo "$(json_num predicted_epoch_s "$pred") $(json_num predicted_stall "$pred") $pc" \
             "$(json_num predicted_epoch_s "$given") $(json_num predicted_stall "$given")" >>"$TMP/preds"
     done
