@@ -350,6 +350,13 @@ typedef struct lda_scratch {
      * coef[k] in float, and a document's weights and lane sums (K + 8 each) */
     lda_ftree word_tree;
     float *list_coef, *list_w, *list_acc;
+    /* the document-major visit (lda_doc.c) */
+    int32_t *doc_ndk;
+    uint32_t *doc_pos;
+    double *doc_inv, *doc_sleaf, *doc_srun;
+    uint32_t **doc_views, *doc_dense, *doc_ord, *doc_cnt;
+    uint8_t *doc_wordmajor;
+    size_t doc_views_n, doc_dense_n, doc_ord_n, doc_cnt_n, doc_wordmajor_n;
 } lda_scratch;
 
 /* The parts of the thread scratch (beside the word's: always) that a run's
@@ -456,8 +463,34 @@ uint32_t lda_packed_topic(const uint32_t *e, uint32_t n, uint32_t k);
 /* The entry where u falls, 0 <= u < r (never one of weight +0). */
 uint32_t lda_list_find(const float *w, const float *acc, uint32_t n, double u);
 void lda_list_scratch_free(lda_scratch *s);
+/* The sparse sampler's visit on document lists (lda_doc.c): the block's
+ * tokens document by document, each drawn from SparseLDA's three buckets
+ * (q over the word's topics, r over the document's, s over all K), then
+ * the tokens of the words with more topics than a mean document list (or
+ * a count past 16 bits) word-major (lda_visit_lists_of); all of it
+ * word-major where the worker's lists do not pack.  Its part of the
+ * thread scratch (-1: out of memory; the arrays sized by the visits grow
+ * to the largest visit once). */
+int lda_doc_scratch_init(lda_scratch *s, uint32_t K);
+void lda_doc_scratch_free(lda_scratch *s);
+int lda_visit_docs(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
+                   rt_rng *rng, rt_error *err);
+/* Its q bucket: the weights n_wk c[k] of a word's packed list (e: n
+ * entries topic << 16 | count, `from` one count less; *own its entry, left
+ * alone when absent) and their running sums into pre (n rounded up to 8,
+ * the order stated in lda_doc.c); returns q, the last.  The entry where u
+ * falls, 0 <= u < q: the first whose running sum passes u.  A topic's
+ * entry in a word's list, n when absent (nothing past n is read).  avx2
+ * picks the vector path; the bits are the same either way. */
+float lda_doc_q_weights(int avx2, const uint32_t *e, uint32_t n, uint32_t from, const float *cf,
+                        float *pre, uint32_t *own);
+uint32_t lda_doc_q_find(int avx2, const float *pre, uint32_t n, double u);
+uint32_t lda_doc_word_topic(const uint32_t *e, uint32_t n, uint32_t k);
 int lda_visit_lists(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
                     rt_rng *rng, rt_error *err);
+/* ... the tokens of the block's runs r (from blk_run[b]) with runs[r - blk_run[b]] != 0 alone. */
+int lda_visit_lists_of(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload,
+                       lda_scratch *s, rt_rng *rng, const uint8_t *runs, rt_error *err);
 int lda_visit_mh(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
                  rt_rng *rng, rt_error *err);
 /* Warp sampler (lda_warp.c): the word phase of a block visit and the

@@ -26,7 +26,11 @@
  * array) when its worker's documents all have at most LDA_LIST_COUNT_MAX
  * tokens, else topics and counts apart (t->dnz, t->dnc); each form has
  * its kernels, doing the same float operations in the same order, so the
- * bits do not depend on the form. */
+ * bits do not depend on the form.
+ *
+ * The sparse sampler's visits run document-major (lda_doc.c) where the
+ * worker's lists pack; this word-major visit samples the others, and in
+ * those visits the words with many topics (lda_visit_lists_of). */
 #include "apps/lda.h"
 
 #include <immintrin.h>
@@ -501,6 +505,12 @@ static void wide_tokens(const list_run *l, uint64_t i, uint64_t end, rt_rng *rng
 int lda_visit_lists(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
                     rt_rng *rng, rt_error *err)
 {
+    return lda_visit_lists_of(c, w, b, payload, s, rng, NULL, err);
+}
+
+int lda_visit_lists_of(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload,
+                       lda_scratch *s, rt_rng *rng, const uint8_t *runs, rt_error *err)
+{
     lda_tokens *t = &w->train;
     const uint32_t K = c->o->K;
     const list_run l = {.t = t,
@@ -523,6 +533,8 @@ int lda_visit_lists(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *paylo
     }
     lda_ftree_build(l.tree);
     for (uint64_t r = t->blk_run[b]; r < t->blk_run[b + 1]; r++) {
+        if (runs && !runs[r - t->blk_run[b]])
+            continue;
         uint32_t cap, j = t->run_word[r];
         uint32_t *slice = lda_word_slice(c, b, j, payload, &cap);
         lda_word_load(l.wd, K, slice, cap);

@@ -83,7 +83,7 @@ int lda_scratch_init(lda_scratch *s, uint32_t K, unsigned parts)
         s->dcnt = rt_alloc(K * sizeof(int32_t));
         fail |= !s->urn_own || !s->dcnt;
     }
-    if ((parts & LDA_SCRATCH_LISTS) && lda_list_scratch_init(s, K))
+    if ((parts & LDA_SCRATCH_LISTS) && (lda_list_scratch_init(s, K) || lda_doc_scratch_init(s, K)))
         fail = 1;
     if (fail) {
         lda_scratch_free(s);
@@ -120,6 +120,7 @@ void lda_scratch_free(lda_scratch *s)
     rt_free(s->dcnt);
     rt_free(s->urn);
     lda_list_scratch_free(s);
+    lda_doc_scratch_free(s);
     memset(s, 0, sizeof(*s));
 }
 
@@ -848,7 +849,7 @@ int lda_visit_sparse(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payl
     if (c->o->K <= LDA_DENSE_K)
         return visit_dense(c, w, b, payload, s, rng, err);
     if (!w->train.ndk) /* (the mh sampler's exact sweeps keep the matrix) */
-        return lda_visit_lists(c, w, b, payload, s, rng, err);
+        return lda_visit_docs(c, w, b, payload, s, rng, err);
     lda_tokens *t = &w->train;
     const uint32_t K = c->o->K;
     const double alpha = c->o->alpha, beta = c->o->beta, ab = alpha * beta, vbeta = c->vbeta;

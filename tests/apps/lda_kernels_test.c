@@ -516,6 +516,79 @@ static void test_packed_topic(void **state)
     }
 }
 
+/* The document-major sampler's q bucket: both paths give the same bits;
+ * each running sum is the last plus the entry's weight (count, the token's
+ * own entry one less, times c of its topic; an own count of 1 weighs +0);
+ * a draw picks the first entry whose sum passes u, never one of weight
+ * +0, on both paths alike. */
+static void test_doc_q(void **state)
+{
+    (void)state;
+    enum { KL = 700, NMAX = 40 };
+    float *cf = malloc(KL * sizeof(float));
+    assert_non_null(cf);
+    for (uint32_t k = 0; k < KL; k++)
+        cf[k] = 1.0f / (float)(3 + (k * 13) % 17);
+    for (uint32_t n = 1; n <= NMAX; n++) {
+        uint32_t e[NMAX];
+        for (uint32_t x = 0; x < n; x++) /* the own entry (n / 2) of count 1 when n > 1 is odd */
+            e[x] = ((x * 37 + n) % KL) << 16 |
+                   (x == n / 2 && n % 2 && n > 1 ? 1 : 1 + (x * 5 + n) % 600);
+        const uint32_t from = e[n / 2] >> 16;
+        float pre[2][NMAX + 8], q[2];
+        uint32_t own[2] = {UINT32_MAX, UINT32_MAX};
+        for (int p = 0; p < 2; p++) {
+            q[p] = lda_doc_q_weights(p, e, n, from, cf, pre[p], &own[p]);
+            assert_int_equal(own[p], n / 2);
+        }
+        assert_memory_equal(pre[0], pre[1], n * sizeof(float));
+        assert_memory_equal(&q[0], &q[1], sizeof(float));
+        assert_memory_equal(&q[0], &pre[0][n - 1], sizeof(float));
+        for (uint32_t x = 0; x < n; x++) {
+            const float w = (float)((e[x] & 0xffff) - (x == n / 2)) * cf[e[x] >> 16];
+            const float before = x ? pre[0][x - 1] : 0.0f, step = pre[0][x] - before;
+            assert_true(pre[0][x] >= before);
+            assert_true(fabsf(step - w) <= 1e-5f * pre[0][x]);
+        }
+        for (uint32_t i = 0; i < 200 + n; i++) { /* then u at each sum below q */
+            const double u = i < 200 ? q[0] * (i / 200.0) : pre[0][i - 200];
+            if (!(u < q[0]))
+                continue;
+            uint32_t want = 0;
+            while (!((double)pre[0][want] > u))
+                want++;
+            for (int p = 0; p < 2; p++)
+                assert_int_equal(lda_doc_q_find(p, pre[0], n, u), want);
+            assert_true(want != n / 2 || n % 2 == 0 || n == 1);
+        }
+    }
+    free(cf);
+}
+
+/* A topic's entry in a word's list: the first, n when absent; nothing
+ * past n is read (the list is copied to the end of an exact allocation,
+ * where ASan would see a read past it). */
+static void test_doc_word_topic(void **state)
+{
+    (void)state;
+    enum { NMAX = 40 };
+    for (uint32_t n = 0; n <= NMAX; n++) {
+        uint32_t *e = malloc((n ? n : 1) * sizeof(uint32_t));
+        assert_non_null(e);
+        for (uint32_t x = 0; x < n; x++)
+            e[x] = (100 + x) << 16 | (101 + x);
+        for (uint32_t x = 0; x < n; x++)
+            assert_int_equal(lda_doc_word_topic(e, n, 100 + x), x);
+        assert_int_equal(lda_doc_word_topic(e, n, 101 + n), n);
+        assert_int_equal(lda_doc_word_topic(e, n, 99), n);
+        if (n > 3) {
+            e[n - 1] = e[2] + 1;
+            assert_int_equal(lda_doc_word_topic(e, n, e[2] >> 16), 2);
+        }
+        free(e);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -524,6 +597,7 @@ int main(void)
         cmocka_unit_test(test_dense_coefs),   cmocka_unit_test(test_ftree),
         cmocka_unit_test(test_list_bucket),   cmocka_unit_test(test_list_topic),
         cmocka_unit_test(test_packed_bucket), cmocka_unit_test(test_packed_topic),
+        cmocka_unit_test(test_doc_q),         cmocka_unit_test(test_doc_word_topic),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,10 +26,11 @@ run_logged lda1 "$ROTOR" "${lda[@]}" --threads 4
 run_logged lda2 "$ROTOR" launch -n 2 -- "$ROTOR" "${lda[@]}" --inline-steps no
 run_logged warp1 "$ROTOR" "${lda[@]}" --sampler warp --threads 4
 run_logged warp2 "$ROTOR" launch -n 2 -- "$ROTOR" "${lda[@]}" --sampler warp --inline-steps no
-# K = 600: the list sampler (apps/lda_bucket.c), whose lists pack an entry
-# in 4 bytes; a worker holding a document of 65536 tokens keeps its lists'
-# topics and counts apart (a count might not fit 16 bits), one of 65535
-# tokens packs: the bytes are the same as before the lists packed.
+# K = 600: the exact sampler on document lists, which pack an entry in 4
+# bytes, visited document-major (apps/lda_doc.c); a worker holding a
+# document of 65536 tokens keeps its lists' topics and counts apart (a
+# count might not fit 16 bits) and samples its visits word-major
+# (apps/lda_bucket.c), one of 65535 tokens packs.
 lists=(train --app lda --topics 600 --iters 4 --seed 3)
 run_logged list1 "$ROTOR" "${lists[@]}" --plan "$TMP/ldaplan" --threads 4
 run_logged list2 "$ROTOR" launch -n 2 -- "$ROTOR" "${lists[@]}" --plan "$TMP/ldaplan" --inline-steps no
@@ -91,14 +92,14 @@ warp1/word_topic.npy c6dc58fb9a3e4407b107ec661b7d7d1669af6090c4d695d585bd00a2fa9
 warp1/doc_topic.npy ff8f4b77c9471d45d15a7ed034f9b8bbd388e140e9113a8e9b2a67ff2cbcb8cc
 warp2/word_topic.npy c6dc58fb9a3e4407b107ec661b7d7d1669af6090c4d695d585bd00a2fa9a7f88
 warp2/doc_topic.npy ff8f4b77c9471d45d15a7ed034f9b8bbd388e140e9113a8e9b2a67ff2cbcb8cc
-list1/word_topic.npy 1c9bfd35809d7cfe0699eea6f5cac4af5aed4d498adcfbbae88959b63bb7be99
-list1/doc_topic.npy 480415d657af0983bf6758be58b4af81280c3bb269301384baf4d9ed3a8f5f51
-list2/word_topic.npy 1c9bfd35809d7cfe0699eea6f5cac4af5aed4d498adcfbbae88959b63bb7be99
-list2/doc_topic.npy 480415d657af0983bf6758be58b4af81280c3bb269301384baf4d9ed3a8f5f51
-long65535/word_topic.npy aeda9177fcc0add3dbf1d68b3cad9c04ae5b4c2cf2354e39282a968e4c628a22
-long65535/doc_topic.npy 8a1d6703717788cdc5e15f3e01ade94a888201e70a4c612f44cfac850de7885a
-long65536/word_topic.npy 2890f819592a69c91f0302445f37633e54145761a6f0db46e2f98ef9603668d4
-long65536/doc_topic.npy 8797e0b19831e81c8f67c397f8113b37c3c8016e771e096b9e63c531d5252917
+list1/word_topic.npy 2f7e2d86477a7e002c7429aac2baddd23fed260cfe44d1da7a5ee6cf48958257
+list1/doc_topic.npy d647153342f53db2afca8195a073285e7b8dd544ae3ed52bc7a99d18d634085e
+list2/word_topic.npy 2f7e2d86477a7e002c7429aac2baddd23fed260cfe44d1da7a5ee6cf48958257
+list2/doc_topic.npy d647153342f53db2afca8195a073285e7b8dd544ae3ed52bc7a99d18d634085e
+long65535/word_topic.npy 0697afe4b1fd98f17d781a35ea583e2b5a0f76cc64ec803ed2c607777dc285dc
+long65535/doc_topic.npy 848d9d1c4790a5885db4bd8161b135a3daa0fb80b30b3ba42fb8d32369b347b7
+long65536/word_topic.npy fefbf2670872badcd67f8f2241fdf6fa303b219264eb97a1ae85d834cf4626a7
+long65536/doc_topic.npy ed176be1e858cd617c7810d7558a5bba541cd7f1df35265f393870f1a3e4f503
 HASHES
 }
 diff <(expected) <(actual) >&2 || fail "model bytes differ from the recorded golden hashes"

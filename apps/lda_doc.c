@@ -1,0 +1,645 @@
+/* lda_doc.c - the exact sampler above LDA_DENSE_K visited document-major
+ * within a block visit (SparseLDA, Yao et al. 2009): word blocks still
+ * travel the ring and documents stay home, but a visit takes the block's
+ * tokens document by document, so the document's counts sit in a dense
+ * scratch row while its tokens are drawn.  The full conditional
+ *     p(k) ∝ (n_dk + alpha) (n_wk + beta) inv[k],   inv[k] = 1 / (n_k + V beta)
+ * splits into
+ *     q = sum over the word's topics  n_wk c[k],  c[k] = (n_dk + alpha) inv[k]
+ *     r = beta sum over the document's topics  n_dk inv[k]
+ *     s = alpha beta sum over all K  inv[k]
+ * q is summed per token over the word's nonzero topics (the word's list,
+ * packed as the payload's sparse slices: topic << 16 | count), r is kept
+ * per document (a move changes two terms) and summed afresh when the
+ * document's tokens of the block begin, s is kept in two levels summed
+ * afresh each visit.  Every sum is a function of the visit's inputs
+ * alone, so any split of the workers gives the same bits.
+ *
+ * Why: a token's cost is the word's nonzero topics (q), where the
+ * word-major visit (lda_bucket.c) pays the document's (its r bucket): at
+ * K = 1000 after 25 sweeps 26 / 21 / 30 against 58 / 63 / 72 entries a
+ * token (KOS / AP / the synthetic corpus), and the document's counts stay
+ * in cache while its tokens are drawn.  At K = 10000 a token's word has
+ * more topics than its document (KOS: 80 against 52), so the words with
+ * more topics than a mean document list are then drawn word-major, after
+ * the others (visit_docs).  callgrind Ir a token, sweeps 25-26, against
+ * the word-major visit alone: K = 1000 KOS 514 / 799; K = 10000 KOS 835 /
+ * 861 (document-major alone: 503 and 1004). */
+#include "apps/lda.h"
+
+#include <immintrin.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the q bucket: the word's weights n_wk c[k] (the token's own entry
+ * one count less) and their running sums, in float, 8 entries at a time
+ * (AVX2 when the CPU has it, else a portable path doing the same IEEE
+ * operations in the same order, so the bits do not depend on the machine):
+ *     w_x = (float)(count_x - [topic_x is the token's old topic]) * c_f[topic_x]
+ *     within a block of 8, each half of 4 summed serially: t_j = w_j + t_{j-1}
+ *     the high half's after the low half's last: t_j = t_j + t_3   (j >= 4)
+ *     pre_x = t_j + P,  P the last pre of the block before (+0 first)
+ * The pre never fall (the weights are >= +0), so a draw u < pre_{n-1} = q
+ * finds its entry by bisection: the first whose pre passes u (a weight of
+ * +0 never does). ---- */
+static float q_prefix_portable(const uint32_t *e, uint32_t n, uint32_t from, const float *cf,
+                               float *pre, uint32_t *own)
+{
+    float base = 0;
+    for (uint32_t x = 0; x < n; x += 8) {
+        float t[8];
+        for (uint32_t j = 0; j < 8; j++) {
+            const uint32_t at = x + j, k = at < n ? e[at] >> 16 : 0, mine = at < n && k == from;
+            t[j] = at < n ? (float)(int32_t)((e[at] & 0xffff) - mine) * cf[k] : 0.0f;
+            *own = mine ? at : *own;
+        }
+        for (uint32_t j = 1; j < 4; j++) {
+            t[j] = t[j] + t[j - 1];
+            t[j + 4] = t[j + 4] + t[j + 3];
+        }
+        for (uint32_t j = 4; j < 8; j++)
+            t[j] = t[j] + t[3];
+        for (uint32_t j = 0; j < 8; j++)
+            pre[x + j] = t[j] + base;
+        base = pre[x + 7];
+    }
+    return n ? pre[n - 1] : 0.0f;
+}
+
+#define AVX2 __attribute__((target("avx2")))
+
+/* x's lanes one place up within each 128-bit half, +0 into the first. */
+AVX2 static inline __m256 shift_lane_avx2(__m256 x)
+{
+    return _mm256_castsi256_ps(_mm256_slli_si256(_mm256_castps_si256(x), 4));
+}
+
+/* One block's running sums (the order above) after base, stored at pre + x:
+ * v the block's entries (+0 in the lanes past the list), in its lanes in
+ * the list, cf8 their topics' c.  Returns the last sum in every lane. */
+AVX2 static inline __m256 q_block_avx2(__m256i v, __m256i in, uint32_t x, __m256i fv, __m256 cf8,
+                                       __m256 base, float *pre, uint32_t *own)
+{
+    const __m256i mine = _mm256_and_si256(in, _mm256_cmpeq_epi32(_mm256_srli_epi32(v, 16), fv));
+    const __m256i c = _mm256_add_epi32(_mm256_and_si256(v, _mm256_set1_epi32(0xffff)), mine);
+    const __m256 w = _mm256_mul_ps(_mm256_cvtepi32_ps(c), cf8);
+    const __m256 r1 = _mm256_add_ps(w, shift_lane_avx2(w));
+    const __m256 r2 = _mm256_add_ps(w, shift_lane_avx2(r1));
+    const __m256 t = _mm256_add_ps(w, shift_lane_avx2(r2));
+    const __m256 l3 = _mm256_permute_ps(t, 0xff);
+    const __m256 p = _mm256_add_ps(_mm256_add_ps(t, _mm256_permute2f128_ps(l3, l3, 0x08)), base);
+    _mm256_storeu_ps(pre + x, p);
+    const unsigned m = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(mine));
+    *own = m ? x + (uint32_t)__builtin_ctz(m) : *own;
+    const __m256 top = _mm256_permute_ps(p, 0xff);
+    return _mm256_permute2f128_ps(top, top, 0x11);
+}
+
+/* The coefficients by eight loads, not a gather (slower on this machine's
+ * AMD EPYC: 0.87-0.96x the tokens/s, bench lock, 7 rounds). */
+AVX2 static inline float q_prefix_avx2(const uint32_t *e, uint32_t n, uint32_t from,
+                                       const float *cf, float *pre, uint32_t *own)
+{
+    const __m256i fv = _mm256_set1_epi32((int)from), all = _mm256_set1_epi32(-1);
+    __m256 base = _mm256_setzero_ps();
+    uint32_t x = 0;
+    for (; x + 8 <= n; x += 8) {
+        const uint32_t *p = e + x;
+        const __m256 cf8 =
+            _mm256_setr_ps(cf[p[0] >> 16], cf[p[1] >> 16], cf[p[2] >> 16], cf[p[3] >> 16],
+                           cf[p[4] >> 16], cf[p[5] >> 16], cf[p[6] >> 16], cf[p[7] >> 16]);
+        base =
+            q_block_avx2(_mm256_loadu_si256((const __m256i *)p), all, x, fv, cf8, base, pre, own);
+    }
+    if (x < n) { /* a masked load (a payload slice may end here); lanes past n: topic 0, +0 */
+        const __m256i in = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - x)),
+                                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        const __m256i v = _mm256_maskload_epi32((const int *)(e + x), in);
+        const __m256i k = _mm256_srli_epi32(v, 16);
+        const __m128i lo = _mm256_castsi256_si128(k), hi = _mm256_extracti128_si256(k, 1);
+        const __m256 cf8 = _mm256_setr_ps(
+            cf[_mm_cvtsi128_si32(lo)], cf[_mm_extract_epi32(lo, 1)], cf[_mm_extract_epi32(lo, 2)],
+            cf[_mm_extract_epi32(lo, 3)], cf[_mm_cvtsi128_si32(hi)], cf[_mm_extract_epi32(hi, 1)],
+            cf[_mm_extract_epi32(hi, 2)], cf[_mm_extract_epi32(hi, 3)]);
+        base = q_block_avx2(v, in, x, fv, cf8, base, pre, own);
+    }
+    return _mm256_cvtss_f32(base);
+}
+
+/* The largest float <= u (u >= 0): pre[x] <= u exactly when pre[x] <= it. */
+static inline float float_below(double u)
+{
+    float f = (float)u;
+    if ((double)f > u) {
+        uint32_t b;
+        memcpy(&b, &f, sizeof(b));
+        b--;
+        memcpy(&f, &b, sizeof(f));
+    }
+    return f;
+}
+
+/* How many of pre[0 .. n) are <= uf: the entry the draw picks (pre never
+ * falls; 8 at a time, stopping at the first block not wholly passed). */
+AVX2 static inline uint32_t q_find_avx2(const float *pre, uint32_t n, float uf)
+{
+    const __m256 uv = _mm256_set1_ps(uf);
+    uint32_t c = 0;
+    for (uint32_t x = 0; x < n; x += 8) {
+        const unsigned m =
+            (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(pre + x), uv, _CMP_LE_OQ));
+        c += (uint32_t)__builtin_popcount(m);
+        if (m != 0xff)
+            break;
+    }
+    return c;
+}
+
+/* The first entry x < n whose pre passes u (0 <= u < pre[n - 1]). */
+static inline uint32_t q_find(const float *pre, uint32_t n, double u)
+{
+    uint32_t lo = 0, len = n;
+    while (len > 1) {
+        const uint32_t half = len / 2;
+        lo += (double)pre[lo + half - 1] <= u ? half : 0;
+        len -= half;
+    }
+    return lo;
+}
+
+/* A thread scratch array with room for n elements of size sz (its
+ * contents are not kept: each visit fills what it reads); it grows to the
+ * largest visit's once. */
+static int grow(void **p, size_t *have, size_t n, size_t sz)
+{
+    if (n <= *have)
+        return 0;
+    rt_free(*p);
+    *have = 0;
+    if (!(*p = rt_alloc(n * sz)))
+        return -1;
+    *have = n;
+    return 0;
+}
+
+#define S_SHIFT 6
+int lda_doc_scratch_init(lda_scratch *s, uint32_t K)
+{
+    s->doc_ndk = rt_alloc(K * sizeof(int32_t));
+    s->doc_pos = rt_alloc(K * sizeof(uint32_t));
+    s->doc_inv = rt_alloc(K * sizeof(double));
+    s->doc_sleaf = rt_alloc(K * sizeof(double));
+    s->doc_srun = rt_alloc(((K >> S_SHIFT) + 1) * sizeof(double));
+    return s->doc_ndk && s->doc_pos && s->doc_inv && s->doc_sleaf && s->doc_srun ? 0 : -1;
+}
+
+void lda_doc_scratch_free(lda_scratch *s)
+{
+    rt_free(s->doc_ndk);
+    rt_free(s->doc_pos);
+    rt_free(s->doc_inv);
+    rt_free(s->doc_sleaf);
+    rt_free(s->doc_srun);
+    rt_free(s->doc_views);
+    rt_free(s->doc_dense);
+    rt_free(s->doc_ord);
+    rt_free(s->doc_cnt);
+    rt_free(s->doc_wordmajor);
+}
+
+/* ---- the s bucket: alpha beta inv[k] over all K in two levels: the
+ * leaves, the sums of each run of S_RUN leaves, and their total.  A change
+ * adds its difference to its run's sum and the total (three stores, where
+ * an F+ tree's descent takes a level each); a draw scans the run sums,
+ * then a run's leaves (2% of the draws at K = 1000).  Summed afresh each
+ * visit, so the changes' rounding lives one visit. ---- */
+#define S_RUN (1u << S_SHIFT)
+typedef struct s_bucket {
+    double *leaf, *run, total;
+    uint32_t K, runs;
+} s_bucket;
+
+static void s_build(s_bucket *b)
+{
+    b->total = 0;
+    for (uint32_t j = 0; j < b->runs; j++) {
+        const uint32_t end = (j + 1) * S_RUN < b->K ? (j + 1) * S_RUN : b->K;
+        double sum = 0;
+        for (uint32_t k = j * S_RUN; k < end; k++)
+            sum += b->leaf[k];
+        b->run[j] = sum;
+        b->total += sum;
+    }
+}
+
+static inline void s_set(s_bucket *b, uint32_t k, double v)
+{
+    const double d = v - b->leaf[k];
+    b->leaf[k] = v;
+    b->run[k >> S_SHIFT] += d;
+    b->total += d;
+}
+
+/* The topic where u falls (0 <= u < total): the first whose running sum
+ * passes u, run sums first (rounding: the last of weight). */
+static uint32_t s_find(const s_bucket *b, double u)
+{
+    uint32_t j = 0, last = 0;
+    for (; j < b->runs; j++) {
+        if (!(b->run[j] > 0))
+            continue;
+        last = j;
+        if (u < b->run[j])
+            break;
+        u -= b->run[j];
+    }
+    if (j == b->runs) {
+        j = last;
+        u = b->run[j];
+    }
+    const uint32_t end = (j + 1) * S_RUN < b->K ? (j + 1) * S_RUN : b->K;
+    uint32_t k = j * S_RUN, lastk = k;
+    for (; k < end; k++) {
+        if (!(b->leaf[k] > 0))
+            continue;
+        lastk = k;
+        if (u < b->leaf[k])
+            return k;
+        u -= b->leaf[k];
+    }
+    return lastk;
+}
+
+/* s_find as if leaf k were v (s_set, then put back the saved values). */
+static uint32_t s_find_with(s_bucket *b, double u, uint32_t k, double v)
+{
+    const double leaf = b->leaf[k], run = b->run[k >> S_SHIFT], total = b->total;
+    s_set(b, k, v);
+    const uint32_t x = s_find(b, u);
+    b->leaf[k] = leaf;
+    b->run[k >> S_SHIFT] = run;
+    b->total = total;
+    return x;
+}
+
+/* The mean nonzero topics of the worker's documents, a token's document
+ * weighed (the list a word-major draw would sum). */
+static double mean_doc_list(const lda_tokens *t)
+{
+    double sum = 0;
+    for (uint32_t d = 0; d < t->n_docs; d++)
+        sum += (double)t->dnz_n[d] * (double)(t->doc_off[d + 1] - t->doc_off[d]);
+    return t->n_tokens ? sum / (double)t->n_tokens : 0.0;
+}
+
+/* The block's words, each either sampled document-major, as a list (u32
+ * n, then n entries topic << 16 | count; a sparse slice is one already,
+ * used in place; a dense slice's nonzero counts are listed in scratch,
+ * with room for K + 8 entries: the kernels read whole blocks of 8, and put
+ * back by views_store), or word-major (s->doc_wordmajor[r] = 1), where its
+ * topics outnumber `lbar` (a draw then costs more in q than in the
+ * word-major visit's document bucket: at K = 10000 on KOS a token's word
+ * has 80 nonzero topics, its document 52) or a count passes 16 bits.
+ * Returns the words sampled word-major, -1 on error. */
+static int64_t views_load(const lda_ctx *c, const lda_tokens *t, uint32_t b, uint32_t *payload,
+                          lda_scratch *s, double lbar, rt_error *err)
+{
+    const uint32_t K = c->o->K;
+    const uint64_t r0 = t->blk_run[b], runs = t->blk_run[b + 1] - r0;
+    uint64_t dense = 0;
+    for (uint64_t r = r0; r < r0 + runs; r++)
+        dense += c->layout->slice_cap[c->plan->block_col_offset[b] + t->run_word[r]] == 0;
+    if (grow((void **)&s->doc_views, &s->doc_views_n, runs + 1, sizeof(uint32_t *)) ||
+        grow((void **)&s->doc_wordmajor, &s->doc_wordmajor_n, runs + 1, 1) ||
+        grow((void **)&s->doc_dense, &s->doc_dense_n, dense * (K + 9) + 1, sizeof(uint32_t)))
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (LDA document-major scratch)");
+    uint32_t *at = s->doc_dense;
+    int64_t word_major = 0;
+    for (uint64_t r = 0; r < runs; r++) {
+        uint32_t cap;
+        uint32_t *slice = lda_word_slice(c, b, t->run_word[r0 + r], payload, &cap);
+        uint32_t n = 0, fits = 1;
+        if (cap) {
+            n = slice[0];
+        } else {
+            for (uint32_t k = 0; k < K; k++) {
+                fits &= slice[k] <= 0xffff;
+                at[1 + n] = k << 16 | slice[k];
+                n += slice[k] != 0;
+            }
+            at[0] = n;
+        }
+        s->doc_wordmajor[r] = !fits || (double)n > lbar;
+        word_major += s->doc_wordmajor[r];
+        s->doc_views[r] = cap ? slice : at;
+        at += !cap && !s->doc_wordmajor[r] ? K + 9 : 0;
+    }
+    return word_major;
+}
+
+static void views_store(const lda_ctx *c, const lda_tokens *t, uint32_t b, uint32_t *payload,
+                        const lda_scratch *s)
+{
+    const uint32_t K = c->o->K;
+    const uint64_t r0 = t->blk_run[b], runs = t->blk_run[b + 1] - r0;
+    for (uint64_t r = 0; r < runs; r++) {
+        uint32_t cap;
+        uint32_t *slice = lda_word_slice(c, b, t->run_word[r0 + r], payload, &cap);
+        if (cap || s->doc_wordmajor[r])
+            continue;
+        const uint32_t *v = s->doc_views[r];
+        memset(slice, 0, K * sizeof(uint32_t));
+        for (uint32_t x = 0; x < v[0]; x++)
+            slice[v[1 + x] >> 16] = v[1 + x] & 0xffff;
+    }
+}
+
+/* The block's tokens of the words sampled document-major, by document (a
+ * counting sort, stable: within a document in word-major order):
+ * s->doc_ord gets (token - blk_tok[b], run - blk_run[b]) pairs, s->doc_cnt[d]
+ * the end of document d's.  Returns how many. */
+static int64_t doc_order(const lda_tokens *t, uint32_t b, lda_scratch *s, rt_error *err)
+{
+    const uint64_t base = t->blk_tok[b], ntok = t->blk_tok[b + 1] - base, r0 = t->blk_run[b];
+    if (grow((void **)&s->doc_ord, &s->doc_ord_n, 2 * ntok + 2, sizeof(uint32_t)) ||
+        grow((void **)&s->doc_cnt, &s->doc_cnt_n, (size_t)t->n_docs + 1, sizeof(uint32_t)))
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (LDA document-major scratch)");
+    uint32_t *cnt = s->doc_cnt, *ord = s->doc_ord;
+    const uint8_t *skip = s->doc_wordmajor;
+    memset(cnt, 0, ((size_t)t->n_docs + 1) * sizeof(uint32_t));
+    uint64_t i = base;
+    for (uint64_t r = r0; r < t->blk_run[b + 1]; r++)
+        for (; i < t->run_end[r]; i++)
+            cnt[t->tok_doc[i] + 1] += !skip[r - r0];
+    for (uint32_t d = 0; d < t->n_docs; d++)
+        cnt[d + 1] += cnt[d];
+    i = base;
+    for (uint64_t r = r0; r < t->blk_run[b + 1]; r++) {
+        if (skip[r - r0]) {
+            i = t->run_end[r];
+            continue;
+        }
+        for (; i < t->run_end[r]; i++) {
+            const uint32_t at = cnt[t->tok_doc[i]]++;
+            ord[2 * at] = (uint32_t)(i - base);
+            ord[2 * at + 1] = (uint32_t)(r - r0);
+        }
+    }
+    return t->n_docs ? cnt[t->n_docs - 1] : 0;
+}
+
+/* What a visit's token loop reads and keeps. */
+typedef struct doc_run {
+    lda_tokens *t;
+    int64_t *nk;
+    double *inv;    /* K: 1 / (n_k + V beta), exact */
+    float *cf;      /* K: c[k] = (n_dk + alpha) inv[k] of the current document, in float */
+    int32_t *ndk;   /* K: the current document's counts (0 outside it) */
+    uint32_t *dpos; /* K: a topic's entry in the current document's list */
+    float *pre;     /* the q bucket's running sums (K + 8) */
+    uint32_t **view;
+    s_bucket sb;
+    double alpha, beta, vbeta, ab;
+} doc_run;
+
+/* The r bucket's draw: the document's topic where v (u / beta) falls
+ * among n_dk inv[k] over its list, the token's topic f at nf - 1 and
+ * invf (rounding past the sum: the last of weight). */
+static inline uint32_t r_find(const doc_run *l, const uint32_t *e, uint32_t dn, uint32_t f,
+                              int32_t nf, double invf, double v)
+{
+    double acc = 0;
+    uint32_t x = 0;
+    for (; x < dn; x++) {
+        const uint32_t k = e[x] >> 16;
+        if (v < (acc += (k == f ? (nf - 1) * invf : l->ndk[k] * l->inv[k])))
+            return k;
+    }
+    for (x = dn - 1; x; x--) {
+        const uint32_t k = e[x] >> 16;
+        if ((k == f ? nf - 1 : l->ndk[k]) > 0)
+            break;
+    }
+    return e[x] >> 16;
+}
+
+/* The entry of topic k in a word's list of n entries, n when absent (8
+ * entries a compare; the tail one by one: a payload slice may end there). */
+static inline uint32_t word_topic(const uint32_t *e, uint32_t n, uint32_t k)
+{
+    const __m128i kv = _mm_set1_epi32((int)(k << 16)), top = _mm_set1_epi32((int)0xffff0000u);
+    uint32_t x = 0;
+    for (; x + 8 <= n; x += 8) {
+        const __m128i lo = _mm_and_si128(_mm_loadu_si128((const __m128i *)(e + x)), top);
+        const __m128i hi = _mm_and_si128(_mm_loadu_si128((const __m128i *)(e + x + 4)), top);
+        const unsigned m = (unsigned)_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(lo, kv))) |
+                           (unsigned)_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(hi, kv)))
+                               << 4;
+        if (m)
+            return x + (uint32_t)__builtin_ctz(m);
+    }
+    for (; x < n && e[x] >> 16 != k; x++)
+        ;
+    return x;
+}
+
+/* Document d's tokens p .. end of the visit (ord pairs, base their first
+ * token): its list into the dense row, r summed afresh, then each token
+ * drawn from its full conditional (counts without it); the list back. */
+static inline __attribute__((always_inline)) void doc_tokens(doc_run *l, uint32_t d,
+                                                             const uint32_t *ord, uint32_t p,
+                                                             uint32_t end, uint64_t base,
+                                                             rt_rng *rng, const int avx2)
+{
+    lda_tokens *t = l->t;
+    int64_t *nk = l->nk;
+    double *inv = l->inv;
+    float *cf = l->cf;
+    int32_t *ndk = l->ndk;
+    const double alpha = l->alpha, beta = l->beta, vbeta = l->vbeta, ab = l->ab;
+    uint32_t *e = t->dlist + t->dnz_off[d], dn = t->dnz_n[d];
+    double rsum = 0; /* sum over the list of n_dk inv[k] (r = beta rsum) */
+    for (uint32_t x = 0; x < dn; x++) {
+        const uint32_t k = e[x] >> 16, n = e[x] & 0xffff;
+        ndk[k] = (int32_t)n;
+        l->dpos[k] = x;
+        cf[k] = (float)((n + alpha) * inv[k]);
+        rsum += n * inv[k];
+    }
+    /* the last q bucket stays valid after a token of the same word that
+     * kept its topic, for a token of that topic (nothing changed) */
+    uint32_t memo_run = UINT32_MAX, memo_topic = 0, own = 0;
+    float q = 0;
+    for (; p < end; p++) {
+        const uint64_t i = base + ord[2 * p];
+        const uint32_t r = ord[2 * p + 1], f = t->z[i];
+        uint32_t *v = l->view[r];
+        /* the token's topic f without it: these, where a move keeps them */
+        const int32_t nf = ndk[f];
+        const double invf = 1.0 / ((double)(nk[f] - 1) + vbeta);
+        const float cff = (float)((nf - 1 + alpha) * invf), kept = cf[f];
+        const double rs = rsum + ((nf - 1) * invf - nf * inv[f]), leaf = ab * invf;
+        cf[f] = cff;
+        if (!(r == memo_run && f == memo_topic)) {
+            own = 0;
+            q = avx2 ? q_prefix_avx2(v + 1, v[0], f, cf, l->pre, &own)
+                     : q_prefix_portable(v + 1, v[0], f, cf, l->pre, &own);
+        }
+        const double s_tot = l->sb.total + (leaf - l->sb.leaf[f]);
+        double u = rt_rng_uniform(rng) * (q + beta * rs + s_tot);
+        uint32_t k, xq = UINT32_MAX; /* k's entry in the word's list, when drawn in q */
+        if (u < q) {
+            xq = avx2 ? q_find_avx2(l->pre, v[0], float_below(u)) : q_find(l->pre, v[0], u);
+            k = v[1 + xq] >> 16;
+        } else if ((u -= q) < beta * rs) {
+            k = r_find(l, e, dn, f, nf, invf, u / beta);
+        } else {
+            k = s_find_with(&l->sb, u - beta * rs, f, leaf);
+        }
+        if (k == f) {
+            cf[f] = kept;
+            memo_run = r;
+            memo_topic = f;
+            continue;
+        }
+        memo_run = UINT32_MAX;
+        /* f loses the token: the word's entry (the last into its place at
+         * count 0), the document's (likewise), the totals */
+        nk[f]--;
+        inv[f] = invf;
+        ndk[f] = nf - 1;
+        rsum = rs;
+        s_set(&l->sb, f, leaf);
+        if ((--v[1 + own] & 0xffff) == 0) {
+            const uint32_t last = --v[0];
+            v[1 + own] = v[1 + last];
+            xq = xq == last ? own : xq;
+        }
+        if (nf == 1) {
+            const uint32_t x = l->dpos[f], lastk = e[--dn] >> 16;
+            e[x] = lastk << 16;
+            l->dpos[lastk] = x;
+        }
+        /* k gains it */
+        const int32_t nkk = ndk[k];
+        const double invk_old = inv[k];
+        nk[k]++;
+        inv[k] = 1.0 / ((double)nk[k] + vbeta);
+        ndk[k] = nkk + 1;
+        cf[k] = (float)((nkk + 1 + alpha) * inv[k]);
+        rsum += (nkk + 1) * inv[k] - nkk * invk_old;
+        s_set(&l->sb, k, ab * inv[k]);
+        if (nkk == 0) {
+            e[dn] = k << 16;
+            l->dpos[k] = dn++;
+        }
+        const uint32_t x = xq != UINT32_MAX ? xq : word_topic(v + 1, v[0], k);
+        if (x == v[0])
+            v[1 + v[0]++] = k << 16;
+        v[1 + x]++;
+        t->z[i] = (uint16_t)k;
+    }
+    /* the list's counts from the row; the row and c back to n_dk = 0 */
+    for (uint32_t x = 0; x < dn; x++) {
+        const uint32_t k = e[x] >> 16;
+        e[x] = k << 16 | (uint32_t)ndk[k];
+        ndk[k] = 0;
+        cf[k] = (float)(alpha * inv[k]);
+    }
+    t->dnz_n[d] = dn;
+}
+
+static inline __attribute__((always_inline)) int visit_docs(const lda_ctx *c, lda_worker *w,
+                                                            uint32_t b, uint32_t *payload,
+                                                            lda_scratch *s, rt_rng *rng,
+                                                            rt_error *err, const int avx2)
+{
+    lda_tokens *t = &w->train;
+    const uint32_t K = c->o->K;
+    const int64_t word_major = views_load(c, t, b, payload, s, mean_doc_list(t), err);
+    const int64_t ntok = word_major < 0 ? -1 : doc_order(t, b, s, err);
+    if (ntok < 0)
+        return -1;
+    doc_run l = {.t = t,
+                 .nk = w->nk,
+                 .inv = s->doc_inv,
+                 .cf = s->list_coef,
+                 .ndk = s->doc_ndk,
+                 .dpos = s->doc_pos,
+                 .pre = s->list_w,
+                 .view = s->doc_views,
+                 .sb = {.leaf = s->doc_sleaf,
+                        .run = s->doc_srun,
+                        .K = K,
+                        .runs = (K + S_RUN - 1) >> S_SHIFT},
+                 .alpha = c->o->alpha,
+                 .beta = c->o->beta,
+                 .vbeta = c->vbeta,
+                 .ab = c->o->alpha * c->o->beta};
+    /* every sum afresh each visit (clearing the last visit's rounding) */
+    for (uint32_t k = 0; k < K; k++) {
+        l.inv[k] = 1.0 / ((double)l.nk[k] + l.vbeta);
+        l.cf[k] = (float)(l.alpha * l.inv[k]);
+        l.sb.leaf[k] = l.ab * l.inv[k];
+    }
+    s_build(&l.sb);
+    const uint64_t base = t->blk_tok[b];
+    for (uint32_t d = 0, p = 0; d < t->n_docs && p < ntok; d++) {
+        const uint32_t end = s->doc_cnt[d];
+        if (p < end)
+            doc_tokens(&l, d, s->doc_ord, p, end, base, rng, avx2);
+        p = end;
+    }
+    views_store(c, t, b, payload, s);
+    /* then the words with many topics, word-major (their counts unchanged so far) */
+    return word_major ? lda_visit_lists_of(c, w, b, payload, s, rng, s->doc_wordmajor, err) : 0;
+}
+
+AVX2 static int visit_docs_avx2(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload,
+                                lda_scratch *s, rt_rng *rng, rt_error *err)
+{
+    return visit_docs(c, w, b, payload, s, rng, err, 1);
+}
+
+static int visit_docs_portable(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload,
+                               lda_scratch *s, rt_rng *rng, rt_error *err)
+{
+    return visit_docs(c, w, b, payload, s, rng, err, 0);
+}
+
+int lda_visit_docs(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
+                   rt_rng *rng, rt_error *err)
+{
+    if (!w->train.dlist || w->train.blk_tok[b + 1] - w->train.blk_tok[b] >= UINT32_MAX)
+        return lda_visit_lists(c, w, b, payload, s, rng, err);
+    return (s->avx2 ? visit_docs_avx2 : visit_docs_portable)(c, w, b, payload, s, rng, err);
+}
+
+/* The kernels for the tests (lda.h). */
+AVX2 static float q_weights_avx2_call(const uint32_t *e, uint32_t n, uint32_t from, const float *cf,
+                                      float *pre, uint32_t *own)
+{
+    return q_prefix_avx2(e, n, from, cf, pre, own);
+}
+
+AVX2 static uint32_t q_find_avx2_call(const float *pre, uint32_t n, double u)
+{
+    return q_find_avx2(pre, n, float_below(u));
+}
+
+float lda_doc_q_weights(int avx2, const uint32_t *e, uint32_t n, uint32_t from, const float *cf,
+                        float *pre, uint32_t *own)
+{
+    return avx2 ? q_weights_avx2_call(e, n, from, cf, pre, own)
+                : q_prefix_portable(e, n, from, cf, pre, own);
+}
+
+uint32_t lda_doc_q_find(int avx2, const float *pre, uint32_t n, double u)
+{
+    return avx2 ? q_find_avx2_call(pre, n, u) : q_find(pre, n, u);
+}
+
+uint32_t lda_doc_word_topic(const uint32_t *e, uint32_t n, uint32_t k)
+{
+    return word_topic(e, n, k);
+}
