@@ -318,6 +318,28 @@ static double step_cells_s(const sim_state *s, const rt_sim_shape *sh, uint32_t 
     return sh->rate > 0 ? sum / sh->rate : 0;
 }
 
+/* Whether node n runs the step starting now inline, as the engine decides
+ * (RT_INLINE_AUTO): on the CPU seconds of its previous step's cells; the
+ * rotation's first step, which has none, on its own cells' kernel time
+ * (cells_s, without jitter) at the speed of T more busy cores: the threaded
+ * estimate, which is what a rotation after a threaded one carries over. */
+static int step_runs_inline(const sim_state *s, const rt_sim_shape *sh, uint32_t n, double cells_s)
+{
+    const sim_node *d = &s->node[n];
+    const sim_host *h = &s->host[n / s->per_host];
+    double cpu_s = d->last_cpu_s >= 0 ? d->last_cpu_s : cells_s / host_speed(h, h->busy + s->T);
+    return cpu_s < sh->inline_below_s;
+}
+
+/* What node n's cells take longer after it idled (wake_speed): 1 / the
+ * speed after wake_after_s or more since its previous compute ended. */
+static double woken_slowdown(const sim_state *s, const rt_sim_shape *sh, uint32_t n)
+{
+    const sim_node *d = &s->node[n];
+    int idled = s->now - d->compute_end >= sh->wake_after_s && s->now > d->compute_end;
+    return sh->wake_speed > 0 && sh->wake_speed < 1 && idled ? 1 / sh->wake_speed : 1;
+}
+
 /* Step `step` of node n starts now: its workers take up their cells. */
 static void compute_start(sim_state *s, const rt_sim_shape *sh, uint32_t n)
 {
@@ -325,19 +347,14 @@ static void compute_start(sim_state *s, const rt_sim_shape *sh, uint32_t n)
     sim_host *h = &s->host[n / s->per_host];
     d->phase = PHASE_COMPUTE, d->since = s->now, d->busy = 0;
     double cells_s = step_cells_s(s, sh, n);
-    /* as the engine decides (RT_INLINE_AUTO): on the previous step's cells'
-     * CPU seconds (the rotation's first step: on its own, without jitter) */
-    double speed = host_speed(h, h->busy + s->T);
-    d->inline_step = (d->last_cpu_s >= 0 ? d->last_cpu_s : cells_s / speed) < sh->inline_below_s;
-    d->last_cpu_s = 0;
+    d->inline_step = step_runs_inline(s, sh, n, cells_s);
     d->inline_steps += (uint32_t)d->inline_step;
-    if (d->inline_step) /* its cells' CPU: on one thread, so one core more is busy, not T */
-        speed = host_speed(h, h->busy + 1);
-    /* after an idle time the cells run slower (wake_speed) */
-    double woken = sh->wake_speed > 0 && sh->wake_speed < 1 &&
-                           s->now - d->compute_end >= sh->wake_after_s && s->now > d->compute_end
-                       ? 1 / sh->wake_speed
-                       : 1;
+    d->last_cpu_s = 0;
+    /* the speed its cells' CPU is booked at (as of now: the busy count moves
+     * while they run): T more busy cores, or one for an inline step (its
+     * cells one after another on one thread) */
+    double speed = host_speed(h, h->busy + (d->inline_step ? 1 : s->T));
+    double woken = woken_slowdown(s, sh, n);
     for (uint32_t th = 0; th < s->T; th++) {
         uint32_t w = n * s->T + th;
         uint32_t b = sh->schedule[(size_t)d->step * s->W + w];
@@ -698,8 +715,10 @@ static int one_rotation(const rt_sim_shape *sh, const rt_sim_link *l, uint64_t s
     memset(out, 0, sizeof(*out));
     if (state_init(&s, sh, err))
         return -1;
-    for (uint32_t n = 0; n < s.N; n++) /* idle between rotations: a full bucket */
-        s.node[n].tokens = l->burst_bytes, s.node[n].last_cpu_s = -1;
+    for (uint32_t n = 0; n < s.N; n++) {
+        s.node[n].tokens = l->burst_bytes; /* idle between rotations: a full bucket */
+        s.node[n].last_cpu_s = -1;         /* no previous step to decide inline on */
+    }
     s.step_overhead_s = sh->step_overhead_s;
     /* a link moves gbps / 8 bytes a second while it transmits (an infinite
      * one takes no time, so no load) */

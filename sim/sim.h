@@ -92,7 +92,8 @@ typedef struct rt_sim_shape {
     double inline_below_s;     /* a step that follows one whose cells on the node took less CPU
                                   than this together (their kernel time at the speed of the
                                   cores as they ran, jitter included; a rotation's first
-                                  step: its own cells, without jitter) runs them one after
+                                  step: its own cells, without jitter, at the speed of T
+                                  more busy cores, as if threaded) runs them one after
                                   another on one thread, at a cost of inline_step_s instead
                                   of step_overhead_s (the engine's --inline-steps auto, which
                                   decides on the previous step's CPU: 2 ms); 0: never */
