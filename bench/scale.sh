@@ -1110,6 +1110,8 @@ repredict_config() {
     for round in $rounds "$dir/closing"; do
         kept_speed "$app" "$root/$key/plan" "$n" "$round" >>"$TMP/speeds"
     done
+    # a round without its calibration kept: the lines would not be the rounds'
+    for round in $rounds; do [ -s "$round/calibration" ] && [ -f "$round/calibration.log.0" ] || : >"$TMP/speeds"; done
     for round in $rounds; do
         [ -f "$round/simulate.cmd" ] && [ -f "$round/log.0" ] || continue
         read -ra sim <"$round/simulate.cmd"

@@ -171,6 +171,15 @@ want=$(rounds_of "2e6 1" "2.82843e6 1" | sed "s/^\[[^,]*,/[$(num predicted_epoch
 [ "$(list "$out" round_predicted_epoch_s)" = "$want" ] ||
     fail "a marked round runs its kept command (--rate 1e6): want $want, got $out"
 
+# a run whose round 2 lost its calibration: no round is given another's
+# speed (the kept commands' --rate 1e6 stand), whatever the closing one
+rm "$cfg2/round.1/model_terms" "$cfg2/round.2/calibration"
+out=$(bash "$SCALE" --repredict "$run2") || fail "repredict, a calibration missing"
+kept=$(num predicted_epoch_s "$("$ROTOR" simulate --plan "$run2/sgd-mf.2.1.2/plan" "${model[@]}" \
+    --rate 1e6 --worker-cv 0)") || fail "simulate"
+[ "$(list "$out" round_predicted_epoch_s)" = "[$kept, $kept]" ] ||
+    fail "a round's calibration missing: want the kept speeds [$kept, $kept], got $out"
+
 mkdir -p "$TMP/empty"
 expect_status 2 bash "$SCALE" --repredict "$TMP/empty"
 grep -q 'no kept configurations' "$TMP/last.err" || fail "empty directory: $(cat "$TMP/last.err")"
