@@ -383,14 +383,18 @@ typedef enum rt_rating_format {
     RT_FMT_DAT,      /* "user::item::rating[::timestamp]" (MovieLens ratings.dat) */
     RT_FMT_MM,       /* MatrixMarket coordinate, 1-based, header sizes enforced */
     RT_FMT_LIBMF,    /* "u v r", 0-based integer ids */
+    RT_FMT_NETFLIX,  /* "ITEM:" heading its "user,rating[,date]" lines (Netflix Prize) */
 } rt_rating_format;
 
 /* Names of the formats (option choices, ground/opts.h), with aliases. */
 extern const rt_opt_choice rt_rating_formats[];
 const char *rt_rating_format_name(rt_rating_format f);          /* "triplets", "csv", ... */
 int rt_rating_format_parse(const char *s, rt_rating_format *f); /* 0 ok, -1 unknown */
+/* Is s[0..len) "123:", the head of an item's block in the Netflix Prize's
+ * training files (mv_*.txt, combined_data_*.txt)? */
+int rt_netflix_block_head(const char *s, size_t len);
 /* Guess a file's format from its first lines (MatrixMarket banner, "::",
- * commas, whitespace); *why is a short explanation for the log. */
+ * a Netflix "ITEM:" line, commas, whitespace); *why is a short explanation for the log. */
 int rt_rating_format_sniff(const char *path, rt_rating_format *f, const char **why, rt_error *err);
 
 typedef struct rt_ratings_stats {

@@ -1,8 +1,8 @@
 /*
  * read_ratings.c - MF ratings readers: whitespace triplets (u.data), CSV
  * with a header (ratings.csv), MovieLens "::" (ratings.dat), MatrixMarket
- * coordinate, LIBMF.  Hand-rolled field splitting and number parsing: these
- * files run to tens of millions of lines.
+ * coordinate, LIBMF, the Netflix Prize's "ITEM:" blocks.  Hand-rolled field splitting and number
+ * parsing: these files run to tens of millions of lines.
  */
 #include "partition/partition.h"
 
@@ -22,12 +22,17 @@ typedef struct field {
 } field;
 
 /* The first name of each format is its canonical one. */
-const rt_opt_choice rt_rating_formats[] = {
-    {"auto", RT_FMT_AUTO},       {"triplets", RT_FMT_TRIPLETS},
-    {"csv", RT_FMT_CSV},         {"movielens-dat", RT_FMT_DAT},
-    {"mm", RT_FMT_MM},           {"libmf", RT_FMT_LIBMF},
-    {"dat", RT_FMT_DAT},         {"movielens", RT_FMT_DAT},
-    {"matrixmarket", RT_FMT_MM}, {NULL, 0}};
+const rt_opt_choice rt_rating_formats[] = {{"auto", RT_FMT_AUTO},
+                                           {"triplets", RT_FMT_TRIPLETS},
+                                           {"csv", RT_FMT_CSV},
+                                           {"movielens-dat", RT_FMT_DAT},
+                                           {"mm", RT_FMT_MM},
+                                           {"libmf", RT_FMT_LIBMF},
+                                           {"netflix", RT_FMT_NETFLIX},
+                                           {"dat", RT_FMT_DAT},
+                                           {"movielens", RT_FMT_DAT},
+                                           {"matrixmarket", RT_FMT_MM},
+                                           {NULL, 0}};
 
 const char *rt_rating_format_name(rt_rating_format f)
 {
@@ -178,6 +183,9 @@ typedef struct reader {
     rt_ratings_stats *st;
     const char *sep; /* CSV: "," or ";" (decided on the first data line) */
     int pair_fields; /* 2 when the first data line had no rating field, else 0 */
+    /* Netflix: the item of the current block ("123" of "123:"; empty before the first) */
+    char nf_item[32];
+    size_t nf_item_len;
     /* MatrixMarket */
     int mm_pattern, mm_have_size;
     uint64_t mm_rows, mm_cols, mm_nnz, mm_size_line, mm_entries;
@@ -267,14 +275,12 @@ static int has_digit(const field *f)
     return 0;
 }
 
-/* "123:" alone on a line: the head of a movie's block in the Netflix Prize's
- * training files, whose lines then hold "user,rating,date". */
-static int netflix_block_head(const field *f)
+int rt_netflix_block_head(const char *s, size_t len)
 {
-    if (f->len < 2 || f->s[f->len - 1] != ':')
+    if (len < 2 || s[len - 1] != ':')
         return 0;
-    for (size_t i = 0; i + 1 < f->len; i++)
-        if (f->s[i] < '0' || f->s[i] > '9')
+    for (size_t i = 0; i + 1 < len; i++)
+        if (s[i] < '0' || s[i] > '9')
             return 0;
     return 1;
 }
@@ -299,12 +305,11 @@ static int rating_line(reader *r, field *f, int n, rt_error *err)
         if (r->pair_fields)
             return line_error(r, err,
                               "expected 2 fields (user item, as on the first line), found %d", n);
-        if (n == 1 && netflix_block_head(&f[0]))
+        if (n == 1 && rt_netflix_block_head(f[0].s, f[0].len))
             return line_error(r, err,
                               "'%.*s' heads a block of the Netflix Prize's format (ITEM: then "
-                              "user,rating,date lines): write one 'user item rating' per line "
-                              "first (awk -F, '/:$/ {i = $1 + 0; next} {print $1, i, $2}')",
-                              (int)f[0].len, f[0].s);
+                              "user,rating,date lines), in a %s file: --format netflix reads it",
+                              (int)f[0].len, f[0].s, rt_rating_format_name(r->fmt));
         if (want_min == want_max)
             return line_error(r, err, "expected %d fields, found %d", want_min, n);
         return line_error(r, err, "expected 3 or 4 fields (user item rating [timestamp]), found %d",
@@ -400,6 +405,38 @@ static int skip_header(reader *r, field *f, int n)
     return 1;
 }
 
+/* A Netflix Prize line: "ITEM:" starts an item's block, "user,rating[,date]"
+ * rates it (the date is not read, as a 4th field elsewhere). */
+static int netflix_line(reader *r, char *s, rt_error *err)
+{
+    field f[MAX_FIELDS + 1];
+    size_t len = strlen(s);
+    while (len > 0 && is_space(s[len - 1]))
+        len--;
+    if (rt_netflix_block_head(s, len)) {
+        if (len - 1 >= sizeof(r->nf_item))
+            return line_error(r, err, "item id '%.*s' is longer than %zu digits", (int)len - 1, s,
+                              sizeof(r->nf_item) - 1);
+        memcpy(r->nf_item, s, len - 1);
+        r->nf_item[len - 1] = '\0';
+        r->nf_item_len = len - 1;
+        return 0;
+    }
+    if (!r->nf_item_len)
+        return line_error(r, err,
+                          "a rating before the first 'ITEM:' line (the Netflix Prize's format "
+                          "starts each item's block with its id and a colon, as '1:')");
+    int n = split_sep(s, ",", f + 1);
+    if (n < 2 || n > 3)
+        return line_error(r, err,
+                          "expected 'user,rating[,date]' in item %s's block, found %d field%s%s",
+                          r->nf_item, n, n == 1 ? "" : "s",
+                          n == 1 ? " (the probe and qualifying files have no ratings)" : "");
+    f[0] = f[1];
+    f[1] = (field){r->nf_item, r->nf_item_len};
+    return rating_line(r, f, n + 1, err);
+}
+
 static int one_line(reader *r, char *line, int *first_data, rt_error *err)
 {
     field f[MAX_FIELDS];
@@ -420,8 +457,11 @@ static int one_line(reader *r, char *line, int *first_data, rt_error *err)
         return r->mm_have_size ? rating_line(r, f, n, err) : mm_size(r, f, n, err);
     }
     if (*s == '#' || *s == '%')
-        return 0;                                               /* comment */
-    if (*first_data == 1 && has_header(r->fmt) && json_line(s)) /* before the split cuts it */
+        return 0; /* comment */
+    if (r->fmt == RT_FMT_NETFLIX)
+        return netflix_line(r, s, err);
+    /* JSON is recognised before the split cuts the line */
+    if (*first_data == 1 && has_header(r->fmt) && json_line(s))
         return line_error(r, err,
                           "JSON, not ratings text: write one 'user item rating' per line "
                           "first (e.g. jq -r '[.user_id, .item_id, .rating] | @tsv' FILE)");

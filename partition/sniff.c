@@ -17,6 +17,13 @@ static size_t next_line(const char *text, size_t len, char *line, size_t cap)
     return used;
 }
 
+/* "123:" and nothing else on the line (blanks aside). */
+static int netflix_head_line(const char *s)
+{
+    size_t n = strcspn(s, " \t\r\n");
+    return rt_netflix_block_head(s, n) && s[n + strspn(s + n, " \t\r\n")] == '\0';
+}
+
 static void sniff_text(const char *text, size_t len, rt_rating_format *f, const char **why)
 {
     char line[4096];
@@ -37,7 +44,10 @@ static void sniff_text(const char *text, size_t len, rt_rating_format *f, const 
         const char *s = line + strspn(line, " \t");
         if (*s == '\n' || *s == '\r' || *s == '\0' || *s == '#' || *s == '%')
             continue;
-        if (strstr(s, "::")) {
+        if (netflix_head_line(s)) {
+            *f = RT_FMT_NETFLIX;
+            *why = "'ITEM:' lines heading 'user,rating,date' lines, the Netflix Prize's";
+        } else if (strstr(s, "::")) {
             *f = RT_FMT_DAT;
             *why = "'::' separators, MovieLens ratings.dat";
         } else if (strchr(s, ';')) { /* Book-Crossing; locales with decimal commas */

@@ -32,7 +32,9 @@ printf '%%%%MatrixMarket matrix coordinate integer general\n2 2 2\n1 1 1\n2 2 2\
 seed ratings_mm i.mtx integer.mtx
 printf '0 0 4\n0 3 2.5\n5 1 1\n2 2 3\n' >r.libmf
 seed ratings_libmf r.libmf small.libmf
-for f in r-small.txt h.csv r.dat m.mtx; do seed ratings_auto "$f" "$f"; done
+printf '1:\n1488844,3,2005-09-06\n822109,5,2005-05-13\n2:\r\n1488844,4.5\r\n' >nf.txt
+seed ratings_netflix nf.txt combined_data.txt
+for f in r-small.txt h.csv r.dat m.mtx nf.txt; do seed ratings_auto "$f" "$f"; done
 tr '\n' '\r' <r-small.txt >mac.txt # old Mac line ends: a lone CR ends each line
 seed ratings_auto mac.txt mac.txt
 printf '{"user_id": "a", "item_id": "b", "rating": 5}\n' >j.json # refused: JSON lines

@@ -104,6 +104,12 @@ static void test_formats(void **state)
         {"quoted.csv",
          "\"user\",\"item\",\"rating\"\n\"196\",\"242\",3\n\"186\",\"302\",\"3.5\"\n196,302,1\n",
          RT_FMT_CSV, 1},
+        /* the Netflix Prize's training files: "ITEM:" heads its "user,rating,date" lines */
+        {"mv_0000242.txt", "242:\n196,3,2005-09-06\n302:\n186,3.5,2005-05-13\n196,1\n",
+         RT_FMT_NETFLIX, 0},
+        {"combined_data_1.txt",
+         "# x\r\n\r\n242: \r\n196,3,2005-09-06\r\n302:\r\n186,3.5\r\n196,1,x\r\n", RT_FMT_NETFLIX,
+         0},
     };
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
         const char *path = scratch_file(cases[k].name, cases[k].text);
@@ -237,6 +243,16 @@ static void test_bad_inputs(void **state)
         {"dat.dat", "1::2::3\n1::2\n", RT_FMT_AUTO, "dat.dat:2:", "fields"},
         {"libmf-bad.txt", "0 0 1.5\nu1 3 2\n", RT_FMT_LIBMF,
          "libmf-bad.txt:2:", "'u1' is not a non-negative integer"},
+        {"nf-first.txt", "196,3,2005-09-06\n242:\n", RT_FMT_NETFLIX,
+         "nf-first.txt:1:", "a rating before the first 'ITEM:' line"},
+        {"nf-probe.txt", "242:\n196\n", RT_FMT_AUTO,
+         "nf-probe.txt:2:", "the probe and qualifying files have no ratings"},
+        {"nf-fields.txt", "242:\n196,3,2005-09-06,x\n", RT_FMT_AUTO,
+         "nf-fields.txt:2:", "expected 'user,rating[,date]' in item 242's block, found 4 fields"},
+        {"nf-rating.txt", "242:\n196,3,2005\n196,x,2005\n", RT_FMT_AUTO,
+         "nf-rating.txt:3:", "rating 'x' is not a number"},
+        {"nf-as-csv.txt", "242:\n196,3,2005-09-06\n", RT_FMT_CSV,
+         "nf-as-csv.txt:1:", "--format netflix reads it"},
     };
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
         parsed p;
