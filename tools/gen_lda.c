@@ -13,6 +13,7 @@
  * the seed.  FILE "-" (standard output) or a device: the corpus alone. */
 #include "apps/apps.h"
 #include "ground/ground.h"
+#include "ground/progress.h"
 #include "tools/commands.h"
 #include "tools/gen.h"
 #include "tools/guard.h"
@@ -196,6 +197,9 @@ static int write_corpus(lda_draw *s, uint64_t *nnz_out, rt_error *err)
     const gen_args *g = s->g;
     rt_outfile of = {0};
     uint64_t nnz = 0;
+    /* both passes draw every document: one bar over the two */
+    rt_progress progress;
+    rt_progress_start(&progress, "drawing documents (two passes)", "docs", 1, 2 * g->docs);
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 1) {
             if (rt_outfile_open(&of, g->out, err))
@@ -212,8 +216,10 @@ static int write_corpus(lda_draw *s, uint64_t *nnz_out, rt_error *err)
                 s->counts[s->seen[i]] = 0;
             }
             nnz += pass == 0 ? n : 0;
+            rt_progress_set(&progress, pass * g->docs + d + 1);
         }
     }
+    rt_progress_end(&progress);
     if (rt_write_check(of.fp, of.path, err) || rt_outfile_commit(&of, err)) {
         rt_outfile_abort(&of);
         return -1;

@@ -11,6 +11,7 @@
  * the seed: independent RNG streams for each purpose.
  */
 #include "ground/ground.h"
+#include "ground/progress.h"
 #include "ground/json.h"
 #include "tools/commands.h"
 #include "tools/gen.h"
@@ -178,8 +179,13 @@ static int draw_pairs(const gen_opts *o, uint64_t *keys, rt_error *err)
     rt_rng rng;
     rt_rng_seed(&rng, o->seed, S_PAIRS);
     uint64_t n = cover, tries = 0, max_tries = 50 * o->nnz + 1000000;
+    rt_progress progress;
+    rt_progress_start(&progress, "drawing pairs", "M pairs", 1e6, o->nnz);
     while (n < o->nnz) {
+        if ((tries & 0xffff) == 0)
+            rt_progress_set(&progress, n);
         if (++tries > max_tries) {
+            rt_progress_end(&progress);
             rc = rt_fail(err, RT_EXIT_INPUT,
                          "gen mf: could not find %" PRIu64 " distinct pairs (the power law is "
                          "too steep for this density)",
@@ -190,6 +196,7 @@ static int draw_pairs(const gen_opts *o, uint64_t *keys, rt_error *err)
         if (pairset_add(&set, key))
             keys[n++] = key;
     }
+    rt_progress_end(&progress);
 out:
     free(pr), free(pc), free(cr), free(cc), free(set.slot);
     return rc;
@@ -237,7 +244,11 @@ static int write_files(const gen_opts *o, const uint64_t *keys, const uint8_t *i
         setvbuf(te.fp, NULL, _IOFBF, 1 << 20);
     rt_rng noise;
     rt_rng_seed(&noise, o->seed, S_NOISE);
+    rt_progress progress;
+    rt_progress_start(&progress, "writing ratings", "M ratings", 1e6, o->nnz);
     for (uint64_t k = 0; k < o->nnz; k++) {
+        if ((k & 0xffff) == 0)
+            rt_progress_set(&progress, k);
         uint64_t u = (keys[k] - 1) / C, i = (keys[k] - 1) % C;
         double r = 0;
         for (uint64_t d = 0; d < K; d++)
@@ -249,6 +260,7 @@ static int write_files(const gen_opts *o, const uint64_t *keys, const uint8_t *i
         m[is_test[k]].sum2 += r * r;
         m[is_test[k]].n++;
     }
+    rt_progress_end(&progress);
     free(W), free(H);
     if (ferror(tr.fp) || (te.fp && ferror(te.fp))) {
         int e = errno; /* of the failed write, before the aborts' calls */
