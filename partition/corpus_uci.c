@@ -46,6 +46,14 @@ static int rest_blank(const char *s)
     return *s == '\n' || *s == '\0';
 }
 
+/* Nothing but blank lines from s to the end. */
+static int only_blank_lines(const char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    return *s == '\0';
+}
+
 int rt_corpus_read_vocab(const char *path, rt_corpus *c, rt_error *err)
 {
     rt_text t;
@@ -63,10 +71,14 @@ int rt_corpus_read_vocab(const char *path, rt_corpus *c, rt_error *err)
         char *b = s;
         while (b < end && isspace((unsigned char)*b))
             b++;
+        if (b == end && only_blank_lines(next))
+            break; /* blank lines an editor left at the end: no words */
         if (b == end) {
             rt_text_free(&t);
-            return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: empty line in vocabulary", path,
-                           (unsigned long long)line);
+            return rt_fail(err, RT_EXIT_INPUT,
+                           "%s:%llu: empty line in vocabulary (line N is word id N: a blank "
+                           "line would shift the words after it)",
+                           path, (unsigned long long)line);
         }
         uint64_t before = c->words.n;
         int64_t id = rt_corpus_intern(&c->words, b, (size_t)(end - b), err);

@@ -50,7 +50,8 @@ static void test_uci(void **state)
 {
     (void)state;
     const char *dw = scratch_file("docword.t.txt", "3\n4\n4\n1 1 2\n1 3 1\n3 4 5\n3 1 1\n");
-    const char *vo = scratch_file("vocab.t.txt", "apple\nbanana\ncherry\ndate\n");
+    /* blank lines and spaces an editor left at the end are no words */
+    const char *vo = scratch_file("vocab.t.txt", "apple\nbanana\ncherry\ndate \n\n \r\n\n");
     rt_corpus c;
     rt_corpus_options o = {.vocab = vo};
     read_ok(dw, &o, RT_CORPUS_UCI, &c);
@@ -147,6 +148,9 @@ static const bad_case bad_cases[] = {
     {"bad3.svm", "a x:1\nb y:0\n", RT_CORPUS_LIBSVM, NULL,
      "bad3.svm:2: count in 'y:0' must be an integer from 1 to 4294967295"},
     {"bad4.svm", "a x:1\nb y:-2\n", RT_CORPUS_LIBSVM, NULL, "bad4.svm:2: count"},
+    /* a blank line inside the vocabulary would shift the word ids after it */
+    {"docword.b10.txt", "1\n3\n1\n1 1 1\n", RT_CORPUS_UCI, "vocab.gap.txt",
+     "vocab.gap.txt:2: empty line in vocabulary"},
 };
 
 static void test_bad_input(void **state)
@@ -154,6 +158,7 @@ static void test_bad_input(void **state)
     (void)state;
     scratch_file("vocab.b.txt", "a\nb\nc\n");
     scratch_file("ap.vocab", "zero\none\ntwo\n");
+    scratch_file("vocab.gap.txt", "a\n\nb\nc\n");
     for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
         const bad_case *k = &bad_cases[i];
         char vocab[512];
