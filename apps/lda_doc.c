@@ -299,7 +299,9 @@ static double mean_doc_list(const lda_tokens *t)
  * back by views_store), or word-major (s->doc_wordmajor[r] = 1), where its
  * topics outnumber `lbar` (a draw then costs more in q than in the
  * word-major visit's document bucket: at K = 10000 on KOS a token's word
- * has 80 nonzero topics, its document 52) or a count passes 16 bits.
+ * has 80 nonzero topics, its document 52) or a count could pass 16 bits
+ * within the visit (the count now plus the word's tokens in the block: a
+ * count of 0xffff gaining a token would carry into its entry's topic).
  * Returns the words sampled word-major, -1 on error. */
 static int64_t views_load(const lda_ctx *c, const lda_tokens *t, uint32_t b, uint32_t *payload,
                           lda_scratch *s, double lbar, rt_error *err)
@@ -318,12 +320,15 @@ static int64_t views_load(const lda_ctx *c, const lda_tokens *t, uint32_t b, uin
     for (uint64_t r = 0; r < runs; r++) {
         uint32_t cap;
         uint32_t *slice = lda_word_slice(c, b, t->run_word[r0 + r], payload, &cap);
+        /* the word's tokens in the block: the most a count gains in the visit */
+        const uint64_t beg = r == 0 ? t->blk_tok[b] : t->run_end[r0 + r - 1];
+        const uint64_t gain = t->run_end[r0 + r] - beg;
         uint32_t n = 0, fits = 1;
         if (cap) {
             n = slice[0];
         } else {
             for (uint32_t k = 0; k < K; k++) {
-                fits &= slice[k] <= 0xffff;
+                fits &= slice[k] + gain <= 0xffff;
                 at[1 + n] = k << 16 | slice[k];
                 n += slice[k] != 0;
             }

@@ -16,6 +16,7 @@ rotor_script_test(e2e_lda_stationary e2e/lda_stationary.sh e2e 600)
 # 11; it timed out at 300 s at load 14.  Its assertions need the 100 sweeps
 # (topic recovery) and compare whole runs, so the limit is what gives.
 rotor_script_test(e2e_lda_generated e2e/lda_generated.sh e2e 600)
+rotor_script_test(e2e_lda_word_count_16bit e2e/lda_word_count_16bit.sh e2e 120)
 rotor_script_test(e2e_lda_sampler_auto e2e/lda_sampler_auto.sh e2e 120)
 rotor_script_test(e2e_lda_kos e2e/lda_kos.sh "e2e;slow;data" 600)
 rotor_unit_test(lda_kernels_test lda_kernels_test.c)
