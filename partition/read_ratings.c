@@ -380,12 +380,26 @@ static int header_line(reader *r, field *f, int n)
     return n == 2 && !has_digit(&f[0]) && !has_digit(&f[1]);
 }
 
+/* '[' then a JSON value (or nothing: a pretty-printed array's first line),
+ * the line ending in ']', ',' or '['.  An id in brackets ("[u1] [i1] 5",
+ * "[1] [2] 5") is neither. */
+static int json_array_line(const char *s)
+{
+    if (*s != '[')
+        return 0;
+    const char *v = s + 1 + strspn(s + 1, " \t\r\n");
+    size_t n = strlen(s);
+    while (n > 1 && is_space(s[n - 1]))
+        n--;
+    return (!*v || strchr("[{\"-0123456789", *v)) && strchr("],[", s[n - 1]);
+}
+
 /* A JSON object with keys, or a JSON array: JSON lines (Yelp, Amazon,
  * Goodreads reviews) are not ratings text.  An id in braces ("{GUID}") has
  * no '":'. */
 static int json_line(const char *s)
 {
-    return *s == '[' || (*s == '{' && strstr(s, "\":"));
+    return json_array_line(s) || (*s == '{' && strstr(s, "\":"));
 }
 
 static int has_header(rt_rating_format f)

@@ -151,6 +151,31 @@ static void test_libmf_and_string_ids(void **state)
     parsed_free(&p);
 }
 
+/* Ids in brackets or braces are ids, not JSON (634ceb2 refused a first line
+ * starting with '[' as a JSON array); a JSON array or object line is still
+ * refused. */
+static void test_bracketed_ids_are_not_json(void **state)
+{
+    (void)state;
+    parsed p;
+    parse_ok(&p, "brackets.txt", "[u1] [i1] 5\n[u2] [i1] 3\n", RT_FMT_AUTO);
+    expect(&p, 1, "[u2]", "[i1]", 3.0f);
+    parsed_free(&p);
+    parse_ok(&p, "brackets.csv", "[1],[2],4\n[3],[2],1.5\n", RT_FMT_AUTO);
+    expect(&p, 0, "[1]", "[2]", 4.0f);
+    parsed_free(&p);
+    parse_ok(&p, "braces.txt", "{u1} {i1} 5\n", RT_FMT_AUTO);
+    parsed_free(&p);
+    static const char *const json[] = {"[[1, 10, 5], [2, 10, 3]]\n", "[1, 10, 5]\n[2, 10, 3]\n",
+                                       "[\n  [1, 10, 5]\n]\n", "{\"u\": 1, \"i\": 2}\n"};
+    for (size_t i = 0; i < sizeof(json) / sizeof(json[0]); i++) {
+        parse(&p, scratch_file("j.txt", json[i]), RT_FMT_AUTO);
+        assert_int_equal(p.rc, -1);
+        assert_non_null(strstr(p.err.msg, "j.txt:1: JSON, not ratings text"));
+        parsed_free(&p);
+    }
+}
+
 /* Implicit feedback as user-item pairs without a rating: every pair counts
  * 1, with or without a header; a line with a rating among them is an error. */
 static void test_pairs_without_ratings(void **state)
@@ -376,6 +401,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_formats),
         cmocka_unit_test(test_libmf_and_string_ids),
+        cmocka_unit_test(test_bracketed_ids_are_not_json),
         cmocka_unit_test(test_pairs_without_ratings),
         cmocka_unit_test(test_test_file_drops),
         cmocka_unit_test(test_bad_inputs),
