@@ -37,6 +37,17 @@ for e in "1 0.050 40.0" "2 0.012 20.0" "3 0.010 30.0" "4 0.011 10.0"; do
 done >>"$round/log.0"
 
 num() { echo "$2" | sed -n "s/.*\"$1\": \([0-9.e+-]*\).*/\1/p"; }
+# repredicts_as CV WHAT: the repredict of $run (its last configuration)
+# predicts epoch and stall as the kept model with --worker-cv CV does.
+repredicts_as() {
+    local out want
+    out=$(bash "$SCALE" --repredict "$run" | tail -n 1) || fail "repredict, $2"
+    want=$("$ROTOR" simulate --plan "$run/sgd-mf.2.1.2/plan" "${model[@]}" --worker-cv "$1") ||
+        fail "simulate --worker-cv $1"
+    [ "$(num predicted_epoch_s "$out") $(num predicted_stall "$out")" = \
+        "$(num predicted_epoch_s "$want") $(num predicted_stall "$want")" ] ||
+        fail "$2: want the prediction with --worker-cv $1 ($want), got $out"
+}
 out=$(bash "$SCALE" --repredict "$run" 2>"$TMP/err") || { cat "$TMP/err" >&2; fail "repredict"; }
 [ "$(echo "$out" | wc -l)" = 1 ] || fail "one kept configuration, one line: $out"
 echo "$out" | grep -q '"app": "sgd-mf", "ranks": 2, "threads": 1, "pipeline": 2, "gbps": 0.5, ' ||
@@ -79,23 +90,13 @@ for r in 0 1; do
             "$([ "$r$k" = 10 ] && echo 0.030 || echo "0.0$((10 + 5 * r))") s, in the kernel 0.0 s"
     done >"$round2/calibration.log.$r"
 done
-out=$(bash "$SCALE" --repredict "$run" | tail -n 1) || fail "repredict, two configurations"
-want=$("$ROTOR" simulate --plan "$run/sgd-mf.2.1.2/plan" "${model[@]}" --worker-cv 0.2828) ||
-    fail "simulate --worker-cv"
-[ "$(num predicted_epoch_s "$out") $(num predicted_stall "$out")" = \
-    "$(num predicted_epoch_s "$want") $(num predicted_stall "$want")" ] ||
-    fail "the ranks' spread: want the prediction with --worker-cv 0.2828 ($want), got $out"
+repredicts_as 0.2828 "the ranks' spread, two configurations"
 # A second round of it whose ranks computed alike (CPU spread 0): the plan's
 # spreads pool as a root mean square, sqrt((0.2828^2 + 0) / 2) = 0.2 (their
 # median would be 0.1414), for both rounds.
 cp -r "$round2" "${round2%.1}.2"
 sed -i 's/compute CPU 0\.0[0-9]* s/compute CPU 0.010 s/' "${round2%.1}.2"/calibration.log.*
-out=$(bash "$SCALE" --repredict "$run" | tail -n 1) || fail "repredict, two rounds"
-want=$("$ROTOR" simulate --plan "$run/sgd-mf.2.1.2/plan" "${model[@]}" --worker-cv 0.2) ||
-    fail "simulate --worker-cv 0.2"
-[ "$(num predicted_epoch_s "$out") $(num predicted_stall "$out")" = \
-    "$(num predicted_epoch_s "$want") $(num predicted_stall "$want")" ] ||
-    fail "the ranks' spreads pooled: want the prediction with --worker-cv 0.2 ($want), got $out"
+repredicts_as 0.2 "the ranks' spreads pooled over two rounds"
 
 # A round kept by this scale.sh (model_terms beside its command): its
 # --worker-cv 0.4 is already the larger of the threaded and the ranks'
@@ -107,12 +108,7 @@ round3=$run/kept/sgd-mf.2.1.2.5.0/round.1
 mkdir -p "$round3"
 cp "$round2"/* "$round3/"
 echo worker_cv_cpu >"$round3/model_terms"
-out=$(bash "$SCALE" --repredict "$run" | tail -n 1) || fail "repredict, a marked round"
-want=$("$ROTOR" simulate --plan "$run/sgd-mf.2.1.2/plan" "${model[@]}" --worker-cv 0.4) ||
-    fail "simulate --worker-cv 0.4"
-[ "$(num predicted_epoch_s "$out") $(num predicted_stall "$out")" = \
-    "$(num predicted_epoch_s "$want") $(num predicted_stall "$want")" ] ||
-    fail "a marked round: want its kept command's prediction (--worker-cv 0.4: $want), got $out"
+repredicts_as 0.4 "a marked round runs its kept command"
 
 # Each round's speed from the calibrations around it: a run kept before the
 # rounds were bracketed (no model_terms), two rounds and a closing
