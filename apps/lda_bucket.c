@@ -32,8 +32,8 @@
  * worker's lists pack; this word-major visit samples the others, and in
  * those visits the words with many topics (lda_visit_lists_of). */
 #include "apps/lda.h"
+#include "apps/lda_simd.h"
 
-#include <immintrin.h>
 #include <string.h>
 
 /* Tokens ahead whose document list and topic are prefetched. */
@@ -113,8 +113,6 @@ static float r_weights_portable(const uint16_t *tz, const uint32_t *tc, uint32_t
     }
     return n ? lanes_total(acc + (n - 1) / 8 * 8) : 0.0f;
 }
-
-#define AVX2 __attribute__((target("avx2")))
 
 /* lanes_total of the lanes in a register: the same adds by two hadds. */
 AVX2 static inline float lanes_total_avx2(__m256 a)
@@ -215,9 +213,6 @@ AVX2 static inline __m256 packed_block_avx2(const uint32_t *e, uint32_t x, uint3
     return a;
 }
 
-/* Eight loads again: a gather on the entries' topics (free indices here)
- * was slower still (AMD EPYC, lists in cache: n = 40, 100, 200 took 34,
- * 71, 128 ns against 25, 63, 91). */
 AVX2 static float packed_weights_avx2(const uint32_t *e, uint32_t n, uint32_t from,
                                       const float *coef, float *w, float *acc, uint32_t *own)
 {
@@ -226,9 +221,7 @@ AVX2 static float packed_weights_avx2(const uint32_t *e, uint32_t n, uint32_t fr
     uint32_t x = 0;
     for (; x + 8 <= n; x += 8) {
         const uint32_t *p = e + x;
-        const __m256 cf =
-            _mm256_setr_ps(coef[p[0] >> 16], coef[p[1] >> 16], coef[p[2] >> 16], coef[p[3] >> 16],
-                           coef[p[4] >> 16], coef[p[5] >> 16], coef[p[6] >> 16], coef[p[7] >> 16]);
+        const __m256 cf = lda_coef8_avx2(p, coef);
         a = packed_block_avx2(e, x, 8, fv, cf, a, w, acc, own);
     }
     if (x < n) { /* the last block's lanes past n read coef[0], then weigh +0 */
@@ -236,12 +229,7 @@ AVX2 static float packed_weights_avx2(const uint32_t *e, uint32_t n, uint32_t fr
                                               _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
         const __m256i k = _mm256_and_si256(
             in, _mm256_srli_epi32(_mm256_loadu_si256((const __m256i *)(e + x)), 16));
-        const __m128i lo = _mm256_castsi256_si128(k), hi = _mm256_extracti128_si256(k, 1);
-        const __m256 cf =
-            _mm256_setr_ps(coef[_mm_cvtsi128_si32(lo)], coef[_mm_extract_epi32(lo, 1)],
-                           coef[_mm_extract_epi32(lo, 2)], coef[_mm_extract_epi32(lo, 3)],
-                           coef[_mm_cvtsi128_si32(hi)], coef[_mm_extract_epi32(hi, 1)],
-                           coef[_mm_extract_epi32(hi, 2)], coef[_mm_extract_epi32(hi, 3)]);
+        const __m256 cf = lda_coef8_of_topics_avx2(k, coef);
         a = packed_block_avx2(e, x, n - x, fv, cf, a, w, acc, own);
     }
     return lanes_total_avx2(a); /* (+0 when n = 0) */

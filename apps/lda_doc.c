@@ -26,8 +26,8 @@
  * the word-major visit alone: K = 1000 KOS 514 / 799; K = 10000 KOS 835 /
  * 861 (document-major alone: 503 and 1004). */
 #include "apps/lda.h"
+#include "apps/lda_simd.h"
 
-#include <immintrin.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,8 +66,6 @@ static float q_prefix_portable(const uint32_t *e, uint32_t n, uint32_t from, con
     return n ? pre[n - 1] : 0.0f;
 }
 
-#define AVX2 __attribute__((target("avx2")))
-
 /* x's lanes one place up within each 128-bit half, +0 into the first. */
 AVX2 static inline __m256 shift_lane_avx2(__m256 x)
 {
@@ -95,8 +93,6 @@ AVX2 static inline __m256 q_block_avx2(__m256i v, __m256i in, uint32_t x, __m256
     return _mm256_permute2f128_ps(top, top, 0x11);
 }
 
-/* The coefficients by eight loads, not a gather (slower on this machine's
- * AMD EPYC: 0.87-0.96x the tokens/s, bench lock, 7 rounds). */
 AVX2 static inline float q_prefix_avx2(const uint32_t *e, uint32_t n, uint32_t from,
                                        const float *cf, float *pre, uint32_t *own)
 {
@@ -105,9 +101,7 @@ AVX2 static inline float q_prefix_avx2(const uint32_t *e, uint32_t n, uint32_t f
     uint32_t x = 0;
     for (; x + 8 <= n; x += 8) {
         const uint32_t *p = e + x;
-        const __m256 cf8 =
-            _mm256_setr_ps(cf[p[0] >> 16], cf[p[1] >> 16], cf[p[2] >> 16], cf[p[3] >> 16],
-                           cf[p[4] >> 16], cf[p[5] >> 16], cf[p[6] >> 16], cf[p[7] >> 16]);
+        const __m256 cf8 = lda_coef8_avx2(p, cf);
         base =
             q_block_avx2(_mm256_loadu_si256((const __m256i *)p), all, x, fv, cf8, base, pre, own);
     }
@@ -116,11 +110,7 @@ AVX2 static inline float q_prefix_avx2(const uint32_t *e, uint32_t n, uint32_t f
                                               _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
         const __m256i v = _mm256_maskload_epi32((const int *)(e + x), in);
         const __m256i k = _mm256_srli_epi32(v, 16);
-        const __m128i lo = _mm256_castsi256_si128(k), hi = _mm256_extracti128_si256(k, 1);
-        const __m256 cf8 = _mm256_setr_ps(
-            cf[_mm_cvtsi128_si32(lo)], cf[_mm_extract_epi32(lo, 1)], cf[_mm_extract_epi32(lo, 2)],
-            cf[_mm_extract_epi32(lo, 3)], cf[_mm_cvtsi128_si32(hi)], cf[_mm_extract_epi32(hi, 1)],
-            cf[_mm_extract_epi32(hi, 2)], cf[_mm_extract_epi32(hi, 3)]);
+        const __m256 cf8 = lda_coef8_of_topics_avx2(k, cf);
         base = q_block_avx2(v, in, x, fv, cf8, base, pre, own);
     }
     return _mm256_cvtss_f32(base);

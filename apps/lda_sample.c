@@ -34,8 +34,8 @@
  * 6-token, 3-topic corpus moved the posterior's mass by up to 44% of a
  * state's (1e-15 with the live urn; docs/benchmark-log.md). */
 #include "apps/lda.h"
+#include "apps/lda_simd.h"
 
-#include <immintrin.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -279,8 +279,6 @@ static inline uint32_t find_portable(const int32_t *ndk, float alpha, const floa
     blocked_totals(a, LDA_CHUNK);
     return chunk_topic(x, c, passed_portable(a, LDA_CHUNK, v));
 }
-
-#define AVX2 __attribute__((target("avx2")))
 
 AVX2 static inline __m256 chunk_full_avx2(const int32_t *ndk, __m256 alpha, const float *coef,
                                           uint32_t k)
