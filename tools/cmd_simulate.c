@@ -331,12 +331,21 @@ static int bytes_per_col(const sim_opts *o, const rt_app_desc *app, const void *
 
 /* ---- calibration: the app's kernel, serially, on the plan ---- */
 
-/* Per worker (each written by its own thread only): the seconds per work
- * unit of its visits after the first rotation, summed and squared, in wall
- * seconds (n, sum, sumsq) and in its thread's CPU seconds (cpu_*). */
-typedef struct calib_spread {
+/* A count, sum and sum of squares, for a sample variance. */
+typedef struct calib_moments {
     double n, sum, sumsq;
-    double cpu_n, cpu_sum, cpu_sumsq;
+} calib_moments;
+
+static void moments_add(calib_moments *m, double x)
+{
+    m->n++, m->sum += x, m->sumsq += x * x;
+}
+
+/* Per worker (each written by its own thread only): the seconds per work
+ * unit of its visits after the first rotation, in wall seconds and in its
+ * thread's CPU seconds. */
+typedef struct calib_spread {
+    calib_moments wall, cpu;
     double last_s; /* its visit in the current step */
 } calib_spread;
 
@@ -413,9 +422,9 @@ static int calib_visit(void *p, const rt_visit *v, rt_error *err)
         c->paused_cpu_s[v->worker] += cpu;
     } else if (rc == 0 && v->rotation > 0 && work > 0) {
         double x = sp->last_s / work, y = cpu / work;
-        sp->n++, sp->sum += x, sp->sumsq += x * x;
+        moments_add(&sp->wall, x);
         if (isfinite(y))
-            sp->cpu_n++, sp->cpu_sum += y, sp->cpu_sumsq += y * y;
+            moments_add(&sp->cpu, y);
         c->visit_work[v->worker] += work;
         c->visit_cpu_s[v->worker] += cpu;
         c->rot_cpu_s[v->worker] += cpu;
@@ -483,10 +492,8 @@ static double calib_cell_cv(const calib *c, uint32_t workers, int cpu)
 {
     double n = 0, sum = 0, sumsq = 0;
     for (uint32_t w = 0; w < workers; w++) {
-        const calib_spread *sp = &c->spread[w];
-        n += cpu ? sp->cpu_n : sp->n;
-        sum += cpu ? sp->cpu_sum : sp->sum;
-        sumsq += cpu ? sp->cpu_sumsq : sp->sumsq;
+        const calib_moments *m = cpu ? &c->spread[w].cpu : &c->spread[w].wall;
+        n += m->n, sum += m->sum, sumsq += m->sumsq;
     }
     if (n < 2 || sum <= 0)
         return 0;
