@@ -354,9 +354,9 @@ typedef struct lda_scratch {
     int32_t *doc_ndk;
     uint32_t *doc_pos;
     double *doc_inv, *doc_sleaf, *doc_srun;
-    uint32_t **doc_views, *doc_dense, *doc_ord, *doc_cnt;
+    uint32_t **doc_views, *doc_room, *doc_dense, *doc_ord, *doc_cnt;
     uint8_t *doc_wordmajor;
-    size_t doc_views_n, doc_dense_n, doc_ord_n, doc_cnt_n, doc_wordmajor_n;
+    size_t doc_views_n, doc_room_n, doc_dense_n, doc_ord_n, doc_cnt_n, doc_wordmajor_n;
 } lda_scratch;
 
 /* The parts of the thread scratch (beside the word's: always) that a run's
@@ -486,6 +486,11 @@ float lda_doc_q_weights(int avx2, const uint32_t *e, uint32_t n, uint32_t from, 
                         float *pre, uint32_t *own);
 uint32_t lda_doc_q_find(int avx2, const float *pre, uint32_t n, double u);
 uint32_t lda_doc_word_topic(const uint32_t *e, uint32_t n, uint32_t k);
+/* Topic k gains a token in a word's list v (v[0] entries, then the entries;
+ * room for `room` of them): x is k's entry, v[0] when absent (then k is
+ * appended at count 1).  -1, nothing written, when the list is full: the
+ * counts were corrupt (a word has no more topics than tokens). */
+int lda_doc_word_gain(uint32_t *v, uint32_t room, uint32_t x, uint32_t k);
 int lda_visit_lists(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
                     rt_rng *rng, rt_error *err);
 /* ... the tokens of the block's runs r (from blk_run[b]) with runs[r - blk_run[b]] != 0 alone. */

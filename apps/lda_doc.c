@@ -191,6 +191,7 @@ void lda_doc_scratch_free(lda_scratch *s)
     rt_free(s->doc_sleaf);
     rt_free(s->doc_srun);
     rt_free(s->doc_views);
+    rt_free(s->doc_room);
     rt_free(s->doc_dense);
     rt_free(s->doc_ord);
     rt_free(s->doc_cnt);
@@ -292,7 +293,9 @@ static double mean_doc_list(const lda_tokens *t)
  * has 80 nonzero topics, its document 52) or a count could pass 16 bits
  * within the visit (the count now plus the word's tokens in the block: a
  * count of 0xffff gaining a token would carry into its entry's topic).
- * Returns the words sampled word-major, -1 on error. */
+ * s->doc_room[r]: the entries the word's list has room for (a sparse
+ * slice's cap - 1; a word has no more topics than tokens, so consistent
+ * counts never fill it).  Returns the words sampled word-major, -1 on error. */
 static int64_t views_load(const lda_ctx *c, const lda_tokens *t, uint32_t b, uint32_t *payload,
                           lda_scratch *s, double lbar, rt_error *err)
 {
@@ -302,6 +305,7 @@ static int64_t views_load(const lda_ctx *c, const lda_tokens *t, uint32_t b, uin
     for (uint64_t r = r0; r < r0 + runs; r++)
         dense += c->layout->slice_cap[c->plan->block_col_offset[b] + t->run_word[r]] == 0;
     if (grow((void **)&s->doc_views, &s->doc_views_n, runs + 1, sizeof(uint32_t *)) ||
+        grow((void **)&s->doc_room, &s->doc_room_n, runs + 1, sizeof(uint32_t)) ||
         grow((void **)&s->doc_wordmajor, &s->doc_wordmajor_n, runs + 1, 1) ||
         grow((void **)&s->doc_dense, &s->doc_dense_n, dense * (K + 9) + 1, sizeof(uint32_t)))
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (LDA document-major scratch)");
@@ -309,13 +313,16 @@ static int64_t views_load(const lda_ctx *c, const lda_tokens *t, uint32_t b, uin
     int64_t word_major = 0;
     for (uint64_t r = 0; r < runs; r++) {
         uint32_t cap;
-        uint32_t *slice = lda_word_slice(c, b, t->run_word[r0 + r], payload, &cap);
+        const uint32_t j = t->run_word[r0 + r];
+        uint32_t *slice = lda_word_slice(c, b, j, payload, &cap);
         /* the word's tokens in the block: the most a count gains in the visit */
         const uint64_t beg = r == 0 ? t->blk_tok[b] : t->run_end[r0 + r - 1];
         const uint64_t gain = t->run_end[r0 + r] - beg;
         uint32_t n = 0, fits = 1;
         if (cap) {
             n = slice[0];
+            if (n >= cap) /* the q kernel would read the next word's slice */
+                return lda_overflow(b, j, err);
         } else {
             for (uint32_t k = 0; k < K; k++) {
                 fits &= slice[k] + gain <= 0xffff;
@@ -327,6 +334,7 @@ static int64_t views_load(const lda_ctx *c, const lda_tokens *t, uint32_t b, uin
         s->doc_wordmajor[r] = !fits || (double)n > lbar;
         word_major += s->doc_wordmajor[r];
         s->doc_views[r] = cap ? slice : at;
+        s->doc_room[r] = cap ? cap - 1 : K + 8;
         at += !cap && !s->doc_wordmajor[r] ? K + 9 : 0;
     }
     return word_major;
@@ -393,6 +401,7 @@ typedef struct doc_run {
     uint32_t *dpos; /* K: a topic's entry in the current document's list */
     float *pre;     /* the q bucket's running sums (K + 8) */
     uint32_t **view;
+    const uint32_t *room; /* entries each view has room for */
     s_bucket sb;
     double alpha, beta, vbeta, ab;
 } doc_run;
@@ -438,13 +447,27 @@ static inline uint32_t word_topic(const uint32_t *e, uint32_t n, uint32_t k)
     return x;
 }
 
+/* lda_doc_word_gain (lda.h). */
+static inline int word_gain(uint32_t *v, uint32_t room, uint32_t x, uint32_t k)
+{
+    if (x == v[0]) {
+        if (v[0] >= room)
+            return -1;
+        v[1 + v[0]++] = k << 16;
+    }
+    v[1 + x]++;
+    return 0;
+}
+
 /* Document d's tokens p .. end of the visit (ord pairs, base their first
  * token): its list into the dense row, r summed afresh, then each token
- * drawn from its full conditional (counts without it); the list back. */
-static inline __attribute__((always_inline)) void doc_tokens(doc_run *l, uint32_t d,
-                                                             const uint32_t *ord, uint32_t p,
-                                                             uint32_t end, uint64_t base,
-                                                             rt_rng *rng, const int avx2)
+ * drawn from its full conditional (counts without it); the list back.
+ * Returns -1 - r when the list of the block's run r had no room (corrupt
+ * counts; the visit then fails), else 0. */
+static inline __attribute__((always_inline)) int64_t doc_tokens(doc_run *l, uint32_t d,
+                                                                const uint32_t *ord, uint32_t p,
+                                                                uint32_t end, uint64_t base,
+                                                                rt_rng *rng, const int avx2)
 {
     lda_tokens *t = l->t;
     int64_t *nk = l->nk;
@@ -529,9 +552,8 @@ static inline __attribute__((always_inline)) void doc_tokens(doc_run *l, uint32_
             l->dpos[k] = dn++;
         }
         const uint32_t x = xq != UINT32_MAX ? xq : word_topic(v + 1, v[0], k);
-        if (x == v[0])
-            v[1 + v[0]++] = k << 16;
-        v[1 + x]++;
+        if (word_gain(v, l->room[r], x, k))
+            return -1 - (int64_t)r;
         t->z[i] = (uint16_t)k;
     }
     /* the list's counts from the row; the row and c back to n_dk = 0 */
@@ -542,6 +564,7 @@ static inline __attribute__((always_inline)) void doc_tokens(doc_run *l, uint32_
         cf[k] = (float)(alpha * inv[k]);
     }
     t->dnz_n[d] = dn;
+    return 0;
 }
 
 static inline __attribute__((always_inline)) int visit_docs(const lda_ctx *c, lda_worker *w,
@@ -563,6 +586,7 @@ static inline __attribute__((always_inline)) int visit_docs(const lda_ctx *c, ld
                  .dpos = s->doc_pos,
                  .pre = s->list_w,
                  .view = s->doc_views,
+                 .room = s->doc_room,
                  .sb = {.leaf = s->doc_sleaf,
                         .run = s->doc_srun,
                         .K = K,
@@ -581,8 +605,9 @@ static inline __attribute__((always_inline)) int visit_docs(const lda_ctx *c, ld
     const uint64_t base = t->blk_tok[b];
     for (uint32_t d = 0, p = 0; d < t->n_docs && p < ntok; d++) {
         const uint32_t end = s->doc_cnt[d];
-        if (p < end)
-            doc_tokens(&l, d, s->doc_ord, p, end, base, rng, avx2);
+        const int64_t full = p < end ? doc_tokens(&l, d, s->doc_ord, p, end, base, rng, avx2) : 0;
+        if (full)
+            return lda_overflow(b, t->run_word[t->blk_run[b] + (uint64_t)(-1 - full)], err);
         p = end;
     }
     views_store(c, t, b, payload, s);
@@ -637,4 +662,9 @@ uint32_t lda_doc_q_find(int avx2, const float *pre, uint32_t n, double u)
 uint32_t lda_doc_word_topic(const uint32_t *e, uint32_t n, uint32_t k)
 {
     return word_topic(e, n, k);
+}
+
+int lda_doc_word_gain(uint32_t *v, uint32_t room, uint32_t x, uint32_t k)
+{
+    return word_gain(v, room, x, k);
 }

@@ -589,6 +589,33 @@ static void test_doc_word_topic(void **state)
     }
 }
 
+/* A topic gaining a token in a word's list: appended at count 1 when
+ * absent, its count up when present, and a full list (corrupt counts: more
+ * topics than the slice has room for) refused with nothing written (the
+ * list is an exact allocation: ASan would see a write past it). */
+static void test_doc_word_gain(void **state)
+{
+    (void)state;
+    enum { ROOM = 3 };
+    uint32_t *v = malloc((1 + ROOM) * sizeof(uint32_t));
+    assert_non_null(v);
+    v[0] = 0;
+    for (uint32_t k = 0; k < ROOM; k++)
+        assert_int_equal(lda_doc_word_gain(v, ROOM, v[0], 10 + k), 0);
+    assert_int_equal(v[0], ROOM);
+    for (uint32_t x = 0; x < ROOM; x++)
+        assert_int_equal(v[1 + x], (10 + x) << 16 | 1);
+    assert_int_equal(lda_doc_word_gain(v, ROOM, v[0], 20), -1);
+    assert_int_equal(v[0], ROOM);
+    for (uint32_t x = 0; x < ROOM; x++)
+        assert_int_equal(v[1 + x], (10 + x) << 16 | 1);
+    /* a topic already listed still gains in a full list */
+    assert_int_equal(lda_doc_word_gain(v, ROOM, 1, 11), 0);
+    assert_int_equal(v[2], 11u << 16 | 2);
+    assert_int_equal(v[0], ROOM);
+    free(v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -598,6 +625,7 @@ int main(void)
         cmocka_unit_test(test_list_bucket),   cmocka_unit_test(test_list_topic),
         cmocka_unit_test(test_packed_bucket), cmocka_unit_test(test_packed_topic),
         cmocka_unit_test(test_doc_q),         cmocka_unit_test(test_doc_word_topic),
+        cmocka_unit_test(test_doc_word_gain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
