@@ -6,10 +6,11 @@
 #                  [--epochs N] [--rounds 3] [--calibrations 1] [--keep] [--size small|large]
 #                  [--busy-from ranks|threads] [--wake-pause-us 50000] [--wake-pairs 3]
 #                  [--slow-start-after-idle 0|1] [--tcp-cc NAME]
-#                  [--calibrate-after 1|0] [--latency-repeats 3]
+#                  [--calibrate-after 1|0] [--latency-repeats 3] [--statistic mean|median]
 #                  [--configs APP:RANKS:GBPS[:THREADS[:PIPELINE[:ADDED_LATENCY_US]]],...]
 #   bench/scale.sh --auto APP:RANKS:GBPS [--rounds 3] [--epochs N]
 #   bench/scale.sh --repredict DIR [--model-args "ARGS"] [--calibrate-after 1|0]
+#                  [--statistic mean|median] [--busy-from ranks|threads]
 #
 # Needs root (ip netns, tc).  Topology: one namespace per rank (rtscale-R,
 # address 169.254.77.R+1/24 on its veth) and one holding a bridge
@@ -44,8 +45,8 @@
 # calibration, one process, does not pay); then run `rotor train` in every
 # namespace (THREADS threads per rank, default 1, on a plan of PIPELINE
 # blocks per worker, default 2; --pin no: on one machine every rank would
-# pin to the same core) and take its median epoch time and stall over the
-# epochs after the first; and predict that round (the model's medians over
+# pin to the same core) and take its mean epoch time and stall over the
+# epochs after the first; and predict that round (the model's means over
 # its rotations) with `rotor simulate`: its speed (--rate, and
 # --busy-core-speed: the ranks' calibration's rate per CPU second of their
 # cells over the serial one's, or with --busy-from threads the threaded
@@ -66,8 +67,16 @@
 # cores (--net-cpu-ns-per-byte, measured with the bandwidth) and TCP's send
 # buffer (--send-buffer-kib 8192: the transport's 4 MiB SO_SNDBUF, which
 # Linux doubles; a pass frees its slot once written there).  Measured and
-# predicted are each the median over the rounds.  One JSON line per
-# configuration:
+# predicted are each the mean over the rounds (the mean of all the rounds'
+# epochs, the rounds being of equal length).  --statistic median: medians
+# instead, of a round's epochs, of the model's rotations and of the rounds,
+# the rule until this option; the mean repeats better: an epoch's stall
+# (the largest of the ranks') varies by 4-7 points sd within a round, the
+# epochs are independent (lag-1 correlation -0.12), so 3 x 7 of them leave
+# a sampling spread, and the median of 3 medians of 7 spread it most (the
+# four quiet 17-row runs of 2026-11-27: a row's measured stall ranged over
+# 4.2 points on average, up to 9.3, from run to run; their means 2.8, up to
+# 6.3; sim16g's note).  One JSON line per configuration:
 #   {"app", "ranks", "threads", "pipeline", "gbps", "gbps_tcp",
 #    "net_cpu_ns_per_byte", "added_latency_us", "latency_us",
 #    "rounds", "measured_epoch_s", "predicted_epoch_s", "epoch_error",
@@ -85,7 +94,9 @@
 #    "worker_cv", "step_cv", "cell_cv_cpu", "critical", "loadavg", "round_compute_cpu_ratio_ranks",
 #    "busy_from", "round_ranks_busy_core_speed", "round_ranks_cpu_rate", "alt_busy_from",
 #    "alt_predicted_epoch_s", "alt_predicted_stall", "round_alt_predicted_epoch_s",
-#    "round_alt_predicted_stall", "wake_speed", "round_wake_rate_ratio"}
+#    "round_alt_predicted_stall", "wake_speed", "round_wake_rate_ratio", "statistic",
+#    "measured_stall_ranks_mean", "predicted_stall_ranks_mean",
+#    "round_measured_stall_ranks_mean", "round_predicted_stall_ranks_mean"}
 # (the round_ lists: each round's figures, in order; rate and
 # busy_core_speed: the medians of the speeds of the calibrations before the
 # rounds; round_model_*: the speeds the model got (round_speed);
@@ -106,6 +117,11 @@
 # not a prediction but a diagnostic, the same model with each round's rate
 # scaled so that its compute is the measured one: what error is left is the
 # schedule's and the link's model, the rest came from the calibration).
+# (stall_ranks_mean: the stall as the mean over the ranks of a rank's stall
+# over its rotation, rotations after the first, against the model's
+# stall_mean; means whatever --statistic: the engine's stall, the largest
+# of the ranks', swings with whichever rank was the slower in a rotation,
+# this one about a third as much.)
 # stderr gets one line per configuration with its plan's figures so far
 # (median and range) and its rounds' speeds.
 # --auto: the plan of `rotor partition --pipeline auto` (for the measured
@@ -116,7 +132,7 @@
 # words), so an epoch takes 0.4-1.3 s instead of 40-220 ms and the
 # millisecond thread hand-offs and run-to-run noise weigh less; MF's block
 # bytes grow with its compute (rank and columns alike), so 0.25-0.5 Gb/s
-# stay bandwidth-bound on 2 cores.  Default epochs 8 (medians over 7).
+# stay bandwidth-bound on 2 cores.  Default epochs 8 (means over 7).
 # --quick: 4 configurations, one round of 4 epochs each (about a minute).
 # --keep: keep the scratch directory; per configuration
 # (kept/APP.RANKS.THREADS.PIPELINE.GBPS.ADDED_US) every round's rank logs
@@ -136,7 +152,8 @@
 # by --model-args, against the figures the round's rank logs measured;
 # one JSON line per configuration with the fields above that need no run
 # (app to stall_error, the compute and round_ lists, the
-# *_given_measured_compute ones) and "model_args".  So a change of the
+# *_given_measured_compute ones, the stall_ranks_mean ones) and "model_args";
+# --statistic applies to a kept run as to a live one.  So a change of the
 # model is checked against a quiet run's data without running it again.
 # Without root or namespaces it prints a message and exits 0.
 # One scale.sh at a time owns the rtscale-* namespaces (lock
@@ -147,12 +164,13 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 ranks=2,4,8 gbps=1,5,25 apps=sgd-mf,lda epochs="" rounds=3 quick=0 keep=0 configs="" auto="" size=small
 calibrations=1 tcp_cc="" slow_start_after_idle=0 busy_from=ranks wake_pause_us=50000 wake_pairs=3
-repredict="" model_args="" calibrate_after=1 latency_repeats=3
+repredict="" model_args="" calibrate_after=1 latency_repeats=3 statistic=mean
 BENCH_FLAGS=([quick]=quick=1 [keep]=keep=1)
 bench_options 2,131 "$@"
 case $busy_from in ranks | threads) ;; *) bench_fail "--busy-from is ranks or threads, not $busy_from" ;; esac
 case $calibrate_after in 0 | 1) ;; *) bench_fail "--calibrate-after is 0 or 1, not $calibrate_after" ;; esac
 [[ $latency_repeats =~ ^[1-9][0-9]*$ ]] || bench_fail "--latency-repeats is a count, not $latency_repeats"
+case $statistic in mean | median) ;; *) bench_fail "--statistic is mean or median, not $statistic" ;; esac
 case $size in
 small) mf_cols=10000 mf_nnz=1500000 mf_rank=64 lda_docs=6000 lda_vocab=20000 ;;
 large) mf_cols=60000 mf_nnz=9000000 mf_rank=128 lda_docs=15000 lda_vocab=60000 ;;
@@ -492,10 +510,26 @@ epochs_of_run() { # epochs_of_run [FILE]
     fi | tail -n +2 | awk '{ printf "%s %.4f\n", $1, $2 / 100 }'
 }
 
-# "epoch stall": the medians over the epochs in FILE ("nan nan" if none)
-epoch_medians() { # epoch_medians FILE
+# "epoch stall": the --statistic of the epochs in FILE ("nan nan" if none)
+epoch_stats() { # epoch_stats FILE
     [ -s "$1" ] || { echo "nan nan"; return; }
-    echo "$(col_median 1 "$1") $(col_median 2 "$1")"
+    echo "$(col_stat 1 "$1") $(col_stat 2 "$1")"
+}
+
+# ranks_stall_mean RANKS LOG_PREFIX: the stall as the mean over the ranks (not
+# the engine's max) of each rank's stall over its rotation, in the rotations
+# after the first that every rank logged, averaged over them; nan if none.
+# The max swings with whichever rank was the slower in a rotation (the
+# quiet runs' sgd-mf 2 x 1 at 1 Gb/s: an epoch's max varied by 5.4 points
+# sd within a round, the mean over ranks by 1.9), so this one repeats better
+# from run to run; the model's is its "stall_mean".
+ranks_stall_mean() {
+    for ((r = 0; r < $1; r++)); do
+        sed -n 's/.*engine: rank \([0-9]*\) rotation: \([0-9.]*\) s, .* stall \([0-9.]*\) s, .*(rotation \([0-9]*\)).*/\1 \4 \2 \3/p' \
+            "$2.$r" 2>/dev/null
+    done | awk -v n="$1" '$2 > 0 && $3 > 0 { s[$2] += $4 / $3; c[$2]++ }
+        END { for (k in c) if (c[k] == n) { t += s[k] / n; m++ }
+              if (m) printf "%.4f\n", t / m; else print "nan" }'
 }
 
 declare -A rate step_us cell_cv step_cv worker_cv inline_us busy_speed wake
@@ -632,7 +666,7 @@ ranks_calibration() {
         for p in "${pids[@]}"; do wait "$p" || rc=1; done
     done
     [ "$rc" = 0 ] || { tail -n 5 "$TMP"/cal.* >&2; return 1; }
-    ranks_rate "$app" "$plan" "$n" "$TMP/cal" >"$TMP/ranks_rate"
+    ranks_rate "$app" "$plan" "$n" "$TMP/cal" >"$TMP/ranks_rate" || return 1
     echo "$(busy_of "$(col_median 7 "$TMP/pairs")" "$(cat "$TMP/ranks_rate")")" \
         "$(cat "$TMP/ranks_rate") $(col_median 7 "$TMP/pairs")"
 }
@@ -642,7 +676,7 @@ ranks_calibration() {
 # busiest rank's median over its rotations after the first (0 if none)
 ranks_rate() {
     local work cpu
-    work=$(busiest_work "$1" "$2")
+    work=$(busiest_work "$1" "$2") || return 1
     cpu=$(rank_max_median "$3" "compute CPU" "$4")
     awk -v w="$work" -v c="$cpu" 'BEGIN { printf "%.6g\n", (c > 0 ? w / c : 0) }'
 }
@@ -661,10 +695,10 @@ ranks_rate() {
 # ranks, a core each: both alike).  The threaded calibration's worker_cv is
 # the same figure for threads of one process.
 ranks_spread() {
-    local plan=$1 n=$2 app=$3 prefix=$4 r work
-    # shellcheck disable=SC2046 # app_args: one option a word
+    local plan=$1 n=$2 app=$3 prefix=$4 r work rate1
+    rate1=$(plan_at_rate_1 "$app" "$plan") || return 1
     work=$(sed -n 's/.*simulate: node \([0-9]*\) rotation: .*, compute \([0-9.]*\) s .*/\1:\2/p' \
-        "$(plan_at_rate_1 "$app" "$plan").log" | paste -sd, -)
+        "$rate1.log" | paste -sd, -)
     for ((r = 0; r < n; r++)); do
         [ -f "$prefix.$r" ] || return 0
         sed -n 's/.*engine: rank \([0-9]*\) rotation: .*(rotation \([0-9]*\)), compute CPU \([0-9.]*\) s.*/\1 \2 \3/p' \
@@ -724,7 +758,7 @@ calibrate_speed() {
         calibrate_round "$1" "$plan" "$key" || return 1
     fi
     ranks_calibration "$1" "$2" "$3" "$4" >"$TMP/ranks_speed" || return 1
-    ranks_spread "$plan" "$2" "$1" "$TMP/cal" >>"$TMP/ranks_cv.$key"
+    ranks_spread "$plan" "$2" "$1" "$TMP/cal" >>"$TMP/ranks_cv.$key" || return 1
     echo "$(cut -d' ' -f1,3 "$TMP/speed") $(cut -d' ' -f2,3 "$TMP/ranks_speed")" >>"$TMP/speeds"
 }
 
@@ -752,18 +786,23 @@ keep_calibration() {
 # ratio), busy core speed min(1, ratio), ratio the ranks' CPU rate over the
 # serial one's (the serial run's wall over CPU rate, a core shared with
 # other processes, stays in both); threads: the serial wall rate, and the
-# threaded calibration's CPU rate over the serial one's (busy_of).
+# threaded calibration's CPU rate over the serial one's (busy_of), each
+# calibration's ratio of its own pair, then their geometric mean: the
+# closing calibration has no threaded run (threads_cpu_rate 0), and the
+# last round's own threaded rate over the mean of two serial ones (rev22
+# F4) took its busy speed from a pair never measured together.
 round_speed() {
     sed -n "$1,$(($1 + calibrate_after))p" "$2" | awk -v from="$3" '
         { for (i = 1; i <= 4; i++) if ($i + 0 > 0) { l[i] += log($i); c[i]++ } }
+        $2 + 0 > 0 && $4 + 0 > 0 { lp += log($2 / $4); cp++ }
         function g(i) { return c[i] ? exp(l[i] / c[i]) : 0 }
         END {
-            r = g(1); t = g(2); k = g(3); s = g(4)
+            r = g(1); k = g(3); s = g(4)
             if (from == "ranks") {
                 x = (k > 0 && s > 0) ? k / s : 1; if (x < 0.01) x = 0.01
                 printf "%.6g %.4g\n", (x > 1 ? r * x : r), (x > 1 ? 1 : x)
             } else {
-                f = (s > 0 && t > 0) ? t / s : 1; if (f > 1) f = 1; if (f < 0.01) f = 0.01
+                f = cp ? exp(lp / cp) : 1; if (f > 1) f = 1; if (f < 0.01) f = 0.01
                 printf "%.6g %.3f\n", r, f
             }
         }'
@@ -774,12 +813,13 @@ round_speed() {
 # through the round's shaping and relay), then one run; appends "compute
 # epoch stall rate busy_core_speed threads_cpu_rate compute_cpu steal
 # compute_sys" to $TMP/rounds: the run's compute (rank_max_median) and
-# median epoch and stall over its epochs after the first, the speed of the
+# epoch and stall over its epochs after the first (--statistic), the speed of the
 # calibration right before it, the compute's CPU seconds, the steal while
 # it ran and the compute's kernel seconds, then "ranks_busy_core_speed
 # ranks_cpu_rate serial_cpu_rate" (ranks_calibration), the wake ratio and
 # "latency_us latency_min_us latency_max_us" (the median of
-# --latency-repeats measures, and their range).
+# --latency-repeats measures, and their range), and the stall's mean over
+# the ranks (ranks_stall_mean).
 one_round() {
     local app=$1 n=$2 g=$3 th=$5 c=$6 d=$7 plan r kept ticks lat
     plan=$(plan_dir "$app" "$n" "$th" "$c")
@@ -796,10 +836,10 @@ one_round() {
     fi
     ticks="$ticks $(cpu_ticks)"
     epochs_of_run >"$TMP/epochs"
-    echo "$(rank_max_median "$n" compute) $(epoch_medians "$TMP/epochs") $(cat "$TMP/speed")" \
+    echo "$(rank_max_median "$n" compute) $(epoch_stats "$TMP/epochs") $(cat "$TMP/speed")" \
         "$(rank_max_median "$n" "compute CPU") $(steal_between "$ticks")" \
         "$(rank_max_median "$n" "in the kernel") $(cat "$TMP/ranks_speed")" \
-        "$(cut -d' ' -f9 "$TMP/pairs" | tail -n 1) $lat" >>"$TMP/rounds"
+        "$(cut -d' ' -f9 "$TMP/pairs" | tail -n 1) $lat $(ranks_stall_mean "$n" "$TMP/log")" >>"$TMP/rounds"
     if [ "$keep" = 1 ]; then # the ranks' logs, beside the model's (one_config)
         kept=$TMP/kept/$app.$n.$th.$c.$g.$d/round.$(wc -l <"$TMP/rounds")
         keep_calibration "$kept" "$n"
@@ -840,9 +880,35 @@ predict() {
         mkdir -p "$kept"
         echo "${sim[*]}" >"$kept/simulate.cmd"
         echo "$MODEL_TERMS $(speed_rule)" >"$kept/model_terms"
-        ROTOR_LOG=debug "${sim[@]}" 2>"$kept/simulate.log" || { tail -n 3 "$kept/simulate.log" >&2; return 1; }
+        model_run "$kept/simulate.log" "${sim[@]}"
     else
-        "${sim[@]}"
+        model_run "$TMP/model.log" "${sim[@]}"
+    fi
+}
+
+# model_run LOG CMD...: the model's JSON line (CMD, a `rotor simulate --json`,
+# its debug lines in LOG) with "mean_epoch_s" and "mean_stall" added: the
+# means over its jittered rotations (its debug line; its predicted_* are their
+# medians), or its one rotation's figures without jitter.  --statistic mean
+# compares them with the means of the measured epochs.
+model_run() {
+    local log=$1 json means
+    shift
+    json=$(ROTOR_LOG=debug "$@" 2>"$log") || { tail -n 3 "$log" >&2; return 1; }
+    means=$(sed -n 's/.*simulate: over [0-9]* rotations: epoch mean \([0-9.e+-]*\) s median [0-9.e+-]* s, stall mean \([0-9.e+-]*\) median .*/\1 \2/p' \
+        "$log" | tail -n 1)
+    [ -n "$means" ] || means="$(json_num predicted_epoch_s "$json") $(json_num predicted_stall "$json")"
+    echo "${json%\}}, \"mean_epoch_s\": ${means% *}, \"mean_stall\": ${means#* }}"
+}
+
+# model_figures JSON: "epoch stall" of a model_run by --statistic: the means
+# over its rotations, or (median) their medians, predicted_epoch_s and
+# predicted_stall, the figures before --statistic existed
+model_figures() {
+    if [ "$statistic" = mean ]; then
+        echo "$(json_num mean_epoch_s "$1") $(json_num mean_stall "$1")"
+    else
+        echo "$(json_num predicted_epoch_s "$1") $(json_num predicted_stall "$1")"
     fi
 }
 
@@ -906,24 +972,47 @@ steal_between() { echo "$1" | awk '{ d = $4 - $2; printf "%.4f", (d > 0 ? ($3 - 
 # $TMP/rate1: prints the path of its JSON (PATH.json) and debug lines
 # (PATH.log).  A model run reads the plan (0.3-0.8 s here), and each
 # calibration and configuration asked for the same figures again (about 10
-# runs a configuration).
+# runs a configuration).  A failed model run fails (with its message): its
+# empty figures made the ranks' rate 0, which round_speed skipped unsaid.
 plan_at_rate_1() {
     local f
     f=$TMP/rate1/$1.$(echo "$2" | cksum | cut -d' ' -f1)
     if [ ! -s "$f.json" ]; then
         mkdir -p "$TMP/rate1"
         # shellcheck disable=SC2046 # app_args: one option a word
-        ROTOR_LOG=debug "$ROTOR" simulate --plan "$2" --app "$1" $(app_args "$1") --rate 1 \
-            --gbps 0 --json >"$f.json" 2>"$f.log" || true
+        if ! ROTOR_LOG=debug "$ROTOR" simulate --plan "$2" --app "$1" $(app_args "$1") --rate 1 \
+            --gbps 0 --json >"$f.json" 2>"$f.log"; then
+            echo "scale.sh: the model of $2 at rate 1 (its nodes' work) failed:" >&2
+            tail -n 3 "$f.log" >&2
+            rm -f "$f.json"
+            return 1
+        fi
     fi
     echo "$f"
 }
 
 # busiest_work APP PLAN: the work units of the plan's busiest node per
-# rotation (the model's compute time at rate 1, alone)
-busiest_work() { json_num compute_s "$(cat "$(plan_at_rate_1 "$1" "$2").json")"; }
+# rotation (the model's compute time at rate 1, alone); fails without it
+busiest_work() {
+    local f w
+    f=$(plan_at_rate_1 "$1" "$2") || return 1
+    w=$(json_num compute_s "$(cat "$f.json")")
+    [ -n "$w" ] || { echo "scale.sh: no compute_s in the model of $2 at rate 1 ($f.json)" >&2; return 1; }
+    echo "$w"
+}
 
+# mean: the mean of the numbers on standard input (%.6g); nan if one is not
+# a number (a round that logged no epochs), null if there are none (as median)
+mean() {
+    awk '$1 !~ /^[-+]?[0-9.]+([eE][-+]?[0-9]+)?$/ { bad = 1 } { s += $1; n++ }
+        END { if (!n) print "null"; else if (bad) print "nan"; else printf "%.6g\n", s / n }'
+}
 col_median() { cut -d' ' -f"$1" "${2:-$TMP/rounds}" | median; } # col_median COLUMN [FILE]
+col_mean() { cut -d' ' -f"$1" "${2:-$TMP/rounds}" | mean; }     # col_mean COLUMN [FILE]
+# col_stat COLUMN [FILE]: the --statistic of a column: how a round's epochs
+# make its figure, and the rounds' figures (measured and predicted alike)
+# the configuration's
+col_stat() { if [ "$statistic" = mean ]; then col_mean "$@"; else col_median "$@"; fi; }
 # json_list COLUMN [FILE]: a column as a JSON list
 json_list() { cut -d' ' -f"$1" "${2:-$TMP/rounds}" | paste -sd, - | sed 's/^/[/; s/$/]/; s/,/, /g'; }
 
@@ -931,9 +1020,9 @@ other_busy_from() { if [ "$busy_from" = ranks ]; then echo threads; else echo ra
 
 # one_config APP RANKS GBPS LAT_US THREADS PIPELINE ADDED_US: --rounds runs,
 # each after a calibration of the machine's speed, each predicted from its
-# own; measured and predicted are the medians over the rounds of each
-# round's figures (its median over its epochs, and the model's median over
-# its jittered rotations).  The per-round lists are in the JSON too.
+# own; measured and predicted are the --statistic over the rounds of each
+# round's figures (the same over its epochs, and over the model's jittered
+# rotations).  The per-round lists are in the JSON too.
 one_config() {
     local app=$1 n=$2 g=$3 lat=$4 th=$5 c=$6 d=$7 load me ms pe ps pred given alt crit i
     local key=$app.$n.$th.$c
@@ -958,13 +1047,11 @@ one_config() {
             -v m="$(sed -n "${i}p" "$TMP/rounds" | cut -d' ' -f1)" \
             'BEGIN { printf "%.6g", (m + 0 > 0 && p + 0 > 0 ? p / m : 1) }')") || return 1
         alt=$(predict "$@" "$i" 1 "$(other_busy_from)") || return 1
-        echo "$(json_num predicted_epoch_s "$pred") $(json_num predicted_stall "$pred")" \
-            "$(json_num compute_s "$pred")" \
+        echo "$(model_figures "$pred") $(json_num compute_s "$pred")" \
             "$(echo "$pred" | sed -n 's/.*"critical": "\([a-z]*\)".*/\1/p')" \
-            "$(json_num predicted_epoch_s "$given") $(json_num predicted_stall "$given")" \
-            "$(json_num predicted_epoch_s "$alt") $(json_num predicted_stall "$alt")" >>"$TMP/preds"
+            "$(model_figures "$given") $(model_figures "$alt") $(json_num stall_mean "$pred")" >>"$TMP/preds"
     done
-    me=$(col_median 2) ms=$(col_median 3) pe=$(col_median 1 "$TMP/preds") ps=$(col_median 2 "$TMP/preds")
+    me=$(col_stat 2) ms=$(col_stat 3) pe=$(col_stat 1 "$TMP/preds") ps=$(col_stat 2 "$TMP/preds")
     crit=$(cut -d' ' -f4 "$TMP/preds" | sort | uniq -c | sort -rn | awk 'NR == 1 { print $2 }')
     calibration_line "$key"
     printf '{"app": "%s", "ranks": %d, "threads": %d, "pipeline": %d, "gbps": %s, ' \
@@ -995,9 +1082,10 @@ one_config() {
         "$(col_median 7)" "$(json_list 7)" "$(json_list 8)"
     printf '"round_measured_compute_sys_s": %s, ' "$(json_list 9)"
     printf '"epoch_given_measured_compute_s": %s, "stall_given_measured_compute": %s, ' \
-        "$(col_median 5 "$TMP/preds")" "$(col_median 6 "$TMP/preds")"
+        "$(col_stat 5 "$TMP/preds")" "$(col_stat 6 "$TMP/preds")"
     printf '"round_epoch_given_measured_compute_s": %s, "round_stall_given_measured_compute": %s, ' \
         "$(json_list 5 "$TMP/preds")" "$(json_list 6 "$TMP/preds")"
+    stall_ranks_fields 17 9
     printf '"round_compute_cpu_ratio": %s, ' "$(awk -v w="$(busiest_work "$app" "$(plan_dir "$app" "$n" "$th" "$c")")" \
         '{ printf "%s%.3f", (NR > 1 ? ", " : "["), (w > 0 ? $7 * $6 / w : 0) } END { print "]" }' "$TMP/rounds")"
     printf '"round_compute_cpu_ratio_ranks": %s, ' "$(awk -v w="$(busiest_work "$app" "$(plan_dir "$app" "$n" "$th" "$c")")" \
@@ -1005,7 +1093,7 @@ one_config() {
     printf '"busy_from": "%s", "round_ranks_busy_core_speed": %s, "round_ranks_cpu_rate": %s, ' \
         "$busy_from" "$(json_list 10)" "$(json_list 11)"
     printf '"alt_busy_from": "%s", "alt_predicted_epoch_s": %s, "alt_predicted_stall": %s, ' \
-        "$(other_busy_from)" "$(col_median 7 "$TMP/preds")" "$(col_median 8 "$TMP/preds")"
+        "$(other_busy_from)" "$(col_stat 7 "$TMP/preds")" "$(col_stat 8 "$TMP/preds")"
     printf '"round_alt_predicted_epoch_s": %s, "round_alt_predicted_stall": %s, ' \
         "$(json_list 7 "$TMP/preds")" "$(json_list 8 "$TMP/preds")"
     printf '"calibrations": %d, "rate": %s, "busy_core_speed": %s, "step_overhead_us": %s, ' \
@@ -1015,6 +1103,17 @@ one_config() {
         "$(awk '$10 + 0 > 0 { print $10 }' "$TMP/calibration.$key" | median)"
     printf '"wake_speed": %s, "round_wake_rate_ratio": %s, ' "${wake[$key]}" "$(json_list 13)"
     printf '"critical": "%s", "loadavg": "%s"}\n' "$crit" "$load"
+}
+
+# stall_ranks_fields ROUNDS_COLUMN PREDS_COLUMN: the JSON fields of the
+# stall as the mean over the ranks (ranks_stall_mean) against the model's
+# (its stall_mean): the means over the rounds, whatever --statistic (the
+# model gives that figure's mean alone), and each round's; and --statistic.
+stall_ranks_fields() {
+    printf '"statistic": "%s", "measured_stall_ranks_mean": %s, "predicted_stall_ranks_mean": %s, ' \
+        "$statistic" "$(col_mean "$1")" "$(col_mean "$2" "$TMP/preds")"
+    printf '"round_measured_stall_ranks_mean": %s, "round_predicted_stall_ranks_mean": %s, ' \
+        "$(json_list "$1")" "$(json_list "$2" "$TMP/preds")"
 }
 
 # calibration_line KEY: stderr, the plan's figures so far (medians, then
@@ -1074,9 +1173,10 @@ auto_compare() {
 # calibration kept in DIR (its pair, calibration, and the ranks' logs,
 # calibration.log.R); nothing if DIR lacks them
 kept_speed() {
+    local k
     [ -s "$4/calibration" ] && [ -f "$4/calibration.log.0" ] || return 0
-    echo "$(col_median 1 "$4/calibration") $(col_median 8 "$4/calibration")" \
-        "$(ranks_rate "$1" "$2" "$3" "$4/calibration.log") $(col_median 7 "$4/calibration")"
+    k=$(ranks_rate "$1" "$2" "$3" "$4/calibration.log") || return 1
+    echo "$(col_median 1 "$4/calibration") $(col_median 8 "$4/calibration") $k $(col_median 7 "$4/calibration")"
 }
 
 # speed_args_of ROUND_DIR N COUNT: --rate and --busy-core-speed for kept
@@ -1103,12 +1203,12 @@ repredict_config() {
     count=$(find "$dir" -maxdepth 1 -name 'round.*' | wc -l)
     rounds=$(for ((i = 1; i <= count; i++)); do echo "$dir/round.$i"; done)
     for round in $rounds; do # as a run pools them: the plan's so far, these rounds included
-        ranks_spread "$root/$key/plan" "$n" "$app" "$round/calibration.log" >>"$TMP/ranks_cv.$key"
+        ranks_spread "$root/$key/plan" "$n" "$app" "$round/calibration.log" >>"$TMP/ranks_cv.$key" || return 1
     done
     : >"$TMP/speeds"
     : >"$TMP/lats"
     for round in $rounds "$dir/closing"; do
-        kept_speed "$app" "$root/$key/plan" "$n" "$round" >>"$TMP/speeds"
+        kept_speed "$app" "$root/$key/plan" "$n" "$round" >>"$TMP/speeds" || return 1
     done
     # a round without its calibration kept: the lines would not be the rounds'
     for round in $rounds; do [ -s "$round/calibration" ] && [ -f "$round/calibration.log.0" ] || : >"$TMP/speeds"; done
@@ -1124,22 +1224,21 @@ repredict_config() {
         # shellcheck disable=SC2206,SC2207 # one option a word
         sim+=($(speed_args_of "$round" "${round##*.}" "$count") $(model_args_of "$wcv" "$key" "$round")
             $model_args)
-        pred=$("${sim[@]}") || return 1
+        pred=$(model_run "$TMP/model.log" "${sim[@]}") || return 1
         echo "$lat" >>"$TMP/lats"
         mc=$(rank_max_median "$n" compute "$round/log")
         epochs_of_run "$round/log.0" >"$TMP/epochs"
-        echo "$mc $(epoch_medians "$TMP/epochs")" >>"$TMP/rounds"
+        echo "$mc $(epoch_stats "$TMP/epochs") $(ranks_stall_mean "$n" "$round/log")" >>"$TMP/rounds"
         pc=$(json_num compute_s "$pred")
         # the rate scaled as one_config and predict scale it (two roundings)
-        given=$("${sim[@]}" --rate "$(awk -v r="$(json_num rate "$pred")" -v s="$(awk -v p="$pc" \
-            -v m="$mc" 'BEGIN { printf "%.6g", (m + 0 > 0 && p + 0 > 0 ? p / m : 1) }')" \
+        given=$(model_run "$TMP/model.log" "${sim[@]}" --rate "$(awk -v r="$(json_num rate "$pred")" \
+            -v s="$(awk -v p="$pc" -v m="$mc" 'BEGIN { printf "%.6g", (m + 0 > 0 && p + 0 > 0 ? p / m : 1) }')" \
             'BEGIN { printf "%.6g", r * s }')") || return 1
-        echo "$(json_num predicted_epoch_s "$pred") $(json_num predicted_stall "$pred") $pc" \
-            "$(json_num predicted_epoch_s "$given") $(json_num predicted_stall "$given")" >>"$TMP/preds"
+        echo "$(model_figures "$pred") $pc $(model_figures "$given") $(json_num stall_mean "$pred")" >>"$TMP/preds"
     done
     [ -s "$TMP/preds" ] || return 0
     local me ms pe ps
-    me=$(col_median 2) ms=$(col_median 3) pe=$(col_median 1 "$TMP/preds") ps=$(col_median 2 "$TMP/preds")
+    me=$(col_stat 2) ms=$(col_stat 3) pe=$(col_stat 1 "$TMP/preds") ps=$(col_stat 2 "$TMP/preds")
     printf '{"app": "%s", "ranks": %d, "threads": %d, "pipeline": %d, "gbps": %s, ' \
         "$app" "$n" "$th" "$c" "$g"
     printf '"added_latency_us": %s, "latency_us": %s, "rounds": %d, ' "$d" \
@@ -1157,9 +1256,10 @@ repredict_config() {
     printf '"round_measured_compute_s": %s, "round_predicted_compute_s": %s, ' "$(json_list 1)" \
         "$(json_list 3 "$TMP/preds")"
     printf '"epoch_given_measured_compute_s": %s, "stall_given_measured_compute": %s, ' \
-        "$(col_median 4 "$TMP/preds")" "$(col_median 5 "$TMP/preds")"
+        "$(col_stat 4 "$TMP/preds")" "$(col_stat 5 "$TMP/preds")"
     printf '"round_epoch_given_measured_compute_s": %s, "round_stall_given_measured_compute": %s, ' \
         "$(json_list 4 "$TMP/preds")" "$(json_list 5 "$TMP/preds")"
+    stall_ranks_fields 4 6
     printf '"model_args": "%s"}\n' "$model_args"
 }
 
@@ -1173,7 +1273,7 @@ repredict_all() {
 # ---- main ----
 
 if [ -n "$repredict" ]; then
-    repredict_all "$repredict"
+    repredict_all "$repredict" || exit 1
     exit 0
 fi
 

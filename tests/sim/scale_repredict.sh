@@ -3,8 +3,10 @@
 # again with this rotor and the command kept beside each round (the plan
 # found in DIR, wherever the run kept it), against what the round's rank
 # logs measured.  Here a hand-made kept round of a 2-rank plan: the
-# measured figures are the medians of the logs' epochs after the first, the
-# prediction is the kept command's, --model-args reaches the model, the
+# measured figures are the means of the logs' epochs after the first (with
+# --statistic median their medians), the prediction is the kept command's
+# (the means over its rotations, or their medians), the stall's mean over
+# the ranks is measured beside the engine's max, --model-args reaches the model, the
 # ranks' calibration logs set the model's worker spread of a round kept
 # before the spreads were CPU seconds, a round kept since is predicted by its
 # command as run, and a directory without kept configurations is refused.
@@ -31,29 +33,51 @@ for r in 0 1; do
             "compute CPU 0.004 s, in the kernel 0.0001 s"
     done >"$round/log.$r"
 done
-for e in "1 0.050 40.0" "2 0.012 20.0" "3 0.010 30.0" "4 0.011 10.0"; do
+for e in "1 0.050 40.0" "2 0.012 20.0" "3 0.010 30.0" "4 0.017 16.0"; do
     read -r k s st <<<"$e"
     echo "rotor: epoch   $k    ${s}s     1.0M upd/s  train_rmse 1.0  stall  $st%  lr 0.05"
 done >>"$round/log.0"
 
 num() { echo "$2" | sed -n "s/.*\"$1\": \([0-9.e+-]*\).*/\1/p"; }
+same() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 == b + 0 && a != "") }'; } # same A B: equal numbers
+# rotation_means ARGS...: "epoch stall", the means over the jittered
+# rotations of `rotor simulate ARGS` (its debug line)
+rotation_means() {
+    ROTOR_LOG=debug "$ROTOR" simulate "$@" 2>&1 >/dev/null |
+        sed -n 's/.*over [0-9]* rotations: epoch mean \([0-9.]*\) s median [0-9.]* s, stall mean \([0-9.]*\) median.*/\1 \2/p'
+}
 # repredicts_as CV WHAT: the repredict of $run (its last configuration)
-# predicts epoch and stall as the kept model with --worker-cv CV does.
+# predicts epoch and stall as the kept model with --worker-cv CV does: the
+# means over its rotations, and with --statistic median their medians.
 repredicts_as() {
     local out want
     out=$(bash "$SCALE" --repredict "$run" | tail -n 1) || fail "repredict, $2"
+    want=$(rotation_means --plan "$run/sgd-mf.2.1.2/plan" "${model[@]}" --worker-cv "$1")
+    [ -n "$want" ] || fail "simulate --worker-cv $1: no rotation means"
+    if ! same "$(num predicted_epoch_s "$out")" "${want% *}" || ! same "$(num predicted_stall "$out")" "${want#* }"; then
+        fail "$2: want the means over the rotations with --worker-cv $1 ($want), got $out"
+    fi
+    out=$(bash "$SCALE" --repredict "$run" --statistic median | tail -n 1) || fail "repredict --statistic median, $2"
     want=$("$ROTOR" simulate --plan "$run/sgd-mf.2.1.2/plan" "${model[@]}" --worker-cv "$1") ||
         fail "simulate --worker-cv $1"
     [ "$(num predicted_epoch_s "$out") $(num predicted_stall "$out")" = \
         "$(num predicted_epoch_s "$want") $(num predicted_stall "$want")" ] ||
-        fail "$2: want the prediction with --worker-cv $1 ($want), got $out"
+        fail "$2, --statistic median: want the prediction with --worker-cv $1 ($want), got $out"
 }
 out=$(bash "$SCALE" --repredict "$run" 2>"$TMP/err") || { cat "$TMP/err" >&2; fail "repredict"; }
 [ "$(echo "$out" | wc -l)" = 1 ] || fail "one kept configuration, one line: $out"
 echo "$out" | grep -q '"app": "sgd-mf", "ranks": 2, "threads": 1, "pipeline": 2, "gbps": 0.5, ' ||
     fail "the configuration is named by its directory: $out"
-[ "$(num measured_epoch_s "$out")" = 0.011 ] || fail "measured epoch: median of 0.012 0.010 0.011: $out"
-[ "$(num measured_stall "$out")" = 0.2000 ] || fail "measured stall: median of 20 30 10 %: $out"
+same "$(num measured_epoch_s "$out")" 0.013 || fail "measured epoch: mean of 0.012 0.010 0.017: $out"
+same "$(num measured_stall "$out")" 0.22 || fail "measured stall: mean of 20 30 16 %: $out"
+echo "$out" | grep -q '"statistic": "mean"' || fail "the statistic is named: $out"
+# every rank stalled 0.001 s of its 0.01 s rotations
+same "$(num measured_stall_ranks_mean "$out")" 0.1 || fail "the stall's mean over the ranks: $out"
+med=$(bash "$SCALE" --repredict "$run" --statistic median) || fail "repredict --statistic median"
+same "$(num measured_epoch_s "$med")" 0.012 || fail "--statistic median: epoch median of 0.012 0.010 0.017: $med"
+same "$(num measured_stall "$med")" 0.2 || fail "--statistic median: stall median of 20 30 16 %: $med"
+expect_status 2 bash "$SCALE" --repredict "$run" --statistic mode
+grep -q 'mean or median' "$TMP/last.err" || fail "--statistic mode: $(cat "$TMP/last.err")"
 # rank 1's rotations after the first: 0.005 0.006 0.007 (median 0.006); rank 0's 0.005
 [ "$(num measured_compute_s "$out")" = 0.006 ] || fail "measured compute: the larger rank's: $out"
 want=$("$ROTOR" simulate --plan "$run/sgd-mf.2.1.2/plan" "${model[@]}") || fail "simulate"
@@ -61,6 +85,8 @@ want=$("$ROTOR" simulate --plan "$run/sgd-mf.2.1.2/plan" "${model[@]}") || fail 
     fail "predicted epoch: the kept command's ($want), got $out"
 [ "$(num predicted_stall "$out")" = "$(num predicted_stall "$want")" ] ||
     fail "predicted stall: the kept command's ($want), got $out"
+same "$(num predicted_stall_ranks_mean "$out")" "$(num stall_mean "$want")" ||
+    fail "predicted stall's mean over the ranks: the model's stall_mean ($want), got $out"
 
 # --model-args come after the kept command's options: a 10 ms step adds 4 x 10 ms
 more=$(bash "$SCALE" --repredict "$run" --model-args "--step-overhead-us 10100") ||
@@ -141,6 +167,7 @@ for c in "round.1 2e6" "round.2 8e6" "closing 4e6"; do
     cp "$round"/log.* "$cfg2/$where/"
     echo "/gone/rotor simulate --plan /gone/sgd-mf.2.1.2/plan ${model[*]} --rate 1e6" >"$cfg2/$where/simulate.cmd"
 done
+cp -r "$run2" "$TMP/run3" # for --busy-from threads, below
 rounds_of() { # rounds_of "RATE BUSY" "RATE BUSY": the predicted epochs with these speeds, a JSON list
     local a b
     a=$("$ROTOR" simulate --plan "$run2/sgd-mf.2.1.2/plan" "${model[@]}" --worker-cv 0 \
@@ -175,6 +202,43 @@ kept=$(num predicted_epoch_s "$("$ROTOR" simulate --plan "$run2/sgd-mf.2.1.2/pla
     --rate 1e6 --worker-cv 0)") || fail "simulate"
 [ "$(list "$out" round_predicted_epoch_s)" = "[$kept, $kept]" ] ||
     fail "a round's calibration missing: want the kept speeds [$kept, $kept], got $out"
+
+# --busy-from threads: a round's busy speed is the threaded calibration's CPU
+# rate over the serial one's, each calibration's own pair, then their
+# geometric mean.  The closing calibration runs no threaded job (its
+# threads_cpu_rate is 0): round 2 gets its own pair, 2 M / 4 M = 0.5, not
+# its threaded rate over the mean of its serial rate and the closing one's
+# 1 M (2 M / 2 M = 1; rev22 F4); round 1: sqrt(3/4 x 2/4) = 0.612.  (Both
+# nodes on a host of 2 cores, --host-cores 2, so that the busy speed counts.)
+run3=$TMP/run3 cfg3=$TMP/run3/kept/sgd-mf.2.1.2.0.5.0
+echo "2e6 20 100 0 0 0 4e6 3e6 1" >"$cfg3/round.1/calibration"
+echo "2e6 20 100 0 0 0 4e6 2e6 1" >"$cfg3/round.2/calibration"
+echo "2e6 20 0 0 0 0 1e6 0 null 0" >"$cfg3/closing/calibration"
+out=$(bash "$SCALE" --repredict "$run3" --busy-from threads --model-args "--host-cores 2") ||
+    fail "repredict --busy-from threads"
+busy_epochs() { # busy_epochs BUSY1 BUSY2: the predicted epochs at 2 M with these busy speeds
+    local b e=()
+    for b in "$@"; do
+        e+=("$(num predicted_epoch_s "$("$ROTOR" simulate --plan "$run3/sgd-mf.2.1.2/plan" "${model[@]}" \
+            --worker-cv 0 --rate 2e6 --busy-core-speed "$b" --host-cores 2)")")
+    done
+    echo "[${e[0]}, ${e[1]}]"
+}
+want=$(busy_epochs 0.612 0.5)
+[ "$(list "$out" round_predicted_epoch_s)" = "$want" ] ||
+    fail "--busy-from threads: each calibration's own pair: want $want, got $out"
+[ "$(busy_epochs 0.612 1)" != "$want" ] || fail "the test's speeds do not tell F4 apart"
+
+# The model of the plan at rate 1 (the nodes' work, behind the ranks' rate
+# and spread) failing: the repredict fails and says so, where it gave a
+# ranks' rate of 0 that the speed rule skipped unsaid.
+printf '#!/bin/sh\ncase " $* " in *" --rate 1 "*) echo "rotor: simulate: injected failure" >&2; exit 3 ;; esac\nexec "%s" "$@"\n' \
+    "$ROTOR" >"$TMP/rotor1"
+chmod +x "$TMP/rotor1"
+expect_status 1 env ROTOR="$TMP/rotor1" bash "$SCALE" --repredict "$run3"
+if ! grep -q 'at rate 1 .*failed' "$TMP/last.err" || ! grep -q 'injected failure' "$TMP/last.err"; then
+    fail "a failed model at rate 1: $(cat "$TMP/last.err")"
+fi
 
 mkdir -p "$TMP/empty"
 expect_status 2 bash "$SCALE" --repredict "$TMP/empty"
