@@ -275,9 +275,14 @@ static int lda_rotation_end(void *p, rt_engine *eng, uint64_t rot, const rt_rota
             "tokens/s %.3fM last sweep %.3fs stall %.1f%%",
             (unsigned long long)rot, c->ll_per_token, ll, ppl, tps / 1e6, st->seconds,
             100.0 * st->stall_frac_max);
-    json_t *rec = json_pack("{s:I, s:f, s:f, s:f, s:f, s:f}", "iter", (json_int_t)rot,
-                            "ll_per_token", c->ll_per_token, "log_joint", ll, "tokens_per_s", tps,
-                            "seconds", st->seconds, "stall_frac", st->stall_frac_max);
+    /* the last sweep's wall beyond its cells (rt_rotation_stats): how much a
+     * run on threads loses to uneven cells, hand-overs and the totals */
+    const double sec = st->seconds > 0 ? st->seconds : 1;
+    json_t *rec = json_pack(
+        "{s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "iter", (json_int_t)rot, "ll_per_token",
+        c->ll_per_token, "log_joint", ll, "tokens_per_s", tps, "seconds", st->seconds, "stall_frac",
+        st->stall_frac_max, "imbalance_frac", st->imbalance_s / sec, "handover_frac",
+        st->handover_s / sec, "step_end_frac", st->step_end_s / sec);
     if (rec && !isnan(c->perplexity))
         json_object_set_new(rec, "perplexity", json_real(c->perplexity));
     return rec ? rt_metrics_epoch(&a->metrics, rec, *stop, err) : 0;

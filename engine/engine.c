@@ -36,6 +36,7 @@ typedef struct worker_slot {
     pthread_t tid;
     rt_visit visit;
     double compute_s;     /* wall seconds inside visit() this rotation */
+    double cell_s;        /* wall seconds of the last cell it ran */
     double compute_cpu_s; /* CPU seconds of the thread inside visit() this rotation */
     double compute_sys_s; /* ... of them in the kernel */
     double cpu_s;         /* CPU seconds of the last cell it ran */
@@ -82,6 +83,7 @@ struct rt_engine {
     const rt_app_ops *ops;
     void *app;
     double stall_s;
+    double imbalance_s, handover_s, step_end_s; /* this rotation (rt_rotation_stats) */
 };
 
 /* ---------------------------------------------------------------- threads */
@@ -111,7 +113,8 @@ static int run_visit(rt_engine *e, worker_slot *w)
 {
     double s0 = thread_sys_s(), c0 = thread_cpu_s(), t0 = rt_now();
     w->rc = e->ops->visit(e->app, &w->visit, &w->err);
-    w->compute_s += rt_now() - t0;
+    w->cell_s = rt_now() - t0;
+    w->compute_s += w->cell_s;
     w->cpu_s = thread_cpu_s() - c0;
     w->compute_cpu_s += w->cpu_s;
     w->compute_sys_s += thread_sys_s() - s0;
@@ -357,6 +360,20 @@ static int step_inline(const rt_engine *e)
     return e->inline_mode == RT_INLINE_ALWAYS;
 }
 
+/* A step on the worker threads took `wall`: its cells' spread and the rest
+ * (rt_rotation_stats). */
+static void account_step(rt_engine *e, double wall)
+{
+    double longest = 0, sum = 0;
+    for (uint32_t t = 0; t < e->T; t++) {
+        const double c = e->workers[t].cell_s;
+        longest = c > longest ? c : longest;
+        sum += c;
+    }
+    e->imbalance_s += longest - sum / e->T;
+    e->handover_s += wall > longest ? wall - longest : 0;
+}
+
 static int run_step(rt_engine *e, uint32_t step, uint64_t rot, rt_error *err)
 {
     if (e->serial)
@@ -374,8 +391,10 @@ static int run_step(rt_engine *e, uint32_t step, uint64_t rot, rt_error *err)
             if (run_visit(e, &e->workers[t]))
                 break;
     } else {
+        double t0 = rt_now();
         pthread_barrier_wait(&e->step_start);
         pthread_barrier_wait(&e->step_done);
+        account_step(e, rt_now() - t0);
     }
     e->last_step_cpu_s = 0;
     for (uint32_t t = 0; t < e->T; t++) {
@@ -419,9 +438,11 @@ static void log_rotation(const rt_engine *e, uint64_t rot, const rt_rotation_sta
 {
     rt_debug("engine: rank %u rotation: %.6f s, compute %.6f s (mean over threads), stall "
              "%.6f s, credit wait %.6f s, %u of %u steps inline (rotation %llu), compute CPU "
-             "%.6f s, in the kernel %.6f s",
+             "%.6f s, in the kernel %.6f s, step imbalance %.6f s, hand-over %.6f s, step_end "
+             "%.6f s",
              e->rank, st->seconds, st->compute_s, st->stall_s, credit_wait_s, st->inline_steps,
-             e->B, (unsigned long long)rot, st->compute_cpu_s, st->compute_sys_s);
+             e->B, (unsigned long long)rot, st->compute_cpu_s, st->compute_sys_s, st->imbalance_s,
+             st->handover_s, st->step_end_s);
 }
 
 static int rotation_stats(rt_engine *e, uint64_t rot, double t0, const rt_transport_stats *ts0,
@@ -441,6 +462,10 @@ static int rotation_stats(rt_engine *e, uint64_t rot, double t0, const rt_transp
     st->compute_cpu_s = cpu / (e->serial ? 1 : e->T);
     st->compute_sys_s = sys / (e->serial ? 1 : e->T);
     st->stall_s = e->stall_s;
+    st->imbalance_s = e->imbalance_s;
+    st->handover_s = e->handover_s;
+    st->step_end_s = e->step_end_s;
+    e->imbalance_s = e->handover_s = e->step_end_s = 0;
     st->inline_steps = e->inline_steps;
     e->inline_steps = 0;
     log_rotation(e, rot, st, ts.credit_wait_s - ts0->credit_wait_s);
@@ -473,8 +498,10 @@ static int run_rotation(rt_engine *e, uint64_t rot, int *stop, rt_error *err)
             return -1;
         if (run_step(e, s, rot, err))
             return rt_error_prefix(err, "rotation %llu step %u", (unsigned long long)rot, s);
+        double t_end = rt_now();
         if (e->ops->step_end && e->ops->step_end(e->app, e, rot, s, err))
             return -1;
+        e->step_end_s += rt_now() - t_end;
         if (pass_finished(e, s, rot, err))
             return -1;
     }

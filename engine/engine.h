@@ -144,6 +144,14 @@ typedef struct rt_rotation_stats {
     uint32_t inline_steps; /* steps of this rotation whose cells ran on the
                               orchestrating thread (rt_inline_mode) */
     double stall_s;        /* orchestrator time waiting for blocks to arrive */
+    /* Where the steps' wall time went besides the cells, summed over the
+     * steps run on the worker threads (their wall = the mean cell + these
+     * two): imbalance_s, the longest cell less the mean (threads idle at the
+     * step's end, waiting for the slowest); handover_s, the step less its
+     * longest cell (waking the threads and being woken).  Wall times: on a
+     * busy machine they include waits for a core. */
+    double imbalance_s, handover_s;
+    double step_end_s;     /* orchestrator time in the app's step_end (collectives included) */
     double stall_frac_max; /* max over ranks of stall_s / seconds */
     uint64_t bytes_moved;  /* sum over ranks of payload bytes passed this rotation */
 } rt_rotation_stats;

@@ -41,9 +41,12 @@ typedef struct recorder {
     int failures;
     pthread_t main_thread;            /* the one that called rt_engine_run */
     uint64_t heavy_rotation;          /* its cells burn HEAVY_CELL_CPU_S each (UINT64_MAX: none) */
+    uint32_t heavy_worker;            /* ... only this worker's (0: every worker's) */
     uint32_t off_main[ROTATIONS];     /* visits run on another thread, per rotation */
     uint32_t inline_steps[ROTATIONS]; /* from the rotation stats */
     double compute_s[ROTATIONS], compute_cpu_s[ROTATIONS], compute_sys_s[ROTATIONS]; /* ditto */
+    double seconds[ROTATIONS], imbalance_s[ROTATIONS], handover_s[ROTATIONS],
+        step_end_s[ROTATIONS]; /* ditto */
 } recorder;
 
 /* One cell as much as RT_INLINE_STEP_CPU_S: a step of two or more is above it. */
@@ -93,7 +96,7 @@ static int rec_visit(void *app, const rt_visit *v, rt_error *err)
     log->count++;
     if (v->rotation < ROTATIONS && !pthread_equal(pthread_self(), r->main_thread))
         __atomic_fetch_add(&r->off_main[v->rotation], 1, __ATOMIC_RELAXED);
-    if (v->rotation == r->heavy_rotation)
+    if (v->rotation == r->heavy_rotation && (!r->heavy_worker || v->worker == r->heavy_worker))
         burn_cpu(HEAVY_CELL_CPU_S);
     return 0;
 }
@@ -118,6 +121,10 @@ static int rec_rotation_end(void *app, rt_engine *eng, uint64_t rot, const rt_ro
         r->compute_s[rot] = st->compute_s;
         r->compute_cpu_s[rot] = st->compute_cpu_s;
         r->compute_sys_s[rot] = st->compute_sys_s;
+        r->seconds[rot] = st->seconds;
+        r->imbalance_s[rot] = st->imbalance_s;
+        r->handover_s[rot] = st->handover_s;
+        r->step_end_s[rot] = st->step_end_s;
     }
     for (uint32_t b = 0; b < p->blocks; b++) {
         size_t len;
@@ -282,6 +289,34 @@ static void test_auto_inline_follows_cell_cost(void **state)
     }
 }
 
+/* The steps' wall beyond their cells: with one worker of two burning
+ * HEAVY_CELL_CPU_S in every cell of rotation 1 and the other idle, the
+ * other waits about half of it a step (the longest cell less the mean);
+ * the parts are never negative and fit in the rotation.  Steps run inline
+ * (rotation 0 here) count none: their cells do not wait for each other. */
+static void test_step_split(void **state)
+{
+    (void)state;
+    const uint32_t T = 2, c = 2, B = T * c;
+    recorder rec = {.heavy_rotation = 1, .heavy_worker = 1};
+    run_recorded("ring", T, c, RT_INLINE_ALWAYS, &rec);
+    for (int rot = 0; rot < ROTATIONS; rot++) {
+        assert_true(rec.imbalance_s[rot] == 0 && rec.handover_s[rot] == 0);
+        assert_true(rec.step_end_s[rot] >= 0 && rec.step_end_s[rot] <= rec.seconds[rot]);
+    }
+    recorder thr = {.heavy_rotation = 1, .heavy_worker = 1};
+    run_recorded("ring", T, c, RT_INLINE_NEVER, &thr);
+    for (int rot = 0; rot < ROTATIONS; rot++) {
+        assert_true(thr.imbalance_s[rot] >= 0 && thr.handover_s[rot] >= 0);
+        assert_true(thr.step_end_s[rot] >= 0);
+        assert_true(thr.imbalance_s[rot] + thr.handover_s[rot] + thr.step_end_s[rot] <=
+                    thr.seconds[rot]);
+    }
+    /* half a heavy cell a step; 0.4 leaves the idle cell 0.2 of one (a wait
+     * for a core on a busy machine) */
+    assert_true(thr.imbalance_s[1] >= 0.4 * B * HEAVY_CELL_CPU_S);
+}
+
 static void test_worker_mismatch_is_input_error(void **state)
 {
     (void)state;
@@ -385,6 +420,7 @@ int main(void)
         cmocka_unit_test(test_serial_replay),
         cmocka_unit_test(test_auto_inline_follows_cell_cost),
         cmocka_unit_test(test_split_invariance),
+        cmocka_unit_test(test_step_split),
         cmocka_unit_test(test_worker_mismatch_is_input_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
