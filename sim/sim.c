@@ -13,6 +13,9 @@
  * draws (fixed: the prediction is deterministic). */
 #define SIM_JITTER_ROTATIONS 32
 #define SIM_JITTER_SEED 0x5eed5157u
+/* The run queue's order of workers that become runnable at one moment
+ * (a seed of its own: the jitter's draws stay as they were). */
+#define SIM_ORDER_SEED 0x0bde5eedu
 
 static double wire_s(const rt_sim_link *l, double bytes)
 {
@@ -82,7 +85,21 @@ typedef struct sim_node {
     double tokens;      /* the link's token bucket (burst_bytes), as of tokens_at */
     double tokens_at;
     uint32_t inline_steps; /* steps whose cells ran inline (the engine logs the same count) */
+    int after_collective;  /* run queue: its orchestrator left a collective and has not had a
+                              core since (its pass and its next cells need a turn) */
+    uint32_t passes_given; /* run queue: passes handed to its sender thread ... */
+    uint32_t passes_made;  /* ... and written by it (on their way) */
 } sim_node;
+
+/* A worker in its host's run queue (rt_sim_shape.tick_s). */
+typedef enum worker_state {
+    WORKER_IDLE,    /* no cell, no core */
+    WORKER_QUEUED,  /* its cell waits for a core */
+    WORKER_TURN,    /* its node's orchestrator waits for a core (no work: a turn) */
+    WORKER_RUNNING, /* on a core, its cell computing */
+    WORKER_HOLDING  /* on a core with nothing to compute: kept for a cell that starts at the
+                       same moment, else given up */
+} worker_state;
 
 /* The cores that a group of nodes shares.  Busy workers share them
  * equally (processor sharing): each runs at min(1, cores / busy) of a
@@ -98,6 +115,10 @@ typedef struct sim_host {
     uint32_t busy;
     double progress;
     double next_done; /* least `done_at` of its busy workers (INFINITY: none) */
+    /* run queue (tick_s > 0): */
+    uint32_t slots;   /* workers that can be on its cores at once */
+    uint32_t running; /* workers on its cores (running or holding) */
+    uint32_t queued;  /* workers waiting for a core (cells and turns) */
 } sim_host;
 
 typedef struct sim_state {
@@ -120,6 +141,16 @@ typedef struct sim_state {
     double *worker_factor;  /* W: this rotation's factor of each worker's cells (worker_cv) */
     double step_sigma;      /* of the steps' */
     double step_overhead_s;
+    /* run queue (tick_s > 0; off: NULL arrays) */
+    double tick;      /* the scheduler's tick (0: processor sharing) */
+    double tick_next; /* the next tick */
+    /* per thread: W workers (node n's are n x T ...), then N senders (node n's: W + n) */
+    uint8_t *state;      /* worker_state (a sender: idle, turn or holding) */
+    double *left;        /* work time left of a waiting cell (preempted or not started) */
+    double *queued_at;   /* when it joined the queue (first come, first served) */
+    uint64_t *queue_key; /* ... and among those that joined at one moment */
+    double *run_start;   /* when it got its core */
+    rt_rng order_rng;    /* draws queue_key */
 } sim_state;
 
 static void state_free(sim_state *s)
@@ -134,6 +165,30 @@ static void state_free(sim_state *s)
     free(s->wire_free);
     free(s->stream_end);
     free(s->worker_factor);
+    free(s->state);
+    free(s->left);
+    free(s->queued_at);
+    free(s->queue_key);
+    free(s->run_start);
+}
+
+/* The run queue's arrays, with shared cores and a tick (rt_sim_shape.tick_s). */
+static int run_queue_init(sim_state *s, const rt_sim_shape *sh)
+{
+    if (sh->tick_s <= 0 || sh->host_cores <= 0)
+        return 0;
+    s->tick = sh->tick_s, s->tick_next = sh->tick_s;
+    size_t threads = (size_t)s->W + s->N;
+    s->state = calloc(threads, sizeof(uint8_t));
+    s->left = calloc(threads, sizeof(double));
+    s->queued_at = calloc(threads, sizeof(double));
+    s->queue_key = calloc(threads, sizeof(uint64_t));
+    s->run_start = calloc(threads, sizeof(double));
+    if (!s->state || !s->left || !s->queued_at || !s->queue_key || !s->run_start)
+        return -1;
+    for (uint32_t h = 0; h < s->hosts; h++) /* a part of a core is a core to run on */
+        s->host[h].slots = (uint32_t)ceil(sh->host_cores);
+    return 0;
 }
 
 static int state_init(sim_state *s, const rt_sim_shape *sh, rt_error *err)
@@ -171,6 +226,10 @@ static int state_init(sim_state *s, const rt_sim_shape *sh, rt_error *err)
         s->done_at[w] = INFINITY, s->worker_factor[w] = 1;
     for (size_t i = 0; i < NB; i++)
         s->arrive[i] = s->freed[i] = INFINITY;
+    if (run_queue_init(s, sh)) {
+        state_free(s);
+        return rt_fail(err, RT_EXIT_RUNTIME, "simulate: out of memory");
+    }
     return 0;
 }
 
@@ -190,14 +249,17 @@ static double host_speed(const sim_host *h, uint32_t busy)
  * while that many compute at once. */
 static double host_share(const sim_host *h)
 {
-    if (!h->busy)
+    /* with a run queue only the workers on a core compute (never more than
+     * its cores), and share them alike */
+    uint32_t computing = h->slots ? h->running : h->busy;
+    if (!computing)
         return 1.0;
-    double speed = host_speed(h, h->busy);
+    double speed = host_speed(h, computing);
     double kernel = h->net_owed > 0 ? h->cores : fmin(h->net_load, h->cores);
     double left = h->cores - kernel; /* what the kernel's network work leaves */
     if (left <= 0)
         return 0;
-    return (left < h->busy ? left / h->busy : 1.0) * speed;
+    return (left < computing ? left / computing : 1.0) * speed;
 }
 
 /* When the host's next worker is done at the current sharing. */
@@ -241,6 +303,152 @@ static void host_find_next(sim_state *s, uint32_t hi)
     for (uint32_t w = first; w < last && w < s->W; w++)
         if (s->done_at[w] < h->next_done)
             h->next_done = s->done_at[w];
+}
+
+/* ---- the run queue (rt_sim_shape.tick_s) ---- */
+
+/* The host of thread w (a worker, or from W on a node's sender). */
+static uint32_t host_of(const sim_state *s, uint32_t w)
+{
+    return (w < s->W ? w / s->T : w - s->W) / s->per_host;
+}
+
+/* Thread i of host hi's (its workers, then its nodes' senders), or
+ * UINT32_MAX past the last. */
+static uint32_t host_thread(const sim_state *s, uint32_t hi, uint32_t i)
+{
+    uint32_t n0 = hi * s->per_host, n1 = n0 + s->per_host < s->N ? n0 + s->per_host : s->N;
+    uint32_t workers = (n1 - n0) * s->T;
+    if (i < workers)
+        return n0 * s->T + i;
+    return i < workers + (n1 - n0) ? s->W + n0 + (i - workers) : UINT32_MAX;
+}
+
+/* Thread w waits for a core from now: a worker with its cell's `work`
+ * seconds, or (turn) a node's orchestrator or sender, with no work. */
+static void queue_join(sim_state *s, uint32_t w, int turn, double work)
+{
+    s->state[w] = turn ? WORKER_TURN : WORKER_QUEUED;
+    s->left[w] = work;
+    s->queued_at[w] = s->now;
+    s->queue_key[w] = rt_rng_next(&s->order_rng);
+    s->host[host_of(s, w)].queued++;
+}
+
+/* Whether worker a goes before worker b in the queue: the earlier to join,
+ * those that joined at one moment in the order of their keys. */
+static int queued_before(const sim_state *s, uint32_t a, uint32_t b)
+{
+    return s->queued_at[a] < s->queued_at[b] ||
+           (s->queued_at[a] == s->queued_at[b] && s->queue_key[a] < s->queue_key[b]);
+}
+
+/* The first in host hi's queue (UINT32_MAX: nobody waits). */
+static uint32_t queue_first(const sim_state *s, uint32_t hi)
+{
+    uint32_t best = UINT32_MAX;
+    for (uint32_t i = 0, w; (w = host_thread(s, hi, i)) != UINT32_MAX; i++)
+        if ((s->state[w] == WORKER_QUEUED || s->state[w] == WORKER_TURN) &&
+            (best == UINT32_MAX || queued_before(s, w, best)))
+            best = w;
+    return best;
+}
+
+/* Thread w gets a core of host h: a worker's cell goes on from where it
+ * was; an orchestrator or a sender holds the core (the sender writes its
+ * node's passes: senders_write). */
+static void core_take(sim_state *s, sim_host *h, uint32_t w)
+{
+    h->queued--, h->running++;
+    s->run_start[w] = s->now;
+    if (s->state[w] == WORKER_TURN) {
+        s->state[w] = WORKER_HOLDING;
+        return;
+    }
+    s->state[w] = WORKER_RUNNING;
+    s->done_at[w] = h->progress + s->left[w];
+}
+
+/* The worker on a core of host h that has run longest since it got it,
+ * before now (UINT32_MAX: none). */
+static uint32_t longest_running(const sim_state *s, uint32_t hi)
+{
+    uint32_t best = UINT32_MAX;
+    for (uint32_t i = 0, w; (w = host_thread(s, hi, i)) != UINT32_MAX; i++)
+        if (s->state[w] == WORKER_RUNNING && s->run_start[w] < s->now &&
+            (best == UINT32_MAX || s->run_start[w] < s->run_start[best]))
+            best = w;
+    return best;
+}
+
+/* Host hi's cores now: a worker holding one with nothing to compute gives
+ * it up; at a tick, as many workers as wait give theirs to them (those that
+ * have run longest; they go to the back of the queue); free cores go to the
+ * first in the queue.  1 if an orchestrator got its turn (its node moves). */
+static int host_dispatch(sim_state *s, uint32_t hi, int tick)
+{
+    sim_host *h = &s->host[hi];
+    for (uint32_t i = 0, w; (w = host_thread(s, hi, i)) != UINT32_MAX; i++)
+        if (s->state[w] == WORKER_HOLDING)
+            s->state[w] = WORKER_IDLE, h->running--;
+    int turned = 0;
+    for (int round = 0; round < 2; round++) {
+        while (h->running < h->slots && h->queued) {
+            uint32_t w = queue_first(s, hi);
+            turned |= s->state[w] == WORKER_TURN;
+            core_take(s, h, w);
+        }
+        for (uint32_t k = h->queued; tick && round == 0 && k > 0; k--) {
+            uint32_t w = longest_running(s, hi);
+            if (w == UINT32_MAX)
+                break;
+            double left = s->done_at[w] - h->progress;
+            s->done_at[w] = INFINITY;
+            h->running--;
+            queue_join(s, w, 0, left > 0 ? left : 0);
+        }
+    }
+    host_find_next(s, hi);
+    return turned;
+}
+
+/* Every host's cores now (host_dispatch); the tick's switches once, at it. */
+static int hosts_dispatch(sim_state *s)
+{
+    int tick = s->now == s->tick_next;
+    if (s->now >= s->tick_next) { /* past ticks found nobody waiting */
+        s->tick_next = (floor(s->now / s->tick) + 1) * s->tick;
+        if (s->tick_next <= s->now)
+            s->tick_next += s->tick;
+    }
+    int turned = 0;
+    for (uint32_t hi = 0; hi < s->hosts; hi++)
+        turned |= host_dispatch(s, hi, tick);
+    return turned;
+}
+
+/* Worker w of host h has done its cell: it keeps its core if it is its
+ * node's orchestrator (`orchestrates`), else it gives it up. */
+static void state_after_cell(sim_state *s, sim_host *h, uint32_t w, int orchestrates)
+{
+    if (orchestrates && w % s->T == 0) {
+        s->state[w] = WORKER_HOLDING;
+    } else {
+        s->state[w] = WORKER_IDLE;
+        h->running--;
+    }
+}
+
+/* Worker w of host h has a cell of `work` seconds from now: on the core it
+ * holds, or it waits for one. */
+static void cell_ready(sim_state *s, sim_host *h, uint32_t w, double work)
+{
+    if (s->state[w] == WORKER_HOLDING) {
+        s->state[w] = WORKER_RUNNING;
+        s->done_at[w] = h->progress + work;
+    } else {
+        queue_join(s, w, 0, work);
+    }
 }
 
 /* The kernel work a host owes at `t`: what its load beyond the cores piled
@@ -365,7 +573,10 @@ static void compute_start(sim_state *s, const rt_sim_shape *sh, uint32_t n)
             continue;
         x *= woken * s->worker_factor[w] * jitter(s, s->cell_sigma);
         d->last_cpu_s += x / speed;
-        s->done_at[w] = h->progress + x;
+        if (s->tick > 0)
+            cell_ready(s, h, w, x);
+        else
+            s->done_at[w] = h->progress + x;
         d->busy++, h->busy++;
     }
     host_find_next(s, n / s->per_host);
@@ -385,6 +596,10 @@ static void workers_finish(sim_state *s, const rt_sim_shape *sh)
                 continue;
             sim_node *d = &s->node[w / s->T];
             s->done_at[w] = INFINITY;
+            if (s->tick > 0) /* the orchestrator that ran the cells inline keeps its core
+                                for what follows at once; worker threads block on the
+                                step's barrier and give theirs up */
+                state_after_cell(s, h, w, s->node[w / s->T].inline_step);
             s->worker_sum[w] += s->now - d->since;
             h->busy--;
             if (--d->busy == 0) {
@@ -441,6 +656,27 @@ static double node_ready(const sim_state *s, const rt_sim_link *l, uint32_t n)
     default:
         return INFINITY;
     }
+}
+
+/* Whether node n waited for an arrival in its current phase (PHASE_WAIT):
+ * it was not in when the phase began. */
+static int node_blocked(const sim_state *s, uint32_t n)
+{
+    return arrival_needed(s, n) > s->node[n].since;
+}
+
+/* Run queue: whether node n, ready to end its phase, needs its orchestrator
+ * (the first worker's slot) on a core first: to see the arrival it blocked
+ * for, or to pass its block and start its cells after a collective (the
+ * rotation's start follows one too). */
+static int node_wants_core(const sim_state *s, uint32_t n)
+{
+    const sim_node *d = &s->node[n];
+    if (s->tick <= 0 || s->state[n * s->T] == WORKER_HOLDING)
+        return 0;
+    if (d->phase == PHASE_WAIT)
+        return d->after_collective || node_blocked(s, n);
+    return d->phase == PHASE_PASS && d->after_collective;
 }
 
 /* Node n enters a collective of cost `cost_s`; the last one in starts it for
@@ -500,11 +736,13 @@ static double burst_take(sim_node *d, const rt_sim_link *l, double start, double
     return free;
 }
 
-/* Queue node n's pass of the block its last worker just finished. */
-static void node_pass(sim_state *s, const rt_sim_shape *sh, const rt_sim_link *l, uint32_t n)
+/* Queue node n's pass k on its link (the block its last worker finished at
+ * step k). */
+static void node_pass(sim_state *s, const rt_sim_shape *sh, const rt_sim_link *l, uint32_t n,
+                      uint32_t k)
 {
     sim_node *d = &s->node[n];
-    uint32_t next = (n + 1) % s->N, k = d->step;
+    uint32_t next = (n + 1) % s->N;
     size_t at = (size_t)n * s->B + k;
     double bytes = sh->block_bytes[sh->schedule[(size_t)k * s->W + n * s->T + s->T - 1]];
     double start = s->now > d->link ? s->now : d->link;
@@ -529,14 +767,36 @@ static int reduces_after(const rt_sim_shape *sh, uint32_t step, uint32_t B)
     return sh->step_reduce_bytes > 0 && ((step + 1) % every == 0 || step + 1 == B);
 }
 
+/* Run queue: node n hands its pass to its sender thread (over TCP a block
+ * this large is written by it), which needs a core to write it. */
+static void sender_take(sim_state *s, uint32_t n)
+{
+    s->node[n].passes_given = s->node[n].step + 1;
+    if (s->state[s->W + n] == WORKER_IDLE)
+        queue_join(s, s->W + n, 1, 0);
+}
+
+/* Run queue: the senders on a core write the passes they were given. */
+static void senders_write(sim_state *s, const rt_sim_shape *sh, const rt_sim_link *l)
+{
+    for (uint32_t n = 0; n < s->N; n++) {
+        sim_node *d = &s->node[n];
+        for (; s->state[s->W + n] == WORKER_HOLDING && d->passes_made < d->passes_given;
+             d->passes_made++)
+            node_pass(s, sh, l, n, d->passes_made);
+    }
+}
+
 /* Node n's current phase ends now (node_ready said so): on to the next. */
 static void node_next_phase(sim_state *s, const rt_sim_shape *sh, const rt_sim_link *l,
                             const sim_costs *cost, uint32_t n)
 {
     sim_node *d = &s->node[n];
     switch (d->phase) {
-    case PHASE_WAIT:
-        d->stall += s->now - d->since;
+    case PHASE_WAIT: /* a wait for a core alone (run queue) is no stall */
+        if (node_blocked(s, n))
+            d->stall += s->now - d->since;
+        d->after_collective = 0;
         compute_start(s, sh, n);
         if (d->busy == 0) /* nothing to compute */
             step_end_begin(s, sh, n);
@@ -549,11 +809,15 @@ static void node_next_phase(sim_state *s, const rt_sim_shape *sh, const rt_sim_l
         break;
     case PHASE_REDUCE:
         d->phase = PHASE_PASS, d->since = s->now;
+        d->after_collective = 1;
         break;
     case PHASE_PASS:
-        if (s->N > 1) {
-            d->credit += s->now - d->since;
-            node_pass(s, sh, l, n);
+        if (s->N > 1) { /* the wait for the credit, not for a core */
+            d->credit += fmax(0, fmin(s->now, credit_at(s, l, n, d->step)) - d->since);
+            if (s->tick > 0)
+                sender_take(s, n);
+            else
+                node_pass(s, sh, l, n, d->step);
         }
         d->step++;
         d->phase = d->step < s->B ? PHASE_WAIT : PHASE_HOME, d->since = s->now;
@@ -578,11 +842,20 @@ static void settle(sim_state *s, const rt_sim_shape *sh, const rt_sim_link *l,
     for (int moved = 1; moved;) {
         moved = 0;
         workers_finish(s, sh);
+        if (s->tick > 0)
+            senders_write(s, sh, l);
         for (uint32_t n = 0; n < s->N; n++)
             while (s->node[n].phase != PHASE_DONE && node_ready(s, l, n) <= s->now) {
+                if (node_wants_core(s, n)) { /* its turn comes through the queue */
+                    if (s->state[n * s->T] != WORKER_TURN)
+                        queue_join(s, n * s->T, 1, 0);
+                    break;
+                }
                 node_next_phase(s, sh, l, cost, n);
                 moved = 1;
             }
+        if (!moved && s->tick > 0)
+            moved = hosts_dispatch(s);
     }
 }
 
@@ -594,11 +867,16 @@ static double next_event(const sim_state *s, const rt_sim_link *l)
     double t = INFINITY;
     uint32_t done = 0;
     for (uint32_t n = 0; n < s->N; n++) {
-        t = fmin(t, node_ready(s, l, n));
+        double ready = node_ready(s, l, n);
+        if (!(ready <= s->now && node_wants_core(s, n))) /* waiting for its turn: the hosts' */
+            t = fmin(t, ready);
         done += s->node[n].phase == PHASE_DONE;
     }
     if (done == s->N)
         return INFINITY;
+    for (uint32_t hi = 0; hi < s->hosts && s->tick > 0; hi++) /* a tick that switches */
+        if (s->host[hi].queued && s->host[hi].running)
+            t = fmin(t, s->tick_next);
     for (uint32_t n = 0; n < s->N && s->link_load > 0; n++) /* a link's load ends */
         if (s->node[n].net_until > s->now)
             t = fmin(t, s->node[n].net_until);
@@ -620,6 +898,15 @@ static int run_events(sim_state *s, const rt_sim_shape *sh, const rt_sim_link *l
             break;
         hosts_advance(s, t);
     }
+    /* the kernel work the hosts still owe keeps every core from the next
+     * rotation's cells: the rotation ends once it is done (the links are
+     * idle by now, so it is paid off) */
+    double paid = s->now;
+    for (uint32_t hi = 0; hi < s->hosts; hi++)
+        if (s->host[hi].net_owed > 0)
+            paid = fmax(paid, host_owed_until(s, &s->host[hi]));
+    if (paid > s->now && paid < INFINITY)
+        hosts_advance(s, paid);
     for (uint32_t n = 0; n < s->N; n++)
         if (s->node[n].phase != PHASE_DONE)
             return -1;
@@ -646,6 +933,8 @@ static int check_shape(const rt_sim_shape *sh, rt_error *err)
         return rt_fail(err, RT_EXIT_INPUT, "simulate: nodes, threads and pipeline must be >= 1");
     if (sh->net_cpu_s_per_byte < 0)
         return rt_fail(err, RT_EXIT_INPUT, "simulate: a byte's CPU cost cannot be negative");
+    if (sh->tick_s < 0)
+        return rt_fail(err, RT_EXIT_INPUT, "simulate: the scheduler's tick cannot be negative");
     if (sh->busy_core_speed < 0 || sh->busy_core_speed > 1)
         return rt_fail(err, RT_EXIT_INPUT, "simulate: the busy core speed must be in (0, 1]");
     if (sh->wake_speed < 0 || sh->wake_speed > 1 || sh->wake_after_s < 0)
@@ -725,6 +1014,10 @@ static int one_rotation(const rt_sim_shape *sh, const rt_sim_link *l, uint64_t s
     s.link_load = l->gbps > 0 ? sh->net_cpu_s_per_byte * l->gbps * 1e9 / 8 : 0;
     if (sh->cell_cv > 0 || sh->step_cv > 0 || sh->worker_cv > 0)
         jitter_init(&s, sh, stream);
+    if (s.tick > 0)
+        rt_rng_seed(&s.order_rng, SIM_ORDER_SEED, stream);
+    for (uint32_t n = 0; n < s.N && s.tick > 0; n++) /* after the last rotation's all-reduce */
+        s.node[n].after_collective = 1;
     /* the engine's statistics ([bytes, stall per rank]) and the app's */
     sim_costs cost = {
         .step_reduce_s = rt_sim_allreduce_s(l, s.N, sh->step_reduce_bytes, sh->collectives),

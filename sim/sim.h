@@ -24,7 +24,27 @@
  *      what the cores cannot do while the links ask for more than all of
  *      them is owed, and the kernel keeps every core until it is done.
  *      A step that follows an idle time of its node (wake_after_s or more
- *      since its previous compute ended) computes at wake_speed;
+ *      since its previous compute ended) computes at wake_speed.
+ *      Run queue (tick_s > 0, with host_cores): sharing is how cells much
+ *      longer than a time slice run, not short ones: Linux lets a runnable
+ *      worker run its cell to the end unless the tick finds others waiting.
+ *      So each core runs one worker at a time, the others wait in the host's
+ *      queue in the order they became runnable (ties, such as the nodes
+ *      that one collective releases together, in an order drawn from a fixed
+ *      seed), and at every tick a core whose worker has others waiting
+ *      gives it to the first of them (the worker goes to the back).  A
+ *      waiting worker does not compute; its wait is part of its cell's wall
+ *      time, except where its node had blocked for an arrival: its
+ *      orchestrator then needs a core to see the arrival, and until it gets
+ *      one the node is still waiting (stall, as the engine logs it).
+ *      After a collective (the rotation's start follows one) the
+ *      orchestrator needs a core to go on (a turn of no work), and keeps it
+ *      for cells it runs inline that follow at once; worker threads give
+ *      theirs up after each cell (the step's barrier).  A pass goes to the
+ *      node's sender thread (over TCP, blocks above 64 KiB), which needs a
+ *      turn too before the pass is on its way.  The kernel's network work
+ *      takes the cores ahead of the queue as above.  With cells much
+ *      longer than the tick the turns converge to processor sharing;
  *   3. optional per-step all-reduce (LDA's topic totals) across all nodes;
  *   4. pass the block at the end of the node's segment to the next node:
  *      the pass waits for a credit (the next node has span + S slots, S spare
@@ -36,7 +56,9 @@
  *      bytes / bandwidth, arriving one latency later.  Only the waits for
  *      arrivals are stall, as in the engine; credit waits are not.
  * After B steps each node waits for its last arrival, and the rotation ends
- * with the engine's statistics all-reduce (plus the app's) across all nodes.
+ * with the engine's statistics all-reduce (plus the app's) across all nodes,
+ * and once the hosts have done the kernel work they still owe (the next
+ * rotation's cells could not start before).
  * Every rotation starts with all blocks home and all nodes in step, so one
  * rotation from time 0 is the steady state.  The nodes' timelines are
  * advanced together, event by event (shared cores couple them).
@@ -122,6 +144,10 @@ typedef struct rt_sim_shape {
                             computes at this fraction of its speed (a core that idled:
                             cold caches, a vCPU the host gave away); 0: 1, no cost */
     double wake_after_s; /* the idle time that costs it (0: any) */
+    double tick_s;       /* with host_cores: > 0, a run queue per host instead of processor
+                            sharing (see "Run queue" above): the scheduler's tick, at which
+                            a core whose worker has others waiting switches to the first of
+                            them (1 / CONFIG_HZ: 4 ms at HZ=250); 0: processor sharing */
 } rt_sim_shape;
 
 typedef struct rt_sim_result {

@@ -51,6 +51,7 @@ typedef struct sim_opts {
                                the wall one, --cell-cv) */
     double wake_rate_ratio; /* its paused visits' rate per CPU second over busy_rate (0: none) */
     double wake_after_us;   /* --wake-after-us */
+    double tick_us;         /* --tick-us */
 } sim_opts;
 
 static const rt_opt_choice sim_collectives[] = {
@@ -93,6 +94,11 @@ static const rt_opt sim_options[] = {
     RT_U32_OPT("nodes-per-host", 0, sim_opts, knobs.nodes_per_host, "H", NULL, 1, 65536, 0,
                "with --host-cores: nodes 0..H-1 share the first host, and so on (default: all "
                "nodes on one host, as ranks on one machine)"),
+    RT_DOUBLE_OPT("tick-us", 0, sim_opts, tick_us, "U", "0", 0, 1e6, 0,
+                  "with --host-cores: a run queue per host, as Linux runs more workers than "
+                  "cores: a core runs one worker's cell at a time and gives it to a waiting one "
+                  "at the scheduler's tick, every U us (1 / CONFIG_HZ: 4000 at HZ=250); 0: the "
+                  "busy workers share the cores evenly"),
     RT_DOUBLE_OPT("busy-core-speed", 0, sim_opts, knobs.busy_core_speed, "F", "1", 0.01, 1, 0,
                   "while all of a host's cores compute at once each computes at F x the rate "
                   "(shared cache and memory bandwidth; --calibrate-threads measures it as "
@@ -207,6 +213,7 @@ static int parse_args(sim_opts *o, void **app_opts, int argc, char **argv, rt_er
     o->knobs.inline_below_s = o->inline_below_us * 1e-6;
     o->knobs.inline_step_s = o->inline_step_us * 1e-6;
     o->knobs.wake_after_s = o->wake_after_us * 1e-6;
+    o->knobs.tick_s = o->tick_us * 1e-6;
     o->link = sim_link_of(&o->args);
     o->knobs.collectives = (rt_sim_collectives)o->collectives;
     const uint32_t *topics = app_option_value(app, *app_opts, "topics");
