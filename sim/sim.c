@@ -94,7 +94,8 @@ typedef struct sim_node {
 /* A worker in its host's run queue (rt_sim_shape.tick_s). */
 typedef enum worker_state {
     WORKER_IDLE,    /* no cell, no core */
-    WORKER_QUEUED,  /* its cell waits for a core */
+    WORKER_QUEUED,  /* its cell waits for a core (a thread that woke up for it) */
+    WORKER_BEHIND,  /* its cell waits for a core after the tick took it (it ran a slice) */
     WORKER_TURN,    /* its node's orchestrator waits for a core (no work: a turn) */
     WORKER_RUNNING, /* on a core, its cell computing */
     WORKER_HOLDING  /* on a core with nothing to compute: kept for a cell that starts at the
@@ -324,21 +325,27 @@ static uint32_t host_thread(const sim_state *s, uint32_t hi, uint32_t i)
     return i < workers + (n1 - n0) ? s->W + n0 + (i - workers) : UINT32_MAX;
 }
 
-/* Thread w waits for a core from now: a worker with its cell's `work`
- * seconds, or (turn) a node's orchestrator or sender, with no work. */
-static void queue_join(sim_state *s, uint32_t w, int turn, double work)
+/* Thread w waits for a core from now (as `state`: a worker with its cell's
+ * `work` seconds, or a node's orchestrator or sender for a turn, no work). */
+static void queue_join(sim_state *s, uint32_t w, worker_state state, double work)
 {
-    s->state[w] = turn ? WORKER_TURN : WORKER_QUEUED;
+    s->state[w] = (uint8_t)state;
     s->left[w] = work;
     s->queued_at[w] = s->now;
     s->queue_key[w] = rt_rng_next(&s->order_rng);
     s->host[host_of(s, w)].queued++;
 }
 
-/* Whether worker a goes before worker b in the queue: the earlier to join,
- * those that joined at one moment in the order of their keys. */
+/* Whether thread a goes before thread b in the queue: threads that woke
+ * up before those the tick took off a core (the scheduler owes the first
+ * their share, the second have just had theirs: EEVDF's lag), then the
+ * earlier to join, those that joined at one moment in the order of their
+ * keys. */
 static int queued_before(const sim_state *s, uint32_t a, uint32_t b)
 {
+    int behind_a = s->state[a] == WORKER_BEHIND, behind_b = s->state[b] == WORKER_BEHIND;
+    if (behind_a != behind_b)
+        return behind_b;
     return s->queued_at[a] < s->queued_at[b] ||
            (s->queued_at[a] == s->queued_at[b] && s->queue_key[a] < s->queue_key[b]);
 }
@@ -348,7 +355,8 @@ static uint32_t queue_first(const sim_state *s, uint32_t hi)
 {
     uint32_t best = UINT32_MAX;
     for (uint32_t i = 0, w; (w = host_thread(s, hi, i)) != UINT32_MAX; i++)
-        if ((s->state[w] == WORKER_QUEUED || s->state[w] == WORKER_TURN) &&
+        if ((s->state[w] == WORKER_QUEUED || s->state[w] == WORKER_BEHIND ||
+             s->state[w] == WORKER_TURN) &&
             (best == UINT32_MAX || queued_before(s, w, best)))
             best = w;
     return best;
@@ -405,7 +413,7 @@ static int host_dispatch(sim_state *s, uint32_t hi, int tick)
             double left = s->done_at[w] - h->progress;
             s->done_at[w] = INFINITY;
             h->running--;
-            queue_join(s, w, 0, left > 0 ? left : 0);
+            queue_join(s, w, WORKER_BEHIND, left > 0 ? left : 0);
         }
     }
     host_find_next(s, hi);
@@ -447,7 +455,7 @@ static void cell_ready(sim_state *s, sim_host *h, uint32_t w, double work)
         s->state[w] = WORKER_RUNNING;
         s->done_at[w] = h->progress + work;
     } else {
-        queue_join(s, w, 0, work);
+        queue_join(s, w, WORKER_QUEUED, work);
     }
 }
 
@@ -773,7 +781,7 @@ static void sender_take(sim_state *s, uint32_t n)
 {
     s->node[n].passes_given = s->node[n].step + 1;
     if (s->state[s->W + n] == WORKER_IDLE)
-        queue_join(s, s->W + n, 1, 0);
+        queue_join(s, s->W + n, WORKER_TURN, 0);
 }
 
 /* Run queue: the senders on a core write the passes they were given. */
@@ -848,7 +856,7 @@ static void settle(sim_state *s, const rt_sim_shape *sh, const rt_sim_link *l,
             while (s->node[n].phase != PHASE_DONE && node_ready(s, l, n) <= s->now) {
                 if (node_wants_core(s, n)) { /* its turn comes through the queue */
                     if (s->state[n * s->T] != WORKER_TURN)
-                        queue_join(s, n * s->T, 1, 0);
+                        queue_join(s, n * s->T, WORKER_TURN, 0);
                     break;
                 }
                 node_next_phase(s, sh, l, cost, n);
