@@ -7,6 +7,7 @@
 #                  [--busy-from ranks|threads] [--wake-pause-us 50000] [--wake-pairs 3]
 #                  [--slow-start-after-idle 0|1] [--tcp-cc NAME]
 #                  [--calibrate-after 1|0] [--latency-repeats 3] [--statistic mean|median]
+#                  [--ranks-calibration-epochs N]
 #                  [--configs APP:RANKS:GBPS[:THREADS[:PIPELINE[:ADDED_LATENCY_US]]],...]
 #   bench/scale.sh --auto APP:RANKS:GBPS [--rounds 3] [--epochs N]
 #   bench/scale.sh --repredict DIR [--model-args "ARGS"] [--calibrate-after 1|0]
@@ -39,7 +40,7 @@
 # the job's workers as threads of one process on these cores, for the rate
 # of a core while all compute, the step costs beyond the slowest cell and
 # the spread of step costs and cell times), then the job itself for 4
-# epochs with its ranks as processes over TCP on the loopback, unshaped
+# epochs (--ranks-calibration-epochs; LDA 10 iterations) with its ranks as processes over TCP on the loopback, unshaped
 # (ranks_calibration: the busy cores' speed as the ranks compute, one
 # process per rank with its transport threads, which the threaded
 # calibration, one process, does not pay); then run `rotor train` in every
@@ -164,13 +165,15 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 ranks=2,4,8 gbps=1,5,25 apps=sgd-mf,lda epochs="" rounds=3 quick=0 keep=0 configs="" auto="" size=small
 calibrations=1 tcp_cc="" slow_start_after_idle=0 busy_from=ranks wake_pause_us=50000 wake_pairs=3
-repredict="" model_args="" calibrate_after=1 latency_repeats=3 statistic=mean
+repredict="" model_args="" calibrate_after=1 latency_repeats=3 statistic=mean ranks_calibration_epochs=""
 BENCH_FLAGS=([quick]=quick=1 [keep]=keep=1)
 bench_options 2,131 "$@"
 case $busy_from in ranks | threads) ;; *) bench_fail "--busy-from is ranks or threads, not $busy_from" ;; esac
 case $calibrate_after in 0 | 1) ;; *) bench_fail "--calibrate-after is 0 or 1, not $calibrate_after" ;; esac
 [[ $latency_repeats =~ ^[1-9][0-9]*$ ]] || bench_fail "--latency-repeats is a count, not $latency_repeats"
 case $statistic in mean | median) ;; *) bench_fail "--statistic is mean or median, not $statistic" ;; esac
+[[ $ranks_calibration_epochs =~ ^([2-9]|[1-9][0-9]+)?$ ]] ||
+    bench_fail "--ranks-calibration-epochs is a count of 2 or more, not $ranks_calibration_epochs"
 case $size in
 small) mf_cols=10000 mf_nnz=1500000 mf_rank=64 lda_docs=6000 lda_vocab=20000 ;;
 large) mf_cols=60000 mf_nnz=9000000 mf_rank=128 lda_docs=15000 lda_vocab=60000 ;;
@@ -730,8 +733,18 @@ worker_cv_of() {
     awk -v t="$1" -v p="$pooled" 'BEGIN { printf "%.4g\n", (p != "" && p + 0 > t + 0 ? p : t) }'
 }
 
-calibration_epochs() { # a short run (about 2 s): the medians over all epochs but the first
-    if [ "$1" = lda ]; then echo "--iters 10"; else echo "--epochs 4"; fi
+# calibration_epochs APP: the ranks' calibration's length, a short run (about
+# 2 s; the medians over all epochs but the first): sgd-mf 4 epochs, or
+# --ranks-calibration-epochs; LDA 10 iterations (0.1 s each at --size
+# large).  In the four quiet 17-row runs the busiest rank's CPU per rotation
+# of an sgd-mf row's 4 calibrations (3 rounds and the closing one) varied by
+# 8.2% (sd of ln) where its 3 rounds' (7 rotations each) varied by 5.1%: the
+# same noise per rotation, over fewer rotations (5.1% x sqrt(7/3) = 7.8%),
+# not drift (lda: 6.7% and 5.3%).  8 epochs would bring sgd-mf's near the rounds'; 4 epochs more
+# cost about 2 s a calibration at --size large, 110 s over the 13 sgd-mf
+# rows of the 17-row run.
+calibration_epochs() {
+    if [ "$1" = lda ]; then echo "--iters 10"; else echo "--epochs ${ranks_calibration_epochs:-4}"; fi
 }
 
 # calibrate_speed APP RANKS THREADS PIPELINE [serial]: one calibration of

@@ -78,6 +78,8 @@ same "$(num measured_epoch_s "$med")" 0.012 || fail "--statistic median: epoch m
 same "$(num measured_stall "$med")" 0.2 || fail "--statistic median: stall median of 20 30 16 %: $med"
 expect_status 2 bash "$SCALE" --repredict "$run" --statistic mode
 grep -q 'mean or median' "$TMP/last.err" || fail "--statistic mode: $(cat "$TMP/last.err")"
+expect_status 2 bash "$SCALE" --repredict "$run" --ranks-calibration-epochs 1
+grep -q 'count of 2 or more' "$TMP/last.err" || fail "--ranks-calibration-epochs 1: $(cat "$TMP/last.err")"
 # rank 1's rotations after the first: 0.005 0.006 0.007 (median 0.006); rank 0's 0.005
 [ "$(num measured_compute_s "$out")" = 0.006 ] || fail "measured compute: the larger rank's: $out"
 want=$("$ROTOR" simulate --plan "$run/sgd-mf.2.1.2/plan" "${model[@]}") || fail "simulate"
