@@ -426,6 +426,15 @@ size_t rt_utf8_bom_len(const char *s, size_t n);
 /* A whole text loaded into buf (n bytes and a NUL after them) without its
  * byte order mark, if it has one: moves the text down, returns its length. */
 size_t rt_utf8_bom_strip(char *buf, size_t n);
+/* A comment line of the line formats (ratings, and the corpora whose lines
+ * hold ids: lda-c, LibSVM, lines, UCI): its first non-blank bytes are '#',
+ * '%' or "//".  s is NUL-terminated at or after the line's end. */
+int rt_text_comment_line(const char *s);
+/* A JSON line (s[0..n), from its first non-blank byte): an object with keys,
+ * or an array: JSON lines (Yelp, Amazon, Goodreads dumps), or a JSON file's
+ * first line, is not text of the line formats.  An id in brackets ("[u1] [i1]
+ * 5") or braces ("{GUID}") is neither. */
+int rt_text_json_line(const char *s, size_t n);
 /* The archiver or compressor whose magic number starts head[0..n) ("zip",
  * "gzip", "xz", "bzip2", "zstd"), or NULL: a reader meeting binary data says so. */
 const char *rt_compressed_by(const char *head, size_t n);

@@ -7,6 +7,7 @@
  * the bytes arrive (rt_text_load, the ratings line reader, the hostfile,
  * the token file), so no reader needs to know the third convention and
  * every FILE:LINE counts the lines a text editor shows. */
+#define _GNU_SOURCE
 #include "ground/ground.h"
 #include "ground/progress.h"
 
@@ -53,6 +54,31 @@ size_t rt_utf8_bom_strip(char *buf, size_t n)
     if (bom)
         memmove(buf, buf + bom, n - bom + 1);
     return n - bom;
+}
+
+int rt_text_comment_line(const char *s)
+{
+    s += strspn(s, " \t");
+    return *s == '#' || *s == '%' || (s[0] == '/' && s[1] == '/');
+}
+
+/* '[' then a JSON value (or nothing: a pretty-printed array's first line),
+ * the line ending in ']', ',' or '['. */
+static int json_array_line(const char *s, size_t n)
+{
+    while (n > 1 && (s[n - 1] == ' ' || (s[n - 1] >= '\t' && s[n - 1] <= '\r')))
+        n--;
+    if (!n || *s != '[')
+        return 0;
+    size_t v = 1;
+    while (v < n && (s[v] == ' ' || s[v] == '\t'))
+        v++;
+    return (v == n || strchr("[{\"-0123456789", s[v])) && strchr("],[", s[n - 1]);
+}
+
+int rt_text_json_line(const char *s, size_t n)
+{
+    return json_array_line(s, n) || (n && *s == '{' && memmem(s, n, "\":", 2));
 }
 
 const char *rt_compressed_by(const char *head, size_t n)

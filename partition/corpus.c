@@ -86,6 +86,21 @@ int rt_corpus_load_input(const rt_corpus *c, const char *path, rt_text *t, rt_er
     return rt_text_load(path, t, err);
 }
 
+int rt_corpus_refuse_json(const char *path, uint64_t line, const char *s, size_t n, rt_error *err)
+{
+    while (n && (*s == ' ' || *s == '\t')) {
+        s++;
+        n--;
+    }
+    if (!rt_text_json_line(s, n))
+        return 0;
+    return rt_fail(err, RT_EXIT_INPUT,
+                   "%s:%llu: JSON, not a corpus: write one document per line first (e.g. "
+                   "jq -r '.text | gsub(\"\\\\s+\"; \" \")' FILE > docs.txt, with the key "
+                   "that holds the text, then --format text)",
+                   path, (unsigned long long)line);
+}
+
 /* ------------------------------------------------------------ builder */
 
 void rt_corpus_init(rt_corpus *c)
@@ -266,7 +281,7 @@ static rt_corpus_format guess_from_head(const char *head, size_t len)
         line[n] = '\0';
         s = e ? e + 1 : end;
         int got = sscanf(line, "%255s %255s", a, b);
-        if (got <= 0)
+        if (got <= 0 || rt_text_comment_line(line))
             continue;
         if (got == 1 && strspn(a, "0123456789") == strlen(a)) {
             if (++single_ints == 3)

@@ -111,6 +111,11 @@ static inline int64_t rt_corpus_intern(rt_idmap *m, const char *s, size_t len, r
  * input; path is then "standard input", for messages), else the file at path. */
 int rt_corpus_load_input(const rt_corpus *c, const char *path, rt_text *t, rt_error *err);
 
+/* Refuse the first data line [s, s + n) of a line-format corpus (line
+ * `line` of path) when it is JSON (rt_text_json_line): a JSON dump read as
+ * text would train on its keys and quotes.  0 when it is not. */
+int rt_corpus_refuse_json(const char *path, uint64_t line, const char *s, size_t n, rt_error *err);
+
 /* Built-in English stop words (NULL-terminated). */
 extern const char *const rt_english_stopwords[];
 

@@ -7,8 +7,8 @@
  *
  * Words are strings (dense ids in order of first appearance) unless a
  * vocabulary is given, in which case libsvm and ldac words are 0-based
- * indices into it.  Blank lines are skipped; a line with only its ids is an
- * empty document. */
+ * indices into it.  Blank lines and comment lines ('#', '%', '//') are
+ * skipped; a line with only its ids is an empty document. */
 #define _GNU_SOURCE
 #include "partition/corpus.h"
 
@@ -178,8 +178,12 @@ int rt_corpus_read_lines(const char *path, const rt_corpus_options *opt, rt_corp
         cursor cur = {s, e ? e : end};
         const char *b;
         cursor probe = cur;
-        if (field(&probe, &b) > 0)
-            rc = read_line(&x, opt->format, &cur, err);
+        if (field(&probe, &b) > 0 && !rt_text_comment_line(b)) {
+            if (!c->n_docs)
+                rc = rt_corpus_refuse_json(path, x.line, b, (size_t)(cur.end - b), err);
+            if (rc == 0)
+                rc = read_line(&x, opt->format, &cur, err);
+        }
         s = e ? e + 1 : end;
     }
     rt_text_free(&t);

@@ -252,7 +252,8 @@ static int read_file_lines(text_ctx *x, const char *path, rt_error *err)
          * it is kept (only stop words: an empty document, counted); a
          * blank line is none, as in the lines formats. */
         if (!blank_line(s, le)) {
-            if (rt_corpus_begin_doc(x->c, name, (size_t)len, err) || add_text(x, s, le, err))
+            if ((!x->c->n_docs && rt_corpus_refuse_json(path, line, s, (size_t)(le - s), err)) ||
+                rt_corpus_begin_doc(x->c, name, (size_t)len, err) || add_text(x, s, le, err))
                 rc = -1;
         }
         s = e ? e + 1 : end;

@@ -4,7 +4,8 @@
  *   vocab.NAME.txt:    W lines, line n = word n
  * Ids are 1-based.  The header must agree with the body: every doc id in
  * 1..D, every word id in 1..W, exactly NNZ triples; the vocabulary must have
- * exactly W words.  Documents with no triples are kept (empty). */
+ * exactly W words.  Documents with no triples are kept (empty).  Comment
+ * lines ('#', '%', '//') may come anywhere in a docword file. */
 #define _GNU_SOURCE
 #include "partition/corpus.h"
 
@@ -111,13 +112,19 @@ typedef struct triple {
 } triple;
 
 typedef struct uci_header {
-    uint64_t docs, words, nnz; /* D, W, NNZ */
+    uint64_t docs, words, nnz;                /* D, W, NNZ */
+    uint64_t docs_line, words_line, nnz_line; /* where each was read */
 } uci_header;
 
 static int read_header(const char *path, char **s, uint64_t *line, const char *what, uint64_t *v,
                        rt_error *err)
 {
     int neg;
+    while (rt_text_comment_line(*s)) { /* comments may come before the header */
+        char *e = strchr(*s, '\n');
+        (*line)++;
+        *s = e ? e + 1 : *s + strlen(*s);
+    }
     const char *p = *s;
     (*line)++;
     if (!*p || !next_u64(&p, v, &neg) || neg || !rest_blank(p))
@@ -134,13 +141,15 @@ static int read_headers(const char *path, uint64_t bytes, int has_vocab, char **
                         uci_header *h, rt_error *err)
 {
     if (read_header(path, s, line, "document", &h->docs, err) ||
-        read_header(path, s, line, "vocabulary", &h->words, err) ||
-        read_header(path, s, line, "nonzero", &h->nnz, err))
+        (h->docs_line = *line, read_header(path, s, line, "vocabulary", &h->words, err)) ||
+        (h->words_line = *line, read_header(path, s, line, "nonzero", &h->nnz, err)))
         return -1;
+    h->nnz_line = *line;
     uint64_t D = h->docs, W = h->words, NNZ = h->nnz;
     if (D >= UINT32_MAX || W >= UINT32_MAX || NNZ > D * W) /* D x W < 2^64 */
-        return rt_fail(err, RT_EXIT_INPUT, "%s:3: header D=%llu W=%llu NNZ=%llu is impossible",
-                       path, (unsigned long long)D, (unsigned long long)W, (unsigned long long)NNZ);
+        return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: header D=%llu W=%llu NNZ=%llu is impossible",
+                       path, (unsigned long long)h->nnz_line, (unsigned long long)D,
+                       (unsigned long long)W, (unsigned long long)NNZ);
     /* Documents without triples are kept, and without --vocab every word id
      * 1..W gets a name: D and W cost memory whatever the body holds, so
      * they are bounded by the file's size (generously: real corpora stay
@@ -150,10 +159,11 @@ static int read_headers(const char *path, uint64_t bytes, int has_vocab, char **
         int words = D <= most;
         return rt_fail(
             err, RT_EXIT_INPUT,
-            "%s:%d: header %s=%llu is more %s than a file of %llu bytes can describe (at "
+            "%s:%llu: header %s=%llu is more %s than a file of %llu bytes can describe (at "
             "most %llu%s)",
-            path, words ? 2 : 1, words ? "W" : "D", (unsigned long long)(words ? W : D),
-            words ? "words" : "documents", (unsigned long long)bytes, (unsigned long long)most,
+            path, (unsigned long long)(words ? h->words_line : h->docs_line), words ? "W" : "D",
+            (unsigned long long)(words ? W : D), words ? "words" : "documents",
+            (unsigned long long)bytes, (unsigned long long)most,
             words ? "; a vocabulary file (--vocab) may name more" : "");
     }
     return 0;
@@ -198,7 +208,7 @@ static int read_triples(const char *path, char *s, uint64_t line, const uci_head
         line++;
         char *e = strchr(s, '\n');
         char *next = e ? e + 1 : s + strlen(s);
-        if (rest_blank(s)) { /* blank lines are allowed (e.g. at the end) */
+        if (rest_blank(s) || rt_text_comment_line(s)) { /* e.g. blank lines at the end */
             s = next;
             continue;
         }

@@ -380,28 +380,6 @@ static int header_line(reader *r, field *f, int n)
     return n == 2 && !has_digit(&f[0]) && !has_digit(&f[1]);
 }
 
-/* '[' then a JSON value (or nothing: a pretty-printed array's first line),
- * the line ending in ']', ',' or '['.  An id in brackets ("[u1] [i1] 5",
- * "[1] [2] 5") is neither. */
-static int json_array_line(const char *s)
-{
-    if (*s != '[')
-        return 0;
-    const char *v = s + 1 + strspn(s + 1, " \t\r\n");
-    size_t n = strlen(s);
-    while (n > 1 && is_space(s[n - 1]))
-        n--;
-    return (!*v || strchr("[{\"-0123456789", *v)) && strchr("],[", s[n - 1]);
-}
-
-/* A JSON object with keys, or a JSON array: JSON lines (Yelp, Amazon,
- * Goodreads reviews) are not ratings text.  An id in braces ("{GUID}") has
- * no '":'. */
-static int json_line(const char *s)
-{
-    return json_array_line(s) || (*s == '{' && strstr(s, "\":"));
-}
-
 static int has_header(rt_rating_format f)
 {
     return f == RT_FMT_TRIPLETS || f == RT_FMT_CSV || f == RT_FMT_DAT;
@@ -470,12 +448,12 @@ static int one_line(reader *r, char *line, int *first_data, rt_error *err)
         int n = split_ws(s, f);
         return r->mm_have_size ? rating_line(r, f, n, err) : mm_size(r, f, n, err);
     }
-    if (*s == '#' || *s == '%')
-        return 0; /* comment */
+    if (rt_text_comment_line(s))
+        return 0;
     if (r->fmt == RT_FMT_NETFLIX)
         return netflix_line(r, s, err);
     /* JSON is recognised before the split cuts the line */
-    if (*first_data == 1 && has_header(r->fmt) && json_line(s))
+    if (*first_data == 1 && has_header(r->fmt) && rt_text_json_line(s, strlen(s)))
         return line_error(r, err,
                           "JSON, not ratings text: write one 'user item rating' per line "
                           "first (e.g. jq -r '[.user_id, .item_id, .rating] | @tsv' FILE)");

@@ -42,7 +42,7 @@ static void sniff_text(const char *text, size_t len, rt_rating_format *f, const 
         }
         first = 0;
         const char *s = line + strspn(line, " \t");
-        if (*s == '\n' || *s == '\r' || *s == '\0' || *s == '#' || *s == '%')
+        if (*s == '\n' || *s == '\r' || *s == '\0' || rt_text_comment_line(s))
             continue;
         if (netflix_head_line(s)) {
             *f = RT_FMT_NETFLIX;

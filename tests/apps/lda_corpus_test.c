@@ -203,6 +203,66 @@ static void test_libsvm_ldac(void **state)
     rt_corpus_free(&c);
 }
 
+/* Comment lines ('#', '%', '//') in the formats whose lines hold ids are
+ * skipped, as in ratings files: an lda-c file opening with one is still
+ * guessed lda-c (it was read as raw text: the comment's words, one token),
+ * a lines file's comment is no document, a docword file may hold them
+ * before and inside its header and body.  Raw text has none: a line
+ * starting with '#' is a document (a hashtag). */
+static void test_comment_lines(void **state)
+{
+    (void)state;
+    const char *p = scratch_file("c.dat", "# made by hand\n2 0:1 1:2\n// two\n1 2:3\n");
+    rt_corpus c;
+    rt_corpus_options o = {.format = RT_CORPUS_AUTO};
+    read_ok(p, &o, RT_CORPUS_LDAC, &c);
+    assert_int_equal(c.n_docs, 2);
+    assert_int_equal(c.n_tokens, 6);
+    rt_corpus_free(&c);
+    p = scratch_file("c.lines", "d1 d1 cat dog\n# not a document\n% nor this\nd2 d2 dog\n");
+    read_ok(p, &o, RT_CORPUS_LINES, &c);
+    assert_int_equal(c.n_docs, 2);
+    assert_int_equal(c.n_tokens, 3);
+    rt_corpus_free(&c);
+    p = scratch_file("docword.c.txt",
+                     "% UCI corpus\n2\n# words\n3\n2\n// body\n1 1 2\n2 3 1\n# end\n");
+    read_ok(p, &o, RT_CORPUS_UCI, &c);
+    assert_int_equal(c.n_docs, 2);
+    assert_int_equal(c.n_tokens, 3);
+    rt_corpus_free(&c);
+    expect_bad(scratch_file("docword.c2.txt", "# c\n2\n0\n1\n1 1 1\n"), RT_CORPUS_UCI, NULL,
+               "docword.c2.txt:4: header D=2 W=0 NNZ=1 is impossible");
+    p = scratch_file("hash.txt", "#rotor rocks\nplain words\n");
+    rt_corpus_options t = {.format = RT_CORPUS_AUTO};
+    read_ok(p, &t, RT_CORPUS_TEXT, &c);
+    assert_int_equal(c.n_docs, 2);
+    assert_int_equal(count_of(&c, 0, "rocks"), 1);
+    rt_corpus_free(&c);
+}
+
+/* A JSON dump (JSON lines, a JSON array) is refused at its first line with a
+ * way out, in the text and lines formats that would read its keys and quotes
+ * as words; an id in brackets or braces is not JSON. */
+static void test_json_refused(void **state)
+{
+    (void)state;
+    const char *jl = "{\"id\": 1, \"text\": \"cats and dogs\"}\n{\"id\": 2, \"text\": \"dogs\"}\n";
+    expect_bad(scratch_file("j.jsonl", jl), RT_CORPUS_AUTO, NULL, "j.jsonl:1: JSON, not a corpus");
+    expect_bad(scratch_file("j2.jsonl", jl), RT_CORPUS_TEXT, NULL,
+               "j2.jsonl:1: JSON, not a corpus");
+    expect_bad(scratch_file("j3.jsonl", jl), RT_CORPUS_LINES, NULL, "j3.jsonl:1: JSON");
+    expect_bad(scratch_file("ja.json", "\n[\n  {\"text\": \"a b\"}\n]\n"), RT_CORPUS_AUTO, NULL,
+               "ja.json:2: JSON, not a corpus");
+    rt_corpus c;
+    rt_corpus_options o = {.format = RT_CORPUS_AUTO};
+    read_ok(scratch_file("br.lines", "[d1] [d1] cat\n{d2} {d2} dog\n"), &o, RT_CORPUS_LINES, &c);
+    assert_int_equal(c.n_docs, 2);
+    rt_corpus_free(&c);
+    read_ok(scratch_file("br.txt", "[Note] the cat\n"), &o, RT_CORPUS_TEXT, &c);
+    assert_int_equal(count_of(&c, 0, "note"), 1);
+    rt_corpus_free(&c);
+}
+
 static void test_text(void **state)
 {
     (void)state;
@@ -333,6 +393,8 @@ int main(void)
         cmocka_unit_test(test_byte_order_mark),
         cmocka_unit_test(test_old_mac_line_ends),
         cmocka_unit_test(test_text_utf8),
+        cmocka_unit_test(test_comment_lines),
+        cmocka_unit_test(test_json_refused),
     };
     return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);
 }

@@ -63,6 +63,10 @@ seed corpus_text s.txt stopwords.txt
 for f in docword.g.txt lines.txt s.libsvm c.ldac t.txt; do seed corpus_auto "$f" "$f"; done
 tr '\n' '\r' <docword.g.txt >mac-docword.txt
 seed corpus_auto mac-docword.txt mac-docword.txt
+printf '{"id": 1, "text": "cats and dogs"}\n' >j.jsonl # refused: JSON lines
+seed corpus_auto j.jsonl json-lines.json
+printf '# hand-made\n2 0:2 2:1\n// two\n1 1:3\n' >cm.ldac # comment lines, skipped
+seed corpus_auto cm.ldac comments.ldac
 
 # Plan files of a tiny MF plan and an LDA plan.
 "$ROTOR" partition --input r.txt --nodes 2 --threads 1 --test-fraction 0.2 --out mf

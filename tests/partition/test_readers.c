@@ -85,6 +85,11 @@ static void test_formats(void **state)
         {"mac.csv", "userId,movieId,rating\r196,242,3\r186,302,3.5\r\n196,302,1", RT_FMT_CSV, 1},
         {"spaces.txt", "# comment\n  196   242 3\n\n186 302   3.5e0\n196 302 +1.000\n",
          RT_FMT_TRIPLETS, 0},
+        /* "//" starts a comment as '#' and '%' do, in the format guess too */
+        {"slashes.csv", "// exported by hand\n196,242,3\n  // a note\n186,302,3.5\n196,302,1\n",
+         RT_FMT_CSV, 0},
+        {"slashes.dat", "196::242::3\n//186::302::4\n186::302::3.5\n% x\n196::302::1\n", RT_FMT_DAT,
+         0},
         /* the fourth field is never read, in any reader: a date, a word */
         {"dates.txt", "196 242 3 2005-09-06\n186\t302\t3.5\tjunk\n196 302 1 x\n", RT_FMT_TRIPLETS,
          0},
