@@ -254,6 +254,10 @@ static int lda_rotation_end(void *p, rt_engine *eng, uint64_t rot, const rt_rota
     if (rot > 0) {
         a->span_seconds += st->seconds;
         a->span_sweeps++;
+        a->split.seconds += st->seconds;
+        a->split.imbalance += st->imbalance_s;
+        a->split.handover += st->handover_s;
+        a->split.step_end += st->step_end_s;
     }
     *stop = lda_done(c, rot + 1);
     if (!lda_core_is_eval(c, rot))
@@ -264,8 +268,14 @@ static int lda_rotation_end(void *p, rt_engine *eng, uint64_t rot, const rt_rota
     /* throughput: mean over the sweeps since the previous evaluation */
     double tps =
         a->span_seconds > 0 ? (double)c->tokens * (double)a->span_sweeps / a->span_seconds : 0;
+    /* the same sweeps' wall beyond their cells: how much a run on threads
+     * loses to uneven cells, hand-overs and the topic totals */
+    const double sec = a->split.seconds > 0 ? a->split.seconds : 1;
+    const double imbalance = a->split.imbalance / sec, handover = a->split.handover / sec,
+                 step_end = a->split.step_end / sec;
     a->span_seconds = 0;
     a->span_sweeps = 0;
+    memset(&a->split, 0, sizeof(a->split));
     if (rt_engine_rank(eng) != 0)
         return 0;
     char ppl[64] = "-";
@@ -275,14 +285,11 @@ static int lda_rotation_end(void *p, rt_engine *eng, uint64_t rot, const rt_rota
             "tokens/s %.3fM last sweep %.3fs stall %.1f%%",
             (unsigned long long)rot, c->ll_per_token, ll, ppl, tps / 1e6, st->seconds,
             100.0 * st->stall_frac_max);
-    /* the last sweep's wall beyond its cells (rt_rotation_stats): how much a
-     * run on threads loses to uneven cells, hand-overs and the totals */
-    const double sec = st->seconds > 0 ? st->seconds : 1;
-    json_t *rec = json_pack(
-        "{s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "iter", (json_int_t)rot, "ll_per_token",
-        c->ll_per_token, "log_joint", ll, "tokens_per_s", tps, "seconds", st->seconds, "stall_frac",
-        st->stall_frac_max, "imbalance_frac", st->imbalance_s / sec, "handover_frac",
-        st->handover_s / sec, "step_end_frac", st->step_end_s / sec);
+    json_t *rec =
+        json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "iter", (json_int_t)rot,
+                  "ll_per_token", c->ll_per_token, "log_joint", ll, "tokens_per_s", tps, "seconds",
+                  st->seconds, "stall_frac", st->stall_frac_max, "imbalance_frac", imbalance,
+                  "handover_frac", handover, "step_end_frac", step_end);
     if (rec && !isnan(c->perplexity))
         json_object_set_new(rec, "perplexity", json_real(c->perplexity));
     return rec ? rt_metrics_epoch(&a->metrics, rec, *stop, err) : 0;

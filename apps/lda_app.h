@@ -13,6 +13,12 @@ typedef struct lda_app {
     double sample_seconds;
     double span_seconds; /* sweeps since the last evaluation */
     uint64_t span_sweeps;
+    /* Where those sweeps' wall went besides the cells (rt_rotation_stats),
+     * summed over the same sweeps; not in the checkpoint, so after a resume
+     * over the sweeps since it (their own seconds beside them). */
+    struct {
+        double seconds, imbalance, handover, step_end;
+    } split;
     rt_metrics metrics;
 } lda_app;
 

@@ -38,10 +38,11 @@
 # rotor-NAME[-mM][-exact|-afterWxN];
 # NAME auto is rotor's default (sparse at K <= 384 and above 512, warp between).
 # rotor's sampling seconds include rotation 0 (the initial topics).
-# rotor's last_sweep_median: where its last sweep's wall went besides the
-# cells (medians over the rounds): imbalance_frac (threads idle while the
-# slowest cell of a step finishes), handover_frac (waking the threads) and
-# step_end_frac (the topic-total exchange), each a fraction of the sweep.
+# rotor's split_median: where the wall of the throughput window's sweeps
+# went besides the cells (medians over the rounds): imbalance_frac (threads
+# idle while the slowest cell of a step finishes), handover_frac (waking the
+# threads) and step_end_frac (the topic-total exchange), each a fraction of
+# the sweeps' wall.
 # --quick: KOS only, K = 100 and 1000, 20 iterations, 1 round, 2 points.
 # WarpLDA is built by ../shared/anchors/build.sh (into $ANCHORS_DIR, default
 # /tmp/rotor-anchors) unless WARPLDA=path/to/warplda and WARPLDA_FORMAT are
@@ -210,8 +211,8 @@ def throughput(tool, c, K, r):
     return last[0]["tokens_per_s"] if last else None
 
 def step_split(tool, c, K, r):
-    """rotor: the last sweep's wall beyond its cells (engine.h rt_rotation_stats), as
-    fractions of the sweep: uneven cells, thread hand-overs, the topic-total exchange."""
+    """rotor: the window's wall beyond its cells (engine.h rt_rotation_stats), as
+    fractions of it: uneven cells, thread hand-overs, the topic-total exchange."""
     recs = json.loads(read(f"{runs}/time-{c}-{K}-{tool}-{r}.metrics"))["epochs"]
     last = [e for e in recs if e["iter"] == iters]
     return {k: last[0].get(k) for k in SPLIT} if last else {}
@@ -278,7 +279,7 @@ for c in corpora:
                  "median_process_seconds": med([s for _, s in pw[t]]), "ll_curve": cv[t]}
             if t != "warplda":
                 sp = [step_split(t, c, K, r) for r in range(1, rounds + 1)]
-                d["last_sweep_median"] = {k: med([x.get(k) for x in sp]) for k in SPLIT}
+                d["split_median"] = {k: med([x.get(k) for x in sp]) for k in SPLIT}
             if w and t != "warplda":
                 d["tokens_per_s_ratio_to_warplda"] = med([a / b if a and b else None for a, b in zip(tp[t], tp["warplda"])])
                 d["peak_rss_ratio_to_warplda"] = med([a[0] / b[0] for a, b in zip(pw[t], pw["warplda"])])

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # LDA on UCI KOS blog entries (3430 docs, 6906 words, 467714 tokens), K=50,
 # both samplers: ll/token rises and flattens, held-out perplexity falls, and
-# the top words are real words.  Skips when the data set is absent.
+# the top words are real words; the metrics split each span's wall beyond
+# the cells into fractions of it.  Skips when the data set is absent.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/lda_lib.sh"
 docword=$(shared_data uci-kos/docword.kos.txt)
@@ -12,7 +13,18 @@ vocab=$(shared_data uci-kos/vocab.kos.txt)
 for s in sparse mh; do
     "$ROTOR" train --plan "$TMP/plan" --app lda --topics 50 --alpha 0.1 --beta 0.01 \
         --sampler "$s" --mh-steps 4 --iters 60 --eval-every 10 --out "$TMP/m-$s" --top 10 \
-        >"$TMP/$s.log" 2>&1 || { cat "$TMP/$s.log"; fail "train $s"; }
+        --metrics "$TMP/$s.json" >"$TMP/$s.log" 2>&1 || { cat "$TMP/$s.log"; fail "train $s"; }
+    # uneven cells, hand-overs and the topic totals: parts of the span's wall
+    # (the same sweeps' seconds), so each in [0, 1] and together below 1
+    if command -v python3 >/dev/null; then
+        python3 - "$TMP/$s.json" <<'EOF' || fail "$s: metrics' wall split out of range"
+import json, sys
+for e in json.load(open(sys.argv[1]))["epochs"]:
+    parts = [e["imbalance_frac"], e["handover_frac"], e["step_end_frac"]]
+    if min(parts) < 0 or sum(parts) >= 1:
+        sys.exit("iter %d: %s" % (e["iter"], parts))
+EOF
+    fi
     grep "lda iter" "$TMP/$s.log" | sed 's/^/    /' >&2
     l10=$(ll_at 10 "$TMP/$s.log"); l30=$(ll_at 30 "$TMP/$s.log"); l60=$(ll_at 60 "$TMP/$s.log")
     l0=$(ll_at 0 "$TMP/$s.log")
