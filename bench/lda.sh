@@ -4,7 +4,7 @@
 #   bench/lda.sh [--quick] [--corpora synthetic,kos,ap] [--topics 100,1000,10000]
 #                [--samplers warp,mh:4,sparse] [--threads T] [--iters N] [--rounds R]
 #                [--ll-iters 10,20,...] [--warplda-wait passive|active]
-#                [--no-warplda] [--keep DIR]
+#                [--no-warplda] [--keep DIR] [--pipeline C]
 #
 # Corpora (each written once in the Yahoo!LDA line format, "doc doc w w ...",
 # and read by both tools from that file): synthetic = `rotor gen lda`, 20k
@@ -43,6 +43,9 @@
 # idle while the slowest cell of a step finishes), handover_frac (waking the
 # threads) and step_end_frac (the topic-total exchange), each a fraction of
 # the sweeps' wall.
+# --pipeline C: rotor's plans get C column blocks per worker (rotor
+# partition --pipeline; default its own): a run's blocks are smaller or larger
+# for the cache at the cost of more or fewer steps.
 # --quick: KOS only, K = 100 and 1000, 20 iterations, 1 round, 2 points.
 # WarpLDA is built by ../shared/anchors/build.sh (into $ANCHORS_DIR, default
 # /tmp/rotor-anchors) unless WARPLDA=path/to/warplda and WARPLDA_FORMAT are
@@ -51,10 +54,10 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 DATA=${ROTOR_DATA_DIR:-$ROOT/../shared/data}
 corpora=synthetic,kos,ap topics=100,1000,10000 samplers=warp,mh,sparse threads=2 iters=50 rounds=3
-ll_iters=10,20,30,40,50 warp=1 keep="" warplda_wait=passive
+ll_iters=10,20,30,40,50 warp=1 keep="" warplda_wait=passive pipeline=
 BENCH_FLAGS=([quick]="corpora=kos topics=100,1000 iters=20 rounds=1 ll_iters=10,20"
              [no-warplda]=warp=0)
-bench_options 2,41 "$@"
+bench_options 2,52 "$@"
 [ -x "$ROTOR" ] || bench_fail "build first (cmake --build build)"
 [ $((iters % 2)) = 0 ] || bench_fail "--iters must be even"
 command -v python3 >/dev/null || bench_fail "needs python3"
@@ -97,7 +100,7 @@ for c in ${corpora//,/ }; do
     *) echo "lda.sh: unknown corpus $c" >&2; exit 2 ;;
     esac
     "$ROTOR" partition --app lda --format lines --input "$f" --nodes 1 --threads "$threads" \
-        --test-fraction 0 --seed 1 --out "$TMP/plan-$c" >&2
+        ${pipeline:+--pipeline "$pipeline"} --test-fraction 0 --seed 1 --out "$TMP/plan-$c" >&2
     if [ "$warp" = 1 ]; then
         (cd "$TMP" && "$WARPLDA_FORMAT" -input "$f" -prefix "$TMP/w-$c" >&2)
     fi
@@ -175,7 +178,7 @@ done
 
 load_after=$(cat /proc/loadavg)
 python3 - "$TMP/runs" "$iters" "$rounds" "$threads" "$ll_iters" "$load_before" "$load_after" \
-    "$(nproc)" "${made[*]}" "$topics" "${tools[*]}" "$warplda_wait" <<'EOF'
+    "$(nproc)" "${made[*]}" "$topics" "${tools[*]}" "$warplda_wait" "${pipeline:-default}" <<'EOF'
 import json, os, re, statistics, sys
 runs, iters, rounds, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 ll_iters = [int(x) for x in sys.argv[5].split(",")]
@@ -293,6 +296,6 @@ for c in corpora:
 print(json.dumps({"benchmark": "lda", "config": {"threads": threads, "iters": iters, "rounds": rounds,
                   "ll_iters": ll_iters, "throughput_window": [half + 1, iters], "cpus": int(sys.argv[8]),
                   "loadavg_before": sys.argv[6], "loadavg_after": sys.argv[7],
-                  "warplda_omp_wait_policy": sys.argv[12]},
+                  "warplda_omp_wait_policy": sys.argv[12], "pipeline": sys.argv[13]},
                   "results": results}, indent=1))
 EOF
