@@ -28,6 +28,7 @@
  */
 #include "apps/app_common.h"
 #include "apps/lda.h"
+#include "ground/json.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -440,9 +441,9 @@ static int write_summary(const char *path, const rt_infer_opts *o, const rt_infe
                          const lda_model *m, rt_error *err)
 {
     json_t *j = json_pack(
-        "{s:s, s:s, s:i, s:f, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "app", "lda",
-        "input", o->input ? o->input : "", "topics", (int)m->K, "alpha", m->alpha, "beta", m->beta,
-        "iters", (json_int_t)o->iters, "seed", (json_int_t)o->seed, "documents",
+        "{s:s, s:o, s:i, s:f, s:f, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "app", "lda",
+        "input", rt_json_text(o->input ? o->input : ""), "topics", (int)m->K, "alpha", m->alpha,
+        "beta", m->beta, "iters", (json_int_t)o->iters, "seed", (json_int_t)o->seed, "documents",
         (json_int_t)r->docs, "empty_documents", (json_int_t)r->empty_docs, "tokens",
         (json_int_t)r->tokens, "unknown_words", (json_int_t)r->unknown_words, "unknown_tokens",
         (json_int_t)r->unknown_tokens, "held_out_tokens", (json_int_t)r->held_tokens, "perplexity",

@@ -20,6 +20,7 @@
  */
 #include "apps/lda_app.h"
 #include "apps/model_set.h"
+#include "ground/json.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -168,14 +169,15 @@ static json_t *model_meta(lda_app *a)
     json_t *nk = json_array();
     for (uint32_t k = 0; k < o->K; k++)
         json_array_append_new(nk, json_integer((json_int_t)a->core.nk[k]));
-    return json_pack("{s:s, s:i, s:f, s:f, s:s, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:s, s:o}",
+    return json_pack("{s:s, s:i, s:f, s:f, s:s, s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:o, s:o}",
                      "app", "lda", "topics", (int)o->K, "alpha", o->alpha, "beta", o->beta,
                      "sampler", lda_sampler_name(o->sampler), "seed", (json_int_t)o->seed, "iters",
                      (json_int_t)a->core.iters_done, "documents", (json_int_t)a->plan->n_rows,
                      "words", (json_int_t)a->plan->n_cols, "tokens", (json_int_t)a->core.tokens,
                      "ll_per_token", a->core.ll_per_token, "perplexity",
                      a->core.perplexity == a->core.perplexity ? a->core.perplexity : 0.0,
-                     "sample_seconds", a->sample_seconds, "plan", a->plan->dir, "topic_totals", nk);
+                     "sample_seconds", a->sample_seconds, "plan", rt_json_text(a->plan->dir),
+                     "topic_totals", nk);
 }
 
 /* Rank 0: the id files and topics.txt into the directory being saved. */

@@ -22,6 +22,7 @@
 #include "apps/app_common.h"
 #include "apps/mf_common.h"
 #include "apps/model_set.h"
+#include "ground/json.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -144,7 +145,7 @@ static void meta_common(json_t *meta, const rt_plan *plan, const rt_mf_common_op
     /* Absolute, so that recommend and eval find the training items from
      * any working directory. */
     char *plan_abs = realpath(plan->dir, NULL);
-    json_object_set_new(meta, "plan", json_string(plan_abs ? plan_abs : plan->dir));
+    json_object_set_new(meta, "plan", rt_json_text(plan_abs ? plan_abs : plan->dir));
     free(plan_abs);
     char id[32];
     snprintf(id, sizeof(id), "%016llx", (unsigned long long)plan->plan_id);

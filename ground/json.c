@@ -1,9 +1,12 @@
-/* json.c - the one reader of JSON documents (see json.h). */
+/* json.c - the one reader of JSON documents (see json.h), and rt_json_text
+ * for outside bytes written into one. */
 #include "ground/json.h"
 
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistr.h>
 
 /* text[0..len) without a byte order mark or binary bytes. */
 static json_t *parse_text(const char *text, size_t len, const char *path, rt_error *err)
@@ -76,4 +79,32 @@ json_t *rt_json_loadf(FILE *fp, const char *path, rt_error *err)
         doc = rt_json_parse(buf, rt_text_unify_line_ends(buf, len, 0), path, err);
     free(buf);
     return doc;
+}
+
+json_t *rt_json_text(const char *s)
+{
+    json_t *j = json_string(s);
+    if (j)
+        return j;
+    size_t n = strlen(s), out = 0;
+    char *buf = malloc(3 * n + 1); /* one byte may become the 3 of U+FFFD */
+    if (!buf)
+        return NULL;
+    for (size_t i = 0; i < n;) {
+        ucs4_t uc;
+        int len = u8_mbtoucr(&uc, (const uint8_t *)s + i, n - i);
+        if (len > 0) {
+            memcpy(buf + out, s + i, (size_t)len);
+            out += (size_t)len;
+            i += (size_t)len;
+        } else {
+            memcpy(buf + out, "\xef\xbf\xbd", 3);
+            out += 3;
+            i++;
+        }
+    }
+    buf[out] = '\0';
+    j = json_string(buf);
+    free(buf);
+    return j;
 }

@@ -32,4 +32,11 @@ json_t *rt_json_loadf(FILE *fp, const char *path, rt_error *err);
  * rt_json_load's callers get it from rt_text_load). */
 json_t *rt_json_parse(const char *text, size_t len, const char *path, rt_error *err);
 
+/* A JSON string of outside bytes (a path, a command line): JSON strings are
+ * UTF-8, and jansson's json_string gives NULL for anything else (a Latin-1
+ * file name), which json_pack and json_object_set_new then drop or fail on
+ * silently.  Each byte that starts no UTF-8 character becomes U+FFFD, so
+ * the text stays readable; NULL only when out of memory. */
+json_t *rt_json_text(const char *s);
+
 #endif

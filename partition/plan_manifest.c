@@ -1,5 +1,6 @@
 /* plan_manifest.c - plan.json: the human-readable manifest. */
 #include "partition/plan_write.h"
+#include "ground/json.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -33,9 +34,9 @@ static json_t *inputs_json(const rt_plan_options *opt)
     for (int i = 0; a && i < opt->n_sources; i++) {
         const rt_plan_source *s = &opt->sources[i];
         json_array_append_new(
-            a, json_pack("{s:s,s:s,s:s,s:I,s:I}", "role", s->role ? s->role : "", "path",
-                         s->path ? s->path : "", "format", s->format ? s->format : "", "lines",
-                         (json_int_t)s->lines, "entries", (json_int_t)s->entries));
+            a, json_pack("{s:s,s:o,s:s,s:I,s:I}", "role", s->role ? s->role : "", "path",
+                         rt_json_text(s->path ? s->path : ""), "format", s->format ? s->format : "",
+                         "lines", (json_int_t)s->lines, "entries", (json_int_t)s->entries));
     }
     return a;
 }
@@ -65,7 +66,7 @@ static json_t *manifest(rt_plan_builder *pb)
     json_object_set_new(root, "app", json_string(rt_plan_app_name(in->app)));
     json_object_set_new(root, "plan_id", json_string(id));
     json_object_set_new(root, "command_line",
-                        json_string(opt->command_line ? opt->command_line : ""));
+                        rt_json_text(opt->command_line ? opt->command_line : ""));
     json_object_set_new(root, "dims", dims);
     json_object_set_new(root, "nnz_train", json_integer((json_int_t)pb->sum.nnz_train));
     json_object_set_new(root, "nnz_test", json_integer((json_int_t)pb->sum.nnz_test));
