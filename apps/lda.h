@@ -353,7 +353,7 @@ typedef struct lda_scratch {
     /* the document-major visit (lda_doc.c) */
     int32_t *doc_ndk;
     uint32_t *doc_pos;
-    double *doc_inv, *doc_sleaf, *doc_srun;
+    double *doc_inv;
     uint32_t **doc_views, *doc_room, *doc_dense, *doc_ord, *doc_cnt;
     uint8_t *doc_wordmajor;
     size_t doc_views_n, doc_room_n, doc_dense_n, doc_ord_n, doc_cnt_n, doc_wordmajor_n;
@@ -491,6 +491,11 @@ uint32_t lda_doc_word_topic(const uint32_t *e, uint32_t n, uint32_t k);
  * appended at count 1).  -1, nothing written, when the list is full: the
  * counts were corrupt (a word has no more topics than tokens). */
 int lda_doc_word_gain(uint32_t *v, uint32_t room, uint32_t x, uint32_t k);
+/* Its s bucket's draw: topic k with probability inv[k] / sum (inv[f] taken
+ * as invf), by rejection against max(inv_max, invf) (inv_max >= every
+ * inv[k]), finished by a scan over K after the bucket's tries. */
+uint32_t lda_doc_s_draw(const double *inv, uint32_t K, double inv_max, uint32_t f, double invf,
+                        rt_rng *rng);
 int lda_visit_lists(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
                     rt_rng *rng, rt_error *err);
 /* ... the tokens of the block's runs r (from blk_run[b]) with runs[r - blk_run[b]] != 0 alone. */

@@ -616,6 +616,47 @@ static void test_doc_word_gain(void **state)
     free(v);
 }
 
+/* The s bucket's draw gives topic k with probability inv[k] / sum (f's
+ * weight taken as invf): chi-square over 200000 draws (9 degrees of
+ * freedom; 40 is p < 1e-5) with a tight bound (rejection alone), a bound
+ * 1e4 times too loose (the scan after the tries, nearly every draw) and f's
+ * weight above the bound (the bound raised to it).  Fails with f's weight
+ * left at inv[f], with the scan drawing uniformly, or with the bound not
+ * raised. */
+static double s_draw_chi2(const double *inv, double inv_max, uint32_t f, double invf)
+{
+    enum { K = 10, N = 200000 };
+    uint32_t seen[K] = {0};
+    rt_rng rng;
+    rt_rng_seed(&rng, 5, 1);
+    for (uint32_t n = 0; n < N; n++) {
+        const uint32_t k = lda_doc_s_draw(inv, K, inv_max, f, invf, &rng);
+        assert_true(k < K);
+        seen[k]++;
+    }
+    double sum = 0, chi2 = 0;
+    for (uint32_t k = 0; k < K; k++)
+        sum += k == f ? invf : inv[k];
+    for (uint32_t k = 0; k < K; k++) {
+        const double want = N * (k == f ? invf : inv[k]) / sum;
+        chi2 += (seen[k] - want) * (seen[k] - want) / want;
+    }
+    return chi2;
+}
+
+static void test_doc_s_draw(void **state)
+{
+    (void)state;
+    double inv[10], top = 0;
+    for (uint32_t k = 0; k < 10; k++) {
+        inv[k] = 1.0 / (3.0 + k * k);
+        top = inv[k] > top ? inv[k] : top;
+    }
+    assert_true(s_draw_chi2(inv, top, 4, 0.2) < 40);
+    assert_true(s_draw_chi2(inv, 1e4 * top, 4, 0.2) < 40);
+    assert_true(s_draw_chi2(inv, top, 7, 3 * top) < 40);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -625,7 +666,7 @@ int main(void)
         cmocka_unit_test(test_list_bucket),   cmocka_unit_test(test_list_topic),
         cmocka_unit_test(test_packed_bucket), cmocka_unit_test(test_packed_topic),
         cmocka_unit_test(test_doc_q),         cmocka_unit_test(test_doc_word_topic),
-        cmocka_unit_test(test_doc_word_gain),
+        cmocka_unit_test(test_doc_word_gain), cmocka_unit_test(test_doc_s_draw),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
