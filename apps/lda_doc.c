@@ -290,13 +290,13 @@ static int64_t doc_order(const lda_tokens *t, uint32_t b, lda_scratch *s, rt_err
     uint32_t *cnt = s->doc_cnt, *ord = s->doc_ord;
     const uint8_t *skip = s->doc_wordmajor;
     memset(cnt, 0, ((size_t)t->n_docs + 1) * sizeof(uint32_t));
-    uint64_t i = base;
-    for (uint64_t r = r0; r < t->blk_run[b + 1]; r++)
-        for (; i < t->run_end[r]; i++)
-            cnt[t->tok_doc[i] + 1] += !skip[r - r0];
+    for (uint64_t r = r0, i = base; r < t->blk_run[b + 1]; i = t->run_end[r++])
+        if (!skip[r - r0])
+            for (; i < t->run_end[r]; i++)
+                cnt[t->tok_doc[i] + 1]++;
     for (uint32_t d = 0; d < t->n_docs; d++)
         cnt[d + 1] += cnt[d];
-    i = base;
+    uint64_t i = base;
     for (uint64_t r = r0; r < t->blk_run[b + 1]; r++) {
         if (skip[r - r0]) {
             i = t->run_end[r];
