@@ -495,7 +495,7 @@ int lda_doc_word_gain(uint32_t *v, uint32_t room, uint32_t x, uint32_t k);
  * as invf), by rejection against max(inv_max, invf) (inv_max >= every
  * inv[k]), finished by a scan over K after the bucket's tries. */
 uint32_t lda_doc_s_draw(const double *inv, uint32_t K, double inv_max, uint32_t f, double invf,
-                        rt_rng *rng);
+                        rt_wyrand *rng);
 int lda_visit_lists(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
                     rt_rng *rng, rt_error *err);
 /* ... the tokens of the block's runs r (from blk_run[b]) with runs[r - blk_run[b]] != 0 alone. */

@@ -341,14 +341,37 @@ typedef struct doc_run {
  * acceptance does not depend on the topic it would give.  Only s_sum is
  * kept by differences; it is summed afresh each visit. ---- */
 #define S_TRIES 32
+/* The visit's draws come from a wyrand seeded by one draw of the visit's
+ * stream (ground.h): its one-word state stays in a register where
+ * xoshiro's four went through memory each draw (~34 of a token's ~500
+ * instructions at K = 1000 on KOS).  [0, 1) from 53 bits, as
+ * rt_rng_uniform: */
+static inline double wy_uniform(rt_wyrand *g)
+{
+    return (double)(rt_wyrand_next(g) >> 11) * 0x1.0p-53;
+}
+
+/* Uniform in [0, n), unbiased: a 32-bit draw times n, refusing the low
+ * products that would favour some values (Lemire 2019). */
+static inline uint32_t wy_below(rt_wyrand *g, uint32_t n)
+{
+    uint64_t m = (rt_wyrand_next(g) >> 32) * n;
+    if ((uint32_t)m < n) {
+        const uint32_t t = -n % n;
+        while ((uint32_t)m < t)
+            m = (rt_wyrand_next(g) >> 32) * n;
+    }
+    return (uint32_t)(m >> 32);
+}
+
 /* The topic where u falls among inv (f's at invf) by a scan; rounding
  * past the sum takes the last topic. */
-static uint32_t s_scan(const double *inv, uint32_t K, uint32_t f, double invf, rt_rng *rng)
+static uint32_t s_scan(const double *inv, uint32_t K, uint32_t f, double invf, rt_wyrand *rng)
 {
     double sum = 0;
     for (uint32_t k = 0; k < K; k++)
         sum += k == f ? invf : inv[k];
-    double u = rt_rng_uniform(rng) * sum;
+    double u = wy_uniform(rng) * sum;
     for (uint32_t k = 0; k < K; k++) {
         const double w = k == f ? invf : inv[k];
         if (u < w)
@@ -360,12 +383,12 @@ static uint32_t s_scan(const double *inv, uint32_t K, uint32_t f, double invf, r
 
 /* lda_doc_s_draw (lda.h). */
 static uint32_t s_draw(const double *inv, uint32_t K, double inv_max, uint32_t f, double invf,
-                       rt_rng *rng)
+                       rt_wyrand *rng)
 {
     const double bound = invf > inv_max ? invf : inv_max;
     for (uint32_t n = 0; n < S_TRIES; n++) {
-        const uint32_t k = (uint32_t)rt_rng_below(rng, K);
-        if (rt_rng_uniform(rng) * bound < (k == f ? invf : inv[k]))
+        const uint32_t k = wy_below(rng, K);
+        if (wy_uniform(rng) * bound < (k == f ? invf : inv[k]))
             return k;
     }
     return s_scan(inv, K, f, invf, rng);
@@ -432,7 +455,7 @@ static inline int word_gain(uint32_t *v, uint32_t room, uint32_t x, uint32_t k)
 static inline __attribute__((always_inline)) int64_t doc_tokens(doc_run *l, uint32_t d,
                                                                 const uint32_t *ord, uint32_t p,
                                                                 uint32_t end, uint64_t base,
-                                                                rt_rng *rng, const int avx2)
+                                                                rt_wyrand *rng, const int avx2)
 {
     lda_tokens *t = l->t;
     int64_t *nk = l->nk;
@@ -469,7 +492,7 @@ static inline __attribute__((always_inline)) int64_t doc_tokens(doc_run *l, uint
                      : q_prefix_portable(v + 1, v[0], f, cf, l->pre, &own);
         }
         const double s_tot = ab * (l->s_sum + (invf - inv[f]));
-        double u = rt_rng_uniform(rng) * (q + beta * rs + s_tot);
+        double u = wy_uniform(rng) * (q + beta * rs + s_tot);
         uint32_t k, xq = UINT32_MAX; /* k's entry in the word's list, when drawn in q */
         if (u < q) {
             xq = avx2 ? q_find_avx2(l->pre, v[0], float_below(u)) : q_find(l->pre, v[0], u);
@@ -566,9 +589,10 @@ static inline __attribute__((always_inline)) int visit_docs(const lda_ctx *c, ld
         l.inv_max = l.inv[k] > l.inv_max ? l.inv[k] : l.inv_max;
     }
     const uint64_t base = t->blk_tok[b];
+    rt_wyrand g = {rt_rng_next(rng)};
     for (uint32_t d = 0, p = 0; d < t->n_docs && p < ntok; d++) {
         const uint32_t end = s->doc_cnt[d];
-        const int64_t full = p < end ? doc_tokens(&l, d, s->doc_ord, p, end, base, rng, avx2) : 0;
+        const int64_t full = p < end ? doc_tokens(&l, d, s->doc_ord, p, end, base, &g, avx2) : 0;
         if (full)
             return lda_overflow(b, t->run_word[t->blk_run[b] + (uint64_t)(-1 - full)], err);
         p = end;
@@ -633,7 +657,7 @@ int lda_doc_word_gain(uint32_t *v, uint32_t room, uint32_t x, uint32_t k)
 }
 
 uint32_t lda_doc_s_draw(const double *inv, uint32_t K, double inv_max, uint32_t f, double invf,
-                        rt_rng *rng)
+                        rt_wyrand *rng)
 {
     return s_draw(inv, K, inv_max, f, invf, rng);
 }

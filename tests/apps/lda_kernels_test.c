@@ -629,8 +629,9 @@ static double s_draw_chi2(const double *inv, double inv_max, uint32_t f, double 
     uint32_t seen[K] = {0};
     rt_rng rng;
     rt_rng_seed(&rng, 5, 1);
+    rt_wyrand g = {rt_rng_next(&rng)};
     for (uint32_t n = 0; n < N; n++) {
-        const uint32_t k = lda_doc_s_draw(inv, K, inv_max, f, invf, &rng);
+        const uint32_t k = lda_doc_s_draw(inv, K, inv_max, f, invf, &g);
         assert_true(k < K);
         seen[k]++;
     }
