@@ -346,7 +346,8 @@ typedef struct bucket_memo {
  * topic does: the old topic's count down (first, so an append always has
  * room), the new one's up. */
 static inline uint32_t list_draw(const list_run *l, uint16_t *tz, uint32_t *tc, uint32_t *n,
-                                 uint32_t from, double leaf, bucket_memo *b, int same, rt_rng *rng)
+                                 uint32_t from, double leaf, bucket_memo *b, int same,
+                                 rt_wyrand *rng)
 {
     const uint32_t dn = *n;
     if (!same) {
@@ -356,7 +357,7 @@ static inline uint32_t list_draw(const list_run *l, uint16_t *tz, uint32_t *tc, 
     const double r = b->r;
     const uint32_t xf = b->own;
     const double a = lda_ftree_total(l->tree) + (leaf - *lda_ftree_leaf(l->tree, from));
-    const double u = rt_rng_uniform(rng) * (r + a);
+    const double u = lda_wy_uniform(rng) * (r + a);
     if (u < r) { /* the document's topics */
         const uint32_t x = list_find(l->w, l->acc, dn, u), k = tz[x];
         if (k != from) {
@@ -382,7 +383,7 @@ static inline uint32_t list_draw(const list_run *l, uint16_t *tz, uint32_t *tc, 
  * its document's length, at most LDA_LIST_COUNT_MAX, so ++ stays in the
  * count). */
 static inline uint32_t packed_draw(const list_run *l, uint32_t *e, uint32_t *n, uint32_t from,
-                                   double leaf, bucket_memo *b, int same, rt_rng *rng)
+                                   double leaf, bucket_memo *b, int same, rt_wyrand *rng)
 {
     const uint32_t dn = *n;
     if (!same) { /* (the vector path called directly: one call a token, not two) */
@@ -392,7 +393,7 @@ static inline uint32_t packed_draw(const list_run *l, uint32_t *e, uint32_t *n, 
     const double r = b->r;
     const uint32_t xf = b->own;
     const double a = lda_ftree_total(l->tree) + (leaf - *lda_ftree_leaf(l->tree, from));
-    const double u = rt_rng_uniform(rng) * (r + a);
+    const double u = lda_wy_uniform(rng) * (r + a);
     if (u < r) { /* the document's topics */
         const uint32_t x = list_find(l->w, l->acc, dn, u), k = e[x] >> 16;
         if (k != from) {
@@ -441,11 +442,12 @@ static inline void prefetch_list(const lda_tokens *t, uint64_t i, const int pack
 
 /* The tokens [i, end) of the loaded word, on lists of either form (packed:
  * a constant, so each form's loop is compiled on its own). */
-static inline void list_tokens(const list_run *l, uint64_t i, uint64_t end, rt_rng *rng,
+static inline void list_tokens(const list_run *l, uint64_t i, uint64_t end, rt_wyrand *rng_io,
                                const int packed)
 {
     lda_tokens *t = l->t;
     bucket_memo memo = {.doc = UINT32_MAX};
+    rt_wyrand g = *rng_io, *rng = &g; /* a local: its state can stay in a register */
     for (; i < end; i++) {
         if (i + 2 * LIST_PREFETCH < end)
             prefetch_place(t, i + 2 * LIST_PREFETCH);
@@ -478,14 +480,15 @@ static inline void list_tokens(const list_run *l, uint64_t i, uint64_t end, rt_r
         t->dnz_n[d] = n;
         t->z[i] = (uint16_t)k;
     }
+    *rng_io = g;
 }
 
-static void packed_tokens(const list_run *l, uint64_t i, uint64_t end, rt_rng *rng)
+static void packed_tokens(const list_run *l, uint64_t i, uint64_t end, rt_wyrand *rng)
 {
     list_tokens(l, i, end, rng, 1);
 }
 
-static void wide_tokens(const list_run *l, uint64_t i, uint64_t end, rt_rng *rng)
+static void wide_tokens(const list_run *l, uint64_t i, uint64_t end, rt_wyrand *rng)
 {
     list_tokens(l, i, end, rng, 0);
 }
@@ -520,6 +523,7 @@ int lda_visit_lists_of(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *pa
         *lda_ftree_leaf(l.tree, k) = l.alpha * idle;
     }
     lda_ftree_build(l.tree);
+    rt_wyrand g = {rt_rng_next(rng)}; /* the visit's draws (lda_wy_uniform) */
     for (uint64_t r = t->blk_run[b]; r < t->blk_run[b + 1]; r++) {
         if (runs && !runs[r - t->blk_run[b]])
             continue;
@@ -529,7 +533,7 @@ int lda_visit_lists_of(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *pa
         for (uint32_t x = 0; x < l.wd->n_nz; x++)
             coef_update(&l, l.wd->nz[x]);
         const uint64_t beg = r == t->blk_run[b] ? t->blk_tok[b] : t->run_end[r - 1];
-        (t->dlist ? packed_tokens : wide_tokens)(&l, beg, t->run_end[r], rng);
+        (t->dlist ? packed_tokens : wide_tokens)(&l, beg, t->run_end[r], &g);
         for (uint32_t x = 0; x < l.wd->n_nz; x++) /* back to n_wk = 0 */
             coef_set(&l, l.wd->nz[x], 0);
         if (lda_word_store(l.wd, K))

@@ -341,18 +341,8 @@ typedef struct doc_run {
  * acceptance does not depend on the topic it would give.  Only s_sum is
  * kept by differences; it is summed afresh each visit. ---- */
 #define S_TRIES 32
-/* The visit's draws come from a wyrand seeded by one draw of the visit's
- * stream (ground.h): its one-word state stays in a register where
- * xoshiro's four went through memory each draw (~34 of a token's ~500
- * instructions at K = 1000 on KOS).  [0, 1) from 53 bits, as
- * rt_rng_uniform: */
-static inline double wy_uniform(rt_wyrand *g)
-{
-    return (double)(rt_wyrand_next(g) >> 11) * 0x1.0p-53;
-}
-
 /* Uniform in [0, n), unbiased: a 32-bit draw times n, refusing the low
- * products that would favour some values (Lemire 2019). */
+ * products that would favour some values (Lemire 2019; the visit's draws: lda_wy_uniform). */
 static inline uint32_t wy_below(rt_wyrand *g, uint32_t n)
 {
     uint64_t m = (rt_wyrand_next(g) >> 32) * n;
@@ -371,7 +361,7 @@ static uint32_t s_scan(const double *inv, uint32_t K, uint32_t f, double invf, r
     double sum = 0;
     for (uint32_t k = 0; k < K; k++)
         sum += k == f ? invf : inv[k];
-    double u = wy_uniform(rng) * sum;
+    double u = lda_wy_uniform(rng) * sum;
     for (uint32_t k = 0; k < K; k++) {
         const double w = k == f ? invf : inv[k];
         if (u < w)
@@ -388,7 +378,7 @@ static uint32_t s_draw(const double *inv, uint32_t K, double inv_max, uint32_t f
     const double bound = invf > inv_max ? invf : inv_max;
     for (uint32_t n = 0; n < S_TRIES; n++) {
         const uint32_t k = wy_below(rng, K);
-        if (wy_uniform(rng) * bound < (k == f ? invf : inv[k]))
+        if (lda_wy_uniform(rng) * bound < (k == f ? invf : inv[k]))
             return k;
     }
     return s_scan(inv, K, f, invf, rng);
@@ -492,7 +482,7 @@ static inline __attribute__((always_inline)) int64_t doc_tokens(doc_run *l, uint
                      : q_prefix_portable(v + 1, v[0], f, cf, l->pre, &own);
         }
         const double s_tot = ab * (l->s_sum + (invf - inv[f]));
-        double u = wy_uniform(rng) * (q + beta * rs + s_tot);
+        double u = lda_wy_uniform(rng) * (q + beta * rs + s_tot);
         uint32_t k, xq = UINT32_MAX; /* k's entry in the word's list, when drawn in q */
         if (u < q) {
             xq = avx2 ? q_find_avx2(l->pre, v[0], float_below(u)) : q_find(l->pre, v[0], u);
