@@ -114,6 +114,13 @@ int sim_pick_pipeline(const rt_sim_shape *knobs, const rt_sim_link *link, const 
         uint32_t c = candidates[i];
         if (c != SIM_PIPELINE_DEFAULT && c * workers > z->cols)
             continue; /* a block needs a column */
+        if (c != SIM_PIPELINE_DEFAULT &&
+            workers * workers * workers * c * c > SIM_PIPELINE_MAX_COST) {
+            rt_info("pipeline auto: %u blocks per worker: skipped (simulating %.0f workers "
+                    "would take too long)",
+                    c, workers);
+            continue;
+        }
         double t;
         if (predict(knobs, link, z, c, &t, err))
             return -1;

@@ -12,6 +12,12 @@
 /* --pipeline auto leaves the default only for a predicted gain above this:
  * the model is not exact, and ties go to the default. */
 #define SIM_PIPELINE_MIN_GAIN 0.05
+/* --pipeline auto skips a candidate whose simulation would cost more than
+ * this, W^3 x pipeline^2 for W workers (measured on this 2-core VM at load
+ * 8: W = 256 took 1.0 s at pipeline 8 and 4.4 s at 16, ~1 ns a unit, and
+ * W = 128 a tenth of that), saying so; the default is always simulated.
+ * Without it 1024 workers spent minutes on the largest factors. */
+#define SIM_PIPELINE_MAX_COST 2e9
 
 /* The link and kernel a prediction is for, as typed: the options of
  * `rotor simulate` and of `rotor partition --pipeline auto` (one table). */
@@ -65,7 +71,7 @@ int sim_shape_uniform(sim_shape_buf *s, const rt_sim_shape *knobs, const sim_siz
  * block) simulated on z's uniform shape; the one with the least predicted
  * epoch time, unless it beats the default by no more than
  * SIM_PIPELINE_MIN_GAIN (then the default).  Each candidate's prediction
- * is logged at info level. */
+ * is logged at info level, as is each one skipped above SIM_PIPELINE_MAX_COST. */
 typedef struct sim_pipeline_pick {
     uint32_t pipeline;      /* the choice */
     double epoch_s;         /* its predicted epoch time */

@@ -78,6 +78,15 @@ dr=$(json_int test_unknown_user_or_item pf/plan.json)
 [ "$(json_int workers pf/plan.json)" = 1 ] || fail "--force did not replace the plan"
 ls -d pf.* 2>/dev/null && fail "temporary directories left"
 echo "ok test-fraction and force"
+# --pipeline auto on many workers: a factor whose simulation would cost more
+# than W^3 x pipeline^2 = 2e9 (tools/sim_shape.h) is skipped and named, so 200
+# workers stop at 12 blocks per worker (16 took minutes at 1024 workers).
+"$ROTOR" gen mf --rows 400 --cols 3400 --nnz 8000 --rank 2 --seed 5 --out wide.txt || fail "gen wide"
+ROTOR_LOG=info "$ROTOR" partition --input wide.txt --nodes 100 --threads 2 --pipeline auto \
+    --out wide.plan 2>wide.log || { cat wide.log >&2; fail "pipeline auto on 200 workers"; }
+grep -q 'pipeline auto: 16 blocks per worker: skipped' wide.log || fail "16 not skipped: $(cat wide.log)"
+grep -q 'pipeline auto: 12 blocks per worker: predicted' wide.log || fail "12 not simulated"
+echo "ok pipeline auto bound"
 "$ROTOR" partition --help >help.out || fail "--help"
 grep -q -- '--test-fraction' help.out || fail "--help lists --test-fraction"
 echo "all ok"
