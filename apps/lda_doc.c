@@ -193,6 +193,13 @@ void lda_doc_scratch_free(lda_scratch *s)
     rt_free(s->doc_wordmajor);
 }
 
+/* A word is drawn word-major when its topics outnumber this many mean
+ * document lists: a document-major draw's q entry costs less than a
+ * word-major draw's list entry plus its F+ tree (callgrind Ir/token, sweeps
+ * 25-26, x1 -> x2: K = 10000 KOS 738.1 -> 727.3, AP 643.5 -> 633.6; K = 1000
+ * KOS 480.3 -> 479.4, AP 440.8 -> 438.1; x4 at K = 10000 KOS: 859.3). */
+#define WORD_MAJOR_LISTS 2.0
+
 /* The mean nonzero topics of the worker's documents, a token's document
  * weighed (the list a word-major draw would sum). */
 static double mean_doc_list(const lda_tokens *t)
@@ -553,7 +560,8 @@ static inline __attribute__((always_inline)) int visit_docs(const lda_ctx *c, ld
 {
     lda_tokens *t = &w->train;
     const uint32_t K = c->o->K;
-    const int64_t word_major = views_load(c, t, b, payload, s, mean_doc_list(t), err);
+    const int64_t word_major =
+        views_load(c, t, b, payload, s, WORD_MAJOR_LISTS * mean_doc_list(t), err);
     const int64_t ntok = word_major < 0 ? -1 : doc_order(t, b, s, err);
     if (ntok < 0)
         return -1;
