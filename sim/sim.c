@@ -941,8 +941,13 @@ static int check_shape(const rt_sim_shape *sh, rt_error *err)
         return rt_fail(err, RT_EXIT_INPUT, "simulate: nodes, threads and pipeline must be >= 1");
     if (sh->net_cpu_s_per_byte < 0)
         return rt_fail(err, RT_EXIT_INPUT, "simulate: a byte's CPU cost cannot be negative");
-    if (sh->tick_s < 0)
-        return rt_fail(err, RT_EXIT_INPUT, "simulate: the scheduler's tick cannot be negative");
+    /* Why a floor: the run queue steps through every tick, so a tick of a
+     * nanosecond is billions of events (and one below the clock's rounding
+     * never advances); no kernel ticks faster than 1000 Hz. */
+    if (sh->tick_s < 0 || (sh->tick_s > 0 && sh->tick_s < RT_SIM_MIN_TICK_S))
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "simulate: the scheduler's tick must be 0 (off) or at least %g us",
+                       RT_SIM_MIN_TICK_S * 1e6);
     if (sh->busy_core_speed < 0 || sh->busy_core_speed > 1)
         return rt_fail(err, RT_EXIT_INPUT, "simulate: the busy core speed must be in (0, 1]");
     if (sh->wake_speed < 0 || sh->wake_speed > 1 || sh->wake_after_s < 0)

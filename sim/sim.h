@@ -87,6 +87,9 @@ typedef struct rt_sim_link {
                             a real link, always at gbps */
 } rt_sim_link;
 
+/* The shortest scheduler tick the run queue accepts (rt_sim_shape.tick_s). */
+#define RT_SIM_MIN_TICK_S 100e-6
+
 typedef enum rt_sim_collectives { RT_SIM_TREE = 0, RT_SIM_STAR = 1 } rt_sim_collectives;
 
 typedef struct rt_sim_shape {

@@ -94,11 +94,12 @@ static const rt_opt sim_options[] = {
     RT_U32_OPT("nodes-per-host", 0, sim_opts, knobs.nodes_per_host, "H", NULL, 1, 65536, 0,
                "with --host-cores: nodes 0..H-1 share the first host, and so on (default: all "
                "nodes on one host, as ranks on one machine)"),
-    RT_DOUBLE_OPT("tick-us", 0, sim_opts, tick_us, "U", "0", 0, 1e6, 0,
-                  "with --host-cores: a run queue per host, as Linux runs more workers than "
-                  "cores: a core runs one worker's cell at a time and gives it to a waiting one "
-                  "at the scheduler's tick, every U us (1 / CONFIG_HZ: 4000 at HZ=250); 0: the "
-                  "busy workers share the cores evenly"),
+    RT_DOUBLE_OPT(
+        "tick-us", 0, sim_opts, tick_us, "U", "0", 0, 1e6, 0,
+        "with --host-cores: a run queue per host, as Linux runs more workers than "
+        "cores: a core runs one worker's cell at a time and gives it to a waiting one "
+        "at the scheduler's tick, every U us (1 / CONFIG_HZ: 4000 at HZ=250; at least 100); "
+        "0: the busy workers share the cores evenly"),
     RT_DOUBLE_OPT("busy-core-speed", 0, sim_opts, knobs.busy_core_speed, "F", "1", 0.01, 1, 0,
                   "while all of a host's cores compute at once each computes at F x the rate "
                   "(shared cache and memory bandwidth; --calibrate-threads measures it as "
