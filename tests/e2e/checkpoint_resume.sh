@@ -97,6 +97,16 @@ grep -q "job had --adaptive 'adagrad', this run has 'none'" "$TMP/last.err" ||
 expect_status 2 "$ROTOR" train "${opts[@]}" "${as_rank0[@]}" --plan "$TMP/mfplan6"
 grep -q "job had plan '[0-9a-f]*', this run has '[0-9a-f]*'" "$TMP/last.err" ||
     fail "another plan: $(cat "$TMP/last.err")"
+# A flipped byte in a section tag's zero padding (byte 13: the "head" tag's,
+# after its name and NUL) is damage too, though no reader looks at it.
+cp -r "$TMP/sgd-mf-ck6" "$TMP/pad-ck6"
+pad=$(ls -d "$TMP"/pad-ck6/ckpt-* | tail -1)
+printf 'Z' | dd of="$pad/state-00001.bin" bs=1 seek=13 conv=notrunc status=none
+st=0
+"$ROTOR" launch -n 2 -- "$ROTOR" train "${opts[@]}" --epochs 12 --resume "$TMP/pad-ck6" \
+    >"$TMP/pad.log" 2>&1 || st=$?
+[ "$st" != 0 ] && grep -q "state-00001.bin: bad section tag (at byte 8)" "$TMP/pad.log" ||
+    { cat "$TMP/pad.log" >&2; fail "a state file with a damaged tag padding was accepted (exit $st)"; }
 printf 'X' | dd of="$ck/state-00001.bin" bs=1 seek=300 conv=notrunc status=none
 st=0
 "$ROTOR" launch -n 2 -- "$ROTOR" train "${opts[@]}" --epochs 12 --resume "$TMP/sgd-mf-ck6" \
