@@ -4,7 +4,6 @@
 #include "apps/app_common.h"
 
 #include <errno.h>
-#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -82,14 +81,6 @@ static int corrupt(rt_state_reader *r, const char *what, rt_error *err)
     return rt_fail(err, RT_EXIT_INPUT, "%s: %s (at byte %zu)", r->path, what, r->pos);
 }
 
-static bool zero_bytes(const char *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (p[i])
-            return false;
-    return true;
-}
-
 /* The section at r->pos, its checksum checked; advances past it. */
 static int next_section(rt_state_reader *r, section_hdr *h, const unsigned char **data,
                         rt_error *err)
@@ -100,7 +91,7 @@ static int next_section(rt_state_reader *r, section_hdr *h, const unsigned char 
     /* The writer zeroes the tag's bytes after its name: a flipped byte there
      * is damage too, though no reader looks at it. */
     const char *nul = memchr(h->tag, '\0', sizeof(h->tag));
-    if (nul == NULL || !zero_bytes(nul, (size_t)(h->tag + sizeof(h->tag) - nul)))
+    if (nul == NULL || !rt_all_zero(nul, (size_t)(h->tag + sizeof(h->tag) - nul)))
         return corrupt(r, "bad section tag", err);
     if (h->len > r->len - r->pos - sizeof(*h))
         return corrupt(r, "truncated section", err);

@@ -72,6 +72,16 @@ static inline size_t rt_round_up(size_t n, size_t a)
 {
     return (n + a - 1) / a * a;
 }
+/* 1 when p[0..n) are all zero bytes: the padding a file's writer leaves,
+ * checked by its reader so that a flipped byte there is named as damage. */
+static inline int rt_all_zero(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        if (b[i])
+            return 0;
+    return 1;
+}
 /* Arrays that are sized once and live and die together come from one
  * rt_alloc: one failure check, and one rt_free of the returned block
  * releases them all.  Each part is what rt_alloc would give it (zeroed,

@@ -90,14 +90,6 @@ int rt_secfile_write(const char *path, const rt_file_header *hdr, const rt_secda
     return rt_hashed_close(&f, rc, file_bytes, file_check, err);
 }
 
-static int all_zero(const char *p, uint64_t n)
-{
-    for (uint64_t i = 0; i < n; i++)
-        if (p[i])
-            return 0;
-    return 1;
-}
-
 /* The first len bytes of fd in an anonymous mapping (unmapped like a file
  * mapping).  Fewer bytes than fstat gave: the file was cut meanwhile. */
 static void *read_copy(int fd, size_t len, const char *path, rt_error *err)
@@ -192,7 +184,7 @@ int rt_secfile_open(const char *path, uint32_t kind, int mapped, rt_secfile *f, 
             why = "corrupted section table (bad offset)";
         else if (s->offset > len || s->bytes > len - s->offset)
             why = "truncated (a section extends past the end of the file)";
-        else if (!all_zero((const char *)map + at, s->offset - at))
+        else if (!rt_all_zero((const char *)map + at, s->offset - at))
             why = "corrupted padding before the section";
         else if (rt_checksum((const char *)map + s->offset, s->bytes) != s->checksum)
             why = "section checksum mismatch (corrupted)";
