@@ -439,14 +439,9 @@ static inline void lda_list_set_at(lda_tokens *t, uint64_t at, uint32_t k, uint3
     }
 }
 /* The exact sampler's visits (lda_doc.c, lda_bucket.c) draw from a wyrand
- * seeded by one draw of the visit's stream (ground.h): its one-word state
- * stays in a register where xoshiro's four went through memory each draw
- * (~34 of a token's ~500 instructions at K = 1000 on KOS).  [0, 1) from
- * 53 bits, as rt_rng_uniform. */
-static inline double lda_wy_uniform(rt_wyrand *g)
-{
-    return (double)(rt_wyrand_next(g) >> 11) * 0x1.0p-53;
-}
+ * seeded by one draw of the visit's stream (rt_wyrand_uniform, ground.h):
+ * its one-word state stays in a register where xoshiro's four went through
+ * memory each draw (~34 of a token's ~500 instructions at K = 1000 on KOS). */
 /* One sweep over the worker's tokens of block b. */
 int lda_visit_sparse(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
                      rt_rng *rng, rt_error *err);

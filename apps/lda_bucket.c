@@ -357,7 +357,7 @@ static inline uint32_t list_draw(const list_run *l, uint16_t *tz, uint32_t *tc, 
     const double r = b->r;
     const uint32_t xf = b->own;
     const double a = lda_ftree_total(l->tree) + (leaf - *lda_ftree_leaf(l->tree, from));
-    const double u = lda_wy_uniform(rng) * (r + a);
+    const double u = rt_wyrand_uniform(rng) * (r + a);
     if (u < r) { /* the document's topics */
         const uint32_t x = list_find(l->w, l->acc, dn, u), k = tz[x];
         if (k != from) {
@@ -393,7 +393,7 @@ static inline uint32_t packed_draw(const list_run *l, uint32_t *e, uint32_t *n, 
     const double r = b->r;
     const uint32_t xf = b->own;
     const double a = lda_ftree_total(l->tree) + (leaf - *lda_ftree_leaf(l->tree, from));
-    const double u = lda_wy_uniform(rng) * (r + a);
+    const double u = rt_wyrand_uniform(rng) * (r + a);
     if (u < r) { /* the document's topics */
         const uint32_t x = list_find(l->w, l->acc, dn, u), k = e[x] >> 16;
         if (k != from) {
@@ -523,7 +523,7 @@ int lda_visit_lists_of(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *pa
         *lda_ftree_leaf(l.tree, k) = l.alpha * idle;
     }
     lda_ftree_build(l.tree);
-    rt_wyrand g = {rt_rng_next(rng)}; /* the visit's draws (lda_wy_uniform) */
+    rt_wyrand g = {rt_rng_next(rng)}; /* the visit's draws (rt_wyrand_uniform) */
     for (uint64_t r = t->blk_run[b]; r < t->blk_run[b + 1]; r++) {
         if (runs && !runs[r - t->blk_run[b]])
             continue;

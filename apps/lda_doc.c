@@ -349,7 +349,7 @@ typedef struct doc_run {
  * kept by differences; it is summed afresh each visit. ---- */
 #define S_TRIES 32
 /* Uniform in [0, n), unbiased: a 32-bit draw times n, refusing the low
- * products that would favour some values (Lemire 2019; the visit's draws: lda_wy_uniform). */
+ * products that would favour some values (Lemire 2019; the visit's draws: rt_wyrand_uniform). */
 static inline uint32_t wy_below(rt_wyrand *g, uint32_t n)
 {
     uint64_t m = (rt_wyrand_next(g) >> 32) * n;
@@ -368,7 +368,7 @@ static uint32_t s_scan(const double *inv, uint32_t K, uint32_t f, double invf, r
     double sum = 0;
     for (uint32_t k = 0; k < K; k++)
         sum += k == f ? invf : inv[k];
-    double u = lda_wy_uniform(rng) * sum;
+    double u = rt_wyrand_uniform(rng) * sum;
     for (uint32_t k = 0; k < K; k++) {
         const double w = k == f ? invf : inv[k];
         if (u < w)
@@ -385,7 +385,7 @@ static uint32_t s_draw(const double *inv, uint32_t K, double inv_max, uint32_t f
     const double bound = invf > inv_max ? invf : inv_max;
     for (uint32_t n = 0; n < S_TRIES; n++) {
         const uint32_t k = wy_below(rng, K);
-        if (lda_wy_uniform(rng) * bound < (k == f ? invf : inv[k]))
+        if (rt_wyrand_uniform(rng) * bound < (k == f ? invf : inv[k]))
             return k;
     }
     return s_scan(inv, K, f, invf, rng);
@@ -489,7 +489,7 @@ static inline __attribute__((always_inline)) int64_t doc_tokens(doc_run *l, uint
                      : q_prefix_portable(v + 1, v[0], f, cf, l->pre, &own);
         }
         const double s_tot = ab * (l->s_sum + (invf - inv[f]));
-        double u = lda_wy_uniform(rng) * (q + beta * rs + s_tot);
+        double u = rt_wyrand_uniform(rng) * (q + beta * rs + s_tot);
         uint32_t k, xq = UINT32_MAX; /* k's entry in the word's list, when drawn in q */
         if (u < q) {
             xq = avx2 ? q_find_avx2(l->pre, v[0], float_below(u)) : q_find(l->pre, v[0], u);

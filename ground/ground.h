@@ -173,6 +173,10 @@ static inline uint64_t rt_wyrand_next(rt_wyrand *r)
     __extension__ unsigned __int128 t = (unsigned __int128)r->s * (r->s ^ 0xe7037ed1a0b428dbull);
     return (uint64_t)(t >> 64) ^ (uint64_t)t;
 }
+static inline double rt_wyrand_uniform(rt_wyrand *r) /* [0, 1), as rt_rng_uniform */
+{
+    return (double)(rt_wyrand_next(r) >> 11) * 0x1.0p-53;
+}
 double rt_rng_normal(rt_rng *rng);              /* standard normal (Box-Muller) */
 double rt_rng_gamma(rt_rng *rng, double shape); /* Gamma(shape, 1), Marsaglia-Tsang */
 void rt_rng_shuffle_u32(rt_rng *rng, uint32_t *a, size_t n);
