@@ -39,6 +39,13 @@ train2() { # train2 LOG ARGS...: 2 processes under rotor launch
     "$ROTOR" launch -n 2 -- "$ROTOR" train "$@" >"$log" 2>&1 || { cat "$log" >&2; return 1; }
 }
 
+refused2() { # refused2 LOG MESSAGE WHAT ARGS...: 2 processes must fail, naming MESSAGE
+    local log=$1 want=$2 what=$3 st=0; shift 3
+    "$ROTOR" launch -n 2 -- "$ROTOR" train "$@" >"$log" 2>&1 || st=$?
+    [ "$st" != 0 ] && grep -q "$want" "$log" ||
+        { cat "$log" >&2; fail "$what was accepted (exit $st)"; }
+}
+
 for app in sgd-mf cd-mf lda; do
     # shellcheck disable=SC2086
     read -r -a opts <<<"${OPTS[$app]}"
@@ -102,17 +109,11 @@ grep -q "job had plan '[0-9a-f]*', this run has '[0-9a-f]*'" "$TMP/last.err" ||
 cp -r "$TMP/sgd-mf-ck6" "$TMP/pad-ck6"
 pad=$(ls -d "$TMP"/pad-ck6/ckpt-* | tail -1)
 printf 'Z' | dd of="$pad/state-00001.bin" bs=1 seek=13 conv=notrunc status=none
-st=0
-"$ROTOR" launch -n 2 -- "$ROTOR" train "${opts[@]}" --epochs 12 --resume "$TMP/pad-ck6" \
-    >"$TMP/pad.log" 2>&1 || st=$?
-[ "$st" != 0 ] && grep -q "state-00001.bin: bad section tag (at byte 8)" "$TMP/pad.log" ||
-    { cat "$TMP/pad.log" >&2; fail "a state file with a damaged tag padding was accepted (exit $st)"; }
+refused2 "$TMP/pad.log" "state-00001.bin: bad section tag (at byte 8)" \
+    "a state file with a damaged tag padding" "${opts[@]}" --epochs 12 --resume "$TMP/pad-ck6"
 printf 'X' | dd of="$ck/state-00001.bin" bs=1 seek=300 conv=notrunc status=none
-st=0
-"$ROTOR" launch -n 2 -- "$ROTOR" train "${opts[@]}" --epochs 12 --resume "$TMP/sgd-mf-ck6" \
-    >"$TMP/bad.log" 2>&1 || st=$?
-[ "$st" != 0 ] && grep -q "state-00001.bin: checksum mismatch" "$TMP/bad.log" ||
-    { cat "$TMP/bad.log" >&2; fail "a damaged state file was accepted (exit $st)"; }
+refused2 "$TMP/bad.log" "state-00001.bin: checksum mismatch" "a damaged state file" \
+    "${opts[@]}" --epochs 12 --resume "$TMP/sgd-mf-ck6"
 
 # SIGKILL of rank 1 after a checkpoint exists, then --resume.
 declare -A LONG=([sgd-mf]=400 [cd-mf]=80 [lda]=300)
