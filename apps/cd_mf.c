@@ -77,14 +77,15 @@ static const rt_opt cd_options[] = {
         "implicit feedback: every pair counts, observed ones as preference 1 with confidence "
         "1 + alpha f(rating), the others as 0 with weight --unobserved-weight (Hu, Koren "
         "and Volinsky); no mean, no biases"),
-    RT_DOUBLE_OPT("alpha", 0, cd_opts, alpha, "A", "0", 0, HUGE_VAL, 0,
-                  "--implicit: confidence slope of an observed pair"),
+    RT_DOUBLE_OPT("alpha", 0, cd_opts, alpha, "A", NULL, 0, HUGE_VAL, 0,
+                  "--implicit: confidence slope of an observed pair (default 0)"),
     RT_ENUM_OPT(
-        "confidence", 0, cd_opts, confidence, cd_confidences, "linear",
+        "confidence", 0, cd_opts, confidence, cd_confidences, NULL,
         "--implicit: f(rating) in the confidence 1 + alpha f: linear (r), log (ln(1 + r)) or "
-        "binary (1)"),
-    RT_DOUBLE_OPT("unobserved-weight", 0, cd_opts, unobserved, "W", "1", 0, HUGE_VAL,
-                  RT_OPT_MIN_OPEN, "--implicit: weight of every unobserved pair (preference 0)"),
+        "binary (1) (default linear)"),
+    RT_DOUBLE_OPT("unobserved-weight", 0, cd_opts, unobserved, "W", NULL, 0, HUGE_VAL,
+                  RT_OPT_MIN_OPEN,
+                  "--implicit: weight of every unobserved pair (preference 0) (default 1)"),
     RT_DOUBLE_OPT("lambda-const", 0, cd_opts, lambda_const, "L0", NULL, 0, HUGE_VAL, 0,
                   "L2 regularisation added to every row's and column's lambda n, whatever its "
                   "count: shrinks rows and columns with few ratings (default " CD_LAMBDA_CONST
@@ -97,19 +98,48 @@ static const rt_opt cd_options[] = {
 
 /* Initial factors drawn uniformly, as LIBPMF (not an option); --lambda and
  * --lambda-const start negative: "not given" (their defaults depend on
- * --implicit). */
+ * --implicit), as do --alpha, --confidence and --unobserved-weight (given
+ * without --implicit they would be ignored in silence). */
 static void cd_opts_init(void *opts)
 {
     cd_opts *o = opts;
     o->mf.init_uniform = 1;
     o->mf.lambda = -1;
     o->lambda_const = -1;
+    o->alpha = -1;
+    o->confidence = -1;
+    o->unobserved = -1;
+}
+
+/* An option of the implicit loss given without --implicit changes nothing
+ * in the explicit one: refuse it rather than train a model the user did
+ * not ask for. */
+static int cd_implicit_only(const cd_opts *o, rt_error *err)
+{
+    const char *given = o->alpha >= 0        ? "alpha"
+                        : o->confidence >= 0 ? "confidence"
+                        : o->unobserved >= 0 ? "unobserved-weight"
+                                             : NULL;
+    if (given && !o->implicit)
+        return rt_fail(
+            err, RT_EXIT_INPUT,
+            "cd-mf: --%s is an option of the implicit-feedback loss: give --implicit too "
+            "(without it, it would change nothing)",
+            given);
+    return 0;
 }
 
 static int cd_opts_done(void *opts, rt_error *err)
 {
-    (void)err;
     cd_opts *o = opts;
+    if (cd_implicit_only(o, err))
+        return -1;
+    if (o->alpha < 0)
+        o->alpha = 0;
+    if (o->confidence < 0)
+        o->confidence = CD_CONF_LINEAR;
+    if (o->unobserved < 0)
+        o->unobserved = 1;
     if (o->mf.lambda < 0)
         o->mf.lambda = atof(o->implicit ? CD_IMPLICIT_LAMBDA : CD_LAMBDA);
     if (o->lambda_const < 0)
