@@ -44,7 +44,7 @@ int rt_app_read_ids(const char *dir, const char *name, rt_idmap *map, uint64_t w
     if (rt_path_join(path, sizeof(path), dir, name, err))
         return -1;
     rt_linereader lr;
-    if (rt_linereader_open(&lr, path, err))
+    if (rt_linereader_open_own(&lr, path, err))
         return -1;
     char *line;
     size_t len;

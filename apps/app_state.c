@@ -120,9 +120,9 @@ static int check_all(rt_state_reader *r, rt_error *err)
 
 static int read_whole(rt_state_reader *r, rt_error *err)
 {
-    FILE *fp = fopen(r->path, "rb");
+    FILE *fp = rt_fopen_read(r->path, RT_READ_OWN, err);
     if (!fp)
-        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot open", r->path);
+        return -1;
     struct stat sb;
     if (fstat(fileno(fp), &sb) != 0) {
         fclose(fp);

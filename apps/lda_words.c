@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define WORDS_MAGIC "ROTORLW1"
 
@@ -45,11 +46,14 @@ int rt_lda_plan_side_files(const char *tmp_dir, uint64_t plan_id, const rt_plan_
 int rt_lda_words_read(const char *path, uint64_t plan_id, uint64_t n, uint64_t **tokens,
                       rt_error *err)
 {
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
+    struct stat sb; /* a missing file is most likely an MF plan's */
+    if (stat(path, &sb) != 0)
         return rt_fail_errno(err, RT_EXIT_INPUT, errno,
                              "%s: cannot open (is this a plan made by rotor partition --app lda?)",
                              path);
+    FILE *fp = rt_fopen_read(path, RT_READ_OWN, err);
+    if (!fp)
+        return -1;
     char magic[8];
     uint64_t hdr[3];
     uint64_t *t = malloc((n ? n : 1) * sizeof(uint64_t));

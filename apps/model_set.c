@@ -711,9 +711,9 @@ int rt_model_copy_file(const char *from_dir, const char *to_dir, const char *nam
     if (rt_path_join(from, sizeof(from), from_dir, name, err) ||
         rt_path_join(to, sizeof(to), to_dir, name, err))
         return -1;
-    FILE *in = fopen(from, "rb");
+    FILE *in = rt_fopen_read(from, RT_READ_OWN, err);
     if (!in)
-        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot open", from);
+        return -1;
     rt_outfile of;
     if (rt_outfile_open(&of, to, err)) {
         fclose(in);
@@ -789,7 +789,7 @@ int rt_model_merge(const rt_model_parts *mp, const char *name, const char *ids, 
     if (!g.text)
         rc = rt_npy_write_header(of.fp, pf->descr, n, cols, path, err);
     else if (rt_path_join(from, sizeof(from), mp->dir, ids_file, err) ||
-             rt_linereader_open(&g.ids, from, err))
+             rt_linereader_open_own(&g.ids, from, err))
         rc = -1;
     else
         ids_open = 1;

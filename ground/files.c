@@ -86,9 +86,9 @@ uint64_t rt_checksum(const void *data, size_t len)
 
 int rt_file_checksum(const char *path, uint64_t *bytes, uint64_t *check, rt_error *err)
 {
-    FILE *fp = fopen(path, "rb");
+    FILE *fp = rt_fopen_read(path, RT_READ_OWN, err);
     if (!fp)
-        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot open", path);
+        return -1;
     XXH3_state_t *st = XXH3_createState();
     char *buf = malloc(CHECKSUM_CHUNK);
     int rc = 0;
@@ -110,6 +110,77 @@ out:
     XXH3_freeState(st);
     fclose(fp);
     return rc;
+}
+
+/* A node that gives bytes only while someone writes them, or never. */
+static const char *not_a_file(mode_t mode)
+{
+    return S_ISFIFO(mode)   ? "a FIFO"
+           : S_ISSOCK(mode) ? "a socket"
+           : S_ISCHR(mode)  ? "a character device"
+           : S_ISBLK(mode)  ? "a block device"
+                            : NULL;
+}
+
+static int clear_nonblock(int fd)
+{
+    int flags = fcntl(fd, F_GETFL);
+    return flags == -1 ? -1 : fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+}
+
+/* A file rotor wrote is opened O_NONBLOCK, so that a FIFO standing in its
+ * place does not hold open() until a writer comes; it is checked on the
+ * descriptor (no window between a stat and the open), then made blocking. */
+static int open_own(const char *path, rt_error *err)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot open", path);
+    struct stat sb;
+    const char *what = NULL;
+    int e = 0;
+    if (fstat(fd, &sb) != 0)
+        e = errno;
+    else if (!(what = not_a_file(sb.st_mode)) && clear_nonblock(fd) != 0)
+        e = errno;
+    if (!e && !what)
+        return fd;
+    close(fd);
+    if (e)
+        return rt_fail_errno(err, RT_EXIT_INPUT, e, "%s: cannot open", path);
+    return rt_fail(err, RT_EXIT_INPUT,
+                   "%s: %s, not a file: rotor reads what it wrote (plans, models, "
+                   "checkpoints, metrics) from regular files",
+                   path, what);
+}
+
+int rt_open_read(const char *path, rt_read_kind kind, rt_error *err)
+{
+    if (kind == RT_READ_OWN)
+        return open_own(path, err);
+    /* Data may come through a FIFO; open() waits there for the writer, so
+     * say why nothing happens until it comes.  (A stat before the open:
+     * only the message depends on it.) */
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISFIFO(sb.st_mode))
+        rt_info("%s: a FIFO or pipe: reading it as a stream (once its writer opens it)", path);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot open", path);
+    return fd;
+}
+
+FILE *rt_fopen_read(const char *path, rt_read_kind kind, rt_error *err)
+{
+    int fd = rt_open_read(path, kind, err);
+    if (fd < 0)
+        return NULL;
+    FILE *fp = fdopen(fd, "rb");
+    if (!fp) {
+        rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot open", path);
+        close(fd);
+    }
+    return fp;
 }
 
 int rt_is_stdio(const char *path)

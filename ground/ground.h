@@ -237,6 +237,21 @@ int rt_is_stdio(const char *path); /* true for "-" */
  * read as empty) or one open only for writing fails here with "standard
  * input: closed (nothing to read)", not with the errno of a later call. */
 int rt_stdin_dup(rt_error *err);
+/* What a path opened to read is, which decides what may stand there.
+ * RT_READ_DATA: the user's data (ratings, a corpus, a word list, users, a
+ *   hostfile, a token): a FIFO or a pipe (`--input <(zcat r.gz)`) is read
+ *   as a stream, as "-" is; rotor says so first, then waits for the
+ *   writer in open() as every reader of a FIFO does.
+ * RT_READ_OWN: a file rotor wrote (plan, model, checkpoint, metrics): a
+ *   FIFO, socket or device in its place is refused at once (exit 2) rather
+ *   than waited on for a writer that will not come.  A directory or a
+ *   regular file opens as before (reading a directory names EISDIR). */
+typedef enum rt_read_kind { RT_READ_DATA, RT_READ_OWN } rt_read_kind;
+/* The descriptor (blocking, close-on-exec) or -1 with "PATH: cannot
+ * open: ..." in err (RT_EXIT_INPUT). */
+int rt_open_read(const char *path, rt_read_kind kind, rt_error *err);
+/* The same as a stdio stream ("rb"). */
+FILE *rt_fopen_read(const char *path, rt_read_kind kind, rt_error *err);
 /* True when a and b are the same path or name the same existing file or
  * directory: an output that would replace its own input is refused. */
 int rt_same_file(const char *a, const char *b);
@@ -433,6 +448,8 @@ typedef struct rt_text {
     int borrowed;     /* data belongs to another rt_text */
 } rt_text;
 int rt_text_load(const char *path, rt_text *t, rt_error *err);
+/* The same for a file rotor wrote (RT_READ_OWN: never a FIFO). */
+int rt_text_load_own(const char *path, rt_text *t, rt_error *err);
 void rt_text_free(rt_text *t);
 /* 3 when s[0..n) starts with a UTF-8 byte order mark (an editor's; it is
  * not part of the first line's text), else 0. */

@@ -48,7 +48,7 @@ json_t *rt_json_parse(const char *text, size_t len, const char *path, rt_error *
 json_t *rt_json_load(const char *path, rt_error *err)
 {
     rt_text t;
-    if (rt_text_load(path, &t, err))
+    if (rt_text_load_own(path, &t, err)) /* JSON is only ever a file rotor wrote */
         return NULL;
     json_t *doc = parse_text(t.data, t.len, t.path, err); /* its mark is gone */
     rt_text_free(&t);

@@ -4,7 +4,8 @@
  * Every command that reads one goes through here, so every one of them
  * says what was wrong the same way and takes the same files.
  *
- * The text is read as every text file is (rt_text_load): "-" is standard
+ * The text is read as every text file rotor wrote is (rt_text_load_own:
+ * a FIFO or device in its place is refused at once): "-" is standard
  * input, binary bytes are refused at FILE:LINE, a UTF-8 byte order mark
  * (an editor's) is skipped, and lines end at "\n", "\r\n" or a lone "\r",
  * so the LINE of an error is the line an editor shows.  Then jansson

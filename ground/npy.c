@@ -92,9 +92,9 @@ int rt_npy_open(const char *path, const char *descr, FILE **out, uint64_t *rows,
                 rt_error *err)
 {
     *out = NULL;
-    FILE *fp = fopen(path, "rb");
+    FILE *fp = rt_fopen_read(path, RT_READ_OWN, err);
     if (!fp)
-        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot open", path);
+        return -1;
     unsigned char pre[10];
     char dict[65536 + 1];
     unsigned long long r = 0, c = 0;

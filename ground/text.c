@@ -140,20 +140,19 @@ int rt_fail_binary_at(rt_error *err, const char *path, const char *buf, size_t l
     return rt_fail_binary_head(err, path, buf, len, line, (unsigned char)buf[at]);
 }
 
-int rt_text_load(const char *path, rt_text *t, rt_error *err)
+static int text_load(const char *path, rt_read_kind kind, rt_text *t, rt_error *err)
 {
     memset(t, 0, sizeof(*t));
     int from_stdin = rt_is_stdio(path);
     t->path = from_stdin ? "standard input" : path;
-    int fd = from_stdin ? rt_stdin_dup(err) : -1;
-    if (from_stdin && fd < 0)
+    int fd = from_stdin ? rt_stdin_dup(err) : rt_open_read(path, kind, err);
+    if (fd < 0)
         return -1;
-    FILE *fp = from_stdin ? fdopen(fd, "rb") : fopen(path, "rb");
+    FILE *fp = fdopen(fd, "rb");
     if (!fp) {
         int e = errno;
-        if (fd >= 0)
-            close(fd);
-        return rt_fail_errno(err, RT_EXIT_INPUT, e, "%s: cannot open", t->path);
+        close(fd);
+        return rt_fail_errno(err, RT_EXIT_RUNTIME, e, "%s: cannot open", t->path);
     }
     path = t->path;
     size_t cap = 1 << 16, len = 0;
@@ -203,6 +202,16 @@ int rt_text_load(const char *path, rt_text *t, rt_error *err)
     t->data = buf;
     t->len = rt_utf8_bom_strip(buf, len);
     return 0;
+}
+
+int rt_text_load(const char *path, rt_text *t, rt_error *err)
+{
+    return text_load(path, RT_READ_DATA, t, err);
+}
+
+int rt_text_load_own(const char *path, rt_text *t, rt_error *err)
+{
+    return text_load(path, RT_READ_OWN, t, err);
 }
 
 void rt_text_free(rt_text *t)

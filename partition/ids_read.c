@@ -46,9 +46,9 @@ static int read_checked(const rt_plan *plan, const char *which, char **text_out,
         return rt_fail(err, RT_EXIT_RUNTIME, "rt_plan_read_ids: unknown id list '%s'", which);
     char path[4200];
     snprintf(path, sizeof(path), "%s/%s.ids", plan->dir, which);
-    FILE *fp = fopen(path, "rb");
+    FILE *fp = rt_fopen_read(path, RT_READ_OWN, err);
     if (!fp)
-        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot open", path);
+        return -1;
     struct stat sb;
     if (fstat(fileno(fp), &sb) != 0) {
         fclose(fp);

@@ -12,14 +12,11 @@
 #define LR_PEEK (64u << 10)           /* bytes a format guess may look at */
 #define LR_LINE_MAX ((size_t)1 << 30) /* longest line accepted (1 GiB) */
 
-int rt_linereader_open(rt_linereader *lr, const char *path, rt_error *err)
+static int open_kind(rt_linereader *lr, const char *path, rt_read_kind kind, rt_error *err)
 {
     memset(lr, 0, sizeof(*lr));
     lr->path = rt_is_stdio(path) ? "standard input" : path; /* for messages */
-    if (rt_is_stdio(path))
-        lr->fd = rt_stdin_dup(err);
-    else if ((lr->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-        rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot open", path);
+    lr->fd = rt_is_stdio(path) ? rt_stdin_dup(err) : rt_open_read(path, kind, err);
     if (lr->fd < 0)
         return -1;
     /* A small file gets a buffer its size (eval's id files, tests), not 16 MB. */
@@ -35,6 +32,16 @@ int rt_linereader_open(rt_linereader *lr, const char *path, rt_error *err)
     }
     rt_progress_start_reading(&lr->progress, lr->fd, lr->path);
     return 0;
+}
+
+int rt_linereader_open(rt_linereader *lr, const char *path, rt_error *err)
+{
+    return open_kind(lr, path, RT_READ_DATA, err);
+}
+
+int rt_linereader_open_own(rt_linereader *lr, const char *path, rt_error *err)
+{
+    return open_kind(lr, path, RT_READ_OWN, err);
 }
 
 void rt_linereader_close(rt_linereader *lr)

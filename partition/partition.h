@@ -435,6 +435,8 @@ typedef struct rt_linereader {
  * the file is skipped (editors on Windows write one; it would otherwise
  * become part of the first id or word). */
 int rt_linereader_open(rt_linereader *lr, const char *path, rt_error *err);
+/* The same for a file rotor wrote (a model's id list): RT_READ_OWN. */
+int rt_linereader_open_own(rt_linereader *lr, const char *path, rt_error *err);
 /* Read ahead (up to about 64 KiB, less at end of file) without consuming, so
  * a format can be guessed from the first lines even of a pipe: *text points
  * at the unread bytes, valid until the next call. */

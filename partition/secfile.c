@@ -134,9 +134,9 @@ static void *load(int fd, size_t len, int mapped, const char *path, rt_error *er
 int rt_secfile_open(const char *path, uint32_t kind, int mapped, rt_secfile *f, rt_error *err)
 {
     memset(f, 0, sizeof(*f));
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = rt_open_read(path, RT_READ_OWN, err);
     if (fd < 0)
-        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot open", path);
+        return -1;
     struct stat sb;
     if (fstat(fd, &sb) != 0) {
         close(fd);
