@@ -46,7 +46,8 @@ typedef struct recorder {
     uint32_t inline_steps[ROTATIONS]; /* from the rotation stats */
     double compute_s[ROTATIONS], compute_cpu_s[ROTATIONS], compute_sys_s[ROTATIONS]; /* ditto */
     double seconds[ROTATIONS], imbalance_s[ROTATIONS], handover_s[ROTATIONS],
-        step_end_s[ROTATIONS]; /* ditto */
+        step_end_s[ROTATIONS];         /* ditto */
+    double heavy_wall_s[ROTATIONS][8]; /* wall seconds of the heavy cells, per worker */
 } recorder;
 
 /* One cell as much as RT_INLINE_STEP_CPU_S: a step of two or more is above it. */
@@ -96,8 +97,12 @@ static int rec_visit(void *app, const rt_visit *v, rt_error *err)
     log->count++;
     if (v->rotation < ROTATIONS && !pthread_equal(pthread_self(), r->main_thread))
         __atomic_fetch_add(&r->off_main[v->rotation], 1, __ATOMIC_RELAXED);
-    if (v->rotation == r->heavy_rotation && (!r->heavy_worker || v->worker == r->heavy_worker))
+    if (v->rotation == r->heavy_rotation && (!r->heavy_worker || v->worker == r->heavy_worker)) {
+        double t0 = rt_now();
         burn_cpu(HEAVY_CELL_CPU_S);
+        if (v->rotation < ROTATIONS && v->worker < 8) /* (one thread a worker) */
+            r->heavy_wall_s[v->rotation][v->worker] += rt_now() - t0;
+    }
     return 0;
 }
 
@@ -291,9 +296,22 @@ static void test_auto_inline_follows_cell_cost(void **state)
 
 /* The steps' wall beyond their cells: with one worker of two burning
  * HEAVY_CELL_CPU_S in every cell of rotation 1 and the other idle, the
- * other waits about half of it a step (the longest cell less the mean);
- * the parts are never negative and fit in the rotation.  Steps run inline
- * (rotation 0 here) count none: their cells do not wait for each other. */
+ * other waits for it at every step (the longest cell less the mean).
+ * Asserted without a timing target (rev23 F4: a wall-time lower bound
+ * passed or failed with the machine's load), by two facts that hold at any
+ * load:
+ *  - a threaded step's wall is its mean cell + imbalance + hand-over, and
+ *    the steps and step_end fit in the rotation: so compute_s (the mean
+ *    cells) + imbalance + hand-over + step_end <= seconds.  A split that
+ *    counts a part twice (imbalance = the longest cell, hand-over = the
+ *    step) goes over it by a cell or a step a step;
+ *  - the longest cell of a step (the mean + imbalance) lasts at least the
+ *    heavy cell, whose wall the visit measures inside the engine's: so
+ *    compute_s + imbalance >= the heavy cells' wall.  A split that loses the
+ *    imbalance leaves only the mean, about half of it (the idle cell is
+ *    short unless a busy machine stalls it by as much as a heavy cell).
+ * Steps run inline (rotation 0 here) count none: their cells do not wait
+ * for each other. */
 static void test_step_split(void **state)
 {
     (void)state;
@@ -309,12 +327,12 @@ static void test_step_split(void **state)
     for (int rot = 0; rot < ROTATIONS; rot++) {
         assert_true(thr.imbalance_s[rot] >= 0 && thr.handover_s[rot] >= 0);
         assert_true(thr.step_end_s[rot] >= 0);
-        assert_true(thr.imbalance_s[rot] + thr.handover_s[rot] + thr.step_end_s[rot] <=
-                    thr.seconds[rot]);
+        assert_true(thr.compute_s[rot] + thr.imbalance_s[rot] + thr.handover_s[rot] +
+                        thr.step_end_s[rot] <=
+                    thr.seconds[rot] + 1e-9);
     }
-    /* half a heavy cell a step; 0.4 leaves the idle cell 0.2 of one (a wait
-     * for a core on a busy machine) */
-    assert_true(thr.imbalance_s[1] >= 0.4 * B * HEAVY_CELL_CPU_S);
+    assert_true(thr.heavy_wall_s[1][1] >= B * HEAVY_CELL_CPU_S / 1.01 - 1e-4 * B);
+    assert_true(thr.compute_s[1] + thr.imbalance_s[1] >= thr.heavy_wall_s[1][1] - 1e-9);
 }
 
 static void test_worker_mismatch_is_input_error(void **state)
