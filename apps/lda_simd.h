@@ -16,7 +16,8 @@
 /* c[k] of eight packed list entries' topics (entry = topic << 16 | count),
  * by eight loads, not a gather: a gather was slower on this machine's AMD
  * EPYC in both buckets that read them (the q bucket 0.87-0.96x the tokens/s,
- * bench lock, 7 rounds; the r bucket with lists in cache, n = 40, 100, 200:
+ * bench lock, 7 rounds; again 0.91 / 0.96x on KOS / AP at K = 1000 for 18%
+ * fewer instructions; the r bucket with lists in cache, n = 40, 100, 200:
  * 34, 71, 128 ns against 25, 63, 91). */
 AVX2 static inline __m256 lda_coef8_avx2(const uint32_t *p, const float *c)
 {
@@ -33,6 +34,16 @@ AVX2 static inline __m256 lda_coef8_of_topics_avx2(__m256i k, const float *c)
                           c[_mm_extract_epi32(lo, 2)], c[_mm_extract_epi32(lo, 3)],
                           c[_mm_cvtsi128_si32(hi)], c[_mm_extract_epi32(hi, 1)],
                           c[_mm_extract_epi32(hi, 2)], c[_mm_extract_epi32(hi, 3)]);
+}
+
+/* c[k] of the lanes `in` of eight topics already in a register (+0 in the
+ * others), by a masked gather: for a list's last, partial block the
+ * gather beats taking the topics out of the register one by one (callgrind
+ * Ir a token on KOS at K = 1000, the q bucket: 497 -> 475; serial CPU
+ * 1.01-1.03x), where it lost to eight loads from memory above. */
+AVX2 static inline __m256 lda_coef8_masked_avx2(__m256i k, __m256i in, const float *c)
+{
+    return _mm256_mask_i32gather_ps(_mm256_setzero_ps(), c, k, _mm256_castsi256_ps(in), 4);
 }
 
 #endif
