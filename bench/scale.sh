@@ -97,7 +97,9 @@
 #    "alt_predicted_epoch_s", "alt_predicted_stall", "round_alt_predicted_epoch_s",
 #    "round_alt_predicted_stall", "wake_speed", "round_wake_rate_ratio", "statistic",
 #    "measured_stall_ranks_mean", "predicted_stall_ranks_mean",
-#    "round_measured_stall_ranks_mean", "round_predicted_stall_ranks_mean"}
+#    "round_measured_stall_ranks_mean", "round_predicted_stall_ranks_mean",
+#    "measured_compute_gap_s", "predicted_compute_gap_s", "round_measured_compute_gap_s",
+#    "round_predicted_compute_gap_s"}
 # (the round_ lists: each round's figures, in order; rate and
 # busy_core_speed: the medians of the speeds of the calibrations before the
 # rounds; round_model_*: the speeds the model got (round_speed);
@@ -123,6 +125,10 @@
 # stall_mean; means whatever --statistic: the engine's stall, the largest
 # of the ranks', swings with whichever rank was the slower in a rotation,
 # this one about a third as much.)
+# (compute_gap: the slowest rank's compute less the fastest's per rotation,
+# rotations after the first, the mean over them and the rounds, against the
+# model's mean over its rotations (ranks_compute_gap); a diagnostic: a ring
+# whose compute is the limit stalls about one transfer plus this gap.)
 # stderr gets one line per configuration with its plan's figures so far
 # (median and range) and its rounds' speeds.
 # --auto: the plan of `rotor partition --pipeline auto` (for the measured
@@ -153,7 +159,7 @@
 # by --model-args, against the figures the round's rank logs measured;
 # one JSON line per configuration with the fields above that need no run
 # (app to stall_error, the compute and round_ lists, the
-# *_given_measured_compute ones, the stall_ranks_mean ones) and "model_args";
+# *_given_measured_compute ones, the stall_ranks_mean and compute_gap ones) and "model_args";
 # --statistic applies to a kept run as to a live one.  So a change of the
 # model is checked against a quiet run's data without running it again.
 # Without root or namespaces it prints a message and exits 0.
@@ -535,6 +541,25 @@ ranks_stall_mean() {
               if (m) printf "%.4f\n", t / m; else print "nan" }'
 }
 
+# ranks_compute_gap RANKS LOG_PREFIX: how far the slowest rank's compute
+# lags the fastest's in a rotation (the largest less the smallest of the
+# ranks' compute seconds, wall, as the engine logs them), in the rotations
+# after the first that every rank logged, averaged over them; nan if none.
+# Beside the model's compute_gap_s: the stall of a compute-bound ring is
+# about a transfer plus this gap (the quiet runs' sgd-mf 2 x 1 at 1 Gb/s:
+# 0.068 s measured against the model's 0.056, the 3-4 points of stall it
+# missed; at 5 Gb/s 0.058 against 0.056, and no miss; sim16i's note).
+ranks_compute_gap() {
+    for ((r = 0; r < $1; r++)); do
+        sed -n 's/.*engine: rank \([0-9]*\) rotation: [0-9.]* s, compute \([0-9.]*\) s .*(rotation \([0-9]*\)).*/\3 \2/p' \
+            "$2.$r" 2>/dev/null
+    done | awk -v n="$1" '$1 > 0 { k = $1; c[k]++
+            if (!(k in hi) || $2 > hi[k]) hi[k] = $2
+            if (!(k in lo) || $2 < lo[k]) lo[k] = $2 }
+        END { for (k in c) if (c[k] == n) { t += hi[k] - lo[k]; m++ }
+              if (m) printf "%.4f\n", t / m; else print "nan" }'
+}
+
 declare -A rate step_us cell_cv step_cv worker_cv inline_us busy_speed wake
 # The kernel rate of one thread on this machine now (serial, unpinned): a
 # rank's thread computes at that rate while it has a core to itself (the
@@ -852,7 +877,8 @@ one_round() {
     echo "$(rank_max_median "$n" compute) $(epoch_stats "$TMP/epochs") $(cat "$TMP/speed")" \
         "$(rank_max_median "$n" "compute CPU") $(steal_between "$ticks")" \
         "$(rank_max_median "$n" "in the kernel") $(cat "$TMP/ranks_speed")" \
-        "$(cut -d' ' -f9 "$TMP/pairs" | tail -n 1) $lat $(ranks_stall_mean "$n" "$TMP/log")" >>"$TMP/rounds"
+        "$(cut -d' ' -f9 "$TMP/pairs" | tail -n 1) $lat $(ranks_stall_mean "$n" "$TMP/log")" \
+        "$(ranks_compute_gap "$n" "$TMP/log")" >>"$TMP/rounds"
     if [ "$keep" = 1 ]; then # the ranks' logs, beside the model's (one_config)
         kept=$TMP/kept/$app.$n.$th.$c.$g.$d/round.$(wc -l <"$TMP/rounds")
         keep_calibration "$kept" "$n"
@@ -1062,7 +1088,8 @@ one_config() {
         alt=$(predict "$@" "$i" 1 "$(other_busy_from)") || return 1
         echo "$(model_figures "$pred") $(json_num compute_s "$pred")" \
             "$(echo "$pred" | sed -n 's/.*"critical": "\([a-z]*\)".*/\1/p')" \
-            "$(model_figures "$given") $(model_figures "$alt") $(json_num stall_mean "$pred")" >>"$TMP/preds"
+            "$(model_figures "$given") $(model_figures "$alt") $(json_num stall_mean "$pred")" \
+            "$(json_num compute_gap_s "$pred")" >>"$TMP/preds"
     done
     me=$(col_stat 2) ms=$(col_stat 3) pe=$(col_stat 1 "$TMP/preds") ps=$(col_stat 2 "$TMP/preds")
     crit=$(cut -d' ' -f4 "$TMP/preds" | sort | uniq -c | sort -rn | awk 'NR == 1 { print $2 }')
@@ -1099,6 +1126,7 @@ one_config() {
     printf '"round_epoch_given_measured_compute_s": %s, "round_stall_given_measured_compute": %s, ' \
         "$(json_list 5 "$TMP/preds")" "$(json_list 6 "$TMP/preds")"
     stall_ranks_fields 17 9
+    compute_gap_fields 18 10
     printf '"round_compute_cpu_ratio": %s, ' "$(awk -v w="$(busiest_work "$app" "$(plan_dir "$app" "$n" "$th" "$c")")" \
         '{ printf "%s%.3f", (NR > 1 ? ", " : "["), (w > 0 ? $7 * $6 / w : 0) } END { print "]" }' "$TMP/rounds")"
     printf '"round_compute_cpu_ratio_ranks": %s, ' "$(awk -v w="$(busiest_work "$app" "$(plan_dir "$app" "$n" "$th" "$c")")" \
@@ -1126,6 +1154,16 @@ stall_ranks_fields() {
     printf '"statistic": "%s", "measured_stall_ranks_mean": %s, "predicted_stall_ranks_mean": %s, ' \
         "$statistic" "$(col_mean "$1")" "$(col_mean "$2" "$TMP/preds")"
     printf '"round_measured_stall_ranks_mean": %s, "round_predicted_stall_ranks_mean": %s, ' \
+        "$(json_list "$1")" "$(json_list "$2" "$TMP/preds")"
+}
+
+# compute_gap_fields ROUNDS_COLUMN PREDS_COLUMN: the JSON fields of the
+# ranks' compute gap (ranks_compute_gap) against the model's (its
+# compute_gap_s): the means over the rounds, and each round's.
+compute_gap_fields() {
+    printf '"measured_compute_gap_s": %s, "predicted_compute_gap_s": %s, ' \
+        "$(col_mean "$1")" "$(col_mean "$2" "$TMP/preds")"
+    printf '"round_measured_compute_gap_s": %s, "round_predicted_compute_gap_s": %s, ' \
         "$(json_list "$1")" "$(json_list "$2" "$TMP/preds")"
 }
 
@@ -1241,13 +1279,15 @@ repredict_config() {
         echo "$lat" >>"$TMP/lats"
         mc=$(rank_max_median "$n" compute "$round/log")
         epochs_of_run "$round/log.0" >"$TMP/epochs"
-        echo "$mc $(epoch_stats "$TMP/epochs") $(ranks_stall_mean "$n" "$round/log")" >>"$TMP/rounds"
+        echo "$mc $(epoch_stats "$TMP/epochs") $(ranks_stall_mean "$n" "$round/log")" \
+            "$(ranks_compute_gap "$n" "$round/log")" >>"$TMP/rounds"
         pc=$(json_num compute_s "$pred")
         # the rate scaled as one_config and predict scale it (two roundings)
         given=$(model_run "$TMP/model.log" "${sim[@]}" --rate "$(awk -v r="$(json_num rate "$pred")" \
             -v s="$(awk -v p="$pc" -v m="$mc" 'BEGIN { printf "%.6g", (m + 0 > 0 && p + 0 > 0 ? p / m : 1) }')" \
             'BEGIN { printf "%.6g", r * s }')") || return 1
-        echo "$(model_figures "$pred") $pc $(model_figures "$given") $(json_num stall_mean "$pred")" >>"$TMP/preds"
+        echo "$(model_figures "$pred") $pc $(model_figures "$given") $(json_num stall_mean "$pred")" \
+            "$(json_num compute_gap_s "$pred")" >>"$TMP/preds"
     done
     [ -s "$TMP/preds" ] || return 0
     local me ms pe ps
@@ -1273,6 +1313,7 @@ repredict_config() {
     printf '"round_epoch_given_measured_compute_s": %s, "round_stall_given_measured_compute": %s, ' \
         "$(json_list 4 "$TMP/preds")" "$(json_list 5 "$TMP/preds")"
     stall_ranks_fields 4 6
+    compute_gap_fields 5 7
     printf '"model_args": "%s"}\n' "$model_args"
 }
 

@@ -967,6 +967,7 @@ static void summarize(const sim_state *s, const rt_sim_shape *sh, const rt_sim_l
     for (uint32_t k = 0; k < s->B; k++)
         reduces += (uint32_t)reduces_after(sh, k, s->B);
     out->collective_s = reduces * cost->step_reduce_s + cost->epoch_reduce_s;
+    double compute_min = INFINITY;
     for (uint32_t n = 0; n < s->N; n++) {
         double st = out->epoch_s > 0 ? s->node[n].stall / out->epoch_s : 0;
         out->stall_mean += st / s->N;
@@ -974,6 +975,7 @@ static void summarize(const sim_state *s, const rt_sim_shape *sh, const rt_sim_l
             out->stall_max = st;
         if (s->node[n].compute > out->compute_max_s)
             out->compute_max_s = s->node[n].compute;
+        compute_min = fmin(compute_min, s->node[n].compute);
         if (s->node[n].credit > out->credit_wait_s)
             out->credit_wait_s = s->node[n].credit;
         double bytes = 0;
@@ -982,6 +984,7 @@ static void summarize(const sim_state *s, const rt_sim_shape *sh, const rt_sim_l
         if (bytes > out->bytes_per_link)
             out->bytes_per_link = bytes;
     }
+    out->compute_gap_s = out->compute_max_s - compute_min;
     for (uint32_t w = 0; w < s->W; w++)
         out->compute_mean_s += s->worker_sum[w] / s->W;
     if (s->N > 1) {
@@ -1055,6 +1058,7 @@ static void add_mean(rt_sim_result *acc, const rt_sim_result *r, double n)
     acc->stall_mean += r->stall_mean / n;
     acc->compute_max_s += r->compute_max_s / n;
     acc->compute_mean_s += r->compute_mean_s / n;
+    acc->compute_gap_s += r->compute_gap_s / n;
     acc->credit_wait_s += r->credit_wait_s / n;
     acc->collective_s += r->collective_s / n;
     acc->link_busy_s += r->link_busy_s / n;

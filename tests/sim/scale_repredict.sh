@@ -6,7 +6,8 @@
 # measured figures are the means of the logs' epochs after the first (with
 # --statistic median their medians), the prediction is the kept command's
 # (the means over its rotations, or their medians), the stall's mean over
-# the ranks is measured beside the engine's max, --model-args reaches the model, the
+# the ranks is measured beside the engine's max, and the slowest rank's
+# compute less the fastest's beside the model's, --model-args reaches the model, the
 # ranks' calibration logs set the model's worker spread of a round kept
 # before the spreads were CPU seconds, a round kept since is predicted by its
 # command as run, and a directory without kept configurations is refused.
@@ -25,10 +26,12 @@ mkdir -p "$round"
 model=(--app sgd-mf --rank 8 --epochs 4 --json --rate 2e6 --step-overhead-us 100 --gbps 0.5
     --latency-us 40 --overhead-us 10 --send-buffer-kib 8192)
 echo "/gone/rotor simulate --plan /gone/tmp/sgd-mf.2.1.2/plan ${model[*]}" >"$round/simulate.cmd"
-# rank logs: epochs 1-4 (the first is left out), and the engine's per-rank rotations
+# rank logs: epochs 1-4 (the first is left out), and the engine's per-rank
+# rotations (rank 0 the slower in rotation 2 alone)
 for r in 0 1; do
     for k in 0 1 2 3; do
-        echo "rotor: debug: engine: rank $r rotation: 0.01 s, compute 0.00$((k + r + 3)) s (mean over" \
+        echo "rotor: debug: engine: rank $r rotation: 0.01 s, compute" \
+            "0.00$([ "$r$k" = 02 ] && echo 9 || echo $((k + r + 3))) s (mean over" \
             "threads), stall 0.001 s, credit wait 0.000000 s, 0 of 4 steps inline (rotation $k)," \
             "compute CPU 0.004 s, in the kernel 0.0001 s"
     done >"$round/log.$r"
@@ -80,7 +83,7 @@ expect_status 2 bash "$SCALE" --repredict "$run" --statistic mode
 grep -q 'mean or median' "$TMP/last.err" || fail "--statistic mode: $(cat "$TMP/last.err")"
 expect_status 2 bash "$SCALE" --repredict "$run" --ranks-calibration-epochs 1
 grep -q 'count of 2 or more' "$TMP/last.err" || fail "--ranks-calibration-epochs 1: $(cat "$TMP/last.err")"
-# rank 1's rotations after the first: 0.005 0.006 0.007 (median 0.006); rank 0's 0.005
+# rank 1's rotations after the first: 0.005 0.006 0.007 (median 0.006); rank 0's 0.006
 [ "$(num measured_compute_s "$out")" = 0.006 ] || fail "measured compute: the larger rank's: $out"
 want=$("$ROTOR" simulate --plan "$run/sgd-mf.2.1.2/plan" "${model[@]}") || fail "simulate"
 [ "$(num predicted_epoch_s "$out")" = "$(num predicted_epoch_s "$want")" ] ||
@@ -89,6 +92,12 @@ want=$("$ROTOR" simulate --plan "$run/sgd-mf.2.1.2/plan" "${model[@]}") || fail 
     fail "predicted stall: the kept command's ($want), got $out"
 same "$(num predicted_stall_ranks_mean "$out")" "$(num stall_mean "$want")" ||
     fail "predicted stall's mean over the ranks: the model's stall_mean ($want), got $out"
+# the slowest rank's compute less the fastest's, rotations 1-3: 0.001, 0.003
+# (rank 0 the slower), 0.001: 0.0017 (rank 1 less rank 0: -0.0003; with
+# rotation 0: 0.0015); the model's is its compute_gap_s
+same "$(num measured_compute_gap_s "$out")" 0.0017 || fail "measured compute gap: $out"
+same "$(num predicted_compute_gap_s "$out")" "$(num compute_gap_s "$want")" ||
+    fail "predicted compute gap: the model's compute_gap_s ($want), got $out"
 
 # --model-args come after the kept command's options: a 10 ms step adds 4 x 10 ms
 more=$(bash "$SCALE" --repredict "$run" --model-args "--step-overhead-us 10100") ||

@@ -466,6 +466,34 @@ static void test_slow_worker_makes_neighbours_wait(void **state)
     shape_free(&t);
 }
 
+static double cell_by_worker(uint32_t w, uint32_t b)
+{
+    (void)b;
+    return 1000.0 * (w + 1);
+}
+
+/* The compute gap is the slowest node's compute less the fastest's: 3
+ * nodes whose cells take 1, 2 and 3 ms, 6 steps each: 18 - 6 = 12 ms (the
+ * slowest less the mean would be 6); equal cells give 0; with a spread per
+ * worker it is the mean of the rotations' gaps, above 0 for equal cells. */
+static void test_compute_gap_is_slowest_less_fastest(void **state)
+{
+    (void)state;
+    test_shape t;
+    shape_make(&t, 3, 1, 2, cell_by_worker, 100);
+    rt_sim_result r = rotation(&t, &infinite);
+    assert_true(fabs(r.compute_max_s - 18e-3) < 1e-12);
+    assert_true(fabs(r.compute_gap_s - 12e-3) < 1e-12);
+    shape_free(&t);
+    shape_make(&t, 2, 1, 2, cell_uniform, 100);
+    assert_true(rotation(&t, &infinite).compute_gap_s == 0);
+    t.s.worker_cv = 0.2;
+    r = rotation(&t, &infinite);
+    assert_true(r.compute_gap_s > 0.05 * r.compute_mean_s);
+    assert_true(r.compute_gap_s < r.compute_max_s);
+    shape_free(&t);
+}
+
 static double cell_node1_only(uint32_t w, uint32_t b)
 {
     (void)b;
@@ -657,6 +685,7 @@ int main(void)
         cmocka_unit_test(test_inline_choice_is_on_cpu),
         cmocka_unit_test(test_inline_step_cpu_on_one_core),
         cmocka_unit_test(test_slow_worker_makes_neighbours_wait),
+        cmocka_unit_test(test_compute_gap_is_slowest_less_fastest),
         cmocka_unit_test(test_idle_time_slows_next_step),
         cmocka_unit_test(test_run_queue_takes_turns),
         cmocka_unit_test(test_run_queue_limits),
