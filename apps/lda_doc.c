@@ -130,18 +130,24 @@ static inline float float_below(double u)
 }
 
 /* How many of pre[0 .. n) are <= uf: the entry the draw picks (pre never
- * falls; 8 at a time, stopping at the first block not wholly passed). */
+ * falls; 8 at a time).  The first Q_FIND_FLAT entries are all counted, with
+ * no exit at the first block not wholly passed: that exit, at a random
+ * block, was a mispredicted branch nearly every draw (serial CPU at
+ * K = 1000 1.01-1.06x on KOS, 1.03x on AP, 1.06x on the synthetic corpus;
+ * at K = 10000 1.02-1.06x and 1.07-1.09x); past them a longer list (more
+ * blocks counted for nothing than a mispredict costs) stops there. */
+#define Q_FIND_FLAT 64u
 AVX2 static inline uint32_t q_find_avx2(const float *pre, uint32_t n, float uf)
 {
     const __m256 uv = _mm256_set1_ps(uf);
-    uint32_t c = 0;
-    for (uint32_t x = 0; x < n; x += 8) {
-        const unsigned m =
-            (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(pre + x), uv, _CMP_LE_OQ));
-        c += (uint32_t)__builtin_popcount(m);
-        if (m != 0xff)
-            break;
-    }
+    const uint32_t flat = n < Q_FIND_FLAT ? n : Q_FIND_FLAT;
+    uint32_t c = 0, x = 0;
+    for (; x < flat; x += 8)
+        c += (uint32_t)__builtin_popcount(
+            (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(pre + x), uv, _CMP_LE_OQ)));
+    for (; c == x && x < n; x += 8)
+        c += (uint32_t)__builtin_popcount(
+            (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(pre + x), uv, _CMP_LE_OQ)));
     return c;
 }
 

@@ -393,7 +393,7 @@ static void test_ftree(void **state)
 static void test_list_bucket(void **state)
 {
     (void)state;
-    enum { KL = 700, NMAX = 40 };
+    enum { KL = 700, NMAX = 150 }; /* past the find's flat part (64 entries) */
     float *coef = malloc(KL * sizeof(float));
     assert_non_null(coef);
     for (uint32_t k = 0; k < KL; k++)
@@ -467,7 +467,7 @@ static void test_list_topic(void **state)
 static void test_packed_bucket(void **state)
 {
     (void)state;
-    enum { KL = 700, NMAX = 40 };
+    enum { KL = 700, NMAX = 150 }; /* past the find's flat part (64 entries) */
     float *coef = malloc(KL * sizeof(float));
     assert_non_null(coef);
     for (uint32_t k = 0; k < KL; k++)
@@ -524,7 +524,7 @@ static void test_packed_topic(void **state)
 static void test_doc_q(void **state)
 {
     (void)state;
-    enum { KL = 700, NMAX = 40 };
+    enum { KL = 700, NMAX = 150 }; /* past the find's flat part (64 entries) */
     float *cf = malloc(KL * sizeof(float));
     assert_non_null(cf);
     for (uint32_t k = 0; k < KL; k++)
