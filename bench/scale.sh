@@ -1089,7 +1089,7 @@ one_config() {
         echo "$(model_figures "$pred") $(json_num compute_s "$pred")" \
             "$(echo "$pred" | sed -n 's/.*"critical": "\([a-z]*\)".*/\1/p')" \
             "$(model_figures "$given") $(model_figures "$alt") $(json_num stall_mean "$pred")" \
-            "$(json_num compute_gap_s "$pred")" >>"$TMP/preds"
+            "$(model_gap "$pred")" >>"$TMP/preds"
     done
     me=$(col_stat 2) ms=$(col_stat 3) pe=$(col_stat 1 "$TMP/preds") ps=$(col_stat 2 "$TMP/preds")
     crit=$(cut -d' ' -f4 "$TMP/preds" | sort | uniq -c | sort -rn | awk 'NR == 1 { print $2 }')
@@ -1156,6 +1156,9 @@ stall_ranks_fields() {
     printf '"round_measured_stall_ranks_mean": %s, "round_predicted_stall_ranks_mean": %s, ' \
         "$(json_list "$1")" "$(json_list "$2" "$TMP/preds")"
 }
+
+# model_gap JSON: the model's compute_gap_s, nan from a rotor without it
+model_gap() { local g; g=$(json_num compute_gap_s "$1"); echo "${g:-nan}"; }
 
 # compute_gap_fields ROUNDS_COLUMN PREDS_COLUMN: the JSON fields of the
 # ranks' compute gap (ranks_compute_gap) against the model's (its
@@ -1287,7 +1290,7 @@ repredict_config() {
             -v s="$(awk -v p="$pc" -v m="$mc" 'BEGIN { printf "%.6g", (m + 0 > 0 && p + 0 > 0 ? p / m : 1) }')" \
             'BEGIN { printf "%.6g", r * s }')") || return 1
         echo "$(model_figures "$pred") $pc $(model_figures "$given") $(json_num stall_mean "$pred")" \
-            "$(json_num compute_gap_s "$pred")" >>"$TMP/preds"
+            "$(model_gap "$pred")" >>"$TMP/preds"
     done
     [ -s "$TMP/preds" ] || return 0
     local me ms pe ps
