@@ -616,6 +616,118 @@ static void test_doc_word_gain(void **state)
     free(v);
 }
 
+/* The document-major visit's guards on a word's sparse slice (rev23 F5:
+ * lda_doc_word_gain alone was tested, not its wiring in lda_visit_docs).
+ * One block of three words, one document of two tokens: word 0 (slice cap
+ * 4, consistent) and word 2 (cap 4: room for 3 entries), word 1 absent,
+ * so the runs are words 0 and 2.  Word 2's slice holds corrupt counts:
+ * three topics whose totals are so large that the token draws another
+ * topic, which must be refused as an overflow naming word 2 (run 1 maps
+ * back to word 2, not 1); a room of cap entries instead of cap - 1 writes
+ * past the slice and passes.  A slice claiming cap entries is refused at
+ * load, before any token moves (the q kernel would read the next slice;
+ * a check of n > cap would fail later, at the gain, with counts moved);
+ * with room left the token moves without error. */
+enum { VK = 16, VH = RT_LDA_HEADER_U32 };
+
+typedef struct visit_fixture {
+    uint64_t col_off[2], tokens[3], slice_off[3], block_u32[1], blk_run[2], run_end[2], blk_tok[2];
+    uint64_t doc_off[2], dnz_off[2];
+    uint32_t col_ids[3], slice_cap[3], run_word[2], tok_doc[2], dnz_n[1], dlist[8];
+    uint16_t z[2];
+    int64_t nk[VK];
+    uint32_t payload[256]; /* room past the block: a wrong room writes there, not past memory */
+    rt_plan plan;
+    lda_layout layout;
+    lda_opts o;
+    lda_ctx ctx;
+    lda_worker w;
+} visit_fixture;
+
+/* word 2's slice: n entries of topics 1, 2, 3 (count 5 each; topic totals 1e12) */
+static void visit_fixture_make(visit_fixture *f, uint32_t n)
+{
+    memset(f, 0, sizeof(*f));
+    f->col_off[1] = 3;
+    for (uint32_t j = 0; j < 3; j++)
+        f->col_ids[j] = j;
+    f->tokens[0] = 3, f->tokens[2] = 3;
+    f->slice_cap[0] = 4, f->slice_cap[1] = 0, f->slice_cap[2] = 4;
+    f->slice_off[0] = VH, f->slice_off[1] = VH + 4, f->slice_off[2] = VH + 4 + VK;
+    f->block_u32[0] = VH + 8 + VK;
+    f->plan.blocks = 1, f->plan.n_cols = 3;
+    f->plan.block_col_offset = f->col_off, f->plan.block_col_ids = f->col_ids;
+    f->layout.K = VK, f->layout.blocks = 1, f->layout.tokens = f->tokens;
+    f->layout.slice_off = f->slice_off, f->layout.slice_cap = f->slice_cap;
+    f->layout.block_u32 = f->block_u32;
+    f->o.K = VK, f->o.alpha = 0.1, f->o.beta = 0.01;
+    f->ctx = (lda_ctx){.o = &f->o, .plan = &f->plan, .layout = &f->layout, .vbeta = 3 * 0.01};
+    /* the payload: word 0 holds its token (topic 5), word 2 the n entries */
+    f->payload[VH] = 1, f->payload[VH + 1] = 5u << 16 | 1;
+    uint32_t *v = f->payload + f->slice_off[2];
+    v[0] = n;
+    for (uint32_t x = 0; x < n && x < 3; x++)
+        v[1 + x] = (1 + x) << 16 | 5;
+    for (uint32_t k = 0; k < VK; k++)
+        f->nk[k] = k >= 1 && k <= 3 ? 1000000000000 : k == 5;
+    /* the worker: document 0 = (word 0, topic 5), (word 2, topic 1), word-major */
+    lda_tokens *t = &f->w.train;
+    t->n_docs = 1, t->n_tokens = 2;
+    f->doc_off[1] = 2, t->doc_off = f->doc_off;
+    f->z[0] = 5, f->z[1] = 1, t->z = f->z;
+    f->blk_run[1] = 2, t->blk_run = f->blk_run;
+    f->run_word[0] = 0, f->run_word[1] = 2, t->run_word = f->run_word;
+    f->run_end[0] = 1, f->run_end[1] = 2, t->run_end = f->run_end;
+    f->blk_tok[1] = 2, t->blk_tok = f->blk_tok;
+    t->tok_doc = f->tok_doc;
+    f->dnz_off[1] = 8, t->dnz_off = f->dnz_off;
+    f->dnz_n[0] = 2, t->dnz_n = f->dnz_n;
+    f->dlist[0] = 5u << 16 | 1, f->dlist[1] = 1u << 16 | 1, t->dlist = f->dlist;
+    f->w.nk = f->nk;
+}
+
+/* The visit's result; *moved: whether the payload changed. */
+static int visit_word2(uint32_t n, int avx2, int *moved, rt_error *err)
+{
+    visit_fixture *f = calloc(1, sizeof(*f));
+    assert_non_null(f);
+    visit_fixture_make(f, n);
+    lda_scratch s;
+    assert_int_equal(lda_scratch_init(&s, VK, LDA_SCRATCH_ALL), 0);
+    s.avx2 = avx2;
+    rt_rng rng;
+    rt_rng_seed(&rng, 7, 1);
+    memset(err, 0, sizeof(*err));
+    uint32_t before[256];
+    memcpy(before, f->payload, sizeof(before));
+    int rc = lda_visit_docs(&f->ctx, &f->w, 0, f->payload, &s, &rng, err);
+    *moved = memcmp(before, f->payload, sizeof(before)) != 0;
+    for (uint32_t i = f->block_u32[0]; i < 256; i++) /* nothing written past the block */
+        assert_int_equal(f->payload[i], 0);
+    lda_scratch_free(&s);
+    free(f);
+    return rc;
+}
+
+static void test_doc_visit_slice_guards(void **state)
+{
+    (void)state;
+    for (int avx2 = 0; avx2 <= lda_have_avx2(); avx2++) {
+        rt_error err;
+        int moved;
+        /* full: the new topic has no room; named by its word */
+        assert_int_equal(visit_word2(3, avx2, &moved, &err), -1);
+        assert_non_null(strstr(err.msg, "word 2 of block 0 has more topics than tokens"));
+        /* a count claiming the whole slice: refused at load, before a token moves */
+        assert_int_equal(visit_word2(4, avx2, &moved, &err), -1);
+        assert_non_null(strstr(err.msg, "word 2 of block 0 has more topics than tokens"));
+        assert_false(moved);
+        /* room left: the token moves, no error */
+        assert_int_equal(visit_word2(2, avx2, &moved, &err), 0);
+        assert_true(moved);
+    }
+}
+
 /* The s bucket's draw gives topic k with probability inv[k] / sum (f's
  * weight taken as invf): chi-square over 200000 draws (9 degrees of
  * freedom; 40 is p < 1e-5) with a tight bound (rejection alone), a bound
@@ -661,13 +773,21 @@ static void test_doc_s_draw(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_slices),        cmocka_unit_test(test_log_joint),
-        cmocka_unit_test(test_stream),        cmocka_unit_test(test_dense),
-        cmocka_unit_test(test_dense_coefs),   cmocka_unit_test(test_ftree),
-        cmocka_unit_test(test_list_bucket),   cmocka_unit_test(test_list_topic),
-        cmocka_unit_test(test_packed_bucket), cmocka_unit_test(test_packed_topic),
-        cmocka_unit_test(test_doc_q),         cmocka_unit_test(test_doc_word_topic),
-        cmocka_unit_test(test_doc_word_gain), cmocka_unit_test(test_doc_s_draw),
+        cmocka_unit_test(test_slices),
+        cmocka_unit_test(test_log_joint),
+        cmocka_unit_test(test_stream),
+        cmocka_unit_test(test_dense),
+        cmocka_unit_test(test_dense_coefs),
+        cmocka_unit_test(test_ftree),
+        cmocka_unit_test(test_list_bucket),
+        cmocka_unit_test(test_list_topic),
+        cmocka_unit_test(test_packed_bucket),
+        cmocka_unit_test(test_packed_topic),
+        cmocka_unit_test(test_doc_q),
+        cmocka_unit_test(test_doc_word_topic),
+        cmocka_unit_test(test_doc_word_gain),
+        cmocka_unit_test(test_doc_s_draw),
+        cmocka_unit_test(test_doc_visit_slice_guards),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
