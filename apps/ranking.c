@@ -146,7 +146,15 @@ int rt_model_plan_items(const char *dir, const rt_model *m, rt_user_items *out, 
         return rc;
     }
     if (rt_plan_open(plan_dir, &plan, &perr)) {
-        snprintf(why, sizeof(why), "its plan %s cannot be opened (%s)", plan_dir, perr.msg);
+        /* rt_json_text kept a name that is not UTF-8 with U+FFFD for its bad
+         * bytes: no file has that name, and the user should know why. */
+        if (strstr(plan_dir, "\xef\xbf\xbd"))
+            snprintf(why, sizeof(why),
+                     "its plan's path, recorded as %s, had bytes that are not UTF-8 (JSON keeps "
+                     "U+FFFD for them), so the plan cannot be found by it",
+                     plan_dir);
+        else
+            snprintf(why, sizeof(why), "its plan %s cannot be opened (%s)", plan_dir, perr.msg);
         rc = no_plan(err, path, why);
         json_decref(meta);
         return rc;

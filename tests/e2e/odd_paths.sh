@@ -24,9 +24,11 @@ PY
 expect_status 0 "$ROTOR" train --plan "$D/plan $L1" --rank 2 --epochs 1 --out "$D/model $L1"
 grep -q "\"plan\": \".*plan $R1\"" "$D/model $L1/model.json" || fail "model.json lacks its plan"
 expect_status 0 "$ROTOR" eval --model "$D/model $L1" --input "$D/r $L1.txt"
-# the plan's name was not kept byte for byte: recommend says which one it looked for
+# the plan's name was not kept byte for byte: recommend says which one it looked for,
+# and why no file has that name (rev23 F6: it said only "cannot be opened")
 expect_status 2 "$ROTOR" recommend --model "$D/model $L1" --top 2 --out "$D/recs"
-grep -q 'its plan .*plan .* cannot be opened' "$TMP/last.err" || fail "recommend: $(cat "$TMP/last.err")"
+grep -q "its plan's path, recorded as .*plan $R1, had bytes that are not UTF-8" "$TMP/last.err" ||
+    fail "recommend: $(cat "$TMP/last.err")"
 
 "$ROTOR" gen lda --docs 30 --vocab 40 --topics 2 --doc-len 12 --seed 3 --out "$D/d $L1.txt" 2>/dev/null
 expect_status 0 "$ROTOR" partition --app lda --input "$D/d $L1.txt" --nodes 1 --threads 1 \
