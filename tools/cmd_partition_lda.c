@@ -44,6 +44,18 @@ static int intern_doc(rt_idmap *m, const char *name, const char *input, uint32_t
     return 0;
 }
 
+/* What may have emptied a corpus that has documents (a text of one-letter
+ * words and stop words read as nothing, with no word of why). */
+static const char *no_tokens_why(const rt_corpus *c, const partition_opts *a)
+{
+    if (a->corpus.min_count > 1)
+        return " (--min-count dropped every word)";
+    if (c->format == RT_CORPUS_TEXT)
+        return " (raw text drops words of one letter and stop words; --stopwords FILE replaces "
+               "the English list)";
+    return "";
+}
+
 /* Split documents, build the document id maps and the triplets. */
 static int build(lda_part *p, const partition_opts *a, rt_error *err)
 {
@@ -72,7 +84,8 @@ static int build(lda_part *p, const partition_opts *a, rt_error *err)
     if (p->rows.n == 0)
         return rt_fail(err, RT_EXIT_INPUT, "%s: no training documents", a->input);
     if (p->train.n == 0)
-        return rt_fail(err, RT_EXIT_INPUT, "%s: the training documents hold no tokens", a->input);
+        return rt_fail(err, RT_EXIT_INPUT, "%s: the training documents hold no tokens%s", a->input,
+                       no_tokens_why(c, a));
     return 0;
 }
 
