@@ -78,7 +78,8 @@ static int check_input(rt_plan_builder *pb, rt_error *err)
 }
 
 /* An existing output directory is replaced only with force, and only when it
- * looks like a plan (or is empty): never wipe an unrelated directory. */
+ * looks like a plan (or is empty): never wipe an unrelated directory.  What
+ * force cannot replace is refused as such, without a hint to use it. */
 static int check_target(const char *dir, int force, rt_error *err)
 {
     struct stat sb;
@@ -86,24 +87,25 @@ static int check_target(const char *dir, int force, rt_error *err)
         return -1;
     if (stat(dir, &sb) != 0) /* a new one: made after the work, where it can be */
         return rt_check_out_usable(dir, err);
-    if (!force)
-        return rt_fail(err, RT_EXIT_INPUT, "%s: already exists (use --force to replace it)", dir);
     if (!S_ISDIR(sb.st_mode))
         return rt_fail(err, RT_EXIT_INPUT, "%s: exists and is not a directory", dir);
     char path[4200];
     snprintf(path, sizeof(path), "%s/plan.json", dir);
-    if (access(path, F_OK) == 0)
-        return 0;
-    DIR *d = opendir(dir);
-    int empty = 1;
-    for (struct dirent *de; d && (de = readdir(d));)
-        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-            empty = 0;
-    if (d)
-        closedir(d);
-    if (!empty)
+    int replaceable = access(path, F_OK) == 0;
+    if (!replaceable) {
+        DIR *d = opendir(dir);
+        replaceable = 1;
+        for (struct dirent *de; d && (de = readdir(d));)
+            if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+                replaceable = 0;
+        if (d)
+            closedir(d);
+    }
+    if (!replaceable)
         return rt_fail(err, RT_EXIT_INPUT,
                        "%s: exists and is not a plan directory; refusing to replace it", dir);
+    if (!force)
+        return rt_fail(err, RT_EXIT_INPUT, "%s: already exists (use --force to replace it)", dir);
     return 0;
 }
 

@@ -59,11 +59,14 @@ expect_fail missing-file 'nosuch.txt: cannot open' -- --input nosuch.txt
 expect_fail bad-format "--format: 'xml' is not one of auto, triplets" -- --input good.txt --format xml
 expect_fail both-tests 'partition: --test and --test-fraction' -- --input good.txt --test good.txt --test-fraction 0.1
 
-# An existing output directory is refused without --force (and left alone).
+# An existing output directory that is no plan is refused, with or without
+# --force, and left alone; the message does not suggest --force (it did, and
+# --force then refused it too).
 mkdir plan2 && echo keep >plan2/file
 rc=0
 "$ROTOR" partition --input good.txt --nodes 1 --threads 1 --out plan2 2>err || rc=$?
-if [ $rc -ne 2 ] || ! grep -q 'plan2: already exists' err || [ "$(cat plan2/file)" != keep ]; then
+if [ $rc -ne 2 ] || ! grep -q 'plan2: exists and is not a plan directory' err || grep -q -- --force err ||
+    [ "$(cat plan2/file)" != keep ]; then
     echo "FAIL existing-dir: rc $rc"; cat err; fails=$((fails + 1))
 else
     echo "ok   existing-dir"
