@@ -353,7 +353,7 @@ typedef struct lda_scratch {
     /* the document-major visit (lda_doc.c) */
     int32_t *doc_ndk;
     uint32_t *doc_pos;
-    double *doc_inv, *doc_invm;
+    double *doc_inv, *doc_invm, *doc_rw;
     uint32_t **doc_views, *doc_room, *doc_dense, *doc_ord, *doc_cnt;
     uint8_t *doc_wordmajor;
     size_t doc_views_n, doc_room_n, doc_dense_n, doc_ord_n, doc_cnt_n, doc_wordmajor_n;
