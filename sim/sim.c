@@ -16,6 +16,9 @@
 /* The run queue's order of workers that become runnable at one moment
  * (a seed of its own: the jitter's draws stay as they were). */
 #define SIM_ORDER_SEED 0x0bde5eedu
+/* The order of the threads that a step's collective wakes at once
+ * (rt_sim_shape.leave_tick_s; a seed of its own too). */
+#define SIM_LEAVE_SEED 0x1ea7e5edu
 
 static double wire_s(const rt_sim_link *l, double bytes)
 {
@@ -87,8 +90,12 @@ typedef struct sim_node {
     uint32_t inline_steps; /* steps whose cells ran inline (the engine logs the same count) */
     int after_collective;  /* run queue: its orchestrator left a collective and has not had a
                               core since (its pass and its next cells need a turn) */
-    uint32_t passes_given; /* run queue: passes handed to its sender thread ... */
+    uint32_t passes_given; /* run queue, leaving in turns: passes handed to its sender ... */
     uint32_t passes_made;  /* ... and written by it (on their way) */
+    /* leaving a step's collective in turns (leave_tick_s): a thread's place in its host's
+       order, 0 when it waits for no turn */
+    uint64_t leave_key; /* its orchestrator, to leave the collective */
+    uint64_t send_key;  /* its sender thread, to write the passes given it (passes_given) */
 } sim_node;
 
 /* A worker in its host's run queue (rt_sim_shape.tick_s). */
@@ -116,6 +123,7 @@ typedef struct sim_host {
     uint32_t busy;
     double progress;
     double next_done; /* least `done_at` of its busy workers (INFINITY: none) */
+    uint32_t grants;  /* leaving in turns: waiting threads the tick at leave_granted lets in */
     /* run queue (tick_s > 0): */
     uint32_t slots;   /* workers that can be on its cores at once */
     uint32_t running; /* workers on its cores (running or holding) */
@@ -152,6 +160,10 @@ typedef struct sim_state {
     uint64_t *queue_key; /* ... and among those that joined at one moment */
     double *run_start;   /* when it got its core */
     rt_rng order_rng;    /* draws queue_key */
+    /* leaving a step's collective in turns (leave_tick_s, with processor sharing) */
+    double leave_tick; /* 0: off */
+    double leave_tick_next, leave_granted;
+    rt_rng leave_rng; /* draws leave_key, send_key */
 } sim_state;
 
 static void state_free(sim_state *s)
@@ -227,6 +239,9 @@ static int state_init(sim_state *s, const rt_sim_shape *sh, rt_error *err)
         s->done_at[w] = INFINITY, s->worker_factor[w] = 1;
     for (size_t i = 0; i < NB; i++)
         s->arrive[i] = s->freed[i] = INFINITY;
+    if (sh->leave_tick_s > 0 && shared && sh->tick_s <= 0)
+        s->leave_tick = sh->leave_tick_s, s->leave_tick_next = sh->leave_tick_s;
+    s->leave_granted = -INFINITY;
     if (run_queue_init(s, sh)) {
         state_free(s);
         return rt_fail(err, RT_EXIT_RUNTIME, "simulate: out of memory");
@@ -687,8 +702,92 @@ static int node_wants_core(const sim_state *s, uint32_t n)
     return d->phase == PHASE_PASS && d->after_collective;
 }
 
+/* ---- leaving a step's collective in turns (rt_sim_shape.leave_tick_s) ---- */
+
+/* Whether host hi has more threads than cores: the threads that a
+ * collective wakes at once cannot all run. */
+static int host_crowded(const sim_state *s, uint32_t hi)
+{
+    uint32_t n0 = hi * s->per_host, n1 = n0 + s->per_host < s->N ? n0 + s->per_host : s->N;
+    return (n1 - n0) * s->T > s->host[hi].cores;
+}
+
+/* Node n's orchestrator waits for its turn to leave the step's collective. */
+static int leave_waiting(const sim_state *s, uint32_t n)
+{
+    const sim_node *d = &s->node[n];
+    return d->leave_key && d->phase == PHASE_REDUCE && d->release <= s->now;
+}
+
+/* Whether the thread of node n with place `key` in its host's order gets a
+ * core now: none waits before it, and a core is free (a cell ended) or the
+ * tick lets it in.  Taking a tick's grant uses it up. */
+static int turn_now(sim_state *s, uint32_t n, uint64_t key)
+{
+    uint32_t hi = n / s->per_host;
+    sim_host *h = &s->host[hi];
+    uint32_t n0 = hi * s->per_host, n1 = n0 + s->per_host < s->N ? n0 + s->per_host : s->N;
+    for (uint32_t m = n0; m < n1; m++)
+        if ((leave_waiting(s, m) && s->node[m].leave_key < key) ||
+            (s->node[m].send_key && s->node[m].send_key < key))
+            return 0;
+    if (h->busy < h->cores)
+        return 1;
+    if (s->now == s->leave_granted && h->grants > 0) {
+        h->grants--;
+        return 1;
+    }
+    return 0;
+}
+
+/* A tick now: on each host up to one waiting thread per core gets in even
+ * with every core busy (the scheduler switches each core once). */
+static void leave_tick_at(sim_state *s)
+{
+    if (s->leave_tick <= 0 || s->now < s->leave_tick_next)
+        return;
+    if (s->now == s->leave_tick_next) {
+        s->leave_granted = s->now;
+        for (uint32_t hi = 0; hi < s->hosts; hi++)
+            s->host[hi].grants = (uint32_t)ceil(s->host[hi].cores);
+    }
+    s->leave_tick_next = (floor(s->now / s->leave_tick) + 1) * s->leave_tick;
+    if (s->leave_tick_next <= s->now)
+        s->leave_tick_next += s->leave_tick;
+}
+
+/* A place in a host's order for a thread that the collective of step
+ * `wave` woke: those an earlier collective woke go first (they have waited
+ * longer: the scheduler owes them), those of one collective in an order
+ * drawn. */
+static uint64_t turn_key(sim_state *s, uint32_t wave)
+{
+    return (uint64_t)wave << 40 | rt_rng_next(&s->leave_rng) >> 24 | 1;
+}
+
+/* Node n hands its pass to its sender thread, which waits for a turn
+ * (unless it waits already: it writes the passes in order). */
+static void sender_wait(sim_state *s, uint32_t n)
+{
+    sim_node *d = &s->node[n];
+    d->passes_given = d->step + 1;
+    if (!d->send_key)
+        d->send_key = turn_key(s, d->step);
+}
+
+/* Whether any thread waits for a turn (the next tick is an event then). */
+static int turns_waiting(const sim_state *s)
+{
+    for (uint32_t n = 0; n < s->N && s->leave_tick > 0; n++)
+        if (leave_waiting(s, n) || s->node[n].send_key)
+            return 1;
+    return 0;
+}
+
 /* Node n enters a collective of cost `cost_s`; the last one in starts it for
- * all, and all leave together. */
+ * all, and all leave together - or, from a step's collective on a host with
+ * more threads than cores, in turns: their orchestrators, and the sender
+ * threads their passes wake, in an order drawn per collective. */
 static void collective_enter(sim_state *s, uint32_t n, node_phase phase, double cost_s)
 {
     sim_node *d = &s->node[n];
@@ -696,8 +795,11 @@ static void collective_enter(sim_state *s, uint32_t n, node_phase phase, double 
     if (++s->in_collective < s->N)
         return;
     s->in_collective = 0;
-    for (uint32_t m = 0; m < s->N; m++)
+    for (uint32_t m = 0; m < s->N; m++) {
         s->node[m].release = s->now + cost_s;
+        if (phase == PHASE_REDUCE && s->leave_tick > 0 && host_crowded(s, m / s->per_host))
+            s->node[m].leave_key = turn_key(s, s->node[m].step);
+    }
 }
 
 /* When node n's stream of passes has gone on the wire up to byte x (x is
@@ -824,9 +926,12 @@ static void node_next_phase(sim_state *s, const rt_sim_shape *sh, const rt_sim_l
             d->credit += fmax(0, fmin(s->now, credit_at(s, l, n, d->step)) - d->since);
             if (s->tick > 0)
                 sender_take(s, n);
+            else if (d->leave_key || d->send_key) /* left in turns: its sender takes one */
+                sender_wait(s, n);
             else
-                node_pass(s, sh, l, n, d->step);
+                node_pass(s, sh, l, n, d->step), d->passes_made = d->step + 1;
         }
+        d->leave_key = 0;
         d->step++;
         d->phase = d->step < s->B ? PHASE_WAIT : PHASE_HOME, d->since = s->now;
         break;
@@ -847,13 +952,23 @@ static void node_next_phase(sim_state *s, const rt_sim_shape *sh, const rt_sim_l
 static void settle(sim_state *s, const rt_sim_shape *sh, const rt_sim_link *l,
                    const sim_costs *cost)
 {
+    leave_tick_at(s);
     for (int moved = 1; moved;) {
         moved = 0;
         workers_finish(s, sh);
         if (s->tick > 0)
             senders_write(s, sh, l);
+        for (uint32_t n = 0; n < s->N && s->leave_tick > 0; n++) /* senders in turns */
+            if (s->node[n].send_key && turn_now(s, n, s->node[n].send_key)) {
+                sim_node *d = &s->node[n];
+                for (d->send_key = 0; d->passes_made < d->passes_given; d->passes_made++)
+                    node_pass(s, sh, l, n, d->passes_made);
+                moved = 1;
+            }
         for (uint32_t n = 0; n < s->N; n++)
             while (s->node[n].phase != PHASE_DONE && node_ready(s, l, n) <= s->now) {
+                if (leave_waiting(s, n) && !turn_now(s, n, s->node[n].leave_key))
+                    break;                   /* its turn comes when a core frees or at a tick */
                 if (node_wants_core(s, n)) { /* its turn comes through the queue */
                     if (s->state[n * s->T] != WORKER_TURN)
                         queue_join(s, n * s->T, WORKER_TURN, 0);
@@ -876,12 +991,14 @@ static double next_event(const sim_state *s, const rt_sim_link *l)
     uint32_t done = 0;
     for (uint32_t n = 0; n < s->N; n++) {
         double ready = node_ready(s, l, n);
-        if (!(ready <= s->now && node_wants_core(s, n))) /* waiting for its turn: the hosts' */
-            t = fmin(t, ready);
+        if (!(ready <= s->now && (node_wants_core(s, n) || leave_waiting(s, n))))
+            t = fmin(t, ready); /* waiting for its turn: the hosts' */
         done += s->node[n].phase == PHASE_DONE;
     }
     if (done == s->N)
         return INFINITY;
+    if (turns_waiting(s))
+        t = fmin(t, s->leave_tick_next);
     for (uint32_t hi = 0; hi < s->hosts && s->tick > 0; hi++) /* a tick that switches */
         if (s->host[hi].queued && s->host[hi].running)
             t = fmin(t, s->tick_next);
@@ -944,7 +1061,8 @@ static int check_shape(const rt_sim_shape *sh, rt_error *err)
     /* Why a floor: the run queue steps through every tick, so a tick of a
      * nanosecond is billions of events (and one below the clock's rounding
      * never advances); no kernel ticks faster than 1000 Hz. */
-    if (sh->tick_s < 0 || (sh->tick_s > 0 && sh->tick_s < RT_SIM_MIN_TICK_S))
+    if (sh->tick_s < 0 || (sh->tick_s > 0 && sh->tick_s < RT_SIM_MIN_TICK_S) ||
+        sh->leave_tick_s < 0 || (sh->leave_tick_s > 0 && sh->leave_tick_s < RT_SIM_MIN_TICK_S))
         return rt_fail(err, RT_EXIT_INPUT,
                        "simulate: the scheduler's tick must be 0 (off) or at least %g us",
                        RT_SIM_MIN_TICK_S * 1e6);
@@ -1032,6 +1150,7 @@ static int one_rotation(const rt_sim_shape *sh, const rt_sim_link *l, uint64_t s
         jitter_init(&s, sh, stream);
     if (s.tick > 0)
         rt_rng_seed(&s.order_rng, SIM_ORDER_SEED, stream);
+    rt_rng_seed(&s.leave_rng, SIM_LEAVE_SEED, stream);
     for (uint32_t n = 0; n < s.N && s.tick > 0; n++) /* after the last rotation's all-reduce */
         s.node[n].after_collective = 1;
     /* the engine's statistics ([bytes, stall per rank]) and the app's */

@@ -44,7 +44,22 @@
  *      node's sender thread (over TCP, blocks above 64 KiB), which needs a
  *      turn too before the pass is on its way.  The kernel's network work
  *      takes the cores ahead of the queue as above.  With cells much
- *      longer than the tick the turns converge to processor sharing;
+ *      longer than the tick the turns converge to processor sharing.
+ *      Leaving in turns (leave_tick_s > 0, with host_cores and processor
+ *      sharing): a step's collective releases all its nodes at one moment,
+ *      and on a host with more threads than cores they cannot all run: the
+ *      woken threads - each node's orchestrator, then the sender thread its
+ *      pass wakes (it writes the node's passes in order) - go one at a time
+ *      when a core is free (a cell ended, or a thread blocked) or when the
+ *      tick lets one in per core; those one collective woke in an order
+ *      drawn from a fixed seed, those an earlier one woke first.  A node
+ *      leaves the collective at its orchestrator's turn (no stall: the
+ *      engine counts it in the step's end) and its pass goes on the wire
+ *      at its sender's.  Measured on lda 8 x 1 (8 ranks on 2 cores): the
+ *      ranks leave a step's all-reduce over 7 ms (max - min, mean) while
+ *      the ranks out first compute, and a sender waits longer for a core
+ *      the later its rank got out, so blocks come late and the next rank
+ *      waits for them;
  *   3. optional per-step all-reduce (LDA's topic totals) across all nodes;
  *   4. pass the block at the end of the node's segment to the next node:
  *      the pass waits for a credit (the next node has span + S slots, S spare
@@ -151,6 +166,10 @@ typedef struct rt_sim_shape {
                             sharing (see "Run queue" above): the scheduler's tick, at which
                             a core whose worker has others waiting switches to the first of
                             them (1 / CONFIG_HZ: 4 ms at HZ=250); 0: processor sharing */
+    double leave_tick_s; /* with host_cores and processor sharing: > 0, the threads a step's
+                            collective wakes at once take turns on a crowded host (see
+                            "Leaving in turns"), and the scheduler's tick, at which waiting
+                            ones get in anyway; 0: all go at once */
 } rt_sim_shape;
 
 typedef struct rt_sim_result {

@@ -52,6 +52,7 @@ typedef struct sim_opts {
     double wake_rate_ratio; /* its paused visits' rate per CPU second over busy_rate (0: none) */
     double wake_after_us;   /* --wake-after-us */
     double tick_us;         /* --tick-us */
+    double leave_tick_us;   /* --leave-tick-us */
 } sim_opts;
 
 static const rt_opt_choice sim_collectives[] = {
@@ -100,6 +101,12 @@ static const rt_opt sim_options[] = {
         "cores: a core runs one worker's cell at a time and gives it to a waiting one "
         "at the scheduler's tick, every U us (1 / CONFIG_HZ: 4000 at HZ=250; at least 100); "
         "0: the busy workers share the cores evenly"),
+    RT_DOUBLE_OPT("leave-tick-us", 0, sim_opts, leave_tick_us, "U", "4000", 0, 1e6, 0,
+                  "with --host-cores (and no --tick-us): on a host with more threads than cores "
+                  "the threads a step's collective wakes (each node's orchestrator, then the "
+                  "sender its pass wakes) take turns: one goes when a core frees, or at the "
+                  "scheduler's tick, every U us (1 / CONFIG_HZ: 4000 at HZ=250; at least 100); "
+                  "0: all at once"),
     RT_DOUBLE_OPT("busy-core-speed", 0, sim_opts, knobs.busy_core_speed, "F", "1", 0.01, 1, 0,
                   "while all of a host's cores compute at once each computes at F x the rate "
                   "(shared cache and memory bandwidth; --calibrate-threads measures it as "
@@ -215,6 +222,7 @@ static int parse_args(sim_opts *o, void **app_opts, int argc, char **argv, rt_er
     o->knobs.inline_step_s = o->inline_step_us * 1e-6;
     o->knobs.wake_after_s = o->wake_after_us * 1e-6;
     o->knobs.tick_s = o->tick_us * 1e-6;
+    o->knobs.leave_tick_s = o->leave_tick_us * 1e-6;
     o->link = sim_link_of(&o->args);
     o->knobs.collectives = (rt_sim_collectives)o->collectives;
     const uint32_t *topics = app_option_value(app, *app_opts, "topics");

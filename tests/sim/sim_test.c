@@ -634,6 +634,75 @@ static void test_run_queue_limits(void **state)
     shape_free(&t);
 }
 
+/* Leaving a step's collective in turns (rt_sim_shape.leave_tick_s): 8
+ * nodes of one thread on a host of 2 cores, an all-reduce after every step
+ * (free on an infinitely fast link), 1 ms cells.  Shared evenly, every
+ * cell takes 4 ms and a step 4 ms.  In turns, after each step's all-reduce
+ * the nodes go 2 at a time, each pair when the cells of the one before
+ * end: a step still takes 4 ms (the cores never idle), but a cell takes
+ * 1 ms of its node's time; the rotation's first step starts together (no
+ * step's all-reduce before it).  Whatever the order drawn, the passes are
+ * in before they are needed (pipeline 2): no stall.  The tick (100 ms) is
+ * past the rotation, so it lets nobody in early. */
+static void test_leave_in_turns_compute(void **state)
+{
+    (void)state;
+    test_shape t;
+    shape_make(&t, 8, 1, 2, cell_uniform, 1e6);
+    uint32_t B = 16;
+    t.s.host_cores = 2, t.s.step_reduce_bytes = 800;
+    rt_sim_result shared = rotation(&t, &infinite);
+    assert_true(fabs(shared.epoch_s - B * 4e-3) < 1e-12);
+    assert_true(fabs(shared.compute_mean_s - B * 4e-3) < 1e-12);
+    t.s.leave_tick_s = 0.1;
+    rt_sim_result r = rotation(&t, &infinite);
+    assert_true(fabs(r.epoch_s - B * 4e-3) < 1e-12);
+    assert_true(fabs(r.compute_mean_s - (4e-3 + (B - 1) * 1e-3)) < 1e-12);
+    assert_true(r.stall_max == 0);
+    t.s.host_cores = 8; /* a core for every thread: all go at once */
+    shared = rotation(&t, &infinite);
+    assert_true(fabs(shared.epoch_s - B * 1e-3) < 1e-12);
+    assert_true(fabs(shared.compute_mean_s - B * 1e-3) < 1e-12);
+    t.s.host_cores = 2, t.s.leave_tick_s = -1;
+    rt_error err = {0};
+    assert_int_equal(rt_sim_rotation(&t.s, &infinite, &r, &err), -1);
+    shape_free(&t);
+}
+
+/* The sender's turn: 2 nodes of 2 threads, each on a host of 1 core,
+ * pipeline 2 with 2 spare slots (no credit waits), 1 ms cells (a step
+ * computes 2 ms), blocks of 1 ms on the wire, an all-reduce of r after
+ * every step.  Shared evenly, a pass goes at its step's release R_k and
+ * is in 1 ms later, long before step k + 2: the rotation is 8 steps of
+ * 2 + r, and the last block's 1 ms home is the only stall.  In turns, the
+ * sender that a release wakes finds the core taken by its node's next
+ * cells and writes when they end, 2 ms later: the block of step k is in
+ * at R_k + 3 > R_{k+1} = R_k + 2 + r, so steps 2, 4 and 6 wait 1 - r for
+ * it (their senders write while their nodes wait, but the link is busy
+ * until the block before is out, so their blocks come 1 ms after: odd
+ * steps wait for nothing), and the last block comes 2 - r after the last
+ * release: R_0 = 2 + r, R_2k = R_2k-2 + 5 + r, epoch R_6 + 4 + e. */
+static void test_leave_in_turns_sender(void **state)
+{
+    (void)state;
+    test_shape t;
+    shape_make(&t, 2, 2, 2, cell_uniform, 125000);
+    t.s.host_cores = 1, t.s.nodes_per_host = 1;
+    t.s.spare_slots = 2, t.s.step_reduce_bytes = 800;
+    rt_sim_link link = {.gbps = 1}; /* 125000 bytes: 1 ms */
+    double r = rt_sim_allreduce_s(&link, 2, 800, RT_SIM_TREE);
+    double e = rt_sim_allreduce_s(&link, 2, 8.0 * 3, RT_SIM_TREE);
+    rt_sim_result shared = rotation(&t, &link);
+    assert_true(fabs(shared.epoch_s - (8 * (2e-3 + r) + 1e-3 + e)) < 1e-12);
+    assert_true(fabs(shared.stall_max - 1e-3 / shared.epoch_s) < 1e-9);
+    t.s.leave_tick_s = 0.1;
+    rt_sim_result turns = rotation(&t, &link);
+    assert_true(fabs(turns.epoch_s - (21e-3 + 4 * r + e)) < 1e-12);
+    assert_true(fabs(turns.stall_max - (5e-3 - 4 * r) / turns.epoch_s) < 1e-9);
+    assert_true(fabs(turns.stall_mean - turns.stall_max) < 1e-12);
+    shape_free(&t);
+}
+
 static void test_deterministic(void **state)
 {
     (void)state;
@@ -651,6 +720,9 @@ static void test_deterministic(void **state)
     a = rotation(&t, &link), b = rotation(&t, &link);
     assert_memory_equal(&a, &b, offsetof(rt_sim_result, critical));
     t.s.tick_s = 4e-3; /* and with a run queue, its order drawn */
+    a = rotation(&t, &link), b = rotation(&t, &link);
+    assert_memory_equal(&a, &b, offsetof(rt_sim_result, critical));
+    t.s.tick_s = 0, t.s.leave_tick_s = 4e-3; /* and leaving in turns, their order drawn */
     a = rotation(&t, &link), b = rotation(&t, &link);
     assert_memory_equal(&a, &b, offsetof(rt_sim_result, critical));
     shape_free(&t);
@@ -689,6 +761,8 @@ int main(void)
         cmocka_unit_test(test_idle_time_slows_next_step),
         cmocka_unit_test(test_run_queue_takes_turns),
         cmocka_unit_test(test_run_queue_limits),
+        cmocka_unit_test(test_leave_in_turns_compute),
+        cmocka_unit_test(test_leave_in_turns_sender),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_bad_shape),
     };
