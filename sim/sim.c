@@ -1093,7 +1093,6 @@ static void summarize(const sim_state *s, const rt_sim_shape *sh, const rt_sim_l
             out->stall_max = st;
         if (s->node[n].compute > out->compute_max_s)
             out->compute_max_s = s->node[n].compute;
-        compute_min = fmin(compute_min, s->node[n].compute);
         if (s->node[n].credit > out->credit_wait_s)
             out->credit_wait_s = s->node[n].credit;
         double bytes = 0;
@@ -1102,7 +1101,15 @@ static void summarize(const sim_state *s, const rt_sim_shape *sh, const rt_sim_l
         if (bytes > out->bytes_per_link)
             out->bytes_per_link = bytes;
     }
-    out->compute_gap_s = out->compute_max_s - compute_min;
+    double compute_max = 0; /* as the engine logs a rank's compute: the mean over its threads */
+    for (uint32_t n = 0; n < s->N; n++) {
+        double mean = 0;
+        for (uint32_t t = 0; t < s->T; t++)
+            mean += s->worker_sum[n * s->T + t] / s->T;
+        compute_min = fmin(compute_min, mean);
+        compute_max = fmax(compute_max, mean);
+    }
+    out->compute_gap_s = compute_max - compute_min;
     for (uint32_t w = 0; w < s->W; w++)
         out->compute_mean_s += s->worker_sum[w] / s->W;
     if (s->N > 1) {

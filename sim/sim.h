@@ -178,10 +178,11 @@ typedef struct rt_sim_result {
     double stall_mean;     /* mean over nodes */
     double compute_max_s;  /* max over nodes of the sum of its step compute times */
     double compute_mean_s; /* mean over workers of their own compute sum */
-    double compute_gap_s;  /* max minus min over nodes of that sum: how far the slowest
-                              node's compute lags the fastest's in a rotation (what its
-                              successor waits for beyond the transfers; with jitter, the
-                              mean over rotations, as the ranks' logs give it) */
+    double compute_gap_s;  /* max minus min over nodes of a node's compute as the engine
+                              logs a rank's (the mean over its threads of their compute
+                              sums): how far the slowest node's compute lags the fastest's
+                              in a rotation (what its successor waits for beyond the
+                              transfers; with jitter, the mean over rotations) */
     double credit_wait_s;  /* max over nodes of time spent waiting for credits */
     double collective_s;   /* time inside all-reduces (same on every node) */
     double link_busy_s;    /* max over links of time spent sending */

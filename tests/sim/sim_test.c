@@ -472,6 +472,13 @@ static double cell_by_worker(uint32_t w, uint32_t b)
     return 1000.0 * (w + 1);
 }
 
+static double cell_threads_mixed(uint32_t w, uint32_t b)
+{
+    static const double ms[] = {1, 4, 2, 3};
+    (void)b;
+    return 1000.0 * ms[w % 4];
+}
+
 /* The compute gap is the slowest node's compute less the fastest's: 3
  * nodes whose cells take 1, 2 and 3 ms, 6 steps each: 18 - 6 = 12 ms (the
  * slowest less the mean would be 6); equal cells give 0; with a spread per
@@ -491,6 +498,14 @@ static void test_compute_gap_is_slowest_less_fastest(void **state)
     r = rotation(&t, &infinite);
     assert_true(r.compute_gap_s > 0.05 * r.compute_mean_s);
     assert_true(r.compute_gap_s < r.compute_max_s);
+    shape_free(&t);
+    /* as the engine logs a rank's compute, the mean over its threads: nodes
+     * of threads with 1 and 4 ms cells and of 2 and 3 ms cells, 8 steps:
+     * both 20 ms (their slowest threads' 32 and 24 would give 8) */
+    shape_make(&t, 2, 2, 2, cell_threads_mixed, 100);
+    r = rotation(&t, &infinite);
+    assert_true(fabs(r.compute_max_s - 32e-3) < 1e-12);
+    assert_true(fabs(r.compute_gap_s) < 1e-12);
     shape_free(&t);
 }
 
