@@ -4,6 +4,9 @@
  * (apps/checkpoint.c). */
 #include "ground/ground.h"
 
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The value of field `name` (name_len bytes) in `list` (len bytes, not
@@ -70,9 +73,35 @@ int rt_fields_diff(const char *a, size_t alen, const char *b, size_t blen, const
     return 1;
 }
 
+/* A decimal fraction as the job records it (%.17g: "0.20000000000000001")
+ * in its shortest form that reads back the same ("0.2"), into out; 0 when
+ * v is no such number (ids, names, integers and hex plan ids are shown as
+ * they are: only text with a '.' is touched). */
+static int shortest_decimal(char *out, size_t cap, const char *v, size_t len)
+{
+    char text[64], *end;
+    if (len == 0 || len >= sizeof(text) || !memchr(v, '.', len) ||
+        strspn(v, "0123456789+-.eE") != len)
+        return 0;
+    memcpy(text, v, len);
+    text[len] = '\0';
+    double x = strtod(text, &end);
+    if (*end || !isfinite(x))
+        return 0;
+    for (int digits = 1; digits <= 17; digits++) {
+        snprintf(out, cap, "%.*g", digits, x);
+        if (strtod(out, NULL) == x)
+            return strlen(out) < len;
+    }
+    return 0;
+}
+
 void rt_field_quote(char *out, size_t cap, const char *v, size_t len)
 {
-    if (v)
+    char num[64];
+    if (v && shortest_decimal(num, sizeof(num), v, len))
+        snprintf(out, cap, "'%s'", num);
+    else if (v)
         snprintf(out, cap, "'%.*s'", (int)len, v);
     else
         snprintf(out, cap, "nothing");

@@ -215,7 +215,8 @@ typedef struct rt_field_diff {
  * when they differ, 0 when they agree. */
 int rt_fields_diff(const char *a, size_t alen, const char *b, size_t blen, const char *const *skip,
                    rt_field_diff *d);
-/* A value of rt_field_diff for a message: "'value'", or "nothing" (v NULL). */
+/* A value of rt_field_diff for a message: "'value'", or "nothing" (v NULL);
+ * a decimal fraction in its shortest form ("'0.2'" for 0.20000000000000001). */
 void rt_field_quote(char *out, size_t cap, const char *v, size_t len);
 
 /* ---- files ---- */

@@ -506,6 +506,31 @@ static void test_alloc_parts_carves_one_block(void **state)
     assert_null(huge);
 }
 
+/* A differing field's value as a message shows it: a decimal fraction the
+ * job recorded with %.17g in its shortest form, anything else as it is
+ * (a hex plan id that reads as a number too: only text with a '.'). */
+static void quote_is(const char *v, const char *want)
+{
+    char out[128];
+    rt_field_quote(out, sizeof(out), v, v ? strlen(v) : 0);
+    assert_string_equal(out, want);
+}
+
+static void test_field_quote_shortest_decimal(void **state)
+{
+    (void)state;
+    quote_is("0.20000000000000001", "'0.2'");
+    quote_is("1.0000000000000001e-05", "'1e-05'");
+    quote_is("0.20000000000000004", "'0.20000000000000004'");
+    quote_is("5e7cc22684037758", "'5e7cc22684037758'");
+    quote_is("00000000000001e5", "'00000000000001e5'");
+    quote_is("1000", "'1000'");
+    quote_is("0.5", "'0.5'");
+    quote_is("1.5.2", "'1.5.2'");
+    quote_is("sgd-mf", "'sgd-mf'");
+    quote_is(NULL, "nothing");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -526,6 +551,7 @@ int main(void)
         cmocka_unit_test(test_npy_round_trip),
         cmocka_unit_test(test_alloc_untouched_takes_pages_on_write),
         cmocka_unit_test(test_alloc_parts_carves_one_block),
+        cmocka_unit_test(test_field_quote_shortest_decimal),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
