@@ -16,6 +16,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistr.h>
 
 typedef struct recommend_opts {
     const char *model, *users, *exclude, *out;
@@ -255,6 +256,23 @@ static int check_out(const recommend_opts *o, rt_error *err)
                              looks_like_recommendations, err);
 }
 
+/* JSON strings are UTF-8: an id of other bytes (a Latin-1 "café" in the
+ * ratings) cannot be written there.  Refused before any work, naming one,
+ * with the ways out (it failed after the scoring, exit 1). */
+static int check_json_ids(const char *model, const rt_idmap *ids, const char *what, rt_error *err)
+{
+    for (uint64_t i = 0; i < ids->n; i++) {
+        const char *id = rt_idmap_str(ids, i);
+        if (u8_check((const uint8_t *)id, strlen(id)))
+            return rt_fail(err, RT_EXIT_INPUT,
+                           "%s: %s id '%s' is not UTF-8 text, which JSON cannot hold: leave out "
+                           "--json (tab-separated output keeps ids as bytes), or convert the "
+                           "ratings to UTF-8 ('iconv -f latin1 -t utf-8') and partition again",
+                           model, what, id);
+    }
+    return 0;
+}
+
 static int recommend(const recommend_opts *o, rt_model *m, rt_error *err)
 {
     rt_idmap *rows, *cols;
@@ -264,6 +282,9 @@ static int recommend(const recommend_opts *o, rt_model *m, rt_error *err)
     const char *source;
     writer w = {.rows = rows, .cols = cols, .json = o->json};
     int rc = -1, opened = 0;
+    if (o->json && (check_json_ids(o->model, rows, "user", err) ||
+                    check_json_ids(o->model, cols, "item", err)))
+        goto out;
     if ((o->users ? read_users(o->users, rows, &users, err)
                   : all_users(rows->n, o->model, &users, err)) ||
         rt_user_items_exclusions(o->model, m, o->exclude, o->no_exclude, &seen, &source, err))
