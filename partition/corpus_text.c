@@ -102,6 +102,8 @@ typedef struct text_ctx {
     rt_idmap stop;
     char *word; /* lower-cased scratch */
     size_t word_cap;
+    uint64_t bad_bytes; /* bytes that start no UTF-8 character (words split there) */
+    uint64_t bad_doc;   /* 1 + the document where the first was, 0: none */
 } text_ctx;
 
 static int load_stopwords(text_ctx *x, const char *path, rt_error *err)
@@ -129,12 +131,19 @@ static int load_stopwords(text_ctx *x, const char *path, rt_error *err)
     return 0;
 }
 
-/* The next word at or after *s: its bytes [*b, *s) and its letters. */
-static size_t next_word(const unsigned char **s, const unsigned char *end, const unsigned char **b)
+/* The next word at or after *s: its bytes [*b, *s) and its letters; *bad
+ * counts the bytes of no UTF-8 character skipped on the way. */
+static size_t next_word(const unsigned char **s, const unsigned char *end, const unsigned char **b,
+                        uint64_t *bad)
 {
     size_t len, letters = 0;
-    while (*s < end && !is_letter(utf8_next(*s, end, &len)))
+    while (*s < end) {
+        const ucs4_t cp = utf8_next(*s, end, &len);
+        if (is_letter(cp))
+            break;
+        *bad += cp == 0xFFFD && len == 1;
         *s += len;
+    }
     *b = *s;
     while (*s < end && is_letter(utf8_next(*s, end, &len))) {
         *s += len;
@@ -149,7 +158,11 @@ static int add_text(text_ctx *x, const char *text, const char *text_end, rt_erro
     const unsigned char *s = (const unsigned char *)text, *end = (const unsigned char *)text_end;
     while (s < end) {
         const unsigned char *b;
-        if (next_word(&s, end, &b) < 2)
+        const uint64_t bad = x->bad_bytes;
+        const size_t letters = next_word(&s, end, &b, &x->bad_bytes);
+        if (x->bad_bytes > bad && !x->bad_doc)
+            x->bad_doc = x->c->n_docs;
+        if (letters < 2)
             continue;
         size_t bytes = (size_t)(s - b);
         if (bytes > x->word_cap) {
@@ -278,6 +291,14 @@ int rt_corpus_read_text(const char *path, const rt_corpus_options *opt, rt_corpu
         rc = read_dir(&x, path, err);
     else
         rc = read_file_lines(&x, path, err);
+    /* A Latin-1 corpus read as UTF-8 loses its accented letters ("café"
+     * became "caf") without an error: say so once. */
+    if (rc == 0 && x.bad_bytes)
+        rt_warn("%s: %llu bytes that are not UTF-8 (the first in document %s): raw text is read "
+                "as UTF-8, and its words were split there; a Latin-1 file? convert it first "
+                "('iconv -f latin1 -t utf-8')",
+                path, (unsigned long long)x.bad_bytes,
+                x.bad_doc ? rt_strpool_get(&c->doc_names, x.bad_doc - 1) : "?");
     rt_idmap_free(&x.stop);
     free(x.word);
     return rc;

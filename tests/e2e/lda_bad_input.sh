@@ -63,4 +63,15 @@ expect_status 2 "$ROTOR" train --app lda --plan "$TMP/plan"
 grep -q "lda.words: cannot open" "$TMP/last.err" || fail "missing lda.words"
 expect_status 2 "$ROTOR" gen lda --docs 10 --vocab 5 --topics 1 --doc-len 3 --out "$TMP/g.txt"
 expect_status 2 "$ROTOR" topics --model "$TMP/nothing"
+# Latin-1 raw text read as UTF-8 loses its accented letters ("caf\xe9" became
+# "caf"): it runs, with one warning naming the file, the count and where.
+printf 'coffee dessert\ncaf\xe9 cr\xe8me br\xfbl\xe9e\n' >"$TMP/latin1.txt"
+expect_status 0 "$ROTOR" partition --app lda --input "$TMP/latin1.txt" --format text --nodes 1 \
+    --threads 1 --out "$TMP/lat"
+grep -q "latin1.txt: 4 bytes that are not UTF-8 (the first in document 2).*iconv" "$TMP/last.err" ||
+    fail "Latin-1 text: no warning: $(cat "$TMP/last.err")"
+printf 'coffee dessert\ncaf\xc3\xa9 cr\xc3\xa8me\n' >"$TMP/utf8.txt"
+expect_status 0 "$ROTOR" partition --app lda --input "$TMP/utf8.txt" --format text --nodes 1 \
+    --threads 1 --out "$TMP/u8"
+grep -q "not UTF-8" "$TMP/last.err" && fail "UTF-8 text warned about"
 echo "PASS"
