@@ -1052,6 +1052,11 @@ col_mean() { cut -d' ' -f"$1" "${2:-$TMP/rounds}" | mean; }     # col_mean COLUM
 # make its figure, and the rounds' figures (measured and predicted alike)
 # the configuration's
 col_stat() { if [ "$statistic" = mean ]; then col_mean "$@"; else col_median "$@"; fi; }
+# json_nan_null: a configuration's JSON line with each figure that could not
+# be had (nan from the awk helpers: a rank log without the line, an older
+# ROTOR=) as null, since JSON has no nan and a reader would reject the line
+json_nan_null() { sed -E 's/(^|[][ ,:])-?nan([],} ]|$)/\1null\2/g; s/(^|[][ ,:])-?nan([],} ]|$)/\1null\2/g'; }
+
 # json_list COLUMN [FILE]: a column as a JSON list
 json_list() { cut -d' ' -f"$1" "${2:-$TMP/rounds}" | paste -sd, - | sed 's/^/[/; s/$/]/; s/,/, /g'; }
 
@@ -1094,56 +1099,58 @@ one_config() {
     me=$(col_stat 2) ms=$(col_stat 3) pe=$(col_stat 1 "$TMP/preds") ps=$(col_stat 2 "$TMP/preds")
     crit=$(cut -d' ' -f4 "$TMP/preds" | sort | uniq -c | sort -rn | awk 'NR == 1 { print $2 }')
     calibration_line "$key"
-    printf '{"app": "%s", "ranks": %d, "threads": %d, "pipeline": %d, "gbps": %s, ' \
-        "$app" "$n" "$th" "$c" "$g"
-    printf '"gbps_tcp": %s, "net_cpu_ns_per_byte": %s, ' "${effective[$g]}" "${net_ns[$d:$g]}"
-    printf '"added_latency_us": %s, "latency_us": %s, "rounds": %d, ' "$d" "$(col_median 14)" "$rounds"
-    printf '"round_latency_us": %s, "round_latency_range_us": %s, ' "$(json_list 14)" \
-        "$(awk '{ printf "%s\"%s-%s\"", (NR > 1 ? ", " : "["), $15, $16 } END { print "]" }' "$TMP/rounds")"
-    printf '"measured_epoch_s": %s, "predicted_epoch_s": %s, "epoch_error": %s, ' "$me" "$pe" \
-        "$(awk -v m="$me" -v p="$pe" 'BEGIN { printf "%.3f", (p - m) / m }')"
-    printf '"measured_stall": %s, "predicted_stall": %s, "stall_error": %s, ' "$ms" "$ps" \
-        "$(awk -v m="$ms" -v p="$ps" 'BEGIN { printf "%.3f", p - m }')"
-    printf '"measured_compute_s": %s, "predicted_compute_s": %.4g, ' "$(col_median 1)" \
-        "$(col_median 3 "$TMP/preds")"
-    printf '"round_measured_epoch_s": %s, "round_predicted_epoch_s": %s, ' "$(json_list 2)" \
-        "$(json_list 1 "$TMP/preds")"
-    printf '"round_measured_stall": %s, "round_predicted_stall": %s, ' "$(json_list 3)" \
-        "$(json_list 2 "$TMP/preds")"
-    printf '"round_measured_compute_s": %s, "round_predicted_compute_s": %s, ' "$(json_list 1)" \
-        "$(json_list 3 "$TMP/preds")"
-    printf '"round_rate": %s, "round_busy_core_speed": %s, ' "$(json_list 4)" "$(json_list 5)"
-    printf '"calibrate_after": %d, "round_model_rate": %s, "round_model_busy_core_speed": %s, ' \
-        "$calibrate_after" "$(for ((i = 1; i <= rounds; i++)); do round_speed "$i" "$TMP/speeds" "$busy_from"; done |
-            json_list 1 -)" "$(for ((i = 1; i <= rounds; i++)); do round_speed "$i" "$TMP/speeds" "$busy_from"; done |
-            json_list 2 -)"
-    printf '"calibration_ranks_cpu_rate": %s, ' "$(json_list 3 "$TMP/speeds")"
-    printf '"measured_compute_cpu_s": %s, "round_measured_compute_cpu_s": %s, "round_steal": %s, ' \
-        "$(col_median 7)" "$(json_list 7)" "$(json_list 8)"
-    printf '"round_measured_compute_sys_s": %s, ' "$(json_list 9)"
-    printf '"epoch_given_measured_compute_s": %s, "stall_given_measured_compute": %s, ' \
-        "$(col_stat 5 "$TMP/preds")" "$(col_stat 6 "$TMP/preds")"
-    printf '"round_epoch_given_measured_compute_s": %s, "round_stall_given_measured_compute": %s, ' \
-        "$(json_list 5 "$TMP/preds")" "$(json_list 6 "$TMP/preds")"
-    stall_ranks_fields 17 9
-    compute_gap_fields 18 10
-    printf '"round_compute_cpu_ratio": %s, ' "$(awk -v w="$(busiest_work "$app" "$(plan_dir "$app" "$n" "$th" "$c")")" \
-        '{ printf "%s%.3f", (NR > 1 ? ", " : "["), (w > 0 ? $7 * $6 / w : 0) } END { print "]" }' "$TMP/rounds")"
-    printf '"round_compute_cpu_ratio_ranks": %s, ' "$(awk -v w="$(busiest_work "$app" "$(plan_dir "$app" "$n" "$th" "$c")")" \
-        '{ printf "%s%.3f", (NR > 1 ? ", " : "["), (w > 0 ? $7 * $11 / w : 0) } END { print "]" }' "$TMP/rounds")"
-    printf '"busy_from": "%s", "round_ranks_busy_core_speed": %s, "round_ranks_cpu_rate": %s, ' \
-        "$busy_from" "$(json_list 10)" "$(json_list 11)"
-    printf '"alt_busy_from": "%s", "alt_predicted_epoch_s": %s, "alt_predicted_stall": %s, ' \
-        "$(other_busy_from)" "$(col_stat 7 "$TMP/preds")" "$(col_stat 8 "$TMP/preds")"
-    printf '"round_alt_predicted_epoch_s": %s, "round_alt_predicted_stall": %s, ' \
-        "$(json_list 7 "$TMP/preds")" "$(json_list 8 "$TMP/preds")"
-    printf '"calibrations": %d, "rate": %s, "busy_core_speed": %s, "step_overhead_us": %s, ' \
-        "$calibrations" "$(col_median 4)" "$(col_median 5)" "${step_us[$key]}"
-    printf '"cell_cv": %s, "worker_cv": %s, "step_cv": %s, "cell_cv_cpu": %s, ' \
-        "${cell_cv[$key]}" "${worker_cv[$key]}" "${step_cv[$key]}" \
-        "$(awk '$10 + 0 > 0 { print $10 }' "$TMP/calibration.$key" | median)"
-    printf '"wake_speed": %s, "round_wake_rate_ratio": %s, ' "${wake[$key]}" "$(json_list 13)"
-    printf '"critical": "%s", "loadavg": "%s"}\n' "$crit" "$load"
+    {
+        printf '{"app": "%s", "ranks": %d, "threads": %d, "pipeline": %d, "gbps": %s, ' \
+            "$app" "$n" "$th" "$c" "$g"
+        printf '"gbps_tcp": %s, "net_cpu_ns_per_byte": %s, ' "${effective[$g]}" "${net_ns[$d:$g]}"
+        printf '"added_latency_us": %s, "latency_us": %s, "rounds": %d, ' "$d" "$(col_median 14)" "$rounds"
+        printf '"round_latency_us": %s, "round_latency_range_us": %s, ' "$(json_list 14)" \
+            "$(awk '{ printf "%s\"%s-%s\"", (NR > 1 ? ", " : "["), $15, $16 } END { print "]" }' "$TMP/rounds")"
+        printf '"measured_epoch_s": %s, "predicted_epoch_s": %s, "epoch_error": %s, ' "$me" "$pe" \
+            "$(awk -v m="$me" -v p="$pe" 'BEGIN { printf "%.3f", (p - m) / m }')"
+        printf '"measured_stall": %s, "predicted_stall": %s, "stall_error": %s, ' "$ms" "$ps" \
+            "$(awk -v m="$ms" -v p="$ps" 'BEGIN { printf "%.3f", p - m }')"
+        printf '"measured_compute_s": %s, "predicted_compute_s": %.4g, ' "$(col_median 1)" \
+            "$(col_median 3 "$TMP/preds")"
+        printf '"round_measured_epoch_s": %s, "round_predicted_epoch_s": %s, ' "$(json_list 2)" \
+            "$(json_list 1 "$TMP/preds")"
+        printf '"round_measured_stall": %s, "round_predicted_stall": %s, ' "$(json_list 3)" \
+            "$(json_list 2 "$TMP/preds")"
+        printf '"round_measured_compute_s": %s, "round_predicted_compute_s": %s, ' "$(json_list 1)" \
+            "$(json_list 3 "$TMP/preds")"
+        printf '"round_rate": %s, "round_busy_core_speed": %s, ' "$(json_list 4)" "$(json_list 5)"
+        printf '"calibrate_after": %d, "round_model_rate": %s, "round_model_busy_core_speed": %s, ' \
+            "$calibrate_after" "$(for ((i = 1; i <= rounds; i++)); do round_speed "$i" "$TMP/speeds" "$busy_from"; done |
+                json_list 1 -)" "$(for ((i = 1; i <= rounds; i++)); do round_speed "$i" "$TMP/speeds" "$busy_from"; done |
+                json_list 2 -)"
+        printf '"calibration_ranks_cpu_rate": %s, ' "$(json_list 3 "$TMP/speeds")"
+        printf '"measured_compute_cpu_s": %s, "round_measured_compute_cpu_s": %s, "round_steal": %s, ' \
+            "$(col_median 7)" "$(json_list 7)" "$(json_list 8)"
+        printf '"round_measured_compute_sys_s": %s, ' "$(json_list 9)"
+        printf '"epoch_given_measured_compute_s": %s, "stall_given_measured_compute": %s, ' \
+            "$(col_stat 5 "$TMP/preds")" "$(col_stat 6 "$TMP/preds")"
+        printf '"round_epoch_given_measured_compute_s": %s, "round_stall_given_measured_compute": %s, ' \
+            "$(json_list 5 "$TMP/preds")" "$(json_list 6 "$TMP/preds")"
+        stall_ranks_fields 17 9
+        compute_gap_fields 18 10
+        printf '"round_compute_cpu_ratio": %s, ' "$(awk -v w="$(busiest_work "$app" "$(plan_dir "$app" "$n" "$th" "$c")")" \
+            '{ printf "%s%.3f", (NR > 1 ? ", " : "["), (w > 0 ? $7 * $6 / w : 0) } END { print "]" }' "$TMP/rounds")"
+        printf '"round_compute_cpu_ratio_ranks": %s, ' "$(awk -v w="$(busiest_work "$app" "$(plan_dir "$app" "$n" "$th" "$c")")" \
+            '{ printf "%s%.3f", (NR > 1 ? ", " : "["), (w > 0 ? $7 * $11 / w : 0) } END { print "]" }' "$TMP/rounds")"
+        printf '"busy_from": "%s", "round_ranks_busy_core_speed": %s, "round_ranks_cpu_rate": %s, ' \
+            "$busy_from" "$(json_list 10)" "$(json_list 11)"
+        printf '"alt_busy_from": "%s", "alt_predicted_epoch_s": %s, "alt_predicted_stall": %s, ' \
+            "$(other_busy_from)" "$(col_stat 7 "$TMP/preds")" "$(col_stat 8 "$TMP/preds")"
+        printf '"round_alt_predicted_epoch_s": %s, "round_alt_predicted_stall": %s, ' \
+            "$(json_list 7 "$TMP/preds")" "$(json_list 8 "$TMP/preds")"
+        printf '"calibrations": %d, "rate": %s, "busy_core_speed": %s, "step_overhead_us": %s, ' \
+            "$calibrations" "$(col_median 4)" "$(col_median 5)" "${step_us[$key]}"
+        printf '"cell_cv": %s, "worker_cv": %s, "step_cv": %s, "cell_cv_cpu": %s, ' \
+            "${cell_cv[$key]}" "${worker_cv[$key]}" "${step_cv[$key]}" \
+            "$(awk '$10 + 0 > 0 { print $10 }' "$TMP/calibration.$key" | median)"
+        printf '"wake_speed": %s, "round_wake_rate_ratio": %s, ' "${wake[$key]}" "$(json_list 13)"
+        printf '"critical": "%s", "loadavg": "%s"}\n' "$crit" "$load"
+    } | json_nan_null
 }
 
 # stall_ranks_fields ROUNDS_COLUMN PREDS_COLUMN: the JSON fields of the
@@ -1295,29 +1302,31 @@ repredict_config() {
     [ -s "$TMP/preds" ] || return 0
     local me ms pe ps
     me=$(col_stat 2) ms=$(col_stat 3) pe=$(col_stat 1 "$TMP/preds") ps=$(col_stat 2 "$TMP/preds")
-    printf '{"app": "%s", "ranks": %d, "threads": %d, "pipeline": %d, "gbps": %s, ' \
-        "$app" "$n" "$th" "$c" "$g"
-    printf '"added_latency_us": %s, "latency_us": %s, "rounds": %d, ' "$d" \
-        "$(median <"$TMP/lats")" "$(wc -l <"$TMP/preds")"
-    printf '"measured_epoch_s": %s, "predicted_epoch_s": %s, "epoch_error": %s, ' "$me" "$pe" \
-        "$(awk -v m="$me" -v p="$pe" 'BEGIN { printf "%.3f", (p - m) / m }')"
-    printf '"measured_stall": %s, "predicted_stall": %s, "stall_error": %s, ' "$ms" "$ps" \
-        "$(awk -v m="$ms" -v p="$ps" 'BEGIN { printf "%.3f", p - m }')"
-    printf '"measured_compute_s": %s, "predicted_compute_s": %.4g, ' "$(col_median 1)" \
-        "$(col_median 3 "$TMP/preds")"
-    printf '"round_measured_epoch_s": %s, "round_predicted_epoch_s": %s, ' "$(json_list 2)" \
-        "$(json_list 1 "$TMP/preds")"
-    printf '"round_measured_stall": %s, "round_predicted_stall": %s, ' "$(json_list 3)" \
-        "$(json_list 2 "$TMP/preds")"
-    printf '"round_measured_compute_s": %s, "round_predicted_compute_s": %s, ' "$(json_list 1)" \
-        "$(json_list 3 "$TMP/preds")"
-    printf '"epoch_given_measured_compute_s": %s, "stall_given_measured_compute": %s, ' \
-        "$(col_stat 4 "$TMP/preds")" "$(col_stat 5 "$TMP/preds")"
-    printf '"round_epoch_given_measured_compute_s": %s, "round_stall_given_measured_compute": %s, ' \
-        "$(json_list 4 "$TMP/preds")" "$(json_list 5 "$TMP/preds")"
-    stall_ranks_fields 4 6
-    compute_gap_fields 5 7
-    printf '"model_args": "%s"}\n' "$model_args"
+    {
+        printf '{"app": "%s", "ranks": %d, "threads": %d, "pipeline": %d, "gbps": %s, ' \
+            "$app" "$n" "$th" "$c" "$g"
+        printf '"added_latency_us": %s, "latency_us": %s, "rounds": %d, ' "$d" \
+            "$(median <"$TMP/lats")" "$(wc -l <"$TMP/preds")"
+        printf '"measured_epoch_s": %s, "predicted_epoch_s": %s, "epoch_error": %s, ' "$me" "$pe" \
+            "$(awk -v m="$me" -v p="$pe" 'BEGIN { printf "%.3f", (p - m) / m }')"
+        printf '"measured_stall": %s, "predicted_stall": %s, "stall_error": %s, ' "$ms" "$ps" \
+            "$(awk -v m="$ms" -v p="$ps" 'BEGIN { printf "%.3f", p - m }')"
+        printf '"measured_compute_s": %s, "predicted_compute_s": %.4g, ' "$(col_median 1)" \
+            "$(col_median 3 "$TMP/preds")"
+        printf '"round_measured_epoch_s": %s, "round_predicted_epoch_s": %s, ' "$(json_list 2)" \
+            "$(json_list 1 "$TMP/preds")"
+        printf '"round_measured_stall": %s, "round_predicted_stall": %s, ' "$(json_list 3)" \
+            "$(json_list 2 "$TMP/preds")"
+        printf '"round_measured_compute_s": %s, "round_predicted_compute_s": %s, ' "$(json_list 1)" \
+            "$(json_list 3 "$TMP/preds")"
+        printf '"epoch_given_measured_compute_s": %s, "stall_given_measured_compute": %s, ' \
+            "$(col_stat 4 "$TMP/preds")" "$(col_stat 5 "$TMP/preds")"
+        printf '"round_epoch_given_measured_compute_s": %s, "round_stall_given_measured_compute": %s, ' \
+            "$(json_list 4 "$TMP/preds")" "$(json_list 5 "$TMP/preds")"
+        stall_ranks_fields 4 6
+        compute_gap_fields 5 7
+        printf '"model_args": "%s"}\n' "$model_args"
+    } | json_nan_null
 }
 
 # repredict_all DIR: every configuration kept in DIR, in the order it ran
