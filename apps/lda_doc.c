@@ -306,8 +306,6 @@ static int64_t doc_order(const lda_tokens *t, uint32_t b, lda_scratch *s, rt_err
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (LDA document-major scratch)");
     uint32_t *cnt = s->doc_cnt, *ord = s->doc_ord;
     const uint8_t *skip = s->doc_wordmajor;
-    /* the token loop reads four pairs ahead (prefetches): pairs of the block's first token */
-    memset(ord + 2 * ntok, 0, 10 * sizeof(uint32_t));
     memset(cnt, 0, ((size_t)t->n_docs + 1) * sizeof(uint32_t));
     for (uint64_t r = r0, i = base; r < t->blk_run[b + 1]; i = t->run_end[r++])
         if (!skip[r - r0])
@@ -327,7 +325,12 @@ static int64_t doc_order(const lda_tokens *t, uint32_t b, lda_scratch *s, rt_err
             ord[2 * at + 1] = (uint32_t)(r - r0);
         }
     }
-    return t->n_docs ? cnt[t->n_docs - 1] : 0;
+    const uint32_t n = t->n_docs ? cnt[t->n_docs - 1] : 0;
+    /* the token loop prefetches up to five pairs past its last (fewer than
+     * ntok when words go word-major): pairs of the block's first token, not
+     * an earlier block's leftovers */
+    memset(ord + 2 * (size_t)n, 0, 10 * sizeof(uint32_t));
+    return n;
 }
 
 /* What a visit's token loop reads and keeps. */
