@@ -136,9 +136,11 @@ int rt_launch_env_group(rt_group_config *cfg, rt_error *err)
  * /dev/urandom` left a secret of the bytes before it, or none). */
 int rt_token_file_read(const char *path, char *buf, size_t cap, size_t *len, rt_error *err)
 {
-    FILE *fp = fopen(path, "r");
+    /* the user's data: a FIFO (`--token-file <(pass show rotor)`) is read
+     * as a stream, with a word while it waits for its writer */
+    FILE *fp = rt_fopen_read(path, RT_READ_DATA, err);
     if (!fp)
-        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "--token-file: cannot open %s", path);
+        return rt_error_prefix(err, "--token-file");
     struct stat st; /* warned about once it holds a secret (not /dev/zero's "binary data") */
     int exposed = fstat(fileno(fp), &st) == 0 && (st.st_mode & 077);
     size_t n = fread(buf, 1, cap - 1, fp);

@@ -90,4 +90,19 @@ grep -q "in.fifo: a FIFO or pipe: reading it as a stream" late.err ||
 cat r.txt >in.fifo
 wait "$pid" || { cat late.err >&2; fail "partition of a FIFO whose writer came late"; }
 cmp -s plan/shard-00000.bin p-late/shard-00000.bin || fail "late FIFO: shard differs"
+
+# The job's secret through a FIFO (--token-file <(...)): the same rule, a
+# word while it waits (it hung in fopen() without one), then the run.
+mkfifo tok.fifo
+"$ROTOR" train --plan plan --rank 3 --epochs 1 --serial --token-file tok.fifo --out tmodel \
+    >tok.out 2>tok.err &
+pid=$!
+for _ in $(seq 200); do
+    grep -q "tok.fifo: a FIFO or pipe: reading it as a stream" tok.err && break
+    sleep 0.1
+done
+grep -q "tok.fifo: a FIFO or pipe: reading it as a stream" tok.err ||
+    { kill "$pid"; cat tok.err >&2; fail "no word while waiting for the token FIFO's writer"; }
+head -c 32 /dev/urandom | base64 >tok.fifo
+wait "$pid" || { cat tok.err >&2; fail "train with a token FIFO whose writer came late"; }
 echo "PASS"
