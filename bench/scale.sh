@@ -1106,18 +1106,7 @@ one_config() {
         printf '"added_latency_us": %s, "latency_us": %s, "rounds": %d, ' "$d" "$(col_median 14)" "$rounds"
         printf '"round_latency_us": %s, "round_latency_range_us": %s, ' "$(json_list 14)" \
             "$(awk '{ printf "%s\"%s-%s\"", (NR > 1 ? ", " : "["), $15, $16 } END { print "]" }' "$TMP/rounds")"
-        printf '"measured_epoch_s": %s, "predicted_epoch_s": %s, "epoch_error": %s, ' "$me" "$pe" \
-            "$(awk -v m="$me" -v p="$pe" 'BEGIN { printf "%.3f", (p - m) / m }')"
-        printf '"measured_stall": %s, "predicted_stall": %s, "stall_error": %s, ' "$ms" "$ps" \
-            "$(awk -v m="$ms" -v p="$ps" 'BEGIN { printf "%.3f", p - m }')"
-        printf '"measured_compute_s": %s, "predicted_compute_s": %.4g, ' "$(col_median 1)" \
-            "$(col_median 3 "$TMP/preds")"
-        printf '"round_measured_epoch_s": %s, "round_predicted_epoch_s": %s, ' "$(json_list 2)" \
-            "$(json_list 1 "$TMP/preds")"
-        printf '"round_measured_stall": %s, "round_predicted_stall": %s, ' "$(json_list 3)" \
-            "$(json_list 2 "$TMP/preds")"
-        printf '"round_measured_compute_s": %s, "round_predicted_compute_s": %s, ' "$(json_list 1)" \
-            "$(json_list 3 "$TMP/preds")"
+        measured_predicted_fields "$me" "$pe" "$ms" "$ps"
         printf '"round_rate": %s, "round_busy_core_speed": %s, ' "$(json_list 4)" "$(json_list 5)"
         printf '"calibrate_after": %d, "round_model_rate": %s, "round_model_busy_core_speed": %s, ' \
             "$calibrate_after" "$(for ((i = 1; i <= rounds; i++)); do round_speed "$i" "$TMP/speeds" "$busy_from"; done |
@@ -1151,6 +1140,25 @@ one_config() {
         printf '"wake_speed": %s, "round_wake_rate_ratio": %s, ' "${wake[$key]}" "$(json_list 13)"
         printf '"critical": "%s", "loadavg": "%s"}\n' "$crit" "$load"
     } | json_nan_null
+}
+
+# measured_predicted_fields ME PE MS PS: the JSON fields of a configuration's
+# measured epoch and stall (ME, MS) against the model's (PE, PS), their
+# errors, and compute; then each round's, from $TMP/rounds (columns 2, 3, 1)
+# and $TMP/preds (columns 1, 2, 3), as a live run and a repredict write them.
+measured_predicted_fields() {
+    printf '"measured_epoch_s": %s, "predicted_epoch_s": %s, "epoch_error": %s, ' "$1" "$2" \
+        "$(awk -v m="$1" -v p="$2" 'BEGIN { printf "%.3f", (p - m) / m }')"
+    printf '"measured_stall": %s, "predicted_stall": %s, "stall_error": %s, ' "$3" "$4" \
+        "$(awk -v m="$3" -v p="$4" 'BEGIN { printf "%.3f", p - m }')"
+    printf '"measured_compute_s": %s, "predicted_compute_s": %.4g, ' "$(col_median 1)" \
+        "$(col_median 3 "$TMP/preds")"
+    printf '"round_measured_epoch_s": %s, "round_predicted_epoch_s": %s, ' "$(json_list 2)" \
+        "$(json_list 1 "$TMP/preds")"
+    printf '"round_measured_stall": %s, "round_predicted_stall": %s, ' "$(json_list 3)" \
+        "$(json_list 2 "$TMP/preds")"
+    printf '"round_measured_compute_s": %s, "round_predicted_compute_s": %s, ' "$(json_list 1)" \
+        "$(json_list 3 "$TMP/preds")"
 }
 
 # stall_ranks_fields ROUNDS_COLUMN PREDS_COLUMN: the JSON fields of the
@@ -1307,18 +1315,7 @@ repredict_config() {
             "$app" "$n" "$th" "$c" "$g"
         printf '"added_latency_us": %s, "latency_us": %s, "rounds": %d, ' "$d" \
             "$(median <"$TMP/lats")" "$(wc -l <"$TMP/preds")"
-        printf '"measured_epoch_s": %s, "predicted_epoch_s": %s, "epoch_error": %s, ' "$me" "$pe" \
-            "$(awk -v m="$me" -v p="$pe" 'BEGIN { printf "%.3f", (p - m) / m }')"
-        printf '"measured_stall": %s, "predicted_stall": %s, "stall_error": %s, ' "$ms" "$ps" \
-            "$(awk -v m="$ms" -v p="$ps" 'BEGIN { printf "%.3f", p - m }')"
-        printf '"measured_compute_s": %s, "predicted_compute_s": %.4g, ' "$(col_median 1)" \
-            "$(col_median 3 "$TMP/preds")"
-        printf '"round_measured_epoch_s": %s, "round_predicted_epoch_s": %s, ' "$(json_list 2)" \
-            "$(json_list 1 "$TMP/preds")"
-        printf '"round_measured_stall": %s, "round_predicted_stall": %s, ' "$(json_list 3)" \
-            "$(json_list 2 "$TMP/preds")"
-        printf '"round_measured_compute_s": %s, "round_predicted_compute_s": %s, ' "$(json_list 1)" \
-            "$(json_list 3 "$TMP/preds")"
+        measured_predicted_fields "$me" "$pe" "$ms" "$ps"
         printf '"epoch_given_measured_compute_s": %s, "stall_given_measured_compute": %s, ' \
             "$(col_stat 4 "$TMP/preds")" "$(col_stat 5 "$TMP/preds")"
         printf '"round_epoch_given_measured_compute_s": %s, "round_stall_given_measured_compute": %s, ' \
