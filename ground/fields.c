@@ -76,7 +76,8 @@ int rt_fields_diff(const char *a, size_t alen, const char *b, size_t blen, const
 /* A decimal fraction as the job records it (%.17g: "0.20000000000000001")
  * in its shortest form that reads back the same ("0.2"), into out; 0 when
  * v is no such number (ids, names, integers and hex plan ids are shown as
- * they are: only text with a '.' is touched). */
+ * they are: only text with a '.' that %.17g would write for its value is
+ * touched, so a path "1.0" is not shown as '1'). */
 static int shortest_decimal(char *out, size_t cap, const char *v, size_t len)
 {
     char text[64], *end;
@@ -86,7 +87,9 @@ static int shortest_decimal(char *out, size_t cap, const char *v, size_t len)
     memcpy(text, v, len);
     text[len] = '\0';
     double x = strtod(text, &end);
-    if (*end || !isfinite(x))
+    char recorded[64];
+    if (*end || !isfinite(x) || snprintf(recorded, sizeof(recorded), "%.17g", x) != (int)len ||
+        memcmp(recorded, text, len))
         return 0;
     for (int digits = 1; digits <= 17; digits++) {
         snprintf(out, cap, "%.*g", digits, x);

@@ -527,6 +527,9 @@ static void test_field_quote_shortest_decimal(void **state)
     quote_is("1000", "'1000'");
     quote_is("0.5", "'0.5'");
     quote_is("1.5.2", "'1.5.2'");
+    quote_is("1.0", "'1.0'"); /* not %.17g's text: a name (a directory "1.0"), kept */
+    quote_is("1.00", "'1.00'");
+    quote_is("0.50000000000000000", "'0.50000000000000000'");
     quote_is("sgd-mf", "'sgd-mf'");
     quote_is(NULL, "nothing");
 }
