@@ -76,17 +76,24 @@ cmp -s want.out feed.out || fail "recommend --users FIFO differs"
 feed c.txt "$ROTOR" infer --model lmodel --input in.fifo --out inf-fifo
 cmp -s inf-file/doc_topic.npy inf-fifo/doc_topic.npy || fail "infer of a FIFO differs"
 
+# says_it_waits PID FIFO LOG WHAT: within 20 s LOG holds rotor's line that
+# it waits for FIFO's writer, else PID is killed and the test fails.
+says_it_waits() {
+    for _ in $(seq 200); do
+        grep -q "$2: a FIFO or pipe: reading it as a stream" "$3" && return 0
+        sleep 0.1
+    done
+    kill "$1"
+    cat "$3" >&2
+    fail "no word while waiting for $4's writer"
+}
+
 # A FIFO with no writer yet: rotor says it waits for one (it hung without a
 # word; the line is information, so -q hides it),
 # and reads the data once the writer comes.
 "$ROTOR" partition --input in.fifo --nodes 1 --threads 1 --out p-late >late.out 2>late.err &
 pid=$!
-for _ in $(seq 200); do
-    grep -q "in.fifo: a FIFO or pipe: reading it as a stream" late.err && break
-    sleep 0.1
-done
-grep -q "in.fifo: a FIFO or pipe: reading it as a stream" late.err ||
-    { kill "$pid"; cat late.err >&2; fail "no word while waiting for the FIFO's writer"; }
+says_it_waits "$pid" in.fifo late.err "the FIFO"
 cat r.txt >in.fifo
 wait "$pid" || { cat late.err >&2; fail "partition of a FIFO whose writer came late"; }
 cmp -s plan/shard-00000.bin p-late/shard-00000.bin || fail "late FIFO: shard differs"
@@ -97,12 +104,7 @@ mkfifo tok.fifo
 "$ROTOR" train --plan plan --rank 3 --epochs 1 --serial --token-file tok.fifo --out tmodel \
     >tok.out 2>tok.err &
 pid=$!
-for _ in $(seq 200); do
-    grep -q "tok.fifo: a FIFO or pipe: reading it as a stream" tok.err && break
-    sleep 0.1
-done
-grep -q "tok.fifo: a FIFO or pipe: reading it as a stream" tok.err ||
-    { kill "$pid"; cat tok.err >&2; fail "no word while waiting for the token FIFO's writer"; }
+says_it_waits "$pid" tok.fifo tok.err "the token FIFO"
 head -c 32 /dev/urandom | base64 >tok.fifo
 wait "$pid" || { cat tok.err >&2; fail "train with a token FIFO whose writer came late"; }
 echo "PASS"
