@@ -52,7 +52,6 @@
 # set.  The load average of the machine is recorded before and after.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-DATA=${ROTOR_DATA_DIR:-$ROOT/../shared/data}
 corpora=synthetic,kos,ap topics=100,1000,10000 samplers=warp,mh,sparse threads=2 iters=50 rounds=3
 ll_iters=10,20,30,40,50 warp=1 keep="" warplda_wait=passive pipeline=
 BENCH_FLAGS=([quick]="corpora=kos topics=100,1000 iters=20 rounds=1 ll_iters=10,20"
@@ -78,29 +77,12 @@ if [ "$warp" = 1 ] && [ ! -x "${WARPLDA:-}" ]; then
     warp=0
 fi
 
-# ---- corpora, in the line format both tools read
-uci_to_lines() { awk 'NR > 3 { if ($1 != d) { if (NR > 4) print ""; d = $1; printf "%s %s", d, d }
-                               for (i = 0; i < $3; i++) printf " w%s", $2 } END { print "" }'; }
-ldac_to_lines() { awk '{ printf "%d %d", NR, NR; for (i = 2; i <= NF; i++) { split($i, p, ":")
-                         for (j = 0; j < p[2]; j++) printf " w%s", p[1] } print "" }'; }
+# ---- corpora, in the line format both tools read (lib.sh: lda_corpus)
 made=()
 for c in ${corpora//,/ }; do
     f=$TMP/$c.txt
-    case $c in
-    synthetic)
-        "$ROTOR" gen lda --docs 20000 --vocab 20000 --topics 100 --alpha 0.1 --beta 0.01 \
-            --doc-len 200 --seed 1 --out "$TMP/gen.uci" >&2
-        uci_to_lines <"$TMP/gen.uci" >"$f" ;;
-    kos)
-        [ -f "$DATA/uci-kos/docword.kos.txt.xz" ] || { echo "lda.sh: no KOS, skipped" >&2; continue; }
-        xz -dc "$DATA/uci-kos/docword.kos.txt.xz" | uci_to_lines >"$f" ;;
-    ap)
-        [ -f "$DATA/ap/ap.dat.xz" ] || { echo "lda.sh: no AP, skipped" >&2; continue; }
-        xz -dc "$DATA/ap/ap.dat.xz" | ldac_to_lines >"$f" ;;
-    *) echo "lda.sh: unknown corpus $c" >&2; exit 2 ;;
-    esac
-    "$ROTOR" partition --app lda --format lines --input "$f" --nodes 1 --threads "$threads" \
-        ${pipeline:+--pipeline "$pipeline"} --test-fraction 0 --seed 1 --out "$TMP/plan-$c" >&2
+    lda_corpus "$c" "$f" || continue
+    lda_plan "$f" "$threads" "$pipeline" "$TMP/plan-$c"
     if [ "$warp" = 1 ]; then
         (cd "$TMP" && "$WARPLDA_FORMAT" -input "$f" -prefix "$TMP/w-$c" >&2)
     fi
@@ -110,9 +92,7 @@ done
 tools=()
 [ "$warp" = 1 ] && tools+=(warplda)
 for s in ${samplers//,/ }; do # NAME:M = --mh-steps M, NAME+exact = every sweep exact
-    s=${s/+exact/-exact}
-    s=${s/+after/-after}
-    tools+=("rotor-${s/:/-m}")
+    tools+=("$(lda_tool "$s")")
 done
 
 # run TOOL CORPUS K ITERS TAG [save]: one run; GNU time writes "peak_kB seconds"
@@ -131,18 +111,9 @@ run() {
             rm -f "$base.z"
         fi
     else
-        local out=() every=$((n / 2)) sampler=${tool#rotor-} steps=()
-        case $sampler in *-exact) steps=(--exact-sweeps "$n") sampler=${sampler%-exact} ;; esac
-        case $sampler in *-after*x*) # -afterWxN
-            local win=${sampler##*-after}
-            steps=(--exact-after "${win%x*}" --exact-sweeps "${win#*x}") sampler=${sampler%-after*} ;;
-        esac
-        case $sampler in *-m*) steps+=(--mh-steps "${sampler##*-m}") sampler=${sampler%-m*} ;; esac
-        [ -n "$save" ] && out=(--out "$base.model") every=$n
-        /usr/bin/time -f "%M %e" -o "$base.time" "$ROTOR" train --plan "$TMP/plan-$c" --app lda \
-            --threads "$threads" --sampler "$sampler" "${steps[@]}" --topics "$K" --alpha "$alpha" \
-            --beta 0.01 --iters "$n" --eval-every "$every" --seed 1 \
-            --metrics "$base.metrics" "${out[@]}" >"$base.log" 2>&1
+        local model=() every=$((n / 2))
+        [ -n "$save" ] && model=("$base.model") every=$n
+        lda_train "$tool" "$TMP/plan-$c" "$K" "$n" "$every" "$threads" "$base" "${model[@]}"
         if [ -n "$save" ]; then
             # (the saved model is per-rank parts; lda_ll reads the merged files)
             "$ROTOR" export --quiet --model "$base.model" --out "$base.model.npy" >&2

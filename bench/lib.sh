@@ -79,3 +79,70 @@ bench_mf_data() {
     "$ROTOR" partition --input "$TMP/train.txt" --test "$TMP/test.txt" --nodes "$procs" \
         --threads "$threads" --seed 1 --out "$TMP/plan" "$@" >/dev/null 2>&1
 }
+
+# ---- LDA: what bench/lda.sh and bench/lda_ab.sh share, so that an A/B of two
+# builds runs the same corpora, plans and command as the WarpLDA comparison.
+
+# lda_corpus NAME FILE: corpus NAME in the line format ("doc doc w w ...")
+# in FILE: synthetic = `rotor gen lda`, 20k documents x 20k words, ~4M
+# tokens from 100 planted topics; kos = UCI KOS and ap = Blei's AP from
+# $ROTOR_DATA_DIR (default ../shared/data).  Returns 1, with a message, when
+# the data set is absent; exits 2 on an unknown NAME.
+lda_corpus() {
+    local c=$1 f=$2 data=${ROTOR_DATA_DIR:-$ROOT/../shared/data}
+    case $c in
+    synthetic)
+        "$ROTOR" gen lda --docs 20000 --vocab 20000 --topics 100 --alpha 0.1 --beta 0.01 \
+            --doc-len 200 --seed 1 --out "$f.uci" >&2
+        lda_uci_to_lines <"$f.uci" >"$f" && rm -f "$f.uci" ;;
+    kos)
+        [ -f "$data/uci-kos/docword.kos.txt.xz" ] || { echo "$(basename "$0"): no KOS, skipped" >&2; return 1; }
+        xz -dc "$data/uci-kos/docword.kos.txt.xz" | lda_uci_to_lines >"$f" ;;
+    ap)
+        [ -f "$data/ap/ap.dat.xz" ] || { echo "$(basename "$0"): no AP, skipped" >&2; return 1; }
+        xz -dc "$data/ap/ap.dat.xz" | lda_ldac_to_lines >"$f" ;;
+    *) bench_fail "unknown corpus $c" ;;
+    esac
+}
+lda_uci_to_lines() { awk 'NR > 3 { if ($1 != d) { if (NR > 4) print ""; d = $1; printf "%s %s", d, d }
+                                   for (i = 0; i < $3; i++) printf " w%s", $2 } END { print "" }'; }
+lda_ldac_to_lines() { awk '{ printf "%d %d", NR, NR; for (i = 2; i <= NF; i++) { split($i, p, ":")
+                             for (j = 0; j < p[2]; j++) printf " w%s", p[1] } print "" }'; }
+
+# lda_plan CORPUS-FILE THREADS PIPELINE PLAN: the one-process plan of T
+# workers (PIPELINE empty: partition's default column blocks per worker).
+lda_plan() {
+    "$ROTOR" partition --app lda --format lines --input "$1" --nodes 1 --threads "$2" \
+        ${3:+--pipeline "$3"} --test-fraction 0 --seed 1 --out "$4" >&2
+}
+
+# lda_tool SPEC: the tool name of a --samplers entry: NAME, NAME:M (--mh-steps
+# M), NAME+exact (every sweep exact), NAME+afterWxN (sweeps W+1 .. W+N exact)
+# -> rotor-NAME[-mM][-exact|-afterWxN].
+lda_tool() {
+    local s=${1/+exact/-exact}
+    s=${s/+after/-after}
+    echo "rotor-${s/:/-m}"
+}
+
+# lda_train TOOL PLAN K ITERS EVERY THREADS BASE [MODEL]: one `rotor train`
+# of sampler TOOL (lda_tool's name) with alpha 50/K, beta 0.01, seed 1,
+# under GNU time ("peak_kB seconds" in BASE.time), metrics in BASE.metrics
+# (an evaluation every EVERY sweeps: the record of sweep ITERS then holds
+# the tokens/s of sweeps ITERS-EVERY+1 .. ITERS), its output in BASE.log,
+# and the state saved in MODEL when given.
+lda_train() {
+    local sampler=${1#rotor-} plan=$2 K=$3 n=$4 every=$5 threads=$6 base=$7 out=() steps=() alpha
+    [ -n "${8:-}" ] && out=(--out "$8")
+    alpha=$(awk -v k="$K" 'BEGIN { printf "%.10g", 50 / k }')
+    case $sampler in *-exact) steps=(--exact-sweeps "$n") sampler=${sampler%-exact} ;; esac
+    case $sampler in *-after*x*) # -afterWxN
+        local win=${sampler##*-after}
+        steps=(--exact-after "${win%x*}" --exact-sweeps "${win#*x}") sampler=${sampler%-after*} ;;
+    esac
+    case $sampler in *-m*) steps+=(--mh-steps "${sampler##*-m}") sampler=${sampler%-m*} ;; esac
+    /usr/bin/time -f "%M %e" -o "$base.time" "$ROTOR" train --plan "$plan" --app lda \
+        --threads "$threads" --sampler "$sampler" "${steps[@]}" --topics "$K" --alpha "$alpha" \
+        --beta 0.01 --iters "$n" --eval-every "$every" --seed 1 \
+        --metrics "$base.metrics" "${out[@]}" >"$base.log" 2>&1
+}
