@@ -7,11 +7,12 @@
 #                  [--busy-from ranks|threads] [--wake-pause-us 50000] [--wake-pairs 3]
 #                  [--slow-start-after-idle 0|1] [--tcp-cc NAME]
 #                  [--calibrate-after 1|0] [--latency-repeats 3] [--statistic mean|median]
-#                  [--ranks-calibration-epochs N]
+#                  [--ranks-calibration-epochs N] [--busy-pool plan|round]
 #                  [--configs APP:RANKS:GBPS[:THREADS[:PIPELINE[:ADDED_LATENCY_US]]],...]
 #   bench/scale.sh --auto APP:RANKS:GBPS [--rounds 3] [--epochs N]
 #   bench/scale.sh --repredict DIR [--model-args "ARGS"] [--calibrate-after 1|0]
 #                  [--statistic mean|median] [--busy-from ranks|threads]
+#                  [--busy-pool plan|round]
 #
 # Needs root (ip netns, tc).  Topology: one namespace per rank (rtscale-R,
 # address 169.254.77.R+1/24 on its veth) and one holding a bridge
@@ -55,7 +56,8 @@
 # right before it and right after it (the next round's, or after the last
 # round one more, the closing calibration: --calibrate-after 1, the
 # default; the geometric mean of the two, round_speed; 0: the one before
-# alone), the rest of the plan's figures (--step-overhead-us, --step-cv, --cell-cv,
+# alone; the busy core speed, with --busy-pool plan, the default, pooled
+# instead, see below), the rest of the plan's figures (--step-overhead-us, --step-cv, --cell-cv,
 # --worker-cv, --wake-speed) the medians over all the plan's calibrations in
 # this run so far (wake speed: the threaded calibration's steps that each
 # followed --wake-pause-us of idle cores, default 50 ms, against its
@@ -67,7 +69,28 @@
 # every node its own), the kernel's CPU per byte moved taken from those
 # cores (--net-cpu-ns-per-byte, measured with the bandwidth) and TCP's send
 # buffer (--send-buffer-kib 8192: the transport's 4 MiB SO_SNDBUF, which
-# Linux doubles; a pass frees its slot once written there).  Measured and
+# Linux doubles; a pass frees its slot once written there).
+# --busy-pool plan (the default): every round's --busy-core-speed is the
+# median of each calibration's own ratio (the ranks' CPU rate over the
+# serial one's, measured a few seconds apart; --busy-from threads: the
+# threaded one's) over all the plan's calibrations in this run so far, the
+# earlier configurations' of the plan and this one's up to its closing
+# calibration (pooled_ratio), while --rate stays the round's (the serial
+# wall rate of its two calibrations): the machine's speed drifts within
+# minutes, the ratio of two speeds measured together does not measurably,
+# and a calibration's ranks run 3 rotations, so one pair's ratio is mostly
+# noise.  The 2 x 2 0.5 Gb/s miss of the second quiet 17-row run of
+# 2026-11-27 (stall 23.6% predicted, 17.4% measured) came from its rounds'
+# busy speed, 0.912 where the run before had 0.775 (the model at 0.775:
+# 16.7%).  In a loaded 7-row run of 28 calibrations (sim16k, 2026-11-27
+# 19:25) one calibration's ratio varied by 7.2% (sd of ln) within a
+# configuration, 7.9% over the run, each round's own (the busiest rank's
+# CPU rate in the round over the serial rate) by 4.6%; as an estimate of
+# a round's own the pair around it erred by 9.2% sd (rms 11.1%), the
+# plan's median by 8.3% (rms 9.7%; its geometric mean 10.2%), both about
+# 5% high (the network's kernel work is in the round's CPU, not in the
+# calibration's).  round: the pair's, the rule until this option.
+# Measured and
 # predicted are each the mean over the rounds (the mean of all the rounds'
 # epochs, the rounds being of equal length).  --statistic median: medians
 # instead, of a round's epochs, of the model's rotations and of the rounds,
@@ -99,10 +122,12 @@
 #    "measured_stall_ranks_mean", "predicted_stall_ranks_mean",
 #    "round_measured_stall_ranks_mean", "round_predicted_stall_ranks_mean",
 #    "measured_compute_gap_s", "predicted_compute_gap_s", "round_measured_compute_gap_s",
-#    "round_predicted_compute_gap_s"}
+#    "round_predicted_compute_gap_s", "busy_pool", "busy_pool_calibrations"}
 # (the round_ lists: each round's figures, in order; rate and
 # busy_core_speed: the medians of the speeds of the calibrations before the
-# rounds; round_model_*: the speeds the model got (round_speed);
+# rounds; round_model_*: the speeds the model got (round_speed; busy_pool:
+# the rule, busy_pool_calibrations: how many the busy speed pooled, 0 for
+# round);
 # calibration_ranks_cpu_rate: every calibration's, the closing one last.)
 # (compute: the most any rank spends in its kernel per epoch, from the
 # engine's debug log, median over the rounds, against the model's, which
@@ -159,7 +184,8 @@
 # by --model-args, against the figures the round's rank logs measured;
 # one JSON line per configuration with the fields above that need no run
 # (app to stall_error, the compute and round_ lists, the
-# *_given_measured_compute ones, the stall_ranks_mean and compute_gap ones) and "model_args";
+# *_given_measured_compute ones, the stall_ranks_mean and compute_gap ones,
+# round_model_busy_core_speed, busy_pool, busy_pool_calibrations) and "model_args";
 # --statistic applies to a kept run as to a live one.  So a change of the
 # model is checked against a quiet run's data without running it again.
 # Without root or namespaces it prints a message and exits 0.
@@ -172,10 +198,12 @@ source "$(dirname "$0")/lib.sh"
 ranks=2,4,8 gbps=1,5,25 apps=sgd-mf,lda epochs="" rounds=3 quick=0 keep=0 configs="" auto="" size=small
 calibrations=1 tcp_cc="" slow_start_after_idle=0 busy_from=ranks wake_pause_us=50000 wake_pairs=3
 repredict="" model_args="" calibrate_after=1 latency_repeats=3 statistic=mean ranks_calibration_epochs=""
+busy_pool=plan
 BENCH_FLAGS=([quick]=quick=1 [keep]=keep=1)
-bench_options 2,131 "$@"
+bench_options 2,156 "$@"
 case $busy_from in ranks | threads) ;; *) bench_fail "--busy-from is ranks or threads, not $busy_from" ;; esac
 case $calibrate_after in 0 | 1) ;; *) bench_fail "--calibrate-after is 0 or 1, not $calibrate_after" ;; esac
+case $busy_pool in plan | round) ;; *) bench_fail "--busy-pool is plan or round, not $busy_pool" ;; esac
 [[ $latency_repeats =~ ^[1-9][0-9]*$ ]] || bench_fail "--latency-repeats is a count, not $latency_repeats"
 case $statistic in mean | median) ;; *) bench_fail "--statistic is mean or median, not $statistic" ;; esac
 [[ $ranks_calibration_epochs =~ ^([2-9]|[1-9][0-9]+)?$ ]] ||
@@ -798,6 +826,7 @@ calibrate_speed() {
     ranks_calibration "$1" "$2" "$3" "$4" >"$TMP/ranks_speed" || return 1
     ranks_spread "$plan" "$2" "$1" "$TMP/cal" >>"$TMP/ranks_cv.$key" || return 1
     echo "$(cut -d' ' -f1,3 "$TMP/speed") $(cut -d' ' -f2,3 "$TMP/ranks_speed")" >>"$TMP/speeds"
+    tail -n 1 "$TMP/speeds" >>"$TMP/plan_speeds.$key"
 }
 
 # keep_calibration DIR RANKS: the calibration just made (its pair and the
@@ -830,20 +859,36 @@ keep_calibration() {
 # last round's own threaded rate over the mean of two serial ones (rev22
 # F4) took its busy speed from a pair never measured together.
 round_speed() {
-    sed -n "$1,$(($1 + calibrate_after))p" "$2" | awk -v from="$3" '
+    local pooled=""
+    [ -z "${4:-}" ] || [ ! -s "$4" ] || pooled=$(pooled_ratio "$4" "$3")
+    sed -n "$1,$(($1 + calibrate_after))p" "$2" | awk -v from="$3" -v pooled="$pooled" '
         { for (i = 1; i <= 4; i++) if ($i + 0 > 0) { l[i] += log($i); c[i]++ } }
         $2 + 0 > 0 && $4 + 0 > 0 { lp += log($2 / $4); cp++ }
         function g(i) { return c[i] ? exp(l[i] / c[i]) : 0 }
         END {
             r = g(1); k = g(3); s = g(4)
             if (from == "ranks") {
-                x = (k > 0 && s > 0) ? k / s : 1; if (x < 0.01) x = 0.01
+                x = (k > 0 && s > 0) ? k / s : 1
+                if (pooled != "") x = pooled
+                if (x < 0.01) x = 0.01
                 printf "%.6g %.4g\n", (x > 1 ? r * x : r), (x > 1 ? 1 : x)
             } else {
-                f = cp ? exp(lp / cp) : 1; if (f > 1) f = 1; if (f < 0.01) f = 0.01
+                f = cp ? exp(lp / cp) : 1
+                if (pooled != "") f = pooled
+                if (f > 1) f = 1; if (f < 0.01) f = 0.01
                 printf "%.6g %.3f\n", r, f
             }
         }'
+}
+
+# pooled_ratio FILE FROM: the busy ratio pooled over every calibration in
+# FILE (lines as round_speed's): the median of each calibration's own ratio,
+# the ranks' CPU rate over the serial one's (FROM ranks) or the threaded
+# one's over it (threads; the closing calibrations, without a threaded run,
+# left out); nothing if no line has one (see --busy-pool)
+pooled_ratio() {
+    awk -v from="$2" '{ k = (from == "ranks" ? $3 : $2) } k + 0 > 0 && $4 + 0 > 0 { printf "%.6g\n", k / $4 }' "$1" |
+        median ""
 }
 
 # one_round APP RANKS GBPS LAT_US THREADS PIPELINE ADDED_US: the machine's
@@ -901,7 +946,7 @@ predict() {
     local app=$1 n=$2 g=$3 th=$5 c=$6 d=$7 key=$1.$2.$5.$6 plan sim kept r_rate r_busy lat
     local scale=${9:-1} from=${10:-$busy_from}
     plan=$(plan_dir "$app" "$n" "$th" "$c")
-    read -r r_rate r_busy <<<"$(round_speed "$8" "$TMP/speeds" "$from")"
+    read -r r_rate r_busy <<<"$(round_speed "$8" "$TMP/speeds" "$from" "$(busy_pool_of "$key")")"
     lat=$(sed -n "$8p" "$TMP/rounds" | cut -d' ' -f14)
     # shellcheck disable=SC2046,SC2207 # app_args: one option a word
     sim=("$ROTOR" simulate --plan "$plan" --app "$app" $(app_args "$app") --json
@@ -961,10 +1006,22 @@ MODEL_TERMS=worker_cv_cpu
 
 # speed_rule: how a round's speed comes from the calibrations (round_speed):
 # speed:bracket (--calibrate-after 1) or speed:own (0)
-speed_rule() { if [ "$calibrate_after" = 1 ]; then echo speed:bracket; else echo speed:own; fi; }
+# speed:bracket (--calibrate-after 1) or speed:own (0), its busy core speed
+# pooled over the plan's calibrations (--busy-pool plan) marked +busy:plan
+speed_rule() {
+    local rule=speed:own
+    [ "$calibrate_after" = 0 ] || rule=speed:bracket
+    [ "$busy_pool" = round ] || rule=$rule+busy:plan
+    echo "$rule"
+}
 
-# has_term ROUND TERM: the kept round's model_terms has TERM
-has_term() { [ -f "$1/model_terms" ] && grep -qw -- "$2" "$1/model_terms"; }
+# busy_pool_of KEY: the file of the plan KEY's calibrations so far that
+# round_speed pools the busy core speed over (--busy-pool plan), or nothing
+busy_pool_of() { [ "$busy_pool" = round ] || echo "$TMP/plan_speeds.$1"; }
+
+# has_term ROUND TERM: the kept round's model_terms has TERM (a whole term:
+# speed:bracket is not speed:bracket+busy:plan)
+has_term() { [ -f "$1/model_terms" ] && tr ' ' '\n' <"$1/model_terms" | grep -qxF -- "$2"; }
 
 # model_args_of WORKER_CV KEY ROUND: the options of the model terms that came
 # after a kept round's command (--repredict): none if the round's
@@ -1109,9 +1166,10 @@ one_config() {
         measured_predicted_fields "$me" "$pe" "$ms" "$ps"
         printf '"round_rate": %s, "round_busy_core_speed": %s, ' "$(json_list 4)" "$(json_list 5)"
         printf '"calibrate_after": %d, "round_model_rate": %s, "round_model_busy_core_speed": %s, ' \
-            "$calibrate_after" "$(for ((i = 1; i <= rounds; i++)); do round_speed "$i" "$TMP/speeds" "$busy_from"; done |
-                json_list 1 -)" "$(for ((i = 1; i <= rounds; i++)); do round_speed "$i" "$TMP/speeds" "$busy_from"; done |
+            "$calibrate_after" "$(for ((i = 1; i <= rounds; i++)); do round_speed "$i" "$TMP/speeds" "$busy_from" "$(busy_pool_of "$key")"; done |
+                json_list 1 -)" "$(for ((i = 1; i <= rounds; i++)); do round_speed "$i" "$TMP/speeds" "$busy_from" "$(busy_pool_of "$key")"; done |
                 json_list 2 -)"
+        busy_pool_fields "$key"
         printf '"calibration_ranks_cpu_rate": %s, ' "$(json_list 3 "$TMP/speeds")"
         printf '"measured_compute_cpu_s": %s, "round_measured_compute_cpu_s": %s, "round_steal": %s, ' \
             "$(col_median 7)" "$(json_list 7)" "$(json_list 8)"
@@ -1248,20 +1306,33 @@ kept_speed() {
     echo "$(col_median 1 "$4/calibration") $(col_median 8 "$4/calibration") $k $(col_median 7 "$4/calibration")"
 }
 
-# speed_args_of ROUND_DIR N COUNT: --rate and --busy-core-speed for kept
+# speed_args_of ROUND_DIR N COUNT KEY: --rate and --busy-core-speed for kept
 # round N of COUNT by this run's speed rule, from $TMP/speeds (kept_speed of
-# every round and the closing calibration); nothing if the round's command
-# took them by this rule already, or if a round's calibration was not kept
+# every round and the closing calibration) and the plan KEY's pool
+# (busy_pool_of); nothing if the round's command took them by this rule
+# already, or if a round's calibration was not kept
 speed_args_of() {
     ! has_term "$1" "$(speed_rule)" || return 0
     [ "$(wc -l <"$TMP/speeds")" -ge "$3" ] || return 0
-    round_speed "$2" "$TMP/speeds" "$busy_from" | awk '{ print "--rate", $1, "--busy-core-speed", $2 }'
+    round_speed "$2" "$TMP/speeds" "$busy_from" "$(busy_pool_of "$4")" |
+        awk '{ print "--rate", $1, "--busy-core-speed", $2 }'
+}
+
+# busy_pool_fields KEY: the JSON fields of the busy core speed's pool: the
+# rule (--busy-pool) and how many of the plan KEY's calibrations it pooled
+# (0 with round: each round's own pair)
+busy_pool_fields() {
+    local n=0
+    [ "$busy_pool" = round ] || n=$(awk -v from="$busy_from" \
+        '{ k = (from == "ranks" ? $3 : $2) } k + 0 > 0 && $4 + 0 > 0 { c++ } END { print c + 0 }' \
+        "$TMP/plan_speeds.$1" 2>/dev/null || echo 0)
+    printf '"busy_pool": "%s", "busy_pool_calibrations": %d, ' "$busy_pool" "$n"
 }
 
 # repredict_config DIR CONFIG_DIR: a kept configuration (DIR/kept/CONFIG) of
 # a --keep run in DIR predicted again; its JSON line (see --repredict).
 repredict_config() {
-    local root=$1 dir=$2 name app n th c rest g d round sim i pred mc pc given lat
+    local root=$1 dir=$2 name app n th c rest g d round sim i pred mc pc given lat busy
     name=$(basename "$dir")
     IFS=. read -r app n th c rest <<<"$name" # rest: GBPS.ADDED_US (GBPS may hold a dot)
     d=${rest##*.} g=${rest%.*}
@@ -1281,18 +1352,22 @@ repredict_config() {
     done
     # a round without its calibration kept: the lines would not be the rounds'
     for round in $rounds; do [ -s "$round/calibration" ] && [ -f "$round/calibration.log.0" ] || : >"$TMP/speeds"; done
+    cat "$TMP/speeds" >>"$TMP/plan_speeds.$key" # the plan's so far, as a run pools them
     for round in $rounds; do
         [ -f "$round/simulate.cmd" ] && [ -f "$round/log.0" ] || continue
         read -ra sim <"$round/simulate.cmd"
-        sim[0]=$ROTOR wcv=0
+        sim[0]=$ROTOR wcv=0 busy=null
         for i in "${!sim[@]}"; do
             [ "${sim[$i]}" != --plan ] || sim[i + 1]=$root/$key/plan
             [ "${sim[$i]}" != --latency-us ] || lat=${sim[i + 1]}
             [ "${sim[$i]}" != --worker-cv ] || wcv=${sim[i + 1]}
         done
         # shellcheck disable=SC2206,SC2207 # one option a word
-        sim+=($(speed_args_of "$round" "${round##*.}" "$count") $(model_args_of "$wcv" "$key" "$round")
+        sim+=($(speed_args_of "$round" "${round##*.}" "$count" "$key") $(model_args_of "$wcv" "$key" "$round")
             $model_args)
+        for i in "${!sim[@]}"; do # the busy core speed the model gets: the last given
+            [ "${sim[$i]}" != --busy-core-speed ] || busy=${sim[i + 1]}
+        done
         pred=$(model_run "$TMP/model.log" "${sim[@]}") || return 1
         echo "$lat" >>"$TMP/lats"
         mc=$(rank_max_median "$n" compute "$round/log")
@@ -1305,7 +1380,7 @@ repredict_config() {
             -v s="$(awk -v p="$pc" -v m="$mc" 'BEGIN { printf "%.6g", (m + 0 > 0 && p + 0 > 0 ? p / m : 1) }')" \
             'BEGIN { printf "%.6g", r * s }')") || return 1
         echo "$(model_figures "$pred") $pc $(model_figures "$given") $(json_num stall_mean "$pred")" \
-            "$(model_gap "$pred")" >>"$TMP/preds"
+            "$(model_gap "$pred") $busy" >>"$TMP/preds"
     done
     [ -s "$TMP/preds" ] || return 0
     local me ms pe ps
@@ -1322,6 +1397,8 @@ repredict_config() {
             "$(json_list 4 "$TMP/preds")" "$(json_list 5 "$TMP/preds")"
         stall_ranks_fields 4 6
         compute_gap_fields 5 7
+        printf '"round_model_busy_core_speed": %s, ' "$(json_list 8 "$TMP/preds")"
+        busy_pool_fields "$key"
         printf '"model_args": "%s"}\n' "$model_args"
     } | json_nan_null
 }

@@ -156,6 +156,8 @@ repredicts_as 0.4 "a marked round runs its kept command"
 # one, --rate 2e6 --busy-core-speed 1 (its own alone, the old rule: 2e6 and
 # 0.5); round 2 gets its own and the closing one's, k = sqrt(32) M: --rate
 # 2.82843e6, busy 1 (alone: 4e6, 1).  --calibrate-after 0 keeps the old rule.
+# (--busy-pool round: the busy speed of the same two calibrations; the
+# default pools it over the plan's, below.)
 run2=$TMP/run2
 mkdir -p "$run2/sgd-mf.2.1.2"
 cp -r "$run/sgd-mf.2.1.2/plan" "$run2/sgd-mf.2.1.2/"
@@ -188,18 +190,18 @@ rounds_of() { # rounds_of "RATE BUSY" "RATE BUSY": the predicted epochs with the
     echo "[$(num predicted_epoch_s "$a"), $(num predicted_epoch_s "$b")]"
 }
 list() { echo "$1" | sed -n "s/.*\"$2\": \(\[[^]]*\]\).*/\1/p"; }
-out=$(bash "$SCALE" --repredict "$run2") || fail "repredict, bracketed rounds"
+out=$(bash "$SCALE" --repredict "$run2" --busy-pool round) || fail "repredict, bracketed rounds"
 want=$(rounds_of "2e6 1" "2.82843e6 1")
 [ "$(list "$out" round_predicted_epoch_s)" = "$want" ] ||
     fail "each round from the calibrations before and after it: want $want, got $out"
 [ "$(rounds_of "2e6 0.5" "4e6 1")" != "$want" ] || fail "the test's speeds do not tell the rules apart"
-out=$(bash "$SCALE" --repredict "$run2" --calibrate-after 0) || fail "repredict --calibrate-after 0"
+out=$(bash "$SCALE" --repredict "$run2" --calibrate-after 0 --busy-pool round) || fail "repredict --calibrate-after 0"
 want=$(rounds_of "2e6 0.5" "4e6 1")
 [ "$(list "$out" round_predicted_epoch_s)" = "$want" ] ||
     fail "--calibrate-after 0: each round from its own calibration: want $want, got $out"
 # a round kept by this scale.sh with the bracket rule: its kept command as run
 echo "worker_cv_cpu speed:bracket" >"$cfg2/round.1/model_terms"
-out=$(bash "$SCALE" --repredict "$run2") || fail "repredict, a marked round"
+out=$(bash "$SCALE" --repredict "$run2" --busy-pool round) || fail "repredict, a marked round"
 kept=$("$ROTOR" simulate --plan "$run2/sgd-mf.2.1.2/plan" "${model[@]}" --rate 1e6) || fail "simulate"
 want=$(rounds_of "2e6 1" "2.82843e6 1" | sed "s/^\[[^,]*,/[$(num predicted_epoch_s "$kept"),/")
 [ "$(list "$out" round_predicted_epoch_s)" = "$want" ] ||
@@ -225,7 +227,7 @@ run3=$TMP/run3 cfg3=$TMP/run3/kept/sgd-mf.2.1.2.0.5.0
 echo "2e6 20 100 0 0 0 4e6 3e6 1" >"$cfg3/round.1/calibration"
 echo "2e6 20 100 0 0 0 4e6 2e6 1" >"$cfg3/round.2/calibration"
 echo "2e6 20 0 0 0 0 1e6 0 null 0" >"$cfg3/closing/calibration"
-out=$(bash "$SCALE" --repredict "$run3" --busy-from threads --model-args "--host-cores 2") ||
+out=$(bash "$SCALE" --repredict "$run3" --busy-from threads --busy-pool round --model-args "--host-cores 2") ||
     fail "repredict --busy-from threads"
 busy_epochs() { # busy_epochs BUSY1 BUSY2: the predicted epochs at 2 M with these busy speeds
     local b e=()
@@ -239,6 +241,58 @@ want=$(busy_epochs 0.612 0.5)
 [ "$(list "$out" round_predicted_epoch_s)" = "$want" ] ||
     fail "--busy-from threads: each calibration's own pair: want $want, got $out"
 [ "$(busy_epochs 0.612 1)" != "$want" ] || fail "the test's speeds do not tell F4 apart"
+
+# --busy-pool plan (the default): every round of a configuration gets the
+# median of each calibration's own ratio, the ranks' CPU rate over the
+# serial one's, over all the calibrations of its plan so far (the earlier
+# configurations' and its own, the closing one's too), its rate the serial
+# wall rate of the two around it as before.  Configuration A's ranks ran at
+# 2, 3 and 1.6 M against the serial 4 M: ratios 0.5, 0.75, 0.4, busy 0.5 in
+# both rounds (the bracket rule: sqrt(0.5 x 0.75) = 0.612 and
+# sqrt(0.75 x 0.4) = 0.548); the later B's at 3.6 M twice: 0.9, 0.9, its
+# round gets the median of all five, 0.75 (its own pair alone: 0.9), and A's
+# are not moved by it (of all five: 0.75).
+run4=$TMP/run4
+mkdir -p "$run4/sgd-mf.2.1.2"
+cp -r "$run/sgd-mf.2.1.2/plan" "$run4/sgd-mf.2.1.2/"
+ranks_at() { # ranks_at DIR K: a kept calibration in DIR, serial 4 M (wall 2 M), the ranks at K
+    local cpu r k
+    mkdir -p "$1"
+    echo "2e6 20 100 0 0 0 4e6 3e6 1" >"$1/calibration"
+    cpu=$(awk -v w="$work" -v k="$2" 'BEGIN { printf "%.6f", w / k }')
+    for r in 0 1; do
+        for k in 0 1 2 3; do
+            echo "rotor: debug: engine: rank $r rotation: 1 s, compute 1 s (mean over threads)," \
+                "stall 0.0 s, credit wait 0.0 s, 0 of 4 steps inline (rotation $k), compute CPU" \
+                "$cpu s, in the kernel 0.0 s"
+        done >"$1/calibration.log.$r"
+    done
+    [ "${1##*/}" = closing ] && return 0
+    cp "$round"/log.* "$1/"
+    echo "/gone/rotor simulate --plan /gone/sgd-mf.2.1.2/plan ${model[*]} --rate 1e6" >"$1/simulate.cmd"
+}
+ranks_at "$run4/kept/sgd-mf.2.1.2.0.5.0/round.1" 2e6
+ranks_at "$run4/kept/sgd-mf.2.1.2.0.5.0/round.2" 3e6
+ranks_at "$run4/kept/sgd-mf.2.1.2.0.5.0/closing" 1.6e6
+sleep 0.01 # B after A
+ranks_at "$run4/kept/sgd-mf.2.1.2.1.0/round.1" 3.6e6
+ranks_at "$run4/kept/sgd-mf.2.1.2.1.0/closing" 3.6e6
+out=$(bash "$SCALE" --repredict "$run4" --model-args "--host-cores 2") || fail "repredict --busy-pool plan"
+a=$(echo "$out" | head -n 1) b=$(echo "$out" | tail -n 1)
+[ "$(list "$a" round_predicted_epoch_s)" = "$(busy_epochs 0.5 0.5)" ] ||
+    fail "--busy-pool plan, A: want busy 0.5 in both rounds ($(busy_epochs 0.5 0.5)), got $a"
+[ "$(busy_epochs 0.5 0.5)" != "$(busy_epochs 0.612 0.548)" ] || fail "the test's speeds do not tell the pool apart"
+[ "$(list "$b" round_predicted_epoch_s)" = "[$(busy_epochs 0.75 0.75 | sed 's/^\[\([^,]*\),.*/\1/')]" ] ||
+    fail "--busy-pool plan, B: want busy 0.75, the plan's five calibrations, got $b"
+echo "$a" | grep -q '"round_model_busy_core_speed": \[0.5, 0.5\], "busy_pool": "plan", "busy_pool_calibrations": 3, ' ||
+    fail "A's line names its busy speeds and pool: $a"
+echo "$b" | grep -q '"round_model_busy_core_speed": \[0.75\], "busy_pool": "plan", "busy_pool_calibrations": 5, ' ||
+    fail "B's line names its busy speeds and pool: $b"
+out=$(bash "$SCALE" --repredict "$run4" --busy-pool round --model-args "--host-cores 2") || fail "repredict --busy-pool round"
+echo "$out" | head -n 1 | grep -q '"round_model_busy_core_speed": \[0.6124, 0.5477\], "busy_pool": "round", "busy_pool_calibrations": 0, ' ||
+    fail "--busy-pool round: each round's pair: $out"
+expect_status 2 bash "$SCALE" --repredict "$run4" --busy-pool all
+grep -q 'plan or round' "$TMP/last.err" || fail "--busy-pool all: $(cat "$TMP/last.err")"
 
 # The model of the plan at rate 1 (the nodes' work, behind the ranks' rate
 # and spread) failing: the repredict fails and says so, where it gave a
