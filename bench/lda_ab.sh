@@ -4,7 +4,7 @@
 #
 #   bench/lda_ab.sh --a BIN_A --b BIN_B [--corpora kos,ap,synthetic]
 #                   [--topics 1000] [--threads 2] [--iters 50] [--rounds 5]
-#                   [--sampler auto] [--states every|first] [--keep DIR]
+#                   [--sampler auto] [--states every|first] [--keep DIR [--prepare]]
 #
 # The corpora are bench/lda.sh's (lib.sh: lda_corpus, the same generator and
 # files) and each one's plan (one process x T workers) is made once, by
@@ -33,12 +33,16 @@
 # "state_sha256_rounds"}), "cpus", "loadavg_before", "loadavg_after".
 # stderr gets one summary line per (corpus, K).  --keep DIR: the scratch
 # directory (corpora, plans, logs, metrics) is DIR and is kept; corpora and
-# plans already in DIR are reused, so a second A/B on it skips making them.
+# plans already in DIR are reused, so a second A/B on it skips making them;
+# --prepare makes them and exits (outside the bench lock: the synthetic
+# corpus takes a minute to generate), e.g.
+#   bench/lda_ab.sh --a BIN_A --b BIN_B --keep /tmp/ab --prepare
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 a="" b="" corpora=kos,ap,synthetic topics=1000 threads=2 iters=50 rounds=5 sampler=auto keep=""
-states=every
-bench_options 2,36 "$@"
+states=every prepare=0
+BENCH_FLAGS=([prepare]=prepare=1)
+bench_options 2,39 "$@"
 [ -n "$a" ] && [ -n "$b" ] || bench_fail "needs --a BIN_A and --b BIN_B (see --help)"
 for bin in "$a" "$b"; do [ -x "$bin" ] && [ -f "$bin" ] || bench_fail "not an executable: $bin"; done
 a=$(realpath "$a") b=$(realpath "$b")
@@ -46,6 +50,7 @@ a=$(realpath "$a") b=$(realpath "$b")
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || bench_fail "--rounds is a count, not $rounds"
 [[ $threads =~ ^[1-9][0-9]*$ ]] || bench_fail "--threads is a count, not $threads"
 case $states in every | first) ;; *) bench_fail "--states is every or first, not $states" ;; esac
+[ "$prepare" = 0 ] || [ -n "$keep" ] || bench_fail "--prepare needs --keep DIR"
 command -v python3 >/dev/null || bench_fail "needs python3"
 [ -x /usr/bin/time ] || bench_fail "needs GNU time (Debian package time)"
 if [ -n "$keep" ]; then TMP=$keep && mkdir -p "$TMP"; else TMP=$(mktemp -d) && trap 'rm -rf "$TMP"' EXIT; fi
@@ -81,6 +86,10 @@ for c in ${corpora//,/ }; do
     made+=("$c")
 done
 [ ${#made[@]} -gt 0 ] || bench_fail "no corpus to run (--corpora $corpora)"
+if [ "$prepare" = 1 ]; then
+    echo "lda_ab.sh: corpora and plans for ${made[*]} ($threads threads) in $TMP" >&2
+    exit 0
+fi
 
 for c in "${made[@]}"; do
     for K in ${topics//,/ }; do

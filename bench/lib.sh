@@ -94,7 +94,7 @@ lda_corpus() {
     synthetic)
         "$ROTOR" gen lda --docs 20000 --vocab 20000 --topics 100 --alpha 0.1 --beta 0.01 \
             --doc-len 200 --seed 1 --out "$f.uci" >&2
-        lda_uci_to_lines <"$f.uci" >"$f" && rm -f "$f.uci" ;;
+        lda_uci_to_lines <"$f.uci" >"$f" && rm -f "$f.uci" "$f.uci".* ;;
     kos)
         [ -f "$data/uci-kos/docword.kos.txt.xz" ] || { echo "$(basename "$0"): no KOS, skipped" >&2; return 1; }
         xz -dc "$data/uci-kos/docword.kos.txt.xz" | lda_uci_to_lines >"$f" ;;
