@@ -3,7 +3,7 @@
 # corpus and plan; prints one JSON line per (corpus, K).
 #
 #   bench/lda_ab.sh --a BIN_A --b BIN_B [--corpora kos,ap,synthetic]
-#                   [--topics 1000] [--threads 2] [--iters 50] [--rounds 5]
+#                   [--topics 1000] [--threads 2] [--iters 50] [--rounds 6]
 #                   [--sampler auto] [--states every|first] [--keep DIR [--prepare]]
 #
 # The corpora are bench/lda.sh's (lib.sh: lda_corpus, the same generator and
@@ -15,7 +15,11 @@
 # B A, ...), and each run's throughput is lda.sh's: tokens/s over the second
 # half of the iterations (26-50 for --iters 50), from the metrics record of
 # the last iteration.  Per round the ratio B/A; the median of those ratios
-# is the A/B figure (paired: a round's two runs saw about the same load).
+# is the A/B figure (paired: a round's two runs saw about the same load; an
+# even count of rounds puts each build first equally often: in an A/A run,
+# the same binary twice, 5 rounds, bench lock, load 3-5, AP K = 1000's B/A
+# was 1.059 and 1.082 in the rounds where B ran first, 0.989-1.039 in the
+# others; KOS 0.956-1.004).
 # Every run saves its state (--out, after the timed sweeps) and the JSON
 # gives each run's state checksum (sha256 over the model's part and side
 # files, model.json left out: it records timings) and bit_identical: true
@@ -27,7 +31,9 @@
 #       bench/lda_ab.sh --a /work/main/build/tools/rotor --b build/tools/rotor --corpora kos,ap'
 # JSON line fields: "benchmark" ("lda_ab"), "corpus", "topics", "sampler",
 # "threads", "iters", "throughput_window", "rounds", "order_rounds" ("ab" or
-# "ba"), "ratio_rounds", "median_ratio" (B/A tokens/s), "bit_identical",
+# "ba"), "ratio_rounds", "median_ratio" (B/A tokens/s), "median_ratio_ab" and
+# "median_ratio_ba" (over the rounds of each order: their gap is the order's
+# effect), "bit_identical",
 # "a" and "b" ({"bin", "version", "tokens_per_s_rounds",
 # "median_tokens_per_s", "peak_rss_bytes_rounds", "median_peak_rss_bytes",
 # "state_sha256_rounds"}), "cpus", "loadavg_before", "loadavg_after".
@@ -39,10 +45,10 @@
 #   bench/lda_ab.sh --a BIN_A --b BIN_B --keep /tmp/ab --prepare
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-a="" b="" corpora=kos,ap,synthetic topics=1000 threads=2 iters=50 rounds=5 sampler=auto keep=""
+a="" b="" corpora=kos,ap,synthetic topics=1000 threads=2 iters=50 rounds=6 sampler=auto keep=""
 states=every prepare=0
 BENCH_FLAGS=([prepare]=prepare=1)
-bench_options 2,39 "$@"
+bench_options 2,45 "$@"
 [ -n "$a" ] && [ -n "$b" ] || bench_fail "needs --a BIN_A and --b BIN_B (see --help)"
 for bin in "$a" "$b"; do [ -x "$bin" ] && [ -f "$bin" ] || bench_fail "not an executable: $bin"; done
 a=$(realpath "$a") b=$(realpath "$b")
@@ -137,7 +143,9 @@ digests = set(d for w in "ab" for d in side[w]["state_sha256_rounds"] if d)
 row = {"benchmark": "lda_ab", "corpus": c, "topics": K, "sampler": sampler, "threads": threads,
        "iters": iters, "throughput_window": [iters // 2 + 1, iters], "rounds": rounds,
        "order_rounds": ["ab" if r % 2 else "ba" for r in range(1, rounds + 1)],
-       "ratio_rounds": ratios, "median_ratio": med(ratios), "bit_identical": len(digests) == 1,
+       "ratio_rounds": ratios, "median_ratio": med(ratios),
+       "median_ratio_ab": med(ratios[0::2]), "median_ratio_ba": med(ratios[1::2]),
+       "bit_identical": len(digests) == 1,
        "a": side["a"], "b": side["b"], "cpus": int(sys.argv[12]),
        "loadavg_before": sys.argv[13], "loadavg_after": sys.argv[14]}
 print(json.dumps(row))
