@@ -148,9 +148,10 @@ for c in "${made[@]}"; do
 done
 
 load_after=$(cat /proc/loadavg)
-python3 - "$TMP/runs" "$iters" "$rounds" "$threads" "$ll_iters" "$load_before" "$load_after" \
+PYTHONPATH=$ROOT/bench python3 - "$TMP/runs" "$iters" "$rounds" "$threads" "$ll_iters" "$load_before" "$load_after" \
     "$(nproc)" "${made[*]}" "$topics" "${tools[*]}" "$warplda_wait" "${pipeline:-default}" <<'EOF'
 import json, os, re, statistics, sys
+from lda_metrics import window_record, window_tokens_per_s
 runs, iters, rounds, threads = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 ll_iters = [int(x) for x in sys.argv[5].split(",")]
 corpora, topics, tools = sys.argv[9].split(), [int(k) for k in sys.argv[10].split(",")], sys.argv[11].split()
@@ -180,16 +181,13 @@ def throughput(tool, c, K, r):
         if len(its) < iters:
             return None
         return tokens[c] * half / sum(its[half:iters])
-    recs = json.loads(read(f"{runs}/{tag}.metrics"))["epochs"]
-    last = [e for e in recs if e["iter"] == iters]
-    return last[0]["tokens_per_s"] if last else None
+    return window_tokens_per_s(f"{runs}/{tag}.metrics", iters)
 
 def step_split(tool, c, K, r):
     """rotor: the window's wall beyond its cells (engine.h rt_rotation_stats), as
     fractions of it: uneven cells, thread hand-overs, the topic-total exchange."""
-    recs = json.loads(read(f"{runs}/time-{c}-{K}-{tool}-{r}.metrics"))["epochs"]
-    last = [e for e in recs if e["iter"] == iters]
-    return {k: last[0].get(k) for k in SPLIT} if last else {}
+    rec = window_record(f"{runs}/time-{c}-{K}-{tool}-{r}.metrics", iters)
+    return {k: rec.get(k) for k in SPLIT} if rec else {}
 
 SPLIT = ("imbalance_frac", "handover_frac", "step_end_frac")
 

@@ -14,12 +14,12 @@
 # runs A then B, the order alternating between rounds (round 1 A B, round 2
 # B A, ...), and each run's throughput is lda.sh's: tokens/s over the second
 # half of the iterations (26-50 for --iters 50), from the metrics record of
-# the last iteration.  Per round the ratio B/A; the median of those ratios
-# is the A/B figure (paired: a round's two runs saw about the same load; an
-# even count of rounds puts each build first equally often: in an A/A run,
-# the same binary twice, 5 rounds, bench lock, load 3-5, AP K = 1000's B/A
-# was 1.059 and 1.082 in the rounds where B ran first, 0.989-1.039 in the
-# others; KOS 0.956-1.004).
+# the last iteration (bench/lda_metrics.py). Per round the ratio B/A; the
+# median of those ratios is the A/B figure (paired: a round's two runs saw
+# about the same load; an even count of rounds puts each build first equally
+# often: in an A/A run, the same binary twice, 5 rounds, bench lock, load
+# 3-5, AP K = 1000's B/A was 1.059 and 1.082 in the rounds where B ran
+# first, 0.989-1.039 in the others; KOS 0.956-1.004).
 # Every run saves its state (--out, after the timed sweeps) and the JSON
 # gives each run's state checksum (sha256 over the model's part and side
 # files, model.json left out: it records timings) and bit_identical: true
@@ -107,10 +107,11 @@ for c in "${made[@]}"; do
                 ab_run b "$b" "$c" "$K" "$r" && ab_run a "$a" "$c" "$K" "$r"
             fi
         done
-        python3 - "$TMP/runs" "$c" "$K" "$sampler" "$threads" "$iters" "$rounds" "$a" "$b" \
+        PYTHONPATH=$ROOT/bench python3 - "$TMP/runs" "$c" "$K" "$sampler" "$threads" "$iters" "$rounds" "$a" "$b" \
             "$("$a" --version | head -n 1)" "$("$b" --version | head -n 1)" "$(nproc)" \
             "$load_before" "$(cat /proc/loadavg)" <<'EOF'
 import json, statistics, sys
+from lda_metrics import window_tokens_per_s
 runs, c, K, sampler = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 threads, iters, rounds = int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7])
 bins, versions = {"a": sys.argv[8], "b": sys.argv[9]}, {"a": sys.argv[10], "b": sys.argv[11]}
@@ -119,12 +120,6 @@ def read(path):
     with open(path) as f:
         return f.read()
 
-def tokens_per_s(base):
-    """lda.sh's throughput: the last iteration's record covers the window."""
-    recs = json.loads(read(base + ".metrics"))["epochs"]
-    last = [e for e in recs if e["iter"] == iters]
-    return last[0]["tokens_per_s"] if last else None
-
 def med(xs):
     xs = [x for x in xs if x is not None]
     return statistics.median(xs) if xs else None
@@ -132,7 +127,7 @@ def med(xs):
 side = {}
 for w in "ab":
     bases = [f"{runs}/{c}-{K}-{w}-{r}" for r in range(1, rounds + 1)]
-    tp = [tokens_per_s(b) for b in bases]
+    tp = [window_tokens_per_s(b + ".metrics", iters) for b in bases]
     rss = [int(read(b + ".time").split()[-2]) * 1024 for b in bases]
     side[w] = {"bin": bins[w], "version": versions[w], "tokens_per_s_rounds": tp,
                "median_tokens_per_s": med(tp), "peak_rss_bytes_rounds": rss,
