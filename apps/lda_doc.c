@@ -333,6 +333,14 @@ static int64_t doc_order(const lda_tokens *t, uint32_t b, lda_scratch *s, rt_err
     return n;
 }
 
+/* Cache lines of a word's list the token loop prefetches two tokens ahead
+ * (a prefetch past the list's end touches nothing it could fault on): at
+ * K = 10000 a document-major token's list holds ~100 entries (7 lines) and
+ * the block's lists (~2 MB on the synthetic corpus) do not stay in L2, so
+ * the two lines fetched before left the q bucket's loads waiting on the
+ * rest (16% of visit_docs' samples on them, perf cpu-clock). */
+#define LIST_LINES_AHEAD 8
+
 /* What a visit's token loop reads and keeps. */
 typedef struct doc_run {
     lda_tokens *t;
@@ -502,13 +510,15 @@ static inline __attribute__((always_inline)) int64_t doc_tokens(doc_run *l, uint
         const uint32_t r = ord[2 * p + 1], f = t->z[i];
         uint32_t *v = l->view[r];
         /* the tokens ahead (word-major places, scattered): the topic and
-         * list pointer four tokens ahead, the list's first two lines two
-         * ahead (against one and two ahead: serial CPU 1.01-1.04x on KOS,
-         * AP and the synthetic corpus at K = 1000, noise at K = 10000) */
+         * list pointer four tokens ahead, the list's first LIST_LINES_AHEAD
+         * lines two ahead (against one and two ahead: serial CPU 1.01-1.04x
+         * on KOS, AP and the synthetic corpus at K = 1000, noise at
+         * K = 10000) */
         __builtin_prefetch(t->z + base + ord[2 * p + 8]);
         __builtin_prefetch(l->view + ord[2 * p + 9]);
-        __builtin_prefetch(l->view[ord[2 * p + 5]]);
-        __builtin_prefetch(l->view[ord[2 * p + 5]] + 16);
+        const uint32_t *ahead = l->view[ord[2 * p + 5]];
+        for (uint32_t j = 0; j < LIST_LINES_AHEAD; j++)
+            __builtin_prefetch(ahead + 16 * j);
         /* the token's topic f without it: these, where a move keeps them */
         const int32_t nf = ndk[f];
         const double invf = l->invm[f];
@@ -630,6 +640,13 @@ static inline __attribute__((always_inline)) int visit_docs(const lda_ctx *c, ld
     rt_wyrand g = {rt_rng_next(rng)};
     for (uint32_t d = 0, p = 0; d < t->n_docs && p < ntok; d++) {
         const uint32_t end = s->doc_cnt[d];
+        /* the next document's list while this one's tokens are drawn (its
+         * setup loop read it cold: 4% of visit_docs' samples at K = 10000) */
+        if (d + 1 < t->n_docs) {
+            const uint32_t *next = t->dlist + t->dnz_off[d + 1];
+            for (uint32_t j = 0; j < t->dnz_n[d + 1]; j += 16)
+                __builtin_prefetch(next + j);
+        }
         const int64_t full = p < end ? doc_tokens(&l, d, s->doc_ord, p, end, base, &g, avx2) : 0;
         if (full)
             return lda_overflow(b, t->run_word[t->blk_run[b] + (uint64_t)(-1 - full)], err);
