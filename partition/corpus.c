@@ -86,6 +86,14 @@ int rt_corpus_load_input(const rt_corpus *c, const char *path, rt_text *t, rt_er
     return rt_text_load(path, t, err);
 }
 
+int rt_corpus_count_beyond(const char *path, uint64_t line, uint64_t k, uint32_t max_count,
+                           rt_error *err)
+{
+    return rt_fail(err, RT_EXIT_INPUT,
+                   "%s:%llu: a word counted %llu times; at most %lu per document and word", path,
+                   (unsigned long long)line, (unsigned long long)k, (unsigned long)max_count);
+}
+
 int rt_corpus_refuse_json(const char *path, uint64_t line, const char *s, size_t n, rt_error *err)
 {
     while (n && (*s == ' ' || *s == '\t')) {

@@ -69,6 +69,8 @@ typedef struct rt_corpus_options {
     const char *vocab;     /* vocabulary file (uci, libsvm, ldac), or NULL */
     const char *stopwords; /* text: replaces the built-in list, or NULL */
     uint64_t min_count;    /* drop words with fewer tokens (0 = keep all) */
+    uint32_t max_count;    /* refuse a line's count above this, at its file:line (0 = 2^32 - 1);
+                              not an option: set by a command whose model holds counts as floats */
 } rt_corpus_options;
 
 /* The options of rt_corpus_options (ground/opts.h): --format, --vocab,
@@ -115,6 +117,10 @@ int rt_corpus_load_input(const rt_corpus *c, const char *path, rt_text *t, rt_er
  * `line` of path) when it is JSON (rt_text_json_line): a JSON dump read as
  * text would train on its keys and quotes.  0 when it is not. */
 int rt_corpus_refuse_json(const char *path, uint64_t line, const char *s, size_t n, rt_error *err);
+
+/* The error of a line whose count k exceeds rt_corpus_options.max_count. */
+int rt_corpus_count_beyond(const char *path, uint64_t line, uint64_t k, uint32_t max_count,
+                           rt_error *err);
 
 /* Built-in English stop words (NULL-terminated). */
 extern const char *const rt_english_stopwords[];

@@ -64,6 +64,7 @@ typedef struct line_ctx {
     int have_vocab;
     uint64_t vocab_n;
     const char *vocab_path;
+    uint32_t max_count; /* rt_corpus_options.max_count */
 } line_ctx;
 
 /* Resolve a word field to a dense id. */
@@ -103,6 +104,8 @@ static int64_t read_pairs(line_ctx *x, cursor *cur, rt_error *err)
             return rt_fail(err, RT_EXIT_INPUT,
                            "%s:%llu: count in '%.*s' must be an integer from 1 to 4294967295",
                            x->path, x->line, (int)n, b);
+        if (x->max_count && k > x->max_count)
+            return rt_corpus_count_beyond(x->path, x->line, (uint64_t)k, x->max_count, err);
         int64_t w = word_id(x, b, (size_t)(colon - b), err);
         if (w < 0 || rt_corpus_add(x->c, (uint32_t)w, (uint32_t)k, err))
             return -1;
@@ -159,7 +162,7 @@ static int read_line(line_ctx *x, rt_corpus_format f, cursor *cur, rt_error *err
 int rt_corpus_read_lines(const char *path, const rt_corpus_options *opt, rt_corpus *c,
                          rt_error *err)
 {
-    line_ctx x = {.path = path, .c = c};
+    line_ctx x = {.path = path, .c = c, .max_count = opt->max_count};
     if (opt->vocab && opt->format != RT_CORPUS_LINES) {
         if (rt_corpus_read_vocab(opt->vocab, c, err))
             return -1;

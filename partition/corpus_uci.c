@@ -172,7 +172,7 @@ static int read_headers(const char *path, uint64_t bytes, int has_vocab, char **
 /* One body line "docID wordID count" at s, checked against the header;
  * the ids made 0-based. */
 static int parse_triple(const char *path, const char *s, uint64_t line, const uci_header *h,
-                        triple *out, rt_error *err)
+                        uint32_t max_count, triple *out, rt_error *err)
 {
     const char *p = s;
     uint64_t d, w, k;
@@ -185,6 +185,8 @@ static int parse_triple(const char *path, const char *s, uint64_t line, const uc
         return rt_fail(err, RT_EXIT_INPUT,
                        "%s:%llu: count %s%llu must be an integer from 1 to 4294967295", path,
                        (unsigned long long)line, nk ? "-" : "", (unsigned long long)k);
+    if (max_count && k > max_count)
+        return rt_corpus_count_beyond(path, line, k, max_count, err);
     if (nd || d < 1 || d > h->docs)
         return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: document id %s%llu outside 1..%llu (header D)",
                        path, (unsigned long long)line, nd ? "-" : "", (unsigned long long)d,
@@ -201,7 +203,8 @@ static int parse_triple(const char *path, const char *s, uint64_t line, const uc
 /* The body from s on: exactly NNZ triples (at most `room` fit in tr),
  * blank lines allowed; doc_count[d] counts document d's triples. */
 static int read_triples(const char *path, char *s, uint64_t line, const uci_header *h,
-                        uint64_t room, triple *tr, uint32_t *doc_count, rt_error *err)
+                        uint32_t max_count, uint64_t room, triple *tr, uint32_t *doc_count,
+                        rt_error *err)
 {
     uint64_t n = 0;
     while (*s) {
@@ -213,7 +216,7 @@ static int read_triples(const char *path, char *s, uint64_t line, const uci_head
             continue;
         }
         triple one;
-        if (parse_triple(path, s, line, h, &one, err))
+        if (parse_triple(path, s, line, h, max_count, &one, err))
             return -1;
         if (n == h->nnz || n == room)
             return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: more triples than the header's NNZ=%llu",
@@ -300,7 +303,7 @@ int rt_corpus_read_uci(const char *path, const rt_corpus_options *opt, rt_corpus
     doc_count = tr ? rt_calloc_array(h.docs + 1, sizeof(uint32_t), path, "header D", err) : NULL;
     if (!tr || !doc_count)
         goto out;
-    if (read_triples(path, s, line, &h, room, tr, doc_count, err) ||
+    if (read_triples(path, s, line, &h, opt->max_count, room, tr, doc_count, err) ||
         name_words(path, opt->vocab, h.words, c, err) ||
         add_documents(path, tr, h.nnz, doc_count, h.docs, c, err))
         goto out;

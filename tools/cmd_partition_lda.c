@@ -71,8 +71,8 @@ static int build(lda_part *p, const partition_opts *a, rt_error *err)
         for (uint64_t i = c->doc_off[d]; i < c->doc_off[d + 1]; i++) {
             if (c->count[i] > (1u << 24)) /* entries are floats: exact up to 2^24 */
                 return rt_fail(err, RT_EXIT_INPUT,
-                               "%s: document %s: a word counted %u times; at most 16777216 (2^24) "
-                               "per document and word",
+                               "%s: document %s: a word counted %u times (its lines summed); at "
+                               "most 16777216 (2^24) per document and word",
                                a->input, name, c->count[i]);
             if (test)
                 p->test_tokens += c->count[i];
@@ -112,7 +112,9 @@ static int write_side_files(const char *dir, uint64_t plan_id, void *ctx, rt_err
 static int run(lda_part *p, const partition_opts *a, const char *cmdline, rt_error *err)
 {
     double t0 = rt_now();
-    if (rt_corpus_read(a->input, &a->corpus, &p->c, err))
+    rt_corpus_options co = a->corpus;
+    co.max_count = 1u << 24; /* entries are floats: exact up to 2^24; refused at the line */
+    if (rt_corpus_read(a->input, &co, &p->c, err))
         return -1;
     if (build(p, a, err))
         return -1;
