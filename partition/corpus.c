@@ -187,6 +187,8 @@ int rt_corpus_finish(rt_corpus *c, rt_error *err)
                                    rt_strpool_get(&c->doc_names, d));
                 }
                 c->count[out - 1] += k;
+                if (c->n_summed++ == 0)
+                    c->first_summed_doc = d;
             } else {
                 c->word[out] = w;
                 c->count[out] = k;

@@ -58,6 +58,8 @@ typedef struct rt_corpus {
     rt_strpool doc_names;
     rt_idmap words;          /* word names; ids are dense word ids */
     rt_corpus_format format; /* the format actually read (after auto) */
+    uint64_t n_summed;       /* entries merged into an earlier one of the same document and word */
+    uint64_t first_summed_doc; /* the first document with such an entry (valid if n_summed) */
     /* builder state */
     uint64_t cap;
     uint64_t doc_cap;

@@ -56,6 +56,20 @@ static const char *no_tokens_why(const rt_corpus *c, const partition_opts *a)
     return "";
 }
 
+/* A (document, word) pair given on several lines of a sparse format is
+ * summed, as LDA's bag of words means; said once, since a file listing a
+ * pair twice may be two files concatenated. Raw text and the token-line
+ * format repeat words by nature and are not warned about. */
+static void warn_summed(const rt_corpus *c, const char *input)
+{
+    if (c->n_summed == 0 || c->format == RT_CORPUS_TEXT || c->format == RT_CORPUS_LINES)
+        return;
+    rt_warn("%s: %llu repeated (document, word) pairs summed into one count (first in document "
+            "%s)",
+            input, (unsigned long long)c->n_summed,
+            rt_strpool_get(&c->doc_names, c->first_summed_doc));
+}
+
 /* Split documents, build the document id maps and the triplets. */
 static int build(lda_part *p, const partition_opts *a, rt_error *err)
 {
@@ -118,6 +132,7 @@ static int run(lda_part *p, const partition_opts *a, const char *cmdline, rt_err
         return -1;
     if (build(p, a, err))
         return -1;
+    warn_summed(&p->c, a->input);
     rt_info("corpus: %llu documents (%llu empty, %llu held out with %llu tokens), "
             "%llu words, %llu training tokens in %.2fs",
             (unsigned long long)p->c.n_docs, (unsigned long long)p->empty_docs,

@@ -62,6 +62,31 @@ static void test_uci(void **state)
     assert_int_equal(count_of(&c, 0, "apple"), 2);
     assert_int_equal(count_of(&c, 2, "date"), 5);
     assert_string_equal(rt_strpool_get(&c.doc_names, 2), "3");
+    assert_int_equal(c.n_summed, 0);
+    rt_corpus_free(&c);
+}
+
+/* A (document, word) pair on several lines is summed into one entry and
+ * counted, with the first document that had one, for partition's warning;
+ * in UCI and LibSVM alike. */
+static void test_repeated_pairs_counted(void **state)
+{
+    (void)state;
+    const char *dw =
+        scratch_file("docword.rep.txt", "3\n2\n5\n1 1 2\n2 2 1\n2 2 3\n3 1 1\n3 1 4\n");
+    rt_corpus c;
+    rt_corpus_options o = {0};
+    read_ok(dw, &o, RT_CORPUS_UCI, &c);
+    assert_int_equal(c.n_entries, 3);
+    assert_int_equal(c.n_summed, 2);
+    assert_string_equal(rt_strpool_get(&c.doc_names, c.first_summed_doc), "2");
+    assert_int_equal(count_of(&c, 1, "2"), 4);
+    rt_corpus_free(&c);
+    const char *sv = scratch_file("rep.svm", "d1 a:1 b:1\nd2 a:2 c:1 a:5\n");
+    read_ok(sv, &o, RT_CORPUS_LIBSVM, &c);
+    assert_int_equal(c.n_summed, 1);
+    assert_string_equal(rt_strpool_get(&c.doc_names, c.first_summed_doc), "d2");
+    assert_int_equal(count_of(&c, 1, "a"), 7);
     rt_corpus_free(&c);
 }
 
@@ -386,6 +411,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_uci),
+        cmocka_unit_test(test_repeated_pairs_counted),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_lines),
         cmocka_unit_test(test_libsvm_ldac),

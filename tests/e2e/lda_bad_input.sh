@@ -74,4 +74,17 @@ printf 'coffee dessert\ncaf\xc3\xa9 cr\xc3\xa8me\n' >"$TMP/utf8.txt"
 expect_status 0 "$ROTOR" partition --app lda --input "$TMP/utf8.txt" --format text --nodes 1 \
     --threads 1 --out "$TMP/u8"
 grep -q "not UTF-8" "$TMP/last.err" && fail "UTF-8 text warned about"
+# A (document, word) pair on two lines of a UCI file is summed (bag of words),
+# with one warning giving the count and the first document (it was silent);
+# raw text repeats words by nature and is not warned about.
+printf '2\n3\n4\n1 1 2\n2 3 1\n2 3 4\n1 1 1\n' >"$TMP/docword.rep.txt"
+expect_status 0 "$ROTOR" partition --app lda --input "$TMP/docword.rep.txt" --format uci --nodes 1 \
+    --threads 1 --out "$TMP/rep" -q
+grep -q "docword.rep.txt: 2 repeated (document, word) pairs summed into one count (first in document 1)" \
+    "$TMP/last.err" || fail "repeated pairs: no warning: $(cat "$TMP/last.err")"
+[ "$(grep -c repeated "$TMP/last.err")" = 1 ] || fail "repeated pairs: not one warning"
+printf 'tea tea tea cake\nbread bread\n' >"$TMP/rep.txt"
+expect_status 0 "$ROTOR" partition --app lda --input "$TMP/rep.txt" --format text --nodes 1 \
+    --threads 1 --out "$TMP/rept" -q
+grep -q "repeated" "$TMP/last.err" && fail "raw text warned about repeated words"
 echo "PASS"
