@@ -14,6 +14,8 @@
 #include "tools/guard.h"
 #include "tools/tuning_env.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -353,6 +355,24 @@ static const char *app_path(const train_opts *o, const void *app_opts, const cha
     return path ? *path : NULL;
 }
 
+/* The first entry of directory `dir` other than . and .. into name (empty
+ * when it has none); -1 when it cannot be read. */
+static int first_entry(const char *dir, char *name, size_t size, rt_error *err)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: --checkpoint: cannot read", dir);
+    struct dirent *de;
+    name[0] = 0;
+    while ((de = readdir(d)))
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+            snprintf(name, size, "%s", de->d_name);
+            break;
+        }
+    closedir(d);
+    return 0;
+}
+
 /* --checkpoint DIR holds ckpt-N directories and nothing else. Given a plan
  * or a model, the checkpoints went into a directory with another owner;
  * given --out itself, the model that replaces --out as a whole wiped them. */
@@ -374,6 +394,17 @@ static int check_checkpoint_root(const char *root, const char *out, rt_error *er
     if (kind != RT_DIR_FILE && kind != RT_DIR_CHECKPOINTS && rt_dir_kind_text(kind))
         return rt_fail(err, RT_EXIT_INPUT, "%s: --checkpoint: not a checkpoint directory: it %s",
                        root, rt_dir_kind_text(kind));
+    /* A directory of other files (a home or data directory given by mistake)
+     * would get ckpt-N entries among them, and a later cleanup of "the
+     * checkpoint directory" would take the user's files with it. */
+    char name[256];
+    if (kind == RT_DIR_PLAIN && first_entry(root, name, sizeof(name), err))
+        return -1;
+    if (kind == RT_DIR_PLAIN && name[0])
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s: --checkpoint: a directory of other files (%s), not of checkpoints; "
+                       "give a new or empty directory, or one rotor wrote checkpoints to",
+                       root, name);
     return 0;
 }
 
