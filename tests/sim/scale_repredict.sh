@@ -158,6 +158,22 @@ repredicts_as 0.4 "a marked round runs its kept command"
 # 2.82843e6, busy 1 (alone: 4e6, 1).  --calibrate-after 0 keeps the old rule.
 # (--busy-pool round: the busy speed of the same two calibrations; the
 # default pools it over the plan's, below.)
+ranks_at() { # ranks_at DIR K: a kept calibration in DIR, serial 4 M (wall 2 M), the ranks at K
+    local cpu r k
+    mkdir -p "$1"
+    echo "2e6 20 100 0 0 0 4e6 3e6 1" >"$1/calibration"
+    cpu=$(awk -v w="$work" -v k="$2" 'BEGIN { printf "%.6f", w / k }')
+    for r in 0 1; do
+        for k in 0 1 2 3; do
+            echo "rotor: debug: engine: rank $r rotation: 1 s, compute 1 s (mean over threads)," \
+                "stall 0.0 s, credit wait 0.0 s, 0 of 4 steps inline (rotation $k), compute CPU" \
+                "$cpu s, in the kernel 0.0 s"
+        done >"$1/calibration.log.$r"
+    done
+    [ "${1##*/}" = closing ] && return 0
+    cp "$round"/log.* "$1/"
+    echo "/gone/rotor simulate --plan /gone/sgd-mf.2.1.2/plan ${model[*]} --rate 1e6" >"$1/simulate.cmd"
+}
 run2=$TMP/run2
 mkdir -p "$run2/sgd-mf.2.1.2"
 cp -r "$run/sgd-mf.2.1.2/plan" "$run2/sgd-mf.2.1.2/"
@@ -166,19 +182,7 @@ work=$(num compute_s "$("$ROTOR" simulate --plan "$run2/sgd-mf.2.1.2/plan" --app
 cfg2=$run2/kept/sgd-mf.2.1.2.0.5.0
 for c in "round.1 2e6" "round.2 8e6" "closing 4e6"; do
     read -r where k <<<"$c"
-    mkdir -p "$cfg2/$where"
-    echo "2e6 20 100 0 0 0 4e6 3e6 1" >"$cfg2/$where/calibration"
-    cpu=$(awk -v w="$work" -v k="$k" 'BEGIN { printf "%.6f", w / k }')
-    for r in 0 1; do
-        for k in 0 1 2 3; do
-            echo "rotor: debug: engine: rank $r rotation: 1 s, compute 1 s (mean over threads)," \
-                "stall 0.0 s, credit wait 0.0 s, 0 of 4 steps inline (rotation $k), compute CPU" \
-                "$cpu s, in the kernel 0.0 s"
-        done >"$cfg2/$where/calibration.log.$r"
-    done
-    [ "$where" = closing ] && continue
-    cp "$round"/log.* "$cfg2/$where/"
-    echo "/gone/rotor simulate --plan /gone/sgd-mf.2.1.2/plan ${model[*]} --rate 1e6" >"$cfg2/$where/simulate.cmd"
+    ranks_at "$cfg2/$where" "$k"
 done
 cp -r "$run2" "$TMP/run3" # for --busy-from threads, below
 rounds_of() { # rounds_of "RATE BUSY" "RATE BUSY": the predicted epochs with these speeds, a JSON list
@@ -255,22 +259,6 @@ want=$(busy_epochs 0.612 0.5)
 run4=$TMP/run4
 mkdir -p "$run4/sgd-mf.2.1.2"
 cp -r "$run/sgd-mf.2.1.2/plan" "$run4/sgd-mf.2.1.2/"
-ranks_at() { # ranks_at DIR K: a kept calibration in DIR, serial 4 M (wall 2 M), the ranks at K
-    local cpu r k
-    mkdir -p "$1"
-    echo "2e6 20 100 0 0 0 4e6 3e6 1" >"$1/calibration"
-    cpu=$(awk -v w="$work" -v k="$2" 'BEGIN { printf "%.6f", w / k }')
-    for r in 0 1; do
-        for k in 0 1 2 3; do
-            echo "rotor: debug: engine: rank $r rotation: 1 s, compute 1 s (mean over threads)," \
-                "stall 0.0 s, credit wait 0.0 s, 0 of 4 steps inline (rotation $k), compute CPU" \
-                "$cpu s, in the kernel 0.0 s"
-        done >"$1/calibration.log.$r"
-    done
-    [ "${1##*/}" = closing ] && return 0
-    cp "$round"/log.* "$1/"
-    echo "/gone/rotor simulate --plan /gone/sgd-mf.2.1.2/plan ${model[*]} --rate 1e6" >"$1/simulate.cmd"
-}
 ranks_at "$run4/kept/sgd-mf.2.1.2.0.5.0/round.1" 2e6
 ranks_at "$run4/kept/sgd-mf.2.1.2.0.5.0/round.2" 3e6
 ranks_at "$run4/kept/sgd-mf.2.1.2.0.5.0/closing" 1.6e6
