@@ -23,9 +23,12 @@
 # Every run saves its state (--out, after the timed sweeps) and the JSON
 # gives each run's state checksum (sha256 over the model's part and side
 # files, model.json left out: it records timings) and bit_identical: true
-# when every run of A and of B saved the same state.  --states first: only
-# round 1's runs save (a K = 10000 model is 0.3-0.4 GB of counts to write
-# per run; the state_sha256 of the other rounds is null).
+# when every run of A and of B saved the same state, false when two differ,
+# null when a state is missing (a run that saves nothing stops the script
+# first).  --states first: only round 1's runs save (a K = 10000 model is
+# 0.3-0.4 GB of counts to write per run; the state_sha256 of the other
+# rounds is null).  A corpus whose data is absent is skipped with a message;
+# one that fails to be made, or its plan, stops the script (exit 2).
 # Time it under the bench lock, e.g.
 #   flock /tmp/rotor-bench.lock bash -c 'echo -20 > /proc/$$/autogroup; exec nice -n -20 \
 #       bench/lda_ab.sh --a /work/main/build/tools/rotor --b build/tools/rotor --corpora kos,ap'
@@ -48,7 +51,7 @@ source "$(dirname "$0")/lib.sh"
 a="" b="" corpora=kos,ap,synthetic topics=1000 threads=2 iters=50 rounds=6 sampler=auto keep=""
 states=every prepare=0
 BENCH_FLAGS=([prepare]=prepare=1)
-bench_options 2,45 "$@"
+bench_options 2,48 "$@"
 [ -n "$a" ] && [ -n "$b" ] || bench_fail "needs --a BIN_A and --b BIN_B (see --help)"
 for bin in "$a" "$b"; do [ -x "$bin" ] && [ -f "$bin" ] || bench_fail "not an executable: $bin"; done
 a=$(realpath "$a") b=$(realpath "$b")
@@ -64,8 +67,13 @@ TMP=$(realpath "$TMP")
 mkdir -p "$TMP/runs"
 tool=$(lda_tool "$sampler")
 
-# state_sha256 MODEL: one digest of a saved model's parts and side files.
+# state_sha256 MODEL: one digest of a saved model's parts and side files;
+# fails when MODEL is missing or holds none (a run that saved nothing must
+# not count as a state equal to the others).
 state_sha256() {
+    local -
+    set -o pipefail # (ab_run's caller is on the left of &&: errexit is off)
+    [ -n "$(cd "$1" && find . -type f ! -name model.json -print -quit)" ] || return 1
     (cd "$1" && find . -type f ! -name model.json -print0 | LC_ALL=C sort -z |
         xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
 }
@@ -80,15 +88,23 @@ ab_run() {
     ROTOR=$bin lda_train "$tool" "$TMP/plan-$c-t$threads" "$K" "$iters" $((iters / 2)) "$threads" \
         "$base" "${model[@]}" || bench_fail "$which ($bin) failed: see $base.log: $(tail -n 3 "$base.log")"
     : >"$base.sha256"
-    [ ${#model[@]} = 0 ] || state_sha256 "$base.model" >"$base.sha256"
+    [ ${#model[@]} = 0 ] || state_sha256 "$base.model" >"$base.sha256" ||
+        bench_fail "$which ($bin) saved no state in $base.model: see $base.log"
     rm -rf "$base.model"
 }
 
 made=()
 for c in ${corpora//,/ }; do
     f=$TMP/$c.txt plan=$TMP/plan-$c-t$threads
-    if [ ! -s "$f" ]; then ROTOR=$a lda_corpus "$c" "$f.part" && mv "$f.part" "$f" || continue; fi
-    [ -d "$plan" ] || { ROTOR=$a lda_plan "$f" "$threads" "" "$plan.part" && mv "$plan.part" "$plan"; }
+    if [ ! -s "$f" ]; then
+        ROTOR=$a lda_corpus "$c" "$f.part" || continue # data absent (it said so); a failure exits
+        mv "$f.part" "$f"
+    fi
+    if [ ! -d "$plan" ]; then
+        rm -rf "$plan.part" # an interrupted --prepare's: partition refuses an existing --out
+        ROTOR=$a lda_plan "$f" "$threads" "" "$plan.part" || bench_fail "plan for $c failed ($a partition)"
+        mv "$plan.part" "$plan"
+    fi
     made+=("$c")
 done
 [ ${#made[@]} -gt 0 ] || bench_fail "no corpus to run (--corpora $corpora)"
@@ -109,7 +125,7 @@ for c in "${made[@]}"; do
         done
         PYTHONPATH=$ROOT/bench python3 - "$TMP/runs" "$c" "$K" "$sampler" "$threads" "$iters" "$rounds" "$a" "$b" \
             "$("$a" --version | head -n 1)" "$("$b" --version | head -n 1)" "$(nproc)" \
-            "$load_before" "$(cat /proc/loadavg)" <<'EOF'
+            "$load_before" "$(cat /proc/loadavg)" "$states" <<'EOF'
 import json, statistics, sys
 from lda_metrics import window_tokens_per_s
 runs, c, K, sampler = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
@@ -134,21 +150,28 @@ for w in "ab":
                "median_peak_rss_bytes": med(rss),
                "state_sha256_rounds": [read(b + ".sha256").strip() or None for b in bases]}
 ratios = [y / x if x and y else None for x, y in zip(side["a"]["tokens_per_s_rounds"], side["b"]["tokens_per_s_rounds"])]
-digests = set(d for w in "ab" for d in side[w]["state_sha256_rounds"] if d)
+# Same bits only when every run meant to save a state did (2 per round with
+# --states every, round 1's two with first) and all those states are one:
+# a missing digest makes it unknown (null), never a pass.
+saved = [d for w in "ab" for d in side[w]["state_sha256_rounds"] if d]
+expected = 2 * rounds if sys.argv[15] == "every" else 2
+same = None if len(saved) != expected else len(set(saved)) == 1
 row = {"benchmark": "lda_ab", "corpus": c, "topics": K, "sampler": sampler, "threads": threads,
        "iters": iters, "throughput_window": [iters // 2 + 1, iters], "rounds": rounds,
        "order_rounds": ["ab" if r % 2 else "ba" for r in range(1, rounds + 1)],
        "ratio_rounds": ratios, "median_ratio": med(ratios),
        "median_ratio_ab": med(ratios[0::2]), "median_ratio_ba": med(ratios[1::2]),
-       "bit_identical": len(digests) == 1,
+       "bit_identical": same,
        "a": side["a"], "b": side["b"], "cpus": int(sys.argv[12]),
        "loadavg_before": sys.argv[13], "loadavg_after": sys.argv[14]}
 print(json.dumps(row))
+bits = ("same bits" if same else "states DIFFER" if same is False
+        else f"bits UNKNOWN ({len(saved)} of {expected} states saved)")
 m = lambda v: "-" if v is None else f"{v / 1e6:.2f}M"
 f = lambda v: "-" if v is None else f"{v:.3f}"
 print(f"lda_ab.sh: {c} K={K}: A {m(side['a']['median_tokens_per_s'])} B {m(side['b']['median_tokens_per_s'])}"
       f" tokens/s; B/A median {f(row['median_ratio'])} ({' '.join(f(x) for x in ratios)});"
-      f" {'same bits' if row['bit_identical'] else 'states DIFFER'}; load {sys.argv[13].split()[0]}"
+      f" {bits}; load {sys.argv[13].split()[0]}"
       f" -> {sys.argv[14].split()[0]}", file=sys.stderr)
 EOF
     done

@@ -86,21 +86,26 @@ bench_mf_data() {
 # lda_corpus NAME FILE: corpus NAME in the line format ("doc doc w w ...")
 # in FILE: synthetic = `rotor gen lda`, 20k documents x 20k words, ~4M
 # tokens from 100 planted topics; kos = UCI KOS and ap = Blei's AP from
-# $ROTOR_DATA_DIR (default ../shared/data).  Returns 1, with a message, when
-# the data set is absent; exits 2 on an unknown NAME.
+# $ROTOR_DATA_DIR (default ../shared/data).  Returns 1, with a message, only
+# when the data set is absent (the caller skips it); exits 2 when making it
+# fails (rotor gen, a corrupt .xz, awk, a full disk: a skipped corpus would
+# go unnoticed in a table) and on an unknown NAME.
 lda_corpus() {
-    local c=$1 f=$2 data=${ROTOR_DATA_DIR:-$ROOT/../shared/data}
+    local - c=$1 f=$2 data=${ROTOR_DATA_DIR:-$ROOT/../shared/data}
+    set -o pipefail # (the caller's `|| continue` turns errexit off in here)
     case $c in
     synthetic)
         "$ROTOR" gen lda --docs 20000 --vocab 20000 --topics 100 --alpha 0.1 --beta 0.01 \
-            --doc-len 200 --seed 1 --out "$f.uci" >&2
-        lda_uci_to_lines <"$f.uci" >"$f" && rm -f "$f.uci" "$f.uci".* ;;
+            --doc-len 200 --seed 1 --out "$f.uci" >&2 || bench_fail "synthetic: rotor gen lda failed ($ROTOR)"
+        lda_uci_to_lines <"$f.uci" >"$f" || bench_fail "synthetic: converting $f.uci failed"
+        rm -f "$f.uci" "$f.uci".* ;;
     kos)
         [ -f "$data/uci-kos/docword.kos.txt.xz" ] || { echo "$(basename "$0"): no KOS, skipped" >&2; return 1; }
-        xz -dc "$data/uci-kos/docword.kos.txt.xz" | lda_uci_to_lines >"$f" ;;
+        xz -dc "$data/uci-kos/docword.kos.txt.xz" | lda_uci_to_lines >"$f" ||
+            bench_fail "kos: reading $data/uci-kos/docword.kos.txt.xz failed" ;;
     ap)
         [ -f "$data/ap/ap.dat.xz" ] || { echo "$(basename "$0"): no AP, skipped" >&2; return 1; }
-        xz -dc "$data/ap/ap.dat.xz" | lda_ldac_to_lines >"$f" ;;
+        xz -dc "$data/ap/ap.dat.xz" | lda_ldac_to_lines >"$f" || bench_fail "ap: reading $data/ap/ap.dat.xz failed" ;;
     *) bench_fail "unknown corpus $c" ;;
     esac
 }
