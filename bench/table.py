@@ -105,9 +105,19 @@ def given_errs(r):
             diff(r.get("measured_stall"), r.get("stall_given_measured_compute")))
 
 
+def printed(x):
+    """A fraction as the tables print it, in percent or points to 0.1."""
+    return None if x is None else float(format(x * 100, ".1f"))
+
+
 def within(e, s):
-    """(epoch within, stall within); None counts as a miss."""
-    return (e is not None and abs(e) <= EPOCH_LIMIT, s is not None and abs(s) <= STALL_LIMIT)
+    """(epoch within, stall within), judged on the figures as printed, so a
+    row that reads +15.0% or -5.0 is within and +15.1% is not, whichever
+    side of the limit the unrounded value fell ((1.035 - 0.9) / 0.9 is
+    0.15000000000000002); None counts as a miss."""
+    pe, ps = printed(e), printed(s)
+    return (pe is not None and abs(pe) <= EPOCH_LIMIT * 100,
+            ps is not None and abs(ps) <= STALL_LIMIT * 100)
 
 
 def counts(rows):
@@ -131,8 +141,9 @@ def scale_cells(r):
     ok_e, ok_s = within(e, s)
     ge, gs = given_errs(r)
     ms, ps = num(r.get("measured_stall")), num(r.get("predicted_stall"))
-    load = r.get("loadavg")
-    load = str(load).split()[0] if load not in (None, "") else DASH
+    load = r.get("loadavg")  # "1.46 1.30 1.2 ...", "", "  " or null
+    load = ("" if load is None else str(load)).split()
+    load = load[0] if load else DASH
     return [str(r.get("app", DASH)), f"{r.get('ranks', DASH)} x {r.get('threads', DASH)}",
             g(r.get("gbps")), f"+{g(r.get('added_latency_us'))} us ({g(r.get('latency_us'))} us)",
             fmt(num(r.get("measured_epoch_s")), ".3f", " s"),
@@ -289,7 +300,8 @@ def cmd_lda(files):
         tools = row.get("tools") or {}
         w = tools.get("warplda") or {}
         rows += [lda_cells(row, name, t or {}, w, iters) for name, t in tools.items() if name != "warplda"]
-    n = iters_seen.pop() if len(iters_seen) == 1 else "N"
+    # (mixed or unrecorded iteration counts: "N", and no LL point is picked)
+    n = iters_seen.pop() if len(iters_seen) == 1 and None not in iters_seen else "N"
     print(table(["corpus", "K", "sampler", "tokens/s ratio (rotor / WarpLDA, M tokens/s)",
                  "peak RSS rotor / WarpLDA", "time to WarpLDA's LL",
                  f"LL after {n}: rotor / WarpLDA"], rows))
