@@ -333,12 +333,14 @@ static int64_t doc_order(const lda_tokens *t, uint32_t b, lda_scratch *s, rt_err
     return n;
 }
 
-/* Cache lines of a word's list the token loop prefetches two tokens ahead
- * (a prefetch past the list's end touches nothing it could fault on): at
- * K = 10000 a document-major token's list holds ~100 entries (7 lines) and
- * the block's lists (~2 MB on the synthetic corpus) do not stay in L2, so
- * the two lines fetched before left the q bucket's loads waiting on the
- * rest (16% of visit_docs' samples on them, perf cpu-clock). */
+/* Cache lines of a word's list the token loop prefetches two tokens ahead:
+ * at K = 10000 a document-major token's list holds ~100 entries (7 lines)
+ * and the block's lists (~2 MB on the synthetic corpus) do not stay in L2,
+ * so the two lines fetched before left the q bucket's loads waiting on the
+ * rest (16% of visit_docs' samples on them, perf cpu-clock).  8 against 2,
+ * with the next document's list (visit_docs), paired tokens/s at K = 10000
+ * 1.08-1.16x; 4 or 12 lines were no better than 8.  A prefetch past a short
+ * list's end cannot fault; its address is an integer (doc_tokens). */
 #define LIST_LINES_AHEAD 8
 
 /* What a visit's token loop reads and keeps. */
@@ -511,14 +513,14 @@ static inline __attribute__((always_inline)) int64_t doc_tokens(doc_run *l, uint
         uint32_t *v = l->view[r];
         /* the tokens ahead (word-major places, scattered): the topic and
          * list pointer four tokens ahead, the list's first LIST_LINES_AHEAD
-         * lines two ahead (against one and two ahead: serial CPU 1.01-1.04x
-         * on KOS, AP and the synthetic corpus at K = 1000, noise at
-         * K = 10000) */
+         * lines two ahead (the line count: see LIST_LINES_AHEAD).  The
+         * addresses are integers: a line past a short list's end is no
+         * object's, and a pointer there would be undefined even unread. */
         __builtin_prefetch(t->z + base + ord[2 * p + 8]);
         __builtin_prefetch(l->view + ord[2 * p + 9]);
-        const uint32_t *ahead = l->view[ord[2 * p + 5]];
-        for (uint32_t j = 0; j < LIST_LINES_AHEAD; j++)
-            __builtin_prefetch(ahead + 16 * j);
+        const uintptr_t ahead = (uintptr_t)l->view[ord[2 * p + 5]];
+        for (uintptr_t j = 0; j < LIST_LINES_AHEAD; j++)
+            __builtin_prefetch((const void *)(ahead + 64 * j));
         /* the token's topic f without it: these, where a move keeps them */
         const int32_t nf = ndk[f];
         const double invf = l->invm[f];
