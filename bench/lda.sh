@@ -47,6 +47,8 @@
 # partition --pipeline; default its own): a run's blocks are smaller or larger
 # for the cache at the cost of more or fewer steps.
 # --quick: KOS only, K = 100 and 1000, 20 iterations, 1 round, 2 points.
+# --keep DIR: the scratch directory (corpora, plans, runs' logs and
+# metrics) is DIR and is kept; a later run in DIR makes them all again.
 # WarpLDA is built by ../shared/anchors/build.sh (into $ANCHORS_DIR, default
 # /tmp/rotor-anchors) unless WARPLDA=path/to/warplda and WARPLDA_FORMAT are
 # set.  The load average of the machine is recorded before and after.
@@ -56,7 +58,7 @@ corpora=synthetic,kos,ap topics=100,1000,10000 samplers=warp,mh,sparse threads=2
 ll_iters=10,20,30,40,50 warp=1 keep="" warplda_wait=passive pipeline=
 BENCH_FLAGS=([quick]="corpora=kos topics=100,1000 iters=20 rounds=1 ll_iters=10,20"
              [no-warplda]=warp=0)
-bench_options 2,52 "$@"
+bench_options 2,54 "$@"
 [ -x "$ROTOR" ] || bench_fail "build first (cmake --build build)"
 [ $((iters % 2)) = 0 ] || bench_fail "--iters must be even"
 command -v python3 >/dev/null || bench_fail "needs python3"
@@ -82,6 +84,7 @@ made=()
 for c in ${corpora//,/ }; do
     f=$TMP/$c.txt
     lda_corpus "$c" "$f" || continue
+    rm -rf "$TMP/plan-$c" # a --keep DIR's earlier run's: partition refuses an existing --out
     lda_plan "$f" "$threads" "$pipeline" "$TMP/plan-$c"
     if [ "$warp" = 1 ]; then
         (cd "$TMP" && "$WARPLDA_FORMAT" -input "$f" -prefix "$TMP/w-$c" >&2)
