@@ -12,6 +12,7 @@ source "$(dirname "$0")/lib.sh"
 command -v python3 >/dev/null || skip "no python3: bench/quiet.sh not checked"
 [ -x /usr/bin/time ] || skip "no GNU time: bench/lda.sh cannot run"
 command -v flock >/dev/null || skip "no flock"
+command -v cc >/dev/null || skip "no cc: bench/lda.sh builds lda_ll.c"
 quiet=$ROTOR_SRC/bench/quiet.sh
 rows=sgd-mf:2:0.25,sgd-mf:2:0.5,sgd-mf:2:1,sgd-mf:2:5,sgd-mf:4:0.25,sgd-mf:4:1,sgd-mf:8:0.5,sgd-mf:8:1,sgd-mf:8:5
 rows+=,sgd-mf:2:0.5:2,sgd-mf:2:1:1:2:200,sgd-mf:2:1:1:2:1000,sgd-mf:4:1:1:2:1000,lda:2:0.25,lda:4:1,lda:8:1
