@@ -48,17 +48,18 @@ done
 
 # A tiny real run: bench/lda.sh on a 200-document corpus given as KOS, K = 20
 # and 40, 4 iterations; scale.sh given a bad option fails at once, and the
-# LDA runs between its two runs still run.
+# LDA runs between its two runs still run (WarpLDA missing: said).
 mkdir -p "$TMP/data/uci-kos"
 "$ROTOR" gen lda --docs 200 --vocab 300 --topics 5 --alpha 0.1 --beta 0.01 --doc-len 30 --seed 1 \
     --out "$TMP/kos.uci" >/dev/null 2>&1 || fail "rotor gen lda"
 xz <"$TMP/kos.uci" >"$TMP/data/uci-kos/docword.kos.txt.xz"
 rc=0
-ROTOR_DATA_DIR=$TMP/data "$quiet" --out "$TMP/run" --lock "$TMP/lock" --nice 0 --scale-runs 2 \
+WARPLDA=$TMP/no-warplda ROTOR_DATA_DIR=$TMP/data "$quiet" --out "$TMP/run" --lock "$TMP/lock" --nice 0 --scale-runs 2 \
     --scale-args "--no-such-option 1" --lda-runs 20:1,40:1 --lda-corpora kos --lda-ll-iters 2,4 \
-    --lda-args "--iters 4 --no-warplda" >"$TMP/run.out" 2>"$TMP/run.err" || rc=$?
+    --lda-args "--iters 4" >"$TMP/run.out" 2>"$TMP/run.err" || rc=$?
 [ "$rc" = 1 ] || { cat "$TMP/run.err" >&2; fail "real run: exit $rc, not 1 (a scale run failed)"; }
 grep -q "scale1 failed (exit 2)" "$TMP/run.err" || fail "real run: $(cat "$TMP/run.err")"
+grep -q "k20 ran without WarpLDA" "$TMP/run.err" || fail "no WarpLDA not said: $(cat "$TMP/run.err")"
 [ "$(awk '$2 == "end" { print $3, $4 }' "$TMP/run/times" | tr '\n' ' ')" = \
     "scale1 rc=2 k20 rc=0 k40 rc=0 scale2 rc=2 " ] || fail "times: $(cat "$TMP/run/times")"
 [ "$(cat "$TMP/run/kept")" = "$(printf -- '-\n-')" ] || fail "kept: $(cat "$TMP/run/kept")"
