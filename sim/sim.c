@@ -78,6 +78,7 @@ typedef struct sim_node {
     double stall;       /* time waiting for arrivals */
     double credit;      /* time blocked waiting for credits */
     double compute;     /* sum of step compute times */
+    double cpu;         /* sum over its steps of their cells' CPU seconds (last_cpu_s) */
     double link;        /* when the node's outgoing link is free */
     double net_until;   /* until when the kernel works for its passes (net_cpu_s_per_byte):
                            as long as their bytes take at the link's rate, the burst's too */
@@ -596,6 +597,7 @@ static void compute_start(sim_state *s, const rt_sim_shape *sh, uint32_t n)
             continue;
         x *= woken * s->worker_factor[w] * jitter(s, s->cell_sigma);
         d->last_cpu_s += x / speed;
+        d->cpu += x / speed;
         if (s->tick > 0)
             cell_ready(s, h, w, x);
         else
@@ -1110,6 +1112,8 @@ static void summarize(const sim_state *s, const rt_sim_shape *sh, const rt_sim_l
         compute_max = fmax(compute_max, mean);
     }
     out->compute_gap_s = compute_max - compute_min;
+    for (uint32_t n = 0; n < s->N; n++) /* the engine's compute CPU: the mean over threads */
+        out->compute_cpu_s = fmax(out->compute_cpu_s, s->node[n].cpu / s->T);
     for (uint32_t w = 0; w < s->W; w++)
         out->compute_mean_s += s->worker_sum[w] / s->W;
     if (s->N > 1) {
@@ -1185,6 +1189,7 @@ static void add_mean(rt_sim_result *acc, const rt_sim_result *r, double n)
     acc->compute_max_s += r->compute_max_s / n;
     acc->compute_mean_s += r->compute_mean_s / n;
     acc->compute_gap_s += r->compute_gap_s / n;
+    acc->compute_cpu_s += r->compute_cpu_s / n;
     acc->credit_wait_s += r->credit_wait_s / n;
     acc->collective_s += r->collective_s / n;
     acc->link_busy_s += r->link_busy_s / n;

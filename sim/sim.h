@@ -178,6 +178,12 @@ typedef struct rt_sim_result {
     double stall_mean;     /* mean over nodes */
     double compute_max_s;  /* max over nodes of the sum of its step compute times */
     double compute_mean_s; /* mean over workers of their own compute sum */
+    double compute_cpu_s;  /* max over nodes of a node's compute CPU as the engine logs a
+                              rank's (the mean over its threads of the CPU seconds of their
+                              cells): each cell's kernel time at the speed of the cores
+                              (busy_core_speed, wake_speed and jitter included) as of its
+                              start, without its waits for a core, which the wall time above
+                              has where workers outnumber cores (with jitter, the mean) */
     double compute_gap_s;  /* max minus min over nodes of a node's compute as the engine
                               logs a rank's (the mean over its threads of their compute
                               sums): how far the slowest node's compute lags the fastest's

@@ -509,6 +509,36 @@ static void test_compute_gap_is_slowest_less_fastest(void **state)
     shape_free(&t);
 }
 
+/* A node's compute CPU (compute_cpu_s) is what the engine logs as a rank's
+ * "compute CPU": its cells' kernel time at the busy cores' speed, without
+ * the waits for a core that its wall compute has.  Four ranks of one
+ * thread on a 2-core host, all computing at once: each cell takes twice its
+ * kernel time of wall, and its kernel time of CPU (over 0.7 with busy cores
+ * slower); on cores of their own both are the kernel time; the slowest
+ * node's, as the wall figure. */
+static void test_compute_cpu_leaves_out_core_waits(void **state)
+{
+    (void)state;
+    test_shape t;
+    shape_make(&t, 4, 1, 2, cell_uniform, 100);
+    double own = 8 * 1000 / 1e6; /* B = 8 steps of one cell each */
+    rt_sim_result r = rotation(&t, &infinite);
+    assert_true(fabs(r.compute_cpu_s - own) < 1e-12);
+    assert_true(fabs(r.compute_max_s - own) < 1e-12);
+    t.s.host_cores = 2;
+    r = rotation(&t, &infinite);
+    assert_true(fabs(r.compute_max_s - 2 * own) < 1e-12);
+    assert_true(fabs(r.compute_cpu_s - own) < 1e-12);
+    t.s.busy_core_speed = 0.7;
+    r = rotation(&t, &infinite);
+    assert_true(fabs(r.compute_max_s - 2 * own / 0.7) < 1e-12);
+    assert_true(fabs(r.compute_cpu_s - own / 0.7) < 1e-12);
+    shape_free(&t);
+    shape_make(&t, 3, 1, 2, cell_by_worker, 100); /* 6 cells of 1, 2 and 3 ms */
+    assert_true(fabs(rotation(&t, &infinite).compute_cpu_s - 18e-3) < 1e-12);
+    shape_free(&t);
+}
+
 static double cell_node1_only(uint32_t w, uint32_t b)
 {
     (void)b;
@@ -778,6 +808,7 @@ int main(void)
         cmocka_unit_test(test_run_queue_limits),
         cmocka_unit_test(test_leave_in_turns_compute),
         cmocka_unit_test(test_leave_in_turns_sender),
+        cmocka_unit_test(test_compute_cpu_leaves_out_core_waits),
         cmocka_unit_test(test_deterministic),
         cmocka_unit_test(test_bad_shape),
     };
