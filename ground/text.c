@@ -140,7 +140,26 @@ int rt_fail_binary_at(rt_error *err, const char *path, const char *buf, size_t l
     return rt_fail_binary_head(err, path, buf, len, line, (unsigned char)buf[at]);
 }
 
-static int text_load(const char *path, rt_read_kind kind, rt_text *t, rt_error *err)
+/* What text_load shows its caller once the first bytes are in. */
+typedef struct {
+    size_t len;
+    rt_text_head_fn fn;
+    void *ctx;
+} text_head;
+
+/* The head shown once: when `len` bytes are in or the input ended.  Its
+ * failure ends the load (the caller refused what the head says). */
+static int show_head(text_head *h, const char *buf, size_t len, int ended, rt_error *err)
+{
+    if (!h || !h->fn || (len < h->len && !ended))
+        return 0;
+    rt_text_head_fn fn = h->fn;
+    h->fn = NULL;
+    return fn(buf, len < h->len ? len : h->len, h->ctx, err);
+}
+
+static int text_load(const char *path, rt_read_kind kind, text_head *head, rt_text *t,
+                     rt_error *err)
 {
     memset(t, 0, sizeof(*t));
     int from_stdin = rt_is_stdio(path);
@@ -181,6 +200,12 @@ static int text_load(const char *path, rt_read_kind kind, rt_text *t, rt_error *
             free(buf);
             return -1;
         }
+        if (show_head(head, buf, len, got < want, err)) {
+            rt_progress_end(&progress);
+            fclose(fp);
+            free(buf);
+            return -1;
+        }
         if (got < want)
             break;
         if (len < cap - 1)
@@ -206,12 +231,19 @@ static int text_load(const char *path, rt_read_kind kind, rt_text *t, rt_error *
 
 int rt_text_load(const char *path, rt_text *t, rt_error *err)
 {
-    return text_load(path, RT_READ_DATA, t, err);
+    return text_load(path, RT_READ_DATA, NULL, t, err);
+}
+
+int rt_text_load_head(const char *path, size_t head, rt_text_head_fn fn, void *ctx, rt_text *t,
+                      rt_error *err)
+{
+    text_head h = {.len = head, .fn = fn, .ctx = ctx};
+    return text_load(path, RT_READ_DATA, &h, t, err);
 }
 
 int rt_text_load_own(const char *path, rt_text *t, rt_error *err)
 {
-    return text_load(path, RT_READ_OWN, t, err);
+    return text_load(path, RT_READ_OWN, NULL, t, err);
 }
 
 void rt_text_free(rt_text *t)

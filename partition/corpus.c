@@ -309,67 +309,62 @@ static rt_corpus_format guess_from_head(const char *head, size_t len)
     return RT_CORPUS_TEXT;
 }
 
-/* Guess the format from the first non-blank lines (of `in` when the input
- * is already in memory). */
-static rt_corpus_format sniff(const char *path, const rt_text *in, rt_error *err)
+/* The format guessed from the corpus's name (`name`: "standard input" for
+ * "-") and its first bytes. */
+static rt_corpus_format sniff(const char *name, const char *head, size_t len)
 {
-    struct stat st;
-    if (in) {
-        if (!in->len)
-            return RT_CORPUS_TEXT;
-    } else if (stat(path, &st) != 0)
-        return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: cannot open", path),
-               (rt_corpus_format)-1;
-    if (!in && S_ISDIR(st.st_mode))
-        return RT_CORPUS_TEXT;
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
+    const char *base = strrchr(name, '/');
+    base = base ? base + 1 : name;
     if (!strncmp(base, "docword", 7)) /* a pipe or FIFO keeps its name too */
         return RT_CORPUS_UCI;
-    if (in)
-        return guess_from_head(in->data, in->len < SNIFF_HEAD ? in->len : SNIFF_HEAD);
-    FILE *fp = fopen(path, "r");
-    int e = errno; /* (fopen's, before malloc may change it) */
-    char *head = malloc(SNIFF_HEAD);
-    size_t len = fp && head ? fread(head, 1, SNIFF_HEAD, fp) : 0;
-    if (fp)
-        fclose(fp);
-    rt_corpus_format f = RT_CORPUS_TEXT;
-    if (!fp)
-        f = (rt_corpus_format)rt_fail_errno(err, RT_EXIT_INPUT, e, "%s: cannot open", path);
-    else if (!head)
-        f = (rt_corpus_format)rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
-    else
-        f = guess_from_head(head, len);
-    free(head);
-    return f;
+    return guess_from_head(head, len);
 }
 
-static int read_format(const char *path, const rt_corpus_options *opt, rt_corpus *c, rt_error *err);
+static int options_fit_format(const char *name, const rt_corpus_options *opt, rt_corpus_format f,
+                              rt_error *err);
+static int read_format(const char *name, const rt_corpus_options *opt, rt_corpus_format f,
+                       rt_corpus *c, rt_error *err);
 
-/* Standard input, a pipe (`--input <(xzcat docword.txt.xz)`), a socket or a
- * device gives its bytes once: the format guess would eat the head that the
- * reader needs. A path that cannot be stat'ed takes the ordinary road, which
- * names the error. */
-static int readable_once(const char *path)
+/* The corpus's format, settled from its head while it loads. */
+typedef struct {
+    const char *name;
+    const rt_corpus_options *opt;
+    rt_corpus_format f;
+} head_guess;
+
+static int guess_at_head(const char *head, size_t len, void *ctx, rt_error *err)
 {
-    struct stat st;
-    if (rt_is_stdio(path))
-        return 1;
-    return stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+    head_guess *g = ctx;
+    if (g->opt->format == RT_CORPUS_AUTO)
+        g->f = sniff(g->name, head, len);
+    return options_fit_format(g->name, g->opt, g->f, err);
 }
 
+/* A directory of text files (one document each) is read file by file. */
+static int read_dir_corpus(const char *path, const rt_corpus_options *opt, rt_corpus *c,
+                           rt_error *err)
+{
+    rt_corpus_format f = opt->format == RT_CORPUS_AUTO ? RT_CORPUS_TEXT : opt->format;
+    return options_fit_format(path, opt, f, err) ? -1 : read_format(path, opt, f, c, err);
+}
+
+/* The input is opened once and loaded into memory, the format guessed from
+ * its head on the way: standard input, a pipe (`--input <(xzcat
+ * docword.txt.xz)`), a FIFO or a device gives its bytes once, and a file
+ * opened twice (once for the guess) could be another file the second time. */
 int rt_corpus_read(const char *path, const rt_corpus_options *opt, rt_corpus *c, rt_error *err)
 {
     rt_corpus_init(c);
-    if (!readable_once(path))
-        return read_format(path, opt, c, err);
-    /* Read once into memory: kept for the guess and the reader. */
+    struct stat st;
+    if (!rt_is_stdio(path) && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return read_dir_corpus(path, opt, c, err);
+    head_guess g = {
+        .name = rt_is_stdio(path) ? "standard input" : path, .opt = opt, .f = opt->format};
     rt_text in;
-    if (rt_text_load(path, &in, err))
+    if (rt_text_load_head(path, SNIFF_HEAD, guess_at_head, &g, &in, err))
         return -1;
     c->input = &in;
-    int rc = read_format(path, opt, c, err);
+    int rc = read_format(g.name, opt, g.f, c, err);
     c->input = NULL;
     rt_text_free(&in);
     return rc;
@@ -394,18 +389,12 @@ static int options_fit_format(const char *name, const rt_corpus_options *opt, rt
     return 0;
 }
 
-static int read_format(const char *path, const rt_corpus_options *opt, rt_corpus *c, rt_error *err)
+/* Read the corpus in format f (settled: guessed or given, and fit to the
+ * options), then merge, count and drop rare words. */
+static int read_format(const char *name, const rt_corpus_options *opt, rt_corpus_format f,
+                       rt_corpus *c, rt_error *err)
 {
-    const char *name = rt_is_stdio(path) ? "standard input" : path;
-    rt_corpus_format f = opt->format;
-    if (f == RT_CORPUS_AUTO) {
-        f = sniff(name, c->input, err);
-        if ((int)f < 0)
-            return -1;
-    }
-    int rc = options_fit_format(name, opt, f, err);
-    if (rc)
-        return rc;
+    int rc;
     c->format = f;
     switch (f) {
     case RT_CORPUS_UCI:

@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "tests/common/opens.h"
 #include "tests/common/scratch.h"
 
 static uint32_t count_of(const rt_corpus *c, uint64_t d, const char *word)
@@ -407,6 +408,35 @@ static void test_text_utf8(void **state)
     rt_corpus_free(&c);
 }
 
+/* The corpus is opened once, in every format and with the format guessed:
+ * the guess reads the head of the load (a FIFO or a pipe gives its bytes
+ * once; a second open waited for another writer and read its data alone). */
+static void test_input_opened_once(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name, *text;
+        rt_corpus_format format, want;
+    } cases[] = {
+        {"once.txt", "apple banana cherry\ndate apple\n", RT_CORPUS_AUTO, RT_CORPUS_TEXT},
+        {"once.lines", "apple apple banana\n", RT_CORPUS_AUTO, RT_CORPUS_LINES},
+        {"docword.once.txt", "1\n2\n2\n1 1 2\n1 2 1\n", RT_CORPUS_AUTO, RT_CORPUS_UCI},
+        {"once.ldac", "2 0:1 1:2\n", RT_CORPUS_AUTO, RT_CORPUS_LDAC},
+        {"given.txt", "apple banana cherry\n", RT_CORPUS_TEXT, RT_CORPUS_TEXT},
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        const char *path = scratch_file(cases[k].name, cases[k].text);
+        rt_corpus c;
+        rt_corpus_options o = {.format = cases[k].format};
+        int fd = opens_watch(path);
+        read_ok(path, &o, cases[k].want, &c);
+        int n = opens_count(fd);
+        if (n != 1)
+            fail_msg("%s: opened %d times", cases[k].name, n);
+        rt_corpus_free(&c);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -421,6 +451,7 @@ int main(void)
         cmocka_unit_test(test_text_utf8),
         cmocka_unit_test(test_comment_lines),
         cmocka_unit_test(test_json_refused),
+        cmocka_unit_test(test_input_opened_once),
     };
     return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);
 }

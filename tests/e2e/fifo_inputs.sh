@@ -75,6 +75,13 @@ cmp -s want.out feed.out || fail "recommend --users FIFO differs"
 "$ROTOR" infer --model lmodel --input c.txt --out inf-file >/dev/null 2>&1
 feed c.txt "$ROTOR" infer --model lmodel --input in.fifo --out inf-fifo
 cmp -s inf-file/doc_topic.npy inf-fifo/doc_topic.npy || fail "infer of a FIFO differs"
+# A corpus from a FIFO, its format guessed: opened once, the guess made on
+# the head of that one read (a second open for the reader waited for
+# another writer and partitioned its data alone).
+feed c.txt "$ROTOR" partition --app lda --input in.fifo --nodes 1 --threads 1 --out l-fifo -q
+for f in lplan/shard-*.bin lplan/vocab.txt lplan/layout.bin; do
+    cmp -s "$f" "l-fifo/$(basename "$f")" || fail "$(basename "$f") differs when the corpus comes from a FIFO"
+done
 
 # says_it_waits PID FIFO LOG WHAT: within 20 s LOG holds rotor's line that
 # it waits for FIFO's writer, else PID is killed and the test fails.

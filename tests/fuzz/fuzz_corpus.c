@@ -3,9 +3,10 @@
  * sniffer).  Input "MAIN\n====\nSIDE": SIDE, when present, is the
  * vocabulary (uci, libsvm, ldac) or the stop-word list (text).
  *
- * A file and standard input are two ways in (a regular file is read where
- * it lies, standard input once into memory, which the format guess also
- * reads): both must give the same corpus, or both refuse it. */
+ * A file and standard input are two ways in (each opened once and loaded
+ * into memory, the format guessed from the head of that load; only a file's
+ * name can hint, "docword"): both must give the same corpus, or both refuse
+ * it. */
 #include "partition/corpus.h"
 #include "tests/fuzz/fuzz.h"
 

@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "tests/common/opens.h"
 #include "tests/common/scratch.h"
 
 #include "partition/partition.h"
@@ -400,6 +401,24 @@ static void test_idmap_direct_bound(void **state)
     rt_idmap_free(&m);
 }
 
+/* The ratings are opened once with the format guessed: the guess reads the
+ * head the reader then goes on from (a FIFO gives its bytes once). */
+static void test_opened_once(void **state)
+{
+    (void)state;
+    static const char *const texts[] = {"1 2 3\n2 1 4\n", "1,2,3\n2,1,4\n", "1::2::3\n"};
+    for (size_t k = 0; k < sizeof(texts) / sizeof(texts[0]); k++) {
+        const char *path = scratch_file("once.txt", texts[k]);
+        int fd = opens_watch(path);
+        parsed p;
+        parse(&p, path, RT_FMT_AUTO);
+        int n = opens_count(fd);
+        if (p.rc || n != 1)
+            fail_msg("%s: rc %d, opened %d times", texts[k], p.rc, n);
+        parsed_free(&p);
+    }
+}
+
 int main(void)
 {
     rt_log_level = RT_LOG_ERROR;
@@ -413,6 +432,7 @@ int main(void)
         cmocka_unit_test(test_many_lines),
         cmocka_unit_test(test_idmap),
         cmocka_unit_test(test_idmap_direct_bound),
+        cmocka_unit_test(test_opened_once),
     };
     return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);
 }
