@@ -168,6 +168,7 @@ int rt_corpus_finish(rt_corpus *c, rt_error *err)
             return rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
     }
     uint64_t *tmp = NULL, tcap = 0, out = 0, tokens = 0;
+    uint64_t last_merged = UINT64_MAX; /* the entry merged into last: a pair counts once */
     for (uint64_t d = 0; d < c->n_docs; d++) {
         uint64_t a = c->doc_off[d], b = c->doc_off[d + 1], n = b - a;
         if (rt_grow_array((void **)&tmp, &tcap, n + 1, sizeof(uint64_t), err)) {
@@ -187,8 +188,9 @@ int rt_corpus_finish(rt_corpus *c, rt_error *err)
                                    rt_strpool_get(&c->doc_names, d));
                 }
                 c->count[out - 1] += k;
-                if (c->n_summed++ == 0)
+                if (last_merged != out - 1 && c->n_summed++ == 0)
                     c->first_summed_doc = d;
+                last_merged = out - 1;
             } else {
                 c->word[out] = w;
                 c->count[out] = k;

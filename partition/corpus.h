@@ -56,14 +56,14 @@ typedef struct rt_corpus {
     uint32_t *word;     /* dense word id of each entry */
     uint32_t *count;    /* >= 1 */
     rt_strpool doc_names;
-    rt_idmap words;          /* word names; ids are dense word ids */
-    rt_corpus_format format; /* the format actually read (after auto) */
-    uint64_t n_summed;       /* entries merged into an earlier one of the same document and word */
+    rt_idmap words;            /* word names; ids are dense word ids */
+    rt_corpus_format format;   /* the format actually read (after auto) */
+    uint64_t n_summed;         /* (document, word) pairs given more than once, each counted once */
     uint64_t first_summed_doc; /* the first document with such an entry (valid if n_summed) */
     /* builder state */
     uint64_t cap;
     uint64_t doc_cap;
-    const struct rt_text *input; /* standard input, read once by rt_corpus_read, or NULL */
+    const struct rt_text *input; /* the input, loaded once by rt_corpus_read; NULL: a directory */
 } rt_corpus;
 
 typedef struct rt_corpus_options {

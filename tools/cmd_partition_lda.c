@@ -70,6 +70,22 @@ static void warn_summed(const rt_corpus *c, const char *input)
             rt_strpool_get(&c->doc_names, c->first_summed_doc));
 }
 
+/* How a document's count of a word came past what one line of the input
+ * holds (each line's own was checked at its file:line): by the format's
+ * rule for a word given more than once. */
+static const char *count_summed_how(rt_corpus_format f)
+{
+    switch (f) {
+    case RT_CORPUS_UCI:
+        return "its lines summed";
+    case RT_CORPUS_LIBSVM:
+    case RT_CORPUS_LDAC:
+        return "its word:count pairs summed";
+    default: /* text, lines: a word's every occurrence counts one */
+        return "its occurrences counted";
+    }
+}
+
 /* Split documents, build the document id maps and the triplets. */
 static int build(lda_part *p, const partition_opts *a, rt_error *err)
 {
@@ -85,9 +101,9 @@ static int build(lda_part *p, const partition_opts *a, rt_error *err)
         for (uint64_t i = c->doc_off[d]; i < c->doc_off[d + 1]; i++) {
             if (c->count[i] > (1u << 24)) /* entries are floats: exact up to 2^24 */
                 return rt_fail(err, RT_EXIT_INPUT,
-                               "%s: document %s: a word counted %u times (its lines summed); at "
-                               "most 16777216 (2^24) per document and word",
-                               a->input, name, c->count[i]);
+                               "%s: document %s: a word counted %u times (%s); at most "
+                               "16777216 (2^24) per document and word",
+                               a->input, name, c->count[i], count_summed_how(c->format));
             if (test)
                 p->test_tokens += c->count[i];
             if (rt_triplets_push(test ? &p->test : &p->train, id, c->word[i], (float)c->count[i],

@@ -15,10 +15,12 @@
 #include "tools/tuning_env.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 enum { DEFAULT_CHECKPOINT_EVERY = 10 };
@@ -355,8 +357,21 @@ static const char *app_path(const train_opts *o, const void *app_opts, const cha
     return path ? *path : NULL;
 }
 
-/* The first entry of directory `dir` other than . and .. into name (empty
- * when it has none); -1 when it cannot be read. */
+/* Whether entry `name` of the open directory d is the user's: . and .. are
+ * not, nor the lost+found directory at the root of a new filesystem (one
+ * made for the checkpoints holds nothing else). Hidden entries are. */
+static int user_entry(DIR *d, const char *name)
+{
+    struct stat sb;
+    if (!strcmp(name, ".") || !strcmp(name, ".."))
+        return 0;
+    return strcmp(name, "lost+found") || fstatat(dirfd(d), name, &sb, AT_SYMLINK_NOFOLLOW) != 0 ||
+           !S_ISDIR(sb.st_mode);
+}
+
+/* The first of the user's entries of directory `dir` (see user_entry) into
+ * name (empty when it has none); -1 when it cannot be read, readdir's
+ * error included (it was taken for the end: a directory read as empty). */
 static int first_entry(const char *dir, char *name, size_t size, rt_error *err)
 {
     DIR *d = opendir(dir);
@@ -364,12 +379,15 @@ static int first_entry(const char *dir, char *name, size_t size, rt_error *err)
         return rt_fail_errno(err, RT_EXIT_INPUT, errno, "%s: --checkpoint: cannot read", dir);
     struct dirent *de;
     name[0] = 0;
-    while ((de = readdir(d)))
-        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
-            snprintf(name, size, "%s", de->d_name);
-            break;
-        }
+    errno = 0;
+    while ((de = readdir(d)) && !user_entry(d, de->d_name))
+        errno = 0;
+    int e = de ? 0 : errno;
+    if (de)
+        snprintf(name, size, "%s", de->d_name);
     closedir(d);
+    if (e)
+        return rt_fail_errno(err, RT_EXIT_INPUT, e, "%s: --checkpoint: cannot read", dir);
     return 0;
 }
 
@@ -402,9 +420,9 @@ static int check_checkpoint_root(const char *root, const char *out, rt_error *er
         return -1;
     if (kind == RT_DIR_PLAIN && name[0])
         return rt_fail(err, RT_EXIT_INPUT,
-                       "%s: --checkpoint: a directory of other files (%s), not of checkpoints; "
+                       "%s: --checkpoint: a directory of other files (%s%s), not of checkpoints; "
                        "give a new or empty directory, or one rotor wrote checkpoints to",
-                       root, name);
+                       root, name, name[0] == '.' ? ": hidden files count too" : "");
     return 0;
 }
 

@@ -68,8 +68,8 @@ static void test_uci(void **state)
 }
 
 /* A (document, word) pair on several lines is summed into one entry and
- * counted, with the first document that had one, for partition's warning;
- * in UCI and LibSVM alike. */
+ * counted once, with the first document that had one, for partition's
+ * warning; in UCI and LibSVM alike. */
 static void test_repeated_pairs_counted(void **state)
 {
     (void)state;
@@ -88,6 +88,12 @@ static void test_repeated_pairs_counted(void **state)
     assert_int_equal(c.n_summed, 1);
     assert_string_equal(rt_strpool_get(&c.doc_names, c.first_summed_doc), "d2");
     assert_int_equal(count_of(&c, 1, "a"), 7);
+    rt_corpus_free(&c);
+    /* a pair on three lines is one repeated pair (it counted the two merges) */
+    dw = scratch_file("docword.rep3.txt", "2\n2\n4\n1 1 2\n2 2 1\n2 2 3\n2 2 1\n");
+    read_ok(dw, &o, RT_CORPUS_UCI, &c);
+    assert_int_equal(c.n_summed, 1);
+    assert_int_equal(count_of(&c, 1, "2"), 5);
     rt_corpus_free(&c);
 }
 
