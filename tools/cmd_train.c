@@ -38,6 +38,7 @@ typedef struct train_opts {
     uint64_t checkpoint_every;
     const char *resume; /* checkpoint root to resume from, or NULL */
     uint32_t spare_slots;
+    int quiet;
 } train_opts;
 
 static const rt_opt_choice pin_modes[] = {
@@ -82,6 +83,9 @@ static const rt_opt train_options[] = {
                 "continue from the newest complete checkpoint under DIR (same plan, split and "
                 "options; --epochs, --iters and --outer count the total); the model ends "
                 "bit-identical to an uninterrupted run"),
+    RT_FLAG_OPT("quiet", 'q', train_opts, quiet,
+                "no per-epoch lines, progress or notes on stderr (warnings and errors only; the "
+                "--metrics file still gets every epoch)"),
     {0}};
 
 /* 0, 1 (help printed) or -1. */
@@ -95,6 +99,8 @@ static int parse_args(train_opts *o, void **app_opts, int argc, char **argv, rt_
     int rc = parse_with_app(&rotor_doc_train, own, 2, &o->app, argc, argv, app_opts, err);
     if (rc)
         return rc;
+    if (o->quiet) /* as partition's: progress and notes off; warnings and errors stay */
+        rt_log_level = RT_LOG_WARN;
     link_opts_finish(&o->link);
     o->link.group.rank = o->node;
     o->link.group.size = o->nodes;

@@ -87,7 +87,7 @@ const rt_command_doc rotor_doc_train = {
              "All ranks must agree on the plan, the app and its options: a difference stops "
              "every rank before training (exit 2), naming the option.",
     .notes = "One log line per epoch: epoch, seconds, updates/s, train RMSE, test RMSE, stall % "
-             "(share of the epoch spent waiting for blocks to arrive).",
+             "(share of the epoch spent waiting for blocks to arrive); --quiet leaves them out.",
     .examples =
         "rotor launch -n 2 -- rotor train --plan plan --app sgd-mf --epochs 20 --out model \\\n"
         "    --metrics metrics.json\n"
