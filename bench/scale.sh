@@ -179,7 +179,8 @@
 # inline_us, step_us, cell_cv, step_cv, worker_cv, serial and threaded CPU
 # rates, wake ratio) and the ranks' calibration's logs (calibration.log.R),
 # and the closing calibration's (closing/); model_terms: the model terms and
-# speed rule of the round's command (see MODEL_TERMS).
+# speed rule of the round's command (see MODEL_TERMS); kept/ORDER: the
+# configurations' names in the order they ran (kept_order).
 # --repredict DIR: runs nothing but the model: every configuration kept in
 # DIR (the scratch directory of a --keep run, which it names on stderr) is
 # predicted again, round by round, by this build's `rotor simulate` with
@@ -1141,6 +1142,10 @@ one_config() {
     fi
     : >"$TMP/rounds"
     : >"$TMP/speeds"
+    if [ "$keep" = 1 ]; then # the run's order, for --repredict (kept_order)
+        mkdir -p "$TMP/kept"
+        echo "$app.$n.$th.$c.$g.$d" >>"$TMP/kept/ORDER"
+    fi
     load=$(cut -d' ' -f1-3 /proc/loadavg)
     for ((i = 0; i < rounds; i++)); do one_round "$@" || return 1; done
     if [ "$calibrate_after" = 1 ]; then # the last round's calibration after it
@@ -1409,11 +1414,30 @@ repredict_config() {
     } | json_nan_null
 }
 
+# kept_order DIR: the configurations kept in DIR, in the order they ran:
+# as kept/ORDER lists them (one_config; a name listed twice, a configuration
+# run twice, at its last: the kept rounds are that run's), then any it does
+# not list (a run kept before ORDER existed: all of them) by the time their
+# directories were last written.  The order matters: the busy core speed
+# and the ranks' spread pool the plan's calibrations so far, and a copy made
+# without times (cp -r, rsync without -t) or a coarse clock reorders mtimes.
+kept_order() {
+    local k=$1/kept dir
+    if [ -s "$k/ORDER" ]; then
+        awk '{ last[$0] = NR } END { for (n in last) print last[n], n }' "$k/ORDER" | sort -n |
+            while read -r _ dir; do [ ! -d "$k/$dir" ] || echo "$k/$dir"; done
+    fi
+    # shellcheck disable=SC2045 # by time (the kept names have no spaces)
+    for dir in $(ls -dtr "$k"/*/); do
+        dir=${dir%/}
+        [ -s "$k/ORDER" ] && grep -qxF "${dir##*/}" "$k/ORDER" || echo "$dir"
+    done
+}
+
 # repredict_all DIR: every configuration kept in DIR, in the order it ran
 repredict_all() {
     local dir
-    # shellcheck disable=SC2045 # by time (the kept names have no spaces)
-    for dir in $(ls -dtr "$1"/kept/*/); do repredict_config "$1" "${dir%/}" || return 1; done
+    for dir in $(kept_order "$1"); do repredict_config "$1" "$dir" || return 1; done
 }
 
 # ---- main ----

@@ -255,18 +255,53 @@ want=$(busy_epochs 0.612 0.5)
 # both rounds (the bracket rule: sqrt(0.5 x 0.75) = 0.612 and
 # sqrt(0.75 x 0.4) = 0.548); the later B's at 3.6 M twice: 0.9, 0.9, its
 # round gets the median of all five, 0.75 (its own pair alone: 0.9), and A's
-# are not moved by it (of all five: 0.75).
+# are not moved by it (of all five: 0.75).  Between them ran C and D, of
+# other plans (3 blocks per worker; 2 threads per rank), their ranks at
+# 0.4 M (ratio 0.1): another plan's calibrations are not pooled (with them
+# B's median would be 0.5).  The run's order is kept/ORDER's, A C D B,
+# whatever the directories' times say (here the reverse: a copy without
+# times), and without ORDER (a run kept before it) their times'.
 run4=$TMP/run4
-mkdir -p "$run4/sgd-mf.2.1.2"
+mkdir -p "$run4/sgd-mf.2.1.2" "$run4/sgd-mf.2.1.3" "$run4/sgd-mf.2.2.2"
 cp -r "$run/sgd-mf.2.1.2/plan" "$run4/sgd-mf.2.1.2/"
+"$ROTOR" partition --input "$TMP/r.txt" --nodes 2 --threads 1 --pipeline 3 --out "$run4/sgd-mf.2.1.3/plan" \
+    >/dev/null 2>&1 || fail "partition, pipeline 3"
+"$ROTOR" partition --input "$TMP/r.txt" --nodes 2 --threads 2 --out "$run4/sgd-mf.2.2.2/plan" \
+    >/dev/null 2>&1 || fail "partition, 2 threads"
 ranks_at "$run4/kept/sgd-mf.2.1.2.0.5.0/round.1" 2e6
 ranks_at "$run4/kept/sgd-mf.2.1.2.0.5.0/round.2" 3e6
 ranks_at "$run4/kept/sgd-mf.2.1.2.0.5.0/closing" 1.6e6
-sleep 0.01 # B after A
+work2=$work
+for p in 2.1.3 2.2.2; do # ranks_at's work: the plan's busiest node's
+    work=$(num compute_s "$("$ROTOR" simulate --plan "$run4/sgd-mf.$p/plan" --app sgd-mf --rank 8 \
+        --epochs 4 --rate 1 --gbps 0 --json)") || fail "the work of plan $p"
+    ranks_at "$run4/kept/sgd-mf.$p.0.5.0/round.1" 0.4e6
+    ranks_at "$run4/kept/sgd-mf.$p.0.5.0/closing" 0.4e6
+done
+work=$work2
 ranks_at "$run4/kept/sgd-mf.2.1.2.1.0/round.1" 3.6e6
 ranks_at "$run4/kept/sgd-mf.2.1.2.1.0/closing" 3.6e6
+printf '%s\n' sgd-mf.2.1.2.0.5.0 sgd-mf.2.1.3.0.5.0 sgd-mf.2.2.2.0.5.0 sgd-mf.2.1.2.1.0 >"$run4/kept/ORDER"
+# times_in_order NAME...: the kept directories' times, a minute apart, in this order
+times_in_order() {
+    local t=0 name
+    for name in "$@"; do
+        touch -d "@$((1700000000 + 60 * t++))" "$run4/kept/$name"
+    done
+}
+times_in_order sgd-mf.2.1.2.1.0 sgd-mf.2.2.2.0.5.0 sgd-mf.2.1.3.0.5.0 sgd-mf.2.1.2.0.5.0
 out=$(bash "$SCALE" --repredict "$run4" --model-args "--host-cores 2") || fail "repredict --busy-pool plan"
+[ "$(echo "$out" | wc -l)" = 4 ] || fail "four kept configurations, four lines: $out"
+ordered=$out
 a=$(echo "$out" | head -n 1) b=$(echo "$out" | tail -n 1)
+for cd in "2:1:3" "3:2:2"; do # line, threads, pipeline: each pools its own plan's two calibrations
+    IFS=: read -r l t p <<<"$cd"
+    c=$(echo "$out" | sed -n "${l}p")
+    echo "$c" | grep -q "\"threads\": $t, \"pipeline\": $p, " || fail "line $l: want C and D in ORDER's place: $out"
+    echo "$c" | grep -q '"busy_pool": "plan", "busy_pool_calibrations": 2, ' || fail "line $l: its plan's two calibrations: $c"
+    awk -v x="$(list "$c" round_model_busy_core_speed)" 'BEGIN { gsub(/[][]/, "", x); exit !(x > 0.0999 && x < 0.1001) }' ||
+        fail "line $l: busy 0.1, its own plan's: $c"
+done
 [ "$(list "$a" round_predicted_epoch_s)" = "$(busy_epochs 0.5 0.5)" ] ||
     fail "--busy-pool plan, A: want busy 0.5 in both rounds ($(busy_epochs 0.5 0.5)), got $a"
 [ "$(busy_epochs 0.5 0.5)" != "$(busy_epochs 0.612 0.548)" ] || fail "the test's speeds do not tell the pool apart"
@@ -279,6 +314,31 @@ echo "$b" | grep -q '"round_model_busy_core_speed": \[0.75\], "busy_pool": "plan
 out=$(bash "$SCALE" --repredict "$run4" --busy-pool round --model-args "--host-cores 2") || fail "repredict --busy-pool round"
 echo "$out" | head -n 1 | grep -q '"round_model_busy_core_speed": \[0.6124, 0.5477\], "busy_pool": "round", "busy_pool_calibrations": 0, ' ||
     fail "--busy-pool round: each round's pair: $out"
+# without ORDER: the directories' times (here in the run's order), the same lines
+mv "$run4/kept/ORDER" "$TMP/ORDER4"
+times_in_order sgd-mf.2.1.2.0.5.0 sgd-mf.2.1.3.0.5.0 sgd-mf.2.2.2.0.5.0 sgd-mf.2.1.2.1.0
+out=$(bash "$SCALE" --repredict "$run4" --model-args "--host-cores 2") || fail "repredict without ORDER"
+mv "$TMP/ORDER4" "$run4/kept/ORDER"
+[ "$out" = "$ordered" ] || fail "without kept/ORDER, the times' order: want the lines of the ORDER run, got $out"
+# A round kept by this scale.sh with the pooled rule (model_terms
+# speed:bracket+busy:plan) runs its kept command under that rule, and under
+# --busy-pool round is given the pair's speed (speed:bracket is another
+# term, not a part of this one).
+echo "worker_cv_cpu speed:bracket+busy:plan" >"$run4/kept/sgd-mf.2.1.2.0.5.0/round.1/model_terms"
+echo "/gone/rotor simulate --plan /gone/sgd-mf.2.1.2/plan ${model[*]} --rate 1e6 --busy-core-speed 0.3 --worker-cv 0" \
+    >"$run4/kept/sgd-mf.2.1.2.0.5.0/round.1/simulate.cmd"
+kept=$(num predicted_epoch_s "$("$ROTOR" simulate --plan "$run4/sgd-mf.2.1.2/plan" "${model[@]}" \
+    --rate 1e6 --busy-core-speed 0.3 --worker-cv 0 --host-cores 2)") || fail "simulate, the kept command"
+out=$(bash "$SCALE" --repredict "$run4" --model-args "--host-cores 2") || fail "repredict, a marked round"
+a=$(echo "$out" | head -n 1)
+[ "$(list "$a" round_predicted_epoch_s)" = "[$kept, $(busy_epochs 0.5 0.5 | sed 's/^\[[^,]*, //')" ] ||
+    fail "a round marked +busy:plan runs its kept command under the plan rule: want [$kept, ...], got $a"
+echo "$a" | grep -q '"round_model_busy_core_speed": \[0.3, 0.5\]' || fail "the marked round's busy speed is its command's: $a"
+out=$(bash "$SCALE" --repredict "$run4" --busy-pool round --model-args "--host-cores 2") ||
+    fail "repredict --busy-pool round, a marked round"
+a=$(echo "$out" | head -n 1)
+[ "$(list "$a" round_predicted_epoch_s)" = "$(busy_epochs 0.6124 0.5477)" ] ||
+    fail "a round marked +busy:plan is given the pair's speed under --busy-pool round: want $(busy_epochs 0.6124 0.5477), got $a"
 expect_status 2 bash "$SCALE" --repredict "$run4" --busy-pool all
 grep -q 'plan or round' "$TMP/last.err" || fail "--busy-pool all: $(cat "$TMP/last.err")"
 
