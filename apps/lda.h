@@ -245,6 +245,16 @@ typedef struct lda_tokens {
      * topic << 16 | count in one u32 (as the payload's sparse slices), at dnz_off, dnz_n; dnz
      * and dnc NULL.  A token's list then takes 4 bytes an entry in one place, not 2 + 4 in two. */
     uint32_t *dlist;
+    /* the list sampler's training tokens of each block in document order, built once
+     * (lda_doc_order_build; NULL where not built): per block b from blk_tok[b] +
+     * LDA_DOC_ORDER_SLACK * b, a document's tokens in word-major order, each u32
+     * (token - blk_tok[b]) << ord_bits[b] | (run - blk_run[b]), then LDA_DOC_ORDER_SLACK
+     * zeroes; ord_bits[b] = LDA_DOC_ORDER_NONE where a block's two indices pass 32 bits;
+     * ord_pair from ord_pair_off[b]: (document, end of its tokens) for the documents with
+     * tokens in b, in document order */
+    uint32_t *ord, *ord_pair;
+    uint64_t *ord_pair_off;
+    uint8_t *ord_bits;
     /* without tok_doc, for the exact sweeps' lists and the cycle sampler:
      * the document of every 2^LDA_DOC_STEP-th token (lda_doc_of) */
     uint32_t *doc_step;
@@ -500,6 +510,17 @@ int lda_doc_word_gain(uint32_t *v, uint32_t room, uint32_t x, uint32_t k);
  * inv[k]), finished by a scan over K after the bucket's tries. */
 uint32_t lda_doc_s_draw(const double *inv, uint32_t K, double inv_max, uint32_t f, double invf,
                         rt_wyrand *rng);
+/* The document-major visit's static order (t->ord, lda_tokens): built for the list sampler's
+ * training tokens at K <= LDA_DOC_ORDER_MAX_K, where after the first sweeps no word is drawn
+ * word-major (KOS and the synthetic corpus at K = 1000, sweep 26: none), so the sort a visit
+ * (doc_order, 6-8% of the time) gave the same order every sweep; 4 bytes a token for the
+ * visits' 8 a token of the largest block a thread.  At K = 10000 a third of the tokens are
+ * drawn word-major, and the 4 bytes would pass WarpLDA's peak RSS on KOS (16.1 of 16.5 MB).
+ * -1: out of memory. */
+#define LDA_DOC_ORDER_MAX_K 4096u
+#define LDA_DOC_ORDER_SLACK 4u
+#define LDA_DOC_ORDER_NONE 0xffu
+int lda_doc_order_build(lda_tokens *t, uint32_t blocks);
 int lda_visit_lists(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
                     rt_rng *rng, rt_error *err);
 /* ... the tokens of the block's runs r (from blk_run[b]) with runs[r - blk_run[b]] != 0 alone. */

@@ -333,6 +333,79 @@ static int64_t doc_order(const lda_tokens *t, uint32_t b, lda_scratch *s, rt_err
     return n;
 }
 
+/* The bits that hold the indices 0 .. n - 1. */
+static uint32_t index_bits(uint64_t n)
+{
+    uint32_t bits = 0;
+    while (bits < 64 && n > 1 && (n - 1) >> bits)
+        bits++;
+    return bits;
+}
+
+/* Block b's tokens by document, as doc_order lays them out with no word
+ * word-major (a counting sort, stable), packed (lda_tokens: ord), and its
+ * (document, end) pairs from pair; cnt: n_docs + 1 scratch.  Returns the
+ * pairs written. */
+static uint64_t order_block(lda_tokens *t, uint32_t b, uint32_t *cnt, uint32_t *pair)
+{
+    const uint64_t base = t->blk_tok[b], r0 = t->blk_run[b];
+    const uint32_t sh = t->ord_bits[b];
+    uint32_t *ord = t->ord + base + LDA_DOC_ORDER_SLACK * (uint64_t)b;
+    memset(cnt, 0, ((size_t)t->n_docs + 1) * sizeof(uint32_t));
+    for (uint64_t i = base; i < t->blk_tok[b + 1]; i++)
+        cnt[t->tok_doc[i] + 1]++;
+    uint64_t pairs = 0;
+    for (uint32_t d = 0; d < t->n_docs; d++) {
+        if (cnt[d + 1]) {
+            pair[2 * pairs] = d;
+            pair[2 * pairs++ + 1] = cnt[d] + cnt[d + 1];
+        }
+        cnt[d + 1] += cnt[d];
+    }
+    for (uint64_t r = r0, i = base; r < t->blk_run[b + 1]; r++)
+        for (; i < t->run_end[r]; i++)
+            ord[cnt[t->tok_doc[i]]++] = (uint32_t)((i - base) << sh | (r - r0));
+    memset(ord + (t->blk_tok[b + 1] - base), 0, LDA_DOC_ORDER_SLACK * sizeof(uint32_t));
+    return pairs;
+}
+
+/* lda_doc_order_build (lda.h).  A block whose token and run indices pass
+ * 32 bits together keeps the per-visit sort (doc_order). */
+int lda_doc_order_build(lda_tokens *t, uint32_t blocks)
+{
+    uint32_t *cnt = calloc((size_t)t->n_docs + 1, sizeof(uint32_t));
+    t->ord = malloc((t->n_tokens + LDA_DOC_ORDER_SLACK * (uint64_t)blocks) * sizeof(uint32_t));
+    t->ord_bits = malloc(blocks ? blocks : 1);
+    t->ord_pair_off = calloc((size_t)blocks + 1, sizeof(uint64_t));
+    if (!cnt || !t->ord || !t->ord_bits || !t->ord_pair_off) {
+        free(cnt);
+        return -1;
+    }
+    /* the pairs: a document's first token in each block */
+    uint64_t pairs = 0;
+    for (uint32_t b = 0; b < blocks; b++) {
+        memset(cnt, 0, ((size_t)t->n_docs + 1) * sizeof(uint32_t));
+        for (uint64_t i = t->blk_tok[b]; i < t->blk_tok[b + 1]; i++)
+            pairs += cnt[t->tok_doc[i]]++ == 0;
+    }
+    t->ord_pair = malloc((2 * pairs + 1) * sizeof(uint32_t));
+    if (!t->ord_pair) {
+        free(cnt);
+        return -1;
+    }
+    for (uint32_t b = 0; b < blocks; b++) {
+        const uint64_t ntok = t->blk_tok[b + 1] - t->blk_tok[b];
+        const uint32_t rbits = index_bits(t->blk_run[b + 1] - t->blk_run[b]);
+        const int fits = rbits + index_bits(ntok) <= 32 && rbits < 32 && ntok < UINT32_MAX;
+        t->ord_bits[b] = fits ? (uint8_t)rbits : LDA_DOC_ORDER_NONE;
+        t->ord_pair_off[b + 1] = t->ord_pair_off[b];
+        if (fits)
+            t->ord_pair_off[b + 1] += order_block(t, b, cnt, t->ord_pair + 2 * t->ord_pair_off[b]);
+    }
+    free(cnt);
+    return 0;
+}
+
 /* Cache lines of a word's list the token loop prefetches two tokens ahead:
  * at K = 10000 a document-major token's list holds ~100 entries (7 lines)
  * and the block's lists (~2 MB on the synthetic corpus) do not stay in L2,
@@ -360,7 +433,19 @@ typedef struct doc_run {
     double inv_max;       /* >= every inv[k] (it only grows within a visit) */
     uint32_t K;
     double alpha, beta, vbeta, ab;
+    uint32_t sh;         /* the static order's run bits (t->ord_bits) */
+    const uint8_t *skip; /* the static order: the runs drawn word-major */
 } doc_run;
+
+/* A visit's tokens in document order: doc_order's pairs, or the static
+ * order (t->ord, packed), as it is or with the runs drawn word-major
+ * skipped (the first sweeps at K = 1000); either way the same tokens in
+ * the same order, so the same draws. */
+#define ORDER_PAIRS 0
+#define ORDER_STATIC 1
+#define ORDER_SKIP 2
+#define ORD_TOKEN(q) (order == ORDER_PAIRS ? ord[2 * (q)] : ord[q] >> sh)
+#define ORD_RUN(q) (order == ORDER_PAIRS ? ord[2 * (q) + 1] : ord[q] & mask)
 
 /* ---- the s bucket: alpha beta inv[k] over all K, drawn by rejection: a
  * topic uniform in K kept with probability inv[k] / inv_max, else another
@@ -481,10 +566,9 @@ static inline int word_gain(uint32_t *v, uint32_t room, uint32_t x, uint32_t k)
  * drawn from its full conditional (counts without it); the list back.
  * Returns -1 - r when the list of the block's run r had no room (corrupt
  * counts; the visit then fails), else 0. */
-static inline __attribute__((always_inline)) int64_t doc_tokens(doc_run *l, uint32_t d,
-                                                                const uint32_t *ord, uint32_t p,
-                                                                uint32_t end, uint64_t base,
-                                                                rt_wyrand *rng, const int avx2)
+static inline __attribute__((always_inline)) int64_t
+doc_tokens(doc_run *l, uint32_t d, const uint32_t *ord, uint32_t p, uint32_t end, uint64_t base,
+           rt_wyrand *rng, const int avx2, const int order)
 {
     lda_tokens *t = l->t;
     int64_t *nk = l->nk;
@@ -492,6 +576,7 @@ static inline __attribute__((always_inline)) int64_t doc_tokens(doc_run *l, uint
     float *cf = l->cf;
     int32_t *ndk = l->ndk;
     const double alpha = l->alpha, beta = l->beta, vbeta = l->vbeta, ab = l->ab;
+    const uint32_t sh = l->sh, mask = (1u << sh) - 1;
     uint32_t *e = t->dlist + t->dnz_off[d], dn = t->dnz_n[d];
     double *rw = l->rw;
     double rsum = 0; /* sum over the list of n_dk inv[k] (r = beta rsum) */
@@ -508,17 +593,20 @@ static inline __attribute__((always_inline)) int64_t doc_tokens(doc_run *l, uint
     uint32_t memo_run = UINT32_MAX, memo_topic = 0, own = 0;
     float q = 0;
     for (; p < end; p++) {
-        const uint64_t i = base + ord[2 * p];
-        const uint32_t r = ord[2 * p + 1], f = t->z[i];
+        const uint64_t i = base + ORD_TOKEN(p);
+        const uint32_t r = ORD_RUN(p);
+        if (order == ORDER_SKIP && l->skip[r])
+            continue;
+        const uint32_t f = t->z[i];
         uint32_t *v = l->view[r];
         /* the tokens ahead (word-major places, scattered): the topic and
          * list pointer four tokens ahead, the list's first LIST_LINES_AHEAD
          * lines two ahead (the line count: see LIST_LINES_AHEAD).  The
          * addresses are integers: a line past a short list's end is no
          * object's, and a pointer there would be undefined even unread. */
-        __builtin_prefetch(t->z + base + ord[2 * p + 8]);
-        __builtin_prefetch(l->view + ord[2 * p + 9]);
-        const uintptr_t ahead = (uintptr_t)l->view[ord[2 * p + 5]];
+        __builtin_prefetch(t->z + base + ORD_TOKEN(p + 4));
+        __builtin_prefetch(l->view + ORD_RUN(p + 4));
+        const uintptr_t ahead = (uintptr_t)l->view[ORD_RUN(p + 2)];
         for (uintptr_t j = 0; j < LIST_LINES_AHEAD; j++)
             __builtin_prefetch((const void *)(ahead + 64 * j));
         /* the token's topic f without it: these, where a move keeps them */
@@ -602,6 +690,58 @@ static inline __attribute__((always_inline)) int64_t doc_tokens(doc_run *l, uint
     return 0;
 }
 
+/* The next document's list while this one's tokens are drawn (its setup
+ * loop read it cold: 4% of visit_docs' samples at K = 10000). */
+static inline void prefetch_list(const lda_tokens *t, uint32_t d)
+{
+    const uint32_t *next = t->dlist + t->dnz_off[d];
+    for (uint32_t j = 0; j < t->dnz_n[d]; j += 16)
+        __builtin_prefetch(next + j);
+}
+
+/* The visit's documents in doc_order's order (its pairs, ntok of them);
+ * doc_tokens' return. */
+static inline __attribute__((always_inline)) int64_t sorted_docs(doc_run *l, lda_tokens *t,
+                                                                 uint32_t b, const lda_scratch *s,
+                                                                 int64_t ntok, rt_wyrand *g,
+                                                                 const int avx2)
+{
+    const uint64_t base = t->blk_tok[b];
+    for (uint32_t d = 0, p = 0; d < t->n_docs && p < ntok; d++) {
+        const uint32_t end = s->doc_cnt[d];
+        if (d + 1 < t->n_docs)
+            prefetch_list(t, d + 1);
+        const int64_t full =
+            p < end ? doc_tokens(l, d, s->doc_ord, p, end, base, g, avx2, ORDER_PAIRS) : 0;
+        if (full)
+            return full;
+        p = end;
+    }
+    return 0;
+}
+
+/* The same documents and tokens in the static order (t->ord): the runs
+ * drawn word-major skipped where there are any. */
+static inline __attribute__((always_inline)) int64_t
+static_docs(doc_run *l, lda_tokens *t, uint32_t b, int64_t word_major, rt_wyrand *g, const int avx2)
+{
+    const uint64_t base = t->blk_tok[b], n = t->ord_pair_off[b + 1] - t->ord_pair_off[b];
+    const uint32_t *ord = t->ord + base + LDA_DOC_ORDER_SLACK * (uint64_t)b;
+    const uint32_t *pair = t->ord_pair + 2 * t->ord_pair_off[b];
+    for (uint64_t x = 0, p = 0; x < n; x++) {
+        const uint32_t d = pair[2 * x], end = pair[2 * x + 1];
+        if (x + 1 < n)
+            prefetch_list(t, pair[2 * x + 2]);
+        const int64_t full =
+            word_major ? doc_tokens(l, d, ord, (uint32_t)p, end, base, g, avx2, ORDER_SKIP)
+                       : doc_tokens(l, d, ord, (uint32_t)p, end, base, g, avx2, ORDER_STATIC);
+        if (full)
+            return full;
+        p = end;
+    }
+    return 0;
+}
+
 static inline __attribute__((always_inline)) int visit_docs(const lda_ctx *c, lda_worker *w,
                                                             uint32_t b, uint32_t *payload,
                                                             lda_scratch *s, rt_rng *rng,
@@ -611,7 +751,9 @@ static inline __attribute__((always_inline)) int visit_docs(const lda_ctx *c, ld
     const uint32_t K = c->o->K;
     const int64_t word_major =
         views_load(c, t, b, payload, s, WORD_MAJOR_LISTS * mean_doc_list(t), err);
-    const int64_t ntok = word_major < 0 ? -1 : doc_order(t, b, s, err);
+    /* the static order where it was built (no sort a visit), else doc_order */
+    const int stat = t->ord && t->ord_bits[b] != LDA_DOC_ORDER_NONE;
+    const int64_t ntok = word_major < 0 ? -1 : stat ? 0 : doc_order(t, b, s, err);
     if (ntok < 0)
         return -1;
     doc_run l = {.t = t,
@@ -629,7 +771,9 @@ static inline __attribute__((always_inline)) int visit_docs(const lda_ctx *c, ld
                  .alpha = c->o->alpha,
                  .beta = c->o->beta,
                  .vbeta = c->vbeta,
-                 .ab = c->o->alpha * c->o->beta};
+                 .ab = c->o->alpha * c->o->beta,
+                 .sh = stat ? t->ord_bits[b] : 0,
+                 .skip = s->doc_wordmajor};
     /* every sum afresh each visit (clearing the last visit's rounding) */
     for (uint32_t k = 0; k < K; k++) {
         l.inv[k] = 1.0 / ((double)l.nk[k] + l.vbeta);
@@ -638,22 +782,11 @@ static inline __attribute__((always_inline)) int visit_docs(const lda_ctx *c, ld
         l.s_sum += l.inv[k];
         l.inv_max = l.inv[k] > l.inv_max ? l.inv[k] : l.inv_max;
     }
-    const uint64_t base = t->blk_tok[b];
     rt_wyrand g = {rt_rng_next(rng)};
-    for (uint32_t d = 0, p = 0; d < t->n_docs && p < ntok; d++) {
-        const uint32_t end = s->doc_cnt[d];
-        /* the next document's list while this one's tokens are drawn (its
-         * setup loop read it cold: 4% of visit_docs' samples at K = 10000) */
-        if (d + 1 < t->n_docs) {
-            const uint32_t *next = t->dlist + t->dnz_off[d + 1];
-            for (uint32_t j = 0; j < t->dnz_n[d + 1]; j += 16)
-                __builtin_prefetch(next + j);
-        }
-        const int64_t full = p < end ? doc_tokens(&l, d, s->doc_ord, p, end, base, &g, avx2) : 0;
-        if (full)
-            return lda_overflow(b, t->run_word[t->blk_run[b] + (uint64_t)(-1 - full)], err);
-        p = end;
-    }
+    const int64_t full = stat ? static_docs(&l, t, b, word_major, &g, avx2)
+                              : sorted_docs(&l, t, b, s, ntok, &g, avx2);
+    if (full)
+        return lda_overflow(b, t->run_word[t->blk_run[b] + (uint64_t)(-1 - full)], err);
     views_store(c, t, b, payload, s);
     /* then the words with many topics, word-major (their counts unchanged so far) */
     return word_major ? lda_visit_lists_of(c, w, b, payload, s, rng, s->doc_wordmajor, err) : 0;

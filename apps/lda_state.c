@@ -71,6 +71,10 @@ void lda_worker_free(lda_worker *w)
         free(t->dnc);
         free(t->dlist);
         free(t->doc_step);
+        free(t->ord);
+        free(t->ord_pair);
+        free(t->ord_pair_off);
+        free(t->ord_bits);
         free(t->blk_held);
         free(t->held_word);
         free(t->held_doc);
@@ -306,6 +310,10 @@ int lda_worker_init(lda_worker *w, const rt_plan *plan, const rt_shard *sh, cons
     if (tokens_build(&w->train, plan, sh, 0, o, err) || doc_nz_build(&w->train, o->K, err) ||
         (lda_uses_lists(o->sampler, o->K) && doc_lists_build(&w->train, o, err)))
         return -1;
+    /* the document-major visit's order, where it stays the same from sweep to sweep */
+    if (w->train.dlist && o->K <= LDA_DOC_ORDER_MAX_K &&
+        lda_doc_order_build(&w->train, plan->blocks))
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (LDA document order)");
     if (o->sampler == LDA_SAMPLER_CYCLE && lda_doc_step_build(&w->train))
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (LDA document index)");
     if (o->init == LDA_INIT_PROGRESSIVE && lda_init_lists(&w->train, o->K, 0))

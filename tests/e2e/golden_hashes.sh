@@ -34,6 +34,10 @@ run_logged warp2 "$ROTOR" launch -n 2 -- "$ROTOR" "${lda[@]}" --sampler warp --i
 lists=(train --app lda --topics 600 --iters 4 --seed 3)
 run_logged list1 "$ROTOR" "${lists[@]}" --plan "$TMP/ldaplan" --threads 4
 run_logged list2 "$ROTOR" launch -n 2 -- "$ROTOR" "${lists[@]}" --plan "$TMP/ldaplan" --inline-steps no
+# K = 5000 (above LDA_DOC_ORDER_MAX_K): the document-major visit sorts each
+# visit's tokens by document (doc_order); at 600 it follows the order built
+# once (lda_doc_order_build): the same tokens in the same order either way.
+run_logged list5k "$ROTOR" "${lists[@]/600/5000}" --plan "$TMP/ldaplan" --threads 4
 for len in 65535 65536; do # one long document among 300 short ones, in the line format
     awk -v len=$len 'BEGIN { printf "long long"; for (i = 0; i < len; i++) printf " w%d", i % 97
         print ""; for (d = 0; d < 300; d++) { printf "d%d d%d", d, d
@@ -47,7 +51,7 @@ done
 # single-file model, whose bytes are the ones pinned here (the same bytes
 # the saves wrote before models were sharded).
 single "$TMP/sgd1" "$TMP/sgd2" "$TMP/cd1" "$TMP/cd2" "$TMP/lda1" "$TMP/lda2" "$TMP/warp1" "$TMP/warp2" \
-    "$TMP/list1" "$TMP/list2" "$TMP/long65535" "$TMP/long65536"
+    "$TMP/list1" "$TMP/list2" "$TMP/list5k" "$TMP/long65535" "$TMP/long65536"
 
 actual() {
     for r in sgd1 sgd2; do
@@ -58,7 +62,7 @@ actual() {
             echo "$r/$f $(sha256sum <"$TMP/$r.single/$f" | cut -c1-64)"
         done
     done
-    for r in lda1 lda2 warp1 warp2 list1 list2 long65535 long65536; do
+    for r in lda1 lda2 warp1 warp2 list1 list2 list5k long65535 long65536; do
         for f in word_topic.npy doc_topic.npy; do
             echo "$r/$f $(sha256sum <"$TMP/$r.single/$f" | cut -c1-64)"
         done
@@ -96,6 +100,8 @@ list1/word_topic.npy b40bb418f805ddeb1db7829bbc2817e3e0f28a8cde996a6bb59296c5ae1
 list1/doc_topic.npy a5abf9c8f7f53daf58c37dfaf7be8edcda088658cf1620542de2ec630d3fff39
 list2/word_topic.npy b40bb418f805ddeb1db7829bbc2817e3e0f28a8cde996a6bb59296c5ae1aff08
 list2/doc_topic.npy a5abf9c8f7f53daf58c37dfaf7be8edcda088658cf1620542de2ec630d3fff39
+list5k/word_topic.npy 8c0bf98274cd3494419ce243c59a3a8ebc92518c778ed78f81dc692cc698b4c7
+list5k/doc_topic.npy 805a38d1e74d1b784b7c97ac2fbe248673c4dee6bd414960b5cbb3f2756dbe98
 long65535/word_topic.npy fe7674c4d6696e3f392a8234b36b27046945b53c280eaabcfd890829531fa464
 long65535/doc_topic.npy 6d507bf61b57c91a63fd9dc1d390db9b393d8ff7d65dcbfcefc2e9a24ef51fc4
 long65536/word_topic.npy a783ae90055da8a95497ba13cad4ecaa7da167a952cd85c9cc2b23f4bca8d3b0
