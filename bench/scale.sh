@@ -8,11 +8,12 @@
 #                  [--slow-start-after-idle 0|1] [--tcp-cc NAME]
 #                  [--calibrate-after 1|0] [--latency-repeats 3] [--statistic mean|median]
 #                  [--ranks-calibration-epochs N] [--busy-pool plan|round]
+#                  [--rate-pool round|config|plan]
 #                  [--configs APP:RANKS:GBPS[:THREADS[:PIPELINE[:ADDED_LATENCY_US]]],...]
 #   bench/scale.sh --auto APP:RANKS:GBPS [--rounds 3] [--epochs N]
 #   bench/scale.sh --repredict DIR [--model-args "ARGS"] [--calibrate-after 1|0]
 #                  [--statistic mean|median] [--busy-from ranks|threads]
-#                  [--busy-pool plan|round]
+#                  [--busy-pool plan|round] [--rate-pool round|config|plan]
 #
 # Needs root (ip netns, tc).  Topology: one namespace per rank (rtscale-R,
 # address 169.254.77.R+1/24 on its veth) and one holding a bridge
@@ -81,8 +82,9 @@
 # ratio carries their sampling noise (in the four quiet 17-row runs the
 # ranks' CPU rate varied 8.2% between a row's calibrations, its rounds'
 # 5.1%, the same noise per rotation: calibration_epochs), which the pair
-# around a round halves and the plan's median, over 4-24 calibrations,
-# removes.  The 2 x 2 0.5 Gb/s miss of the second quiet 17-row run of
+# around a round cuts by 1/sqrt(2) (it halves the variance) and the plan's
+# median, over 4-24 calibrations, cuts further where the machine does not
+# drift between them.  The 2 x 2 0.5 Gb/s miss of the second quiet 17-row run of
 # 2026-11-27 (stall 23.6% predicted, 17.4% measured) came from its rounds'
 # busy speed, 0.912 where the run before had 0.775 (the model at 0.775:
 # 16.7%).  Two loaded 7-row runs (sim16k, 2026-11-27 19:25 and 19:37, load
@@ -95,7 +97,30 @@
 # under others' load the ratio moves and the pair follows it a little.  Their predictions, within both limits in 14 of 14 either
 # way: mean |epoch error| 8.0% and 7.1% with the pair, 7.8% and 5.6% with
 # the plan's median; |stall error| 1.29 and 1.10 points, 1.46 and 1.07.
-# round: the pair's, the rule until this option.
+# The quiet evidence (rev25 F14): the two quiet 17-row runs of main 4537431
+# (2026-11-27 21:01 and 21:37, kept /tmp/tmp.HSYhzGtxEW and
+# /tmp/tmp.9uV7Gd0IbB), predicted again by `--repredict DIR --busy-pool
+# round`: within both limits in 14 and 15 of 17 against 16 and 14 with
+# the plan's median (the live lines); mean |epoch error| 7.3% and 5.3%
+# against 4.2% and 4.3%.  round: the pair's, the rule until this option.
+# --rate-pool round (the default): a round's --rate is the serial wall rate
+# of the pair around it; config: the geometric mean of the configuration's
+# calibrations' (its rounds' and the closing one: 4 with --rounds 3); plan:
+# the median of the plan's so far (pooled_rate).  Why: in the two quiet
+# 17-row runs above the serial calibration's rate varied 9% (sd of ln)
+# within a configuration, 8.2-9 or 10.5-12.3 M/s for the same sgd-mf plan,
+# and did not follow the ranks' rate measured seconds later (correlation
+# -0.06 and 0.14 within a configuration) nor the round's own (-0.12,
+# -0.22): noise, not drift, within a configuration; but between
+# configurations it drifts (plan's median: sgd-mf 2 x 1 5 Gb/s +12.0%).
+# As an estimate of a round's own core speed (its ranks' user CPU rate, each
+# class's mean taken out) the pair's rate with the plan's busy ratio erred
+# by 8.9% rms, the configuration's by 6.6%.  The repredict of both runs
+# (rows within both limits, mean |epoch error|, mean |stall error|): round
+# 16/17 4.24% 2.08, 14/17 4.31% 1.72; config 17/17 4.56% 2.11, 15/17 3.73%
+# 1.69; plan 15/17 6.95% 2.18, 15/17 4.69% 1.81 (sim16c's notes).  A row's
+# rounds average the pair's noise much as the configuration's mean does,
+# so config moves the rows little: not the default on two runs.
 # Measured and
 # predicted are each the mean over the rounds (the mean of all the rounds'
 # epochs, the rounds being of equal length).  --statistic median: medians
@@ -149,8 +174,9 @@
 # the ranks' calibration: compute_cpu_ratio_ranks; alt_*: the prediction
 # with the other --busy-from, for comparison; *_given_measured_compute:
 # not a prediction but a diagnostic, the same model with each round's rate
-# scaled so that its compute is the measured one: what error is left is the
-# schedule's and the link's model, the rest came from the calibration).
+# scaled so that its compute CPU is the measured one (given_scale): what
+# error is left is the schedule's and the link's model, the rest came from
+# the calibration).
 # (stall_ranks_mean: the stall as the mean over the ranks of a rank's stall
 # over its rotation, rotations after the first, against the model's
 # stall_mean; means whatever --statistic: the engine's stall, the largest
@@ -205,12 +231,13 @@ source "$(dirname "$0")/lib.sh"
 ranks=2,4,8 gbps=1,5,25 apps=sgd-mf,lda epochs="" rounds=3 quick=0 keep=0 configs="" auto="" size=small
 calibrations=1 tcp_cc="" slow_start_after_idle=0 busy_from=ranks wake_pause_us=50000 wake_pairs=3
 repredict="" model_args="" calibrate_after=1 latency_repeats=3 statistic=mean ranks_calibration_epochs=""
-busy_pool=plan
+busy_pool=plan rate_pool=round
 BENCH_FLAGS=([quick]=quick=1 [keep]=keep=1)
-bench_options 2,162 "$@"
+bench_options 2,188 "$@"
 case $busy_from in ranks | threads) ;; *) bench_fail "--busy-from is ranks or threads, not $busy_from" ;; esac
 case $calibrate_after in 0 | 1) ;; *) bench_fail "--calibrate-after is 0 or 1, not $calibrate_after" ;; esac
 case $busy_pool in plan | round) ;; *) bench_fail "--busy-pool is plan or round, not $busy_pool" ;; esac
+case $rate_pool in round | config | plan) ;; *) bench_fail "--rate-pool is round, config or plan, not $rate_pool" ;; esac
 [[ $latency_repeats =~ ^[1-9][0-9]*$ ]] || bench_fail "--latency-repeats is a count, not $latency_repeats"
 case $statistic in mean | median) ;; *) bench_fail "--statistic is mean or median, not $statistic" ;; esac
 [[ $ranks_calibration_epochs =~ ^([2-9]|[1-9][0-9]+)?$ ]] ||
@@ -865,15 +892,18 @@ keep_calibration() {
 # closing calibration has no threaded run (threads_cpu_rate 0), and the
 # last round's own threaded rate over the mean of two serial ones (rev22
 # F4) took its busy speed from a pair never measured together.
+# RATE (optional): the serial wall rate pooled by --rate-pool (pooled_rate),
+# in place of the pair's.
 round_speed() {
     local pooled=""
     [ -z "${4:-}" ] || [ ! -s "$4" ] || pooled=$(pooled_ratio "$4" "$3")
-    sed -n "$1,$(($1 + calibrate_after))p" "$2" | awk -v from="$3" -v pooled="$pooled" '
+    sed -n "$1,$(($1 + calibrate_after))p" "$2" | awk -v from="$3" -v pooled="$pooled" -v prate="${5:-}" '
         { for (i = 1; i <= 4; i++) if ($i + 0 > 0) { l[i] += log($i); c[i]++ } }
         $2 + 0 > 0 && $4 + 0 > 0 { lp += log($2 / $4); cp++ }
         function g(i) { return c[i] ? exp(l[i] / c[i]) : 0 }
         END {
             r = g(1); k = g(3); s = g(4)
+            if (prate + 0 > 0) r = prate
             if (from == "ranks") {
                 x = (k > 0 && s > 0) ? k / s : 1
                 if (pooled != "") x = pooled
@@ -886,6 +916,18 @@ round_speed() {
                 printf "%.6g %.3f\n", r, f
             }
         }'
+}
+
+# pooled_rate KEY: the serial wall rate every round of a configuration of
+# the plan KEY gets by --rate-pool: config, the geometric mean over the
+# configuration's calibrations ($TMP/speeds: its rounds' and the closing
+# one); plan, the median over the plan's so far ($TMP/plan_speeds.KEY);
+# round: nothing (the pair around the round, round_speed).
+pooled_rate() {
+    case $rate_pool in
+    config) awk '$1 + 0 > 0 { l += log($1); n++ } END { if (n) printf "%.6g\n", exp(l / n) }' "$TMP/speeds" ;;
+    plan) [ ! -s "$TMP/plan_speeds.$1" ] || awk '$1 + 0 > 0 { print $1 }' "$TMP/plan_speeds.$1" | median "" ;;
+    esac
 }
 
 # pooled_ratio FILE FROM: the busy ratio pooled over every calibration in
@@ -953,7 +995,7 @@ predict() {
     local app=$1 n=$2 g=$3 th=$5 c=$6 d=$7 key=$1.$2.$5.$6 plan sim kept r_rate r_busy lat
     local scale=${9:-1} from=${10:-$busy_from}
     plan=$(plan_dir "$app" "$n" "$th" "$c")
-    read -r r_rate r_busy <<<"$(round_speed "$8" "$TMP/speeds" "$from" "$(busy_pool_of "$key")")"
+    read -r r_rate r_busy <<<"$(round_speed "$8" "$TMP/speeds" "$from" "$(busy_pool_of "$key")" "$(pooled_rate "$key")")"
     lat=$(sed -n "$8p" "$TMP/rounds" | cut -d' ' -f14)
     # shellcheck disable=SC2046,SC2207 # app_args: one option a word
     sim=("$ROTOR" simulate --plan "$plan" --app "$app" $(app_args "$app") --json
@@ -1019,6 +1061,7 @@ speed_rule() {
     local rule=speed:own
     [ "$calibrate_after" = 0 ] || rule=speed:bracket
     [ "$busy_pool" = round ] || rule=$rule+busy:plan
+    [ "$rate_pool" = round ] || rule=$rule+rate:$rate_pool
     echo "$rule"
 }
 
@@ -1155,9 +1198,8 @@ one_config() {
     : >"$TMP/preds"
     for ((i = 1; i <= rounds; i++)); do
         pred=$(predict "$@" "$i") || return 1
-        given=$(predict "$@" "$i" "$(awk -v p="$(json_num compute_s "$pred")" \
-            -v m="$(sed -n "${i}p" "$TMP/rounds" | cut -d' ' -f1)" \
-            'BEGIN { printf "%.6g", (m + 0 > 0 && p + 0 > 0 ? p / m : 1) }')") || return 1
+        given=$(predict "$@" "$i" "$(given_scale "$pred" "$(sed -n "${i}p" "$TMP/rounds" | cut -d' ' -f1)" \
+            "$(sed -n "${i}p" "$TMP/rounds" | cut -d' ' -f7)")") || return 1
         alt=$(predict "$@" "$i" 1 "$(other_busy_from)") || return 1
         echo "$(model_figures "$pred") $(json_num compute_s "$pred")" \
             "$(echo "$pred" | sed -n 's/.*"critical": "\([a-z]*\)".*/\1/p')" \
@@ -1177,8 +1219,8 @@ one_config() {
         measured_predicted_fields "$me" "$pe" "$ms" "$ps"
         printf '"round_rate": %s, "round_busy_core_speed": %s, ' "$(json_list 4)" "$(json_list 5)"
         printf '"calibrate_after": %d, "round_model_rate": %s, "round_model_busy_core_speed": %s, ' \
-            "$calibrate_after" "$(for ((i = 1; i <= rounds; i++)); do round_speed "$i" "$TMP/speeds" "$busy_from" "$(busy_pool_of "$key")"; done |
-                json_list 1 -)" "$(for ((i = 1; i <= rounds; i++)); do round_speed "$i" "$TMP/speeds" "$busy_from" "$(busy_pool_of "$key")"; done |
+            "$calibrate_after" "$(for ((i = 1; i <= rounds; i++)); do round_speed "$i" "$TMP/speeds" "$busy_from" "$(busy_pool_of "$key")" "$(pooled_rate "$key")"; done |
+                json_list 1 -)" "$(for ((i = 1; i <= rounds; i++)); do round_speed "$i" "$TMP/speeds" "$busy_from" "$(busy_pool_of "$key")" "$(pooled_rate "$key")"; done |
                 json_list 2 -)"
         busy_pool_fields "$key"
         printf '"calibration_ranks_cpu_rate": %s, ' "$(json_list 3 "$TMP/speeds")"
@@ -1209,6 +1251,25 @@ one_config() {
         printf '"wake_speed": %s, "round_wake_rate_ratio": %s, ' "${wake[$key]}" "$(json_list 13)"
         printf '"critical": "%s", "loadavg": "%s"}\n' "$crit" "$load"
     } | json_nan_null
+}
+
+# given_scale PRED M_WALL M_CPU: how much the "given measured compute"
+# diagnostic scales a round's rate: the model's compute CPU (compute_cpu_s
+# of its JSON PRED) over the measured one (the engine's "compute CPU",
+# M_CPU), or where either is missing (an older rotor, older logs) its wall
+# compute (compute_s) over the measured wall (M_WALL); 1 if neither.  CPU
+# seconds: where ranks outnumber cores a rank's wall compute is mostly its
+# waits for a core, which the model places elsewhere (lda 8 x 1 in the two
+# quiet runs of 4537431: 0.088-0.092 s wall, 0.035-0.036 s CPU per rank,
+# the model's 0.060 and 0.040), so scaled by wall the diagnostic read
+# +50.7% and +49.5% there, by CPU -0.9% and -3.7% (sim16m, f69a271).
+given_scale() {
+    awk -v p="$(json_num compute_s "$1")" -v m="$2" -v pc="$(json_num compute_cpu_s "$1")" -v mc="$3" '
+        function num(x) { return x ~ /^[0-9.]+([eE][-+]?[0-9]+)?$/ && x + 0 > 0 }
+        BEGIN {
+            if (num(pc) && num(mc)) { p = pc; m = mc }
+            printf "%.6g", (num(m) && num(p) ? p / m : 1)
+        }'
 }
 
 # measured_predicted_fields ME PE MS PS: the JSON fields of a configuration's
@@ -1325,7 +1386,7 @@ kept_speed() {
 speed_args_of() {
     ! has_term "$1" "$(speed_rule)" || return 0
     [ "$(wc -l <"$TMP/speeds")" -ge "$3" ] || return 0
-    round_speed "$2" "$TMP/speeds" "$busy_from" "$(busy_pool_of "$4")" |
+    round_speed "$2" "$TMP/speeds" "$busy_from" "$(busy_pool_of "$4")" "$(pooled_rate "$4")" |
         awk '{ print "--rate", $1, "--busy-core-speed", $2 }'
 }
 
@@ -1337,7 +1398,7 @@ busy_pool_fields() {
     [ "$busy_pool" = round ] || n=$(awk -v from="$busy_from" \
         '{ k = (from == "ranks" ? $3 : $2) } k + 0 > 0 && $4 + 0 > 0 { c++ } END { print c + 0 }' \
         "$TMP/plan_speeds.$1" 2>/dev/null || echo 0)
-    printf '"busy_pool": "%s", "busy_pool_calibrations": %d, ' "$busy_pool" "$n"
+    printf '"busy_pool": "%s", "busy_pool_calibrations": %d, "rate_pool": "%s", ' "$busy_pool" "$n" "$rate_pool"
 }
 
 # repredict_config DIR CONFIG_DIR: a kept configuration (DIR/kept/CONFIG) of
@@ -1388,7 +1449,7 @@ repredict_config() {
         pc=$(json_num compute_s "$pred")
         # the rate scaled as one_config and predict scale it (two roundings)
         given=$(model_run "$TMP/model.log" "${sim[@]}" --rate "$(awk -v r="$(json_num rate "$pred")" \
-            -v s="$(awk -v p="$pc" -v m="$mc" 'BEGIN { printf "%.6g", (m + 0 > 0 && p + 0 > 0 ? p / m : 1) }')" \
+            -v s="$(given_scale "$pred" "$mc" "$(rank_max_median "$n" "compute CPU" "$round/log")")" \
             'BEGIN { printf "%.6g", r * s }')") || return 1
         echo "$(model_figures "$pred") $pc $(model_figures "$given") $(json_num stall_mean "$pred")" \
             "$(model_gap "$pred") $busy" >>"$TMP/preds"

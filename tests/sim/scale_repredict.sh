@@ -92,6 +92,18 @@ want=$("$ROTOR" simulate --plan "$run/sgd-mf.2.1.2/plan" "${model[@]}") || fail 
     fail "predicted stall: the kept command's ($want), got $out"
 same "$(num predicted_stall_ranks_mean "$out")" "$(num stall_mean "$want")" ||
     fail "predicted stall's mean over the ranks: the model's stall_mean ($want), got $out"
+# "given measured compute": the model at its rate scaled by its compute CPU
+# over the logs' (0.004 s a rotation), not by its wall compute over theirs
+# (0.006 s; where ranks outnumber cores that is mostly waits for a core)
+given_at() { # given_at FIELD MEASURED: the model's epoch at its rate x its FIELD / MEASURED
+    local r
+    r=$(awk -v r="$(num rate "$want")" -v p="$(num "$1" "$want")" -v m="$2" \
+        'BEGIN { printf "%.6g", r * sprintf("%.6g", p / m) }')
+    num predicted_epoch_s "$("$ROTOR" simulate --plan "$run/sgd-mf.2.1.2/plan" "${model[@]}" --rate "$r")"
+}
+same "$(num epoch_given_measured_compute_s "$out")" "$(given_at compute_cpu_s 0.004)" ||
+    fail "given measured compute: the rate scaled by compute CPU ($(given_at compute_cpu_s 0.004)), got $out"
+! same "$(given_at compute_cpu_s 0.004)" "$(given_at compute_s 0.006)" || fail "the test's CPU and wall scalings agree"
 # the slowest rank's compute less the fastest's, rotations 1-3: 0.001, 0.003
 # (rank 0 the slower), 0.001: 0.0017 (rank 1 less rank 0: -0.0003; with
 # rotation 0: 0.0015); the model's is its compute_gap_s
@@ -320,6 +332,24 @@ times_in_order sgd-mf.2.1.2.0.5.0 sgd-mf.2.1.3.0.5.0 sgd-mf.2.2.2.0.5.0 sgd-mf.2
 out=$(bash "$SCALE" --repredict "$run4" --model-args "--host-cores 2") || fail "repredict without ORDER"
 mv "$TMP/ORDER4" "$run4/kept/ORDER"
 [ "$out" = "$ordered" ] || fail "without kept/ORDER, the times' order: want the lines of the ORDER run, got $out"
+# --rate-pool config: every round's --rate is the geometric mean of its
+# configuration's calibrations' serial wall rates (round.1 1 M, round.2 4 M,
+# closing 2 M: 2 M for both rounds), not the pair's (round 2: sqrt(4 x 2) =
+# 2.83 M); B's, all 2 M, unchanged
+sed -i 's/^2e6 /1e6 /' "$run4/kept/sgd-mf.2.1.2.0.5.0/round.1/calibration"
+sed -i 's/^2e6 /4e6 /' "$run4/kept/sgd-mf.2.1.2.0.5.0/round.2/calibration"
+out=$(bash "$SCALE" --repredict "$run4" --rate-pool config --model-args "--host-cores 2") || fail "repredict --rate-pool config"
+a=$(echo "$out" | head -n 1)
+[ "$(list "$a" round_predicted_epoch_s)" = "$(busy_epochs 0.5 0.5)" ] ||
+    fail "--rate-pool config: the configuration's rate, 2 M, in both rounds: want $(busy_epochs 0.5 0.5), got $a"
+echo "$a" | grep -q '"rate_pool": "config"' || fail "--rate-pool config is named: $a"
+out=$(bash "$SCALE" --repredict "$run4" --model-args "--host-cores 2") || fail "repredict, the pair's rate"
+[ "$(list "$(echo "$out" | head -n 1)" round_predicted_epoch_s)" != "$(busy_epochs 0.5 0.5)" ] ||
+    fail "the test's rates do not tell --rate-pool config from the pair's: $out"
+expect_status 2 bash "$SCALE" --repredict "$run4" --rate-pool all
+grep -q 'round, config or plan' "$TMP/last.err" || fail "--rate-pool all: $(cat "$TMP/last.err")"
+sed -i 's/^[14]e6 /2e6 /' "$run4"/kept/sgd-mf.2.1.2.0.5.0/round.[12]/calibration
+
 # A round kept by this scale.sh with the pooled rule (model_terms
 # speed:bracket+busy:plan) runs its kept command under that rule, and under
 # --busy-pool round is given the pair's speed (speed:bracket is another
