@@ -120,7 +120,9 @@
 # 16/17 4.24% 2.08, 14/17 4.31% 1.72; config 17/17 4.56% 2.11, 15/17 3.73%
 # 1.69; plan 15/17 6.95% 2.18, 15/17 4.69% 1.81 (sim16c's notes).  A row's
 # rounds average the pair's noise much as the configuration's mean does,
-# so config moves the rows little: not the default on two runs.
+# so config moves the rows little, and on sim16k's two loaded 7-row runs
+# (above) its mean |epoch error| was the worse, 8.0% and 6.2% against 7.8%
+# and 5.6% (7 of 7 either way): not the default.
 # Measured and
 # predicted are each the mean over the rounds (the mean of all the rounds'
 # epochs, the rounds being of equal length).  --statistic median: medians
