@@ -294,6 +294,22 @@ static void views_store(const lda_ctx *c, const lda_tokens *t, uint32_t b, uint3
     }
 }
 
+/* Block b's tokens counted by document and summed, the first half of a
+ * stable counting sort: cnt[d] is where document d's tokens start and
+ * cnt[d + 1] where they end; the runs r with skip[r - blk_run[b]] (drawn
+ * word-major) are left out, none when skip is NULL.  cnt: n_docs + 1. */
+static void doc_counts(const lda_tokens *t, uint32_t b, const uint8_t *skip, uint32_t *cnt)
+{
+    const uint64_t r0 = t->blk_run[b];
+    memset(cnt, 0, ((size_t)t->n_docs + 1) * sizeof(uint32_t));
+    for (uint64_t r = r0, i = t->blk_tok[b]; r < t->blk_run[b + 1]; i = t->run_end[r++])
+        if (!skip || !skip[r - r0])
+            for (; i < t->run_end[r]; i++)
+                cnt[t->tok_doc[i] + 1]++;
+    for (uint32_t d = 0; d < t->n_docs; d++)
+        cnt[d + 1] += cnt[d];
+}
+
 /* The block's tokens of the words sampled document-major, by document (a
  * counting sort, stable: within a document in word-major order):
  * s->doc_ord gets (token - blk_tok[b], run - blk_run[b]) pairs, s->doc_cnt[d]
@@ -306,13 +322,7 @@ static int64_t doc_order(const lda_tokens *t, uint32_t b, lda_scratch *s, rt_err
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (LDA document-major scratch)");
     uint32_t *cnt = s->doc_cnt, *ord = s->doc_ord;
     const uint8_t *skip = s->doc_wordmajor;
-    memset(cnt, 0, ((size_t)t->n_docs + 1) * sizeof(uint32_t));
-    for (uint64_t r = r0, i = base; r < t->blk_run[b + 1]; i = t->run_end[r++])
-        if (!skip[r - r0])
-            for (; i < t->run_end[r]; i++)
-                cnt[t->tok_doc[i] + 1]++;
-    for (uint32_t d = 0; d < t->n_docs; d++)
-        cnt[d + 1] += cnt[d];
+    doc_counts(t, b, skip, cnt);
     uint64_t i = base;
     for (uint64_t r = r0; r < t->blk_run[b + 1]; r++) {
         if (skip[r - r0]) {
@@ -342,26 +352,34 @@ static uint32_t index_bits(uint64_t n)
     return bits;
 }
 
+/* The documents with tokens in a block, in order, as (document, end of its
+ * tokens) pairs into pair (NULL: only counted), from doc_counts' cnt.
+ * Returns how many. */
+static uint64_t doc_pairs(const uint32_t *cnt, uint32_t n_docs, uint32_t *pair)
+{
+    uint64_t pairs = 0;
+    for (uint32_t d = 0; d < n_docs; d++)
+        if (cnt[d + 1] > cnt[d]) {
+            if (pair) {
+                pair[2 * pairs] = d;
+                pair[2 * pairs + 1] = cnt[d + 1];
+            }
+            pairs++;
+        }
+    return pairs;
+}
+
 /* Block b's tokens by document, as doc_order lays them out with no word
- * word-major (a counting sort, stable), packed (lda_tokens: ord), and its
- * (document, end) pairs from pair; cnt: n_docs + 1 scratch.  Returns the
- * pairs written. */
+ * word-major (doc_counts, then the same stable scatter), packed
+ * (lda_tokens: ord), and its (document, end) pairs into pair; cnt:
+ * n_docs + 1 scratch.  Returns the pairs written. */
 static uint64_t order_block(lda_tokens *t, uint32_t b, uint32_t *cnt, uint32_t *pair)
 {
     const uint64_t base = t->blk_tok[b], r0 = t->blk_run[b];
     const uint32_t sh = t->ord_bits[b];
     uint32_t *ord = t->ord + base + LDA_DOC_ORDER_SLACK * (uint64_t)b;
-    memset(cnt, 0, ((size_t)t->n_docs + 1) * sizeof(uint32_t));
-    for (uint64_t i = base; i < t->blk_tok[b + 1]; i++)
-        cnt[t->tok_doc[i] + 1]++;
-    uint64_t pairs = 0;
-    for (uint32_t d = 0; d < t->n_docs; d++) {
-        if (cnt[d + 1]) {
-            pair[2 * pairs] = d;
-            pair[2 * pairs++ + 1] = cnt[d] + cnt[d + 1];
-        }
-        cnt[d + 1] += cnt[d];
-    }
+    doc_counts(t, b, NULL, cnt);
+    const uint64_t pairs = doc_pairs(cnt, t->n_docs, pair);
     for (uint64_t r = r0, i = base; r < t->blk_run[b + 1]; r++)
         for (; i < t->run_end[r]; i++)
             ord[cnt[t->tok_doc[i]]++] = (uint32_t)((i - base) << sh | (r - r0));
@@ -381,12 +399,11 @@ int lda_doc_order_build(lda_tokens *t, uint32_t blocks)
         free(cnt);
         return -1;
     }
-    /* the pairs: a document's first token in each block */
+    /* the pairs: the documents with tokens in each block */
     uint64_t pairs = 0;
     for (uint32_t b = 0; b < blocks; b++) {
-        memset(cnt, 0, ((size_t)t->n_docs + 1) * sizeof(uint32_t));
-        for (uint64_t i = t->blk_tok[b]; i < t->blk_tok[b + 1]; i++)
-            pairs += cnt[t->tok_doc[i]]++ == 0;
+        doc_counts(t, b, NULL, cnt);
+        pairs += doc_pairs(cnt, t->n_docs, NULL);
     }
     t->ord_pair = malloc((2 * pairs + 1) * sizeof(uint32_t));
     if (!t->ord_pair) {
