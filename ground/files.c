@@ -751,7 +751,9 @@ int rt_is_decimal(const char *s, size_t len)
     return i == len;
 }
 
-int rt_parse_u64(const char *s, uint64_t *out)
+/* Digits, then at most one suffix of `suffixes` multiplying by the matching
+ * entry of `muls`, then nothing: the one parser of a number with a unit. */
+static int parse_scaled(const char *s, const char *suffixes, const uint64_t *muls, uint64_t *out)
 {
     if (!s || !is_digit(*s)) /* strtoull would take " 5", "+5" */
         return -1;
@@ -761,18 +763,37 @@ int rt_parse_u64(const char *s, uint64_t *out)
     if (errno || end == s)
         return -1;
     uint64_t mul = 1;
-    if (*end == 'k' || *end == 'K')
-        mul = 1000, end++;
-    else if (*end == 'M')
-        mul = 1000000, end++;
-    else if (*end == 'G')
-        mul = 1000000000, end++;
+    const char *at = *end ? strchr(suffixes, *end) : NULL;
+    if (at)
+        mul = muls[at - suffixes], end++;
     if (*end)
         return -1;
     if (v > UINT64_MAX / mul)
         return -1;
     *out = (uint64_t)v * mul;
     return 0;
+}
+
+int rt_parse_u64(const char *s, uint64_t *out)
+{
+    static const uint64_t muls[] = {1000, 1000, 1000000, 1000000000};
+    return parse_scaled(s, "kKMG", muls, out);
+}
+
+int rt_parse_bytes(const char *s, uint64_t *out)
+{
+    static const uint64_t muls[] = {1ull << 10, 1ull << 10, 1ull << 20, 1ull << 30, 1ull << 40};
+    return parse_scaled(s, "kKMGT", muls, out);
+}
+
+void rt_format_bytes(uint64_t bytes, char *buf, size_t cap)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)bytes;
+    int u = 0;
+    while (v >= 1024 && u < 4)
+        v /= 1024, u++;
+    snprintf(buf, cap, u ? "%.1f %s" : "%.0f %s", v, units[u]);
 }
 
 int rt_parse_double(const char *s, double *out)

@@ -493,7 +493,13 @@ int rt_fail_binary_at(rt_error *err, const char *path, const char *buf, size_t l
 /* ---- parsing helpers for command lines (the option tables: opts.h) ---- */
 /* Numbers are written in decimal, with no surrounding space: the C library's
  * parsers would also take hex ("0x1p3"), "nan", "inf" and leading blanks. */
-int rt_parse_u64(const char *s, uint64_t *out);  /* 0 on success; accepts 1k, 2M, 3G */
+int rt_parse_u64(const char *s, uint64_t *out); /* 0 on success; accepts 1k, 2M, 3G */
+/* A size in bytes: digits and at most one of K (or k), M, G, T = KiB, MiB,
+ * GiB, TiB (powers of 1024, as memory is counted).  0 on success; -1 on
+ * anything else ("", "1.5G", "4GB", "-1", " 4G") or past 2^64 - 1. */
+int rt_parse_bytes(const char *s, uint64_t *out);
+/* bytes as "512.0 MiB", "3.2 GiB", "900 B" (one decimal above 1 KiB). */
+void rt_format_bytes(uint64_t bytes, char *buf, size_t cap);
 int rt_parse_double(const char *s, double *out); /* 0 on success; rejects nan/inf */
 int rt_parse_int(const char *s, int *out);       /* 0 on success */
 /* True when s[0..len) is a decimal number: [+-] digits [. digits] [e [+-] digits]

@@ -374,6 +374,13 @@ typedef struct rt_plan_summary {
 int rt_plan_write(const char *dir, const rt_plan_input *in, const rt_plan_options *opt,
                   rt_plan_summary *sum, rt_error *err);
 
+/* Bytes rt_plan_write allocates at most on top of its input (the entries and
+ * id maps, which the caller holds): an upper bound summed over its phases
+ * (balance, sort into blocks, shards and side files), for W workers and B
+ * column blocks.  For a peak estimate printed before the work and for
+ * `rotor partition --max-memory`. */
+uint64_t rt_plan_write_memory(const rt_plan_input *in, uint64_t W, uint64_t B);
+
 /* ---- reading MF ratings files ---- */
 
 typedef enum rt_rating_format {

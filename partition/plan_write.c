@@ -397,6 +397,26 @@ static void builder_free(rt_plan_builder *pb)
     json_decref(pb->files);
 }
 
+/* Each term is the most one phase holds at once (read off its mallocs):
+ *   balance: row and column weights, both assignments and their random
+ *     twins, the sort of rows by weight (16 B each), the column pass's
+ *     per-entry block and worker (8 B an entry) and its W x B cells;
+ *   sort into blocks: two copies of every entry (12 B each, train and
+ *     test), the groups' ids and local indices, cell offsets;
+ *   files: the apps' side files (lda.words: 16 B a column), stdio and
+ *     jansson buffers (the constant).
+ * The phases do not overlap in full, so the sum is an upper bound. */
+uint64_t rt_plan_write_memory(const rt_plan_input *in, uint64_t W, uint64_t B)
+{
+    double n = (double)in->train->n, nt = in->test ? (double)in->test->n : 0;
+    double R = (double)in->rows->n, C = (double)in->cols->n;
+    double Rt = in->test_rows ? (double)in->test_rows->n : 0;
+    double cells = (double)W * B;
+    double bytes = 8 * n + 48 * R + 16 * Rt + 36 * C + 32 * cells + 64 * ((double)W + B) +
+                   24 * (n + nt) + 20 * R + 20 * C + 12 * Rt + 16 * C + (double)(1 << 20);
+    return bytes >= 0x1p63 ? UINT64_MAX : (uint64_t)bytes;
+}
+
 int rt_plan_write(const char *dir_arg, const rt_plan_input *in, const rt_plan_options *opt,
                   rt_plan_summary *sum, rt_error *err)
 {

@@ -54,6 +54,10 @@ static const rt_opt partition_options[] = {
     RT_FLAG_OPT("force", 0, partition_opts, force, "replace DIR if it already holds a plan"),
     RT_FLAG_OPT("quiet", 'q', partition_opts, quiet,
                 "no progress or notes on stderr (warnings and errors only)"),
+    RT_STRING_OPT("max-memory", 0, partition_opts, max_memory_arg, "SIZE", NULL, 0,
+                  "refuse (exit 2, nothing written) when the peak memory estimate, printed once "
+                  "the input is read, is above SIZE bytes (K, M, G, T: KiB, MiB, GiB, TiB; e.g. "
+                  "512M, 4G)"),
     {0}};
 
 static const rt_opt partition_mf_options[] = {
@@ -119,6 +123,12 @@ static int parse(int argc, char **argv, partition_opts *o, rt_error *err)
     if (rt_opts_parse(&rotor_doc_partition, g, 4, argc, argv, NULL, err) ||
         parse_pipeline(o->pipeline_arg, &o->pipeline, err))
         return -1;
+    if (o->max_memory_arg &&
+        (rt_parse_bytes(o->max_memory_arg, &o->max_memory) || o->max_memory == 0))
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "--max-memory: want a size in bytes above 0, with at most one of K, M, G, "
+                       "T (KiB, MiB, GiB, TiB) after the digits (e.g. 512M, 4G), got '%s'",
+                       o->max_memory_arg);
     if (o->quiet) /* progress and notes off; warnings and errors stay */
         rt_log_level = RT_LOG_WARN;
     if (o->verify)
@@ -174,6 +184,56 @@ int partition_plan_options(const partition_opts *o, const char *command_line, do
                             .force = o->force,
                             .command_line = command_line};
     return po->pipeline ? 0 : partition_auto_pipeline(o, cols, work, &po->pipeline, err);
+}
+
+/* This process's peak resident set so far, in bytes: VmHWM, which starts
+ * afresh at exec (getrusage's ru_maxrss keeps the peak of whatever ran in
+ * the process before exec: a shell, a python wrapper); ru_maxrss where
+ * /proc is not mounted; 0 when neither answers. */
+static uint64_t peak_rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    unsigned long long kib = 0;
+    int found = 0;
+    while (f && !found && fgets(line, sizeof(line), f))
+        found = sscanf(line, "VmHWM: %llu kB", &kib) == 1;
+    if (f)
+        fclose(f);
+    if (!found) {
+        long k = rt_peak_rss_kib();
+        kib = k > 0 ? (unsigned long long)k : 0;
+    }
+    return (uint64_t)kib * 1024;
+}
+
+int partition_memory_check(const partition_opts *o, const rt_plan_input *in, uint32_t pipeline,
+                           rt_error *err)
+{
+    uint64_t W = (uint64_t)o->nodes * o->threads, B = pipeline * W;
+    uint64_t held = peak_rss_bytes();
+    uint64_t more = rt_plan_write_memory(in, W, B);
+    uint64_t peak = held + more < held ? UINT64_MAX : held + more;
+    char peak_s[32], held_s[32], more_s[32], max_s[32];
+    rt_format_bytes(peak, peak_s, sizeof(peak_s));
+    rt_format_bytes(held, held_s, sizeof(held_s));
+    rt_format_bytes(more, more_s, sizeof(more_s));
+    const char *what = in->app == RT_PLAN_LDA ? "(document, word) entries" : "ratings";
+    uint64_t n = in->train->n + (in->test ? in->test->n : 0);
+    if (o->max_memory && peak > o->max_memory) {
+        rt_format_bytes(o->max_memory, max_s, sizeof(max_s));
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s: the plan needs about %s of memory at its peak (%s held after reading "
+                       "%" PRIu64 " %s, %s more to balance, sort and write %" PRIu64
+                       " workers x %" PRIu64
+                       " blocks), more than --max-memory %s (%s); nothing written",
+                       rt_is_stdio(o->input) ? "standard input" : o->input, peak_s, held_s, n, what,
+                       more_s, W, B, o->max_memory_arg, max_s);
+    }
+    rt_info("memory: peak estimate %s (%s held after reading %" PRIu64 " %s, %s more to balance, "
+            "sort and write %" PRIu64 " workers x %" PRIu64 " blocks)%s",
+            peak_s, held_s, n, what, more_s, W, B, o->max_memory ? "; within --max-memory" : "");
+    return 0;
 }
 
 /* One file plan.json records besides the layout, the shards and the ids
@@ -354,6 +414,8 @@ static int run(int argc, char **argv, const partition_opts *o, rt_error *err)
         po.n_counts = 1;
         po.before_commit = side_files;
         po.before_commit_ctx = &in;
+        if (rc == 0)
+            rc = partition_memory_check(o, &in, po.pipeline, err);
         if (rc == 0)
             rc = rt_plan_write(o->out, &in, &po, NULL, err);
     }

@@ -181,7 +181,8 @@ static int run(lda_part *p, const partition_opts *a, const char *cmdline, rt_err
     po.before_commit_ctx = p;
     rt_plan_summary sum;
     p->in = &in;
-    if (rt_plan_write(a->out, &in, &po, &sum, err))
+    if (partition_memory_check(a, &in, po.pipeline, err) ||
+        rt_plan_write(a->out, &in, &po, &sum, err))
         return -1;
     printf("plan %s: %u workers, %u blocks, %llu documents, %llu words, %llu tokens; "
            "token imbalance (max/mean) docs %.3f words %.3f cells %.3f "

@@ -20,7 +20,9 @@ typedef struct partition_opts {
     uint64_t seed;
     int balance; /* rt_balance */
     int force;
-    int quiet; /* --quiet: warnings and errors only on stderr */
+    int quiet;                  /* --quiet: warnings and errors only on stderr */
+    const char *max_memory_arg; /* --max-memory as typed, or NULL */
+    uint64_t max_memory;        /* bytes; 0: no limit */
     /* ratings (--app mf) */
     const char *test, *verify;
     int format; /* rt_rating_format */
@@ -45,6 +47,14 @@ char *partition_command_line(int argc, char **argv);
  * 0, or -1 with err (*po is set either way). */
 int partition_plan_options(const partition_opts *o, const char *command_line, double cols,
                            double work, rt_plan_options *po, rt_error *err);
+
+/* The peak memory estimate, once the input is read and before the plan is
+ * written: the peak RSS so far (the input as read, held) plus what
+ * rt_plan_write adds at most for W = nodes x threads workers and pipeline
+ * x W blocks.  Printed as a note; above --max-memory it is an error (exit
+ * 2) and nothing is written.  0, or -1 with err. */
+int partition_memory_check(const partition_opts *o, const rt_plan_input *in, uint32_t pipeline,
+                           rt_error *err);
 
 /* Read the corpus, hold out documents and write the plan (--app lda). */
 int partition_lda(const partition_opts *o, int argc, char **argv, rt_error *err);
