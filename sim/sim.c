@@ -596,8 +596,9 @@ static void compute_start(sim_state *s, const rt_sim_shape *sh, uint32_t n)
         if (x <= 0)
             continue;
         x *= woken * s->worker_factor[w] * jitter(s, s->cell_sigma);
-        d->last_cpu_s += x / speed;
-        d->cpu += x / speed;
+        double cpu_s = x / speed; /* the CPU both the inline choice and the engine's log see */
+        d->last_cpu_s += cpu_s;
+        d->cpu += cpu_s;
         if (s->tick > 0)
             cell_ready(s, h, w, x);
         else
