@@ -245,14 +245,16 @@ echo "2e6 20 100 0 0 0 4e6 2e6 1" >"$cfg3/round.2/calibration"
 echo "2e6 20 0 0 0 0 1e6 0 null 0" >"$cfg3/closing/calibration"
 out=$(bash "$SCALE" --repredict "$run3" --busy-from threads --busy-pool round --model-args "--host-cores 2") ||
     fail "repredict --busy-from threads"
-busy_epochs() { # busy_epochs BUSY1 BUSY2: the predicted epochs at 2 M with these busy speeds
-    local b e=()
-    for b in "$@"; do
+speed_epochs() { # speed_epochs "RATE BUSY"...: the predicted epochs at these speeds, a JSON list
+    local s e=()
+    for s in "$@"; do
         e+=("$(num predicted_epoch_s "$("$ROTOR" simulate --plan "$run3/sgd-mf.2.1.2/plan" "${model[@]}" \
-            --worker-cv 0 --rate 2e6 --busy-core-speed "$b" --host-cores 2)")")
+            --worker-cv 0 --rate "${s% *}" --busy-core-speed "${s#* }" --host-cores 2)")")
     done
-    echo "[${e[0]}, ${e[1]}]"
+    local IFS=,
+    echo "[${e[*]}]" | sed 's/,/, /g'
 }
+busy_epochs() { speed_epochs "2e6 $1" "2e6 $2"; } # busy_epochs BUSY1 BUSY2: at 2 M
 want=$(busy_epochs 0.612 0.5)
 [ "$(list "$out" round_predicted_epoch_s)" = "$want" ] ||
     fail "--busy-from threads: each calibration's own pair: want $want, got $out"
@@ -349,6 +351,31 @@ out=$(bash "$SCALE" --repredict "$run4" --model-args "--host-cores 2") || fail "
 expect_status 2 bash "$SCALE" --repredict "$run4" --rate-pool all
 grep -q 'round, config or plan' "$TMP/last.err" || fail "--rate-pool all: $(cat "$TMP/last.err")"
 sed -i 's/^[14]e6 /2e6 /' "$run4"/kept/sgd-mf.2.1.2.0.5.0/round.[12]/calibration
+# --rate-pool plan: every round's --rate is the median of the serial wall
+# rates of its plan's calibrations so far ($TMP/plan_speeds.KEY's first
+# column).  A's at 1, 4 and 2 M: 2 M in both rounds (the pair's: 2 and
+# 2.83 M; the threaded or serial CPU rate's column: 3 or 4 M); B's at 3.6
+# and 8 M: the median of the plan's five, 3.6 M (its configuration's or
+# its pair's: 5.37 M); C and D, other plans, at 0.4 M are not pooled (with
+# them B's would be 2 M).  The busy speeds stay the plan pool's, 0.5 and 0.75.
+cfg4=$run4/kept/sgd-mf.2.1.2
+sed -i 's/^2e6 /1e6 /' "$cfg4.0.5.0/round.1/calibration"
+sed -i 's/^2e6 /4e6 /' "$cfg4.0.5.0/round.2/calibration"
+sed -i 's/^2e6 /3.6e6 /' "$cfg4.1.0/round.1/calibration"
+sed -i 's/^2e6 /8e6 /' "$cfg4.1.0/closing/calibration"
+sed -i 's/^2e6 /4e5 /' "$run4"/kept/sgd-mf.2.{1.3,2.2}.0.5.0/*/calibration
+out=$(bash "$SCALE" --repredict "$run4" --rate-pool plan --model-args "--host-cores 2") || fail "repredict --rate-pool plan"
+a=$(echo "$out" | head -n 1) b=$(echo "$out" | tail -n 1)
+want_a=$(speed_epochs "2e6 0.5" "2e6 0.5") want_b=$(speed_epochs "3.6e6 0.75")
+[ "$(list "$a" round_predicted_epoch_s)" = "$want_a" ] ||
+    fail "--rate-pool plan, A: the median of its plan's three, 2 M, in both rounds: want $want_a, got $a"
+[ "$(list "$b" round_predicted_epoch_s)" = "$want_b" ] ||
+    fail "--rate-pool plan, B: the median of its plan's five, 3.6 M: want $want_b, got $b"
+echo "$b" | grep -q '"rate_pool": "plan"' || fail "--rate-pool plan is named: $b"
+[ "$(speed_epochs "2e6 0.5" "2.82843e6 0.5")" != "$want_a" ] && [ "$(speed_epochs "3e6 0.5" "3e6 0.5")" != "$want_a" ] &&
+    [ "$(speed_epochs "5.36656e6 0.75")" != "$want_b" ] && [ "$(speed_epochs "2e6 0.75")" != "$want_b" ] ||
+    fail "the test's rates do not tell --rate-pool plan from the pair's, another column's, the configuration's or every plan's"
+sed -i 's/^[0-9.]*e[56] /2e6 /' "$run4"/kept/*/*/calibration
 
 # A round kept by this scale.sh with the pooled rule (model_terms
 # speed:bracket+busy:plan) runs its kept command under that rule, and under
