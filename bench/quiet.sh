@@ -18,9 +18,10 @@
 #   bench/scale.sh --size large --rounds 3 --keep --configs <the 17 rows>
 #   bench/lda.sh --corpora kos,ap,synthetic --topics K --samplers auto
 #                --rounds R --ll-iters 5,10,20,30,50
-# with --lda-runs K:R,... (default 1000:2,10000:1).  Order: scale run 1,
-# the LDA runs, then scale runs 2.. (a session cut short still has one of
-# each; ~21 min per scale run and ~12 min of LDA here, ~55 min in all).
+# with --lda-runs K:R,... (each K once; default 1000:2,10000:1).  Order:
+# scale run 1, the LDA runs, then scale runs 2.. (a session cut short still
+# has one of each; ~21 min per scale run and ~12 min of LDA here, ~55 min
+# in all).
 # --scale-runs 0 or --lda-runs "" leaves that part out; --scale-args and
 # --lda-args are added to each such command (e.g. --lda-args
 # "--iters 4 --ll-iters 2,4 --no-warplda" for a check).
@@ -48,6 +49,9 @@ bench_options 2,36 "$@"
 [[ $nice =~ ^-?[0-9]+$ ]] || bench_fail "--nice is a niceness, not $nice"
 [[ $lda_runs =~ ^([1-9][0-9]*:[1-9][0-9]*(,[1-9][0-9]*:[1-9][0-9]*)*)?$ ]] ||
     bench_fail "--lda-runs is K:ROUNDS,..., not $lda_runs"
+# one run per K: its JSON is named kK.json (give a K more rounds instead)
+twice=$(tr , '\n' <<<"$lda_runs" | cut -d: -f1 | sort | uniq -d | head -n 1)
+[ -z "$twice" ] || bench_fail "--lda-runs names K = $twice twice (one K:ROUNDS per K)"
 [ "$scale_runs" -gt 0 ] || [ -n "$lda_runs" ] || bench_fail "nothing to run (--scale-runs 0, --lda-runs \"\")"
 
 # say WORD...: the words as one shell command line, a word in single quotes

@@ -41,6 +41,9 @@ eval "set -- $(head -n 1 "$TMP/dry.txt" | sed 's| >/.*||')"
     fail "first line's words: $*"
 [ "$("$quiet" --dry-run --scale-runs 3 | grep -c "bench/scale.sh")" = 3 ] || fail "--scale-runs 3"
 
+# a K given twice would write kK.json twice (rev26 F8)
+expect_status 2 "$quiet" --dry-run --lda-runs 1000:2,10000:1,1000:1
+grep -q "K = 1000 twice" "$TMP/last.err" || fail "--lda-runs with K = 1000 twice: $(cat "$TMP/last.err")"
 for bad in "--scale-runs x" "--lda-runs 1000" "--lda-runs 1000:0" "--scale-runs 0 --lda-runs ''" "--nice high" "--no-such 1"; do
     eval "set -- $bad"
     expect_status 2 "$quiet" --dry-run "$@"
