@@ -87,6 +87,7 @@ for c in ${corpora//,/ }; do
     rm -rf "$TMP/plan-$c" # a --keep DIR's earlier run's: partition refuses an existing --out
     lda_plan "$f" "$threads" "$pipeline" "$TMP/plan-$c"
     if [ "$warp" = 1 ]; then
+        rm -f "$TMP/w-$c".* # a --keep DIR's earlier run's: made again from this corpus, as the plan is
         (cd "$TMP" && "$WARPLDA_FORMAT" -input "$f" -prefix "$TMP/w-$c" >&2)
     fi
     made+=("$c")
