@@ -14,13 +14,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Parse an unsigned decimal at *p (after blanks); 1 on success. */
-static int next_u64(const char **p, uint64_t *out, int *negative)
+/* Parse an unsigned decimal at *p (after blanks); 1 on success.  *over:
+ * its digits do not fit 64 bits (*out is then UINT64_MAX). */
+static int next_u64(const char **p, uint64_t *out, int *negative, int *over)
 {
     const char *s = *p;
     while (*s == ' ' || *s == '\t' || *s == '\r')
         s++;
     *negative = 0;
+    *over = 0;
     if (*s == '-') {
         *negative = 1;
         s++;
@@ -28,16 +30,28 @@ static int next_u64(const char **p, uint64_t *out, int *negative)
     if (!isdigit((unsigned char)*s))
         return 0;
     uint64_t v = 0;
-    while (isdigit((unsigned char)*s)) {
-        if (v > (UINT64_MAX - 9) / 10)
-            return 0;
-        v = v * 10 + (uint64_t)(*s++ - '0');
+    for (; isdigit((unsigned char)*s); s++) {
+        uint64_t digit = (uint64_t)(*s - '0');
+        if (v > (UINT64_MAX - digit) / 10)
+            *over = 1; /* all digits still read: the field is a number, too large */
+        else
+            v = v * 10 + digit;
     }
     if (*s && *s != ' ' && *s != '\t' && *s != '\r' && *s != '\n')
         return 0;
     *p = s;
-    *out = v;
+    *out = *over ? UINT64_MAX : v;
     return 1;
+}
+
+/* A number field whose digits do not fit 64 bits: named with what the
+ * field wants (the line is not malformed: the field is a number, only too
+ * large for any count or id).  want may be "". */
+static int beyond_u64(const char *path, uint64_t line, const char *field, const char *want,
+                      rt_error *err)
+{
+    return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: %s is out of range (beyond 64 bits)%s%s", path,
+                   (unsigned long long)line, field, *want ? ": want " : "", want);
 }
 
 static int rest_blank(const char *s)
@@ -119,7 +133,7 @@ typedef struct uci_header {
 static int read_header(const char *path, char **s, uint64_t *line, const char *what, uint64_t *v,
                        rt_error *err)
 {
-    int neg;
+    int neg, over;
     while (rt_text_comment_line(*s)) { /* comments may come before the header */
         char *e = strchr(*s, '\n');
         (*line)++;
@@ -127,9 +141,14 @@ static int read_header(const char *path, char **s, uint64_t *line, const char *w
     }
     const char *p = *s;
     (*line)++;
-    if (!*p || !next_u64(&p, v, &neg) || neg || !rest_blank(p))
+    if (!*p || !next_u64(&p, v, &neg, &over) || neg || !rest_blank(p))
         return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: expected the %s count of the docword header",
                        path, (unsigned long long)*line, what);
+    if (over) {
+        char field[64];
+        snprintf(field, sizeof(field), "the docword header's %s count", what);
+        return beyond_u64(path, *line, field, "", err);
+    }
     char *e = strchr(*s, '\n');
     *s = e ? e + 1 : *s + strlen(*s);
     return 0;
@@ -176,11 +195,20 @@ static int parse_triple(const char *path, const char *s, uint64_t line, const uc
 {
     const char *p = s;
     uint64_t d, w, k;
-    int nd, nw, nk;
-    if (!next_u64(&p, &d, &nd) || !next_u64(&p, &w, &nw) || !next_u64(&p, &k, &nk) ||
+    int nd, nw, nk, od, ow, ok;
+    if (!next_u64(&p, &d, &nd, &od) || !next_u64(&p, &w, &nw, &ow) || !next_u64(&p, &k, &nk, &ok) ||
         !rest_blank(p))
         return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: expected 'docID wordID count'", path,
                        (unsigned long long)line);
+    if (od || ow || ok)
+        return beyond_u64(path, line,
+                          od   ? "document id"
+                          : ow ? "word id"
+                               : "count",
+                          od   ? "1..D (header D)"
+                          : ow ? "1..W (header W)"
+                               : "an integer from 1 to 4294967295",
+                          err);
     if (nk || k == 0 || k > UINT32_MAX)
         return rt_fail(err, RT_EXIT_INPUT,
                        "%s:%llu: count %s%llu must be an integer from 1 to 4294967295", path,

@@ -173,6 +173,20 @@ static const bad_case bad_cases[] = {
      "docword.b8.txt:2: expected the vocabulary count"},
     {"docword.b9.txt", "1\n3\n1\n1 1\n", RT_CORPUS_UCI, NULL,
      "docword.b9.txt:4: expected 'docID wordID count'"},
+    /* numbers past 64 bits: named as too large, with what the field wants (they
+     * said "expected 'docID wordID count'", as for a malformed line) */
+    {"docword.b11.txt", "1\n3\n1\n1 1 18446744073709551616\n", RT_CORPUS_UCI, NULL,
+     "docword.b11.txt:4: count is out of range (beyond 64 bits): want an integer from 1 to "
+     "4294967295"},
+    {"docword.b12.txt", "1\n3\n1\n1 -99999999999999999999 1\n", RT_CORPUS_UCI, NULL,
+     "docword.b12.txt:4: word id is out of range (beyond 64 bits): want 1..W (header W)"},
+    {"docword.b13.txt", "1\n3\n1\n99999999999999999999 1 1\n", RT_CORPUS_UCI, NULL,
+     "docword.b13.txt:4: document id is out of range (beyond 64 bits): want 1..D (header D)"},
+    {"docword.b14.txt", "1\n3\n99999999999999999999\n1 1 1\n", RT_CORPUS_UCI, NULL,
+     "docword.b14.txt:3: the docword header's nonzero count is out of range (beyond 64 bits)"},
+    /* 2^64 - 1 itself fits: refused by the count's own range */
+    {"docword.b15.txt", "1\n3\n1\n1 1 18446744073709551615\n", RT_CORPUS_UCI, NULL,
+     "docword.b15.txt:4: count 18446744073709551615 must be an integer from 1 to 4294967295"},
     {"bad1.dat", "2 0:1 1:1\n2 0:1\n", RT_CORPUS_LDAC, "ap.vocab",
      "bad1.dat:2: line says 2 pairs but has 1"},
     {"bad2.dat", "1 0:1\n1 3:1\n", RT_CORPUS_LDAC, "ap.vocab",
