@@ -3,7 +3,9 @@
 # (python3-fusepy) whose operations fail with EIO on request, for
 # tests/e2e/eio_disk.sh.  ROOT/.fault holds "OP REGEX": OP is write, fsync
 # (files and directories), rename, read or all; paths under MOUNT (from "/")
-# matching REGEX fail that operation.  No .fault: no faults.
+# matching REGEX fail that operation.  No .fault: no faults.  OP shrink (not
+# in all) fails nothing: the files matching REGEX report 4 KiB more in stat
+# than a read gives, as a file cut by another process after it was stat'd.
 import errno, os, re, sys
 from fusepy import FUSE, FuseOSError, Operations
 
@@ -12,13 +14,16 @@ class EIO(Operations):
         self.root = root
     def _p(self, path):
         return os.path.join(self.root, path.lstrip('/'))
-    def _fault(self, op, path):
+    def _matches(self, op, path):
         try:
             with open(os.path.join(self.root, '.fault')) as f:
                 spec = f.read().split(None, 1)
         except OSError:
-            return
-        if len(spec) == 2 and spec[0] in (op, 'all') and re.search(spec[1].strip(), path):
+            return False
+        ops = (op, 'all') if op != 'shrink' else (op,)
+        return len(spec) == 2 and spec[0] in ops and re.search(spec[1].strip(), path)
+    def _fault(self, op, path):
+        if self._matches(op, path):
             raise FuseOSError(errno.EIO)
     def access(self, path, mode):
         if not os.access(self._p(path), mode):
@@ -29,8 +34,11 @@ class EIO(Operations):
         return os.chown(self._p(path), uid, gid)
     def getattr(self, path, fh=None):
         st = os.lstat(self._p(path))
-        return {k: getattr(st, k) for k in ('st_atime', 'st_ctime', 'st_gid', 'st_mode',
-                'st_mtime', 'st_nlink', 'st_size', 'st_uid', 'st_ino')}
+        a = {k: getattr(st, k) for k in ('st_atime', 'st_ctime', 'st_gid', 'st_mode',
+             'st_mtime', 'st_nlink', 'st_size', 'st_uid', 'st_ino')}
+        if self._matches('shrink', path):
+            a['st_size'] += 4096
+        return a
     def readdir(self, path, fh):
         return ['.', '..'] + os.listdir(self._p(path))
     def readlink(self, path):
