@@ -428,9 +428,13 @@ int lda_doc_order_build(lda_tokens *t, uint32_t blocks)
  * and the block's lists (~2 MB on the synthetic corpus) do not stay in L2,
  * so the two lines fetched before left the q bucket's loads waiting on the
  * rest (16% of visit_docs' samples on them, perf cpu-clock).  8 against 2,
- * with the next document's list (visit_docs), paired tokens/s at K = 10000
- * 1.08-1.16x; 4 or 12 lines were no better than 8.  A prefetch past a short
- * list's end cannot fault; its address is an integer (doc_tokens). */
+ * with the next document's list (visit_docs): paired tokens/s at K = 10000
+ * 1.14x (synthetic), 1.11x (KOS), 1.15x (AP), medians of 3 rounds in
+ * cecf7bc's message (its script was off-tree; `bench/lda_ab.sh --corpora
+ * kos,ap,synthetic --topics 10000` with a 2-line build as --a redoes it);
+ * 4 or 12 lines were no better than 8 (s19's closing note, 3 rounds).  A
+ * prefetch past a short list's end cannot fault; its address is an integer
+ * (doc_tokens). */
 #define LIST_LINES_AHEAD 8
 
 /* What a visit's token loop reads and keeps. */
