@@ -84,7 +84,6 @@ made=()
 for c in ${corpora//,/ }; do
     f=$TMP/$c.txt
     lda_corpus "$c" "$f" || continue
-    rm -rf "$TMP/plan-$c" # a --keep DIR's earlier run's: partition refuses an existing --out
     lda_plan "$f" "$threads" "$pipeline" "$TMP/plan-$c"
     if [ "$warp" = 1 ]; then
         rm -f "$TMP/w-$c".* # a --keep DIR's earlier run's: made again from this corpus, as the plan is

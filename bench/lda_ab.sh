@@ -101,7 +101,6 @@ for c in ${corpora//,/ }; do
         mv "$f.part" "$f"
     fi
     if [ ! -d "$plan" ]; then
-        rm -rf "$plan.part" # an interrupted --prepare's: partition refuses an existing --out
         ROTOR=$a lda_plan "$f" "$threads" "" "$plan.part" || bench_fail "plan for $c failed ($a partition)"
         mv "$plan.part" "$plan"
     fi

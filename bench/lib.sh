@@ -115,8 +115,11 @@ lda_ldac_to_lines() { awk '{ printf "%d %d", NR, NR; for (i = 2; i <= NF; i++) {
                              for (j = 0; j < p[2]; j++) printf " w%s", p[1] } print "" }'; }
 
 # lda_plan CORPUS-FILE THREADS PIPELINE PLAN: the one-process plan of T
-# workers (PIPELINE empty: partition's default column blocks per worker).
+# workers (PIPELINE empty: partition's default column blocks per worker),
+# made anew: an earlier or interrupted run's PLAN is removed first
+# (partition refuses an existing --out).
 lda_plan() {
+    rm -rf "$4"
     "$ROTOR" partition --app lda --format lines --input "$1" --nodes 1 --threads "$2" \
         ${3:+--pipeline "$3"} --test-fraction 0 --seed 1 --out "$4" >&2
 }
