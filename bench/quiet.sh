@@ -115,35 +115,31 @@ lda_run() { # K ROUNDS
     fi
 }
 
-# tables: bench/table.py's tables of the JSON made, into DIR/tables.md.
+# table HEADING KIND JSON...: bench/table.py KIND of the JSON under
+# "## HEADING"; with --dry-run the command alone.
+table() {
+    local heading=$1
+    shift
+    if [ "$dry_run" = 1 ]; then
+        say python3 "$ROOT/bench/table.py" "$@"
+        return
+    fi
+    echo && echo "## $heading" && echo
+    python3 "$ROOT/bench/table.py" "$@" 2>&1 || true
+}
+# tables: bench/table.py's tables of the JSON made (with --dry-run their
+# commands), on stdout.
 tables() {
     local scale=() lda=() i k
     for ((i = 1; i <= scale_runs; i++)); do scale+=("$out/scale$i.json"); done
     for k in ${lda_runs//,/ }; do lda+=("$out/k${k%%:*}.json"); done
-    if [ "$dry_run" = 1 ]; then
-        for i in "${scale[@]}"; do say python3 "$ROOT/bench/table.py" scale "$i"; done
-        [ ${#scale[@]} -lt 2 ] || { say python3 "$ROOT/bench/table.py" scale "${scale[@]}"; }
-        [ ${#lda[@]} = 0 ] || { say python3 "$ROOT/bench/table.py" lda "${lda[@]}"; }
-        return
-    fi
-    {
-        echo "# quiet.sh on $(head -n 1 "$out/commit")"
-        for i in "${!scale[@]}"; do
-            echo
-            echo "## scale run $((i + 1)) (kept $(sed -n "$((i + 1))p" "$out/kept"))"
-            echo
-            python3 "$ROOT/bench/table.py" scale "${scale[i]}" 2>&1 || true
-        done
-        if [ ${#scale[@]} -ge 2 ]; then
-            echo && echo "## scale: the ${#scale[@]} runs' spread" && echo
-            python3 "$ROOT/bench/table.py" scale "${scale[@]}" 2>&1 || true
-        fi
-        if [ ${#lda[@]} -gt 0 ]; then
-            echo && echo "## LDA beside WarpLDA" && echo
-            python3 "$ROOT/bench/table.py" lda "${lda[@]}" 2>&1 || true
-        fi
-    } >"$out/tables.md"
-    cat "$out/tables.md"
+    [ "$dry_run" = 1 ] || echo "# quiet.sh on $(head -n 1 "$out/commit")"
+    for i in "${!scale[@]}"; do
+        table "scale run $((i + 1)) (kept $([ "$dry_run" = 1 ] || sed -n "$((i + 1))p" "$out/kept"))" \
+            scale "${scale[i]}"
+    done
+    [ ${#scale[@]} -lt 2 ] || table "scale: the ${#scale[@]} runs' spread" scale "${scale[@]}"
+    [ ${#lda[@]} = 0 ] || table "LDA beside WarpLDA" lda "${lda[@]}"
 }
 
 if [ "$dry_run" = 1 ]; then
@@ -168,5 +164,10 @@ if [ "$dry_run" = 0 ]; then
         grep -o 'scale.sh: kept .*' "$out/scale$i.err" | sed 's/scale.sh: kept //' | tail -n 1 || echo "-"
     done >"$out/kept"
 fi
-tables
+if [ "$dry_run" = 1 ]; then
+    tables
+else
+    tables >"$out/tables.md"
+    cat "$out/tables.md"
+fi
 exit "$status"
