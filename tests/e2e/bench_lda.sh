@@ -11,10 +11,7 @@ source "$(dirname "$0")/lib.sh"
 command -v python3 >/dev/null || skip "no python3: bench/lda.sh not checked"
 [ -x /usr/bin/time ] || skip "no GNU time: bench/lda.sh cannot run"
 command -v cc >/dev/null || skip "no cc: bench/lda.sh builds lda_ll.c"
-mkdir -p "$TMP/data/uci-kos"
-"$ROTOR" gen lda --docs 200 --vocab 300 --topics 5 --alpha 0.1 --beta 0.01 --doc-len 30 --seed 1 \
-    --out "$TMP/kos.uci" >/dev/null 2>&1 || fail "rotor gen lda"
-xz <"$TMP/kos.uci" >"$TMP/data/uci-kos/docword.kos.txt.xz"
+tiny_kos "$TMP/data"
 for i in 1 2; do
     ROTOR_DATA_DIR=$TMP/data "$ROTOR_SRC/bench/lda.sh" --corpora kos --topics 20 --iters 4 --ll-iters 2,4 \
         --rounds 1 --samplers auto --no-warplda --keep "$TMP/keep" >"$TMP/run$i.json" 2>"$TMP/run$i.err" ||

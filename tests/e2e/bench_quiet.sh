@@ -52,10 +52,7 @@ done
 # A tiny real run: bench/lda.sh on a 200-document corpus given as KOS, K = 20
 # and 40, 4 iterations; scale.sh given a bad option fails at once, and the
 # LDA runs between its two runs still run (WarpLDA missing: said).
-mkdir -p "$TMP/data/uci-kos"
-"$ROTOR" gen lda --docs 200 --vocab 300 --topics 5 --alpha 0.1 --beta 0.01 --doc-len 30 --seed 1 \
-    --out "$TMP/kos.uci" >/dev/null 2>&1 || fail "rotor gen lda"
-xz <"$TMP/kos.uci" >"$TMP/data/uci-kos/docword.kos.txt.xz"
+tiny_kos "$TMP/data"
 rc=0
 WARPLDA=$TMP/no-warplda ROTOR_DATA_DIR=$TMP/data "$quiet" --out "$TMP/run" --lock "$TMP/lock" --nice 0 --scale-runs 2 \
     --scale-args "--no-such-option 1" --lda-runs 20:1,40:1 --lda-corpora kos --lda-ll-iters 2,4 \

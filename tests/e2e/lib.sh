@@ -125,3 +125,12 @@ small_plans() {
     "$ROTOR" partition --app lda --input "$TMP/corpus.txt" --nodes 2 --threads 2 --seed 5 \
         --test-fraction 0.1 --out "$TMP/ldaplan" >/dev/null 2>&1 || fail "partition lda"
 }
+
+# tiny_kos DIR: a 200-document corpus (300 words, 5 planted topics) given
+# as UCI KOS under DIR (ROTOR_DATA_DIR=DIR), for the bench scripts' tests.
+tiny_kos() {
+    mkdir -p "$1/uci-kos"
+    "$ROTOR" gen lda --docs 200 --vocab 300 --topics 5 --alpha 0.1 --beta 0.01 --doc-len 30 --seed 1 \
+        --out "$TMP/kos.uci" >/dev/null 2>&1 || fail "rotor gen lda"
+    xz <"$TMP/kos.uci" >"$1/uci-kos/docword.kos.txt.xz"
+}
