@@ -515,15 +515,49 @@ static double jitter(sim_state *s, double sigma)
     return exp(sigma * z - sigma * sigma / 2);
 }
 
+/* How many cells of equal weight a worker's rotation averages over: its
+ * cells' (sum of work)^2 / (sum of squares), the mean over the workers
+ * (B for equal cells; 1 for none). */
+static double cells_averaged(const sim_state *s, const rt_sim_shape *sh)
+{
+    double n = 0;
+    for (uint32_t w = 0; w < s->W; w++) {
+        double sum = 0, sq = 0;
+        for (uint32_t b = 0; b < s->B; b++) {
+            double x = sh->cell_work[(size_t)w * s->B + b];
+            sum += x, sq += x * x;
+        }
+        n += (sq > 0 ? sum * sum / sq : 1) / s->W;
+    }
+    return n;
+}
+
+/* The variance of the log of a worker's factor for the rotation, given
+ * the measured spread of a rotation's work per CPU second across workers
+ * (worker_var) and of a cell's (cell_var).  Why not worker_var itself:
+ * the calibrations measure a worker's spread on its whole rotation, and
+ * that holds the cells' own spread averaged over its n cells, which the
+ * model draws again per cell; the factor is what is left:
+ * f + (cell_var - f) / n = worker_var.  A spread per worker above the
+ * cells' is all the worker's. */
+static double worker_factor_var(double worker_var, double cell_var, double n)
+{
+    if (worker_var >= cell_var || n <= 1)
+        return worker_var;
+    double f = (n * worker_var - cell_var) / (n - 1);
+    return f > 0 ? f : 0;
+}
+
 /* The jitter of rotation `stream`: the cells' log-normal spread split into
- * a factor per worker for the whole rotation (worker_cv, drawn first) and
- * the rest per cell (their variances of the log add up to cell_cv's, or to
- * worker_cv's if that is the larger). */
+ * a factor per worker for the whole rotation (worker_factor_var, drawn
+ * first) and the rest per cell (their variances of the log add up to
+ * cell_cv's, or to worker_cv's if that is the larger). */
 static void jitter_init(sim_state *s, const rt_sim_shape *sh, uint64_t stream)
 {
     rt_rng_seed(&s->rng, SIM_JITTER_SEED, stream);
     double cell_var = log(1 + sh->cell_cv * sh->cell_cv);
-    double worker_var = log(1 + sh->worker_cv * sh->worker_cv);
+    double worker_var =
+        worker_factor_var(log(1 + sh->worker_cv * sh->worker_cv), cell_var, cells_averaged(s, sh));
     s->cell_sigma = cell_var > worker_var ? sqrt(cell_var - worker_var) : 0;
     s->step_sigma = sqrt(log(1 + sh->step_cv * sh->step_cv));
     for (uint32_t w = 0; w < s->W && worker_var > 0; w++)

@@ -466,6 +466,27 @@ static void test_slow_worker_makes_neighbours_wait(void **state)
     shape_free(&t);
 }
 
+/* worker_cv is what the calibrations measure: the spread across workers of
+ * a whole rotation's time per unit of work, which holds the cells' own
+ * spread averaged over the worker's cells.  So the model's nodes must
+ * spread by that much, not by it plus the cells' part drawn again: 8 nodes
+ * of one thread, 16 equal cells each (own cores, an infinite link), cells of
+ * cv 0.3 and workers of 0.1: a rotation's range of the nodes' compute is
+ * 2.85 sd of 8 draws, 2.85 x 0.1 x 16 ms = 4.5 ms (the old rule drew 0.121:
+ * 5.5 ms). */
+static void test_worker_spread_is_the_measured_one(void **state)
+{
+    (void)state;
+    test_shape t;
+    shape_make(&t, 8, 1, 2, cell_uniform, 100);
+    t.s.cell_cv = 0.3, t.s.worker_cv = 0.1;
+    t.s.jitter_rotations = 400;
+    rt_sim_result r = rotation(&t, &infinite);
+    double sd = sqrt(log(1 + 0.1 * 0.1)), expected = 2.847 * sd * r.compute_mean_s;
+    assert_true(fabs(r.compute_gap_s / expected - 1) < 0.06);
+    shape_free(&t);
+}
+
 static double cell_by_worker(uint32_t w, uint32_t b)
 {
     (void)b;
@@ -803,6 +824,7 @@ int main(void)
         cmocka_unit_test(test_inline_step_cpu_on_one_core),
         cmocka_unit_test(test_slow_worker_makes_neighbours_wait),
         cmocka_unit_test(test_compute_gap_is_slowest_less_fastest),
+        cmocka_unit_test(test_worker_spread_is_the_measured_one),
         cmocka_unit_test(test_idle_time_slows_next_step),
         cmocka_unit_test(test_run_queue_takes_turns),
         cmocka_unit_test(test_run_queue_limits),
