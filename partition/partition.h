@@ -261,6 +261,11 @@ static inline const char *rt_idmap_str(const rt_idmap *m, uint64_t id)
 typedef struct rt_triplets {
     rt_entry *e;
     uint64_t n, cap;
+    /* 0, or the most entries the caller's memory budget has room for
+     * (`rotor partition --max-memory`): rt_read_ratings refuses a file whose
+     * estimated count is above it at its estimate, before the array is
+     * sized for the whole file (exit 2). */
+    uint64_t budget;
 } rt_triplets;
 
 void rt_triplets_init(rt_triplets *t);

@@ -488,6 +488,14 @@ static int reserve_estimate(reader *r, rt_error *err)
         return 0;
     double per_line = (double)used / (double)r->lr.line_no;
     uint64_t more = (uint64_t)((double)sb.st_size / per_line * 1.02) + 1024;
+    uint64_t left = (uint64_t)sb.st_size > used ? (uint64_t)sb.st_size - used : 0;
+    uint64_t expect = r->out->n + (uint64_t)((double)left / per_line);
+    if (r->out->budget && expect > r->out->budget)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s:%" PRIu64 ": about %" PRIu64 " ratings (from the file's size and "
+                       "its first %" PRIu64 " lines), more than the %" PRIu64
+                       " that --max-memory leaves room for; nothing written",
+                       r->path, r->lr.line_no, expect, r->lr.line_no, r->out->budget);
     return rt_triplets_reserve(r->out, r->out->n + more, err);
 }
 

@@ -55,11 +55,30 @@ for app in mf lda; do
     rc=$?
     set -e
     [ $rc -eq 2 ] || fail "$app: --max-memory $lim: exit $rc, want 2: $(cat err.$app)"
-    grep -q "^rotor: error: $in: the plan needs about .* of memory at its peak .*more than --max-memory $lim (.*); nothing written" err.$app ||
-        fail "$app: refusal message: $(cat err.$app)"
+    # ratings: at the reader's size estimate (line 20000), before the array is
+    # sized for the file; a corpus: once read, before the plan
+    if [ $app = mf ]; then
+        grep -q "^rotor: error: $in:20000: about [0-9]* ratings (from the file's size and its first 20000 lines), more than the [0-9]* that --max-memory leaves room for; nothing written" err.$app ||
+            fail "$app: early refusal message: $(cat err.$app)"
+    else
+        grep -q "^rotor: error: $in: the plan needs about .* of memory at its peak .*more than --max-memory $lim (.*); nothing written" err.$app ||
+            fail "$app: refusal message: $(cat err.$app)"
+    fi
     [ ! -e q.$app ] && [ -z "$(find . -name '*.tmp*')" ] || fail "$app: refusal left files behind"
     echo "ok $app: --max-memory $lim refused"
 done
+
+# Ratings the reader does not estimate (below 20000 lines): refused once read.
+head -15000 r.txt >small.txt
+set +e
+"$ROTOR" partition --input small.txt --nodes 2 --threads 2 --out q.small --max-memory 1M 2>err.small
+rc=$?
+set -e
+[ $rc -eq 2 ] || fail "small: --max-memory 1M: exit $rc, want 2"
+grep -q "^rotor: error: small.txt: the plan needs about .* held after reading 15000 ratings.*more than --max-memory 1M (1.0 MiB); nothing written" err.small ||
+    fail "small: refusal message: $(cat err.small)"
+[ ! -e q.small ] || fail "small: refusal left a plan"
+echo "ok mf below 20000 lines: refused once read"
 
 # The size is parsed strictly: one binary suffix, digits only, above 0.
 for bad in 4GB 1.5G 0 -1 " 4G" 4g 4Gi 99999999999999999999 20000000000T; do
