@@ -39,6 +39,17 @@
 /* Tokens ahead whose document list and topic are prefetched. */
 #define LIST_PREFETCH 12
 
+/* The smallest K at which the document list itself is prefetched (its
+ * place and length always are): at K = 10000 a word-major token's list
+ * load was 14% of the samples (perf cpu-clock), and prefetching it gave
+ * paired tokens/s 1.16x on the synthetic corpus (1.12-1.19 in 4 rounds;
+ * KOS 0.98, AP 1.00); at K = 100, where lists span a line or two,
+ * 0.95-1.03 (KOS, AP and synthetic; medians of 6 rounds, KOS and AP
+ * twice): bench/lda_ab.sh --topics 100,10000 under the bench lock, load
+ * 12-16.  K in between was not measured.  (Until then GCC had dropped the
+ * prefetch loop whole: see prefetch_bytes.) */
+#define LIST_AHEAD_MIN_K 1024
+
 /* What one visit's token loop needs. */
 typedef struct list_run {
     lda_tokens *t;
@@ -423,10 +434,15 @@ static inline void prefetch_place(const lda_tokens *t, uint64_t i)
     __builtin_prefetch(t->dnz_n + d);
 }
 
+/* The lines of BYTES bytes at P, the last one's too when P is not line
+ * aligned.  The addresses are integers: that line may start past the
+ * object's end, where a pointer would be undefined even unread (and with
+ * them as pointers GCC 12 -O2 emitted none of these prefetches). */
 static inline void prefetch_bytes(const void *p, size_t bytes)
 {
-    for (size_t o = 0; o < bytes + 63; o += 64)
-        __builtin_prefetch((const char *)p + o, 1);
+    const uintptr_t a = (uintptr_t)p;
+    for (uintptr_t o = 0; o < bytes + 63; o += 64)
+        __builtin_prefetch((const void *)(a + o), 1);
 }
 
 static inline void prefetch_list(const lda_tokens *t, uint64_t i, const int packed)
@@ -441,9 +457,10 @@ static inline void prefetch_list(const lda_tokens *t, uint64_t i, const int pack
 }
 
 /* The tokens [i, end) of the loaded word, on lists of either form (packed:
- * a constant, so each form's loop is compiled on its own). */
+ * a constant, so each form's loop is compiled on its own), the lists
+ * prefetched ahead or not (ahead, a constant too: LIST_AHEAD_MIN_K). */
 static inline void list_tokens(const list_run *l, uint64_t i, uint64_t end, rt_wyrand *rng_io,
-                               const int packed)
+                               const int packed, const int ahead)
 {
     lda_tokens *t = l->t;
     bucket_memo memo = {.doc = UINT32_MAX};
@@ -451,7 +468,7 @@ static inline void list_tokens(const list_run *l, uint64_t i, uint64_t end, rt_w
     for (; i < end; i++) {
         if (i + 2 * LIST_PREFETCH < end)
             prefetch_place(t, i + 2 * LIST_PREFETCH);
-        if (i + LIST_PREFETCH < end)
+        if (ahead && i + LIST_PREFETCH < end)
             prefetch_list(t, i + LIST_PREFETCH, packed);
         const uint32_t d = t->tok_doc[i], from = t->z[i];
         const uint64_t o = t->dnz_off[d];
@@ -485,12 +502,22 @@ static inline void list_tokens(const list_run *l, uint64_t i, uint64_t end, rt_w
 
 static void packed_tokens(const list_run *l, uint64_t i, uint64_t end, rt_wyrand *rng)
 {
-    list_tokens(l, i, end, rng, 1);
+    list_tokens(l, i, end, rng, 1, 0);
 }
 
 static void wide_tokens(const list_run *l, uint64_t i, uint64_t end, rt_wyrand *rng)
 {
-    list_tokens(l, i, end, rng, 0);
+    list_tokens(l, i, end, rng, 0, 0);
+}
+
+static void packed_tokens_ahead(const list_run *l, uint64_t i, uint64_t end, rt_wyrand *rng)
+{
+    list_tokens(l, i, end, rng, 1, 1);
+}
+
+static void wide_tokens_ahead(const list_run *l, uint64_t i, uint64_t end, rt_wyrand *rng)
+{
+    list_tokens(l, i, end, rng, 0, 1);
 }
 
 int lda_visit_lists(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
@@ -524,6 +551,9 @@ int lda_visit_lists_of(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *pa
     }
     lda_ftree_build(l.tree);
     rt_wyrand g = {rt_rng_next(rng)}; /* the visit's draws (rt_wyrand_uniform) */
+    void (*const tokens)(const list_run *, uint64_t, uint64_t, rt_wyrand *) =
+        K >= LIST_AHEAD_MIN_K ? (t->dlist ? packed_tokens_ahead : wide_tokens_ahead)
+                              : (t->dlist ? packed_tokens : wide_tokens);
     for (uint64_t r = t->blk_run[b]; r < t->blk_run[b + 1]; r++) {
         if (runs && !runs[r - t->blk_run[b]])
             continue;
@@ -533,7 +563,7 @@ int lda_visit_lists_of(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *pa
         for (uint32_t x = 0; x < l.wd->n_nz; x++)
             coef_update(&l, l.wd->nz[x]);
         const uint64_t beg = r == t->blk_run[b] ? t->blk_tok[b] : t->run_end[r - 1];
-        (t->dlist ? packed_tokens : wide_tokens)(&l, beg, t->run_end[r], &g);
+        tokens(&l, beg, t->run_end[r], &g);
         for (uint32_t x = 0; x < l.wd->n_nz; x++) /* back to n_wk = 0 */
             coef_set(&l, l.wd->nz[x], 0);
         if (lda_word_store(l.wd, K))

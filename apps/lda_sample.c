@@ -573,17 +573,19 @@ static DENSE_INLINE float dense_move(const dense_run *d, uint32_t k, int dn, int
 static DENSE_INLINE void dense_prefetch(const dense_run *d, uint64_t i)
 {
     const uint64_t a = i + DENSE_PREFETCH < d->last ? i + DENSE_PREFETCH : d->last;
-    const char *row = (const char *)(d->ndk + (size_t)d->tok_doc[a] * d->K);
+    /* an integer: row + 448 lies past the last row's end when it is
+     * shorter, where a pointer would be undefined even unread */
+    const uintptr_t row = (uintptr_t)(d->ndk + (size_t)d->tok_doc[a] * d->K);
     __builtin_prefetch(d->z + d->tok_pos[a], 1);
-    __builtin_prefetch(row, 1);
-    __builtin_prefetch(row + 64, 1);
-    __builtin_prefetch(row + 128, 1);
-    __builtin_prefetch(row + 192, 1);
+    __builtin_prefetch((const void *)row, 1);
+    __builtin_prefetch((const void *)(row + 64), 1);
+    __builtin_prefetch((const void *)(row + 128), 1);
+    __builtin_prefetch((const void *)(row + 192), 1);
     if (d->row_bytes > 256) {
-        __builtin_prefetch(row + 256, 1);
-        __builtin_prefetch(row + 320, 1);
-        __builtin_prefetch(row + 384, 1);
-        __builtin_prefetch(row + 448, 1);
+        __builtin_prefetch((const void *)(row + 256), 1);
+        __builtin_prefetch((const void *)(row + 320), 1);
+        __builtin_prefetch((const void *)(row + 384), 1);
+        __builtin_prefetch((const void *)(row + 448), 1);
     }
 }
 
