@@ -405,9 +405,6 @@ int rt_rating_format_parse(const char *s, rt_rating_format *f); /* 0 ok, -1 unkn
 /* Is s[0..len) "123:", the head of an item's block in the Netflix Prize's
  * training files (mv_*.txt, combined_data_*.txt)? */
 int rt_netflix_block_head(const char *s, size_t len);
-/* Guess a file's format from its first lines (MatrixMarket banner, "::",
- * a Netflix "ITEM:" line, commas, whitespace); *why is a short explanation for the log. */
-int rt_rating_format_sniff(const char *path, rt_rating_format *f, const char **why, rt_error *err);
 
 typedef struct rt_ratings_stats {
     rt_rating_format format; /* as used */
@@ -456,7 +453,9 @@ int rt_linereader_peek(rt_linereader *lr, const char **text, size_t *len, rt_err
 /* 1 = a line, 0 = end of file, -1 = read error (err set). */
 int rt_linereader_next(rt_linereader *lr, char **line, size_t *len, rt_error *err);
 void rt_linereader_close(rt_linereader *lr);
-/* rt_rating_format_sniff on an open reader, consuming nothing (works on a pipe). */
+/* Guess a file's format from its first lines (MatrixMarket banner, "::",
+ * a Netflix "ITEM:" line, commas, whitespace) on an open reader, consuming
+ * nothing (works on a pipe); *why is a short explanation for the log. */
 int rt_rating_format_sniff_reader(rt_linereader *lr, rt_rating_format *f, const char **why,
                                   rt_error *err);
 

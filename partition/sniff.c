@@ -74,13 +74,3 @@ int rt_rating_format_sniff_reader(rt_linereader *lr, rt_rating_format *f, const 
     sniff_text(text, len, f, why);
     return 0;
 }
-
-int rt_rating_format_sniff(const char *path, rt_rating_format *f, const char **why, rt_error *err)
-{
-    rt_linereader lr;
-    if (rt_linereader_open(&lr, path, err) < 0)
-        return -1;
-    int rc = rt_rating_format_sniff_reader(&lr, f, why, err);
-    rt_linereader_close(&lr);
-    return rc;
-}
