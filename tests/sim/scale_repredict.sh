@@ -101,9 +101,10 @@ given_at() { # given_at FIELD MEASURED: the model's epoch at its rate x its FIEL
         'BEGIN { printf "%.6g", r * sprintf("%.6g", p / m) }')
     num predicted_epoch_s "$("$ROTOR" simulate --plan "$run/sgd-mf.2.1.2/plan" "${model[@]}" --rate "$r")"
 }
-same "$(num epoch_given_measured_compute_s "$out")" "$(given_at compute_cpu_s 0.004)" ||
-    fail "given measured compute: the rate scaled by compute CPU ($(given_at compute_cpu_s 0.004)), got $out"
-! same "$(given_at compute_cpu_s 0.004)" "$(given_at compute_s 0.006)" || fail "the test's CPU and wall scalings agree"
+by_cpu=$(given_at compute_cpu_s 0.004)
+same "$(num epoch_given_measured_compute_s "$out")" "$by_cpu" ||
+    fail "given measured compute: the rate scaled by compute CPU ($by_cpu), got $out"
+! same "$by_cpu" "$(given_at compute_s 0.006)" || fail "the test's CPU and wall scalings agree"
 # the slowest rank's compute less the fastest's, rotations 1-3: 0.001, 0.003
 # (rank 0 the slower), 0.001: 0.0017 (rank 1 less rank 0: -0.0003; with
 # rotation 0: 0.0015); the model's is its compute_gap_s
@@ -316,9 +317,10 @@ for cd in "2:1:3" "3:2:2"; do # line, threads, pipeline: each pools its own plan
     awk -v x="$(list "$c" round_model_busy_core_speed)" 'BEGIN { gsub(/[][]/, "", x); exit !(x > 0.0999 && x < 0.1001) }' ||
         fail "line $l: busy 0.1, its own plan's: $c"
 done
-[ "$(list "$a" round_predicted_epoch_s)" = "$(busy_epochs 0.5 0.5)" ] ||
-    fail "--busy-pool plan, A: want busy 0.5 in both rounds ($(busy_epochs 0.5 0.5)), got $a"
-[ "$(busy_epochs 0.5 0.5)" != "$(busy_epochs 0.612 0.548)" ] || fail "the test's speeds do not tell the pool apart"
+half=$(busy_epochs 0.5 0.5) # A's rounds at 2 M, busy 0.5, here and below
+[ "$(list "$a" round_predicted_epoch_s)" = "$half" ] ||
+    fail "--busy-pool plan, A: want busy 0.5 in both rounds ($half), got $a"
+[ "$half" != "$(busy_epochs 0.612 0.548)" ] || fail "the test's speeds do not tell the pool apart"
 [ "$(list "$b" round_predicted_epoch_s)" = "[$(busy_epochs 0.75 0.75 | sed 's/^\[\([^,]*\),.*/\1/')]" ] ||
     fail "--busy-pool plan, B: want busy 0.75, the plan's five calibrations, got $b"
 echo "$a" | grep -q '"round_model_busy_core_speed": \[0.5, 0.5\], "busy_pool": "plan", "busy_pool_calibrations": 3, ' ||
@@ -342,11 +344,11 @@ sed -i 's/^2e6 /1e6 /' "$run4/kept/sgd-mf.2.1.2.0.5.0/round.1/calibration"
 sed -i 's/^2e6 /4e6 /' "$run4/kept/sgd-mf.2.1.2.0.5.0/round.2/calibration"
 out=$(bash "$SCALE" --repredict "$run4" --rate-pool config --model-args "--host-cores 2") || fail "repredict --rate-pool config"
 a=$(echo "$out" | head -n 1)
-[ "$(list "$a" round_predicted_epoch_s)" = "$(busy_epochs 0.5 0.5)" ] ||
-    fail "--rate-pool config: the configuration's rate, 2 M, in both rounds: want $(busy_epochs 0.5 0.5), got $a"
+[ "$(list "$a" round_predicted_epoch_s)" = "$half" ] ||
+    fail "--rate-pool config: the configuration's rate, 2 M, in both rounds: want $half, got $a"
 echo "$a" | grep -q '"rate_pool": "config"' || fail "--rate-pool config is named: $a"
 out=$(bash "$SCALE" --repredict "$run4" --model-args "--host-cores 2") || fail "repredict, the pair's rate"
-[ "$(list "$(echo "$out" | head -n 1)" round_predicted_epoch_s)" != "$(busy_epochs 0.5 0.5)" ] ||
+[ "$(list "$(echo "$out" | head -n 1)" round_predicted_epoch_s)" != "$half" ] ||
     fail "the test's rates do not tell --rate-pool config from the pair's: $out"
 expect_status 2 bash "$SCALE" --repredict "$run4" --rate-pool all
 grep -q 'round, config or plan' "$TMP/last.err" || fail "--rate-pool all: $(cat "$TMP/last.err")"
@@ -366,7 +368,7 @@ sed -i 's/^2e6 /8e6 /' "$cfg4.1.0/closing/calibration"
 sed -i 's/^2e6 /4e5 /' "$run4"/kept/sgd-mf.2.{1.3,2.2}.0.5.0/*/calibration
 out=$(bash "$SCALE" --repredict "$run4" --rate-pool plan --model-args "--host-cores 2") || fail "repredict --rate-pool plan"
 a=$(echo "$out" | head -n 1) b=$(echo "$out" | tail -n 1)
-want_a=$(speed_epochs "2e6 0.5" "2e6 0.5") want_b=$(speed_epochs "3.6e6 0.75")
+want_a=$half want_b=$(speed_epochs "3.6e6 0.75")
 [ "$(list "$a" round_predicted_epoch_s)" = "$want_a" ] ||
     fail "--rate-pool plan, A: the median of its plan's three, 2 M, in both rounds: want $want_a, got $a"
 [ "$(list "$b" round_predicted_epoch_s)" = "$want_b" ] ||
@@ -388,7 +390,7 @@ kept=$(num predicted_epoch_s "$("$ROTOR" simulate --plan "$run4/sgd-mf.2.1.2/pla
     --rate 1e6 --busy-core-speed 0.3 --worker-cv 0 --host-cores 2)") || fail "simulate, the kept command"
 out=$(bash "$SCALE" --repredict "$run4" --model-args "--host-cores 2") || fail "repredict, a marked round"
 a=$(echo "$out" | head -n 1)
-[ "$(list "$a" round_predicted_epoch_s)" = "[$kept, $(busy_epochs 0.5 0.5 | sed 's/^\[[^,]*, //')" ] ||
+[ "$(list "$a" round_predicted_epoch_s)" = "[$kept, ${half#*, }" ] ||
     fail "a round marked +busy:plan runs its kept command under the plan rule: want [$kept, ...], got $a"
 echo "$a" | grep -q '"round_model_busy_core_speed": \[0.3, 0.5\]' || fail "the marked round's busy speed is its command's: $a"
 out=$(bash "$SCALE" --repredict "$run4" --busy-pool round --model-args "--host-cores 2") ||
