@@ -218,8 +218,8 @@ typedef struct lda_tokens {
     uint32_t n_docs;
     uint64_t n_tokens;
     uint64_t *doc_off; /* n_docs + 1: each document's tokens (doc-major) */
-    /* topic of every token, doc-major, or word-major where tok_pos is NULL
-     * (NULL when aux holds them) */
+    /* topic of every token, doc-major, or word-major where tok_pos is NULL (the list sampler
+     * outside lda_doc_layout; NULL when aux holds them) */
     uint16_t *z;
     int32_t *ndk; /* n_docs x K, then LDA_DENSE_ROW_SLACK zeroes (NULL for warp's training) */
     /* warp: per token (doc-major) one record of aux_stride = 2 + mh_steps
@@ -231,10 +231,12 @@ typedef struct lda_tokens {
     uint32_t *run_word; /* block-local word of the run */
     uint64_t *run_end;  /* one past the run's last token */
     uint64_t *blk_tok;  /* B + 1 into tok_doc / tok_pos */
-    uint32_t *tok_doc;  /* document (worker-local; NULL for the warp sampler's training tokens) */
-    /* index into z (doc-major); NULL for the list sampler's training tokens,
-     * whose z is word-major (lda_tok_slot): the sweep streams it, and the
-     * lists hold the documents' counts */
+    /* document (worker-local; NULL for the warp sampler's training tokens and
+     * in lda_doc_layout: there lda_doc_of) */
+    uint32_t *tok_doc;
+    /* index into z (doc-major); NULL for the list sampler's training tokens
+     * outside lda_doc_layout, whose z is word-major (lda_tok_slot): the sweep
+     * streams it, and the lists hold the documents' counts */
     uint32_t *tok_pos;
     /* training docs: nonzero topics per document (capacity min(K, length)) */
     uint16_t *dnz;
@@ -245,16 +247,15 @@ typedef struct lda_tokens {
      * topic << 16 | count in one u32 (as the payload's sparse slices), at dnz_off, dnz_n; dnz
      * and dnc NULL.  A token's list then takes 4 bytes an entry in one place, not 2 + 4 in two. */
     uint32_t *dlist;
-    /* the list sampler's training tokens of each block in document order, built once
-     * (lda_doc_order_build; NULL where not built): per block b from blk_tok[b] +
-     * LDA_DOC_ORDER_SLACK * b, a document's tokens in word-major order, each u32
-     * (token - blk_tok[b]) << ord_bits[b] | (run - blk_run[b]), then LDA_DOC_ORDER_SLACK
-     * zeroes; ord_bits[b] = LDA_DOC_ORDER_NONE where a block's two indices pass 32 bits;
-     * ord_pair from ord_pair_off[b]: (document, end of its tokens) for the documents with
-     * tokens in b, in document order */
-    uint32_t *ord, *ord_pair;
-    uint64_t *ord_pair_off;
-    uint8_t *ord_bits;
+    /* the list sampler's training tokens in document order, where z is doc-major
+     * (lda_doc_layout; NULL elsewhere): ord_run parallel to z, each token's run
+     * less blk_run[b] of its block b (then LDA_DOC_ORDER_SLACK zeroes); per block b from
+     * ord_seg_off[b] (document, first, end) z positions of the documents with tokens in b,
+     * in document order (a document's tokens of block b are contiguous in z: tokens_build
+     * deals them block by block) */
+    uint16_t *ord_run;
+    uint32_t *ord_seg;
+    uint64_t *ord_seg_off;
     /* without tok_doc, for the exact sweeps' lists and the cycle sampler:
      * the document of every 2^LDA_DOC_STEP-th token (lda_doc_of) */
     uint32_t *doc_step;
@@ -510,16 +511,19 @@ int lda_doc_word_gain(uint32_t *v, uint32_t room, uint32_t x, uint32_t k);
  * inv[k]), finished by a scan over K after the bucket's tries. */
 uint32_t lda_doc_s_draw(const double *inv, uint32_t K, double inv_max, uint32_t f, double invf,
                         rt_wyrand *rng);
-/* The document-major visit's static order (t->ord, lda_tokens): built for the list sampler's
- * training tokens at K <= LDA_DOC_ORDER_MAX_K, where after the first sweeps no word is drawn
- * word-major (KOS and the synthetic corpus at K = 1000, sweep 26: none), so the sort a visit
- * (doc_order, 6-8% of the time) gave the same order every sweep; 4 bytes a token for the
- * visits' 8 a token of the largest block a thread.  At K = 10000 a third of the tokens are
- * drawn word-major, and the 4 bytes would pass WarpLDA's peak RSS on KOS (16.1 of 16.5 MB).
- * -1: out of memory. */
+/* The document-major visit's static order: at K <= LDA_DOC_ORDER_MAX_K after the first sweeps
+ * no word is drawn word-major (KOS and the synthetic corpus at K = 1000, sweep 26: none), so
+ * the sort a visit (doc_order, 6-8% of the time) gave the same order every sweep.  There the
+ * list sampler's training z is doc-major (tokens_build: lda_doc_layout), so a visit reads and
+ * writes a document's topics in place, in order, not scattered over a word-major z; the
+ * word-major paths reach a token's topic through tok_pos and its document through doc_step
+ * (lda_doc_of).  8 bytes a token (z, tok_pos, ord_run) where z, tok_doc and the packed order
+ * took 10.  At K = 10000 a third of the tokens are drawn word-major: z stays word-major there
+ * (its visits read it in order) and doc_order sorts each visit.  lda_doc_order_build fills
+ * ord_run and ord_seg (lda_tokens) once; -1: out of memory. */
 #define LDA_DOC_ORDER_MAX_K 4096u
 #define LDA_DOC_ORDER_SLACK 4u
-#define LDA_DOC_ORDER_NONE 0xffu
+#define LDA_DOC_ORDER_MAX_RUNS 65536u /* a block's run index in ord_run's 16 bits */
 int lda_doc_order_build(lda_tokens *t, uint32_t blocks);
 int lda_visit_lists(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
                     rt_rng *rng, rt_error *err);
@@ -561,6 +565,12 @@ _Static_assert(LDA_AUTO_WARP_MAX_K == LDA_DENSE_K, "auto's warp band ends where 
 static inline int lda_uses_lists(lda_sampler s, uint32_t K)
 {
     return s == LDA_SAMPLER_SPARSE && K > LDA_DENSE_K;
+}
+/* The list sampler's training tokens with z doc-major (LDA_DOC_ORDER_MAX_K above). */
+static inline int lda_doc_layout(const lda_opts *o, uint64_t n_tokens, uint64_t max_block_runs)
+{
+    return lda_uses_lists(o->sampler, o->K) && o->K <= LDA_DOC_ORDER_MAX_K &&
+           n_tokens < UINT32_MAX && max_block_runs <= LDA_DOC_ORDER_MAX_RUNS;
 }
 #define LDA_CHUNK 8u
 static inline uint32_t lda_chunks(uint32_t K)
@@ -629,6 +639,13 @@ static inline uint32_t lda_doc_of(const lda_tokens *t, uint64_t p)
     while (t->doc_off[d + 1] <= p)
         d++;
     return d;
+}
+
+/* The list sampler's training tokens: their documents' counts are their lists alone (no
+ * matrix, no records), whichever order z is in. */
+static inline int lda_counts_in_lists(const lda_tokens *t)
+{
+    return !t->ndk && !t->aux;
 }
 
 /* Where word-major token i's topic is: z (or aux) at this index. */

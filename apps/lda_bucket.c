@@ -424,14 +424,24 @@ static inline uint32_t packed_draw(const list_run *l, uint32_t *e, uint32_t *n, 
     return k;
 }
 
+/* Word-major token i's document: tok_doc, or where z is doc-major (bypos:
+ * lda_doc_layout) the document of its place (lda_doc_of). */
+static inline uint32_t token_doc(const lda_tokens *t, uint64_t i, const int bypos)
+{
+    return bypos ? lda_doc_of(t, t->tok_pos[i]) : t->tok_doc[i];
+}
+
 /* Token i's document list into cache ahead of its draw: the list's place
  * and length (random in the documents) first, then, later, all of the list.
- * (z is word-major: the sweep streams it.) */
-static inline void prefetch_place(const lda_tokens *t, uint64_t i)
+ * (z is word-major: the sweep streams it; doc-major, its topic comes with
+ * the place.) */
+static inline void prefetch_place(const lda_tokens *t, uint64_t i, const int bypos)
 {
-    const uint32_t d = t->tok_doc[i];
+    const uint32_t d = token_doc(t, i, bypos);
     __builtin_prefetch(t->dnz_off + d);
     __builtin_prefetch(t->dnz_n + d);
+    if (bypos)
+        __builtin_prefetch(t->z + t->tok_pos[i], 1);
 }
 
 /* The lines of BYTES bytes at P, the last one's too when P is not line
@@ -445,9 +455,9 @@ static inline void prefetch_bytes(const void *p, size_t bytes)
         __builtin_prefetch((const void *)(a + o), 1);
 }
 
-static inline void prefetch_list(const lda_tokens *t, uint64_t i, const int packed)
+static inline void prefetch_list(const lda_tokens *t, uint64_t i, const int packed, const int bypos)
 {
-    const uint32_t d = t->tok_doc[i], n = t->dnz_n[d];
+    const uint32_t d = token_doc(t, i, bypos), n = t->dnz_n[d];
     if (packed) {
         prefetch_bytes(t->dlist + t->dnz_off[d], n * sizeof(uint32_t));
     } else {
@@ -458,19 +468,21 @@ static inline void prefetch_list(const lda_tokens *t, uint64_t i, const int pack
 
 /* The tokens [i, end) of the loaded word, on lists of either form (packed:
  * a constant, so each form's loop is compiled on its own), the lists
- * prefetched ahead or not (ahead, a constant too: LIST_AHEAD_MIN_K). */
+ * prefetched ahead or not (ahead, a constant too: LIST_AHEAD_MIN_K), z
+ * word-major or doc-major (bypos, likewise: lda_doc_layout). */
 static inline void list_tokens(const list_run *l, uint64_t i, uint64_t end, rt_wyrand *rng_io,
-                               const int packed, const int ahead)
+                               const int packed, const int ahead, const int bypos)
 {
     lda_tokens *t = l->t;
     bucket_memo memo = {.doc = UINT32_MAX};
     rt_wyrand g = *rng_io, *rng = &g; /* a local: its state can stay in a register */
     for (; i < end; i++) {
         if (i + 2 * LIST_PREFETCH < end)
-            prefetch_place(t, i + 2 * LIST_PREFETCH);
+            prefetch_place(t, i + 2 * LIST_PREFETCH, bypos);
         if (ahead && i + LIST_PREFETCH < end)
-            prefetch_list(t, i + LIST_PREFETCH, packed);
-        const uint32_t d = t->tok_doc[i], from = t->z[i];
+            prefetch_list(t, i + LIST_PREFETCH, packed, bypos);
+        const uint64_t zi = bypos ? t->tok_pos[i] : i;
+        const uint32_t d = token_doc(t, i, bypos), from = t->z[zi];
         const uint64_t o = t->dnz_off[d];
         uint32_t n = t->dnz_n[d];
         /* the draw sees coef[from] without the token; the counts and the
@@ -495,30 +507,31 @@ static inline void list_tokens(const list_run *l, uint64_t i, uint64_t end, rt_w
         lda_ftree_set(l->tree, from, l->alpha * c);
         word_move(l, k, +1);
         t->dnz_n[d] = n;
-        t->z[i] = (uint16_t)k;
+        t->z[zi] = (uint16_t)k;
     }
     *rng_io = g;
 }
 
-static void packed_tokens(const list_run *l, uint64_t i, uint64_t end, rt_wyrand *rng)
-{
-    list_tokens(l, i, end, rng, 1, 0);
-}
-
-static void wide_tokens(const list_run *l, uint64_t i, uint64_t end, rt_wyrand *rng)
-{
-    list_tokens(l, i, end, rng, 0, 0);
-}
-
-static void packed_tokens_ahead(const list_run *l, uint64_t i, uint64_t end, rt_wyrand *rng)
-{
-    list_tokens(l, i, end, rng, 1, 1);
-}
-
-static void wide_tokens_ahead(const list_run *l, uint64_t i, uint64_t end, rt_wyrand *rng)
-{
-    list_tokens(l, i, end, rng, 0, 1);
-}
+/* list_tokens compiled for each (bypos, ahead, packed): TOKENS[bypos][ahead][packed]. */
+typedef void tokens_fn(const list_run *l, uint64_t i, uint64_t end, rt_wyrand *rng);
+#define LIST_TOKENS(name, packed, ahead, bypos)                                                    \
+    static void name(const list_run *l, uint64_t i, uint64_t end, rt_wyrand *rng)                  \
+    {                                                                                              \
+        list_tokens(l, i, end, rng, packed, ahead, bypos);                                         \
+    }
+LIST_TOKENS(wide_tokens, 0, 0, 0)
+LIST_TOKENS(packed_tokens, 1, 0, 0)
+LIST_TOKENS(wide_tokens_ahead, 0, 1, 0)
+LIST_TOKENS(packed_tokens_ahead, 1, 1, 0)
+LIST_TOKENS(wide_tokens_bypos, 0, 0, 1)
+LIST_TOKENS(packed_tokens_bypos, 1, 0, 1)
+LIST_TOKENS(wide_tokens_ahead_bypos, 0, 1, 1)
+LIST_TOKENS(packed_tokens_ahead_bypos, 1, 1, 1)
+#undef LIST_TOKENS
+static tokens_fn *const TOKENS[2][2][2] = {
+    {{wide_tokens, packed_tokens}, {wide_tokens_ahead, packed_tokens_ahead}},
+    {{wide_tokens_bypos, packed_tokens_bypos},
+     {wide_tokens_ahead_bypos, packed_tokens_ahead_bypos}}};
 
 int lda_visit_lists(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
                     rt_rng *rng, rt_error *err)
@@ -551,9 +564,7 @@ int lda_visit_lists_of(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *pa
     }
     lda_ftree_build(l.tree);
     rt_wyrand g = {rt_rng_next(rng)}; /* the visit's draws (rt_wyrand_uniform) */
-    void (*const tokens)(const list_run *, uint64_t, uint64_t, rt_wyrand *) =
-        K >= LIST_AHEAD_MIN_K ? (t->dlist ? packed_tokens_ahead : wide_tokens_ahead)
-                              : (t->dlist ? packed_tokens : wide_tokens);
+    tokens_fn *const tokens = TOKENS[t->tok_pos != NULL][K >= LIST_AHEAD_MIN_K][t->dlist != NULL];
     for (uint64_t r = t->blk_run[b]; r < t->blk_run[b + 1]; r++) {
         if (runs && !runs[r - t->blk_run[b]])
             continue;

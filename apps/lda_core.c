@@ -230,12 +230,43 @@ typedef struct lda_scalars {
  * lists alone) and each document's list of nonzero topics (its order
  * steers the sparse sampler), or for the warp sampler each token's record
  * (topic, counted topic, pending proposals). */
+/* The list sampler's topics go to and come from a state file word-major
+ * (where z is doc-major, lda_doc_layout, through tok_pos), so a state does
+ * not depend on the layout: z_put, z_get. */
+static int z_put(rt_state_writer *w, const lda_tokens *t, rt_error *err)
+{
+    if (!lda_counts_in_lists(t) || !t->tok_pos)
+        return rt_state_put(w, "z", t->z, t->n_tokens * sizeof(uint16_t), err);
+    uint16_t *z = malloc((t->n_tokens ? t->n_tokens : 1) * sizeof(uint16_t));
+    if (!z)
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (LDA state: topics)");
+    for (uint64_t i = 0; i < t->n_tokens; i++)
+        z[i] = t->z[t->tok_pos[i]];
+    const int rc = rt_state_put(w, "z", z, t->n_tokens * sizeof(uint16_t), err);
+    free(z);
+    return rc;
+}
+
+static int z_get(rt_state_reader *r, lda_tokens *t, rt_error *err)
+{
+    if (!lda_counts_in_lists(t) || !t->tok_pos)
+        return rt_state_get(r, "z", t->z, t->n_tokens * sizeof(uint16_t), err);
+    uint16_t *z = malloc((t->n_tokens ? t->n_tokens : 1) * sizeof(uint16_t));
+    if (!z)
+        return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (LDA state: topics)");
+    const int rc = rt_state_get(r, "z", z, t->n_tokens * sizeof(uint16_t), err);
+    for (uint64_t i = 0; !rc && i < t->n_tokens; i++)
+        t->z[t->tok_pos[i]] = z[i];
+    free(z);
+    return rc;
+}
+
 static int tokens_put(rt_state_writer *w, const lda_tokens *t, uint32_t K, rt_error *err)
 {
     if (t->aux)
         return rt_state_put(w, "aux", t->aux, t->n_tokens * t->aux_stride * sizeof(uint16_t), err);
     const uint64_t entries = t->dnz_off ? t->dnz_off[t->n_docs] : 0;
-    if (rt_state_put(w, "z", t->z, t->n_tokens * sizeof(uint16_t), err))
+    if (z_put(w, t, err))
         return -1;
     if (t->ndk     ? rt_state_put(w, "ndk", t->ndk, (size_t)t->n_docs * K * sizeof(int32_t), err)
         : t->dlist ? rt_state_put(w, "dlist", t->dlist, entries * sizeof(uint32_t), err)
@@ -251,7 +282,7 @@ static int tokens_get(rt_state_reader *r, lda_tokens *t, uint32_t K, rt_error *e
     if (t->aux)
         return rt_state_get(r, "aux", t->aux, t->n_tokens * t->aux_stride * sizeof(uint16_t), err);
     const uint64_t entries = t->dnz_off ? t->dnz_off[t->n_docs] : 0;
-    if (rt_state_get(r, "z", t->z, t->n_tokens * sizeof(uint16_t), err))
+    if (z_get(r, t, err))
         return -1;
     if (t->ndk     ? rt_state_get(r, "ndk", t->ndk, (size_t)t->n_docs * K * sizeof(int32_t), err)
         : t->dlist ? rt_state_get(r, "dlist", t->dlist, entries * sizeof(uint32_t), err)

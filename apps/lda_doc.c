@@ -343,84 +343,64 @@ static int64_t doc_order(const lda_tokens *t, uint32_t b, lda_scratch *s, rt_err
     return n;
 }
 
-/* The bits that hold the indices 0 .. n - 1. */
-static uint32_t index_bits(uint64_t n)
+/* Block b's documents as (document, first, end) z positions into seg
+ * (NULL: only counted), in document order, from their tokens' places;
+ * beg, end: n_docs scratch, beg all UINT32_MAX, left so.  Returns how many. */
+static uint64_t block_segs(const lda_tokens *t, uint32_t b, uint32_t *beg, uint32_t *end,
+                           uint32_t *seg)
 {
-    uint32_t bits = 0;
-    while (bits < 64 && n > 1 && (n - 1) >> bits)
-        bits++;
-    return bits;
-}
-
-/* The documents with tokens in a block, in order, as (document, end of its
- * tokens) pairs into pair (NULL: only counted), from doc_counts' cnt.
- * Returns how many. */
-static uint64_t doc_pairs(const uint32_t *cnt, uint32_t n_docs, uint32_t *pair)
-{
-    uint64_t pairs = 0;
-    for (uint32_t d = 0; d < n_docs; d++)
-        if (cnt[d + 1] > cnt[d]) {
-            if (pair) {
-                pair[2 * pairs] = d;
-                pair[2 * pairs + 1] = cnt[d + 1];
+    for (uint64_t i = t->blk_tok[b]; i < t->blk_tok[b + 1]; i++) {
+        const uint32_t p = t->tok_pos[i], d = lda_doc_of(t, p);
+        const int first = beg[d] == UINT32_MAX;
+        beg[d] = first || p < beg[d] ? p : beg[d];
+        end[d] = first || p + 1 > end[d] ? p + 1 : end[d];
+    }
+    uint64_t n = 0;
+    for (uint32_t d = 0; d < t->n_docs; d++)
+        if (beg[d] != UINT32_MAX) {
+            if (seg) {
+                seg[3 * n] = d;
+                seg[3 * n + 1] = beg[d];
+                seg[3 * n + 2] = end[d];
             }
-            pairs++;
+            n++;
+            beg[d] = UINT32_MAX;
         }
-    return pairs;
+    return n;
 }
 
-/* Block b's tokens by document, as doc_order lays them out with no word
- * word-major (doc_counts, then the same stable scatter), packed
- * (lda_tokens: ord), and its (document, end) pairs into pair; cnt:
- * n_docs + 1 scratch.  Returns the pairs written. */
-static uint64_t order_block(lda_tokens *t, uint32_t b, uint32_t *cnt, uint32_t *pair)
-{
-    const uint64_t base = t->blk_tok[b], r0 = t->blk_run[b];
-    const uint32_t sh = t->ord_bits[b];
-    uint32_t *ord = t->ord + base + LDA_DOC_ORDER_SLACK * (uint64_t)b;
-    doc_counts(t, b, NULL, cnt);
-    const uint64_t pairs = doc_pairs(cnt, t->n_docs, pair);
-    for (uint64_t r = r0, i = base; r < t->blk_run[b + 1]; r++)
-        for (; i < t->run_end[r]; i++)
-            ord[cnt[t->tok_doc[i]]++] = (uint32_t)((i - base) << sh | (r - r0));
-    memset(ord + (t->blk_tok[b + 1] - base), 0, LDA_DOC_ORDER_SLACK * sizeof(uint32_t));
-    return pairs;
-}
-
-/* lda_doc_order_build (lda.h).  A block whose token and run indices pass
- * 32 bits together keeps the per-visit sort (doc_order). */
+/* lda_doc_order_build (lda.h): z doc-major (tok_pos), documents by
+ * doc_step.  A document's tokens of a block are contiguous in z, in
+ * word-major order (tokens_build deals them block by block, word by word),
+ * so a segment in z order is doc_order's order. */
 int lda_doc_order_build(lda_tokens *t, uint32_t blocks)
 {
-    uint32_t *cnt = calloc((size_t)t->n_docs + 1, sizeof(uint32_t));
-    t->ord = malloc((t->n_tokens + LDA_DOC_ORDER_SLACK * (uint64_t)blocks) * sizeof(uint32_t));
-    t->ord_bits = malloc(blocks ? blocks : 1);
-    t->ord_pair_off = calloc((size_t)blocks + 1, sizeof(uint64_t));
-    if (!cnt || !t->ord || !t->ord_bits || !t->ord_pair_off) {
-        free(cnt);
-        return -1;
-    }
-    /* the pairs: the documents with tokens in each block */
-    uint64_t pairs = 0;
+    uint32_t *beg = malloc(((size_t)t->n_docs + 1) * sizeof(uint32_t));
+    uint32_t *end = malloc(((size_t)t->n_docs + 1) * sizeof(uint32_t));
+    t->ord_run = calloc(t->n_tokens + LDA_DOC_ORDER_SLACK, sizeof(uint16_t));
+    t->ord_seg_off = calloc((size_t)blocks + 1, sizeof(uint64_t));
+    if (!beg || !end || !t->ord_run || !t->ord_seg_off)
+        goto fail;
+    memset(beg, 0xff, ((size_t)t->n_docs + 1) * sizeof(uint32_t));
     for (uint32_t b = 0; b < blocks; b++) {
-        doc_counts(t, b, NULL, cnt);
-        pairs += doc_pairs(cnt, t->n_docs, NULL);
+        const uint64_t r0 = t->blk_run[b];
+        for (uint64_t r = r0, i = t->blk_tok[b]; r < t->blk_run[b + 1]; r++)
+            for (; i < t->run_end[r]; i++)
+                t->ord_run[t->tok_pos[i]] = (uint16_t)(r - r0);
+        t->ord_seg_off[b + 1] = t->ord_seg_off[b] + block_segs(t, b, beg, end, NULL);
     }
-    t->ord_pair = malloc((2 * pairs + 1) * sizeof(uint32_t));
-    if (!t->ord_pair) {
-        free(cnt);
-        return -1;
-    }
-    for (uint32_t b = 0; b < blocks; b++) {
-        const uint64_t ntok = t->blk_tok[b + 1] - t->blk_tok[b];
-        const uint32_t rbits = index_bits(t->blk_run[b + 1] - t->blk_run[b]);
-        const int fits = rbits + index_bits(ntok) <= 32 && rbits < 32 && ntok < UINT32_MAX;
-        t->ord_bits[b] = fits ? (uint8_t)rbits : LDA_DOC_ORDER_NONE;
-        t->ord_pair_off[b + 1] = t->ord_pair_off[b];
-        if (fits)
-            t->ord_pair_off[b + 1] += order_block(t, b, cnt, t->ord_pair + 2 * t->ord_pair_off[b]);
-    }
-    free(cnt);
+    t->ord_seg = malloc((3 * t->ord_seg_off[blocks] + 1) * sizeof(uint32_t));
+    if (!t->ord_seg)
+        goto fail;
+    for (uint32_t b = 0; b < blocks; b++)
+        block_segs(t, b, beg, end, t->ord_seg + 3 * t->ord_seg_off[b]);
+    free(beg);
+    free(end);
     return 0;
+fail:
+    free(beg);
+    free(end);
+    return -1;
 }
 
 /* Cache lines of a word's list the token loop prefetches two tokens ahead:
@@ -454,19 +434,28 @@ typedef struct doc_run {
     double inv_max;       /* >= every inv[k] (it only grows within a visit) */
     uint32_t K;
     double alpha, beta, vbeta, ab;
-    uint32_t sh;         /* the static order's run bits (t->ord_bits) */
-    const uint8_t *skip; /* the static order: the runs drawn word-major */
+    const uint16_t *runs; /* the static order: t->ord_run */
+    const uint8_t *skip;  /* the static order: the runs drawn word-major */
 } doc_run;
 
-/* A visit's tokens in document order: doc_order's pairs, or the static
- * order (t->ord, packed), as it is or with the runs drawn word-major
- * skipped (the first sweeps at K = 1000); either way the same tokens in
- * the same order, so the same draws. */
+/* A visit's tokens in document order: doc_order's pairs (q indexes them;
+ * z word-major), or the static order (q is the token's place in z,
+ * doc-major; t->ord_run its run), as it is or with the runs drawn
+ * word-major skipped (the first sweeps at K = 1000); either way the same
+ * tokens in the same order, so the same draws.  AHEAD(k): the visit's k-th
+ * token after q's, for the prefetches (in the static order past a
+ * document's end: in the next document's, nb .. ne, clamped there). */
 #define ORDER_PAIRS 0
 #define ORDER_STATIC 1
 #define ORDER_SKIP 2
-#define ORD_TOKEN(q) (order == ORDER_PAIRS ? ord[2 * (q)] : ord[q] >> sh)
-#define ORD_RUN(q) (order == ORDER_PAIRS ? ord[2 * (q) + 1] : ord[q] & mask)
+#define ORD_SLOT(q) (order == ORDER_PAIRS ? base + ord[2 * (q)] : (q))
+#define ORD_RUN(q) (order == ORDER_PAIRS ? ord[2 * (q) + 1] : (uint32_t)l->runs[q])
+#define AHEAD(q, k) (order == ORDER_PAIRS ? (q) + (k) : ahead((q) + (k), end, nb, ne))
+static inline uint32_t ahead(uint32_t q, uint32_t end, uint32_t nb, uint32_t ne)
+{
+    const uint32_t n = nb + (q - end);
+    return q < end ? q : n < ne ? n : ne - 1;
+}
 
 /* ---- the s bucket: alpha beta inv[k] over all K, drawn by rejection: a
  * topic uniform in K kept with probability inv[k] / inv_max, else another
@@ -582,14 +571,15 @@ static inline int word_gain(uint32_t *v, uint32_t room, uint32_t x, uint32_t k)
     return 0;
 }
 
-/* Document d's tokens p .. end of the visit (ord pairs, base their first
- * token): its list into the dense row, r summed afresh, then each token
- * drawn from its full conditional (counts without it); the list back.
- * Returns -1 - r when the list of the block's run r had no room (corrupt
- * counts; the visit then fails), else 0. */
+/* Document d's tokens p .. end of the visit (ord pairs, base the block's
+ * first token; or z places, nb .. ne the next document's): its list into
+ * the dense row, r summed afresh, then each token drawn from its full
+ * conditional (counts without it); the list back.  Returns -1 - r when the
+ * list of the block's run r had no room (corrupt counts; the visit then
+ * fails), else 0. */
 static inline __attribute__((always_inline)) int64_t
-doc_tokens(doc_run *l, uint32_t d, const uint32_t *ord, uint32_t p, uint32_t end, uint64_t base,
-           rt_wyrand *rng, const int avx2, const int order)
+doc_tokens(doc_run *l, uint32_t d, const uint32_t *ord, uint32_t p, uint32_t end, uint32_t nb,
+           uint32_t ne, uint64_t base, rt_wyrand *rng, const int avx2, const int order)
 {
     lda_tokens *t = l->t;
     int64_t *nk = l->nk;
@@ -597,7 +587,6 @@ doc_tokens(doc_run *l, uint32_t d, const uint32_t *ord, uint32_t p, uint32_t end
     float *cf = l->cf;
     int32_t *ndk = l->ndk;
     const double alpha = l->alpha, beta = l->beta, vbeta = l->vbeta, ab = l->ab;
-    const uint32_t sh = l->sh, mask = (1u << sh) - 1;
     uint32_t *e = t->dlist + t->dnz_off[d], dn = t->dnz_n[d];
     double *rw = l->rw;
     double rsum = 0; /* sum over the list of n_dk inv[k] (r = beta rsum) */
@@ -614,22 +603,24 @@ doc_tokens(doc_run *l, uint32_t d, const uint32_t *ord, uint32_t p, uint32_t end
     uint32_t memo_run = UINT32_MAX, memo_topic = 0, own = 0;
     float q = 0;
     for (; p < end; p++) {
-        const uint64_t i = base + ORD_TOKEN(p);
+        const uint64_t i = ORD_SLOT(p);
         const uint32_t r = ORD_RUN(p);
         if (order == ORDER_SKIP && l->skip[r])
             continue;
         const uint32_t f = t->z[i];
         uint32_t *v = l->view[r];
-        /* the tokens ahead (word-major places, scattered): the topic and
-         * list pointer four tokens ahead, the list's first LIST_LINES_AHEAD
-         * lines two ahead (the line count: see LIST_LINES_AHEAD).  The
-         * addresses are integers: a line past a short list's end is no
-         * object's, and a pointer there would be undefined even unread. */
-        __builtin_prefetch(t->z + base + ORD_TOKEN(p + 4));
-        __builtin_prefetch(l->view + ORD_RUN(p + 4));
-        const uintptr_t ahead = (uintptr_t)l->view[ORD_RUN(p + 2)];
+        /* the tokens ahead: the topic (doc_order's: at word-major places,
+         * scattered; the static order's are in order) and list pointer four
+         * tokens ahead, the list's first LIST_LINES_AHEAD lines two ahead
+         * (the line count: see LIST_LINES_AHEAD).  The addresses are
+         * integers: a line past a short list's end is no object's, and a
+         * pointer there would be undefined even unread. */
+        if (order == ORDER_PAIRS)
+            __builtin_prefetch(t->z + ORD_SLOT(p + 4));
+        __builtin_prefetch(l->view + ORD_RUN(AHEAD(p, 4)));
+        const uintptr_t next = (uintptr_t)l->view[ORD_RUN(AHEAD(p, 2))];
         for (uintptr_t j = 0; j < LIST_LINES_AHEAD; j++)
-            __builtin_prefetch((const void *)(ahead + 64 * j));
+            __builtin_prefetch((const void *)(next + 64 * j));
         /* the token's topic f without it: these, where a move keeps them */
         const int32_t nf = ndk[f];
         const double invf = l->invm[f];
@@ -720,6 +711,13 @@ static inline void prefetch_list(const lda_tokens *t, uint32_t d)
         __builtin_prefetch(next + j);
 }
 
+/* The lines of [lo, hi) (an integer address each: hi may be an array's end). */
+static inline void prefetch_span(const uint16_t *lo, const uint16_t *hi)
+{
+    for (uintptr_t a = (uintptr_t)lo & ~(uintptr_t)63; a < (uintptr_t)hi; a += 64)
+        __builtin_prefetch((const void *)a);
+}
+
 /* The visit's documents in doc_order's order (its pairs, ntok of them);
  * doc_tokens' return. */
 static inline __attribute__((always_inline)) int64_t sorted_docs(doc_run *l, lda_tokens *t,
@@ -733,7 +731,7 @@ static inline __attribute__((always_inline)) int64_t sorted_docs(doc_run *l, lda
         if (d + 1 < t->n_docs)
             prefetch_list(t, d + 1);
         const int64_t full =
-            p < end ? doc_tokens(l, d, s->doc_ord, p, end, base, g, avx2, ORDER_PAIRS) : 0;
+            p < end ? doc_tokens(l, d, s->doc_ord, p, end, 0, 0, base, g, avx2, ORDER_PAIRS) : 0;
         if (full)
             return full;
         p = end;
@@ -741,24 +739,31 @@ static inline __attribute__((always_inline)) int64_t sorted_docs(doc_run *l, lda
     return 0;
 }
 
-/* The same documents and tokens in the static order (t->ord): the runs
- * drawn word-major skipped where there are any. */
+/* The same documents and tokens in the static order (their places in z):
+ * the runs drawn word-major skipped where there are any. */
 static inline __attribute__((always_inline)) int64_t
 static_docs(doc_run *l, lda_tokens *t, uint32_t b, int64_t word_major, rt_wyrand *g, const int avx2)
 {
-    const uint64_t base = t->blk_tok[b], n = t->ord_pair_off[b + 1] - t->ord_pair_off[b];
-    const uint32_t *ord = t->ord + base + LDA_DOC_ORDER_SLACK * (uint64_t)b;
-    const uint32_t *pair = t->ord_pair + 2 * t->ord_pair_off[b];
-    for (uint64_t x = 0, p = 0; x < n; x++) {
-        const uint32_t d = pair[2 * x], end = pair[2 * x + 1];
+    const uint64_t n = t->ord_seg_off[b + 1] - t->ord_seg_off[b];
+    const uint32_t *seg = t->ord_seg + 3 * t->ord_seg_off[b];
+    for (uint64_t x = 0; x < n; x++, seg += 3) {
+        const uint32_t d = seg[0], p = seg[1], end = seg[2];
+        /* the next document's places (the last: its own last token) */
+        const uint32_t nb = x + 1 < n ? seg[4] : end - 1, ne = x + 1 < n ? seg[5] : end;
         if (x + 1 < n)
-            prefetch_list(t, pair[2 * x + 2]);
-        const int64_t full =
-            word_major ? doc_tokens(l, d, ord, (uint32_t)p, end, base, g, avx2, ORDER_SKIP)
-                       : doc_tokens(l, d, ord, (uint32_t)p, end, base, g, avx2, ORDER_STATIC);
+            prefetch_list(t, seg[3]);
+        /* the topics and runs of the document after next: a document's
+         * place in z jumps past its tokens of the other blocks, beyond
+         * what the hardware prefetcher follows */
+        if (x + 2 < n) {
+            prefetch_span(t->z + seg[7], t->z + seg[8]);
+            prefetch_span(t->ord_run + seg[7], t->ord_run + seg[8]);
+        }
+        const int64_t full = word_major
+                                 ? doc_tokens(l, d, NULL, p, end, nb, ne, 0, g, avx2, ORDER_SKIP)
+                                 : doc_tokens(l, d, NULL, p, end, nb, ne, 0, g, avx2, ORDER_STATIC);
         if (full)
             return full;
-        p = end;
     }
     return 0;
 }
@@ -773,7 +778,7 @@ static inline __attribute__((always_inline)) int visit_docs(const lda_ctx *c, ld
     const int64_t word_major =
         views_load(c, t, b, payload, s, WORD_MAJOR_LISTS * mean_doc_list(t), err);
     /* the static order where it was built (no sort a visit), else doc_order */
-    const int stat = t->ord && t->ord_bits[b] != LDA_DOC_ORDER_NONE;
+    const int stat = t->ord_run != NULL;
     const int64_t ntok = word_major < 0 ? -1 : stat ? 0 : doc_order(t, b, s, err);
     if (ntok < 0)
         return -1;
@@ -793,7 +798,7 @@ static inline __attribute__((always_inline)) int visit_docs(const lda_ctx *c, ld
                  .beta = c->o->beta,
                  .vbeta = c->vbeta,
                  .ab = c->o->alpha * c->o->beta,
-                 .sh = stat ? t->ord_bits[b] : 0,
+                 .runs = t->ord_run,
                  .skip = s->doc_wordmajor};
     /* every sum afresh each visit (clearing the last visit's rounding) */
     for (uint32_t k = 0; k < K; k++) {

@@ -33,13 +33,13 @@ double lda_block_word_lgamma(const lda_layout *l, const rt_plan *plan, uint32_t 
     return sum;
 }
 
-/* Documents without a count matrix are counted from their lists where z is
- * word-major (the list sampler), else (the warp sampler) from their topics
+/* Documents without a count matrix are counted from their lists (the list
+ * sampler: lda_counts_in_lists), else (the warp sampler) from their topics
  * into row, one at a time; a zero count adds lgamma(alpha). */
 double lda_worker_doc_lgamma(const lda_tokens *t, uint32_t K, double alpha)
 {
     const double lg0 = lgamma(alpha);
-    int32_t *row = t->ndk || !t->tok_pos ? NULL : calloc(K, sizeof(int32_t));
+    int32_t *row = t->ndk || lda_counts_in_lists(t) ? NULL : calloc(K, sizeof(int32_t));
     double sum = 0;
     for (uint32_t d = 0; d < t->n_docs; d++) {
         const uint64_t beg = t->doc_off[d], end = t->doc_off[d + 1];
@@ -47,7 +47,7 @@ double lda_worker_doc_lgamma(const lda_tokens *t, uint32_t K, double alpha)
             const int32_t *nd = t->ndk + (size_t)d * K;
             for (uint32_t k = 0; k < K; k++)
                 sum += nd[k] ? lgamma(nd[k] + alpha) : lg0;
-        } else if (!t->tok_pos) {
+        } else if (lda_counts_in_lists(t)) {
             const uint64_t o = t->dnz_off[d];
             const uint32_t n = t->dnz_n[d];
             for (uint32_t x = 0; x < n; x++)

@@ -3,9 +3,11 @@
  * document's topics are contiguous for the doc proposal and the counts) and
  * word-major per data block (tok_doc / tok_pos, cut into runs of one word,
  * so a word's counts stay hot while its tokens are sampled).  The list
- * sampler's training tokens keep z word-major instead, with no tok_pos: its
- * sweep reads and writes the topics in order, and a document's counts are
- * its list.
+ * sampler's training tokens above LDA_DOC_ORDER_MAX_K keep z word-major
+ * instead, with no tok_pos: their sweeps read and write the topics in order
+ * (a third of them word-major at K = 10000), and a document's counts are
+ * its list; at or below it (lda_doc_layout) z is doc-major, with no tok_doc:
+ * the document-major visits take a document's tokens in place.
  *
  * Held-out documents are split token by token, by a hash of (seed, global
  * document id, global word id, copy), into an observed half (sampled like
@@ -71,10 +73,9 @@ void lda_worker_free(lda_worker *w)
         free(t->dnc);
         free(t->dlist);
         free(t->doc_step);
-        free(t->ord);
-        free(t->ord_pair);
-        free(t->ord_pair_off);
-        free(t->ord_bits);
+        free(t->ord_run);
+        free(t->ord_seg);
+        free(t->ord_seg_off);
         free(t->blk_held);
         free(t->held_word);
         free(t->held_doc);
@@ -111,10 +112,10 @@ static int tokens_build(lda_tokens *t, const rt_plan *plan, const rt_shard *sh, 
         free(cursor);
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (LDA tokens)");
     }
-    /* Pass 1: observed tokens per document, runs, held-out entries. */
-    uint64_t runs = 0, held_entries = 0;
+    /* Pass 1: observed tokens per document, runs (and the most in a block), held-out entries. */
+    uint64_t runs = 0, held_entries = 0, max_block_runs = 0;
     for (uint32_t b = 0; b < B; b++) {
-        uint64_t gbase = plan->block_col_offset[b];
+        const uint64_t runs0 = runs, gbase = plan->block_col_offset[b];
         for (uint64_t i = off[b]; i < off[b + 1]; i++) {
             uint32_t cnt = (uint32_t)e[i].val, obs = cnt;
             if (i == off[b] || e[i].col != e[i - 1].col)
@@ -129,6 +130,7 @@ static int tokens_build(lda_tokens *t, const rt_plan *plan, const rt_shard *sh, 
             t->doc_off[e[i].row + 1] += obs;
             t->n_tokens += obs;
         }
+        max_block_runs = runs - runs0 > max_block_runs ? runs - runs0 : max_block_runs;
     }
     for (uint32_t d = 0; d < n_docs; d++)
         t->doc_off[d + 1] += t->doc_off[d];
@@ -144,6 +146,8 @@ static int tokens_build(lda_tokens *t, const rt_plan *plan, const rt_shard *sh, 
     int progressive = o->init == LDA_INIT_PROGRESSIVE && !test_ids;
     /* (nor the list sampler, whose lists hold the counts: doc_nz_build) */
     int lists = lda_uses_lists(o->sampler, K) && !test_ids;
+    /* (whose z is doc-major at K <= LDA_DOC_ORDER_MAX_K, with no tok_doc) */
+    int doc_layout = lists && lda_doc_layout(o, t->n_tokens, max_block_runs);
     /* (the cycle sampler's record is the topic alone) */
     t->aux_stride = o->sampler == LDA_SAMPLER_CYCLE ? 1 : 2 + o->mh_steps;
     if (warp) {
@@ -153,9 +157,9 @@ static int tokens_build(lda_tokens *t, const rt_plan *plan, const rt_shard *sh, 
         t->z = xcalloc(t->n_tokens, sizeof(uint16_t), &fail);
         advise_huge(t->z, t->n_tokens * sizeof(uint16_t));
     }
-    if (!warp) /* (the warp sampler's word phase needs no document) */
+    if (!warp && !doc_layout) /* (the warp sampler's word phase needs no document) */
         t->tok_doc = xcalloc(t->n_tokens, sizeof(uint32_t), &fail);
-    if (!lists) /* (the list sampler's z is word-major: lda_tok_slot) */
+    if (!lists || doc_layout) /* (else the list sampler's z is word-major: lda_tok_slot) */
         t->tok_pos = xcalloc(t->n_tokens, sizeof(uint32_t), &fail);
     t->run_word = xcalloc(runs, sizeof(uint32_t), &fail);
     t->run_end = xcalloc(runs, sizeof(uint64_t), &fail);
@@ -238,8 +242,9 @@ static int tokens_build(lda_tokens *t, const rt_plan *plan, const rt_shard *sh, 
 
 /* The list sampler's lists with their counts, from the topics (none yet
  * before the progressive sweep), each in the order of its topics' first
- * tokens in the document: filled from a doc-major copy of the word-major z
- * (token i of a document at the position tokens_build dealt it). */
+ * tokens in the document: filled from z where it is doc-major, else from a
+ * doc-major copy of the word-major z (token i of a document at the position
+ * tokens_build dealt it, the same either way). */
 static int doc_lists_build(lda_tokens *t, const lda_opts *o, rt_error *err)
 {
     int32_t *row = calloc(o->K, sizeof(int32_t));
@@ -252,7 +257,9 @@ static int doc_lists_build(lda_tokens *t, const lda_opts *o, rt_error *err)
         advise_huge(t->dnz, t->dnz ? entries * sizeof(uint16_t) : 0);
         advise_huge(t->dnc, t->dnc ? entries * sizeof(uint32_t) : 0);
     }
-    if (!fail && o->init != LDA_INIT_PROGRESSIVE) {
+    if (!fail && o->init != LDA_INIT_PROGRESSIVE && t->tok_pos)
+        lda_exact_lists_fill(t, row);
+    if (!fail && o->init != LDA_INIT_PROGRESSIVE && !t->tok_pos) {
         doc_z = malloc((t->n_tokens ? t->n_tokens : 1) * sizeof(uint16_t));
         cursor = malloc((t->n_docs + 1) * sizeof(uint64_t));
         fail = !doc_z || !cursor;
@@ -310,9 +317,11 @@ int lda_worker_init(lda_worker *w, const rt_plan *plan, const rt_shard *sh, cons
     if (tokens_build(&w->train, plan, sh, 0, o, err) || doc_nz_build(&w->train, o->K, err) ||
         (lda_uses_lists(o->sampler, o->K) && doc_lists_build(&w->train, o, err)))
         return -1;
-    /* the document-major visit's order, where it stays the same from sweep to sweep */
-    if (w->train.dlist && o->K <= LDA_DOC_ORDER_MAX_K &&
-        lda_doc_order_build(&w->train, plan->blocks))
+    /* z doc-major: the word-major paths' documents (lda_doc_of), and the document-major
+     * visit's order, which stays the same from sweep to sweep */
+    if (lda_uses_lists(o->sampler, o->K) && w->train.tok_pos &&
+        (lda_doc_step_build(&w->train) ||
+         (w->train.dlist && lda_doc_order_build(&w->train, plan->blocks))))
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (LDA document order)");
     if (o->sampler == LDA_SAMPLER_CYCLE && lda_doc_step_build(&w->train))
         return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (LDA document index)");

@@ -671,7 +671,7 @@ void lda_doc_counts(const lda_tokens *t, uint32_t K, uint32_t d, int32_t *row)
         memcpy(row, t->ndk + (size_t)d * K, K * sizeof(int32_t));
         return;
     }
-    if (!t->tok_pos) { /* z word-major (the list sampler): its list */
+    if (lda_counts_in_lists(t)) { /* the list sampler: its list */
         for (uint64_t at = t->dnz_off[d]; at < t->dnz_off[d] + t->dnz_n[d]; at++)
             row[lda_list_topic_at(t, at)] = (int32_t)lda_list_count_at(t, at);
         return;
