@@ -28,8 +28,9 @@ FUZZ_PACKAGES=(clang-14 libclang-rt-14-dev)
 
 # Tests only: xz-utils for the compressed datasets, python3-fusepy for the
 # disk that fails with EIO (tests/e2e/eiofs.py), man-db to render the man
-# pages (e2e_install), openmpi-bin for mpirun (e2e_mpirun_pmix).
-TEST_PACKAGES=(xz-utils python3-fusepy man-db openmpi-bin)
+# pages (e2e_install), openmpi-bin for mpirun (e2e_mpirun_pmix), time for
+# GNU time's peak RSS (partition_memory's bound on the estimate).
+TEST_PACKAGES=(xz-utils python3-fusepy man-db openmpi-bin time)
 
 say() { printf '\n==> %s\n' "$*" >&2; }
 
