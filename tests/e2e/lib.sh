@@ -18,6 +18,11 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "SKIP: $*" >&2; exit 77; }
 note() { echo "--- $*" >&2; }
 
+# plain_build: true when $ROTOR starts under a 2 GB address-space limit, which
+# a sanitizer build (its shadow memory reserved at start-up) cannot; the tests
+# that measure or limit memory tell the two builds apart by it.
+plain_build() { (ulimit -v 2000000 && "$ROTOR" --version) >/dev/null 2>&1; }
+
 # expect_status WANT CMD...: run CMD, fail unless it exits with WANT; its
 # stderr is kept in $TMP/last.err.
 expect_status() {

@@ -112,7 +112,7 @@ out=$("$ROTOR" launch -n 1 -- "$ROTOR" gen mf --help | head -1)
 # Sizes that do not fit in memory are named with their bytes (gen lda --vocab
 # 4e9 said only "gen lda: out of memory").  Under a 2 GB address-space limit;
 # a sanitizer build cannot start under one, so there the check is skipped.
-if (ulimit -v 2000000 && "$ROTOR" --version) >/dev/null 2>&1; then
+if plain_build; then
     got=0
     (ulimit -v 2000000 && exec "$ROTOR" gen lda --docs 10 --vocab 4000000000 --topics 2 \
         --doc-len 1 --out "$TMP/huge.txt") 2>"$TMP/huge.err" || got=$?

@@ -29,12 +29,7 @@ peak() {
 # The bound is checked only for a plain build: a sanitizer build's RSS holds
 # its shadow memory and freed-block quarantine, which the estimate (of
 # rotor's own allocations) does not count (ASan: 60664 KiB measured against
-# 57036 estimated on the mf case).  Such a build cannot start under an
-# address-space limit (options.sh tells them apart the same way).
-plain_build=0
-if (ulimit -v 2000000 && "$ROTOR" --version) >/dev/null 2>&1; then
-    plain_build=1
-fi
+# 57036 estimated on the mf case); lib.sh's plain_build tells them apart.
 
 # estimate_kib LOG: the printed estimate in KiB.
 estimate_kib() {
@@ -54,7 +49,7 @@ for app in mf lda; do
     [ -n "$est" ] && [ "$est" -gt 0 ] || fail "$app: estimate not found: $(cat log.$app)"
     # an upper bound, within the stated factor
     [ "$meas" -gt 0 ] || note "no GNU time: the bound is not checked"
-    [ $plain_build = 1 ] || { note "sanitizer build: the bound is not checked"; meas=0; }
+    plain_build || { note "sanitizer build: the bound is not checked"; meas=0; }
     [ "$meas" -eq 0 ] || [ "$est" -ge "$meas" ] || fail "$app: estimate $est KiB below the measured peak $meas KiB"
     [ "$meas" -eq 0 ] || [ "$est" -le $((meas * 5 / 2)) ] || fail "$app: estimate $est KiB above 2.5 x measured $meas KiB"
     echo "ok $app: estimate $est KiB, measured $meas KiB"
