@@ -791,7 +791,11 @@ void rt_format_bytes(uint64_t bytes, char *buf, size_t cap)
     static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
     double v = (double)bytes;
     int u = 0;
-    while (v >= 1024 && u < 4)
+    /* The unit is picked after the rounding "%.1f" does: 1048575 B is
+     * 1023.999 KiB, printed "1024.0 KiB" by a plain v >= 1024.  Below TiB,
+     * v is a multiple of 2^-30, none of which lies between 1023.95 and the
+     * double nearest it, so this test and printf's rounding agree. */
+    while (u < 4 && v >= (u ? 1023.95 : 1024))
         v /= 1024, u++;
     snprintf(buf, cap, u ? "%.1f %s" : "%.0f %s", v, units[u]);
 }

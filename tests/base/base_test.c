@@ -113,6 +113,69 @@ static void test_parsers(void **state)
     assert_int_equal(rt_parse_int("5.5", &i), -1);
 }
 
+/* Sizes are binary (K = 2^10 ... T = 2^40), one upper-case suffix (k too),
+ * and nothing past 2^64 - 1. */
+static void test_parse_bytes(void **state)
+{
+    (void)state;
+    uint64_t u = 0;
+    assert_int_equal(rt_parse_bytes("4K", &u), 0);
+    assert_true(u == 4096);
+    assert_int_equal(rt_parse_bytes("64k", &u), 0);
+    assert_true(u == 65536);
+    assert_int_equal(rt_parse_bytes("3M", &u), 0);
+    assert_true(u == 3ull << 20);
+    assert_int_equal(rt_parse_bytes("2G", &u), 0);
+    assert_true(u == 2ull << 30);
+    assert_int_equal(rt_parse_bytes("1T", &u), 0);
+    assert_true(u == 1ull << 40);
+    assert_int_equal(rt_parse_bytes("900", &u), 0);
+    assert_true(u == 900);
+    assert_int_equal(rt_parse_bytes("16777215T", &u), 0);
+    assert_true(u == 16777215ull << 40);
+    assert_int_equal(rt_parse_bytes("18446744073709551615", &u), 0);
+    assert_true(u == UINT64_MAX);
+    const char *bad[] = {
+        "4g",  "4m",  "4t", "4KB", "4KiB",      "1.5G",         "-1",
+        " 4G", "+4G", "",   "G",   "16777216T", "17179869184T", "18446744073709551616",
+        "4G ", "4 G"};
+    for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++)
+        if (rt_parse_bytes(bad[k], &u) != -1)
+            fail_msg("rt_parse_bytes(\"%s\") was taken as %llu", bad[k], (unsigned long long)u);
+}
+
+/* One decimal from 1 KiB on, and the unit is the one the rounded figure
+ * fits: never "1024.0 KiB". */
+static void test_format_bytes(void **state)
+{
+    (void)state;
+    static const struct {
+        uint64_t bytes;
+        const char *text;
+    } cases[] = {
+        {0, "0 B"},
+        {1023, "1023 B"},
+        {1024, "1.0 KiB"},
+        {1536, "1.5 KiB"},
+        {1048524, "1023.9 KiB"}, /* 1023.949 KiB: still KiB */
+        {1048525, "1.0 MiB"},    /* 1023.950 KiB would print 1024.0 */
+        {1048575, "1.0 MiB"},
+        {1048576, "1.0 MiB"},
+        {(1ull << 30) - 1, "1.0 GiB"},
+        {512ull << 20, "512.0 MiB"},
+        {(1ull << 40) + (1ull << 39), "1.5 TiB"},
+        {1ull << 50, "1024.0 TiB"}, /* TiB is the largest unit */
+        {UINT64_MAX, "16777216.0 TiB"},
+    };
+    char buf[32];
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        rt_format_bytes(cases[k].bytes, buf, sizeof(buf));
+        if (strcmp(buf, cases[k].text) != 0)
+            fail_msg("rt_format_bytes(%llu) = \"%s\", want \"%s\"",
+                     (unsigned long long)cases[k].bytes, buf, cases[k].text);
+    }
+}
+
 static void test_error_prefix(void **state)
 {
     (void)state;
@@ -541,6 +604,8 @@ int main(void)
         cmocka_unit_test(test_rng_distributions),
         cmocka_unit_test(test_rng_gamma_moments),
         cmocka_unit_test(test_parsers),
+        cmocka_unit_test(test_parse_bytes),
+        cmocka_unit_test(test_format_bytes),
         cmocka_unit_test(test_error_prefix),
         cmocka_unit_test(test_one_line),
         cmocka_unit_test(test_relayed_text),
