@@ -200,15 +200,16 @@ static int parse_triple(const char *path, const char *s, uint64_t line, const uc
         !rest_blank(p))
         return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: expected 'docID wordID count'", path,
                        (unsigned long long)line);
-    if (od || ow || ok)
-        return beyond_u64(path, line,
-                          od   ? "document id"
-                          : ow ? "word id"
-                               : "count",
-                          od   ? "1..D (header D)"
-                          : ow ? "1..W (header W)"
-                               : "an integer from 1 to 4294967295",
-                          err);
+    if (od || ow || ok) {
+        /* The range as the neighbouring messages give it: the header's numbers. */
+        char want[64];
+        if (od || ow)
+            snprintf(want, sizeof(want), "1..%llu (header %s)",
+                     (unsigned long long)(od ? h->docs : h->words), od ? "D" : "W");
+        else
+            snprintf(want, sizeof(want), "an integer from 1 to 4294967295");
+        return beyond_u64(path, line, od ? "document id" : ow ? "word id" : "count", want, err);
+    }
     if (nk || k == 0 || k > UINT32_MAX)
         return rt_fail(err, RT_EXIT_INPUT,
                        "%s:%llu: count %s%llu must be an integer from 1 to 4294967295", path,

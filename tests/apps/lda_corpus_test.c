@@ -179,9 +179,9 @@ static const bad_case bad_cases[] = {
      "docword.b11.txt:4: count is out of range (beyond 64 bits): want an integer from 1 to "
      "4294967295"},
     {"docword.b12.txt", "1\n3\n1\n1 -99999999999999999999 1\n", RT_CORPUS_UCI, NULL,
-     "docword.b12.txt:4: word id is out of range (beyond 64 bits): want 1..W (header W)"},
+     "docword.b12.txt:4: word id is out of range (beyond 64 bits): want 1..3 (header W)"},
     {"docword.b13.txt", "1\n3\n1\n99999999999999999999 1 1\n", RT_CORPUS_UCI, NULL,
-     "docword.b13.txt:4: document id is out of range (beyond 64 bits): want 1..D (header D)"},
+     "docword.b13.txt:4: document id is out of range (beyond 64 bits): want 1..1 (header D)"},
     {"docword.b14.txt", "1\n3\n99999999999999999999\n1 1 1\n", RT_CORPUS_UCI, NULL,
      "docword.b14.txt:3: the docword header's nonzero count is out of range (beyond 64 bits)"},
     /* 2^64 - 1 itself fits: refused by the count's own range */
