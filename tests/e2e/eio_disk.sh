@@ -61,6 +61,9 @@ fault none
 # a read gives): the read names the file, how much came and why, exit 2.
 note "partition --verify: a shard cut while being read"
 "$ROTOR" partition --input "$TMP/r.txt" --nodes 2 --threads 1 --out "$MNT/pv" >/dev/null
+# A stat just before the fault: the mount caches no attributes (eiofs.py's
+# attr_timeout=0), so the next stat still sees the shrink.
+stat "$MNT/pv/shard-00001.bin" >/dev/null
 fault shrink 'pv/shard-00001\.bin$'
 expect_status 2 "$ROTOR" partition --verify "$MNT/pv"
 grep -Eq "^rotor: error: .*shard-00001\.bin: truncated while being read \([0-9]+ of [0-9]+ bytes" \
@@ -69,6 +72,7 @@ note "train --resume: a state file cut while being read"
 fault none
 "$ROTOR" "${train[@]}" --epochs 2 --out "$TMP/m2" --checkpoint "$MNT/ck2" --checkpoint-every 1 \
     >/dev/null 2>&1 || fail "checkpointed run"
+stat "$MNT"/ck2/ckpt-*/state-*.bin >/dev/null
 fault shrink 'ck2/.*state-[0-9]+\.bin$'
 expect_status 2 "$ROTOR" "${train[@]}" --epochs 3 --resume "$MNT/ck2" --out "$TMP/m3"
 grep -Eq "^rotor: error: .*state-[0-9]+\.bin: read failed: [0-9]+ of [0-9]+ bytes \(cut short while being read\?\)" \

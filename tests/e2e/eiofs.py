@@ -91,4 +91,9 @@ class EIO(Operations):
         return 0
 
 if __name__ == '__main__':
-    FUSE(EIO(sys.argv[1]), sys.argv[2], nothreads=True, foreground=True, allow_other=True)
+    # No attribute or name caching in the kernel: a fault set in .fault
+    # applies to the next stat, not one a second later (the kernel's default
+    # 1 s cache would give a stat made just before `fault shrink` the true
+    # size, and a reader would then see no shrink).
+    FUSE(EIO(sys.argv[1]), sys.argv[2], nothreads=True, foreground=True, allow_other=True,
+         attr_timeout=0, entry_timeout=0)
