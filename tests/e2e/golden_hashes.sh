@@ -7,8 +7,11 @@
 # whose exported files must
 # hash to the SHA-256 recorded here.  The 2-process runs hand every step to
 # the worker threads (--inline-steps no); the 1-process runs' tiny steps run
-# inline on the main thread (auto): the same bytes either way.  A change that legitimately changes the math updates
-# these hashes in the same commit, saying why.
+# inline on the main thread (auto): the same bytes either way.  Two of the
+# list sampler's runs pin their end checkpoint's topics too (state.z: the
+# on-disk format, word-major whatever the layout in memory).  A change that
+# legitimately changes the math updates these hashes in the same commit,
+# saying why.
 #   ROTOR_GOLDEN_PRINT=1 prints the current hashes instead of checking them.
 source "$(dirname "$0")/lib.sh"
 
@@ -32,12 +35,13 @@ run_logged warp2 "$ROTOR" launch -n 2 -- "$ROTOR" "${lda[@]}" --sampler warp --i
 # count might not fit 16 bits) and samples its visits word-major
 # (apps/lda_bucket.c), one of 65535 tokens packs.
 lists=(train --app lda --topics 600 --iters 4 --seed 3)
-run_logged list1 "$ROTOR" "${lists[@]}" --plan "$TMP/ldaplan" --threads 4
+run_logged list1 "$ROTOR" "${lists[@]}" --plan "$TMP/ldaplan" --threads 4 --checkpoint "$TMP/list1.ck"
 run_logged list2 "$ROTOR" launch -n 2 -- "$ROTOR" "${lists[@]}" --plan "$TMP/ldaplan" --inline-steps no
 # K = 5000 (above LDA_DOC_ORDER_MAX_K): the document-major visit sorts each
 # visit's tokens by document (doc_order); at 600 it follows the order built
 # once (lda_doc_order_build): the same tokens in the same order either way.
-run_logged list5k "$ROTOR" "${lists[@]/600/5000}" --plan "$TMP/ldaplan" --threads 4
+run_logged list5k "$ROTOR" "${lists[@]/600/5000}" --plan "$TMP/ldaplan" --threads 4 \
+    --checkpoint "$TMP/list5k.ck"
 for len in 65535 65536; do # one long document among 300 short ones, in the line format
     awk -v len=$len 'BEGIN { printf "long long"; for (i = 0; i < len; i++) printf " w%d", i % 97
         print ""; for (d = 0; d < 300; d++) { printf "d%d d%d", d, d
@@ -53,6 +57,32 @@ done
 single "$TMP/sgd1" "$TMP/sgd2" "$TMP/cd1" "$TMP/cd2" "$TMP/lda1" "$TMP/lda2" "$TMP/warp1" "$TMP/warp2" \
     "$TMP/list1" "$TMP/list2" "$TMP/list5k" "$TMP/long65535" "$TMP/long65536"
 
+# z_sections STATE: the bytes of STATE's "z" sections (the topics of its
+# token sets), in file order (format: apps/app_state.c: "ROTORST1", then
+# sections of a 16-byte tag, a u64 length, a u64 checksum and the data).
+z_sections() {
+    local f=$1 pos=8 size tag len
+    size=$(stat -c %s "$f")
+    while [ "$pos" -lt "$size" ]; do
+        tag=$(dd if="$f" bs=16 iflag=skip_bytes skip="$pos" count=1 status=none | tr -d '\0')
+        len=$(od -An -tu8 -j $((pos + 16)) -N 8 "$f" | tr -d ' ')
+        if [ "$tag" = z ]; then
+            dd if="$f" bs=64K iflag=skip_bytes,count_bytes skip=$((pos + 32)) count="$len" status=none
+        fi
+        pos=$((pos + 32 + len))
+    done
+}
+
+# The training state keeps the list sampler's topics word-major whatever
+# the layout in memory (apps/lda_core.c z_put / z_get; doc-major at K = 600,
+# lda_doc_layout), so a state one build wrote resumes under another: the
+# end checkpoint's "z" sections are pinned too, at K = 600 and 5000.
+state_z() { # state_z CKDIR
+    local ck
+    ck=$(ls -d "$1"/ckpt-* | tail -1)
+    for st in "$ck"/state-*.bin; do z_sections "$st"; done | sha256sum | cut -c1-64
+}
+
 actual() {
     for r in sgd1 sgd2; do
         for f in W.npy H.npy; do echo "$r/$f $(sha256sum <"$TMP/$r.single/$f" | cut -c1-64)"; done
@@ -67,6 +97,7 @@ actual() {
             echo "$r/$f $(sha256sum <"$TMP/$r.single/$f" | cut -c1-64)"
         done
     done
+    for r in list1 list5k; do echo "$r/state.z $(state_z "$TMP/$r.ck")"; done
 }
 
 if [ -n "${ROTOR_GOLDEN_PRINT:-}" ]; then
@@ -106,7 +137,9 @@ long65535/word_topic.npy fe7674c4d6696e3f392a8234b36b27046945b53c280eaabcfd89082
 long65535/doc_topic.npy 6d507bf61b57c91a63fd9dc1d390db9b393d8ff7d65dcbfcefc2e9a24ef51fc4
 long65536/word_topic.npy a783ae90055da8a95497ba13cad4ecaa7da167a952cd85c9cc2b23f4bca8d3b0
 long65536/doc_topic.npy 981fde1785bc1e4da6b7630a80dba04bed6b252a7a9f3e6f9890cdabe3699d08
+list1/state.z 09ce823a22bfff72842f149c436a639034e00cc8cbfc9e90f91d47e28dd9b682
+list5k/state.z c9b0e1e0b1d484b29454977d014e2d641a44135ff8f6e7edd7fda55e56a1cf44
 HASHES
 }
-diff <(expected) <(actual) >&2 || fail "model bytes differ from the recorded golden hashes"
+diff <(expected) <(actual) >&2 || fail "model (or state) bytes differ from the recorded golden hashes"
 echo PASS
