@@ -26,6 +26,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -340,9 +341,16 @@ static int read_meta(json_t *meta, const char *path, uint32_t *k, float *mu, int
                      rt_error *err)
 {
     uint64_t kv;
-    json_t *m = json_object_get(meta, "mu");
-    *mu = json_is_number(m) ? (float)json_number_value(m) : 0.0f;
-    *biases = json_is_true(json_object_get(meta, "biases"));
+    /* Every prediction adds mu, and the biases only when "biases" says so: a
+     * key missing, of another type, or a mu no float holds would score with
+     * the wrong model, so each is refused rather than read as 0 or false. */
+    json_t *m = json_object_get(meta, "mu"), *b = json_object_get(meta, "biases");
+    if (!json_is_number(m) || !isfinite((float)json_number_value(m)))
+        return rt_fail(err, RT_EXIT_INPUT, "%s: \"mu\" must be a number within float range", path);
+    if (!json_is_boolean(b))
+        return rt_fail(err, RT_EXIT_INPUT, "%s: \"biases\" must be true or false", path);
+    *mu = (float)json_number_value(m);
+    *biases = json_is_true(b);
     if (rt_json_u64(meta, "k", 1, 4096, &kv, path, err))
         return -1;
     *k = (uint32_t)kv;
