@@ -39,16 +39,19 @@
 /* Tokens ahead whose document list and topic are prefetched. */
 #define LIST_PREFETCH 12
 
-/* The smallest K at which the document list itself is prefetched (its
- * place and length always are): at K = 10000 a word-major token's list
- * load was 14% of the samples (perf cpu-clock), and prefetching it gave
- * paired tokens/s 1.16x on the synthetic corpus (1.12-1.19 in 4 rounds;
- * KOS 0.98, AP 1.00); at K = 100, where lists span a line or two,
- * 0.95-1.03 (KOS, AP and synthetic; medians of 6 rounds, KOS and AP
- * twice): bench/lda_ab.sh --topics 100,10000 under the bench lock, load
- * 12-16.  K in between was not measured.  (Until then GCC had dropped the
- * prefetch loop whole: see prefetch_bytes.) */
-#define LIST_AHEAD_MIN_K 1024
+/* The document list itself is prefetched too (its place and length
+ * LIST_PREFETCH tokens earlier) at every K this visit runs at (above
+ * LDA_DENSE_K): at K = 10000 a word-major token's list load was 14% of the
+ * samples (perf cpu-clock), and prefetching it gave paired tokens/s 1.16x
+ * on the synthetic corpus (1.12-1.19 in 4 rounds; KOS 0.98, AP 1.00).  It
+ * was once left out below K = 1024 on K = 100 A/Bs, which timed the dense
+ * kernel (it never comes here); with it against without at K = 600 / 1000
+ * (6 rounds each, load 8-17): KOS 1.033 / 1.043, AP 1.007 / 1.033,
+ * synthetic 1.018 / 0.977, and over sweeps 1-25, where more words are drawn
+ * word-major, KOS 1.018 / 1.018, AP 0.978 / 0.992, synthetic 1.121 / 0.967:
+ * nothing past the noise either way, so one path.  bench/lda_ab.sh under
+ * the bench lock.  (Until ff0964a GCC had dropped the prefetch loop whole:
+ * see prefetch_bytes.) */
 
 /* What one visit's token loop needs. */
 typedef struct list_run {
@@ -467,11 +470,10 @@ static inline void prefetch_list(const lda_tokens *t, uint64_t i, const int pack
 }
 
 /* The tokens [i, end) of the loaded word, on lists of either form (packed:
- * a constant, so each form's loop is compiled on its own), the lists
- * prefetched ahead or not (ahead, a constant too: LIST_AHEAD_MIN_K), z
- * word-major or doc-major (bypos, likewise: lda_doc_layout). */
+ * a constant, so each form's loop is compiled on its own), z word-major or
+ * doc-major (bypos, likewise: lda_doc_layout). */
 static inline void list_tokens(const list_run *l, uint64_t i, uint64_t end, rt_wyrand *rng_io,
-                               const int packed, const int ahead, const int bypos)
+                               const int packed, const int bypos)
 {
     lda_tokens *t = l->t;
     bucket_memo memo = {.doc = UINT32_MAX};
@@ -479,7 +481,7 @@ static inline void list_tokens(const list_run *l, uint64_t i, uint64_t end, rt_w
     for (; i < end; i++) {
         if (i + 2 * LIST_PREFETCH < end)
             prefetch_place(t, i + 2 * LIST_PREFETCH, bypos);
-        if (ahead && i + LIST_PREFETCH < end)
+        if (i + LIST_PREFETCH < end)
             prefetch_list(t, i + LIST_PREFETCH, packed, bypos);
         const uint64_t zi = bypos ? t->tok_pos[i] : i;
         const uint32_t d = token_doc(t, i, bypos), from = t->z[zi];
@@ -512,26 +514,20 @@ static inline void list_tokens(const list_run *l, uint64_t i, uint64_t end, rt_w
     *rng_io = g;
 }
 
-/* list_tokens compiled for each (bypos, ahead, packed): TOKENS[bypos][ahead][packed]. */
+/* list_tokens compiled for each (bypos, packed): TOKENS[bypos][packed]. */
 typedef void tokens_fn(const list_run *l, uint64_t i, uint64_t end, rt_wyrand *rng);
-#define LIST_TOKENS(name, packed, ahead, bypos)                                                    \
+#define LIST_TOKENS(name, packed, bypos)                                                           \
     static void name(const list_run *l, uint64_t i, uint64_t end, rt_wyrand *rng)                  \
     {                                                                                              \
-        list_tokens(l, i, end, rng, packed, ahead, bypos);                                         \
+        list_tokens(l, i, end, rng, packed, bypos);                                                \
     }
-LIST_TOKENS(wide_tokens, 0, 0, 0)
-LIST_TOKENS(packed_tokens, 1, 0, 0)
-LIST_TOKENS(wide_tokens_ahead, 0, 1, 0)
-LIST_TOKENS(packed_tokens_ahead, 1, 1, 0)
-LIST_TOKENS(wide_tokens_bypos, 0, 0, 1)
-LIST_TOKENS(packed_tokens_bypos, 1, 0, 1)
-LIST_TOKENS(wide_tokens_ahead_bypos, 0, 1, 1)
-LIST_TOKENS(packed_tokens_ahead_bypos, 1, 1, 1)
+LIST_TOKENS(wide_tokens, 0, 0)
+LIST_TOKENS(packed_tokens, 1, 0)
+LIST_TOKENS(wide_tokens_bypos, 0, 1)
+LIST_TOKENS(packed_tokens_bypos, 1, 1)
 #undef LIST_TOKENS
-static tokens_fn *const TOKENS[2][2][2] = {
-    {{wide_tokens, packed_tokens}, {wide_tokens_ahead, packed_tokens_ahead}},
-    {{wide_tokens_bypos, packed_tokens_bypos},
-     {wide_tokens_ahead_bypos, packed_tokens_ahead_bypos}}};
+static tokens_fn *const TOKENS[2][2] = {{wide_tokens, packed_tokens},
+                                        {wide_tokens_bypos, packed_tokens_bypos}};
 
 int lda_visit_lists(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *payload, lda_scratch *s,
                     rt_rng *rng, rt_error *err)
@@ -564,7 +560,7 @@ int lda_visit_lists_of(const lda_ctx *c, lda_worker *w, uint32_t b, uint32_t *pa
     }
     lda_ftree_build(l.tree);
     rt_wyrand g = {rt_rng_next(rng)}; /* the visit's draws (rt_wyrand_uniform) */
-    tokens_fn *const tokens = TOKENS[t->tok_pos != NULL][K >= LIST_AHEAD_MIN_K][t->dlist != NULL];
+    tokens_fn *const tokens = TOKENS[t->tok_pos != NULL][t->dlist != NULL];
     for (uint64_t r = t->blk_run[b]; r < t->blk_run[b + 1]; r++) {
         if (runs && !runs[r - t->blk_run[b]])
             continue;
