@@ -155,7 +155,8 @@
 #    "measured_stall_ranks_mean", "predicted_stall_ranks_mean",
 #    "round_measured_stall_ranks_mean", "round_predicted_stall_ranks_mean",
 #    "measured_compute_gap_s", "predicted_compute_gap_s", "round_measured_compute_gap_s",
-#    "round_predicted_compute_gap_s", "busy_pool", "busy_pool_calibrations"}
+#    "round_predicted_compute_gap_s", "busy_pool", "busy_pool_calibrations",
+#    "round_worker_factor_cv"}
 # (the round_ lists: each round's figures, in order; rate and
 # busy_core_speed: the medians of the speeds of the calibrations before the
 # rounds; round_model_*: the speeds the model got (round_speed; busy_pool:
@@ -179,6 +180,9 @@
 # scaled so that its compute CPU is the measured one (given_scale): what
 # error is left is the schedule's and the link's model, the rest came from
 # the calibration).
+# (worker_factor_cv: the cv of the factor per worker and rotation the model
+# drew from --worker-cv, 0 where the cells' own spread averaged over a
+# worker's cells already gives all of the measured spread: rev27 F10.)
 # (stall_ranks_mean: the stall as the mean over the ranks of a rank's stall
 # over its rotation, rotations after the first, against the model's
 # stall_mean; means whatever --statistic: the engine's stall, the largest
@@ -220,7 +224,8 @@
 # one JSON line per configuration with the fields above that need no run
 # (app to stall_error, the compute and round_ lists, the
 # *_given_measured_compute ones, the stall_ranks_mean and compute_gap ones,
-# round_model_busy_core_speed, busy_pool, busy_pool_calibrations) and "model_args";
+# round_model_busy_core_speed, busy_pool, busy_pool_calibrations,
+# round_worker_factor_cv) and "model_args";
 # --statistic applies to a kept run as to a live one.  So a change of the
 # model is checked against a quiet run's data without running it again.
 # Without root or namespaces it prints a message and exits 0.
@@ -1206,7 +1211,7 @@ one_config() {
         echo "$(model_figures "$pred") $(json_num compute_s "$pred")" \
             "$(echo "$pred" | sed -n 's/.*"critical": "\([a-z]*\)".*/\1/p')" \
             "$(model_figures "$given") $(model_figures "$alt") $(json_num stall_mean "$pred")" \
-            "$(model_gap "$pred")" >>"$TMP/preds"
+            "$(model_gap "$pred") $(worker_factor "$pred")" >>"$TMP/preds"
     done
     me=$(col_stat 2) ms=$(col_stat 3) pe=$(col_stat 1 "$TMP/preds") ps=$(col_stat 2 "$TMP/preds")
     crit=$(cut -d' ' -f4 "$TMP/preds" | sort | uniq -c | sort -rn | awk 'NR == 1 { print $2 }')
@@ -1250,6 +1255,7 @@ one_config() {
         printf '"cell_cv": %s, "worker_cv": %s, "step_cv": %s, "cell_cv_cpu": %s, ' \
             "${cell_cv[$key]}" "${worker_cv[$key]}" "${step_cv[$key]}" \
             "$(awk '$10 + 0 > 0 { print $10 }' "$TMP/calibration.$key" | median)"
+        printf '"round_worker_factor_cv": %s, ' "$(json_list 11 "$TMP/preds")"
         printf '"wake_speed": %s, "round_wake_rate_ratio": %s, ' "${wake[$key]}" "$(json_list 13)"
         printf '"critical": "%s", "loadavg": "%s"}\n' "$crit" "$load"
     } | json_nan_null
@@ -1306,6 +1312,11 @@ stall_ranks_fields() {
 
 # model_gap JSON: the model's compute_gap_s, nan from a rotor without it
 model_gap() { local g; g=$(json_num compute_gap_s "$1"); echo "${g:-nan}"; }
+
+# worker_factor JSON: the cv of the per-worker factor the model drew from its
+# --worker-cv (0 where the cells' spread, averaged over a worker's cells, is
+# all of the measured one: rev27 F10), nan from a rotor without it
+worker_factor() { local f; f=$(json_num worker_factor_cv "$1"); echo "${f:-nan}"; }
 
 # compute_gap_fields ROUNDS_COLUMN PREDS_COLUMN: the JSON fields of the
 # ranks' compute gap (ranks_compute_gap) against the model's (its
@@ -1454,7 +1465,7 @@ repredict_config() {
             -v s="$(given_scale "$pred" "$mc" "$(rank_max_median "$n" "compute CPU" "$round/log")")" \
             'BEGIN { printf "%.6g", r * s }')") || return 1
         echo "$(model_figures "$pred") $pc $(model_figures "$given") $(json_num stall_mean "$pred")" \
-            "$(model_gap "$pred") $busy" >>"$TMP/preds"
+            "$(model_gap "$pred") $busy $(worker_factor "$pred")" >>"$TMP/preds"
     done
     [ -s "$TMP/preds" ] || return 0
     local me ms pe ps
@@ -1473,6 +1484,7 @@ repredict_config() {
         compute_gap_fields 5 7
         printf '"round_model_busy_core_speed": %s, ' "$(json_list 8 "$TMP/preds")"
         busy_pool_fields "$key"
+        printf '"round_worker_factor_cv": %s, ' "$(json_list 9 "$TMP/preds")"
         printf '"model_args": "%s"}\n' "$model_args"
     } | json_nan_null
 }

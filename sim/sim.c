@@ -518,16 +518,17 @@ static double jitter(sim_state *s, double sigma)
 /* How many cells of equal weight a worker's rotation averages over: its
  * cells' (sum of work)^2 / (sum of squares), the mean over the workers
  * (B for equal cells; 1 for none). */
-static double cells_averaged(const sim_state *s, const rt_sim_shape *sh)
+static double cells_averaged(const rt_sim_shape *sh)
 {
+    uint32_t W = sh->nodes * sh->threads, B = sh->pipeline * W;
     double n = 0;
-    for (uint32_t w = 0; w < s->W; w++) {
+    for (uint32_t w = 0; w < W; w++) {
         double sum = 0, sq = 0;
-        for (uint32_t b = 0; b < s->B; b++) {
-            double x = sh->cell_work[(size_t)w * s->B + b];
+        for (uint32_t b = 0; b < B; b++) {
+            double x = sh->cell_work[(size_t)w * B + b];
             sum += x, sq += x * x;
         }
-        n += (sq > 0 ? sum * sum / sq : 1) / s->W;
+        n += (sq > 0 ? sum * sum / sq : 1) / W;
     }
     return n;
 }
@@ -548,6 +549,16 @@ static double worker_factor_var(double worker_var, double cell_var, double n)
     return f > 0 ? f : 0;
 }
 
+/* The variance of the log of the per-worker factor the shape's jitter draws
+ * (worker_factor_var of its worker_cv and cell_cv; 0 without worker_cv). */
+static double shape_worker_var(const rt_sim_shape *sh)
+{
+    if (sh->worker_cv <= 0)
+        return 0;
+    return worker_factor_var(log(1 + sh->worker_cv * sh->worker_cv),
+                             log(1 + sh->cell_cv * sh->cell_cv), cells_averaged(sh));
+}
+
 /* The jitter of rotation `stream`: the cells' log-normal spread split into
  * a factor per worker for the whole rotation (worker_factor_var, drawn
  * first) and the rest per cell (their variances of the log add up to
@@ -556,8 +567,7 @@ static void jitter_init(sim_state *s, const rt_sim_shape *sh, uint64_t stream)
 {
     rt_rng_seed(&s->rng, SIM_JITTER_SEED, stream);
     double cell_var = log(1 + sh->cell_cv * sh->cell_cv);
-    double worker_var =
-        worker_factor_var(log(1 + sh->worker_cv * sh->worker_cv), cell_var, cells_averaged(s, sh));
+    double worker_var = shape_worker_var(sh);
     s->cell_sigma = cell_var > worker_var ? sqrt(cell_var - worker_var) : 0;
     s->step_sigma = sqrt(log(1 + sh->step_cv * sh->step_cv));
     for (uint32_t w = 0; w < s->W && worker_var > 0; w++)
@@ -1252,7 +1262,10 @@ int rt_sim_rotation(const rt_sim_shape *sh, const rt_sim_link *l, rt_sim_result 
     if (check_shape(sh, err))
         return -1;
     if (sh->cell_cv <= 0 && sh->step_cv <= 0 && sh->worker_cv <= 0)
-        return one_rotation(sh, l, 0, out, err);
+        return one_rotation(sh, l, 0, out, err); /* no jitter: worker_factor_cv 0 */
+    /* reported because worker_factor_var can zero it: a re-predict then
+     * says which rows drew no per-worker spread at all (rev27 F10) */
+    double worker_cv = sqrt(exp(shape_worker_var(sh)) - 1);
     /* with jitter: the mean over rotations of independent draws, but the
      * epoch time and the stall are their medians, as a run's log is read
      * (bench/scale.sh: the median over its epochs); a few slow rotations
@@ -1271,8 +1284,10 @@ int rt_sim_rotation(const rt_sim_shape *sh, const rt_sim_link *l, rt_sim_result 
         epoch[i] = r.epoch_s, stall[i] = r.stall_max;
     }
     rt_debug("simulate: over %u rotations: epoch mean %.6f s median %.6f s, stall mean %.4f "
-             "median %.4f",
-             n, out->epoch_s, median_of(epoch, n), out->stall_max, median_of(stall, n));
+             "median %.4f, worker factor cv %.4f (of worker cv %.4f)",
+             n, out->epoch_s, median_of(epoch, n), out->stall_max, median_of(stall, n), worker_cv,
+             sh->worker_cv);
+    out->worker_factor_cv = worker_cv;
     out->epoch_s = median_of(epoch, n);
     out->stall_max = median_of(stall, n);
     free(epoch);

@@ -195,8 +195,12 @@ typedef struct rt_sim_result {
     double bytes_per_link; /* max over nodes of bytes sent per rotation */
     double latency_s;      /* B x (latency + overhead): pure per-hop cost on one link */
     double steps_s;        /* B x step_overhead_s: the fixed cost of the steps */
-    const char *critical;  /* "compute", "imbalance", "bandwidth", "latency", "collectives",
-                              or "steps" (many small steps: fixed per-step costs dominate) */
+    /* the cv of the factor per worker and rotation the jitter drew from worker_cv: what
+     * of it the cells' own spread, averaged over a worker's cells, does not already give
+     * (0 where that is all of it, or without worker_cv) */
+    double worker_factor_cv;
+    const char *critical; /* "compute", "imbalance", "bandwidth", "latency", "collectives",
+                             or "steps" (many small steps: fixed per-step costs dominate) */
 } rt_sim_result;
 
 /* Time of one all-reduce of `bytes` among `nodes` (the algorithms of

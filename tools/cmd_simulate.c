@@ -719,7 +719,8 @@ static void print_result(const sim_opts *o, const rt_sim_shape *s, const rt_sim_
                "\"gbps\": %g, \"latency_us\": %g, \"overhead_us\": %g, \"rate\": %.6g, "
                "\"busy_rate\": %.6g, \"busy_core_speed\": %.4g, \"net_cpu_ns_per_byte\": %.4g, "
                "\"step_overhead_us\": %.4g, \"step_cv\": %.4g, \"cell_cv\": %.4g, "
-               "\"worker_cv\": %.4g, \"wake_speed\": %.4g, \"wake_rate_ratio\": %.4g, "
+               "\"worker_cv\": %.4g, \"worker_factor_cv\": %.4g, \"wake_speed\": %.4g, "
+               "\"wake_rate_ratio\": %.4g, "
                "\"cell_cv_cpu\": %.4g, "
                "\"predicted_epoch_s\": %.6g, \"predicted_stall\": %.4f, \"stall_mean\": %.4f, "
                "\"compute_s\": %.6g, \"compute_cpu_s\": %.6g, \"compute_gap_s\": %.6g, "
@@ -729,7 +730,7 @@ static void print_result(const sim_opts *o, const rt_sim_shape *s, const rt_sim_
                o->app_name, s->nodes, s->threads, s->pipeline, o->link.gbps,
                o->link.latency_s * 1e6, o->link.overhead_s * 1e6, s->rate, o->busy_rate,
                s->busy_core_speed > 0 ? s->busy_core_speed : 1, s->net_cpu_s_per_byte * 1e9,
-               s->step_overhead_s * 1e6, s->step_cv, s->cell_cv, s->worker_cv,
+               s->step_overhead_s * 1e6, s->step_cv, s->cell_cv, s->worker_cv, r->worker_factor_cv,
                s->wake_speed > 0 ? s->wake_speed : 1, o->wake_rate_ratio, o->cell_cv_cpu,
                r->epoch_s, r->stall_max, r->stall_mean, r->compute_max_s, r->compute_cpu_s,
                r->compute_gap_s, r->collective_s, r->credit_wait_s, r->bytes_per_link,

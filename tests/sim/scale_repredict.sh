@@ -327,6 +327,9 @@ echo "$a" | grep -q '"round_model_busy_core_speed": \[0.5, 0.5\], "busy_pool": "
     fail "A's line names its busy speeds and pool: $a"
 echo "$b" | grep -q '"round_model_busy_core_speed": \[0.75\], "busy_pool": "plan", "busy_pool_calibrations": 5, ' ||
     fail "B's line names its busy speeds and pool: $b"
+# rev27 F10: the per-worker factor each round's model drew is on the line
+echo "$a" | grep -q '"round_worker_factor_cv": \[[0-9.]*, [0-9.]*\], ' ||
+    fail "A's line names the model's per-worker factor: $a"
 out=$(bash "$SCALE" --repredict "$run4" --busy-pool round --model-args "--host-cores 2") || fail "repredict --busy-pool round"
 echo "$out" | head -n 1 | grep -q '"round_model_busy_core_speed": \[0.6124, 0.5477\], "busy_pool": "round", "busy_pool_calibrations": 0, ' ||
     fail "--busy-pool round: each round's pair: $out"

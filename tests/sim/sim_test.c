@@ -487,6 +487,31 @@ static void test_worker_spread_is_the_measured_one(void **state)
     shape_free(&t);
 }
 
+/* The per-worker factor the model draws is reported (rev27 F10): none
+ * where the measured worker spread is what the cells' own spread gives
+ * averaged over a worker's 16 cells (cell cv 0.4, worker cv 0.05: the
+ * factor's variance would be negative), a small one just above that (0.1:
+ * f = (16 x 0.00995 - 0.1484) / 15), and all of it where the worker's
+ * spread exceeds the cells' (0.5 > 0.4). */
+static void test_worker_factor_is_reported(void **state)
+{
+    (void)state;
+    test_shape t;
+    shape_make(&t, 8, 1, 2, cell_uniform, 100);
+    t.s.cell_cv = 0.4, t.s.jitter_rotations = 2;
+    static const double worker[] = {0.05, 0.1, 0.5};
+    double c = log(1 + 0.4 * 0.4), v = log(1 + 0.1 * 0.1);
+    double expected[] = {0, sqrt(exp((16 * v - c) / 15) - 1), 0.5};
+    for (int i = 0; i < 3; i++) {
+        t.s.worker_cv = worker[i];
+        rt_sim_result r = rotation(&t, &infinite);
+        assert_true(fabs(r.worker_factor_cv - expected[i]) < 1e-9);
+    }
+    t.s.worker_cv = 0; /* no worker spread asked for: none drawn */
+    assert_true(rotation(&t, &infinite).worker_factor_cv == 0);
+    shape_free(&t);
+}
+
 static double cell_by_worker(uint32_t w, uint32_t b)
 {
     (void)b;
@@ -825,6 +850,7 @@ int main(void)
         cmocka_unit_test(test_slow_worker_makes_neighbours_wait),
         cmocka_unit_test(test_compute_gap_is_slowest_less_fastest),
         cmocka_unit_test(test_worker_spread_is_the_measured_one),
+        cmocka_unit_test(test_worker_factor_is_reported),
         cmocka_unit_test(test_idle_time_slows_next_step),
         cmocka_unit_test(test_run_queue_takes_turns),
         cmocka_unit_test(test_run_queue_limits),
