@@ -262,9 +262,9 @@ typedef struct rt_triplets {
     rt_entry *e;
     uint64_t n, cap;
     /* 0, or the most entries the caller's memory budget has room for
-     * (`rotor partition --max-memory`): rt_read_ratings refuses a file whose
-     * estimated count is above it at its estimate, before the array is
-     * sized for the whole file (exit 2). */
+     * (`rotor partition --max-memory`): the array never grows past it, and
+     * rt_read_ratings refuses (exit 2, at the file's line) the rating that
+     * would pass it. */
     uint64_t budget;
 } rt_triplets;
 

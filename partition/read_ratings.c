@@ -358,6 +358,11 @@ static int rating_line(reader *r, field *f, int n, rt_error *err)
         r->st->dropped++;
         return 0;
     }
+    if (r->out->budget && r->out->n >= r->out->budget)
+        return line_error(r, err,
+                          "rating %" PRIu64 " is more than the %" PRIu64
+                          " that --max-memory leaves room for; nothing written",
+                          r->out->n + 1, r->out->budget);
     r->st->ratings++;
     return rt_triplets_push(r->out, row, col, (float)v, err);
 }
@@ -479,7 +484,11 @@ static int one_line(reader *r, char *line, int *first_data, rt_error *err)
 }
 
 /* Size the output once from the file size and the first lines' length, so a
- * big file is not copied again and again by growing arrays. */
+ * big file is not copied again and again by growing arrays.  Under a budget
+ * (--max-memory) the reservation stops at it, and an estimate above it is
+ * only a note: the first lines' length can be far from the rest's (a file
+ * sorted by user, ids growing in digits), so the refusal waits for the count
+ * actually read to pass the budget (rating_line). */
 static int reserve_estimate(reader *r, rt_error *err)
 {
     struct stat sb;
@@ -490,13 +499,15 @@ static int reserve_estimate(reader *r, rt_error *err)
     uint64_t more = (uint64_t)((double)sb.st_size / per_line * 1.02) + 1024;
     uint64_t left = (uint64_t)sb.st_size > used ? (uint64_t)sb.st_size - used : 0;
     uint64_t expect = r->out->n + (uint64_t)((double)left / per_line);
+    uint64_t want = r->out->n + more;
     if (r->out->budget && expect > r->out->budget)
-        return rt_fail(err, RT_EXIT_INPUT,
-                       "%s:%" PRIu64 ": about %" PRIu64 " ratings (from the file's size and "
-                       "its first %" PRIu64 " lines), more than the %" PRIu64
-                       " that --max-memory leaves room for; nothing written",
-                       r->path, r->lr.line_no, expect, r->lr.line_no, r->out->budget);
-    return rt_triplets_reserve(r->out, r->out->n + more, err);
+        rt_info("%s:%" PRIu64 ": about %" PRIu64 " ratings expected (from the file's size and "
+                "its first %" PRIu64 " lines), more than the %" PRIu64
+                " that --max-memory leaves room for: the read stops if it reaches them",
+                r->path, r->lr.line_no, expect, r->lr.line_no, r->out->budget);
+    if (r->out->budget && want > r->out->budget)
+        want = r->out->budget;
+    return rt_triplets_reserve(r->out, want, err);
 }
 
 static int read_all(reader *r, rt_error *err)

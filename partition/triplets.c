@@ -32,7 +32,10 @@ int rt_triplets_reserve(rt_triplets *t, uint64_t n, rt_error *err)
 
 int rt_triplets_grow_(rt_triplets *t, rt_error *err)
 {
-    return rt_triplets_reserve(t, t->cap ? t->cap + t->cap / 2 : 1 << 12, err);
+    uint64_t want = t->cap ? t->cap + t->cap / 2 : 1 << 12;
+    if (t->budget && t->cap < t->budget && want > t->budget) /* no room past the budget */
+        want = t->budget;
+    return rt_triplets_reserve(t, want, err);
 }
 
 /* Renumber one side (rows or cols) of train by first appearance, rebuilding

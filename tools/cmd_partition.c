@@ -57,7 +57,7 @@ static const rt_opt partition_options[] = {
     RT_STRING_OPT("max-memory", 0, partition_opts, max_memory_arg, "SIZE", NULL, 0,
                   "refuse (exit 2, nothing written) when the peak memory estimate, printed once "
                   "the input is read, is above SIZE bytes (K, M, G, T: KiB, MiB, GiB, TiB; e.g. "
-                  "512M, 4G)"),
+                  "512M, 4G); ratings are counted against it as they are read"),
     {0}};
 
 static const rt_opt partition_mf_options[] = {
@@ -131,6 +131,10 @@ static int parse(int argc, char **argv, partition_opts *o, rt_error *err)
                        o->max_memory_arg);
     if (o->quiet) /* progress and notes off; warnings and errors stay */
         rt_log_level = RT_LOG_WARN;
+    if (o->verify && o->max_memory_arg)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "partition: --verify and --max-memory: --verify reads a plan and "
+                       "estimates no memory; give one of them");
     if (o->verify)
         return 0;
     if (!o->input || !o->out || !o->nodes || !o->threads)
@@ -347,21 +351,27 @@ static void data_free(data *d)
     rt_triplets_free(&d->train), rt_triplets_free(&d->test);
 }
 
-/* --max-memory as a count of ratings, for the reader's early check: each
- * costs 12 bytes as read and 32 more in the plan writer (8 n + 24 n of
- * rt_plan_write_memory); the id maps and the rest are left to the exact
- * check after the read, so this refuses only what that check would. */
-static uint64_t ratings_budget(const partition_opts *o)
+/* --max-memory as a count of ratings, for the reader's check as it reads
+ * (rt_triplets.budget; 0: no limit).  Each training rating costs 12 bytes as
+ * read and 32 more in the plan writer (8 n + 24 n of rt_plan_write_memory);
+ * a test rating 12 and 24.  What is held already (VmHWM, the training
+ * ratings' cost for a test file) comes off first; the id maps and the rest
+ * are left to the exact check after the read, so a file is refused here only
+ * when that check would refuse it too (at least 1: a budget of 0 is none). */
+static uint64_t ratings_budget(const partition_opts *o, uint64_t n_train)
 {
-    uint64_t held = peak_rss_bytes();
     if (!o->max_memory)
         return 0;
-    return o->max_memory > held ? (o->max_memory - held) / 44 + 1 : 1;
+    uint64_t held = peak_rss_bytes(), per = n_train ? 36 : 44;
+    uint64_t train_more = 32 * n_train;
+    if (o->max_memory <= held || o->max_memory - held <= train_more)
+        return 1;
+    return (o->max_memory - held - train_more) / per + 1;
 }
 
 static int load(const partition_opts *o, data *d, rt_error *err)
 {
-    d->train.budget = ratings_budget(o);
+    d->train.budget = ratings_budget(o, 0);
     if (rt_read_ratings(o->input, (rt_rating_format)o->format, &d->rows, &d->cols, 1, &d->train,
                         &d->st_train, err) < 0)
         return -1;
@@ -370,6 +380,7 @@ static int load(const partition_opts *o, data *d, rt_error *err)
                 "with --implicit)",
                 o->input);
     if (o->test) {
+        d->test.budget = ratings_budget(o, d->train.n);
         if (rt_read_ratings(o->test, (rt_rating_format)o->format, &d->rows, &d->cols, 0, &d->test,
                             &d->st_test, err) < 0)
             return -1;
