@@ -32,7 +32,8 @@ int rt_triplets_reserve(rt_triplets *t, uint64_t n, rt_error *err)
 
 int rt_triplets_grow_(rt_triplets *t, rt_error *err)
 {
-    uint64_t want = t->cap ? t->cap + t->cap / 2 : 1 << 12;
+    /* + 1: cap + cap / 2 alone stays 1 at cap 1 (a reservation of one) */
+    uint64_t want = t->cap ? t->cap + t->cap / 2 + 1 : 1 << 12;
     if (t->budget && t->cap < t->budget && want > t->budget) /* no room past the budget */
         want = t->budget;
     return rt_triplets_reserve(t, want, err);

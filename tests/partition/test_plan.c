@@ -413,6 +413,30 @@ static void test_bad_manifest(void **state)
     problem_free(&p);
 }
 
+/* The list grows from the smallest reservations (rev28 F6: cap + cap / 2
+ * stayed 1 at cap 1, and the next push wrote past the array), with and
+ * without a budget below the first growth's 4096. */
+static void test_triplets_grow_smallest(void **state)
+{
+    (void)state;
+    rt_error err;
+    for (uint64_t start = 0; start <= 3; start++)
+        for (uint64_t budget = 0; budget <= 3; budget++) {
+            rt_triplets t;
+            rt_triplets_init(&t);
+            t.budget = budget;
+            if (start)
+                assert_int_equal(rt_triplets_reserve(&t, start, &err), 0);
+            for (uint32_t i = 0; i < 40; i++) {
+                assert_int_equal(rt_triplets_push(&t, i, i + 1, (float)i, &err), 0);
+                assert_true(t.n <= t.cap);
+            }
+            for (uint32_t i = 0; i < 40; i++)
+                assert_true(t.e[i].row == i && t.e[i].col == i + 1 && t.e[i].val == (float)i);
+            rt_triplets_free(&t);
+        }
+}
+
 /* Seeded split: fraction held out, dense renumbering, unknown test ids dropped. */
 static void test_split(void **state)
 {
@@ -672,6 +696,7 @@ int main(void)
         cmocka_unit_test(test_corrupt_shard),
         cmocka_unit_test(test_bad_manifest),
         cmocka_unit_test(test_split),
+        cmocka_unit_test(test_triplets_grow_smallest),
         cmocka_unit_test(test_budget_fallback_and_ids),
         cmocka_unit_test(test_presorted_inputs),
         cmocka_unit_test(test_before_commit),
