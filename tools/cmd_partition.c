@@ -190,18 +190,20 @@ int partition_plan_options(const partition_opts *o, const char *command_line, do
     return po->pipeline ? 0 : partition_auto_pipeline(o, cols, work, &po->pipeline, err);
 }
 
-/* This process's peak resident set so far, in bytes: VmHWM, which starts
- * afresh at exec (getrusage's ru_maxrss keeps the peak of whatever ran in
- * the process before exec: a shell, a python wrapper); ru_maxrss where
- * /proc is not mounted; 0 when neither answers. */
-static uint64_t peak_rss_bytes(void)
+/* A line of /proc/self/status in bytes: "VmRSS" (resident now) or "VmHWM"
+ * (the peak so far, which starts afresh at exec: getrusage's ru_maxrss
+ * keeps the peak of whatever ran in the process before exec, a shell, a
+ * python wrapper).  ru_maxrss, an upper bound of both, where /proc is not
+ * mounted; 0 when neither answers. */
+static uint64_t status_bytes(const char *key)
 {
     FILE *f = fopen("/proc/self/status", "r");
     char line[256];
+    size_t n = strlen(key);
     unsigned long long kib = 0;
     int found = 0;
     while (f && !found && fgets(line, sizeof(line), f))
-        found = sscanf(line, "VmHWM: %llu kB", &kib) == 1;
+        found = !strncmp(line, key, n) && line[n] == ':' && sscanf(line + n + 1, "%llu", &kib) == 1;
     if (f)
         fclose(f);
     if (!found) {
@@ -211,17 +213,28 @@ static uint64_t peak_rss_bytes(void)
     return (uint64_t)kib * 1024;
 }
 
+uint64_t partition_held_bytes(void)
+{
+    return status_bytes("VmRSS");
+}
+
 int partition_memory_check(const partition_opts *o, const rt_plan_input *in, uint32_t pipeline,
                            rt_error *err)
 {
     uint64_t W = (uint64_t)o->nodes * o->threads, B = pipeline * W;
-    uint64_t held = peak_rss_bytes();
+    /* What is held now, not the peak so far: a corpus's text, loaded whole
+     * to be read, is freed by now, and counting it again beside the plan
+     * writer's share overstated the peak (rev28 F7).  The read's own peak
+     * still bounds the estimate from below. */
+    uint64_t held = partition_held_bytes(), read_peak = status_bytes("VmHWM");
     uint64_t more = rt_plan_write_memory(in, W, B);
     uint64_t peak = held + more < held ? UINT64_MAX : held + more;
-    char peak_s[32], held_s[32], more_s[32], max_s[32];
+    peak = peak > read_peak ? peak : read_peak;
+    char peak_s[32], held_s[32], more_s[32], max_s[32], read_s[32];
     rt_format_bytes(peak, peak_s, sizeof(peak_s));
     rt_format_bytes(held, held_s, sizeof(held_s));
     rt_format_bytes(more, more_s, sizeof(more_s));
+    rt_format_bytes(read_peak, read_s, sizeof(read_s));
     const char *what = in->app == RT_PLAN_LDA ? "(document, word) entries" : "ratings";
     uint64_t n = in->train->n + (in->test ? in->test->n : 0);
     if (o->max_memory && peak > o->max_memory) {
@@ -229,14 +242,15 @@ int partition_memory_check(const partition_opts *o, const rt_plan_input *in, uin
         return rt_fail(err, RT_EXIT_INPUT,
                        "%s: the plan needs about %s of memory at its peak (%s held after reading "
                        "%" PRIu64 " %s, %s more to balance, sort and write %" PRIu64
-                       " workers x %" PRIu64
-                       " blocks), more than --max-memory %s (%s); nothing written",
+                       " workers x %" PRIu64 " blocks; the read peaked at %s), more than "
+                       "--max-memory %s (%s); nothing written",
                        rt_is_stdio(o->input) ? "standard input" : o->input, peak_s, held_s, n, what,
-                       more_s, W, B, o->max_memory_arg, max_s);
+                       more_s, W, B, read_s, o->max_memory_arg, max_s);
     }
     rt_info("memory: peak estimate %s (%s held after reading %" PRIu64 " %s, %s more to balance, "
-            "sort and write %" PRIu64 " workers x %" PRIu64 " blocks)%s",
-            peak_s, held_s, n, what, more_s, W, B, o->max_memory ? "; within --max-memory" : "");
+            "sort and write %" PRIu64 " workers x %" PRIu64 " blocks; the read peaked at %s)%s",
+            peak_s, held_s, n, what, more_s, W, B, read_s,
+            o->max_memory ? "; within --max-memory" : "");
     return 0;
 }
 
@@ -354,7 +368,7 @@ static void data_free(data *d)
 /* --max-memory as a count of ratings, for the reader's check as it reads
  * (rt_triplets.budget; 0: no limit).  Each training rating costs 12 bytes as
  * read and 32 more in the plan writer (8 n + 24 n of rt_plan_write_memory);
- * a test rating 12 and 24.  What is held already (VmHWM, the training
+ * a test rating 12 and 24.  What is held already (VmRSS, the training
  * ratings' cost for a test file) comes off first; the id maps and the rest
  * are left to the exact check after the read, so a file is refused here only
  * when that check would refuse it too (at least 1: a budget of 0 is none). */
@@ -362,7 +376,7 @@ static uint64_t ratings_budget(const partition_opts *o, uint64_t n_train)
 {
     if (!o->max_memory)
         return 0;
-    uint64_t held = peak_rss_bytes(), per = n_train ? 36 : 44;
+    uint64_t held = partition_held_bytes(), per = n_train ? 36 : 44;
     uint64_t train_more = 32 * n_train;
     if (o->max_memory <= held || o->max_memory - held <= train_more)
         return 1;

@@ -48,11 +48,15 @@ char *partition_command_line(int argc, char **argv);
 int partition_plan_options(const partition_opts *o, const char *command_line, double cols,
                            double work, rt_plan_options *po, rt_error *err);
 
+/* What this process holds now, in bytes (its resident set, VmRSS). */
+uint64_t partition_held_bytes(void);
+
 /* The peak memory estimate, once the input is read and before the plan is
- * written: the peak RSS so far (the input as read, held) plus what
- * rt_plan_write adds at most for W = nodes x threads workers and pipeline
- * x W blocks.  Printed as a note; above --max-memory it is an error (exit
- * 2) and nothing is written.  0, or -1 with err. */
+ * written: what is held now (the input as read) plus what rt_plan_write
+ * adds at most for W = nodes x threads workers and pipeline x W blocks, or
+ * the read's own peak (VmHWM) when that is more.  Printed as a note; above
+ * --max-memory it is an error (exit 2) and nothing is written.  0, or -1
+ * with err. */
 int partition_memory_check(const partition_opts *o, const rt_plan_input *in, uint32_t pipeline,
                            rt_error *err);
 
