@@ -139,11 +139,36 @@ int rt_corpus_begin_doc(rt_corpus *c, const char *name, size_t name_len, rt_erro
     return 0;
 }
 
+/* Room for one more entry: the arrays double, but not past max_entries (all
+ * the budget lets the read hold: doubling past it would take up to twice
+ * that before the refusal). */
+static int grow_entries(rt_corpus *c, rt_error *err)
+{
+    uint64_t n = c->cap ? 2 * c->cap : 64, bytes;
+    if (c->max_entries && n > c->max_entries) /* > cap: rt_corpus_add refuses at max_entries */
+        n = c->max_entries;
+    uint32_t **arrays[2] = {&c->word, &c->count};
+    for (int i = 0; i < 2; i++) {
+        void *q = rt_mul_overflows(n, sizeof(uint32_t), &bytes) || bytes > RT_SIZE_LIMIT
+                      ? NULL
+                      : realloc(*arrays[i], (size_t)bytes);
+        if (!q) /* the arrays stay as they were, each with room for at least cap */
+            return rt_fail(err, RT_EXIT_RUNTIME, "out of memory (%llu entries)",
+                           (unsigned long long)n);
+        *arrays[i] = q;
+    }
+    c->cap = n;
+    return 0;
+}
+
 int rt_corpus_add(rt_corpus *c, uint32_t word, uint32_t count, rt_error *err)
 {
-    uint64_t cap = c->cap;
-    if (rt_grow_array((void **)&c->word, &cap, c->n_entries + 1, sizeof(uint32_t), err) ||
-        rt_grow_array((void **)&c->count, &c->cap, c->n_entries + 1, sizeof(uint32_t), err))
+    if (c->max_entries && c->n_entries >= c->max_entries)
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "entry %llu (a document's word, as read) is more than the %llu that "
+                       "--max-memory leaves room for; nothing written",
+                       (unsigned long long)c->n_entries + 1, (unsigned long long)c->max_entries);
+    if (c->n_entries == c->cap && grow_entries(c, err))
         return -1;
     c->word[c->n_entries] = word;
     c->count[c->n_entries] = count;
@@ -357,6 +382,7 @@ static int read_dir_corpus(const char *path, const rt_corpus_options *opt, rt_co
 int rt_corpus_read(const char *path, const rt_corpus_options *opt, rt_corpus *c, rt_error *err)
 {
     rt_corpus_init(c);
+    c->max_entries = opt->max_entries;
     struct stat st;
     if (!rt_is_stdio(path) && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
         return read_dir_corpus(path, opt, c, err);

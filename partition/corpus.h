@@ -62,6 +62,7 @@ typedef struct rt_corpus {
     uint64_t first_summed_doc; /* the first document with such an entry (valid if n_summed) */
     /* builder state */
     uint64_t cap;
+    uint64_t max_entries; /* rt_corpus_options.max_entries, for rt_corpus_add */
     uint64_t doc_cap;
     const struct rt_text *input; /* the input, loaded once by rt_corpus_read; NULL: a directory */
 } rt_corpus;
@@ -73,6 +74,12 @@ typedef struct rt_corpus_options {
     uint64_t min_count;    /* drop words with fewer tokens (0 = keep all) */
     uint32_t max_count;    /* refuse a line's count above this, at its file:line (0 = 2^32 - 1);
                               not an option: set by a command whose model holds counts as floats */
+    /* 0, or the most (document, word) entries the caller's memory budget has
+     * room for (`rotor partition --max-memory`), counted as read (a word given
+     * twice in a document is two until merged): the arrays never grow past
+     * it and the entry past it is refused, exit 2, at its FILE:LINE (uci: at
+     * the header when its NNZ is more); not an option */
+    uint64_t max_entries;
 } rt_corpus_options;
 
 /* The options of rt_corpus_options (ground/opts.h): --format, --vocab,
@@ -91,6 +98,8 @@ const char *rt_corpus_format_name(rt_corpus_format f);
 /* ---- builder, used by the readers (and by tests and the generator) ---- */
 void rt_corpus_init(rt_corpus *c);
 int rt_corpus_begin_doc(rt_corpus *c, const char *name, size_t name_len, rt_error *err);
+/* One entry of the current document; past c->max_entries an error (exit 2)
+ * the caller prefixes with its FILE:LINE (rt_error_prefix). */
 int rt_corpus_add(rt_corpus *c, uint32_t word, uint32_t count, rt_error *err);
 /* Sort and merge each document's entries, count tokens. */
 int rt_corpus_finish(rt_corpus *c, rt_error *err);

@@ -107,8 +107,10 @@ static int64_t read_pairs(line_ctx *x, cursor *cur, rt_error *err)
         if (x->max_count && k > x->max_count)
             return rt_corpus_count_beyond(x->path, x->line, (uint64_t)k, x->max_count, err);
         int64_t w = word_id(x, b, (size_t)(colon - b), err);
-        if (w < 0 || rt_corpus_add(x->c, (uint32_t)w, (uint32_t)k, err))
+        if (w < 0)
             return -1;
+        if (rt_corpus_add(x->c, (uint32_t)w, (uint32_t)k, err))
+            return rt_error_prefix(err, "%s:%llu", x->path, x->line);
         pairs++;
     }
     return pairs;
@@ -129,8 +131,10 @@ static int read_line(line_ctx *x, rt_corpus_format f, cursor *cur, rt_error *err
             return -1;
         while ((n = field(cur, &b)) > 0) {
             int64_t w = word_id(x, b, n, err);
-            if (w < 0 || rt_corpus_add(x->c, (uint32_t)w, 1, err))
+            if (w < 0)
                 return -1;
+            if (rt_corpus_add(x->c, (uint32_t)w, 1, err))
+                return rt_error_prefix(err, "%s:%llu", x->path, x->line);
         }
         return 0;
     case RT_CORPUS_LIBSVM:

@@ -228,9 +228,10 @@ static int read_dir(text_ctx *x, const char *path, rt_error *err)
             continue;
         rt_text t;
         if (rt_text_load(full, &t, err) ||
-            rt_corpus_begin_doc(x->c, names[i], strlen(names[i]), err) ||
-            add_text(x, t.data, t.data + t.len, err))
+            rt_corpus_begin_doc(x->c, names[i], strlen(names[i]), err))
             rc = -1;
+        else if (add_text(x, t.data, t.data + t.len, err))
+            rc = rt_error_prefix(err, "%s", full); /* one document: the file is its place */
         rt_text_free(&t);
     }
     for (size_t i = 0; i < n; i++)
@@ -266,8 +267,10 @@ static int read_file_lines(text_ctx *x, const char *path, rt_error *err)
          * blank line is none, as in the lines formats. */
         if (!blank_line(s, le)) {
             if ((!x->c->n_docs && rt_corpus_refuse_json(path, line, s, (size_t)(le - s), err)) ||
-                rt_corpus_begin_doc(x->c, name, (size_t)len, err) || add_text(x, s, le, err))
+                rt_corpus_begin_doc(x->c, name, (size_t)len, err))
                 rc = -1;
+            else if (add_text(x, s, le, err))
+                rc = rt_error_prefix(err, "%s:%llu", path, line);
         }
         s = e ? e + 1 : end;
     }

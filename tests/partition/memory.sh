@@ -31,10 +31,32 @@ peak() {
 # rotor's own allocations) does not count (ASan: 60664 KiB measured against
 # 57036 estimated on the mf case); lib.sh's plain_build tells them apart.
 
+# kib VALUE UNIT: a size as rotor prints it ("4.3 MiB") in KiB.
+kib() {
+    awk -v v="$1" -v u="$2" 'BEGIN { m = u == "KiB" ? 1 : u == "MiB" ? 1024 : u == "GiB" ? 1048576 : 0;
+                                     printf "%d\n", v * m }'
+}
+
 # estimate_kib LOG: the printed estimate in KiB.
 estimate_kib() {
-    sed -n 's/.*memory: peak estimate \([0-9.]*\) \([KMG]\)iB.*/\1 \2/p' "$1" |
-        awk '{m = $2 == "K" ? 1 : $2 == "M" ? 1024 : 1048576; printf "%d\n", $1 * m}'
+    kib $(sed -n 's/.*memory: peak estimate \([0-9.]*\) \([KMG]iB\).*/\1 \2/p' "$1")
+}
+
+# held_kib LOG: what a corpus run held before reading (its note), in KiB.
+held_kib() {
+    kib $(sed -n 's/.*memory: \([0-9.]*\) \([KMG]iB\) held before reading.*/\1 \2/p' "$1")
+}
+
+# refused NAME PATTERN CMD...: CMD (writing its plan to q.NAME) exits 2,
+# its error (err.NAME) matches the grep PATTERN, and it leaves nothing
+# behind: no q.NAME, no temporary directory.
+refused() {
+    local name=$1 pattern=$2 rc=0
+    shift 2
+    "$@" 2>err.$name || rc=$?
+    [ $rc -eq 2 ] || fail "$name: exit $rc, want 2: $(cat err.$name)"
+    grep -q -- "$pattern" err.$name || fail "$name: refusal message: $(cat err.$name)"
+    [ ! -e q.$name ] && [ -z "$(find . -name '*.tmp*')" ] || fail "$name: refusal left files behind"
 }
 
 for app in mf lda; do
@@ -54,36 +76,21 @@ for app in mf lda; do
     [ "$meas" -eq 0 ] || [ "$est" -le $((meas * 5 / 2)) ] || fail "$app: estimate $est KiB above 2.5 x measured $meas KiB"
     echo "ok $app: estimate $est KiB, measured $meas KiB"
 
-    # Below the estimate: refused before the plan is written.
+    [ $app = lda ] && continue # a corpus's refusals: below, in every format
+
+    # Half the estimate: refused as read, at the first rating past the budget.
     lim=$((est / 2))K
-    set +e
-    "$ROTOR" "${args[@]}" --out q.$app --max-memory "$lim" 2>err.$app
-    rc=$?
-    set -e
-    [ $rc -eq 2 ] || fail "$app: --max-memory $lim: exit $rc, want 2: $(cat err.$app)"
-    # ratings: as read, at the first rating past the budget; a corpus: once
-    # read, before the plan
-    if [ $app = mf ]; then
-        grep -q "^rotor: error: $in:[0-9]*: rating [0-9]* is more than the [0-9]* that --max-memory leaves room for; nothing written" err.$app ||
-            fail "$app: refusal as read: $(cat err.$app)"
-    else
-        grep -q "^rotor: error: $in: the plan needs about .* of memory at its peak .*more than --max-memory $lim (.*); nothing written" err.$app ||
-            fail "$app: refusal message: $(cat err.$app)"
-    fi
-    [ ! -e q.$app ] && [ -z "$(find . -name '*.tmp*')" ] || fail "$app: refusal left files behind"
+    refused $app "^rotor: error: $in:[0-9]*: rating [0-9]* is more than the [0-9]* that --max-memory leaves room for; nothing written" \
+        "$ROTOR" "${args[@]}" --out q.$app --max-memory "$lim"
     echo "ok $app: --max-memory $lim refused"
 done
+held0=$(held_kib log.lda)
+[ -n "$held0" ] && [ "$held0" -gt 0 ] || fail "lda: no held-before-reading note: $(cat log.lda)"
 
 # A limit below what rotor holds before reading: refused at the second rating.
 head -15000 r.txt >small.txt
-set +e
-"$ROTOR" partition --input small.txt --nodes 2 --threads 2 --out q.small --max-memory 1M 2>err.small
-rc=$?
-set -e
-[ $rc -eq 2 ] || fail "small: --max-memory 1M: exit $rc, want 2"
-grep -q "^rotor: error: small.txt:2: rating 2 is more than the 1 that --max-memory leaves room for; nothing written" err.small ||
-    fail "small: refusal message: $(cat err.small)"
-[ ! -e q.small ] || fail "small: refusal left a plan"
+refused small "^rotor: error: small.txt:2: rating 2 is more than the 1 that --max-memory leaves room for; nothing written" \
+    "$ROTOR" partition --input small.txt --nodes 2 --threads 2 --out q.small --max-memory 1M
 echo "ok mf: a limit below what is held refused at the second rating"
 
 # A file whose first lines are shorter than the rest (sorted by user, ids
@@ -103,18 +110,10 @@ est=$(estimate_kib log.skew)
 grep -q "skew.txt:20000: about [0-9]* ratings expected .*the read stops if it reaches them" log.skew12 ||
     fail "skew: the reader's estimate is not above the budget (no overshoot tested): $(cat log.skew12)"
 grep -q "within --max-memory" log.skew12 && [ -f p.skew12/plan.json ] || fail "skew: no plan at 1.2 x"
-set +e
-"$ROTOR" "${skew[@]}" --out q.skew --max-memory $((est * 19 / 20))K 2>err.skew
-rc=$?
-"$ROTOR" "${skew[@]}" --out q.skew --max-memory $((est / 4))K 2>err.skew4
-rc4=$?
-set -e
-[ $rc -eq 2 ] && [ $rc4 -eq 2 ] || fail "skew below its estimate: exit $rc / $rc4, want 2"
-grep -q "^rotor: error: skew.txt: the plan needs about .* held after reading 120000 ratings.*; nothing written" err.skew ||
-    fail "skew at 0.95 x: $(cat err.skew)"
-grep -q "^rotor: error: skew.txt:[0-9]*: rating [0-9]* is more than the [0-9]* that --max-memory leaves room for; nothing written" err.skew4 ||
-    fail "skew at 0.25 x: $(cat err.skew4)"
-[ ! -e q.skew ] && [ -z "$(find . -name '*.tmp*')" ] || fail "skew: refusal left files behind"
+refused skew "^rotor: error: skew.txt: the plan needs about .* held after reading 120000 ratings.*; nothing written" \
+    "$ROTOR" "${skew[@]}" --out q.skew --max-memory $((est * 19 / 20))K
+refused skew4 "^rotor: error: skew.txt:[0-9]*: rating [0-9]* is more than the [0-9]* that --max-memory leaves room for; nothing written" \
+    "$ROTOR" "${skew[@]}" --out q.skew4 --max-memory $((est / 4))K
 echo "ok skewed ratings: a run at 1.2 x the estimate passes, 0.95 x and 0.25 x refused"
 
 # A --test file is counted too, against what the training file leaves: at
@@ -126,35 +125,71 @@ echo "ok skewed ratings: a run at 1.2 x the estimate passes, 0.95 x and 0.25 x r
     fail "small: $(cat log.small)"
 est_small=$(estimate_kib log.small)
 [ -n "$est_small" ] && [ "$est_small" -gt 0 ] || fail "small: estimate not found: $(cat log.small)"
-set +e
-"$ROTOR" partition --input small.txt --test r.txt --nodes 2 --threads 2 --out q.test \
-    --max-memory $((est_small * 6 / 5))K 2>err.test
-rc=$?
-set -e
-[ $rc -eq 2 ] || fail "test file: exit $rc, want 2: $(cat err.test)"
-grep -q "^rotor: error: r.txt:[0-9]*: rating [0-9]* is more than the [0-9]* that --max-memory leaves room for; nothing written" err.test ||
-    fail "test file: $(cat err.test)"
-[ ! -e q.test ] || fail "test file: refusal left a plan"
+refused test "^rotor: error: r.txt:[0-9]*: rating [0-9]* is more than the [0-9]* that --max-memory leaves room for; nothing written" \
+    "$ROTOR" partition --input small.txt --test r.txt --nodes 2 --threads 2 --out q.test \
+    --max-memory $((est_small * 6 / 5))K
 echo "ok a --test file is counted as read"
 
+# A corpus is checked as it is read, in every format: at what it holds
+# before reading (the lda run's note) plus 22 bytes an entry as read (half
+# the 44 one costs until the plan is written; not a fraction of the
+# estimate, which a sanitizer build inflates 2.5x), each format is
+# refused at the entry past its budget, at its FILE:LINE (a directory of
+# text: at its file), with the count it reached. Entries as read: the uci
+# file's triples, libsvm and lda-c's pairs, every token of the lines and
+# text formats. The other formats are c.txt's documents written out; its
+# words as letters for raw text ("zq" and the id in base 26).
+mkdir textdir
+awk 'function letters(n, s) { s = ""; do { s = sprintf("%c", 97 + n % 26) s; n = int(n / 26) } while (n);
+                             return "zq" s }
+     NR > 3 { if ($1 != d) { if (d) flush(); d = $1 }
+              pairs = pairs " w" $2 ":" $3; np++
+              for (i = 0; i < $3; i++) { toks = toks " w" $2; txt = txt " " letters($2) } }
+     function flush() { print "doc" d pairs >"libsvm.txt"; print np pairs >"ldac.txt"
+                        print d, d toks >"lines.txt"; print substr(txt, 2) >"text.txt"
+                        if (d <= 1000) { f = "textdir/d" sprintf("%04d", d); print substr(txt, 2) >f; close(f) }
+                        pairs = toks = txt = ""; np = 0 }
+     END { flush() }' c.txt
+uci_e=$(sed -n 3p c.txt)
+tokens=$(awk 'NR > 3 { t += $3 } END { print t }' c.txt)
+dir_tokens=$(awk 'NR > 3 && $1 <= 1000 { t += $3 } END { print t }' c.txt)
+for f in uci:c.txt:$uci_e libsvm:libsvm.txt:$uci_e ldac:ldac.txt:$uci_e lines:lines.txt:$tokens \
+    text:text.txt:$tokens text:textdir:$dir_tokens; do
+    IFS=: read -r fmt file entries <<<"$f"
+    lim=$((held0 + 22 * entries / 1024))K
+    where="$file:[0-9]*"
+    [ $fmt = uci ] && where="$file:3: header NNZ=$entries: more entries than"
+    [ -d $file ] && where="$file/d[0-9]*"
+    [ $fmt = uci ] || where="$where: entry [0-9]* (a document's word, as read) is more than"
+    refused corpus "^rotor: error: $where the [0-9]* that --max-memory leaves room for; nothing written" \
+        "$ROTOR" partition --app lda --format $fmt --input $file --nodes 2 --threads 2 \
+        --out q.corpus --max-memory $lim
+    # the count it reached: the entry past the budget, about half of them
+    awk -v e=$entries '{ for (i = 1; i < NF; i++) if ($i == "entry") n = $(i + 1); else if ($i == "the" && $(i + 1) ~ /^[0-9]+$/) b = $(i + 1) }
+        END { exit !(n == "" || (n == b + 1 && b > e / 4 && b < e)) }' err.corpus ||
+        fail "$fmt $file: the count reached: $(cat err.corpus)"
+    echo "ok corpus $fmt ($file, $entries entries as read): refused as read at --max-memory $lim"
+done
+
+# A header that promises more than the file holds is refused at its line
+# under a budget, before anything is allocated for it; a file larger than
+# all the room is refused before it is loaded.
+{ printf '3000\n5000\n15000000\n'; sed 1,3d c.txt; } >huge.txt
+refused huge "^rotor: error: huge.txt:3: header NNZ=15000000: more entries than the [0-9]* that --max-memory leaves room for; nothing written" \
+    "$ROTOR" partition --app lda --input huge.txt --nodes 2 --threads 2 --out q.huge --max-memory $((held0 + 8192))K
+bytes=$(stat -c %s c.txt)
+refused big "^rotor: error: c.txt: $bytes bytes, loaded whole to be read, are more than the .* that --max-memory [0-9]*K leaves room for beside the .* held; nothing written" \
+    "$ROTOR" partition --app lda --input c.txt --nodes 2 --threads 2 --out q.big --max-memory $((held0 + bytes / 2048))K
+echo "ok corpus: a header's NNZ past the budget and a file past all the room refused before they are allocated"
+
 # --verify estimates nothing: the pair is refused.
-set +e
-"$ROTOR" partition --verify p.skew --max-memory 1G 2>err.verify
-rc=$?
-set -e
-[ $rc -eq 2 ] && grep -q "^rotor: error: partition: --verify and --max-memory: --verify reads a plan and estimates no memory; give one of them" err.verify ||
-    fail "--verify --max-memory: exit $rc: $(cat err.verify)"
+refused verify "^rotor: error: partition: --verify and --max-memory: --verify reads a plan and estimates no memory; give one of them" \
+    "$ROTOR" partition --verify p.skew --max-memory 1G
 
 # The size is parsed strictly: one binary suffix, digits only, above 0.
 for bad in 4GB 1.5G 0 -1 " 4G" 4g 4Gi 99999999999999999999 20000000000T; do
-    set +e
-    "$ROTOR" partition --input r.txt --nodes 1 --threads 1 --out bad --max-memory "$bad" 2>err
-    rc=$?
-    set -e
-    [ $rc -eq 2 ] || fail "--max-memory '$bad': exit $rc, want 2"
-    grep -q -- "--max-memory: want a size in bytes above 0.*got '$bad'" err ||
-        fail "--max-memory '$bad': message: $(cat err)"
-    [ ! -e bad ] || fail "--max-memory '$bad' wrote a plan"
+    refused bad "--max-memory: want a size in bytes above 0.*got '$bad'" \
+        "$ROTOR" partition --input r.txt --nodes 1 --threads 1 --out q.bad --max-memory "$bad"
 done
 for good in 1T 3000000000 64k 64K; do
     "$ROTOR" partition --input r.txt --nodes 1 --threads 1 --out good --force --max-memory $good \
