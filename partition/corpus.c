@@ -382,7 +382,6 @@ static int read_dir_corpus(const char *path, const rt_corpus_options *opt, rt_co
 int rt_corpus_read(const char *path, const rt_corpus_options *opt, rt_corpus *c, rt_error *err)
 {
     rt_corpus_init(c);
-    c->max_entries = opt->max_entries;
     struct stat st;
     if (!rt_is_stdio(path) && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
         return read_dir_corpus(path, opt, c, err);
@@ -424,6 +423,9 @@ static int read_format(const char *name, const rt_corpus_options *opt, rt_corpus
 {
     int rc;
     c->format = f;
+    c->max_entries = opt->max_pairs && f != RT_CORPUS_LINES && f != RT_CORPUS_TEXT
+                         ? opt->max_pairs
+                         : opt->max_entries;
     switch (f) {
     case RT_CORPUS_UCI:
         rc = rt_corpus_read_uci(name, opt, c, err);

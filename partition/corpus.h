@@ -62,7 +62,7 @@ typedef struct rt_corpus {
     uint64_t first_summed_doc; /* the first document with such an entry (valid if n_summed) */
     /* builder state */
     uint64_t cap;
-    uint64_t max_entries; /* rt_corpus_options.max_entries, for rt_corpus_add */
+    uint64_t max_entries; /* rt_corpus_options' for the format read, for rt_corpus_add */
     uint64_t doc_cap;
     const struct rt_text *input; /* the input, loaded once by rt_corpus_read; NULL: a directory */
 } rt_corpus;
@@ -74,12 +74,16 @@ typedef struct rt_corpus_options {
     uint64_t min_count;    /* drop words with fewer tokens (0 = keep all) */
     uint32_t max_count;    /* refuse a line's count above this, at its file:line (0 = 2^32 - 1);
                               not an option: set by a command whose model holds counts as floats */
-    /* 0, or the most (document, word) entries the caller's memory budget has
-     * room for (`rotor partition --max-memory`), counted as read (a word given
-     * twice in a document is two until merged): the arrays never grow past
-     * it and the entry past it is refused, exit 2, at its FILE:LINE (uci: at
-     * the header when its NNZ is more); not an option */
-    uint64_t max_entries;
+    /* 0, or the most entries as read (a token of the lines and text formats,
+     * a pair or triple of the others; merged into (document, word) entries
+     * once read) the caller's memory budget has room for (`rotor partition
+     * --max-memory`): the arrays never grow past it and the entry past it is
+     * refused, exit 2, at its FILE:LINE (uci: at the header when its NNZ is
+     * more).  max_pairs, when not 0, replaces it for uci, libsvm and ldac,
+     * whose entries as read are distinct pairs unless the file repeats one
+     * (then summed, with a warning): a pair costs what a merged entry does,
+     * a token of the others may merge into one.  Not options. */
+    uint64_t max_entries, max_pairs;
 } rt_corpus_options;
 
 /* The options of rt_corpus_options (ground/opts.h): --format, --vocab,

@@ -329,12 +329,12 @@ int rt_corpus_read_uci(const char *path, const rt_corpus_options *opt, rt_corpus
      * an entry as read (12 bytes here, 12 more sorted, 4 + 4 in the
      * corpus): a header NNZ past the budget is refused at its line, before
      * the triples are allocated, and the body cannot pass it. */
-    if (opt->max_entries && h.nnz > opt->max_entries) {
+    if (c->max_entries && h.nnz > c->max_entries) {
         rt_fail(err, RT_EXIT_INPUT,
                 "%s:%llu: header NNZ=%llu: more entries than the %llu that --max-memory leaves "
                 "room for; nothing written",
                 path, (unsigned long long)h.nnz_line, (unsigned long long)h.nnz,
-                (unsigned long long)opt->max_entries);
+                (unsigned long long)c->max_entries);
         goto out;
     }
     /* Each triple takes at least "1 1 1\n": room for the triples the rest of

@@ -140,19 +140,21 @@ static int write_side_files(const char *dir, uint64_t plan_id, void *ctx, rt_err
     return rt_outfile_commit(&of, err);
 }
 
-/* --max-memory as a count of corpus entries, for the reader's check as it
- * reads (rt_corpus_options.max_entries; 0: no limit).  Once read, an entry
- * costs at least 44 bytes until the plan is written: 8 in the corpus, 12
- * in the plan's list and 24 in the plan writer (32 a training one, see
- * rt_plan_write_memory); while it is read, its 8 sit beside the input,
- * loaded whole (a file's size; a pipe's is unknown).  What is held now
- * comes off first and the rest (names, maps) is left to the check after
- * the read, so the reader refuses only what that check would refuse too
- * (at least 1: a budget of 0 is none).  A file larger than all the room is
- * refused before it is loaded. */
-static int corpus_budget(const partition_opts *a, uint64_t *max_entries, rt_error *err)
+/* --max-memory as counts of corpus entries as read, for the reader's check
+ * as it reads (rt_corpus_options.max_entries and max_pairs; 0: no limit).
+ * An entry as read takes 8 bytes in the corpus's arrays (kept once merged),
+ * beside the input, loaded whole (a file's size; a pipe's is unknown): the
+ * read's own peak.  A (document, word) entry once merged costs at least 44
+ * until the plan is written: its 8, 12 in the plan's list and 24 in the
+ * plan writer (32 a training one, see rt_plan_write_memory); a pair as read
+ * (uci, libsvm, ldac) is one, a token of the lines and text formats may
+ * merge with others.  What is held now comes off first and the rest
+ * (names, maps) is left to the check after the read, so the reader refuses
+ * only what that check would refuse too (at least 1: a budget of 0 is
+ * none).  A file larger than all the room is refused before it is loaded. */
+static int corpus_budget(const partition_opts *a, rt_corpus_options *co, rt_error *err)
 {
-    *max_entries = 0;
+    co->max_entries = co->max_pairs = 0;
     if (!a->max_memory)
         return 0;
     uint64_t held = partition_held_bytes(), bytes = 0;
@@ -169,9 +171,12 @@ static int corpus_budget(const partition_opts *a, uint64_t *max_entries, rt_erro
                        "--max-memory %s leaves room for beside the %s held; nothing written",
                        a->input, (unsigned long long)bytes, room_s, a->max_memory_arg, held_s);
     uint64_t by_read = (room - bytes) / 8, by_plan = room / 44;
-    *max_entries = (by_read < by_plan ? by_read : by_plan) + 1;
-    rt_info("memory: %s held before reading; --max-memory %s leaves room for %llu entries as read",
-            held_s, a->max_memory_arg, (unsigned long long)*max_entries);
+    co->max_entries = by_read + 1;
+    co->max_pairs = (by_read < by_plan ? by_read : by_plan) + 1;
+    rt_info("memory: %s held before reading; --max-memory %s leaves room for %llu entries as read "
+            "(%llu of uci, libsvm and lda-c, whose entries are pairs)",
+            held_s, a->max_memory_arg, (unsigned long long)co->max_entries,
+            (unsigned long long)co->max_pairs);
     return 0;
 }
 
@@ -180,7 +185,7 @@ static int run(lda_part *p, const partition_opts *a, const char *cmdline, rt_err
     double t0 = rt_now();
     rt_corpus_options co = a->corpus;
     co.max_count = 1u << 24; /* entries are floats: exact up to 2^24; refused at the line */
-    if (corpus_budget(a, &co.max_entries, err) || rt_corpus_read(a->input, &co, &p->c, err))
+    if (corpus_budget(a, &co, err) || rt_corpus_read(a->input, &co, &p->c, err))
         return -1;
     if (build(p, a, err))
         return -1;

@@ -130,15 +130,17 @@ refused test "^rotor: error: r.txt:[0-9]*: rating [0-9]* is more than the [0-9]*
     --max-memory $((est_small * 6 / 5))K
 echo "ok a --test file is counted as read"
 
-# A corpus is checked as it is read, in every format: at what it holds
-# before reading (the lda run's note) plus 22 bytes an entry as read (half
-# the 44 one costs until the plan is written; not a fraction of the
-# estimate, which a sanitizer build inflates 2.5x), each format is
-# refused at the entry past its budget, at its FILE:LINE (a directory of
-# text: at its file), with the count it reached. Entries as read: the uci
-# file's triples, libsvm and lda-c's pairs, every token of the lines and
-# text formats. The other formats are c.txt's documents written out; its
-# words as letters for raw text ("zq" and the id in base 26).
+# A corpus is checked as it is read, in every format, each refused at the
+# entry past its budget, at its FILE:LINE (a directory of text: at its
+# file), with the count it reached. Entries as read: the uci file's
+# triples, libsvm and lda-c's pairs, each one (document, word) entry, at
+# what is held before reading (the lda run's note) plus 22 bytes each (half
+# the 44 one costs until the plan is written); every token of the lines and
+# text formats, which may merge, at what is held, the file's size and 4
+# bytes each (half the 8 one takes in the corpus as read). The limits are
+# not a fraction of the estimate, which a sanitizer build inflates 2.5x.
+# The other formats are c.txt's documents written out; its words as
+# letters for raw text ("zq" and the id in base 26).
 mkdir textdir
 awk 'function letters(n, s) { s = ""; do { s = sprintf("%c", 97 + n % 26) s; n = int(n / 26) } while (n);
                              return "zq" s }
@@ -157,6 +159,11 @@ for f in uci:c.txt:$uci_e libsvm:libsvm.txt:$uci_e ldac:ldac.txt:$uci_e lines:li
     text:text.txt:$tokens text:textdir:$dir_tokens; do
     IFS=: read -r fmt file entries <<<"$f"
     lim=$((held0 + 22 * entries / 1024))K
+    if [ $fmt = lines ] || [ $fmt = text ]; then
+        size=0
+        [ -f $file ] && size=$(stat -c %s $file) # a directory's files are loaded one by one
+        lim=$((held0 + (size + 4 * entries) / 1024))K
+    fi
     where="$file:[0-9]*"
     [ $fmt = uci ] && where="$file:3: header NNZ=$entries: more entries than"
     [ -d $file ] && where="$file/d[0-9]*"
@@ -170,6 +177,19 @@ for f in uci:c.txt:$uci_e libsvm:libsvm.txt:$uci_e ldac:ldac.txt:$uci_e lines:li
         fail "$fmt $file: the count reached: $(cat err.corpus)"
     echo "ok corpus $fmt ($file, $entries entries as read): refused as read at --max-memory $lim"
 done
+
+# Tokens that merge are not refused for what they would cost as entries:
+# 1000 documents of one word 2000 times each (2M tokens as read, 1000
+# entries once merged) fit at 1.2 x their estimate, far below 44 bytes a
+# token.
+awk 'BEGIN { for (d = 1; d <= 1000; d++) { printf "%d %d", d, d; for (i = 0; i < 2000; i++) printf " w%d", d % 7; print "" } }' >same.txt
+same=(partition --app lda --format lines --input same.txt --nodes 2 --threads 2)
+"$ROTOR" "${same[@]}" --out p.same 2>log.same || fail "same: $(cat log.same)"
+est=$(estimate_kib log.same)
+[ -n "$est" ] && [ "$est" -lt $((44 * 2000000 / 1024)) ] || fail "same: estimate $est KiB not below 44 B a token"
+"$ROTOR" "${same[@]}" --out p.same12 --max-memory $((est * 6 / 5))K 2>log.same12 ||
+    fail "same: refused at 1.2 x its estimate $est KiB: $(cat log.same12)"
+echo "ok corpus: 2M tokens merging into 1000 entries pass at 1.2 x their estimate ($est KiB)"
 
 # A header that promises more than the file holds is refused at its line
 # under a budget, before anything is allocated for it; a file larger than
