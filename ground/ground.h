@@ -455,10 +455,13 @@ int rt_text_load_own(const char *path, rt_text *t, rt_error *err);
  * they are in, before the rest is read: a guess from the head (a format)
  * needs no second open, which a FIFO or a pipe would not allow, and what
  * fn refuses (it returns nonzero) ends the load before a long read.  The
- * head is raw but for unified line ends: a byte order mark is still there. */
+ * head is raw but for unified line ends: a byte order mark is still there.
+ * max_len (0: none): an input longer than that is refused (exit 2, at the
+ * line reached) as it arrives, the buffer never past it: a memory limit
+ * for what has no size to check first (standard input, a pipe). */
 typedef int (*rt_text_head_fn)(const char *head, size_t len, void *ctx, rt_error *err);
-int rt_text_load_head(const char *path, size_t head, rt_text_head_fn fn, void *ctx, rt_text *t,
-                      rt_error *err);
+int rt_text_load_head(const char *path, size_t head, rt_text_head_fn fn, void *ctx,
+                      uint64_t max_len, rt_text *t, rt_error *err);
 void rt_text_free(rt_text *t);
 /* 3 when s[0..n) starts with a UTF-8 byte order mark (an editor's; it is
  * not part of the first line's text), else 0. */

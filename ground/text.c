@@ -145,6 +145,7 @@ typedef struct {
     size_t len;
     rt_text_head_fn fn;
     void *ctx;
+    uint64_t max_len; /* 0, or the most bytes the load may hold */
 } text_head;
 
 /* The head shown once: when `len` bytes are in or the input ended.  Its
@@ -206,11 +207,28 @@ static int text_load(const char *path, rt_read_kind kind, text_head *head, rt_te
             free(buf);
             return -1;
         }
+        if (head && head->max_len && len > head->max_len) {
+            rt_progress_end(&progress);
+            fclose(fp);
+            uint64_t line = 1;
+            for (size_t i = 0; i < head->max_len; i++) /* the line of the byte past it */
+                line += buf[i] == '\n';
+            free(buf);
+            return rt_fail(err, RT_EXIT_INPUT,
+                           "%s:%llu: the input passes %llu bytes, all that the memory limit "
+                           "leaves room for (it is loaded whole); nothing written",
+                           path, (unsigned long long)line, (unsigned long long)head->max_len);
+        }
         if (got < want)
             break;
         if (len < cap - 1)
             continue;
         cap *= 2;
+        /* room for max_len + 1 bytes and the NUL: the byte past max_len
+         * tells a longer input from one of max_len (len <= max_len here, so
+         * the cap still grows) */
+        if (head && head->max_len && cap > head->max_len + 2)
+            cap = (size_t)head->max_len + 2;
         char *nb = realloc(buf, cap);
         if (!nb)
             free(buf);
@@ -234,10 +252,10 @@ int rt_text_load(const char *path, rt_text *t, rt_error *err)
     return text_load(path, RT_READ_DATA, NULL, t, err);
 }
 
-int rt_text_load_head(const char *path, size_t head, rt_text_head_fn fn, void *ctx, rt_text *t,
-                      rt_error *err)
+int rt_text_load_head(const char *path, size_t head, rt_text_head_fn fn, void *ctx,
+                      uint64_t max_len, rt_text *t, rt_error *err)
 {
-    text_head h = {.len = head, .fn = fn, .ctx = ctx};
+    text_head h = {.len = head, .fn = fn, .ctx = ctx, .max_len = max_len};
     return text_load(path, RT_READ_DATA, &h, t, err);
 }
 

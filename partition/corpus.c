@@ -388,7 +388,7 @@ int rt_corpus_read(const char *path, const rt_corpus_options *opt, rt_corpus *c,
     head_guess g = {
         .name = rt_is_stdio(path) ? "standard input" : path, .opt = opt, .f = opt->format};
     rt_text in;
-    if (rt_text_load_head(path, SNIFF_HEAD, guess_at_head, &g, &in, err))
+    if (rt_text_load_head(path, SNIFF_HEAD, guess_at_head, &g, opt->max_text, &in, err))
         return -1;
     c->input = &in;
     int rc = read_format(g.name, opt, g.f, c, err);

@@ -82,8 +82,10 @@ typedef struct rt_corpus_options {
      * more).  max_pairs, when not 0, replaces it for uci, libsvm and ldac,
      * whose entries as read are distinct pairs unless the file repeats one
      * (then summed, with a warning): a pair costs what a merged entry does,
-     * a token of the others may merge into one.  Not options. */
-    uint64_t max_entries, max_pairs;
+     * a token of the others may merge into one.  max_text: 0, or the most
+     * bytes the input may take, loaded whole (rt_text_load_head's max_len;
+     * not a directory's files, loaded one by one).  Not options. */
+    uint64_t max_entries, max_pairs, max_text;
 } rt_corpus_options;
 
 /* The options of rt_corpus_options (ground/opts.h): --format, --vocab,

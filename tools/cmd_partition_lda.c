@@ -151,10 +151,12 @@ static int write_side_files(const char *dir, uint64_t plan_id, void *ctx, rt_err
  * merge with others.  What is held now comes off first and the rest
  * (names, maps) is left to the check after the read, so the reader refuses
  * only what that check would refuse too (at least 1: a budget of 0 is
- * none).  A file larger than all the room is refused before it is loaded. */
+ * none).  A file larger than all the room is refused before it is loaded;
+ * standard input or a pipe, whose size is not known first, as its bytes
+ * pass the room (max_text). */
 static int corpus_budget(const partition_opts *a, rt_corpus_options *co, rt_error *err)
 {
-    co->max_entries = co->max_pairs = 0;
+    co->max_entries = co->max_pairs = co->max_text = 0;
     if (!a->max_memory)
         return 0;
     uint64_t held = partition_held_bytes(), bytes = 0;
@@ -171,6 +173,7 @@ static int corpus_budget(const partition_opts *a, rt_corpus_options *co, rt_erro
                        "--max-memory %s leaves room for beside the %s held; nothing written",
                        a->input, (unsigned long long)bytes, room_s, a->max_memory_arg, held_s);
     uint64_t by_read = (room - bytes) / 8, by_plan = room / 44;
+    co->max_text = room ? room : 1; /* 0 is none */
     co->max_entries = by_read + 1;
     co->max_pairs = (by_read < by_plan ? by_read : by_plan) + 1;
     rt_info("memory: %s held before reading; --max-memory %s leaves room for %llu entries as read "

@@ -200,7 +200,12 @@ refused huge "^rotor: error: huge.txt:3: header NNZ=15000000: more entries than 
 bytes=$(stat -c %s c.txt)
 refused big "^rotor: error: c.txt: $bytes bytes, loaded whole to be read, are more than the .* that --max-memory [0-9]*K leaves room for beside the .* held; nothing written" \
     "$ROTOR" partition --app lda --input c.txt --nodes 2 --threads 2 --out q.big --max-memory $((held0 + bytes / 2048))K
-echo "ok corpus: a header's NNZ past the budget and a file past all the room refused before they are allocated"
+# The same from a pipe, whose size is not known first: refused as its bytes
+# pass the room, the buffer never past it.
+piped() { cat c.txt | "$ROTOR" "$@"; }
+refused pipe "^rotor: error: standard input:[0-9]*: the input passes [0-9]* bytes, all that the memory limit leaves room for (it is loaded whole); nothing written" \
+    piped partition --app lda --input - --nodes 2 --threads 2 --out q.pipe --max-memory $((held0 + bytes / 2048))K
+echo "ok corpus: a header's NNZ past the budget and a file or a pipe past all the room refused before they are allocated"
 
 # --verify estimates nothing: the pair is refused.
 refused verify "^rotor: error: partition: --verify and --max-memory: --verify reads a plan and estimates no memory; give one of them" \
