@@ -511,19 +511,17 @@ int lda_doc_word_gain(uint32_t *v, uint32_t room, uint32_t x, uint32_t k);
  * inv[k]), finished by a scan over K after the bucket's tries. */
 uint32_t lda_doc_s_draw(const double *inv, uint32_t K, double inv_max, uint32_t f, double invf,
                         rt_wyrand *rng);
-/* The document-major visit's static order: at K = 1000 after the first sweeps no word is drawn
- * word-major (KOS and the synthetic corpus at K = 1000, sweep 26: none), so the sort a visit
- * (doc_order, 6-8% of the time) gave the same order every sweep.  The list sampler's training z
- * is doc-major (tokens_build: lda_doc_layout), so a visit reads and writes a document's topics
- * in place, in order, not scattered over a word-major z; the word-major paths reach a token's
- * topic through tok_pos and its document through doc_step (lda_doc_of).  8 bytes a token (z,
- * tok_pos, ord_run) where z, tok_doc and the packed order took 10.  At K = 10000, where 15-30% of
- * the tokens are drawn word-major after sweep 25 (AP, the synthetic corpus), the layout too
- * (z stayed word-major there and doc_order sorted each visit until the word-major visit found
- * each token's document once and ahead: lda_bucket.c list_tokens has the A/B).  Only a block of
- * more than LDA_DOC_ORDER_MAX_RUNS words (ord_run's 16 bits) or 2^32 tokens keeps a word-major z
- * and doc_order.  lda_doc_order_build fills ord_run and ord_seg (lda_tokens) once; -1: out of
- * memory. */
+/* The document-major visit's static order: at K <= LDA_DOC_ORDER_MAX_K after the first sweeps
+ * no word is drawn word-major (KOS and the synthetic corpus at K = 1000, sweep 26: none), so
+ * the sort a visit (doc_order, 6-8% of the time) gave the same order every sweep.  There the
+ * list sampler's training z is doc-major (tokens_build: lda_doc_layout), so a visit reads and
+ * writes a document's topics in place, in order, not scattered over a word-major z; the
+ * word-major paths reach a token's topic through tok_pos and its document through doc_step
+ * (lda_doc_of).  8 bytes a token (z, tok_pos, ord_run) where z, tok_doc and the packed order
+ * took 10.  At K = 10000 a third of the tokens are drawn word-major: z stays word-major there
+ * (its visits read it in order) and doc_order sorts each visit.  lda_doc_order_build fills
+ * ord_run and ord_seg (lda_tokens) once; -1: out of memory. */
+#define LDA_DOC_ORDER_MAX_K 4096u
 #define LDA_DOC_ORDER_SLACK 4u
 #define LDA_DOC_ORDER_MAX_RUNS 65536u /* a block's run index in ord_run's 16 bits */
 int lda_doc_order_build(lda_tokens *t, uint32_t blocks);
@@ -568,11 +566,11 @@ static inline int lda_uses_lists(lda_sampler s, uint32_t K)
 {
     return s == LDA_SAMPLER_SPARSE && K > LDA_DENSE_K;
 }
-/* The list sampler's training tokens with z doc-major (LDA_DOC_ORDER_MAX_RUNS above). */
+/* The list sampler's training tokens with z doc-major (LDA_DOC_ORDER_MAX_K above). */
 static inline int lda_doc_layout(const lda_opts *o, uint64_t n_tokens, uint64_t max_block_runs)
 {
-    return lda_uses_lists(o->sampler, o->K) && n_tokens < UINT32_MAX &&
-           max_block_runs <= LDA_DOC_ORDER_MAX_RUNS;
+    return lda_uses_lists(o->sampler, o->K) && o->K <= LDA_DOC_ORDER_MAX_K &&
+           n_tokens < UINT32_MAX && max_block_runs <= LDA_DOC_ORDER_MAX_RUNS;
 }
 #define LDA_CHUNK 8u
 static inline uint32_t lda_chunks(uint32_t K)

@@ -38,10 +38,6 @@
 
 /* Tokens ahead whose document list and topic are prefetched. */
 #define LIST_PREFETCH 12
-/* Room for the documents of the tokens from a draw's to the farthest
- * prefetch's (list_tokens), a power of two. */
-#define DOC_RING 32u
-_Static_assert(DOC_RING > 2 * LIST_PREFETCH, "the ring holds the prefetch window");
 
 /* The document list itself is prefetched too (its place and length
  * LIST_PREFETCH tokens earlier) at every K this visit runs at (above
@@ -441,9 +437,10 @@ static inline uint32_t token_doc(const lda_tokens *t, uint64_t i, const int bypo
 /* Token i's document list into cache ahead of its draw: the list's place
  * and length (random in the documents) first, then, later, all of the list.
  * (z is word-major: the sweep streams it; doc-major, its topic comes with
- * the place.)  d: its document. */
-static inline void prefetch_place(const lda_tokens *t, uint64_t i, uint32_t d, const int bypos)
+ * the place.) */
+static inline void prefetch_place(const lda_tokens *t, uint64_t i, const int bypos)
 {
+    const uint32_t d = token_doc(t, i, bypos);
     __builtin_prefetch(t->dnz_off + d);
     __builtin_prefetch(t->dnz_n + d);
     if (bypos)
@@ -461,9 +458,9 @@ static inline void prefetch_bytes(const void *p, size_t bytes)
         __builtin_prefetch((const void *)(a + o), 1);
 }
 
-static inline void prefetch_list(const lda_tokens *t, uint32_t d, const int packed)
+static inline void prefetch_list(const lda_tokens *t, uint64_t i, const int packed, const int bypos)
 {
-    const uint32_t n = t->dnz_n[d];
+    const uint32_t d = token_doc(t, i, bypos), n = t->dnz_n[d];
     if (packed) {
         prefetch_bytes(t->dlist + t->dnz_off[d], n * sizeof(uint32_t));
     } else {
@@ -481,38 +478,13 @@ static inline void list_tokens(const list_run *l, uint64_t i, uint64_t end, rt_w
     lda_tokens *t = l->t;
     bucket_memo memo = {.doc = UINT32_MAX};
     rt_wyrand g = *rng_io, *rng = &g; /* a local: its state can stay in a register */
-    /* the documents of tokens i .. i + 2 LIST_PREFETCH, each found once
-     * (DOC_RING): doc-major (bypos), lda_doc_of's walk from doc_step ends
-     * at a random step, a mispredicted branch about every token, and it
-     * was taken three times a token (the two prefetches and the draw).
-     * With z doc-major at K = 10000 too (lda.h, the static order), paired
-     * tokens/s against z word-major and doc_order (bench/lda_ab.sh
-     * --topics 10000 --rounds 4, bench lock, load 1.3-5.7): without the
-     * ring and the doc_step prefetches KOS 0.917, synthetic 1.011, AP
-     * 1.042; with the ring 0.984, 1.008, 1.293; with both 1.022, 1.035,
-     * 0.979; peak RSS 16.2 -> 15.4 MB, 80.9 -> 74.1, 15.3 -> 15.1. */
-    uint32_t ring[DOC_RING];
-    for (uint64_t j = i; j < end && j < i + 2 * LIST_PREFETCH; j++)
-        ring[j % DOC_RING] = token_doc(t, j, bypos);
     for (; i < end; i++) {
-        /* doc-major: the lines lda_doc_of reads for the token 2 LIST_PREFETCH
-         * ahead, by two stages before it (the step's first document, then
-         * the document offsets from it: random in 0.4 MB on the synthetic
-         * corpus) */
-        if (bypos && i + 4 * LIST_PREFETCH < end)
-            __builtin_prefetch(t->doc_step + (t->tok_pos[i + 4 * LIST_PREFETCH] >> LDA_DOC_STEP));
-        if (bypos && i + 3 * LIST_PREFETCH < end)
-            __builtin_prefetch(t->doc_off + 1 +
-                               t->doc_step[t->tok_pos[i + 3 * LIST_PREFETCH] >> LDA_DOC_STEP]);
-        if (i + 2 * LIST_PREFETCH < end) {
-            const uint64_t j = i + 2 * LIST_PREFETCH;
-            ring[j % DOC_RING] = token_doc(t, j, bypos);
-            prefetch_place(t, j, ring[j % DOC_RING], bypos);
-        }
+        if (i + 2 * LIST_PREFETCH < end)
+            prefetch_place(t, i + 2 * LIST_PREFETCH, bypos);
         if (i + LIST_PREFETCH < end)
-            prefetch_list(t, ring[(i + LIST_PREFETCH) % DOC_RING], packed);
+            prefetch_list(t, i + LIST_PREFETCH, packed, bypos);
         const uint64_t zi = bypos ? t->tok_pos[i] : i;
-        const uint32_t d = ring[i % DOC_RING], from = t->z[zi];
+        const uint32_t d = token_doc(t, i, bypos), from = t->z[zi];
         const uint64_t o = t->dnz_off[d];
         uint32_t n = t->dnz_n[d];
         /* the draw sees coef[from] without the token; the counts and the

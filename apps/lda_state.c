@@ -3,11 +3,11 @@
  * document's topics are contiguous for the doc proposal and the counts) and
  * word-major per data block (tok_doc / tok_pos, cut into runs of one word,
  * so a word's counts stay hot while its tokens are sampled).  The list
- * sampler's training tokens (lda_doc_layout) keep z doc-major with no
- * tok_doc: the document-major visits take a document's tokens in place;
- * only where a block has too many words for the static order
- * (LDA_DOC_ORDER_MAX_RUNS) or there are 2^32 tokens, z is word-major
- * instead, with no tok_pos, and a document's counts are its list.
+ * sampler's training tokens above LDA_DOC_ORDER_MAX_K keep z word-major
+ * instead, with no tok_pos: their sweeps read and write the topics in order
+ * (a third of them word-major at K = 10000), and a document's counts are
+ * its list; at or below it (lda_doc_layout) z is doc-major, with no tok_doc:
+ * the document-major visits take a document's tokens in place.
  *
  * Held-out documents are split token by token, by a hash of (seed, global
  * document id, global word id, copy), into an observed half (sampled like
@@ -146,7 +146,7 @@ static int tokens_build(lda_tokens *t, const rt_plan *plan, const rt_shard *sh, 
     int progressive = o->init == LDA_INIT_PROGRESSIVE && !test_ids;
     /* (nor the list sampler, whose lists hold the counts: doc_nz_build) */
     int lists = lda_uses_lists(o->sampler, K) && !test_ids;
-    /* (whose z is doc-major where lda_doc_layout, with no tok_doc) */
+    /* (whose z is doc-major at K <= LDA_DOC_ORDER_MAX_K, with no tok_doc) */
     int doc_layout = lists && lda_doc_layout(o, t->n_tokens, max_block_runs);
     /* (the cycle sampler's record is the topic alone) */
     t->aux_stride = o->sampler == LDA_SAMPLER_CYCLE ? 1 : 2 + o->mh_steps;
