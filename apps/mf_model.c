@@ -25,6 +25,7 @@
 #include "ground/json.h"
 
 #include <errno.h>
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -343,13 +344,17 @@ static int read_meta(json_t *meta, const char *path, uint32_t *k, float *mu, int
     uint64_t kv;
     /* Every prediction adds mu, and the biases only when "biases" says so: a
      * key missing, of another type, or a mu no float holds would score with
-     * the wrong model, so each is refused rather than read as 0 or false. */
+     * the wrong model, so each is refused rather than read as 0 or false.
+     * The range is checked on the double: converting one beyond FLT_MAX to
+     * float is undefined in C11 (6.3.1.5), and x86 rounds 3.4028235e38 to a
+     * finite FLT_MAX, so testing the converted value let such a mu through. */
     json_t *m = json_object_get(meta, "mu"), *b = json_object_get(meta, "biases");
-    if (!json_is_number(m) || !isfinite((float)json_number_value(m)))
+    double mv = json_is_number(m) ? json_number_value(m) : NAN;
+    if (!isfinite(mv) || fabs(mv) > FLT_MAX)
         return rt_fail(err, RT_EXIT_INPUT, "%s: \"mu\" must be a number within float range", path);
     if (!json_is_boolean(b))
         return rt_fail(err, RT_EXIT_INPUT, "%s: \"biases\" must be true or false", path);
-    *mu = (float)json_number_value(m);
+    *mu = (float)mv;
     *biases = json_is_true(b);
     if (rt_json_u64(meta, "k", 1, 4096, &kv, path, err))
         return -1;

@@ -96,6 +96,9 @@ seed lda_words lda/lda.words lda.words
 seed npy single/W.npy W.npy
 seed npy single/H.npy H.npy
 seed model_json model/model.json sgd-model.json
+# mu just past FLT_MAX: the float conversion mf_model.c must not reach (fix29 F3)
+sed 's/"mu": [0-9.e-]*/"mu": 3.4028235e38/' model/model.json >mu-past-float.json
+seed model_json mu-past-float.json sgd-model-mu-past-float.json
 "$ROTOR" train --plan mf --app sgd-mf --rank 2 --epochs 1 --serial --checkpoint ck \
     --checkpoint-every 1 >/dev/null
 "$ROTOR" train --plan lda --app lda --topics 2 --iters 1 --serial --checkpoint lck \
