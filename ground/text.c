@@ -227,7 +227,7 @@ static int text_load(const char *path, rt_read_kind kind, text_head *head, rt_te
         /* room for max_len + 1 bytes and the NUL: the byte past max_len
          * tells a longer input from one of max_len (len <= max_len here, so
          * the cap still grows) */
-        if (head && head->max_len && cap > head->max_len + 2)
+        if (head && head->max_len && cap - 2 > head->max_len) /* not max_len + 2: it may wrap */
             cap = (size_t)head->max_len + 2;
         char *nb = realloc(buf, cap);
         if (!nb)

@@ -356,6 +356,50 @@ static void test_json_reader(void **state)
     rt_remove_tree(dir);
 }
 
+/* rt_text_load_head's max_len: an input of max_len bytes loads, one byte
+ * more is refused at the line of that byte (past the first 64 KiB read and
+ * within it), and a max_len near 2^64 is no limit (max_len + 2 wrapped to a
+ * buffer of 0 bytes, freed twice). */
+static void test_text_load_max_len(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/rotor-base-XXXXXX", path[256];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/t.txt", dir);
+    enum { LINE = 100, N = 2000 * LINE }; /* lines of 99 'a' and '\n' */
+    char *body = malloc(N);
+    assert_non_null(body);
+    for (size_t i = 0; i < N; i++)
+        body[i] = i % LINE == LINE - 1 ? '\n' : 'a';
+    write_file(path, body, N);
+    free(body);
+    static const struct {
+        uint64_t max_len;
+        uint64_t line; /* 0: loads */
+    } cases[] = {{0, 0},       {N, 0},  {UINT64_MAX - 1, 0}, {UINT64_MAX, 0}, {N - 1, N / LINE},
+                 {70000, 701}, {100, 2}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        rt_text t;
+        rt_error err = {0};
+        int rc = rt_text_load_head(path, 0, NULL, NULL, cases[i].max_len, &t, &err);
+        if (!cases[i].line) {
+            assert_int_equal(rc, 0);
+            assert_int_equal(t.len, N);
+            rt_text_free(&t);
+            continue;
+        }
+        assert_int_not_equal(rc, 0);
+        assert_int_equal(err.code, RT_EXIT_INPUT);
+        char want[320];
+        snprintf(want, sizeof(want), "%s:%llu: the input passes %llu bytes", path,
+                 (unsigned long long)cases[i].line, (unsigned long long)cases[i].max_len);
+        if (!strstr(err.msg, want))
+            fail_msg("max_len %llu: '%s' lacks '%s'", (unsigned long long)cases[i].max_len, err.msg,
+                     want);
+    }
+    rt_remove_tree(dir);
+}
+
 /* One cut for every path rotor renames into place: "out/" is "out". */
 static void assert_split(const char *path, const char *want_path, const char *want_dir,
                          const char *want_base)
@@ -613,6 +657,7 @@ int main(void)
         cmocka_unit_test(test_outfile_abort_leaves_nothing),
         cmocka_unit_test(test_out_check_creates_nothing),
         cmocka_unit_test(test_json_reader),
+        cmocka_unit_test(test_text_load_max_len),
         cmocka_unit_test(test_split_parent),
         cmocka_unit_test(test_bom_strip),
         cmocka_unit_test(test_unify_line_ends),
