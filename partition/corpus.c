@@ -388,7 +388,7 @@ int rt_corpus_read(const char *path, const rt_corpus_options *opt, rt_corpus *c,
     head_guess g = {
         .name = rt_is_stdio(path) ? "standard input" : path, .opt = opt, .f = opt->format};
     rt_text in;
-    if (rt_text_load_head(path, SNIFF_HEAD, guess_at_head, &g, opt->max_text, &in, err))
+    if (rt_text_load_head(path, SNIFF_HEAD, guess_at_head, &g, opt->max_read, &in, err))
         return -1;
     c->input = &in;
     int rc = read_format(g.name, opt, g.f, c, err);
@@ -416,6 +416,22 @@ static int options_fit_format(const char *name, const rt_corpus_options *opt, rt
     return 0;
 }
 
+/* The entries the read of format f may hold (0: no bound): what max_read
+ * leaves beside the text loaded, text_len bytes, counted here and not by
+ * the caller, which knows no pipe's length; for the pair formats no more
+ * than max_pairs.  + 1 each: a budget is a floor, and the reader refuses
+ * only what the check after the read would refuse too. */
+static uint64_t entry_budget(const rt_corpus_options *opt, rt_corpus_format f, uint64_t text_len)
+{
+    uint64_t n = 0;
+    if (opt->max_read)
+        n = (opt->max_read > text_len ? opt->max_read - text_len : 0) / RT_CORPUS_ENTRY_BYTES + 1;
+    int pairs = f != RT_CORPUS_LINES && f != RT_CORPUS_TEXT;
+    if (pairs && opt->max_pairs && (!n || opt->max_pairs < n))
+        n = opt->max_pairs;
+    return n;
+}
+
 /* Read the corpus in format f (settled: guessed or given, and fit to the
  * options), then merge, count and drop rare words. */
 static int read_format(const char *name, const rt_corpus_options *opt, rt_corpus_format f,
@@ -423,9 +439,7 @@ static int read_format(const char *name, const rt_corpus_options *opt, rt_corpus
 {
     int rc;
     c->format = f;
-    c->max_entries = opt->max_pairs && f != RT_CORPUS_LINES && f != RT_CORPUS_TEXT
-                         ? opt->max_pairs
-                         : opt->max_entries;
+    c->max_entries = entry_budget(opt, f, c->input ? c->input->len : 0);
     switch (f) {
     case RT_CORPUS_UCI:
         rc = rt_corpus_read_uci(name, opt, c, err);

@@ -62,10 +62,14 @@ typedef struct rt_corpus {
     uint64_t first_summed_doc; /* the first document with such an entry (valid if n_summed) */
     /* builder state */
     uint64_t cap;
-    uint64_t max_entries; /* rt_corpus_options' for the format read, for rt_corpus_add */
+    uint64_t max_entries; /* 0, or the entries the read may hold (rt_corpus_options), for
+                             rt_corpus_add */
     uint64_t doc_cap;
     const struct rt_text *input; /* the input, loaded once by rt_corpus_read; NULL: a directory */
 } rt_corpus;
+
+/* What an entry as read holds in rt_corpus: its word and its count. */
+#define RT_CORPUS_ENTRY_BYTES (2 * sizeof(uint32_t))
 
 typedef struct rt_corpus_options {
     rt_corpus_format format;
@@ -74,18 +78,22 @@ typedef struct rt_corpus_options {
     uint64_t min_count;    /* drop words with fewer tokens (0 = keep all) */
     uint32_t max_count;    /* refuse a line's count above this, at its file:line (0 = 2^32 - 1);
                               not an option: set by a command whose model holds counts as floats */
-    /* 0, or the most entries as read (a token of the lines and text formats,
-     * a pair or triple of the others; merged into (document, word) entries
-     * once read) the caller's memory budget has room for (`rotor partition
-     * --max-memory`): the arrays never grow past it and the entry past it is
-     * refused, exit 2, at its FILE:LINE (uci: at the header when its NNZ is
-     * more).  max_pairs, when not 0, replaces it for uci, libsvm and ldac,
-     * whose entries as read are distinct pairs unless the file repeats one
-     * (then summed, with a warning): a pair costs what a merged entry does,
-     * a token of the others may merge into one.  max_text: 0, or the most
-     * bytes the input may take, loaded whole (rt_text_load_head's max_len;
-     * not a directory's files, loaded one by one).  Not options. */
-    uint64_t max_entries, max_pairs, max_text;
+    /* Not options: set from `rotor partition --max-memory` (0: no limit).
+     * max_read: the bytes the read may hold, the input's text (loaded whole;
+     * past max_read it is refused as it arrives, at the line reached:
+     * rt_text_load_head's max_len) and RT_CORPUS_ENTRY_BYTES an entry as
+     * read beside it (a token of the lines and text formats, a pair or
+     * triple of the others; merged into (document, word) entries once read).
+     * Once the text is in, the arrays never grow past the entries the rest
+     * leaves room for and the entry past them is refused, exit 2, at its
+     * FILE:LINE (uci: at the header when its NNZ is more); the text's length
+     * is known then, from standard input or a pipe too.  A directory's
+     * files, loaded one by one, are not counted.  max_pairs bounds uci,
+     * libsvm and ldac further: their entries as read are distinct pairs
+     * unless the file repeats one (then summed, with a warning), each
+     * costing what a merged entry does until the plan is written, while a
+     * token of the others may merge into one. */
+    uint64_t max_read, max_pairs;
 } rt_corpus_options;
 
 /* The options of rt_corpus_options (ground/opts.h): --format, --vocab,

@@ -140,23 +140,20 @@ static int write_side_files(const char *dir, uint64_t plan_id, void *ctx, rt_err
     return rt_outfile_commit(&of, err);
 }
 
-/* --max-memory as counts of corpus entries as read, for the reader's check
- * as it reads (rt_corpus_options.max_entries and max_pairs; 0: no limit).
- * An entry as read takes 8 bytes in the corpus's arrays (kept once merged),
- * beside the input, loaded whole (a file's size; a pipe's is unknown): the
- * read's own peak.  A (document, word) entry once merged costs at least 44
+/* --max-memory as the room for the corpus's read (rt_corpus_options.max_read
+ * and max_pairs; 0: no limit): what is held now comes off first.  The read
+ * holds its input, loaded whole, and RT_CORPUS_ENTRY_BYTES an entry as read
+ * beside it (the reader counts the text once it is in: a pipe's length is
+ * not known first).  A (document, word) entry once merged costs at least 44
  * until the plan is written: its 8, 12 in the plan's list and 24 in the
  * plan writer (32 a training one, see rt_plan_write_memory); a pair as read
  * (uci, libsvm, ldac) is one, a token of the lines and text formats may
- * merge with others.  What is held now comes off first and the rest
- * (names, maps) is left to the check after the read, so the reader refuses
- * only what that check would refuse too (at least 1: a budget of 0 is
- * none).  A file larger than all the room is refused before it is loaded;
- * standard input or a pipe, whose size is not known first, as its bytes
- * pass the room (max_text). */
+ * merge with others.  The rest (names, maps) is left to the check after the
+ * read, so the reader refuses only what that check would refuse too.  A
+ * file larger than all the room is refused here, before it is loaded. */
 static int corpus_budget(const partition_opts *a, rt_corpus_options *co, rt_error *err)
 {
-    co->max_entries = co->max_pairs = co->max_text = 0;
+    co->max_read = co->max_pairs = 0;
     if (!a->max_memory)
         return 0;
     uint64_t held = partition_held_bytes(), bytes = 0;
@@ -172,13 +169,12 @@ static int corpus_budget(const partition_opts *a, rt_corpus_options *co, rt_erro
                        "%s: %llu bytes, loaded whole to be read, are more than the %s that "
                        "--max-memory %s leaves room for beside the %s held; nothing written",
                        a->input, (unsigned long long)bytes, room_s, a->max_memory_arg, held_s);
-    uint64_t by_read = (room - bytes) / 8, by_plan = room / 44;
-    co->max_text = room ? room : 1; /* 0 is none */
-    co->max_entries = by_read + 1;
-    co->max_pairs = (by_read < by_plan ? by_read : by_plan) + 1;
-    rt_info("memory: %s held before reading; --max-memory %s leaves room for %llu entries as read "
-            "(%llu of uci, libsvm and lda-c, whose entries are pairs)",
-            held_s, a->max_memory_arg, (unsigned long long)co->max_entries,
+    co->max_read = room ? room : 1; /* 0 is none */
+    co->max_pairs = room / 44 + 1;  /* + 1: a floor, and never 0 (none) */
+    rt_info("memory: %s held before reading; --max-memory %s leaves %s for the read (its text, "
+            "loaded whole, and %zu bytes a word as read; at most %llu pairs of uci, libsvm and "
+            "lda-c)",
+            held_s, a->max_memory_arg, room_s, RT_CORPUS_ENTRY_BYTES,
             (unsigned long long)co->max_pairs);
     return 0;
 }

@@ -47,6 +47,13 @@ held_kib() {
     kib $(sed -n 's/.*memory: \([0-9.]*\) \([KMG]iB\) held before reading.*/\1 \2/p' "$1")
 }
 
+# piped FILE ARGS...: rotor ARGS with FILE on standard input, through a pipe.
+piped() {
+    local file=$1
+    shift
+    cat "$file" | "$ROTOR" "$@"
+}
+
 # refused NAME PATTERN CMD...: CMD (writing its plan to q.NAME) exits 2,
 # its error (err.NAME) matches the grep PATTERN, and it leaves nothing
 # behind: no q.NAME, no temporary directory.
@@ -97,7 +104,10 @@ echo "ok mf: a limit below what is held refused at the second rating"
 # growing in digits): the reader's estimate at line 20000 overshoots the
 # count (4x here), which is only a note; near the limit (1.2 x the printed
 # estimate) the file fits and is read whole (rev27 F7, F9); just below the
-# estimate it is refused once read; far below, as read at FILE:LINE.
+# estimate it is refused once read; far below, as read at FILE:LINE.  "Just
+# below" is 0.93 x: the reader's budget leaves out the id maps and the rest,
+# 1.5 MiB here, and 0.93 x is about 0.7 MiB from both the estimate and the
+# reader's refusal (the estimate varies by 0.2 MiB from run to run).
 awk 'BEGIN { for (i = 1; i <= 20000; i++) printf "%d %d 3\n", i % 97, i % 89;
              for (i = 1; i <= 100000; i++)
                  printf "%d %d 3.000000000000000000000000000000\n", 1000 + i % 2000, 500 + i % 700 }' >skew.txt
@@ -111,10 +121,10 @@ grep -q "skew.txt:20000: about [0-9]* ratings expected .*the read stops if it re
     fail "skew: the reader's estimate is not above the budget (no overshoot tested): $(cat log.skew12)"
 grep -q "within --max-memory" log.skew12 && [ -f p.skew12/plan.json ] || fail "skew: no plan at 1.2 x"
 refused skew "^rotor: error: skew.txt: the plan needs about .* held after reading 120000 ratings.*; nothing written" \
-    "$ROTOR" "${skew[@]}" --out q.skew --max-memory $((est * 19 / 20))K
+    "$ROTOR" "${skew[@]}" --out q.skew --max-memory $((est * 93 / 100))K
 refused skew4 "^rotor: error: skew.txt:[0-9]*: rating [0-9]* is more than the [0-9]* that --max-memory leaves room for; nothing written" \
     "$ROTOR" "${skew[@]}" --out q.skew4 --max-memory $((est / 4))K
-echo "ok skewed ratings: a run at 1.2 x the estimate passes, 0.95 x and 0.25 x refused"
+echo "ok skewed ratings: a run at 1.2 x the estimate passes, 0.93 x and 0.25 x refused"
 
 # A --test file is counted too, against what the training file leaves: at
 # 1.2 x the training file's own estimate the training file fits and the
@@ -136,11 +146,16 @@ echo "ok a --test file is counted as read"
 # triples, libsvm and lda-c's pairs, each one (document, word) entry, at
 # what is held before reading (the lda run's note) plus 22 bytes each (half
 # the 44 one costs until the plan is written); every token of the lines and
-# text formats, which may merge, at what is held, the file's size and 4
-# bytes each (half the 8 one takes in the corpus as read). The limits are
-# not a fraction of the estimate, which a sanitizer build inflates 2.5x.
-# The other formats are c.txt's documents written out; its words as
-# letters for raw text ("zq" and the id in base 26).
+# text formats, which may merge, at what is held, the file's size and 5
+# bytes each (5/8 of the 8 one takes in the corpus as read: the budget
+# lands at 5/8 of the tokens, 3 bytes a token, 1.8 MB or more, from both
+# ends of the count check below, for what is held before reading varies by
+# 0.3 MiB from run to run). The limits are not a fraction of the estimate,
+# which a sanitizer build inflates 2.5x. The other formats are c.txt's
+# documents written out; its words as letters for raw text ("zq" and the id
+# in base 26). The lines corpus through a pipe too: its length is not known
+# before it is read, but its text is counted once in, as a file's is (rev30
+# F1: it was read whole and refused only by the estimate after the read).
 mkdir textdir
 awk 'function letters(n, s) { s = ""; do { s = sprintf("%c", 97 + n % 26) s; n = int(n / 26) } while (n);
                              return "zq" s }
@@ -149,33 +164,37 @@ awk 'function letters(n, s) { s = ""; do { s = sprintf("%c", 97 + n % 26) s; n =
               for (i = 0; i < $3; i++) { toks = toks " w" $2; txt = txt " " letters($2) } }
      function flush() { print "doc" d pairs >"libsvm.txt"; print np pairs >"ldac.txt"
                         print d, d toks >"lines.txt"; print substr(txt, 2) >"text.txt"
-                        if (d <= 1000) { f = "textdir/d" sprintf("%04d", d); print substr(txt, 2) >f; close(f) }
+                        if (d <= 2000) { f = "textdir/d" sprintf("%04d", d); print substr(txt, 2) >f; close(f) }
                         pairs = toks = txt = ""; np = 0 }
      END { flush() }' c.txt
 uci_e=$(sed -n 3p c.txt)
 tokens=$(awk 'NR > 3 { t += $3 } END { print t }' c.txt)
-dir_tokens=$(awk 'NR > 3 && $1 <= 1000 { t += $3 } END { print t }' c.txt)
+dir_tokens=$(awk 'NR > 3 && $1 <= 2000 { t += $3 } END { print t }' c.txt)
 for f in uci:c.txt:$uci_e libsvm:libsvm.txt:$uci_e ldac:ldac.txt:$uci_e lines:lines.txt:$tokens \
-    text:text.txt:$tokens text:textdir:$dir_tokens; do
-    IFS=: read -r fmt file entries <<<"$f"
+    text:text.txt:$tokens text:textdir:$dir_tokens lines:lines.txt:$tokens:pipe; do
+    IFS=: read -r fmt file entries how <<<"$f"
     lim=$((held0 + 22 * entries / 1024))K
     if [ $fmt = lines ] || [ $fmt = text ]; then
         size=0
         [ -f $file ] && size=$(stat -c %s $file) # a directory's files are loaded one by one
-        lim=$((held0 + (size + 4 * entries) / 1024))K
+        lim=$((held0 + (size + 5 * entries) / 1024))K
     fi
     where="$file:[0-9]*"
     [ $fmt = uci ] && where="$file:3: header NNZ=$entries: more entries than"
     [ -d $file ] && where="$file/d[0-9]*"
+    run=("$ROTOR" partition --app lda --format $fmt --input $file)
+    if [ "$how" = pipe ]; then
+        where="standard input:[0-9]*"
+        run=(piped $file partition --app lda --format $fmt --input -)
+    fi
     [ $fmt = uci ] || where="$where: entry [0-9]* (a document's word, as read) is more than"
     refused corpus "^rotor: error: $where the [0-9]* that --max-memory leaves room for; nothing written" \
-        "$ROTOR" partition --app lda --format $fmt --input $file --nodes 2 --threads 2 \
-        --out q.corpus --max-memory $lim
+        "${run[@]}" --nodes 2 --threads 2 --out q.corpus --max-memory $lim
     # the count it reached: the entry past the budget, about half of them
     awk -v e=$entries '{ for (i = 1; i < NF; i++) if ($i == "entry") n = $(i + 1); else if ($i == "the" && $(i + 1) ~ /^[0-9]+$/) b = $(i + 1) }
         END { exit !(n == "" || (n == b + 1 && b > e / 4 && b < e)) }' err.corpus ||
         fail "$fmt $file: the count reached: $(cat err.corpus)"
-    echo "ok corpus $fmt ($file, $entries entries as read): refused as read at --max-memory $lim"
+    echo "ok corpus $fmt ($file${how:+ through a $how}, $entries entries as read): refused as read at --max-memory $lim"
 done
 
 # Tokens that merge are not refused for what they would cost as entries:
@@ -202,9 +221,8 @@ refused big "^rotor: error: c.txt: $bytes bytes, loaded whole to be read, are mo
     "$ROTOR" partition --app lda --input c.txt --nodes 2 --threads 2 --out q.big --max-memory $((held0 + bytes / 2048))K
 # The same from a pipe, whose size is not known first: refused as its bytes
 # pass the room, the buffer never past it.
-piped() { cat c.txt | "$ROTOR" "$@"; }
 refused pipe "^rotor: error: standard input:[0-9]*: the input passes [0-9]* bytes, all that the memory limit leaves room for (it is loaded whole); nothing written" \
-    piped partition --app lda --input - --nodes 2 --threads 2 --out q.pipe --max-memory $((held0 + bytes / 2048))K
+    piped c.txt partition --app lda --input - --nodes 2 --threads 2 --out q.pipe --max-memory $((held0 + bytes / 2048))K
 echo "ok corpus: a header's NNZ past the budget and a file or a pipe past all the room refused before they are allocated"
 
 # --verify estimates nothing: the pair is refused.
