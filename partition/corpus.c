@@ -86,6 +86,33 @@ int rt_corpus_load_input(const rt_corpus *c, const char *path, rt_text *t, rt_er
     return rt_text_load(path, t, err);
 }
 
+/* The entries the read may hold (0: no bound): what max_read leaves beside
+ * the text loaded, text_len bytes, counted here and not by the caller,
+ * which knows no pipe's length; for the pair formats no more than
+ * max_pairs.  + 1 each: a budget is a floor, and the reader refuses only
+ * what the check after the read would refuse too. */
+static uint64_t entry_budget(const rt_corpus *c, uint64_t text_len)
+{
+    uint64_t n = 0;
+    if (c->max_read)
+        n = (c->max_read > text_len ? c->max_read - text_len : 0) / RT_CORPUS_ENTRY_BYTES + 1;
+    int pairs = c->format != RT_CORPUS_LINES && c->format != RT_CORPUS_TEXT;
+    if (pairs && c->max_pairs && (!n || c->max_pairs < n))
+        n = c->max_pairs;
+    return n;
+}
+
+int rt_corpus_load_file(rt_corpus *c, const char *path, rt_text *t, rt_error *err)
+{
+    uint64_t held = c->n_entries * RT_CORPUS_ENTRY_BYTES, max_len = 0;
+    if (c->max_read) /* 1, not 0 (none), when the entries took it all */
+        max_len = c->max_read > held ? c->max_read - held : 1;
+    if (rt_text_load_head(path, 0, NULL, NULL, max_len, t, err))
+        return -1;
+    c->max_entries = entry_budget(c, t->len);
+    return 0;
+}
+
 int rt_corpus_count_beyond(const char *path, uint64_t line, uint64_t k, uint32_t max_count,
                            rt_error *err)
 {
@@ -416,22 +443,6 @@ static int options_fit_format(const char *name, const rt_corpus_options *opt, rt
     return 0;
 }
 
-/* The entries the read of format f may hold (0: no bound): what max_read
- * leaves beside the text loaded, text_len bytes, counted here and not by
- * the caller, which knows no pipe's length; for the pair formats no more
- * than max_pairs.  + 1 each: a budget is a floor, and the reader refuses
- * only what the check after the read would refuse too. */
-static uint64_t entry_budget(const rt_corpus_options *opt, rt_corpus_format f, uint64_t text_len)
-{
-    uint64_t n = 0;
-    if (opt->max_read)
-        n = (opt->max_read > text_len ? opt->max_read - text_len : 0) / RT_CORPUS_ENTRY_BYTES + 1;
-    int pairs = f != RT_CORPUS_LINES && f != RT_CORPUS_TEXT;
-    if (pairs && opt->max_pairs && (!n || opt->max_pairs < n))
-        n = opt->max_pairs;
-    return n;
-}
-
 /* Read the corpus in format f (settled: guessed or given, and fit to the
  * options), then merge, count and drop rare words. */
 static int read_format(const char *name, const rt_corpus_options *opt, rt_corpus_format f,
@@ -439,7 +450,9 @@ static int read_format(const char *name, const rt_corpus_options *opt, rt_corpus
 {
     int rc;
     c->format = f;
-    c->max_entries = entry_budget(opt, f, c->input ? c->input->len : 0);
+    c->max_read = opt->max_read;
+    c->max_pairs = opt->max_pairs;
+    c->max_entries = entry_budget(c, c->input ? c->input->len : 0);
     switch (f) {
     case RT_CORPUS_UCI:
         rc = rt_corpus_read_uci(name, opt, c, err);

@@ -62,8 +62,9 @@ typedef struct rt_corpus {
     uint64_t first_summed_doc; /* the first document with such an entry (valid if n_summed) */
     /* builder state */
     uint64_t cap;
-    uint64_t max_entries; /* 0, or the entries the read may hold (rt_corpus_options), for
-                             rt_corpus_add */
+    uint64_t max_read, max_pairs; /* rt_corpus_options' */
+    uint64_t max_entries;         /* 0, or the entries the read may hold beside the text
+                                     loaded (entry_budget), for rt_corpus_add */
     uint64_t doc_cap;
     const struct rt_text *input; /* the input, loaded once by rt_corpus_read; NULL: a directory */
 } rt_corpus;
@@ -88,11 +89,11 @@ typedef struct rt_corpus_options {
      * leaves room for and the entry past them is refused, exit 2, at its
      * FILE:LINE (uci: at the header when its NNZ is more); the text's length
      * is known then, from standard input or a pipe too.  A directory's
-     * files, loaded one by one, are not counted.  max_pairs bounds uci,
-     * libsvm and ldac further: their entries as read are distinct pairs
-     * unless the file repeats one (then summed, with a warning), each
-     * costing what a merged entry does until the plan is written, while a
-     * token of the others may merge into one. */
+     * files are loaded one by one, each beside the entries before it.
+     * max_pairs bounds uci, libsvm and ldac further: their entries as read
+     * are distinct pairs unless the file repeats one (then summed, with a
+     * warning), each costing what a merged entry does until the plan is
+     * written, while a token of the others may merge into one. */
     uint64_t max_read, max_pairs;
 } rt_corpus_options;
 
@@ -137,6 +138,10 @@ static inline int64_t rt_corpus_intern(rt_idmap *m, const char *s, size_t len, r
 /* The corpus input itself: c->input when it was read already (standard
  * input; path is then "standard input", for messages), else the file at path. */
 int rt_corpus_load_input(const rt_corpus *c, const char *path, rt_text *t, rt_error *err);
+/* A file of a directory of text (one document), loaded whole within the
+ * room c->max_read leaves beside the entries read so far; the entry bound
+ * then counts its text. */
+int rt_corpus_load_file(rt_corpus *c, const char *path, rt_text *t, rt_error *err);
 
 /* Refuse the first data line [s, s + n) of a line-format corpus (line
  * `line` of path) when it is JSON (rt_text_json_line): a JSON dump read as

@@ -227,7 +227,7 @@ static int read_dir(text_ctx *x, const char *path, rt_error *err)
         if (stat(full, &st) != 0 || !S_ISREG(st.st_mode))
             continue;
         rt_text t;
-        if (rt_text_load(full, &t, err) ||
+        if (rt_corpus_load_file(x->c, full, &t, err) ||
             rt_corpus_begin_doc(x->c, names[i], strlen(names[i]), err))
             rc = -1;
         else if (add_text(x, t.data, t.data + t.len, err))

@@ -155,8 +155,10 @@ echo "ok a --test file is counted as read"
 # documents written out; its words as letters for raw text ("zq" and the id
 # in base 26). The lines corpus through a pipe too: its length is not known
 # before it is read, but its text is counted once in, as a file's is (rev30
-# F1: it was read whole and refused only by the estimate after the read).
-mkdir textdir
+# F1: it was read whole and refused only by the estimate after the read);
+# and a directory of one file, the whole raw text, whose text is counted
+# beside the entries as well (each file's: the largest is the size here).
+mkdir textdir onedir
 awk 'function letters(n, s) { s = ""; do { s = sprintf("%c", 97 + n % 26) s; n = int(n / 26) } while (n);
                              return "zq" s }
      NR > 3 { if ($1 != d) { if (d) flush(); d = $1 }
@@ -167,21 +169,22 @@ awk 'function letters(n, s) { s = ""; do { s = sprintf("%c", 97 + n % 26) s; n =
                         if (d <= 2000) { f = "textdir/d" sprintf("%04d", d); print substr(txt, 2) >f; close(f) }
                         pairs = toks = txt = ""; np = 0 }
      END { flush() }' c.txt
+cp text.txt onedir/all
 uci_e=$(sed -n 3p c.txt)
 tokens=$(awk 'NR > 3 { t += $3 } END { print t }' c.txt)
 dir_tokens=$(awk 'NR > 3 && $1 <= 2000 { t += $3 } END { print t }' c.txt)
 for f in uci:c.txt:$uci_e libsvm:libsvm.txt:$uci_e ldac:ldac.txt:$uci_e lines:lines.txt:$tokens \
-    text:text.txt:$tokens text:textdir:$dir_tokens lines:lines.txt:$tokens:pipe; do
+    text:text.txt:$tokens text:textdir:$dir_tokens text:onedir:$tokens \
+    lines:lines.txt:$tokens:pipe; do
     IFS=: read -r fmt file entries how <<<"$f"
     lim=$((held0 + 22 * entries / 1024))K
     if [ $fmt = lines ] || [ $fmt = text ]; then
-        size=0
-        [ -f $file ] && size=$(stat -c %s $file) # a directory's files are loaded one by one
+        size=$(find $file -type f -printf '%s\n' | sort -n | tail -1) # a directory's: one by one
         lim=$((held0 + (size + 5 * entries) / 1024))K
     fi
     where="$file:[0-9]*"
     [ $fmt = uci ] && where="$file:3: header NNZ=$entries: more entries than"
-    [ -d $file ] && where="$file/d[0-9]*"
+    [ -d $file ] && where="$file/[a-z0-9]*"
     run=("$ROTOR" partition --app lda --format $fmt --input $file)
     if [ "$how" = pipe ]; then
         where="standard input:[0-9]*"
