@@ -139,6 +139,8 @@ typedef struct writer {
 
 static int put(writer *w, const char *s, size_t n, rt_error *err)
 {
+    if (n == 0)
+        return 0; /* an empty id (a CSV's empty field) first: memcpy into no buffer yet is UB */
     if (w->len + n > w->cap) {
         size_t cap = (w->len + n) * 2;
         char *p = realloc(w->buf, cap);
