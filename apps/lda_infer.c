@@ -110,14 +110,25 @@ static int tokens_build(infer_tokens *d, const lda_model *m, const rt_corpus *c,
         map[w] = rt_idmap_find(&m->vocab, name, strlen(name));
     }
     uint64_t n = 0;
-    for (uint64_t i = 0; i < c->n_entries; i++) {
-        if (map[c->word[i]] >= 0) {
-            n += c->count[i];
-        } else {
-            res->unknown_tokens += c->count[i];
-            res->unknown_words += !seen[c->word[i]];
-            seen[c->word[i]] = 1;
+    for (uint64_t doc = 0; doc < c->n_docs; doc++) {
+        uint64_t len = 0;
+        for (uint64_t i = c->doc_off[doc]; i < c->doc_off[doc + 1]; i++) {
+            if (map[c->word[i]] >= 0) {
+                len += c->count[i];
+            } else {
+                res->unknown_tokens += c->count[i];
+                res->unknown_words += !seen[c->word[i]];
+                seen[c->word[i]] = 1;
+            }
         }
+        if (len > INT32_MAX) { /* its topic counts (ndk, doc_topic.npy) are int32 */
+            rt_fail(err, RT_EXIT_INPUT,
+                    "%s: document %s has %llu tokens of the model's words; at most %d",
+                    rt_is_stdio(input) ? "standard input" : input,
+                    rt_strpool_get(&c->doc_names, doc), (unsigned long long)len, INT32_MAX);
+            goto out;
+        }
+        n += len;
     }
     if (n == 0 && res->unknown_tokens > 0) {
         /* Nothing to sample: almost always word ids read without the

@@ -105,9 +105,13 @@ static int run(const infer_opts *o, rt_error *err)
                 m.app->name);
         goto out;
     }
+    /* The counts partition accepts (cmd_partition_lda.c), refused at their
+     * line: a 14-byte line "1 3:4294967295" asked for 4e9 tokens. */
+    rt_corpus_options co = o->corpus;
+    co.max_count = 1u << 24;
     if (check_out(o, err) ||
         rt_tmp_dir_name(o->out, (int)getpid(), "infer", tmp, sizeof(tmp), err) ||
-        rt_corpus_read(o->input, &o->corpus, &c, err) || check_some_documents(o, &c, err) ||
+        rt_corpus_read(o->input, &co, &c, err) || check_some_documents(o, &c, err) ||
         rt_mkdir_p(tmp, err))
         goto out;
     rt_hold_dir(tmp); /* a one-shot command: released when the process ends */
