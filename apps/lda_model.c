@@ -194,6 +194,9 @@ static int load(const char *dir, lda_model *m, rt_error *err)
         (mp.n ? load_parts(&mp, m, path, err) : load_single(dir, m, err)) ||
         read_hyper(mp.meta, m, path, err))
         goto out;
+    /* where the counts came from, for the message of a negative one */
+    char what[4300];
+    snprintf(what, sizeof(what), mp.n ? "%s: word_topic" : "%s/word_topic.npy", dir);
     m->nk = calloc(m->K, sizeof(int64_t));
     if (!m->nk) {
         rt_fail(err, RT_EXIT_RUNTIME, "out of memory");
@@ -203,7 +206,7 @@ static int load(const char *dir, lda_model *m, rt_error *err)
         for (uint32_t k = 0; k < m->K; k++) {
             int32_t n = m->wt[w * m->K + k];
             if (n < 0) {
-                rt_fail(err, RT_EXIT_INPUT, "%s: negative count at word %llu, topic %u", dir,
+                rt_fail(err, RT_EXIT_INPUT, "%s: negative count %d at word %llu, topic %u", what, n,
                         (unsigned long long)w, k);
                 goto out;
             }
