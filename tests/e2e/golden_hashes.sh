@@ -7,9 +7,9 @@
 # whose exported files must
 # hash to the SHA-256 recorded here.  The 2-process runs hand every step to
 # the worker threads (--inline-steps no); the 1-process runs' tiny steps run
-# inline on the main thread (auto): the same bytes either way.  Two of the
-# list sampler's runs pin their end checkpoint's topics too (state.z: the
-# on-disk format, word-major whatever the layout in memory).  A change that
+# inline on the main thread (auto): the same bytes either way.  The
+# LDA runs pin their end checkpoint's topics too (state.z: the on-disk
+# format, word-major whatever the layout in memory).  A change that
 # legitimately changes the math updates these hashes in the same commit,
 # saying why.
 #   ROTOR_GOLDEN_PRINT=1 prints the current hashes instead of checking them.
@@ -25,10 +25,10 @@ run_logged sgd1 "$ROTOR" "${sgd[@]}" --threads 4
 run_logged sgd2 "$ROTOR" launch -n 2 -- "$ROTOR" "${sgd[@]}" --inline-steps no
 run_logged cd1 "$ROTOR" "${cdmf[@]}" --threads 4
 run_logged cd2 "$ROTOR" launch -n 2 -- "$ROTOR" "${cdmf[@]}" --inline-steps no
-run_logged lda1 "$ROTOR" "${lda[@]}" --threads 4
-run_logged lda2 "$ROTOR" launch -n 2 -- "$ROTOR" "${lda[@]}" --inline-steps no
-run_logged warp1 "$ROTOR" "${lda[@]}" --sampler warp --threads 4
-run_logged warp2 "$ROTOR" launch -n 2 -- "$ROTOR" "${lda[@]}" --sampler warp --inline-steps no
+run_logged lda1 "$ROTOR" "${lda[@]}" --threads 4 --checkpoint "$TMP/lda1.ck"
+run_logged lda2 "$ROTOR" launch -n 2 -- "$ROTOR" "${lda[@]}" --inline-steps no --checkpoint "$TMP/lda2.ck"
+run_logged warp1 "$ROTOR" "${lda[@]}" --sampler warp --threads 4 --checkpoint "$TMP/warp1.ck"
+run_logged warp2 "$ROTOR" launch -n 2 -- "$ROTOR" "${lda[@]}" --sampler warp --inline-steps no --checkpoint "$TMP/warp2.ck"
 # K = 600: the exact sampler on document lists, which pack an entry in 4
 # bytes, visited document-major (apps/lda_doc.c); a worker holding a
 # document of 65536 tokens keeps its lists' topics and counts apart (a
@@ -36,7 +36,7 @@ run_logged warp2 "$ROTOR" launch -n 2 -- "$ROTOR" "${lda[@]}" --sampler warp --i
 # (apps/lda_bucket.c), one of 65535 tokens packs.
 lists=(train --app lda --topics 600 --iters 4 --seed 3)
 run_logged list1 "$ROTOR" "${lists[@]}" --plan "$TMP/ldaplan" --threads 4 --checkpoint "$TMP/list1.ck"
-run_logged list2 "$ROTOR" launch -n 2 -- "$ROTOR" "${lists[@]}" --plan "$TMP/ldaplan" --inline-steps no
+run_logged list2 "$ROTOR" launch -n 2 -- "$ROTOR" "${lists[@]}" --plan "$TMP/ldaplan" --inline-steps no --checkpoint "$TMP/list2.ck"
 # K = 5000 (above LDA_DOC_ORDER_MAX_K): the document-major visit sorts each
 # visit's tokens by document (doc_order); at 600 it follows the order built
 # once (lda_doc_order_build): the same tokens in the same order either way.
@@ -48,7 +48,8 @@ for len in 65535 65536; do # one long document among 300 short ones, in the line
         for (i = 0; i < 40; i++) printf " w%d", (d * 7 + i * i) % 400; print "" } }' >"$TMP/long$len.txt"
     "$ROTOR" partition --app lda --format lines --input "$TMP/long$len.txt" --nodes 2 --threads 2 \
         --test-fraction 0 --seed 5 --out "$TMP/longplan$len" >/dev/null 2>&1 || fail "partition long$len"
-    run_logged "long$len" "$ROTOR" "${lists[@]}" --plan "$TMP/longplan$len" --threads 4
+    run_logged "long$len" "$ROTOR" "${lists[@]}" --plan "$TMP/longplan$len" --threads 4 \
+        --checkpoint "$TMP/long$len.ck"
 done
 
 # The runs save per-rank parts; rotor export merges them into the
@@ -76,11 +77,21 @@ z_sections() {
 # The training state keeps the list sampler's topics word-major whatever
 # the layout in memory (apps/lda_core.c z_put / z_get; doc-major at K = 600,
 # lda_doc_layout), so a state one build wrote resumes under another: the
-# end checkpoint's "z" sections are pinned too, at K = 600 and 5000.
+# end checkpoint's "z" sections are pinned too, of every LDA run.  The
+# counts the model holds are sums over z, which two assignments may share:
+# z itself is written only in a checkpoint's state (a model has no place
+# for it), so every LDA run above writes one; a checkpoint changes no bit
+# of the run (checkpoint_resume.sh), and the model hashes pin that too.
+# The z sections come in the same order from one process as from two (the
+# plan's token sets, whichever rank holds them): the same hash.
 state_z() { # state_z CKDIR
-    local ck
-    ck=$(ls -d "$1"/ckpt-* | tail -1)
-    for st in "$ck"/state-*.bin; do z_sections "$st"; done | sha256sum | cut -c1-64
+    local ck st
+    ck=$(ls -d "$1"/ckpt-* 2>/dev/null | tail -1)
+    [ -n "$ck" ] || fail "$1: no checkpoint, so no topics (z) to pin"
+    for st in "$ck"/state-*.bin; do
+        [ -f "$st" ] || fail "$ck: no state file"
+        z_sections "$st"
+    done | sha256sum | cut -c1-64
 }
 
 actual() {
@@ -97,7 +108,9 @@ actual() {
             echo "$r/$f $(sha256sum <"$TMP/$r.single/$f" | cut -c1-64)"
         done
     done
-    for r in list1 list5k; do echo "$r/state.z $(state_z "$TMP/$r.ck")"; done
+    for r in lda1 lda2 warp1 warp2 list1 list2 list5k long65535 long65536; do
+        echo "$r/state.z $(state_z "$TMP/$r.ck")"
+    done
 }
 
 if [ -n "${ROTOR_GOLDEN_PRINT:-}" ]; then
@@ -137,8 +150,15 @@ long65535/word_topic.npy fe7674c4d6696e3f392a8234b36b27046945b53c280eaabcfd89082
 long65535/doc_topic.npy 6d507bf61b57c91a63fd9dc1d390db9b393d8ff7d65dcbfcefc2e9a24ef51fc4
 long65536/word_topic.npy a783ae90055da8a95497ba13cad4ecaa7da167a952cd85c9cc2b23f4bca8d3b0
 long65536/doc_topic.npy 981fde1785bc1e4da6b7630a80dba04bed6b252a7a9f3e6f9890cdabe3699d08
+lda1/state.z 69a3b81b9754c3c9489039908d1b65a03f8deec320b36cf39a012d24ea24488e
+lda2/state.z 69a3b81b9754c3c9489039908d1b65a03f8deec320b36cf39a012d24ea24488e
+warp1/state.z f782a775f9b238859d1cd2c867e1669dc6da126d128667c32e07bccbe48b80a1
+warp2/state.z f782a775f9b238859d1cd2c867e1669dc6da126d128667c32e07bccbe48b80a1
 list1/state.z 09ce823a22bfff72842f149c436a639034e00cc8cbfc9e90f91d47e28dd9b682
+list2/state.z 09ce823a22bfff72842f149c436a639034e00cc8cbfc9e90f91d47e28dd9b682
 list5k/state.z c9b0e1e0b1d484b29454977d014e2d641a44135ff8f6e7edd7fda55e56a1cf44
+long65535/state.z fe33d791bf107ebf75ff218f311e744da6331edad1bfdc8f4fb50ba2e8f97b39
+long65536/state.z 66bfbcdb79a131e5dc2f54aec3333a3aa949a8399325522e83f3c1e416a19a19
 HASHES
 }
 diff <(expected) <(actual) >&2 || fail "model (or state) bytes differ from the recorded golden hashes"
