@@ -14,17 +14,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Parse an unsigned decimal at *p (after blanks); 1 on success.  *over:
- * its digits do not fit 64 bits (*out is then UINT64_MAX). */
-static int next_u64(const char **p, uint64_t *out, int *negative, int *over)
+/* A decimal field as read: its value, and its text for the messages. */
+typedef struct num_field {
+    uint64_t v;       /* UINT64_MAX when over */
+    int neg;          /* a minus sign came first */
+    int over;         /* its digits do not fit 64 bits */
+    const char *text; /* the field, sign included */
+    int len;
+} num_field;
+
+/* Parse a decimal at *p (after blanks), an optional minus sign first; 1 on
+ * success, *p then past it. */
+static int next_u64(const char **p, num_field *f)
 {
     const char *s = *p;
     while (*s == ' ' || *s == '\t' || *s == '\r')
         s++;
-    *negative = 0;
-    *over = 0;
+    f->text = s;
+    f->neg = 0;
+    f->over = 0;
     if (*s == '-') {
-        *negative = 1;
+        f->neg = 1;
         s++;
     }
     if (!isdigit((unsigned char)*s))
@@ -33,15 +43,27 @@ static int next_u64(const char **p, uint64_t *out, int *negative, int *over)
     for (; isdigit((unsigned char)*s); s++) {
         uint64_t digit = (uint64_t)(*s - '0');
         if (v > (UINT64_MAX - digit) / 10)
-            *over = 1; /* all digits still read: the field is a number, too large */
+            f->over = 1; /* all digits still read: the field is a number, too large */
         else
             v = v * 10 + digit;
     }
     if (*s && *s != ' ' && *s != '\t' && *s != '\r' && *s != '\n')
         return 0;
     *p = s;
-    *out = *over ? UINT64_MAX : v;
+    f->v = f->over ? UINT64_MAX : v;
+    f->len = (int)(s - f->text);
     return 1;
+}
+
+/* A field below zero ("-3"; "-0" is 0, checked as such), named with its
+ * text and what the field wants; 0 when it is not. */
+static int negative(const char *path, uint64_t line, const char *field, const num_field *f,
+                    const char *want, rt_error *err)
+{
+    if (!f->neg || (f->v == 0 && !f->over))
+        return 0;
+    return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: %s %.*s is negative: want %s", path,
+                   (unsigned long long)line, field, f->len, f->text, want);
 }
 
 /* A number field whose digits do not fit 64 bits: named with what the
@@ -133,7 +155,7 @@ typedef struct uci_header {
 static int read_header(const char *path, char **s, uint64_t *line, const char *what, uint64_t *v,
                        rt_error *err)
 {
-    int neg, over;
+    num_field f;
     while (rt_text_comment_line(*s)) { /* comments may come before the header */
         char *e = strchr(*s, '\n');
         (*line)++;
@@ -141,14 +163,16 @@ static int read_header(const char *path, char **s, uint64_t *line, const char *w
     }
     const char *p = *s;
     (*line)++;
-    if (!*p || !next_u64(&p, v, &neg, &over) || neg || !rest_blank(p))
+    if (!*p || !next_u64(&p, &f) || !rest_blank(p))
         return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: expected the %s count of the docword header",
                        path, (unsigned long long)*line, what);
-    if (over) {
-        char field[64];
-        snprintf(field, sizeof(field), "the docword header's %s count", what);
+    char field[64];
+    snprintf(field, sizeof(field), "the docword header's %s count", what);
+    if (negative(path, *line, field, &f, "a whole number, 0 or more", err))
+        return -1;
+    if (f.over)
         return beyond_u64(path, *line, field, "", err);
-    }
+    *v = f.v;
     char *e = strchr(*s, '\n');
     *s = e ? e + 1 : *s + strlen(*s);
     return 0;
@@ -194,38 +218,40 @@ static int parse_triple(const char *path, const char *s, uint64_t line, const uc
                         uint32_t max_count, triple *out, rt_error *err)
 {
     const char *p = s;
-    uint64_t d, w, k;
-    int nd, nw, nk, od, ow, ok;
-    if (!next_u64(&p, &d, &nd, &od) || !next_u64(&p, &w, &nw, &ow) || !next_u64(&p, &k, &nk, &ok) ||
-        !rest_blank(p))
+    num_field d, w, k;
+    if (!next_u64(&p, &d) || !next_u64(&p, &w) || !next_u64(&p, &k) || !rest_blank(p))
         return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: expected 'docID wordID count'", path,
                        (unsigned long long)line);
-    if (od || ow || ok) {
-        /* The range as the neighbouring messages give it: the header's numbers. */
-        char want[64];
-        if (od || ow)
-            snprintf(want, sizeof(want), "1..%llu (header %s)",
-                     (unsigned long long)(od ? h->docs : h->words), od ? "D" : "W");
-        else
-            snprintf(want, sizeof(want), "an integer from 1 to 4294967295");
-        return beyond_u64(path, line, od ? "document id" : ow ? "word id" : "count", want, err);
-    }
-    if (nk || k == 0 || k > UINT32_MAX)
-        return rt_fail(err, RT_EXIT_INPUT,
-                       "%s:%llu: count %s%llu must be an integer from 1 to 4294967295", path,
-                       (unsigned long long)line, nk ? "-" : "", (unsigned long long)k);
-    if (max_count && k > max_count)
-        return rt_corpus_count_beyond(path, line, k, max_count, err);
-    if (nd || d < 1 || d > h->docs)
-        return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: document id %s%llu outside 1..%llu (header D)",
-                       path, (unsigned long long)line, nd ? "-" : "", (unsigned long long)d,
-                       (unsigned long long)h->docs);
-    if (nw || w < 1 || w > h->words)
-        return rt_fail(err, RT_EXIT_INPUT,
-                       "%s:%llu: word id %s%llu outside the vocabulary 1..%llu (header W)", path,
-                       (unsigned long long)line, nw ? "-" : "", (unsigned long long)w,
-                       (unsigned long long)h->words);
-    *out = (triple){.doc = (uint32_t)(d - 1), .word = (uint32_t)(w - 1), .count = (uint32_t)k};
+    /* Field by field, left to right; each range as the header gives it. */
+    char want_d[64], want_w[64];
+    snprintf(want_d, sizeof(want_d), "1..%llu (header D)", (unsigned long long)h->docs);
+    snprintf(want_w, sizeof(want_w), "1..%llu (header W)", (unsigned long long)h->words);
+    const char *want_k = "an integer from 1 to 4294967295";
+    if (negative(path, line, "document id", &d, want_d, err))
+        return -1;
+    if (d.over)
+        return beyond_u64(path, line, "document id", want_d, err);
+    if (d.v < 1 || d.v > h->docs)
+        return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: document id %.*s outside %s", path,
+                       (unsigned long long)line, d.len, d.text, want_d);
+    if (negative(path, line, "word id", &w, want_w, err))
+        return -1;
+    if (w.over)
+        return beyond_u64(path, line, "word id", want_w, err);
+    if (w.v < 1 || w.v > h->words)
+        return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: word id %.*s outside the vocabulary %s", path,
+                       (unsigned long long)line, w.len, w.text, want_w);
+    if (negative(path, line, "count", &k, want_k, err))
+        return -1;
+    if (k.over)
+        return beyond_u64(path, line, "count", want_k, err);
+    if (k.v == 0 || k.v > UINT32_MAX)
+        return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: count %.*s must be %s", path,
+                       (unsigned long long)line, k.len, k.text, want_k);
+    if (max_count && k.v > max_count)
+        return rt_corpus_count_beyond(path, line, k.v, max_count, err);
+    *out =
+        (triple){.doc = (uint32_t)(d.v - 1), .word = (uint32_t)(w.v - 1), .count = (uint32_t)k.v};
     return 0;
 }
 
