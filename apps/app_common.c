@@ -51,8 +51,15 @@ int rt_app_read_ids(const char *dir, const char *name, rt_idmap *map, uint64_t w
     int rc;
     while ((rc = rt_linereader_next(&lr, &line, &len, err)) == 1) {
         uint32_t id;
+        uint64_t before = map->n;
         if (rt_idmap_intern(map, line, len, &id, err)) {
             rc = -1;
+            break;
+        }
+        if (map->n == before) { /* line i names dense id i: a repeat shifts every id after it */
+            rc = rt_fail(err, RT_EXIT_INPUT, "%s:%llu: duplicate id '%.*s' (also line %llu)", path,
+                         (unsigned long long)lr.line_no, (int)(len < 200 ? len : 200), line,
+                         (unsigned long long)id + 1);
             break;
         }
     }

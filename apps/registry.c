@@ -36,12 +36,20 @@ static int model_app(const char *dir, const rt_app_desc **app, rt_error *err)
     json_t *meta = rt_app_model_json(dir, path, err);
     if (!meta)
         return -1;
-    const char *name = json_string_value(json_object_get(meta, "app"));
+    json_t *a = json_is_object(meta) ? json_object_get(meta, "app") : NULL;
+    const char *name = json_string_value(a);
     *app = name ? rt_app_find(name) : NULL;
+    char shown[256]; /* 'NAME', or why there is none */
+    if (name)
+        snprintf(shown, sizeof(shown), "'%s'", name);
+    else
+        snprintf(shown, sizeof(shown), "%s", a ? "not a string" : "missing");
     int rc = 0;
-    if (!*app || !(*app)->model_load)
-        rc = rt_fail(err, RT_EXIT_INPUT, "%s: \"app\" is %s%s%s, not a model rotor can read", path,
-                     name ? "'" : "", name ? name : "missing", name ? "'" : "");
+    if (!json_is_object(meta)) /* "[]" said "app" was missing */
+        rc = rt_fail(err, RT_EXIT_INPUT, "%s: not a JSON object, not a model rotor can read", path);
+    else if (!*app || !(*app)->model_load)
+        rc = rt_fail(err, RT_EXIT_INPUT, "%s: \"app\" is %s, not a model rotor can read", path,
+                     shown);
     json_decref(meta);
     return rc;
 }

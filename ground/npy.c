@@ -129,6 +129,11 @@ int rt_npy_open(const char *path, const char *descr, FILE **out, uint64_t *rows,
     *cols = c;
     return 0;
 bad:
+    if (ferror(fp)) { /* a directory in its place: EISDIR, not a malformed header */
+        int e = errno;
+        fclose(fp);
+        return rt_fail_errno(err, RT_EXIT_INPUT, e, "%s: read failed", path);
+    }
     fclose(fp);
     return rt_fail(err, RT_EXIT_INPUT, "%s: not a 2-D %s .npy file", path,
                    !strcmp(descr, "<i4") ? "int32" : "float32");
