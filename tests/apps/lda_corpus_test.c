@@ -178,8 +178,15 @@ static const bad_case bad_cases[] = {
     {"docword.b11.txt", "1\n3\n1\n1 1 18446744073709551616\n", RT_CORPUS_UCI, NULL,
      "docword.b11.txt:4: count is out of range (beyond 64 bits): want an integer from 1 to "
      "4294967295"},
+    /* a negative field is named negative, however many its digits (rev28 F1:
+     * the header's "-3" said "expected the vocabulary count") */
     {"docword.b12.txt", "1\n3\n1\n1 -99999999999999999999 1\n", RT_CORPUS_UCI, NULL,
-     "docword.b12.txt:4: word id is out of range (beyond 64 bits): want 1..3 (header W)"},
+     "docword.b12.txt:4: word id -99999999999999999999 is negative: want 1..3 (header W)"},
+    {"docword.b16.txt", "1\n-3\n1\n1 1 1\n", RT_CORPUS_UCI, NULL,
+     "docword.b16.txt:2: the docword header's vocabulary count -3 is negative: want a whole "
+     "number, 0 or more"},
+    {"docword.b17.txt", "2\n3\n1\n-3 1 -3\n", RT_CORPUS_UCI, NULL,
+     "docword.b17.txt:4: document id -3 is negative: want 1..2 (header D)"},
     {"docword.b13.txt", "1\n3\n1\n99999999999999999999 1 1\n", RT_CORPUS_UCI, NULL,
      "docword.b13.txt:4: document id is out of range (beyond 64 bits): want 1..1 (header D)"},
     {"docword.b14.txt", "1\n3\n99999999999999999999\n1 1 1\n", RT_CORPUS_UCI, NULL,
