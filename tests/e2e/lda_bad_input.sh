@@ -19,7 +19,7 @@ bad word-range ".*/docword.1.txt:5: word id 4 outside the vocabulary" \
     --input "$(w docword.1.txt '2\n3\n2\n1 1 1\n2 4 1\n')"
 bad zero-count ".*/docword.2.txt:4: count 0 must be an integer from 1 to 4294967295" \
     --input "$(w docword.2.txt '2\n3\n2\n1 1 0\n2 2 1\n')"
-bad negative-count ".*/docword.3.txt:5: count -2 must be an integer from 1 to 4294967295" \
+bad negative-count ".*/docword.3.txt:5: count -2 is negative: want an integer from 1 to 4294967295" \
     --input "$(w docword.3.txt '2\n3\n2\n1 1 1\n2 2 -2\n')"
 bad header-nnz ".*/docword.4.txt:5: file ends after 2 triples, header NNZ=5" \
     --input "$(w docword.4.txt '2\n3\n5\n1 1 1\n2 2 1\n')"
