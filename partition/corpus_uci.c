@@ -76,6 +76,18 @@ static int beyond_u64(const char *path, uint64_t line, const char *field, const 
                    (unsigned long long)line, field, *want ? ": want " : "", want);
 }
 
+/* A field that is negative or wider than 64 bits, named as such with what
+ * it wants; 0 when it is neither (its range is the caller's to check). */
+static int not_u64(const char *path, uint64_t line, const char *field, const num_field *f,
+                   const char *want, rt_error *err)
+{
+    if (negative(path, line, field, f, want, err))
+        return -1;
+    if (f->over)
+        return beyond_u64(path, line, field, want, err);
+    return 0;
+}
+
 static int rest_blank(const char *s)
 {
     while (*s == ' ' || *s == '\t' || *s == '\r')
@@ -227,24 +239,18 @@ static int parse_triple(const char *path, const char *s, uint64_t line, const uc
     snprintf(want_d, sizeof(want_d), "1..%llu (header D)", (unsigned long long)h->docs);
     snprintf(want_w, sizeof(want_w), "1..%llu (header W)", (unsigned long long)h->words);
     const char *want_k = "an integer from 1 to 4294967295";
-    if (negative(path, line, "document id", &d, want_d, err))
+    if (not_u64(path, line, "document id", &d, want_d, err))
         return -1;
-    if (d.over)
-        return beyond_u64(path, line, "document id", want_d, err);
     if (d.v < 1 || d.v > h->docs)
         return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: document id %.*s outside %s", path,
                        (unsigned long long)line, d.len, d.text, want_d);
-    if (negative(path, line, "word id", &w, want_w, err))
+    if (not_u64(path, line, "word id", &w, want_w, err))
         return -1;
-    if (w.over)
-        return beyond_u64(path, line, "word id", want_w, err);
     if (w.v < 1 || w.v > h->words)
         return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: word id %.*s outside the vocabulary %s", path,
                        (unsigned long long)line, w.len, w.text, want_w);
-    if (negative(path, line, "count", &k, want_k, err))
+    if (not_u64(path, line, "count", &k, want_k, err))
         return -1;
-    if (k.over)
-        return beyond_u64(path, line, "count", want_k, err);
     if (k.v == 0 || k.v > UINT32_MAX)
         return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: count %.*s must be %s", path,
                        (unsigned long long)line, k.len, k.text, want_k);
