@@ -72,6 +72,10 @@ typedef struct rt_corpus {
 /* What an entry as read holds in rt_corpus: its word and its count. */
 #define RT_CORPUS_ENTRY_BYTES (2 * sizeof(uint32_t))
 
+/* The largest count of one word in one document a plan or a model takes:
+ * counts are kept as floats in the plan, exact up to 2^24. */
+#define RT_CORPUS_MAX_COUNT (1u << 24)
+
 typedef struct rt_corpus_options {
     rt_corpus_format format;
     const char *vocab;     /* vocabulary file (uci, libsvm, ldac), or NULL */

@@ -105,10 +105,10 @@ static int run(const infer_opts *o, rt_error *err)
                 m.app->name);
         goto out;
     }
-    /* The counts partition accepts (cmd_partition_lda.c), refused at their
-     * line: a 14-byte line "1 3:4294967295" asked for 4e9 tokens. */
+    /* The counts partition accepts, refused at their line: a 14-byte line
+     * "1 3:4294967295" asked for 4e9 tokens. */
     rt_corpus_options co = o->corpus;
-    co.max_count = 1u << 24;
+    co.max_count = RT_CORPUS_MAX_COUNT;
     if (check_out(o, err) ||
         rt_tmp_dir_name(o->out, (int)getpid(), "infer", tmp, sizeof(tmp), err) ||
         rt_corpus_read(o->input, &co, &c, err) || check_some_documents(o, &c, err) ||

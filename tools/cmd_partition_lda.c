@@ -100,7 +100,7 @@ static int build(lda_part *p, const partition_opts *a, rt_error *err)
         if (c->doc_off[d] == c->doc_off[d + 1])
             p->empty_docs++;
         for (uint64_t i = c->doc_off[d]; i < c->doc_off[d + 1]; i++) {
-            if (c->count[i] > (1u << 24)) /* entries are floats: exact up to 2^24 */
+            if (c->count[i] > RT_CORPUS_MAX_COUNT)
                 return rt_fail(err, RT_EXIT_INPUT,
                                "%s: document %s: a word counted %u times (%s); at most "
                                "16777216 (2^24) per document and word",
@@ -183,7 +183,7 @@ static int run(lda_part *p, const partition_opts *a, const char *cmdline, rt_err
 {
     double t0 = rt_now();
     rt_corpus_options co = a->corpus;
-    co.max_count = 1u << 24; /* entries are floats: exact up to 2^24; refused at the line */
+    co.max_count = RT_CORPUS_MAX_COUNT; /* refused at the line */
     if (corpus_budget(a, &co, err) || rt_corpus_read(a->input, &co, &p->c, err))
         return -1;
     if (build(p, a, err))
