@@ -40,7 +40,7 @@
 # --calibrate`, a short serial run of the app on the plan, unpinned like the
 # ranks, for the kernel rate and the per-step cost, and --calibrate-threads,
 # the job's workers as threads of one process on these cores, for the rate
-# of a core while all compute, the step costs beyond the slowest cell and
+# of a core while all compute, the step costs beyond the cells and
 # the spread of step costs and cell times), then the job itself for 4
 # epochs (--ranks-calibration-epochs; LDA 10 iterations) with its ranks as processes over TCP on the loopback, unshaped
 # (ranks_calibration: the busy cores' speed as the ranks compute, one
@@ -635,8 +635,11 @@ declare -A rate step_us cell_cv step_cv worker_cv inline_us busy_speed wake
 # model shares the cores); the rest of a serial step is what a step costs
 # when the engine runs its cells inline (--inline-steps auto, below 2 ms).  Then, with all the job's workers at once on
 # these cores (--calibrate-threads: every worker a thread of one process),
-# what a step costs beyond its slowest cell (thread hand-offs that wait for
-# a core: HZ=250 and no kernel preemption here, so up to a 4 ms tick) and
+# what a step costs beyond its cells (from the step's start to its first
+# cell's, and from its last cell's end to the next step: the thread
+# hand-offs; not the step less its slowest cell, which with more workers
+# than cores holds the cells' waits for a core, 1-4 ms a step, that the
+# model's sharing of the cores makes again: sim16s) and
 # how much that and a cell's time vary (the time slices that the model's
 # even sharing smooths out: a cell's wall seconds; in CPU seconds, column
 # 10, the spread is 0.16 against 0.32-0.64 wall at 8 workers, 0.11-0.14

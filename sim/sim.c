@@ -25,6 +25,22 @@ static double wire_s(const rt_sim_link *l, double bytes)
     return l->gbps > 0 ? bytes * 8 / (l->gbps * 1e9) : 0;
 }
 
+double rt_sim_step_rest(double step_start, double step_end, const double *visit_start,
+                        const double *visit_end, uint32_t n)
+{
+    double first = INFINITY, last = -INFINITY;
+    for (uint32_t i = 0; i < n; i++) {
+        if (visit_start[i] < step_start)
+            continue;
+        first = fmin(first, visit_start[i]);
+        last = fmax(last, visit_end[i]);
+    }
+    if (!isfinite(first))
+        return 0;
+    double rest = (first - step_start) + (step_end - last);
+    return rest > 0 ? rest : 0;
+}
+
 /* One message of `bytes` between two nodes, sent while the peer sends
  * its own (full duplex): overhead per chunk, the wire time, one latency. */
 static double exchange_s(const rt_sim_link *l, double bytes)

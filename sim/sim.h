@@ -208,6 +208,20 @@ typedef struct rt_sim_result {
 double rt_sim_allreduce_s(const rt_sim_link *link, uint32_t nodes, double bytes,
                           rt_sim_collectives algo);
 
+/* The model's fixed cost of a step (rt_sim_shape.step_overhead_s) from one
+ * measured step with every worker a thread: the step ran from step_start to
+ * step_end and worker i's visit from visit_start[i] to visit_end[i] (a visit
+ * that began before step_start, left from an earlier step, is not this
+ * step's).  The time before the first visit and after the last: the thread
+ * hand-offs and the app's step end.  Not the step less its slowest visit:
+ * with more workers than cores the visits run one after another, and that
+ * span, their waits for a core, is what the model's sharing of the cores
+ * (host_cores) makes itself; counted in the step's cost too it was counted
+ * twice (on 2 cores: 1-4 ms a step that way, 70-170 us this way).  0 when
+ * no visit of this step was timed. */
+double rt_sim_step_rest(double step_start, double step_end, const double *visit_start,
+                        const double *visit_end, uint32_t n);
+
 /* Simulate one rotation.  Returns 0, or -1 with err (bad shape, no memory). */
 int rt_sim_rotation(const rt_sim_shape *shape, const rt_sim_link *link, rt_sim_result *out,
                     rt_error *err);

@@ -362,7 +362,9 @@ static void moments_add(calib_moments *m, double x)
  * thread's CPU seconds. */
 typedef struct calib_spread {
     calib_moments wall, cpu;
-    double last_s; /* its visit in the current step */
+    double last_s;     /* its visit in the current step */
+    double last_start; /* ... when it began (rt_now) */
+    double last_end;   /* ... and when it ended */
 } calib_spread;
 
 typedef struct calib {
@@ -373,9 +375,9 @@ typedef struct calib {
     const double *cells; /* W x B work units */
     uint32_t blocks, workers;
     calib_spread *spread; /* W */
-    /* With every worker a thread: the time of each step beyond its slowest
-     * visit (thread hand-offs and the app's step end, on cores that the
-     * job's threads share), in the rotations after the first. */
+    /* With every worker a thread: the time of each step beyond its visits
+     * (thread hand-offs and the app's step end: calib_step_rest), in the
+     * rotations after the first. */
     double step_t0;
     double *handoff; /* room for CALIB_ROTATIONS_MAX x blocks */
     size_t n_handoff;
@@ -397,6 +399,9 @@ typedef struct calib {
                        time this long (a rank waiting for its blocks) */
     double *paused_work, *paused_cpu_s; /* W: the visits of those rotations, as visit_* */
 } calib;
+
+/* The most threads --calibrate-threads runs (one per worker). */
+#define CALIB_THREADS_MAX 256
 
 /* The most rotations a calibration runs (with_calibration_args). */
 #define CALIB_ROTATIONS_MAX 8
@@ -431,7 +436,9 @@ static int calib_visit(void *p, const rt_visit *v, rt_error *err)
     int rc = c->inner->visit(c->inner_app, v, err);
     double work = c->cells[(size_t)v->worker * c->blocks + v->block];
     calib_spread *sp = &c->spread[v->worker];
-    sp->last_s = rt_now() - t0;
+    sp->last_start = t0;
+    sp->last_end = rt_now();
+    sp->last_s = sp->last_end - t0;
     double cpu = thread_cpu_s() - cpu0;
     if (rc == 0 && calib_paused(c, v->rotation) && work > 0) {
         c->paused_work[v->worker] += work;
@@ -527,17 +534,27 @@ static void pause_for(double seconds)
         ;
 }
 
+/* What a step took beyond its visits (rt_sim_step_rest): the time the
+ * model's step cost stands for, the waits for a core left to the model. */
+static double calib_step_rest(const calib *c, const rt_engine *eng, double now)
+{
+    double start[CALIB_THREADS_MAX], end[CALIB_THREADS_MAX];
+    uint32_t n = (uint32_t)rt_engine_threads(eng);
+    n = n < CALIB_THREADS_MAX ? n : CALIB_THREADS_MAX;
+    for (uint32_t t = 0; t < n; t++) {
+        const calib_spread *sp = &c->spread[rt_engine_first_worker(eng) + t];
+        start[t] = sp->last_start, end[t] = sp->last_end;
+    }
+    return rt_sim_step_rest(c->step_t0, now, start, end, n);
+}
+
 static int calib_step_end(void *p, rt_engine *eng, uint64_t rot, uint32_t step, rt_error *err)
 {
     calib *c = p;
     int rc = c->inner->step_end ? c->inner->step_end(c->inner_app, eng, rot, step, err) : 0;
-    double now = rt_now(), slowest = 0;
-    for (uint32_t t = 0; t < (uint32_t)rt_engine_threads(eng); t++) {
-        double dt = c->spread[rt_engine_first_worker(eng) + t].last_s;
-        slowest = dt > slowest ? dt : slowest;
-    }
+    double now = rt_now();
     if (rot > 0 && !calib_paused(c, rot) && c->n_handoff < (size_t)CALIB_ROTATIONS_MAX * c->blocks)
-        c->handoff[c->n_handoff++] = now - c->step_t0 > slowest ? now - c->step_t0 - slowest : 0;
+        c->handoff[c->n_handoff++] = calib_step_rest(c, eng, now);
     if (rc == 0 && calib_paused(c, rot) && step + 1 < c->blocks)
         pause_for(c->pause_s);
     c->step_t0 = rt_now();
@@ -612,7 +629,7 @@ static int calibrate(sim_opts *o, const rt_app_desc *app, const void *app_opts, 
                      size_t slot_bytes, const double *cells, rt_error *err)
 {
     int parallel = o->calibrate == 2;
-    if (parallel && plan->workers > 256)
+    if (parallel && plan->workers > CALIB_THREADS_MAX)
         return rt_fail(err, RT_EXIT_INPUT, "--calibrate-threads: %u workers is too many threads",
                        plan->workers);
     rt_group_config gc = {.rank = 0, .size = 1, .local_rank = 0, .base_port = 18515};
@@ -681,7 +698,7 @@ static int calibrate(sim_opts *o, const rt_app_desc *app, const void *app_opts, 
     o->args.rate = parallel ? work * c.rotations / (c.compute_s + c.other_s) / plan->workers
                             : work * c.rotations / c.compute_s;
     /* serially: the rest of the rotation spread over its steps; with threads:
-     * a step beyond its slowest visit (trimmed mean) */
+     * a step beyond its visits (calib_step_rest; trimmed mean) */
     if (!parallel)
         per_step = c.other_s / c.rotations / plan->blocks;
     if (per_step > o->knobs.step_overhead_s)
@@ -699,7 +716,7 @@ static int calibrate(sim_opts *o, const rt_app_desc *app, const void *app_opts, 
             "%.1f%% (%.1f%% in CPU seconds), of which a worker's rotation shares %.1f%% (%d "
             "rotations)",
             app->name, plan->dir, parallel ? "all workers as threads" : "serial", o->args.rate,
-            o->busy_rate, per_step * 1e6, parallel ? "its slowest cell" : "compute", 100 * step_cv,
+            o->busy_rate, per_step * 1e6, parallel ? "its cells" : "compute", 100 * step_cv,
             100 * cv, 100 * o->cell_cv_cpu, 100 * worker_cv, c.rotations);
     if (o->wake_rate_ratio > 0)
         rt_info("simulate: after %.0f us idle a step computed at %.3f x the speed per CPU "

@@ -819,6 +819,22 @@ static void test_deterministic(void **state)
     shape_free(&t);
 }
 
+/* A measured step's cost leaves out the span its visits waited for a core:
+ * four 1 ms visits on two cores, two after the other two, in a step of
+ * 2.3 ms cost 0.3 ms (0.1 before the first, 0.2 after the last), not the
+ * 1.3 ms beyond the slowest visit; a visit left from an earlier step is
+ * not this step's, and a step without one costs nothing measured. */
+static void test_step_rest_leaves_out_core_waits(void **state)
+{
+    (void)state;
+    const double start[] = {10.1e-3, 10.1e-3, 11.1e-3, 11.1e-3};
+    const double end[] = {11.1e-3, 11.1e-3, 12.1e-3, 12.1e-3};
+    assert_float_equal(rt_sim_step_rest(10e-3, 12.3e-3, start, end, 4), 0.3e-3, 1e-12);
+    const double stale_start[] = {10.1e-3, 5e-3}, stale_end[] = {11.1e-3, 6e-3};
+    assert_float_equal(rt_sim_step_rest(10e-3, 11.2e-3, stale_start, stale_end, 2), 0.2e-3, 1e-12);
+    assert_float_equal(rt_sim_step_rest(10e-3, 11e-3, stale_start + 1, stale_end + 1, 1), 0, 0);
+}
+
 static void test_bad_shape(void **state)
 {
     (void)state;
@@ -858,6 +874,7 @@ int main(void)
         cmocka_unit_test(test_leave_in_turns_sender),
         cmocka_unit_test(test_compute_cpu_leaves_out_core_waits),
         cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_step_rest_leaves_out_core_waits),
         cmocka_unit_test(test_bad_shape),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
