@@ -93,21 +93,39 @@ int rt_corpus_load_input(const rt_corpus *c, const char *path, rt_text *t, rt_er
  * what the check after the read would refuse too. */
 static uint64_t entry_budget(const rt_corpus *c, uint64_t text_len)
 {
-    uint64_t n = 0;
+    uint64_t n = 0, held = text_len + c->side_bytes;
     if (c->max_read)
-        n = (c->max_read > text_len ? c->max_read - text_len : 0) / RT_CORPUS_ENTRY_BYTES + 1;
+        n = (c->max_read > held ? c->max_read - held : 0) / RT_CORPUS_ENTRY_BYTES + 1;
     int pairs = c->format != RT_CORPUS_LINES && c->format != RT_CORPUS_TEXT;
     if (pairs && c->max_pairs && (!n || c->max_pairs < n))
         n = c->max_pairs;
     return n;
 }
 
+/* The most bytes a file loaded now may take (0: no limit): what max_read
+ * leaves beside `held`; 1, not 0 (none), when that took it all. */
+static uint64_t load_room(const rt_corpus *c, uint64_t held)
+{
+    if (!c->max_read)
+        return 0;
+    return c->max_read > held ? c->max_read - held : 1;
+}
+
+int rt_corpus_load_side(rt_corpus *c, const char *path, rt_text *t, rt_error *err)
+{
+    uint64_t text_len = c->input ? c->input->len : 0;
+    uint64_t held = text_len + c->side_bytes + c->n_entries * RT_CORPUS_ENTRY_BYTES;
+    if (rt_text_load_head(path, 0, NULL, NULL, load_room(c, held), t, err))
+        return -1;
+    c->side_bytes += t->len;
+    c->max_entries = entry_budget(c, text_len);
+    return 0;
+}
+
 int rt_corpus_load_file(rt_corpus *c, const char *path, rt_text *t, rt_error *err)
 {
-    uint64_t held = c->n_entries * RT_CORPUS_ENTRY_BYTES, max_len = 0;
-    if (c->max_read) /* 1, not 0 (none), when the entries took it all */
-        max_len = c->max_read > held ? c->max_read - held : 1;
-    if (rt_text_load_head(path, 0, NULL, NULL, max_len, t, err))
+    uint64_t held = c->side_bytes + c->n_entries * RT_CORPUS_ENTRY_BYTES;
+    if (rt_text_load_head(path, 0, NULL, NULL, load_room(c, held), t, err))
         return -1;
     c->max_entries = entry_budget(c, t->len);
     return 0;

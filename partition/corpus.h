@@ -65,6 +65,8 @@ typedef struct rt_corpus {
     uint64_t max_read, max_pairs; /* rt_corpus_options' */
     uint64_t max_entries;         /* 0, or the entries the read may hold beside the text
                                      loaded (entry_budget), for rt_corpus_add */
+    uint64_t side_bytes; /* the --vocab and --stopwords files' bytes, held as words until the
+                            read ends: counted in max_read as the input's text is */
     uint64_t doc_cap;
     const struct rt_text *input; /* the input, loaded once by rt_corpus_read; NULL: a directory */
 } rt_corpus;
@@ -146,6 +148,13 @@ int rt_corpus_load_input(const rt_corpus *c, const char *path, rt_text *t, rt_er
  * room c->max_read leaves beside the entries read so far; the entry bound
  * then counts its text. */
 int rt_corpus_load_file(rt_corpus *c, const char *path, rt_text *t, rt_error *err);
+
+/* A file read beside the corpus (--vocab, --stopwords), loaded whole within
+ * the room c->max_read leaves beside the input's text, the entries and the
+ * side files read so far (refused past it at the line reached, exit 2); its
+ * bytes then count as held until the read ends, as its words are, and the
+ * entry bound shrinks by them. */
+int rt_corpus_load_side(rt_corpus *c, const char *path, rt_text *t, rt_error *err);
 
 /* Refuse the first data line [s, s + n) of a line-format corpus (line
  * `line` of path) when it is JSON (rt_text_json_line): a JSON dump read as

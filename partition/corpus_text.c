@@ -116,7 +116,7 @@ static int load_stopwords(text_ctx *x, const char *path, rt_error *err)
         return 0;
     }
     rt_text t;
-    if (rt_text_load(path, &t, err))
+    if (rt_corpus_load_side(x->c, path, &t, err))
         return -1;
     char *save = NULL;
     for (char *w = strtok_r(t.data, " \t\r\n", &save); w; w = strtok_r(NULL, " \t\r\n", &save)) {

@@ -106,7 +106,7 @@ static int only_blank_lines(const char *s)
 int rt_corpus_read_vocab(const char *path, rt_corpus *c, rt_error *err)
 {
     rt_text t;
-    if (rt_text_load(path, &t, err))
+    if (rt_corpus_load_side(c, path, &t, err))
         return -1;
     uint64_t line = 0;
     char *s = t.data;
@@ -355,7 +355,10 @@ int rt_corpus_read_uci(const char *path, const rt_corpus_options *opt, rt_corpus
     uint64_t line = 0;
     char *s = t.data;
     int rc = -1;
-    if (read_headers(path, t.len, opt->vocab != NULL, &s, &line, &h, err))
+    /* The vocabulary is read before the triples: the budget of their
+     * entries then counts its bytes (rt_corpus_load_side). */
+    if (read_headers(path, t.len, opt->vocab != NULL, &s, &line, &h, err) ||
+        name_words(path, opt->vocab, h.words, c, err))
         goto out;
     /* The file holds exactly NNZ triples (more or fewer is an error), each
      * an entry as read (12 bytes here, 12 more sorted, 4 + 4 in the
@@ -377,7 +380,6 @@ int rt_corpus_read_uci(const char *path, const rt_corpus_options *opt, rt_corpus
     if (!tr || !doc_count)
         goto out;
     if (read_triples(path, s, line, &h, opt->max_count, room, tr, doc_count, err) ||
-        name_words(path, opt->vocab, h.words, c, err) ||
         add_documents(path, tr, h.nnz, doc_count, h.docs, c, err))
         goto out;
     rc = 0;

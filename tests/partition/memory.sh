@@ -228,6 +228,24 @@ refused pipe "^rotor: error: standard input:[0-9]*: the input passes [0-9]* byte
     piped c.txt partition --app lda --input - --nodes 2 --threads 2 --out q.pipe --max-memory $((held0 + bytes / 2048))K
 echo "ok corpus: a header's NNZ past the budget and a file or a pipe past all the room refused before they are allocated"
 
+# The files read beside a corpus, --vocab and --stopwords, are counted as
+# they are read, as the corpus's text is: a vocabulary or a stop list of
+# about 12 MB beside a small corpus is refused at the line its bytes pass
+# the room, not loaded whole first and left to the check after the read
+# (low31). The corpus: c.txt's first documents (uci, its header W = the
+# vocabulary's words) and text.txt's (raw text).
+awk 'BEGIN { for (w = 1; w <= 1000000; w++) printf "word%07d\n", w }' >bigvocab.txt
+{ printf '20\n1000000\n'; awk 'NR > 3 && $1 <= 20' c.txt | wc -l; awk 'NR > 3 && $1 <= 20' c.txt; } >small_uci.txt
+head -20 text.txt >small_text.txt
+vbytes=$(stat -c %s bigvocab.txt)
+refused vocab "^rotor: error: bigvocab.txt:[0-9]*: the input passes [0-9]* bytes, all that the memory limit leaves room for (it is loaded whole); nothing written" \
+    "$ROTOR" partition --app lda --input small_uci.txt --vocab bigvocab.txt --nodes 2 --threads 2 \
+    --out q.vocab --max-memory $((held0 + 1024 + vbytes / 2048))K
+refused stop "^rotor: error: bigvocab.txt:[0-9]*: the input passes [0-9]* bytes, all that the memory limit leaves room for (it is loaded whole); nothing written" \
+    "$ROTOR" partition --app lda --format text --input small_text.txt --stopwords bigvocab.txt \
+    --nodes 2 --threads 2 --out q.stop --max-memory $((held0 + 1024 + vbytes / 2048))K
+echo "ok corpus: a --vocab and a --stopwords file past the room refused as they are read"
+
 # --verify estimates nothing: the pair is refused.
 refused verify "^rotor: error: partition: --verify and --max-memory: --verify reads a plan and estimates no memory; give one of them" \
     "$ROTOR" partition --verify p.skew --max-memory 1G
