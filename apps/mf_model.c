@@ -237,27 +237,6 @@ typedef struct rt_mf_model {
     rt_mf_kernel kernel; /* its path on this CPU */
 } rt_mf_model;
 
-/* The first cell of rows x cols floats (rows `pad` apart) that is NaN or
- * infinite, refused as a cell of `what`: training stops on a diverged model
- * rather than save one (sgd_mf_core.c), so such a cell was never written by
- * rotor, and it would score NaN (eval's RMSE) or drop users and items from
- * recommend's ranking without a word.  row_ids: the rows' dense ids (NULL: 0, 1, ...). */
-static int check_finite(const float *a, uint64_t rows, uint32_t cols, uint32_t pad,
-                        const int32_t *row_ids, const char *what, rt_error *err)
-{
-    for (uint64_t r = 0; r < rows; r++)
-        for (uint32_t c = 0; c < cols; c++) {
-            float v = a[r * pad + c];
-            if (!isfinite(v))
-                return rt_fail(err, RT_EXIT_INPUT,
-                               "%s: row %llu, column %u is %s (rotor train saves only finite "
-                               "numbers: a damaged or hand-made model)",
-                               what, (unsigned long long)(row_ids ? (uint64_t)row_ids[r] : r), c,
-                               isnan(v) ? "NaN" : "infinite");
-        }
-    return 0;
-}
-
 /* Read DIR/NAME (rows x cols floats, cols = want_cols unless 0) into rows
  * padded to `pad` floats. */
 static int read_padded(const char *dir, const char *name, uint64_t want_rows, uint64_t want_cols,
@@ -284,7 +263,7 @@ static int read_padded(const char *dir, const char *name, uint64_t want_rows, ui
     for (uint64_t i = 0; i < *rows; i++)
         memcpy(*out + i * pad, dense + i * *cols, *cols * sizeof(float));
     free(dense);
-    return check_finite(*out, *rows, (uint32_t)*cols, pad, NULL, path, err);
+    return rt_model_check_finite(*out, *rows, *cols, pad, 0, path, err);
 }
 
 void rt_mf_model_free(void *p)
@@ -315,18 +294,17 @@ static int load_single(const char *dir, rt_mf_model *m, int biases, rt_error *er
     return 0;
 }
 
-/* Scatter rows read from the parts to their dense ids, padded. */
+/* Scatter rows read from the parts (finite: rt_model_scan checked them) to
+ * their dense ids, padded. */
 typedef struct scatter {
     float *dst;
     uint32_t cols, pad;
-    const char *what; /* "DIR: NAME", for check_finite */
 } scatter;
 
 static int scatter_rows(void *ctx, const int32_t *ids, const void *rows, uint64_t n, rt_error *err)
 {
     const scatter *sc = ctx;
-    if (check_finite(rows, n, sc->cols, sc->cols, ids, sc->what, err))
-        return -1;
+    (void)err;
     for (uint64_t i = 0; i < n; i++)
         memcpy(sc->dst + (size_t)ids[i] * sc->pad, (const float *)rows + i * sc->cols,
                sc->cols * sizeof(float));
@@ -342,9 +320,7 @@ static int read_parts_padded(const rt_model_parts *mp, const char *name, const c
         return -1;
     if (!(*out = rt_alloc(bytes + 1)))
         return rt_fail(err, RT_EXIT_RUNTIME, "%s: out of memory (%s)", mp->dir, name);
-    char what[4200];
-    snprintf(what, sizeof(what), "%s: %s", mp->dir, name);
-    scatter sc = {.dst = *out, .cols = cols, .pad = pad, .what = what};
+    scatter sc = {.dst = *out, .cols = cols, .pad = pad};
     return rt_model_scan(mp, name, ids, n, cols, MF_READ_BUFFER, scatter_rows, &sc, err);
 }
 

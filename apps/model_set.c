@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -567,6 +568,32 @@ int rt_model_part_read(FILE *fp, const rt_part_file *pf, void *buf, uint64_t row
 
 /* ------------------------------------------------------------ scanning */
 
+int rt_model_check_finite(const float *a, uint64_t rows, uint64_t cols, uint64_t pad, uint64_t row0,
+                          const char *what, rt_error *err)
+{
+    for (uint64_t r = 0; r < rows; r++)
+        for (uint64_t c = 0; c < cols; c++) {
+            float v = a[r * pad + c];
+            if (!isfinite(v))
+                return rt_fail(err, RT_EXIT_INPUT,
+                               "%s: row %" PRIu64 ", column %" PRIu64 " is %s (rotor train saves "
+                               "only finite numbers: a damaged or hand-made model)",
+                               what, row0 + r, c, isnan(v) ? "NaN" : "infinite");
+        }
+    return 0;
+}
+
+/* A block of part file pf's rows from row `at`: finite, when they are floats. */
+static int check_part_rows(const rt_model_parts *mp, const rt_part_file *pf, const void *rows,
+                           uint64_t at, uint64_t m, rt_error *err)
+{
+    char path[4200];
+    if (strcmp(pf->descr, "<f4"))
+        return 0;
+    snprintf(path, sizeof(path), "%s/%s", mp->dir, pf->file);
+    return rt_model_check_finite(rows, m, pf->cols, pf->cols, at, path, err);
+}
+
 int rt_model_scan(const rt_model_parts *mp, const char *name, const char *ids_name, uint64_t n,
                   uint64_t cols, uint64_t memory, rt_rows_visit visit, void *ctx, rt_error *err)
 {
@@ -596,7 +623,9 @@ int rt_model_scan(const rt_model_parts *mp, const char *name, const char *ids_na
             goto out;
         for (uint64_t at = 0; at < pr->rows;) {
             uint64_t m = pr->rows - at < block ? pr->rows - at : block;
-            if (rt_model_part_read(fi, pi, ids, m, err) || rt_model_part_read(fr, pr, rows, m, err))
+            if (rt_model_part_read(fi, pi, ids, m, err) ||
+                rt_model_part_read(fr, pr, rows, m, err) ||
+                check_part_rows(mp, pr, rows, at, m, err))
                 goto out;
             for (uint64_t i = 0; i < m; i++) {
                 uint64_t id = (uint64_t)(uint32_t)ids[i];

@@ -125,11 +125,20 @@ int rt_model_part_open(const rt_model_parts *mp, const rt_part_file *pf, FILE **
 /* Read `rows` rows of `cols` 4-byte cells of an open part file. */
 int rt_model_part_read(FILE *fp, const rt_part_file *pf, void *buf, uint64_t rows, rt_error *err);
 
+/* The first cell of rows x cols floats (rows `pad` apart) that is NaN or
+ * infinite, refused (exit 2) as "WHAT: row ROW0 + r, column c": rotor
+ * saves only finite numbers (training stops on a diverged model), so such
+ * a cell is damage or a hand-made file, which would score NaN or be
+ * copied on by export without a word. */
+int rt_model_check_finite(const float *a, uint64_t rows, uint64_t cols, uint64_t pad, uint64_t row0,
+                          const char *what, rt_error *err);
+
 /* Every row of matrix part NAME of every part, with its dense id from the
  * ids part IDS_NAME (int32, one column): visit(ctx, ids, rows, m) gets
  * them a block at a time (rows of `cols` 4-byte cells), reading with about
  * `memory` bytes of buffers.  Every id must lie in 0..n-1 and appear
- * exactly once over all parts (exit 2 otherwise). */
+ * exactly once over all parts, and a float part's cells must be finite
+ * (rt_model_check_finite, at the part file's row): exit 2 otherwise. */
 typedef int (*rt_rows_visit)(void *ctx, const int32_t *ids, const void *rows, uint64_t m,
                              rt_error *err);
 int rt_model_scan(const rt_model_parts *mp, const char *name, const char *ids_name, uint64_t n,
