@@ -92,6 +92,23 @@ static void tokens_free(infer_tokens *d)
     memset(d, 0, sizeof(*d));
 }
 
+/* The error of document `doc`, whose `len` tokens of the model's words are
+ * more than its int32 topic counts (ndk, doc_topic.npy) hold: at the
+ * input's line where it starts, or at its file (a directory's). */
+static int doc_too_long(const rt_corpus *c, uint64_t doc, const char *input, uint64_t len,
+                        rt_error *err)
+{
+    const char *name = rt_strpool_get(&c->doc_names, doc);
+    if (!c->doc_line[doc])
+        return rt_fail(err, RT_EXIT_INPUT,
+                       "%s/%s: the document has %llu tokens of the model's words; at most %d",
+                       input, name, (unsigned long long)len, INT32_MAX);
+    return rt_fail(err, RT_EXIT_INPUT,
+                   "%s:%llu: document %s has %llu tokens of the model's words; at most %d",
+                   rt_is_stdio(input) ? "standard input" : input,
+                   (unsigned long long)c->doc_line[doc], name, (unsigned long long)len, INT32_MAX);
+}
+
 /* Map the corpus's words to the model's; expand counts into tokens and
  * mark each token's half.  Unknown words are counted into res. */
 static int tokens_build(infer_tokens *d, const lda_model *m, const rt_corpus *c, const char *input,
@@ -122,10 +139,7 @@ static int tokens_build(infer_tokens *d, const lda_model *m, const rt_corpus *c,
             }
         }
         if (len > INT32_MAX) { /* its topic counts (ndk, doc_topic.npy) are int32 */
-            rt_fail(err, RT_EXIT_INPUT,
-                    "%s: document %s has %llu tokens of the model's words; at most %d",
-                    rt_is_stdio(input) ? "standard input" : input,
-                    rt_strpool_get(&c->doc_names, doc), (unsigned long long)len, INT32_MAX);
+            doc_too_long(c, doc, input, len, err);
             goto out;
         }
         n += len;

@@ -165,6 +165,7 @@ void rt_corpus_init(rt_corpus *c)
 void rt_corpus_free(rt_corpus *c)
 {
     free(c->doc_off);
+    free(c->doc_line);
     free(c->word);
     free(c->count);
     rt_strpool_free(&c->doc_names);
@@ -172,10 +173,13 @@ void rt_corpus_free(rt_corpus *c)
     memset(c, 0, sizeof(*c));
 }
 
-int rt_corpus_begin_doc(rt_corpus *c, const char *name, size_t name_len, rt_error *err)
+int rt_corpus_begin_doc(rt_corpus *c, const char *name, size_t name_len, uint64_t line,
+                        rt_error *err)
 {
-    if (rt_grow_array((void **)&c->doc_off, &c->doc_cap, c->n_docs + 2, sizeof(uint64_t), err))
+    if (rt_grow_array((void **)&c->doc_off, &c->doc_cap, c->n_docs + 2, sizeof(uint64_t), err) ||
+        rt_grow_array((void **)&c->doc_line, &c->line_cap, c->n_docs + 1, sizeof(uint64_t), err))
         return -1;
+    c->doc_line[c->n_docs] = line;
     if (rt_strpool_add(&c->doc_names, name, name_len, err))
         return -1;
     c->doc_off[c->n_docs] = c->n_entries;

@@ -53,6 +53,9 @@ typedef struct rt_corpus {
     uint64_t n_entries; /* distinct (doc, word) pairs */
     uint64_t n_tokens;  /* sum of counts */
     uint64_t *doc_off;  /* n_docs + 1 offsets into word/count */
+    uint64_t *doc_line; /* the input's line where each document starts, for messages (uci: its
+                           first triple's; 0: none, a file of a directory, a uci document
+                           without triples) */
     uint32_t *word;     /* dense word id of each entry */
     uint32_t *count;    /* >= 1 */
     rt_strpool doc_names;
@@ -67,7 +70,7 @@ typedef struct rt_corpus {
                                      loaded (entry_budget), for rt_corpus_add */
     uint64_t side_bytes; /* the --vocab and --stopwords files' bytes, held as words until the
                             read ends: counted in max_read as the input's text is */
-    uint64_t doc_cap;
+    uint64_t doc_cap, line_cap;
     const struct rt_text *input; /* the input, loaded once by rt_corpus_read; NULL: a directory */
 } rt_corpus;
 
@@ -118,7 +121,9 @@ const char *rt_corpus_format_name(rt_corpus_format f);
 
 /* ---- builder, used by the readers (and by tests and the generator) ---- */
 void rt_corpus_init(rt_corpus *c);
-int rt_corpus_begin_doc(rt_corpus *c, const char *name, size_t name_len, rt_error *err);
+/* A new document, named `name`, starting at line `line` of the input (0: none). */
+int rt_corpus_begin_doc(rt_corpus *c, const char *name, size_t name_len, uint64_t line,
+                        rt_error *err);
 /* One entry of the current document; past c->max_entries an error (exit 2)
  * the caller prefixes with its FILE:LINE (rt_error_prefix). */
 int rt_corpus_add(rt_corpus *c, uint32_t word, uint32_t count, rt_error *err);

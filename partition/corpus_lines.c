@@ -127,7 +127,7 @@ static int read_line(line_ctx *x, rt_corpus_format f, cursor *cur, rt_error *err
         if (!n2)
             return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: expected 'docid docid word ...'", x->path,
                            x->line);
-        if (rt_corpus_begin_doc(x->c, b, n, err))
+        if (rt_corpus_begin_doc(x->c, b, n, x->line, err))
             return -1;
         while ((n = field(cur, &b)) > 0) {
             int64_t w = word_id(x, b, n, err);
@@ -141,7 +141,7 @@ static int read_line(line_ctx *x, rt_corpus_format f, cursor *cur, rt_error *err
         if (memchr(b, ':', n))
             return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: expected 'docid word:count ...'", x->path,
                            x->line);
-        if (rt_corpus_begin_doc(x->c, b, n, err))
+        if (rt_corpus_begin_doc(x->c, b, n, x->line, err))
             return -1;
         return read_pairs(x, cur, err) < 0 ? -1 : 0;
     default: { /* ldac */
@@ -150,7 +150,7 @@ static int read_line(line_ctx *x, rt_corpus_format f, cursor *cur, rt_error *err
             return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: expected 'N word:count ...'", x->path,
                            x->line);
         int len = snprintf(name, sizeof(name), "%llu", x->line);
-        if (rt_corpus_begin_doc(x->c, name, (size_t)len, err))
+        if (rt_corpus_begin_doc(x->c, name, (size_t)len, x->line, err))
             return -1;
         int64_t got = read_pairs(x, cur, err);
         if (got < 0)

@@ -228,7 +228,7 @@ static int read_dir(text_ctx *x, const char *path, rt_error *err)
             continue;
         rt_text t;
         if (rt_corpus_load_file(x->c, full, &t, err) ||
-            rt_corpus_begin_doc(x->c, names[i], strlen(names[i]), err))
+            rt_corpus_begin_doc(x->c, names[i], strlen(names[i]), 0, err))
             rc = -1;
         else if (add_text(x, t.data, t.data + t.len, err))
             rc = rt_error_prefix(err, "%s", full); /* one document: the file is its place */
@@ -267,7 +267,7 @@ static int read_file_lines(text_ctx *x, const char *path, rt_error *err)
          * blank line is none, as in the lines formats. */
         if (!blank_line(s, le)) {
             if ((!x->c->n_docs && rt_corpus_refuse_json(path, line, s, (size_t)(le - s), err)) ||
-                rt_corpus_begin_doc(x->c, name, (size_t)len, err))
+                rt_corpus_begin_doc(x->c, name, (size_t)len, line, err))
                 rc = -1;
             else if (add_text(x, s, le, err))
                 rc = rt_error_prefix(err, "%s:%llu", path, line);

@@ -262,10 +262,11 @@ static int parse_triple(const char *path, const char *s, uint64_t line, const uc
 }
 
 /* The body from s on: exactly NNZ triples (at most `room` fit in tr),
- * blank lines allowed; doc_count[d] counts document d's triples. */
+ * blank lines allowed; doc_count[d] counts document d's triples, and
+ * first_line[d] is the line of its first (for messages about it). */
 static int read_triples(const char *path, char *s, uint64_t line, const uci_header *h,
                         uint32_t max_count, uint64_t room, triple *tr, uint32_t *doc_count,
-                        rt_error *err)
+                        uint64_t *first_line, rt_error *err)
 {
     uint64_t n = 0;
     while (*s) {
@@ -283,7 +284,8 @@ static int read_triples(const char *path, char *s, uint64_t line, const uci_head
             return rt_fail(err, RT_EXIT_INPUT, "%s:%llu: more triples than the header's NNZ=%llu",
                            path, (unsigned long long)line, (unsigned long long)h->nnz);
         tr[n++] = one;
-        doc_count[one.doc]++;
+        if (!doc_count[one.doc]++)
+            first_line[one.doc] = line;
         s = next;
     }
     if (n != h->nnz)
@@ -318,7 +320,7 @@ static int name_words(const char *path, const char *vocab, uint64_t W, rt_corpus
 /* Documents 1..D in order, named by their number, each with its triples
  * in input order (a stable bucketing by document). */
 static int add_documents(const char *path, const triple *tr, uint64_t n, const uint32_t *doc_count,
-                         uint64_t D, rt_corpus *c, rt_error *err)
+                         const uint64_t *first_line, uint64_t D, rt_corpus *c, rt_error *err)
 {
     uint64_t *start = rt_calloc_array(D + 1, sizeof(uint64_t), path, "header D", err);
     triple *sorted = start ? rt_alloc_array(n, sizeof(triple), path, "header NNZ", err) : NULL;
@@ -336,7 +338,7 @@ static int add_documents(const char *path, const triple *tr, uint64_t n, const u
     for (uint64_t d = 0; d < D && !failed; d++) {
         char buf[32];
         int len = snprintf(buf, sizeof(buf), "%llu", (unsigned long long)d + 1);
-        failed = rt_corpus_begin_doc(c, buf, (size_t)len, err) != 0;
+        failed = rt_corpus_begin_doc(c, buf, (size_t)len, first_line[d], err) != 0;
         for (uint32_t j = 0; j < doc_count[d] && !failed; j++, i++)
             failed = rt_corpus_add(c, sorted[i].word, sorted[i].count, err) != 0;
     }
@@ -351,6 +353,7 @@ int rt_corpus_read_uci(const char *path, const rt_corpus_options *opt, rt_corpus
         return -1;
     triple *tr = NULL;
     uint32_t *doc_count = NULL;
+    uint64_t *first_line = NULL;
     uci_header h;
     uint64_t line = 0;
     char *s = t.data;
@@ -377,15 +380,18 @@ int rt_corpus_read_uci(const char *path, const rt_corpus_options *opt, rt_corpus
     uint64_t room = (t.len - (uint64_t)(s - t.data) + 1) / 6;
     tr = rt_alloc_array(h.nnz < room ? h.nnz : room, sizeof(triple), path, "header NNZ", err);
     doc_count = tr ? rt_calloc_array(h.docs + 1, sizeof(uint32_t), path, "header D", err) : NULL;
-    if (!tr || !doc_count)
+    first_line =
+        doc_count ? rt_calloc_array(h.docs + 1, sizeof(uint64_t), path, "header D", err) : NULL;
+    if (!first_line)
         goto out;
-    if (read_triples(path, s, line, &h, opt->max_count, room, tr, doc_count, err) ||
-        add_documents(path, tr, h.nnz, doc_count, h.docs, c, err))
+    if (read_triples(path, s, line, &h, opt->max_count, room, tr, doc_count, first_line, err) ||
+        add_documents(path, tr, h.nnz, doc_count, first_line, h.docs, c, err))
         goto out;
     rc = 0;
 out:
     free(tr);
     free(doc_count);
+    free(first_line);
     rt_text_free(&t);
     return rc;
 }

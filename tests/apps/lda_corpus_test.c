@@ -64,6 +64,32 @@ static void test_uci(void **state)
     assert_int_equal(count_of(&c, 2, "date"), 5);
     assert_string_equal(rt_strpool_get(&c.doc_names, 2), "3");
     assert_int_equal(c.n_summed, 0);
+    /* each document's line, for messages: its first triple's; none for doc 2 */
+    assert_int_equal(c.doc_line[0], 4);
+    assert_int_equal(c.doc_line[1], 0);
+    assert_int_equal(c.doc_line[2], 6);
+    rt_corpus_free(&c);
+}
+
+/* The line where each document starts, in the line formats: comment and
+ * blank lines between documents counted. */
+static void test_doc_lines(void **state)
+{
+    (void)state;
+    const char *f = scratch_file("lines.dl.txt", "# c\nd1 d1 a b\n\nd2 d2 b\n");
+    rt_corpus c;
+    rt_corpus_options o = {.format = RT_CORPUS_LINES};
+    read_ok(f, &o, RT_CORPUS_LINES, &c);
+    assert_int_equal(c.n_docs, 2);
+    assert_int_equal(c.doc_line[0], 2);
+    assert_int_equal(c.doc_line[1], 4);
+    rt_corpus_free(&c);
+    f = scratch_file("text.dl.txt", "\nthe cat sat\n\ndogs run\n");
+    o.format = RT_CORPUS_TEXT;
+    read_ok(f, &o, RT_CORPUS_TEXT, &c);
+    assert_int_equal(c.n_docs, 2);
+    assert_int_equal(c.doc_line[0], 2);
+    assert_int_equal(c.doc_line[1], 4);
     rt_corpus_free(&c);
 }
 
@@ -468,6 +494,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_uci),
+        cmocka_unit_test(test_doc_lines),
         cmocka_unit_test(test_repeated_pairs_counted),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_lines),
