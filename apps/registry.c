@@ -39,17 +39,14 @@ static int model_app(const char *dir, const rt_app_desc **app, rt_error *err)
     json_t *a = json_is_object(meta) ? json_object_get(meta, "app") : NULL;
     const char *name = json_string_value(a);
     *app = name ? rt_app_find(name) : NULL;
-    char shown[256]; /* 'NAME', or why there is none */
-    if (name)
-        snprintf(shown, sizeof(shown), "'%s'", name);
-    else
-        snprintf(shown, sizeof(shown), "%s", a ? "not a string" : "missing");
     int rc = 0;
     if (!json_is_object(meta)) /* "[]" said "app" was missing */
         rc = rt_fail(err, RT_EXIT_INPUT, "%s: not a JSON object, not a model rotor can read", path);
-    else if (!*app || !(*app)->model_load)
-        rc = rt_fail(err, RT_EXIT_INPUT, "%s: \"app\" is %s, not a model rotor can read", path,
-                     shown);
+    else if (!*app || !(*app)->model_load) /* the name, or why there is none */
+        rc = name ? rt_fail(err, RT_EXIT_INPUT, "%s: \"app\" is '%s', not a model rotor can read",
+                            path, name)
+                  : rt_fail(err, RT_EXIT_INPUT, "%s: \"app\" is %s, not a model rotor can read",
+                            path, a ? "not a string" : "missing");
     json_decref(meta);
     return rc;
 }
