@@ -106,6 +106,20 @@ static int split_sep(char *s, const char *sep, field *f)
     }
 }
 
+/* The first of the n fields split_sep made (1-based) with a double quote
+ * at one end only, 0: none.  A quoted field holding the separator ("a,b")
+ * was cut in two there, and its halves read as an id and the next field
+ * with exit 0. */
+static int half_quoted(const field *f, int n)
+{
+    for (int i = 0; i < n && i < MAX_FIELDS; i++) {
+        size_t l = f[i].len;
+        if (l && (f[i].s[0] == '"') != (l >= 2 && f[i].s[l - 1] == '"'))
+            return i + 1;
+    }
+    return 0;
+}
+
 /* A decimal number: fast exact path for plain "ddd.ddd", strtod otherwise.
  * (mantissa < 2^53 and at most 22 fraction digits make the division exact
  * up to one correct rounding.)  Returns -1 when not a number. */
@@ -467,6 +481,16 @@ static int one_line(reader *r, char *line, int *first_data, rt_error *err)
     int n = r->fmt == RT_FMT_CSV   ? split_sep(s, r->sep, f)
             : r->fmt == RT_FMT_DAT ? split_sep(s, "::", f)
                                    : split_ws(s, f);
+    int q = r->fmt == RT_FMT_CSV || r->fmt == RT_FMT_DAT ? half_quoted(f, n) : 0;
+    if (q) {
+        char buf[80];
+        return line_error(r, err,
+                          "field %d ('%s') has a double quote at one end only: a quoted field "
+                          "holding the separator '%s' is not supported (ids and ratings hold "
+                          "none)",
+                          q, clip(&f[q - 1], buf, sizeof(buf)),
+                          r->fmt == RT_FMT_CSV ? r->sep : "::");
+    }
     if (*first_data && has_header(r->fmt)) {
         /* 1: the first data line, which may be a header; 2: the first after a header */
         int may_be_header = *first_data == 1;
