@@ -583,15 +583,32 @@ int rt_model_check_finite(const float *a, uint64_t rows, uint64_t cols, uint64_t
     return 0;
 }
 
-/* A block of part file pf's rows from row `at`: finite, when they are floats. */
+/* The first of rows x cols int32 counts that is negative, refused as
+ * rt_model_check_finite refuses a float: rotor saves counts (LDA's) of 0
+ * or more, and export would write a negative one on, or a negative
+ * probability computed from it. */
+static int check_counts(const int32_t *a, uint64_t rows, uint64_t cols, uint64_t row0,
+                        const char *what, rt_error *err)
+{
+    for (uint64_t r = 0; r < rows; r++)
+        for (uint64_t c = 0; c < cols; c++)
+            if (a[r * cols + c] < 0)
+                return rt_fail(err, RT_EXIT_INPUT,
+                               "%s: row %" PRIu64 ", column %" PRIu64 " is a negative count (%d; "
+                               "rotor train saves none: a damaged or hand-made model)",
+                               what, row0 + r, c, a[r * cols + c]);
+    return 0;
+}
+
+/* A block of part file pf's rows from row `at`: finite floats, or counts. */
 static int check_part_rows(const rt_model_parts *mp, const rt_part_file *pf, const void *rows,
                            uint64_t at, uint64_t m, rt_error *err)
 {
     char path[4200];
-    if (strcmp(pf->descr, "<f4"))
-        return 0;
     snprintf(path, sizeof(path), "%s/%s", mp->dir, pf->file);
-    return rt_model_check_finite(rows, m, pf->cols, pf->cols, at, path, err);
+    if (!strcmp(pf->descr, "<f4"))
+        return rt_model_check_finite(rows, m, pf->cols, pf->cols, at, path, err);
+    return check_counts(rows, m, pf->cols, at, path, err);
 }
 
 int rt_model_scan(const rt_model_parts *mp, const char *name, const char *ids_name, uint64_t n,

@@ -47,7 +47,7 @@
 typedef struct rt_part_file {
     char name[16]; /* what it holds: "W", "rows", "word_topic", ... */
     char file[48]; /* NAME.part-RRRRR.npy */
-    char descr[4]; /* "<f4" or "<i4" */
+    char descr[4]; /* "<f4" or "<i4" (ids, or counts: never negative) */
     uint64_t rows, cols;
     uint64_t bytes, check; /* size and XXH3-64 of the whole file */
 } rt_part_file;
@@ -137,8 +137,9 @@ int rt_model_check_finite(const float *a, uint64_t rows, uint64_t cols, uint64_t
  * ids part IDS_NAME (int32, one column): visit(ctx, ids, rows, m) gets
  * them a block at a time (rows of `cols` 4-byte cells), reading with about
  * `memory` bytes of buffers.  Every id must lie in 0..n-1 and appear
- * exactly once over all parts, and a float part's cells must be finite
- * (rt_model_check_finite, at the part file's row): exit 2 otherwise. */
+ * exactly once over all parts, a float part's cells must be finite
+ * (rt_model_check_finite) and an int32 part's, counts, 0 or more, each
+ * refused at the part file's row and column: exit 2 otherwise. */
 typedef int (*rt_rows_visit)(void *ctx, const int32_t *ids, const void *rows, uint64_t m,
                              rt_error *err);
 int rt_model_scan(const rt_model_parts *mp, const char *name, const char *ids_name, uint64_t n,

@@ -3,8 +3,8 @@
  * checksums were made to match damaged cells: a NaN or an infinity in a
  * float part is refused at its part file, row and column by every reader of
  * the parts (rotor export in each format, the MF loader), and export leaves
- * no output behind.  The model is written here by hand, one rank: W (2 x 2)
- * and H (3 x 2) floats with their int32 ids, and model.json recording each
+ * no output behind; so is a negative count in an int32 part.  The model is written here by hand,
+ * one rank: W (2 x 2) and H (3 x 2) floats with their int32 ids, and model.json recording each
  * file's size and XXH3 as rotor train does.
  */
 #include "apps/apps.h"
@@ -140,11 +140,55 @@ static void test_nonfinite_refused(void **state)
     }
 }
 
+static int visit_none(void *ctx, const int32_t *ids, const void *rows, uint64_t m, rt_error *err)
+{
+    (void)ctx, (void)ids, (void)rows, (void)m, (void)err;
+    return 0;
+}
+
+/* An int32 part holds counts (LDA's word_topic, doc_topic): one forged
+ * negative is refused by the scan every reader and export use, at its part
+ * file's row and column; the same part of counts 0 or more passes. */
+static void test_negative_count_refused(void **state)
+{
+    (void)state;
+    static const int32_t ids[3] = {2, 0, 1};
+    int32_t counts[6] = {0, 3, 1, 4, 7, 0};
+    for (int bad = 0; bad < 2; bad++) {
+        char e[2][512], json[2048];
+        if (bad)
+            counts[5] = -2;
+        assert_int_equal(mkdir(scratch_path("m"), 0755) == 0 || errno == EEXIST, 1);
+        entry(e[0], sizeof(e[0]), "counts", "<i4", 3, 2, counts);
+        entry(e[1], sizeof(e[1]), "ids", "<i4", 3, 1, ids);
+        snprintf(json, sizeof(json),
+                 "{\"app\": \"lda\", \"format_version\": %d, \"ranks\": 1, \"parts\": "
+                 "[{\"rank\": 0, \"node_local\": false, \"files\": [%s, %s]}]}\n",
+                 RT_MODEL_FORMAT_VERSION, e[0], e[1]);
+        scratch_file("m/model.json", json);
+        rt_model_parts mp;
+        rt_error err = {0};
+        if (rt_model_parts_open(scratch_path("m"), &mp, &err))
+            fail_msg("%s", err.msg);
+        int rc = rt_model_scan(&mp, "counts", "ids", 3, 2, 1 << 20, visit_none, NULL, &err);
+        rt_model_parts_close(&mp);
+        if (!bad) {
+            assert_int_equal(rc, 0);
+            continue;
+        }
+        assert_int_equal(rc, -1);
+        assert_int_equal(err.code, RT_EXIT_INPUT);
+        if (!strstr(err.msg, "m/counts.part-00000.npy: row 2, column 1 is a negative count (-2"))
+            fail_msg("%s", err.msg);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_finite_exports),
         cmocka_unit_test(test_nonfinite_refused),
+        cmocka_unit_test(test_negative_count_refused),
     };
     rt_log_level = RT_LOG_WARN;
     return cmocka_run_group_tests(tests, scratch_setup, scratch_teardown);
