@@ -487,18 +487,67 @@ static void gate_leave(void)
     pthread_mutex_unlock(&commit_mu);
 }
 
-static int dir_replace(const char *tmp, const char *out, rt_error *err);
+/* What this process put in place: the identity of the last output it put
+ * at each path (a metrics file rewritten every epoch is one entry), under
+ * commit_mu.  Outputs are few; past PLACED_MAX the oldest entry goes. */
+#define PLACED_MAX 32
+typedef struct placed_output {
+    char path[4096];
+    dev_t dev;
+    ino_t ino;
+} placed_output;
+static placed_output placed[PLACED_MAX];
+static unsigned n_placed;
+
+/* Called with the gate held, after the rename that put `id` at `path`. */
+static void note_placed(const char *path, const struct stat *id)
+{
+    placed_output *p = NULL;
+    for (unsigned i = 0; i < n_placed && i < PLACED_MAX && !p; i++)
+        if (strcmp(placed[i].path, path) == 0)
+            p = &placed[i];
+    if (!p)
+        p = &placed[n_placed++ % PLACED_MAX];
+    snprintf(p->path, sizeof(p->path), "%s", path);
+    p->dev = id->st_dev;
+    p->ino = id->st_ino;
+}
+
+static void placed_at(const char *path, const struct stat *id)
+{
+    if (id)
+        note_placed(path, id);
+}
+
+int rt_put_in_place_here(const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return 0;
+    int here = 0;
+    pthread_mutex_lock(&commit_mu);
+    for (unsigned i = 0; i < n_placed && i < PLACED_MAX; i++)
+        here |= placed[i].dev == sb.st_dev && placed[i].ino == sb.st_ino;
+    pthread_mutex_unlock(&commit_mu);
+    return here;
+}
+
+static int dir_replace(const char *tmp, const char *out, const struct stat *id, rt_error *err);
 
 int rt_dir_replace(const char *tmp, const char *out, rt_error *err)
 {
+    struct stat id; /* (no tmp: the rename names it) */
+    int known = stat(tmp, &id) == 0;
     if (gate_enter(out, err))
         return -1;
-    int rc = dir_replace(tmp, out, err);
+    int rc = dir_replace(tmp, out, known ? &id : NULL, err);
     gate_leave();
     return rc;
 }
 
-static int dir_replace(const char *tmp, const char *out, rt_error *err)
+/* `id`: tmp's identity (or NULL), noted once tmp is at `out`, also when
+ * the sync after the rename fails: the output is in place then. */
+static int dir_replace(const char *tmp, const char *out, const struct stat *id, rt_error *err)
 {
     char old[4200];
     rt_path_parts pp;
@@ -506,6 +555,7 @@ static int dir_replace(const char *tmp, const char *out, rt_error *err)
         return rt_fail(err, RT_EXIT_INPUT, "%s: bad directory name", out);
     const char *target = pp.path; /* "out/": the rename's target is "out" */
     if (renameat2(AT_FDCWD, tmp, AT_FDCWD, target, RENAME_EXCHANGE) == 0) {
+        placed_at(target, id);
         rt_remove_tree(tmp); /* now the previous one */
         return rt_sync_dir(pp.dir, err);
     }
@@ -513,6 +563,7 @@ static int dir_replace(const char *tmp, const char *out, rt_error *err)
         if (rename(tmp, target) != 0)
             return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: cannot rename to %s", tmp,
                                  target);
+        placed_at(target, id);
         return rt_sync_dir(pp.dir, err);
     }
     if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
@@ -528,6 +579,7 @@ static int dir_replace(const char *tmp, const char *out, rt_error *err)
             rt_warn("%s: could not put the previous one back from %s", target, old);
         return rt_fail_errno(err, RT_EXIT_RUNTIME, e, "%s: cannot rename to %s", tmp, target);
     }
+    placed_at(target, id);
     rt_remove_tree(old);
     return rt_sync_dir(pp.dir, err);
 }
@@ -595,8 +647,12 @@ static int commit(rt_outfile *of, int sync, rt_error *err)
     if (rc == 0 && gate_enter(of->path, err) != 0) {
         rc = -1;
     } else if (rc == 0) {
+        struct stat id;
+        int known = fstat(fileno(of->fp), &id) == 0;
         if (rename(of->tmp, of->path) != 0)
             rc = rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "%s: rename failed", of->path);
+        else
+            placed_at(of->path, known ? &id : NULL);
         gate_leave();
     }
     if (fclose(of->fp) != 0 && rc == 0)

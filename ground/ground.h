@@ -317,6 +317,13 @@ int rt_dir_replace(const char *tmp, const char *out, rt_error *err);
  * landed in the middle of that removal would swap in a set with some of its
  * files gone, in place of the previous one. */
 void rt_commits_stop(void);
+/* 1 when the file or directory at `path` is one this process put there
+ * (rt_outfile_commit, rt_dir_replace: the last one it put at each of its
+ * outputs), 0 otherwise.  A run that fails removes an output that did not
+ * exist before it only when it made it: the same path may have been filled
+ * meanwhile by another process (a second job with the same --out, a rank
+ * started twice), whose output is not this run's to remove. */
+int rt_put_in_place_here(const char *path);
 /* The name of a temporary directory of `out`: OUT.tmp-PID-TAG (TAG letters
  * and digits, not "old"), its sibling ("out/" too), so that rt_dir_replace
  * swaps it in with one rename and rt_remove_stale_temporaries knows it. */

@@ -154,8 +154,11 @@ static void remove_partial_outputs(void)
          * whole, by rename) this run's result, whose predecessor is gone:
          * the user keeps the new one rather than none, whatever failed
          * after (a parent's fsync, a peer lost in the last barrier, a
-         * signal). */
-        if (!o->existed)
+         * signal).  One that appeared meanwhile but that this process did
+         * not put there stays too: another process's (a second job with
+         * the same --out, a rank started twice, which fails long after the
+         * job it doubled saved its model). */
+        if (!o->existed && rt_put_in_place_here(o->path))
             rt_remove_tree(o->path);
     }
 }
