@@ -152,6 +152,12 @@ typedef struct rt_app_desc {
      * at its end) saves the model the run had, rather than one trained a
      * rotation further.  NULL: the app cannot resume. */
     int (*finished)(const void *app, uint64_t next_rotation);
+    /* After a resume: 0 when the state read back is not past the run's
+     * length, else -1 with exit 2 naming both.  A checkpoint of a longer run
+     * resumed with --epochs (--iters, --outer) below its own is at the end
+     * of this run for `finished`, which would save the longer run's model as
+     * this one's, exit 0.  NULL: not checked. */
+    int (*check_length)(const void *app, uint64_t next_rotation, rt_error *err);
     /* Merge the model at `dir` into single files (`rotor export`). */
     int (*model_export)(const char *dir, const struct rt_export_opts *o, rt_error *err);
 } rt_app_desc;
@@ -194,6 +200,13 @@ int rt_app_run(const rt_app_desc *app, void *state, rt_engine *eng, const rt_pla
  * first field that differs and both values. */
 int rt_checkpoint_latest(const char *root, const char *app, const char *job, char *dir, size_t cap,
                          uint64_t *next_rotation, rt_error *err);
+/* Before a run writes checkpoints under root: every complete checkpoint
+ * already there is of --app `app` and `job` but for its length.  The
+ * newest two of any job are kept, so another job's newer ones would make
+ * this run's be deleted as they are written (and a resume then find only
+ * the other job's), and its older ones would be deleted by this run: exit 2
+ * naming one and the first field that differs.  0 when root is missing. */
+int rt_checkpoint_check_root(const char *root, const char *app, const char *job, rt_error *err);
 /* After create, before the run: load this rank's state from a checkpoint
  * directory (checks that it continues at next_rotation and, when job is
  * set, that the job its state file records is `job` but for the run's

@@ -14,6 +14,7 @@
 #include "apps/cd_mf.h"
 #include "apps/metrics.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -479,6 +480,19 @@ static int cd_finished(const void *p, uint64_t next_rotation)
     return cd_core_done(&((const cd_app *)p)->core);
 }
 
+static int cd_check_length(const void *p, uint64_t next_rotation, rt_error *err)
+{
+    const cd_core *c = &((const cd_app *)p)->core;
+    (void)next_rotation;
+    if (c->outer_done <= c->opt.outer)
+        return 0;
+    return rt_fail(err, RT_EXIT_INPUT,
+                   "the checkpoint is after outer iteration %" PRIu64 ", past this run's --outer "
+                   "%u (a resume continues a run: give at least its length, or start without "
+                   "--resume)",
+                   c->outer_done, (unsigned)c->opt.outer);
+}
+
 static const rt_app_ops cd_ops = {
     .block_home = cd_block_home,
     .visit = cd_visit,
@@ -508,4 +522,5 @@ const rt_app_desc rt_app_cd_mf = {
     .model_export = rt_mf_model_export,
     .epochs_done = cd_outer_done,
     .finished = cd_finished,
+    .check_length = cd_check_length,
 };

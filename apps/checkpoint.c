@@ -25,6 +25,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define CKPT_PREFIX "ckpt-"
@@ -129,23 +130,31 @@ static void note_incomplete(const char *root, const char *name, int64_t r, void 
 /* Options that count the whole run: a resume may ask for more. */
 static const char *const run_length[] = {"--epochs", "--iters", "--outer", NULL};
 
-/* The checkpoint in dir was written by --app `app`. */
-static int check_app(const char *path, json_t *m, const char *app, rt_error *err)
+/* Why a checkpoint of another job is refused: a resume continues its job;
+ * a --checkpoint directory's pruning keeps the newest two of any job. */
+#define WHY_OTHER_JOB                                                                              \
+    "--checkpoint holds another job's checkpoints, and only a directory's newest two are kept: "   \
+    "this run would delete them, or its own; give a new or empty directory"
+static const char *const why_same[2][2] = {
+    {"a resume needs the same app", "a resume needs the same plan, split and options"},
+    {WHY_OTHER_JOB, WHY_OTHER_JOB}};
+
+/* The checkpoint in dir was written by --app `app` (`why`: why_same's row). */
+static int check_app(const char *path, json_t *m, const char *app, int why, rt_error *err)
 {
     const char *was = json_string_value(json_object_get(m, "app"));
     if (!was)
         return rt_fail(err, RT_EXIT_INPUT, "%s: no \"app\" string", path);
     if (strcmp(was, app) != 0)
         return rt_fail(err, RT_EXIT_INPUT,
-                       "%s: a checkpoint of --app %s, this run is --app %s (a resume needs "
-                       "the same app)",
-                       path, was, app);
+                       "%s: a checkpoint of --app %s, this run is --app %s (%s)", path, was, app,
+                       why_same[why][0]);
     return 0;
 }
 
 /* The job that wrote the checkpoint in dir is --app `app` and (when `job`
- * is set) `job` but for its length. */
-static int check_job(const char *dir, const char *app, const char *job, rt_error *err)
+ * is set) `job` but for its length (`why`: why_same's row). */
+static int check_job(const char *dir, const char *app, const char *job, int why, rt_error *err)
 {
     char path[4096];
     if (manifest_path(path, sizeof(path), dir, err))
@@ -153,7 +162,7 @@ static int check_job(const char *dir, const char *app, const char *job, rt_error
     json_t *m = rt_json_load(path, err);
     if (!m)
         return -1;
-    if (check_app(path, m, app, err)) {
+    if (check_app(path, m, app, why, err)) {
         json_decref(m);
         return -1;
     }
@@ -169,9 +178,8 @@ static int check_job(const char *dir, const char *app, const char *job, rt_error
         rt_field_quote(then, sizeof(then), d.a, d.a_len);
         rt_field_quote(now, sizeof(now), d.b, d.b_len);
         rc = rt_fail(err, RT_EXIT_INPUT,
-                     "%s: the checkpoint's job had %.*s %s, this run has %s (a resume needs "
-                     "the same plan, split and options)",
-                     dir, (int)d.name_len, d.name, then, now);
+                     "%s: the checkpoint's job had %.*s %s, this run has %s (%s)", dir,
+                     (int)d.name_len, d.name, then, now, why_same[why][1]);
     }
     json_decref(m);
     return rc;
@@ -195,7 +203,35 @@ int rt_checkpoint_latest(const char *root, const char *app, const char *job, cha
     *next_rotation = (uint64_t)rot[0];
     if (ckpt_dir(dir, cap, root, *next_rotation, err))
         return -1;
-    return check_job(dir, app, job, err);
+    return check_job(dir, app, job, 0, err);
+}
+
+typedef struct foreign_scan {
+    const char *app, *job;
+    rt_error *err;
+    int failed;
+} foreign_scan;
+
+static void check_one(const char *root, const char *name, int64_t r, void *arg)
+{
+    foreign_scan *f = arg;
+    char dir[4096];
+    (void)r;
+    if (f->failed || !is_complete(root, name))
+        return;
+    f->failed = rt_path_join(dir, sizeof(dir), root, name, f->err) ||
+                check_job(dir, f->app, f->job, 1, f->err);
+}
+
+int rt_checkpoint_check_root(const char *root, const char *app, const char *job, rt_error *err)
+{
+    foreign_scan f = {.app = app, .job = job, .err = err};
+    struct stat sb;
+    if (!root || stat(root, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return 0; /* made by the run (a file in its place: named by mkdir) */
+    if (each_ckpt(root, check_one, &f, err))
+        return -1;
+    return f.failed ? -1 : 0;
 }
 
 static int write_manifest(const char *dir, const rt_app_desc *app, const rt_plan *plan,
@@ -464,6 +500,8 @@ int rt_app_resume(const rt_app_desc *app, void *state, rt_engine *eng, const rt_
                        "%s: state files continue at rotation %" PRIu64
                        ", the manifest says %" PRIu64,
                        dir, got, next_rotation);
+    if (app->check_length && app->check_length(state, got, err))
+        return rt_error_prefix(err, "%s", dir);
     if (rt_engine_rank(eng) == 0)
         rt_info("resume: %s from %s, continuing at rotation %" PRIu64, app->name, dir, got);
     return 0;

@@ -8,6 +8,7 @@
 #include "apps/model_set.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -316,6 +317,19 @@ static int lda_finished(const void *p, uint64_t next_rotation)
     return lda_done(&((const lda_app *)p)->core, next_rotation);
 }
 
+/* Rotation 0 is the initial sweep: a checkpoint continuing at rotation n
+ * comes after sweep n - 1 (the run's end writes one at iters + 1). */
+static int lda_check_length(const void *p, uint64_t next_rotation, rt_error *err)
+{
+    const lda_core *c = &((const lda_app *)p)->core;
+    if (next_rotation <= (uint64_t)c->o.iters + 1)
+        return 0;
+    return rt_fail(err, RT_EXIT_INPUT,
+                   "the checkpoint is after sweep %" PRIu64 ", past this run's --iters %u (a "
+                   "resume continues a run: give at least its length, or start without --resume)",
+                   next_rotation - 1, c->o.iters);
+}
+
 static const rt_app_ops lda_ops = {
     .block_home = lda_block_home,
     .visit = lda_visit,
@@ -344,4 +358,5 @@ const rt_app_desc rt_app_lda = {
     .model_infer = lda_model_infer,
     .state_io = lda_state_io,
     .finished = lda_finished,
+    .check_length = lda_check_length,
 };

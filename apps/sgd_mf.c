@@ -9,6 +9,7 @@
 #include "apps/metrics.h"
 #include "apps/sgd_mf.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -403,6 +404,18 @@ static int sgd_finished(const void *p, uint64_t next_rotation)
     return sgd_core_done(&((const sgd_app *)p)->core);
 }
 
+static int sgd_check_length(const void *p, uint64_t next_rotation, rt_error *err)
+{
+    const sgd_core *c = &((const sgd_app *)p)->core;
+    (void)next_rotation;
+    if (c->epochs_run <= c->o.epochs)
+        return 0;
+    return rt_fail(err, RT_EXIT_INPUT,
+                   "the checkpoint is after epoch %" PRIu64 ", past this run's --epochs %u (a "
+                   "resume continues a run: give at least its length, or start without --resume)",
+                   (uint64_t)c->epochs_run, c->o.epochs);
+}
+
 static const rt_app_ops sgd_ops = {
     .block_home = sgd_block_home,
     .visit = sgd_visit,
@@ -429,6 +442,7 @@ const rt_app_desc rt_app_sgd_mf = {
     .model_predict = rt_mf_model_predict,
     .state_io = sgd_state_io,
     .finished = sgd_finished,
+    .check_length = sgd_check_length,
     .model_scores = rt_mf_model_scores,
     .model_export = rt_mf_model_export,
 };

@@ -514,8 +514,9 @@ static int train(const train_opts *o, const char *out, train_run *r, rt_error *e
     ec.inline_steps = o->inline_steps;
     ec.spare_slots = o->spare_slots;
     char resume_dir[4096];
-    if (o->resume && rt_checkpoint_latest(o->resume, r->app->name, r->fingerprint, resume_dir,
-                                          sizeof(resume_dir), &ec.first_rotation, err))
+    if ((o->resume && rt_checkpoint_latest(o->resume, r->app->name, r->fingerprint, resume_dir,
+                                           sizeof(resume_dir), &ec.first_rotation, err)) ||
+        rt_checkpoint_check_root(o->checkpoint, r->app->name, r->fingerprint, err))
         return -1;
     if (r->app->slot_bytes(r->app_opts, &r->plan, &ec.slot_bytes, err))
         return -1;

@@ -7,9 +7,12 @@
 #     rank 1 is killed with SIGKILL once a checkpoint exists, restarted with
 #     --resume, ends bit-identical to an uninterrupted run;
 #  3. a resume with another split, other options or another plan, or from a
-#     damaged state file, is refused (exit 2, naming what differs);
+#     damaged state file, is refused (exit 2, naming what differs), and so
+#     is a --checkpoint directory holding another job's checkpoints (left
+#     as they were);
 #  4. a finished run resumed with its own length trains nothing more and
-#     saves the model the run had (the checkpoint its end wrote);
+#     saves the model the run had (the checkpoint its end wrote); resumed
+#     with a shorter length it is refused (exit 2, no model);
 #  5. a newer checkpoint cut short while it was written (state files there,
 #     one of them truncated, no manifest) is skipped with a note: the resume
 #     takes the newest complete one and still ends bit-identical.
@@ -72,6 +75,12 @@ for app in sgd-mf cd-mf lda; do
     grep -q "resume: the checkpoint is at the end of the run" "$TMP/$app-6r.log" ||
         fail "$app: the finished resume is not logged"
     same_model "$app" "$TMP/$app-6" "$TMP/$app-6r" "finished run resumed with its own length"
+    # A shorter run resumed from it: it used to save the 6 run's model as
+    # its own (exit 0).
+    refused2 "$TMP/$app-5r.log" "ckpt-[0-9]*: the checkpoint is after .* 6, past this run's $len 5" \
+        "$app: a resume with a length below the checkpoint's" "${opts[@]}" "$len" 5 \
+        --resume "$TMP/$app-ck6" --out "$TMP/$app-5r"
+    [ ! -e "$TMP/$app-5r" ] || fail "$app: the refused resume wrote a model"
 done
 
 # (warp: its per-token proposals are state; cycle: its document tables are
@@ -104,6 +113,14 @@ grep -q "job had --adaptive 'adagrad', this run has 'none'" "$TMP/last.err" ||
 expect_status 2 "$ROTOR" train "${opts[@]}" "${as_rank0[@]}" --plan "$TMP/mfplan6"
 grep -q "job had plan '[0-9a-f]*', this run has '[0-9a-f]*'" "$TMP/last.err" ||
     fail "another plan: $(cat "$TMP/last.err")"
+# Another job's checkpoints in --checkpoint: only a directory's newest two
+# are kept, so this run's checkpoints were deleted as they were written (or
+# the other job's, when older), and a resume found only the other job's.
+before=$(ls -R "$TMP/sgd-mf-ck6")
+refused2 "$TMP/other.log" "ckpt-[0-9]*: the checkpoint's job had --adaptive 'adagrad', this run \
+has 'none' (--checkpoint holds another job's checkpoints" "another job's checkpoint directory" \
+    "${opts[@]}" --epochs 4 --adaptive none --checkpoint "$TMP/sgd-mf-ck6"
+[ "$(ls -R "$TMP/sgd-mf-ck6")" = "$before" ] || fail "another job's checkpoints changed"
 # A flipped byte in a section tag's zero padding (byte 13: the "head" tag's,
 # after its name and NUL) is damage too, though no reader looks at it.
 cp -r "$TMP/sgd-mf-ck6" "$TMP/pad-ck6"
