@@ -797,7 +797,11 @@ static void *watchdog_main(void *arg)
  * Only an authenticated peer gets a verdict, and only then are mismatches
  * (hostfile, group size) reported and fatal.  Each pending incoming
  * connection has its own short deadline, and one event loop drives every
- * connection, so a stranger never delays the real ranks.
+ * connection, so a stranger never delays the real ranks.  A flood of
+ * strangers cannot either: when every pending slot is taken, a new
+ * connection takes the slot of the one held longest without a hello (a
+ * real rank sends its hello at once), and the log names the first few
+ * dropped connections and counts the rest in one line.
  *
  * Ranks with different secrets: the connector checks the acceptor's answer
  * first, so a rank that connects to one with another secret knows at once
@@ -811,9 +815,11 @@ static void *watchdog_main(void *arg)
 
 #define ROLE_ACCEPTOR "rotor tcp acceptor"
 #define ROLE_CONNECTOR "rotor tcp connector"
-#define MAX_PENDING 32 /* unauthenticated incoming connections held at once */
-#define RETRY_S 0.02   /* between attempts to reach a peer not yet listening */
-#define LINGER_S 3.0   /* after a failed authentication: how long we still answer */
+#define MAX_PENDING 32     /* unauthenticated incoming connections held at once */
+#define EVICT_AFTER_S 0.25 /* a pending connection this old may lose its slot to a new one */
+#define DROP_WARNINGS 3    /* dropped connections named in the log; the rest are counted */
+#define RETRY_S 0.02       /* between attempts to reach a peer not yet listening */
+#define LINGER_S 3.0       /* after a failed authentication: how long we still answer */
 
 typedef enum conn_state {
     OUT_CONNECTING, /* connect() in progress, or waiting to retry (fd -1) */
@@ -837,7 +843,8 @@ typedef struct conn {
     struct addrinfo *res, *ai; /* outgoing: the peer's addresses, the one tried next */
     uint32_t peer_init;        /* outgoing ring: the next rank's initial_occupied */
     int last_err;
-    double t_open; /* outgoing: when the TCP connection was up (handshake cost) */
+    double t_open; /* outgoing: when the TCP connection was up (handshake cost);
+                      incoming: when it was accepted (which one to evict) */
 } conn;
 
 typedef struct setup {
@@ -852,6 +859,7 @@ typedef struct setup {
     int *unproven; /* per rank: handshakes claiming to come from it that failed */
     int *answered; /* per rank: it has met our challenge (lingering: see linger) */
     int lingering; /* we stop for a failed authentication (why: stop_why) */
+    int dropped;   /* unauthenticated connections closed (DROP_WARNINGS of them logged) */
     char stop_why[WIRE_WHY_BYTES];
 } setup;
 
@@ -1000,13 +1008,30 @@ static const char *addr_str(int fd, char *buf, size_t cap)
     return buf;
 }
 
+/* Say in our log why a connection that never authenticated is closed: the
+ * first DROP_WARNINGS by name, the rest only counted (see log_drops), so
+ * that a flood of strangers does not flood the log too. */
+static void log_drop(setup *s, int fd, const char *why)
+{
+    char addr[80];
+    if (++s->dropped <= DROP_WARNINGS)
+        rt_warn("tcp: rank %d dropped a connection from %s: %s", s->t->rank,
+                addr_str(fd, addr, sizeof(addr)), why);
+}
+
+/* The connections log_drop counted without naming them, in one line. */
+static void log_drops(const setup *s)
+{
+    if (s->dropped > DROP_WARNINGS)
+        rt_warn("tcp: rank %d dropped %d more connections that did not authenticate (%d in all)",
+                s->t->rank, s->dropped - DROP_WARNINGS, s->dropped);
+}
+
 /* A pending incoming connection failed its handshake: close it quietly
  * (the stranger learns nothing) and say so in our log. */
 static void drop_pending(setup *s, conn *c, const char *why)
 {
-    char addr[80];
-    rt_warn("tcp: rank %d dropped a connection from %s: %s", s->t->rank,
-            addr_str(c->fd, addr, sizeof(addr)), why);
+    log_drop(s, c->fd, why);
     close_conn(c);
 }
 
@@ -1253,7 +1278,31 @@ static int step_in(setup *s, conn *c, rt_error *err)
     return c->state == IN_HELLO ? on_hello(s, c) : on_proof(s, c, err);
 }
 
-/* Take every connection waiting on the listener into a free pending slot. */
+/* A pending slot for a new incoming connection: a free one, else the slot
+ * of the connection held longest without a complete hello (a real rank
+ * sends its hello at once; an idle stranger never does), else of the
+ * oldest one; but never of one younger than EVICT_AFTER_S, so that a burst
+ * cannot push out a real rank before its hello is read.  NULL: none. */
+static conn *pending_slot(setup *s)
+{
+    conn *oldest = NULL, *oldest_silent = NULL;
+    for (int i = 0; i < MAX_PENDING; i++) {
+        conn *c = &s->pending[i];
+        if (c->fd < 0)
+            return c;
+        if (!oldest || c->t_open < oldest->t_open)
+            oldest = c;
+        if (c->state == IN_HELLO && (!oldest_silent || c->t_open < oldest_silent->t_open))
+            oldest_silent = c;
+    }
+    conn *victim = oldest_silent ? oldest_silent : oldest;
+    if (rt_now() - victim->t_open < EVICT_AFTER_S)
+        return NULL;
+    drop_pending(s, victim, "its slot went to a newer connection (every slot was taken)");
+    return victim;
+}
+
+/* Take every connection waiting on the listener into a pending slot. */
 static int accept_new(setup *s, rt_error *err)
 {
     for (;;) {
@@ -1263,17 +1312,16 @@ static int accept_new(setup *s, rt_error *err)
                 return 0;
             return rt_fail_errno(err, RT_EXIT_RUNTIME, errno, "rank %d: accept", s->t->rank);
         }
-        conn *c = NULL;
-        for (int i = 0; i < MAX_PENDING && !c; i++)
-            if (s->pending[i].fd < 0)
-                c = &s->pending[i];
-        if (!c) { /* a flood: the real ranks retry */
+        conn *c = pending_slot(s);
+        if (!c) { /* a burst of new ones: a real rank retries */
+            log_drop(s, fd, "every pending slot holds a newer connection");
             close(fd);
             continue;
         }
         int ms =
             s->t->base.cfg.handshake_timeout_ms > 0 ? s->t->base.cfg.handshake_timeout_ms : 5000;
-        *c = (conn){.fd = fd, .state = IN_HELLO, .when = rt_now() + ms / 1000.0};
+        double now = rt_now();
+        *c = (conn){.fd = fd, .state = IN_HELLO, .when = now + ms / 1000.0, .t_open = now};
     }
 }
 
@@ -1590,6 +1638,7 @@ out:
     for (int i = 0; i < MAX_PENDING; i++)
         close_conn(&s.pending[i]);
     close(s.lfd);
+    log_drops(&s);
     return rc;
 }
 

@@ -93,4 +93,38 @@ done
 read -r _ n _ _ <"$TMP/replay.out"
 [ "$n" = 48 ] || note "(replay got $n bytes: no challenge)"
 grep -q "dropped a connection" "$TMP/r0.log" || fail "rank 0 did not log the strangers"
+
+# A slow-loris flood: 200 idle connections to rank 0, each one it closes
+# opened again, for longer than the connect timeout.  Before, a full table
+# of pending connections closed every new one, so rank 1 got in only by
+# luck (tens of seconds, or never) and every drop was a log line.
+note "a flood of 200 idle connections while rank 1 starts"
+p0=$(free_port)
+p1=$(free_port)
+printf '127.0.0.1:%s\n127.0.0.1:%s\n' "$p0" "$p1" >"$TMP/flood.hosts"
+"$ROTOR" "${train[@]}" --hostfile "$TMP/flood.hosts" --node 0 --nodes 2 --out "$TMP/flooded" \
+    2>"$TMP/f0.log" &
+r0=$!
+"$STRANGER" flood 127.0.0.1 "$p0" 200 60 >"$TMP/flood.out" 2>"$TMP/flood.err" &
+fl=$!
+for _ in $(seq 300); do grep -q flooding "$TMP/flood.err" && break; sleep 0.1; done
+grep -q flooding "$TMP/flood.err" || { kill "$fl"; fail "the flood never held its connections"; }
+sleep 1
+t0=$SECONDS
+"$ROTOR" "${train[@]}" --hostfile "$TMP/flood.hosts" --node 1 --nodes 2 --out "$TMP/flooded" \
+    2>"$TMP/f1.log" || { kill "$fl"; cat "$TMP/f1.log" >&2; fail "rank 1 failed under the flood"; }
+wait "$r0" || { kill "$fl"; cat "$TMP/f0.log" >&2; fail "rank 0 failed under the flood"; }
+took=$((SECONDS - t0))
+kill "$fl" 2>/dev/null || true
+wait "$fl" 2>/dev/null || true
+note "the flooded job ran $took s after rank 1 started"
+[ "$took" -lt 20 ] || fail "the flood held the job up ($took s)"
+single "$TMP/clean" "$TMP/flooded"
+for f in W.npy H.npy; do
+    cmp -s "$TMP/clean.single/$f" "$TMP/flooded.single/$f" || fail "$f differs under the flood"
+done
+named=$(grep -c "dropped a connection" "$TMP/f0.log" || true)
+[ "$named" -le 3 ] || fail "rank 0 logged $named dropped connections one by one (at most 3)"
+grep -q "more connections that did not authenticate" "$TMP/f0.log" ||
+    { cat "$TMP/f0.log" >&2; fail "rank 0 did not count the flood's dropped connections"; }
 echo PASS

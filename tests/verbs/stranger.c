@@ -8,6 +8,10 @@
  *                                        made-up answer to the challenge
  *   stranger capture PORT FILE           listen, write the first 40 bytes a
  *                                        connecting rank sends (its hello)
+ *   stranger flood HOST PORT N SECONDS   hold N idle connections, opening a
+ *                                        new one for each the rank closes;
+ *                                        "flooding" on stderr once N are
+ *                                        held, "opened M" on stdout at the end
  *
  * The connecting modes retry until the port accepts (at most 20 s), print
  * "connected" on stderr, and at the end print on stdout how many bytes the
@@ -105,10 +109,64 @@ static int capture(int port, const char *file)
     return 0;
 }
 
+/* Open a connection to a, or -1 (not listening yet, or the backlog full). */
+static int connect_once(const struct sockaddr_in *a)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        return -1;
+    if (connect(fd, (const struct sockaddr *)a, sizeof(*a)) == 0)
+        return fd;
+    close(fd);
+    return -1;
+}
+
+/* A slow-loris flood: n connections that never send, each one the peer
+ * closes replaced at once, for `seconds`. */
+static int flood(const char *host, int port, int n, int seconds)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    if (n < 1 || n > 1000 || inet_pton(AF_INET, host, &a.sin_addr) != 1)
+        return 2;
+    struct pollfd p[n];
+    for (int i = 0; i < n; i++)
+        p[i] = (struct pollfd){.fd = -1, .events = POLLIN};
+    long opened = 0;
+    int said = 0;
+    for (time_t end = time(NULL) + seconds; time(NULL) < end;) {
+        int held = 0;
+        for (int i = 0; i < n; i++) {
+            if (p[i].fd < 0 && (p[i].fd = connect_once(&a)) >= 0)
+                opened++;
+            held += p[i].fd >= 0;
+        }
+        if (held == n && !said) {
+            fprintf(stderr, "flooding\n");
+            said = 1;
+        }
+        if (poll(p, (nfds_t)n, 10) < 0 && errno != EINTR)
+            return 1;
+        for (int i = 0; i < n; i++) {
+            char buf[256];
+            if (p[i].fd < 0 || !p[i].revents)
+                continue;
+            ssize_t r = recv(p[i].fd, buf, sizeof(buf), MSG_DONTWAIT);
+            if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
+                close(p[i].fd);
+                p[i].fd = -1;
+            }
+        }
+    }
+    printf("opened %ld\n", opened);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 4 && !strcmp(argv[1], "capture"))
         return capture(atoi(argv[2]), argv[3]);
+    if (argc == 6 && !strcmp(argv[1], "flood"))
+        return flood(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]));
     if (argc < 4) {
         fprintf(stderr, "usage: see stranger.c\n");
         return 2;
