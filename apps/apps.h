@@ -213,6 +213,11 @@ int rt_checkpoint_check_root(const char *root, const char *app, const char *job,
  * length, as for the manifest). */
 int rt_app_resume(const rt_app_desc *app, void *state, rt_engine *eng, const rt_plan *plan,
                   const char *dir, const char *job, uint64_t next_rotation, rt_error *err);
+/* check_length's refusal in one wording for every app: the checkpoint is
+ * after `done` of `unit` ("epoch", "sweep"), past this run's `option`
+ * (--epochs, --iters) of `length`.  Returns -1 (exit 2). */
+int rt_resume_past_length(rt_error *err, const char *unit, uint64_t done, const char *option,
+                          unsigned length);
 
 /* A saved model: model.json's "app" names the app whose model_load read it. */
 typedef struct rt_model {

@@ -486,11 +486,8 @@ static int cd_check_length(const void *p, uint64_t next_rotation, rt_error *err)
     (void)next_rotation;
     if (c->outer_done <= c->opt.outer)
         return 0;
-    return rt_fail(err, RT_EXIT_INPUT,
-                   "the checkpoint is after outer iteration %" PRIu64 ", past this run's --outer "
-                   "%u (a resume continues a run: give at least its length, or start without "
-                   "--resume)",
-                   c->outer_done, (unsigned)c->opt.outer);
+    return rt_resume_past_length(err, "outer iteration", c->outer_done, "--outer",
+                                 (unsigned)c->opt.outer);
 }
 
 static const rt_app_ops cd_ops = {

@@ -487,6 +487,15 @@ int rt_app_run(const rt_app_desc *app, void *state, rt_engine *eng, const rt_pla
     return rt_engine_run(eng, &ops, &r, err);
 }
 
+int rt_resume_past_length(rt_error *err, const char *unit, uint64_t done, const char *option,
+                          unsigned length)
+{
+    return rt_fail(err, RT_EXIT_INPUT,
+                   "the checkpoint is after %s %" PRIu64 ", past this run's %s %u (a resume "
+                   "continues a run: give at least its length, or start without --resume)",
+                   unit, done, option, length);
+}
+
 int rt_app_resume(const rt_app_desc *app, void *state, rt_engine *eng, const rt_plan *plan,
                   const char *dir, const char *job, uint64_t next_rotation, rt_error *err)
 {

@@ -324,10 +324,7 @@ static int lda_check_length(const void *p, uint64_t next_rotation, rt_error *err
     const lda_core *c = &((const lda_app *)p)->core;
     if (next_rotation <= (uint64_t)c->o.iters + 1)
         return 0;
-    return rt_fail(err, RT_EXIT_INPUT,
-                   "the checkpoint is after sweep %" PRIu64 ", past this run's --iters %u (a "
-                   "resume continues a run: give at least its length, or start without --resume)",
-                   next_rotation - 1, c->o.iters);
+    return rt_resume_past_length(err, "sweep", next_rotation - 1, "--iters", c->o.iters);
 }
 
 static const rt_app_ops lda_ops = {

@@ -410,10 +410,7 @@ static int sgd_check_length(const void *p, uint64_t next_rotation, rt_error *err
     (void)next_rotation;
     if (c->epochs_run <= c->o.epochs)
         return 0;
-    return rt_fail(err, RT_EXIT_INPUT,
-                   "the checkpoint is after epoch %" PRIu64 ", past this run's --epochs %u (a "
-                   "resume continues a run: give at least its length, or start without --resume)",
-                   (uint64_t)c->epochs_run, c->o.epochs);
+    return rt_resume_past_length(err, "epoch", (uint64_t)c->epochs_run, "--epochs", c->o.epochs);
 }
 
 static const rt_app_ops sgd_ops = {
