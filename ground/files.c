@@ -499,9 +499,12 @@ typedef struct placed_output {
 static placed_output placed[PLACED_MAX];
 static unsigned n_placed;
 
-/* Called with the gate held, after the rename that put `id` at `path`. */
-static void note_placed(const char *path, const struct stat *id)
+/* Called with the gate held, after the rename that put `id` at `path`
+ * (NULL: its identity is unknown, nothing to note). */
+static void placed_at(const char *path, const struct stat *id)
 {
+    if (!id)
+        return;
     placed_output *p = NULL;
     for (unsigned i = 0; i < n_placed && i < PLACED_MAX && !p; i++)
         if (strcmp(placed[i].path, path) == 0)
@@ -511,12 +514,6 @@ static void note_placed(const char *path, const struct stat *id)
     snprintf(p->path, sizeof(p->path), "%s", path);
     p->dev = id->st_dev;
     p->ino = id->st_ino;
-}
-
-static void placed_at(const char *path, const struct stat *id)
-{
-    if (id)
-        note_placed(path, id);
 }
 
 int rt_put_in_place_here(const char *path)
